@@ -1,0 +1,12 @@
+/** One number that `npm run bench` prints. `peer` is the same measure for the peer (e.g. nginx) in the same run. */
+export interface BenchRow {
+  group: string;
+  name: string;
+  value: number;
+  unit: string;
+  peer?: { name: string; value: number };
+  note?: string;
+}
+
+/** A bench file's entry point: `export async function run(): Promise<BenchRow[]>`. */
+export type BenchRun = () => Promise<BenchRow[]>;

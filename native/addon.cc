@@ -1,0 +1,18 @@
+// Module init only: per-instance addon state (so the addon loads in worker threads), exports.
+#include "binding/addon_state.h"
+
+namespace {
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  auto* state = new skylark::binding::AddonState();
+  // Instance data is deleted by Node when the environment tears down (cleanup hook).
+  env.SetInstanceData<skylark::binding::AddonState>(state);
+  skylark::binding::InitRtmpSession(env, exports, *state);
+  skylark::binding::InitTsSegmenter(env, exports, *state);
+  exports.Set("abiVersion", Napi::Number::New(env, 1));
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(skylark, Init)

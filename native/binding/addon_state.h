@@ -1,0 +1,18 @@
+// Per-instance addon state (one per Node environment / worker thread), owned by addon.cc.
+// The ONLY place besides binding/*.cc that includes napi.h is addon.cc.
+#pragma once
+#include <napi.h>
+
+namespace skylark::binding {
+
+struct AddonState {
+  Napi::FunctionReference rtmpSession;   // class RtmpSession (binding/rtmp_session.cc)
+  Napi::FunctionReference tsSegmenter;   // class TsSegmenter (binding/segmenter.cc)
+};
+
+// Registers class RtmpSession on `exports` and stores its constructor in `state`.
+void InitRtmpSession(Napi::Env env, Napi::Object exports, AddonState& state);
+// Registers class TsSegmenter on `exports` and stores its constructor in `state`.
+void InitTsSegmenter(Napi::Env env, Napi::Object exports, AddonState& state);
+
+}  // namespace skylark::binding

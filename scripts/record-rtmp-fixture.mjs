@@ -1,0 +1,68 @@
+// Records the raw client→server bytes of a real FFmpeg RTMP publish into test/fixtures/rtmp/.
+// A node:net server on 127.0.0.1:0, driven by the addon's RtmpSession (handshake, replies,
+// acceptPublish), keeps every byte the client sent and writes them to the fixture file.
+//
+//   node scripts/record-rtmp-fixture.mjs            # both fixtures
+// Needs the addon built (npx node-gyp rebuild) and ffmpeg on PATH (or FFMPEG=/path/to/ffmpeg).
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const { RtmpSession } = createRequire(import.meta.url)(path.join(root, 'build/Release/skylark.node'));
+const ffmpeg = process.env.FFMPEG ?? 'ffmpeg';
+const MAX_FIXTURE_BYTES = 200 * 1024;
+
+// The brief's command line: lavfi 'sine' is mono, so the first fixture is 48 kHz mono too.
+const fixtures = [
+  { file: 'ffmpeg-aac-48k.bin', extra: [] },
+  { file: 'ffmpeg-aac-44k-mono.bin', extra: ['-ac', '1', '-ar', '44100'] },
+];
+
+function record({ file, extra }) {
+  return new Promise((resolve, reject) => {
+    const received = [];
+    const counts = { audio: 0, events: [] };
+    let serverClosed = false;
+    let onServerClosed = () => {};
+    const server = net.createServer((socket) => {
+      const session = new RtmpSession();
+      socket.on('data', (chunk) => {
+        received.push(Buffer.from(chunk));
+        for (const ev of session.push(chunk)) {
+          if (ev.type === 'audio') counts.audio++;
+          else counts.events.push(ev.type === 'error' ? `error:${ev.code}` : ev.type);
+          if (ev.type === 'publish') session.acceptPublish();
+          if (ev.type === 'error') socket.destroy();
+        }
+        const out = session.takeOutput();
+        if (out) socket.write(out);
+      });
+      socket.on('error', () => {});
+      socket.on('close', () => server.close());
+    });
+    server.on('close', () => { serverClosed = true; onServerClosed(); });
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      const args = ['-hide_banner', '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000',
+        '-t', '3', ...extra, '-c:a', 'aac', '-b:a', '128k', '-f', 'flv', `rtmp://127.0.0.1:${port}/live/stm_test/sk_euw1_testkey`];
+      const child = spawn(ffmpeg, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+      child.on('exit', (code) => {
+        if (code !== 0) return reject(new Error(`ffmpeg exited with ${code}`));
+        onServerClosed = () => {
+          const bytes = Buffer.concat(received);
+          if (bytes.length > MAX_FIXTURE_BYTES) return reject(new Error(`${file}: ${bytes.length} bytes > 200 KB`));
+          writeFileSync(path.join(root, 'test/fixtures/rtmp', file), bytes);
+          console.log(`${file}: ${bytes.length} bytes, ${counts.audio} audio messages, events ${counts.events.join(',')}`);
+          resolve();
+        };
+        if (serverClosed) onServerClosed();
+      });
+    });
+  });
+}
+
+for (const f of fixtures) await record(f);

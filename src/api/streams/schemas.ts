@@ -1,0 +1,62 @@
+/**
+ * Request schemas of the Streams resource (spec "POST /streams request body", PRODUCT.md §2, §9).
+ * The same schemas validate requests and (later) generate the OpenAPI document.
+ */
+import * as v from 'valibot';
+
+export const QUALITIES = ['low', 'medium', 'high'] as const;
+export const CODECS = ['aac', 'opus', 'mp3'] as const;
+export const REGION_IDS = ['eu-west-1', 'ap-southeast-1'] as const;
+export const LANGUAGE_TITLES = ['title_en', 'title_ru', 'title_de', 'title_fr'] as const;
+export const METADATA_MAX_KEYS = 16;
+export const METADATA_MAX_VALUE = 512;
+export const METADATA_MAX_KEY = 64;
+export const TITLE_MAX = 200;
+
+const title = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(TITLE_MAX, `must be at most ${TITLE_MAX} characters`));
+const languageTitle = v.pipe(v.string(), v.maxLength(TITLE_MAX, `must be at most ${TITLE_MAX} characters`));
+/** `ultra_low` is the deprecated alias of `low` (removed in 2.5.0). */
+const quality = v.picklist([...QUALITIES, 'ultra_low'], 'must be one of low, medium, high');
+const metadataKey = v.pipe(v.string(), v.minLength(1), v.maxLength(METADATA_MAX_KEY));
+const metadataValue = v.pipe(v.string('metadata values must be strings'), v.maxLength(METADATA_MAX_VALUE, `values must be at most ${METADATA_MAX_VALUE} characters`));
+const reconnectWindow = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(300));
+const recording = v.nullable(v.strictObject({ podcastId: v.pipe(v.string(), v.regex(/^pod_[A-Za-z0-9]+$/, 'must be a podcast id (pod_…)')) }));
+const playback = v.picklist(['public', 'token'], 'must be public or token');
+
+export const CreateStream = v.strictObject({
+  title,
+  title_en: v.optional(languageTitle),
+  title_ru: v.optional(languageTitle),
+  title_de: v.optional(languageTitle),
+  title_fr: v.optional(languageTitle),
+  quality: v.optional(quality),
+  codec: v.optional(v.picklist(CODECS, 'must be one of aac, opus, mp3')),
+  region: v.optional(v.picklist(REGION_IDS, 'must be eu-west-1 or ap-southeast-1')),
+  metadata: v.optional(
+    v.pipe(
+      v.record(metadataKey, metadataValue),
+      v.check((m) => Object.keys(m).length <= METADATA_MAX_KEYS, `at most ${METADATA_MAX_KEYS} keys`),
+    ),
+  ),
+  reconnectWindow: v.optional(reconnectWindow),
+  recording: v.optional(recording),
+  playback: v.optional(playback),
+});
+export type CreateStreamInput = v.InferOutput<typeof CreateStream>;
+
+export const UpdateStream = v.strictObject({
+  title: v.optional(title),
+  title_en: v.optional(v.nullable(languageTitle)),
+  title_ru: v.optional(v.nullable(languageTitle)),
+  title_de: v.optional(v.nullable(languageTitle)),
+  title_fr: v.optional(v.nullable(languageTitle)),
+  quality: v.optional(quality),
+  /** `null` values remove keys; the merge must still fit 16 keys (checked by the service). */
+  metadata: v.optional(v.record(metadataKey, v.nullable(metadataValue))),
+  reconnectWindow: v.optional(reconnectWindow),
+  recording: v.optional(recording),
+  playback: v.optional(playback),
+});
+export type UpdateStreamInput = v.InferOutput<typeof UpdateStream>;
+
+export const STREAM_STATUSES = ['idle', 'live', 'ended'] as const;

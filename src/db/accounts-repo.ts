@@ -1,0 +1,71 @@
+/** Accounts and their API keys (hashes only). */
+import type { Database } from './database.js';
+
+export interface AccountRow {
+  id: string;
+  name: string;
+  plan: 'free' | 'paid';
+  default_region: string;
+  owner_email: string | null;
+  password_hash: string | null;
+  created_at: number;
+}
+
+export interface ApiKeyRow {
+  id: string;
+  account_id: string;
+  type: 'secret' | 'publishable';
+  key_hash: Buffer;
+  prefix: string;
+  last4: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+/** Prepared statements over `accounts` and `api_keys`. */
+export class AccountsRepo {
+  private readonly insertAccount;
+  private readonly byId;
+  private readonly countAll;
+  private readonly insertKey;
+  private readonly keyByHash;
+  private readonly keysOf;
+  private readonly revoke;
+
+  constructor(readonly db: Database) {
+    this.insertAccount = db.prepare(
+      'INSERT INTO accounts (id, name, plan, default_region, owner_email, password_hash, created_at) VALUES (@id, @name, @plan, @default_region, @owner_email, @password_hash, @created_at)',
+    );
+    this.byId = db.prepare('SELECT * FROM accounts WHERE id = ?');
+    this.countAll = db.prepare('SELECT COUNT(*) FROM accounts').pluck();
+    this.insertKey = db.prepare(
+      'INSERT INTO api_keys (id, account_id, type, key_hash, prefix, last4, created_at) VALUES (@id, @account_id, @type, @key_hash, @prefix, @last4, @created_at)',
+    );
+    this.keyByHash = db.prepare('SELECT * FROM api_keys WHERE key_hash = ?');
+    this.keysOf = db.prepare('SELECT * FROM api_keys WHERE account_id = ? ORDER BY seq DESC');
+    this.revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
+  }
+
+  insert(a: AccountRow): void {
+    this.insertAccount.run(a);
+  }
+  get(id: string): AccountRow | undefined {
+    return this.byId.get(id) as AccountRow | undefined;
+  }
+  count(): number {
+    return this.countAll.get() as number;
+  }
+  insertApiKey(k: Omit<ApiKeyRow, 'revoked_at'>): void {
+    this.insertKey.run(k);
+  }
+  apiKeyByHash(hash: Buffer): ApiKeyRow | undefined {
+    return this.keyByHash.get(hash) as ApiKeyRow | undefined;
+  }
+  apiKeysOf(accountId: string): ApiKeyRow[] {
+    return this.keysOf.all(accountId) as ApiKeyRow[];
+  }
+  /** Marks a key revoked at `at` (ms); false when it was already revoked or does not exist. */
+  revokeApiKey(id: string, at: number): boolean {
+    return this.revoke.run(at, id).changes === 1;
+  }
+}

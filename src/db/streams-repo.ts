@@ -1,0 +1,92 @@
+/** Streams: rows, state moves, and list pages. */
+import type { Database } from './database.js';
+import { paginator, type Page, type PageQuery } from './paginate.js';
+
+export type StreamStatus = 'idle' | 'live' | 'ended';
+
+export interface StreamRow {
+  id: string;
+  account_id: string;
+  title: string;
+  titles: string; // JSON object of title_en, title_ru, title_de, title_fr
+  status: StreamStatus;
+  quality: string;
+  codec: string;
+  region: string;
+  stream_key_hash: Buffer;
+  stream_key_enc: Buffer;
+  metadata: string; // JSON object
+  reconnect_window: number; // seconds
+  recording: string | null; // JSON {podcastId}
+  playback: 'public' | 'token';
+  created_at: number; // ms
+  started_at: number | null;
+  ended_at: number | null;
+}
+
+/** Prepared statements over `streams`. */
+export class StreamsRepo {
+  private readonly insertStmt;
+  private readonly byId;
+  private readonly byIdAnyAccount;
+  private readonly updateStmt;
+  private readonly deleteStmt;
+  private readonly setKey;
+  private readonly toLive;
+  private readonly toEnded;
+  private readonly liveAll;
+  private readonly page;
+
+  constructor(readonly db: Database) {
+    this.insertStmt = db.prepare(`INSERT INTO streams (id, account_id, title, titles, status, quality, codec, region, stream_key_hash,
+      stream_key_enc, metadata, reconnect_window, recording, playback, created_at, started_at, ended_at)
+      VALUES (@id, @account_id, @title, @titles, @status, @quality, @codec, @region, @stream_key_hash, @stream_key_enc, @metadata,
+      @reconnect_window, @recording, @playback, @created_at, @started_at, @ended_at)`);
+    this.byId = db.prepare('SELECT * FROM streams WHERE id = ? AND account_id = ?');
+    this.byIdAnyAccount = db.prepare('SELECT * FROM streams WHERE id = ?');
+    this.updateStmt = db.prepare(`UPDATE streams SET title = @title, titles = @titles, quality = @quality, metadata = @metadata,
+      reconnect_window = @reconnect_window, recording = @recording, playback = @playback WHERE id = @id`);
+    this.deleteStmt = db.prepare('DELETE FROM streams WHERE id = ?');
+    this.setKey = db.prepare('UPDATE streams SET stream_key_hash = ?, stream_key_enc = ? WHERE id = ?');
+    this.toLive = db.prepare("UPDATE streams SET status = 'live', started_at = ? WHERE id = ? AND status = 'idle'");
+    this.toEnded = db.prepare("UPDATE streams SET status = 'ended', ended_at = ? WHERE id = ? AND status = 'live'");
+    this.liveAll = db.prepare("SELECT * FROM streams WHERE status = 'live'");
+    this.page = paginator<StreamRow>(db, 'streams', 'account_id = @accountId AND (@status IS NULL OR status = @status)');
+  }
+
+  insert(row: StreamRow): void {
+    this.insertStmt.run(row);
+  }
+  /** The stream `id` of `accountId`, or undefined. */
+  get(id: string, accountId: string): StreamRow | undefined {
+    return this.byId.get(id, accountId) as StreamRow | undefined;
+  }
+  /** The stream `id` of any account (ingest looks streams up by the id in the RTMP app path). */
+  getAny(id: string): StreamRow | undefined {
+    return this.byIdAnyAccount.get(id) as StreamRow | undefined;
+  }
+  update(row: StreamRow): void {
+    this.updateStmt.run(row);
+  }
+  delete(id: string): void {
+    this.deleteStmt.run(id);
+  }
+  setStreamKey(id: string, hash: Buffer, enc: Buffer): void {
+    this.setKey.run(hash, enc, id);
+  }
+  /** idle → live; false when the stream was not idle. */
+  markLive(id: string, at: number): boolean {
+    return this.toLive.run(at, id).changes === 1;
+  }
+  /** live → ended; false when the stream was not live. */
+  markEnded(id: string, at: number): boolean {
+    return this.toEnded.run(at, id).changes === 1;
+  }
+  /** Every stream left `live` (at start-up: publishers are gone after a restart). */
+  allLive(): StreamRow[] {
+    return this.liveAll.all() as StreamRow[];
+  }
+  list(accountId: string, status: StreamStatus | undefined, q: PageQuery): Page<StreamRow> {
+    return this.page({ accountId, status: status ?? null }, q);
+  }
+}

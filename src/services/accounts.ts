@@ -1,0 +1,125 @@
+/** Accounts and their API keys (CLI `accounts create`, `keys …`, first-start default account). */
+import { newId } from '../ids.js';
+import type { AccountRow, AccountsRepo } from '../db/accounts-repo.js';
+import { apiKeyRecord, generateApiKey, type KeyType } from '../auth/api-keys.js';
+import { hashPassword, hashToken } from '../auth/secrets.js';
+
+export const REGIONS = { 'eu-west-1': 'euw1', 'ap-southeast-1': 'apse1' } as const;
+export type Region = keyof typeof REGIONS;
+
+/** The account object as the API and CLI show it. */
+export interface AccountObject {
+  id: string;
+  object: 'account';
+  name: string;
+  plan: 'free' | 'paid';
+  defaultRegion: string;
+  email: string | null;
+  createdAt: string;
+}
+
+/** An API key as listed (never the secret). */
+export interface ApiKeyObject {
+  id: string;
+  object: 'api_key';
+  type: KeyType;
+  prefix: string;
+  last4: string;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+export interface CreateAccountInput {
+  name: string;
+  plan: 'free' | 'paid';
+  region: Region;
+  email?: string | undefined;
+  password?: string | undefined;
+}
+
+export class AccountsService {
+  constructor(private readonly repo: AccountsRepo, private readonly now: () => number = Date.now) {}
+
+  /** Creates an account with one secret and one publishable key; the keys are returned once. */
+  async create(input: CreateAccountInput): Promise<{ account: AccountObject; secretKey: string; publishableKey: string }> {
+    const passwordHash = input.password ? await hashPassword(input.password) : null;
+    const row: AccountRow = {
+      id: newId('acct'),
+      name: input.name,
+      plan: input.plan,
+      default_region: input.region,
+      owner_email: input.email?.toLowerCase() ?? null,
+      password_hash: passwordHash,
+      created_at: this.now(),
+    };
+    const secretKey = generateApiKey('secret');
+    const publishableKey = generateApiKey('publishable');
+    this.repo.db.transaction(() => {
+      this.repo.insert(row);
+      this.repo.insertApiKey(apiKeyRecord(newId('key'), row.id, 'secret', secretKey, row.created_at));
+      this.repo.insertApiKey(apiKeyRecord(newId('key'), row.id, 'publishable', publishableKey, row.created_at));
+    })();
+    return { account: toAccountObject(row), secretKey, publishableKey };
+  }
+
+  /** Whether no account exists yet (first start). */
+  isEmpty(): boolean {
+    return this.repo.count() === 0;
+  }
+
+  get(id: string): AccountObject | undefined {
+    const row = this.repo.get(id);
+    return row && toAccountObject(row);
+  }
+
+  listKeys(accountId: string): ApiKeyObject[] {
+    return this.repo.apiKeysOf(accountId).map((k) => ({
+      id: k.id,
+      object: 'api_key',
+      type: k.type,
+      prefix: k.prefix,
+      last4: k.last4,
+      createdAt: new Date(k.created_at).toISOString(),
+      revokedAt: k.revoked_at === null ? null : new Date(k.revoked_at).toISOString(),
+    }));
+  }
+
+  /** Adds a key of `type` to the account; returns the key string once. @throws Error if no such account */
+  createKey(accountId: string, type: KeyType): { id: string; key: string } {
+    if (!this.repo.get(accountId)) throw new Error(`no such account: ${accountId}`);
+    const key = generateApiKey(type);
+    const id = newId('key');
+    this.repo.insertApiKey(apiKeyRecord(id, accountId, type, key, this.now()));
+    return { id, key };
+  }
+
+  /** Replaces `key` by a new key of the same type; the old one stops working at once. @throws Error */
+  rollKey(key: string): { id: string; key: string } {
+    const row = this.repo.apiKeyByHash(hashToken(key));
+    if (!row || row.revoked_at !== null) throw new Error('no such active key');
+    return this.repo.db.transaction(() => {
+      this.repo.revokeApiKey(row.id, this.now());
+      return this.createKey(row.account_id, row.type);
+    })();
+  }
+
+  /** Revokes `key` (a key string or a `key_…` id). @throws Error */
+  revokeKey(keyOrId: string, accountId?: string): void {
+    const row = keyOrId.startsWith('key_')
+      ? this.repo.apiKeysOf(accountId ?? '').find((k) => k.id === keyOrId)
+      : this.repo.apiKeyByHash(hashToken(keyOrId));
+    if (!row || !this.repo.revokeApiKey(row.id, this.now())) throw new Error('no such active key');
+  }
+}
+
+function toAccountObject(row: AccountRow): AccountObject {
+  return {
+    id: row.id,
+    object: 'account',
+    name: row.name,
+    plan: row.plan,
+    defaultRegion: row.default_region,
+    email: row.owner_email,
+    createdAt: new Date(row.created_at).toISOString(),
+  };
+}

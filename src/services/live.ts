@@ -1,0 +1,281 @@
+/**
+ * Live state of streams (PRODUCT.md §2, §9 "Ingest"): who publishes to which stream, `idle` →
+ * `live` on the first audio frame after the sequence header (`stream.started`), the reconnect
+ * window after a publisher drops (resume with a discontinuity, no events), `live` → `ended` when it
+ * runs out (`stream.ended`), takeover by the newest publisher with a valid key, codec checks.
+ */
+import type { Database } from '../db/database.js';
+import type { StreamRow, StreamsRepo } from '../db/streams-repo.js';
+import type { Outbox } from '../events/outbox.js';
+import type { Logger } from '../log/logger.js';
+import type { MediaRegistry, SegmenterLike, StreamHub } from '../media/hub.js';
+import type { PublicUrls } from '../config/config.js';
+import { tokenMatches } from '../auth/secrets.js';
+import { nominalKbps, toStreamObject } from './stream-object.js';
+import type { LiveControl } from './streams.js';
+
+/** A connected publisher, as the live side sees it: something it can close. */
+export interface Publisher {
+  /** Closes the publish (and its connection), with `reason` for the log. */
+  close(reason: string): void;
+  /** Refuses the media after a codec mismatch: onStatus NetStream.Publish.Rejected, then close. */
+  reject(code: string, description: string): void;
+}
+
+/** What a publish may feed once authorized. */
+export interface PublishSink {
+  audio(timestampMs: number, data: Uint8Array): void;
+  /** The publisher stopped (unpublish, socket closed or failed). */
+  end(): void;
+}
+
+/** The answer to a publish request. */
+export type PublishDecision =
+  | { ok: true; streamId: string }
+  | { ok: false; status: 'NetStream.Publish.BadName'; reason: string };
+
+export interface LiveDeps {
+  db: Database;
+  streams: StreamsRepo;
+  outbox: Outbox;
+  media: MediaRegistry;
+  log: Logger;
+  urls: () => PublicUrls;
+  createSegmenter: () => SegmenterLike;
+  segmentDurationMs: number;
+  windowSegments: number;
+  now?: () => number;
+}
+
+interface Live {
+  publisher: Publisher | null;
+  /** Which attach the current sink belongs to (a replaced publisher's late end() is ignored). */
+  generation: number;
+  reconnectTimer: NodeJS.Timeout | null;
+  hub: StreamHub;
+  codecChecked: boolean;
+}
+
+/** How long an ended stream's playlist (with EXT-X-ENDLIST) stays served (ms). */
+const ENDED_HLS_RETENTION_MS = 5 * 60_000;
+
+/** FLV SoundFormat / E-RTMP FourCC → the stream codec it is (FLV spec E.4.2.1; Enhanced RTMP v2). */
+export function audioCodecOf(d: Uint8Array): string {
+  if (d.length === 0) return 'unknown';
+  const format = d[0]! >> 4;
+  if (format === 10) return 'aac';
+  if (format === 2 || format === 14) return 'mp3';
+  if (format === 9 && d.length >= 5) {
+    const fourCc = String.fromCharCode(d[1]!, d[2]!, d[3]!, d[4]!);
+    if (fourCc === 'Opus') return 'opus';
+    if (fourCc === '.mp3') return 'mp3';
+    if (fourCc === 'mp4a') return 'aac';
+    return fourCc;
+  }
+  return ['pcm', 'adpcm', 'mp3', 'pcm_le', 'nellymoser16', 'nellymoser8', 'nellymoser', 'g711a', 'g711u', 'exheader', 'aac', 'speex'][format] ?? `format${format}`;
+}
+
+export class LiveService implements LiveControl {
+  private readonly live = new Map<string, Live>();
+  private readonly now: () => number;
+  private generations = 0;
+
+  constructor(private readonly d: LiveDeps) {
+    this.now = d.now ?? Date.now;
+  }
+
+  /**
+   * Checks a publish: the RTMP app must be `live/<stream_id>` and the stream name its key; the
+   * stream must not have ended. Never logs the key.
+   */
+  authorize(app: string, streamName: string): PublishDecision {
+    const m = /^live\/(stm_[A-Za-z0-9]+)\/?$/.exec(app);
+    if (!m) return { ok: false, status: 'NetStream.Publish.BadName', reason: `unknown application '${app.slice(0, 80)}'` };
+    const row = this.d.streams.getAny(m[1]!);
+    if (!row) return { ok: false, status: 'NetStream.Publish.BadName', reason: `unknown stream ${m[1]}` };
+    const key = streamName.split('?')[0]!;
+    if (!tokenMatches(key, row.stream_key_hash)) return { ok: false, status: 'NetStream.Publish.BadName', reason: `wrong stream key for ${row.id}` };
+    if (row.status === 'ended') return { ok: false, status: 'NetStream.Publish.BadName', reason: `stream ${row.id} has ended` };
+    return { ok: true, streamId: row.id };
+  }
+
+  /**
+   * Attaches an authorized publisher. The newest publisher wins: a current one is closed. A
+   * stream still live (reconnect window or takeover) resumes its timeline with a discontinuity.
+   */
+  attach(streamId: string, publisher: Publisher): PublishSink {
+    const row = this.d.streams.getAny(streamId);
+    if (!row) throw new Error(`stream ${streamId} vanished`);
+    let state = this.live.get(streamId);
+    if (state) {
+      if (state.reconnectTimer) clearTimeout(state.reconnectTimer);
+      state.reconnectTimer = null;
+      const old = state.publisher;
+      state.publisher = null;
+      if (old) {
+        this.d.log.info('publisher replaced by a newer one', { streamId });
+        old.close('replaced by a newer publisher');
+      }
+      if (state.hub.ended) state = undefined; // ended hub lingering for players: start fresh
+      else state.hub.discontinuity();
+    }
+    if (!state) {
+      this.d.media.delete(streamId);
+      const hub = this.d.media.open(streamId, {
+        targetDurationMs: this.d.segmentDurationMs,
+        windowSegments: this.d.windowSegments,
+        nominalKbps: nominalKbps(row.quality, row.codec),
+        createSegmenter: this.d.createSegmenter,
+      });
+      state = { publisher: null, generation: 0, reconnectTimer: null, hub, codecChecked: false };
+      this.live.set(streamId, state);
+    }
+    const generation = ++this.generations;
+    state.publisher = publisher;
+    state.generation = generation;
+    state.codecChecked = false;
+    const s = state;
+    const codec = row.codec;
+    return {
+      audio: (ts, data) => {
+        if (s.generation !== generation) return;
+        if (!s.codecChecked) {
+          const received = audioCodecOf(data);
+          if (received !== codec) return this.codecMismatch(streamId, s, codec, received);
+          s.codecChecked = true;
+        }
+        const r = s.hub.pushAudio(ts, data);
+        for (const e of r.errors) this.d.log.warn('ingest audio dropped', { streamId, code: e.code, message: e.message });
+        if (r.started) this.markLive(streamId);
+      },
+      end: () => {
+        if (s.generation !== generation || s.publisher === null) return;
+        s.publisher = null;
+        this.publisherGone(streamId, s);
+      },
+    };
+  }
+
+  /** Live listeners of a stream (HLS sessions and WebRTC peers arrive with the listeners work). */
+  listenerCount(_streamId: string): number {
+    return 0;
+  }
+
+  /** Ends a live stream at once (DELETE): publisher closed, `stream.ended`. */
+  endNow(streamId: string): void {
+    const s = this.live.get(streamId);
+    if (s?.publisher) {
+      const p = s.publisher;
+      s.publisher = null;
+      p.close('stream deleted');
+    }
+    this.end(streamId);
+  }
+
+  /** Closes the current publisher (stream key reset); the reconnect window applies. */
+  disconnectPublisher(streamId: string): void {
+    const s = this.live.get(streamId);
+    if (!s?.publisher) return;
+    const p = s.publisher;
+    s.publisher = null;
+    p.close('stream key reset');
+    this.publisherGone(streamId, s);
+  }
+
+  /** After a restart no publisher is connected: streams left `live` end after their window. */
+  recover(): void {
+    for (const row of this.d.streams.allLive()) {
+      const timer = setTimeout(() => this.endIfUnpublished(row.id), row.reconnect_window * 1000);
+      timer.unref();
+    }
+  }
+
+  /** Stops every timer (server shutdown). */
+  close(): void {
+    for (const s of this.live.values()) if (s.reconnectTimer) clearTimeout(s.reconnectTimer);
+  }
+
+  private endIfUnpublished(streamId: string): void {
+    if (this.live.get(streamId)?.publisher) return;
+    this.end(streamId);
+  }
+
+  private publisherGone(streamId: string, s: Live): void {
+    s.hub.flush();
+    const row = this.d.streams.getAny(streamId);
+    if (!row || row.status !== 'live') {
+      // Never went live (no audio yet): nothing to resume.
+      s.hub.end();
+      this.live.delete(streamId);
+      this.d.media.delete(streamId);
+      return;
+    }
+    if (row.reconnect_window === 0) return this.end(streamId);
+    s.reconnectTimer = setTimeout(() => {
+      s.reconnectTimer = null;
+      if (!s.publisher) this.end(streamId);
+    }, row.reconnect_window * 1000);
+    s.reconnectTimer.unref();
+  }
+
+  private markLive(streamId: string): void {
+    const at = this.now();
+    const moved = this.d.db.transaction(() => {
+      if (!this.d.streams.markLive(streamId, at)) return false;
+      const row = this.d.streams.getAny(streamId)!;
+      this.d.outbox.record(row.account_id, 'stream.started', { object: this.object(row) });
+      return true;
+    })();
+    if (moved) {
+      this.d.outbox.flush();
+      this.d.log.info('stream live', { streamId });
+    }
+  }
+
+  private end(streamId: string): void {
+    const s = this.live.get(streamId);
+    if (s?.reconnectTimer) clearTimeout(s.reconnectTimer);
+    const at = this.now();
+    const moved = this.d.db.transaction(() => {
+      if (!this.d.streams.markEnded(streamId, at)) return false;
+      const row = this.d.streams.getAny(streamId)!;
+      this.d.outbox.record(row.account_id, 'stream.ended', { object: this.object(row) });
+      return true;
+    })();
+    if (moved) {
+      this.d.outbox.flush();
+      this.d.log.info('stream ended', { streamId });
+    }
+    if (s) {
+      s.hub.end();
+      this.live.delete(streamId);
+      const hub = s.hub;
+      setTimeout(() => {
+        if (this.d.media.get(streamId) === hub) this.d.media.delete(streamId);
+      }, ENDED_HLS_RETENTION_MS).unref();
+    }
+  }
+
+  private codecMismatch(streamId: string, s: Live, expected: string, received: string): void {
+    const p = s.publisher;
+    s.publisher = null;
+    s.generation = -1;
+    const row = this.d.streams.getAny(streamId);
+    if (row) {
+      this.d.db.transaction(() => {
+        this.d.outbox.record(row.account_id, 'stream.error', {
+          object: this.object(row),
+          error: { code: 'codec_mismatch', message: `The stream accepts ${expected} audio but received ${received}.`, expected, received },
+        });
+      })();
+      this.d.outbox.flush();
+    }
+    this.d.log.warn('codec mismatch: publish rejected', { streamId, expected, received });
+    p?.reject('NetStream.Publish.Rejected', `This stream accepts ${expected} audio, not ${received}.`);
+    this.publisherGone(streamId, s);
+  }
+
+  private object(row: StreamRow) {
+    return toStreamObject(row, this.d.urls(), this.listenerCount(row.id));
+  }
+}

@@ -1,0 +1,67 @@
+/** Renders a stream row as the API's stream object (spec "Stream", PRODUCT.md §2, §9). */
+import type { StreamRow } from '../db/streams-repo.js';
+import type { PublicUrls } from '../config/config.js';
+
+/** The stream object. `streamKey` only for secret keys (and never in events). */
+export interface StreamObject {
+  id: string;
+  object: 'stream';
+  title: string;
+  title_en: string | null;
+  title_ru: string | null;
+  title_de: string | null;
+  title_fr: string | null;
+  status: 'idle' | 'live' | 'ended';
+  quality: string;
+  codec: string;
+  region: string;
+  rtmpUrl: string;
+  streamKey?: string;
+  hlsUrl: string;
+  listenerCount: number;
+  reconnectWindow: number;
+  recording: { podcastId: string } | null;
+  playback: 'public' | 'token';
+  createdAt: string;
+  startedAt: string | null;
+  endedAt: string | null;
+  metadata: Record<string, string>;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** Builds the object; `streamKey` is included when given. */
+export function toStreamObject(row: StreamRow, urls: PublicUrls, listenerCount: number, streamKey?: string): StreamObject {
+  const titles = JSON.parse(row.titles) as Record<string, string>;
+  return {
+    id: row.id,
+    object: 'stream',
+    title: row.title,
+    title_en: titles.title_en ?? null,
+    title_ru: titles.title_ru ?? null,
+    title_de: titles.title_de ?? null,
+    title_fr: titles.title_fr ?? null,
+    status: row.status,
+    quality: row.quality,
+    codec: row.codec,
+    region: row.region,
+    rtmpUrl: `rtmp://${urls.ingestUrl}/live/${row.id}`,
+    ...(streamKey !== undefined ? { streamKey } : {}),
+    hlsUrl: `${urls.cdnUrl}/hls/${row.id}/index.m3u8`,
+    listenerCount,
+    reconnectWindow: row.reconnect_window,
+    recording: row.recording === null ? null : (JSON.parse(row.recording) as { podcastId: string }),
+    playback: row.playback,
+    createdAt: new Date(row.created_at).toISOString(),
+    startedAt: iso(row.started_at),
+    endedAt: iso(row.ended_at),
+    metadata: JSON.parse(row.metadata) as Record<string, string>,
+  };
+}
+
+/** Nominal ingest bitrate (kbps) of quality × codec (PRODUCT.md §2: opus+high = 320). */
+export function nominalKbps(quality: string, codec: string): number {
+  if (quality === 'high') return codec === 'opus' ? 320 : 256;
+  if (quality === 'low') return 64;
+  return 128;
+}

@@ -1,0 +1,123 @@
+/**
+ * Starts a real Skylark for tests: in-process (`startInProcess`) or as the CLI child process
+ * (`startCli`), on free ports and a fresh temporary data dir.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
+import { loadConfig } from '../../src/config/config.js';
+import { createLogger } from '../../src/log/logger.js';
+import { startServer, type RunningServer } from '../../src/main.js';
+
+export const repoRoot = path.resolve(import.meta.dirname, '..', '..');
+const cli = path.join(repoRoot, 'bin', 'skylark.js');
+
+/** A fresh temporary directory, removed by the returned cleanup. */
+export function tempDir(prefix = 'skylark-test-'): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export interface TestServer {
+  server: RunningServer;
+  http: string;
+  dataDir: string;
+  /** A paid account's keys. */
+  secretKey: string;
+  publishableKey: string;
+  accountId: string;
+  close(): Promise<void>;
+}
+
+/** Starts Skylark in this process on free ports with one paid account. */
+export async function startInProcess(env: Record<string, string> = {}): Promise<TestServer> {
+  const { dir, cleanup } = tempDir();
+  const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: dir, SKYLARK_LOG_LEVEL: 'error', ...env });
+  const server = await startServer(config, createLogger('error'));
+  const created = await server.accounts.create({ name: 'Test', plan: 'paid', region: 'eu-west-1' });
+  return {
+    server,
+    http: `http://127.0.0.1:${server.httpPort}`,
+    dataDir: dir,
+    secretKey: created.secretKey,
+    publishableKey: created.publishableKey,
+    accountId: created.account.id,
+    async close() {
+      await server.close();
+      cleanup();
+    },
+  };
+}
+
+/** Runs the CLI (`node bin/skylark.js …`) to completion; resolves to stdout. */
+export async function runCli(args: string[], env: Record<string, string> = {}): Promise<string> {
+  const { stdout } = await promisify(execFile)(process.execPath, [cli, ...args], { env: { ...process.env, ...env } });
+  return stdout;
+}
+
+export interface CliServer {
+  child: ChildProcess;
+  http: string;
+  rtmp: string;
+  stderr: () => string;
+  stop(): Promise<void>;
+}
+
+/** Starts `skylark serve` as a child process; resolves when it printed its listening line. */
+export async function startCli(dataDir: string, env: Record<string, string> = {}): Promise<CliServer> {
+  const child = spawn(process.execPath, [cli, 'serve'], {
+    env: { ...process.env, SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: dataDir, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let err = '';
+  child.stderr!.on('data', (d) => (err += d));
+  const line = await new Promise<string>((resolve, reject) => {
+    const rl = createInterface({ input: child.stdout! });
+    rl.once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${err}`)));
+  });
+  const listening = JSON.parse(line) as { event: string; http: string; rtmp: string };
+  return {
+    child,
+    http: listening.http,
+    rtmp: listening.rtmp,
+    stderr: () => err,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** fetch with a bearer key and JSON body. */
+export async function api(base: string, key: string | null, method: string, p: string, body?: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(`${base}${p}`, {
+    method,
+    headers: { ...(key ? { Authorization: `Bearer ${key}` } : {}), ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...headers },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json: any = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  return { status: res.status, headers: res.headers, json, text };
+}
+
+/** Polls `fn` every `everyMs` until it returns a truthy value or `timeoutMs` passes. @throws Error on timeout */
+export async function waitFor<T>(fn: () => Promise<T> | T, timeoutMs = 20_000, everyMs = 100, what = 'condition'): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}

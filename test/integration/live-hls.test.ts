@@ -1,0 +1,126 @@
+/**
+ * Live audio end to end with real parts: the CLI creates an account, `skylark serve` runs as a
+ * child process, a stream is created over HTTP, a real FFmpeg publishes AAC over RTMP, the stream
+ * goes live, FFmpeg reads the HLS back and decodes it, and the stream ends after its window.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { api, runCli, startCli, tempDir, waitFor, type CliServer } from '../helpers/server.js';
+import { ffmpegPath } from '../helpers/ffmpeg.js';
+
+const ffmpeg = ffmpegPath();
+
+/** Publishes a 440 Hz sine as AAC in FLV over RTMP in real time for `seconds`. */
+function publish(url: string, seconds: number): ChildProcess {
+  return spawn(ffmpeg, ['-hide_banner', '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', `sine=frequency=440:sample_rate=48000`, '-t', String(seconds),
+    '-ac', '2', '-c:a', 'aac', '-b:a', '128k', '-f', 'flv', url], { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+function exited(p: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => (p.exitCode !== null ? resolve(p.exitCode) : p.once('exit', (c) => resolve(c))));
+}
+
+describe('live AAC over RTMP to HLS', () => {
+  const tmp = tempDir();
+  let server: CliServer;
+  let key: string;
+
+  beforeAll(async () => {
+    const out = JSON.parse(await runCli(['accounts', 'create', '--name', 'Radio', '--plan', 'paid', '--json', '--data-dir', tmp.dir]));
+    key = out.secretKey;
+    expect(key).toMatch(/^svc_sk_/);
+    server = await startCli(tmp.dir);
+  });
+  afterAll(async () => {
+    await server?.stop();
+    tmp.cleanup();
+  });
+
+  it('publishes, goes live, serves decodable HLS, and ends after the reconnect window', async () => {
+    const created = await api(server.http, key, 'POST', '/v2/streams', { title: 'Sine', reconnectWindow: 2 });
+    expect(created.status).toBe(201);
+    const stream = created.json;
+    expect(stream.rtmpUrl).toBe(`${server.rtmp}/live/${stream.id}`);
+
+    const pub = publish(`${stream.rtmpUrl}/${stream.streamKey}`, 14);
+    await waitFor(async () => (await api(server.http, key, 'GET', `/v2/streams/${stream.id}`)).json.status === 'live', 15_000, 100, 'live');
+    const live = (await api(server.http, key, 'GET', `/v2/streams/${stream.id}`)).json;
+    expect(typeof live.startedAt).toBe('string');
+
+    // Multivariant → media playlist with at least 3 segments.
+    const master = await waitFor(async () => {
+      const r = await fetch(stream.hlsUrl);
+      return r.status === 200 ? r : null;
+    }, 15_000, 200, 'multivariant playlist');
+    expect(master.headers.get('content-type')).toBe('application/vnd.apple.mpegurl');
+    const masterText = await master.text();
+    expect(masterText).toMatch(/#EXT-X-STREAM-INF:BANDWIDTH=\d+,AVERAGE-BANDWIDTH=\d+,CODECS="mp4a\.40\.2"/);
+    const variant = masterText.split('\n').find((l) => l && !l.startsWith('#'))!;
+    const mediaUrl = new URL(variant, stream.hlsUrl).toString();
+    const media = await waitFor(async () => {
+      const r = await fetch(mediaUrl);
+      const text = await r.text();
+      return (text.match(/#EXTINF/g) ?? []).length >= 3 ? { r, text } : null;
+    }, 20_000, 250, 'three segments');
+    expect(media.r.headers.get('cache-control')).toMatch(/max-age=1\b|no-cache/);
+    expect(media.text).toContain('#EXT-X-TARGETDURATION:2');
+    for (const d of media.text.matchAll(/#EXTINF:([\d.]+),/g)) {
+      expect(Math.abs(Number(d[1]) - 2)).toBeLessThanOrEqual(0.5);
+    }
+
+    // One segment: immutable, audio only (no phantom video track).
+    const segName = media.text.split('\n').find((l) => l.endsWith('.ts'))!;
+    const seg = await fetch(new URL(segName, mediaUrl));
+    expect(seg.status).toBe(200);
+    expect(seg.headers.get('content-type')).toBe('video/mp2t');
+    expect(seg.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    expect(seg.headers.get('x-request-id')).toMatch(/^req_/);
+    const segFile = path.join(tmp.dir, 'seg.ts');
+    writeFileSync(segFile, Buffer.from(await seg.arrayBuffer()));
+    const probe = spawnSync(ffmpeg, ['-hide_banner', '-i', segFile], { encoding: 'utf8' });
+    const streams = probe.stderr.split('\n').filter((l) => /Stream #\d+:\d+/.test(l));
+    expect(streams).toHaveLength(1);
+    expect(streams[0]).toMatch(/Audio: aac/);
+    expect(probe.stderr).not.toMatch(/Video:/);
+
+    // FFmpeg plays the live playlist from the start of the window until EXT-X-ENDLIST and decodes it.
+    const reader = spawn(ffmpeg, ['-hide_banner', '-loglevel', 'error', '-live_start_index', '0', '-i', stream.hlsUrl, '-vn', '-ac', '1', '-ar', '48000', '-f', 's16le', 'pipe:1'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let decodedBytes = 0;
+    let readerErr = '';
+    reader.stdout!.on('data', (d: Buffer) => (decodedBytes += d.length));
+    reader.stderr!.on('data', (d) => (readerErr += d));
+
+    expect(await exited(pub)).toBe(0);
+    // After the publisher stops: ended once the 2 s reconnect window passes.
+    await waitFor(async () => (await api(server.http, key, 'GET', `/v2/streams/${stream.id}`)).json.status === 'ended', 15_000, 200, 'ended');
+    const finalMedia = await (await fetch(mediaUrl)).text();
+    expect(finalMedia).toContain('#EXT-X-ENDLIST');
+
+    const code = await Promise.race([exited(reader), new Promise<string>((r) => setTimeout(() => r('timeout'), 30_000))]);
+    if (code === 'timeout') reader.kill('SIGKILL');
+    expect(code).toBe(0);
+    const decodedSeconds = decodedBytes / (48_000 * 2);
+    expect(decodedSeconds).toBeGreaterThanOrEqual(6);
+    expect(readerErr).not.toMatch(/error/i);
+
+    // Publishing to an ended stream is refused.
+    const again = publish(`${stream.rtmpUrl}/${stream.streamKey}`, 2);
+    expect(await exited(again)).not.toBe(0);
+  });
+
+  it('refuses a wrong stream key and leaves the stream idle', async () => {
+    const stream = (await api(server.http, key, 'POST', '/v2/streams', { title: 'Locked' })).json;
+    const pub = publish(`${stream.rtmpUrl}/sk_euw1_wrongwrongwrongwrongwrongwrongwrong`, 3);
+    let err = '';
+    pub.stderr!.on('data', (d) => (err += d));
+    expect(await exited(pub)).not.toBe(0);
+    expect((await api(server.http, key, 'GET', `/v2/streams/${stream.id}`)).json.status).toBe('idle');
+    expect(server.stderr()).not.toContain('sk_euw1_wrong');
+    expect(server.stderr()).toContain('publish refused');
+    expect((await fetch(stream.hlsUrl)).status).toBe(404);
+  });
+});
