@@ -1,72 +1,33 @@
 /**
- * Versioned schema migrations, applied in order at start inside one transaction each.
- * Never edit a shipped migration: add a new one.
+ * Versioned schema migrations: `src/db/migrations/NNN-name.sql`, applied in order of NNN at start,
+ * each in its own transaction. Never edit a shipped migration: add a new file.
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
 export interface Migration {
   version: number;
   name: string;
   sql: string;
 }
 
-export const MIGRATIONS: Migration[] = [
-  {
-    version: 1,
-    name: 'accounts, api keys, streams, events',
-    sql: `
-      CREATE TABLE accounts (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        id TEXT NOT NULL UNIQUE,
-        name TEXT NOT NULL,
-        plan TEXT NOT NULL CHECK (plan IN ('free','paid')),
-        default_region TEXT NOT NULL,
-        owner_email TEXT UNIQUE,
-        password_hash TEXT,
-        created_at INTEGER NOT NULL
-      );
-      CREATE TABLE api_keys (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        id TEXT NOT NULL UNIQUE,
-        account_id TEXT NOT NULL REFERENCES accounts(id),
-        type TEXT NOT NULL CHECK (type IN ('secret','publishable')),
-        key_hash BLOB NOT NULL UNIQUE,
-        prefix TEXT NOT NULL,
-        last4 TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
-        revoked_at INTEGER
-      );
-      CREATE INDEX api_keys_account ON api_keys(account_id, seq);
-      CREATE TABLE streams (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        id TEXT NOT NULL UNIQUE,
-        account_id TEXT NOT NULL REFERENCES accounts(id),
-        title TEXT NOT NULL,
-        titles TEXT NOT NULL DEFAULT '{}',
-        status TEXT NOT NULL CHECK (status IN ('idle','live','ended')),
-        quality TEXT NOT NULL,
-        codec TEXT NOT NULL,
-        region TEXT NOT NULL,
-        stream_key_hash BLOB NOT NULL,
-        stream_key_enc BLOB NOT NULL,
-        metadata TEXT NOT NULL DEFAULT '{}',
-        reconnect_window INTEGER NOT NULL,
-        recording TEXT,
-        playback TEXT NOT NULL DEFAULT 'public',
-        created_at INTEGER NOT NULL,
-        started_at INTEGER,
-        ended_at INTEGER
-      );
-      CREATE INDEX streams_account ON streams(account_id, seq);
-      CREATE INDEX streams_account_status ON streams(account_id, status, seq);
-      CREATE TABLE events (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        id TEXT NOT NULL UNIQUE,
-        account_id TEXT NOT NULL,
-        type TEXT NOT NULL,
-        created INTEGER NOT NULL,
-        livemode INTEGER NOT NULL,
-        data TEXT NOT NULL
-      );
-      CREATE INDEX events_account ON events(account_id, seq);
-    `,
-  },
-];
+// src/db or dist/db → the .sql files stay in src/db/migrations (they are not compiled).
+const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'db', 'migrations');
+
+/** Reads every migration file of `folder`. @throws Error on a misnamed file or a duplicate version */
+export function loadMigrations(folder = dir): Migration[] {
+  const out: Migration[] = [];
+  for (const file of readdirSync(folder).sort()) {
+    if (!file.endsWith('.sql')) continue;
+    const m = /^(\d{3})-([a-z0-9-]+)\.sql$/.exec(file);
+    if (!m) throw new Error(`migration file name must be NNN-name.sql: ${file}`);
+    const version = Number(m[1]);
+    if (out.some((x) => x.version === version)) throw new Error(`duplicate migration version ${version}`);
+    out.push({ version, name: m[2]!, sql: readFileSync(path.join(folder, file), 'utf8') });
+  }
+  return out;
+}
+
+/** The migrations shipped with this build. */
+export const MIGRATIONS: Migration[] = loadMigrations();
