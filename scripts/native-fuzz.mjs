@@ -10,7 +10,7 @@ if (clang.status !== 0) {
   console.log('fuzz: clang++ not found, fuzz targets skipped (apt-get install -y clang libclang-rt-14-dev)');
   process.exit(0);
 }
-const dir = 'build/native-fuzz';
+const dir = '.build/native-fuzz';
 const run = (cmd, args, env) => execFileSync(cmd, args, { stdio: 'inherit', env: { ...process.env, ...env } });
 run('cmake', ['-S', 'native', '-B', dir, '-DSKYLARK_FUZZ=ON', '-DCMAKE_CXX_COMPILER=clang++', '-DCMAKE_BUILD_TYPE=RelWithDebInfo']);
 run('cmake', ['--build', dir, '-j', String(Math.max(1, cpus().length))]);

@@ -2,7 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import { cpus } from 'node:os';
 
-const dir = 'build/native-test';
+const dir = '.build/native-test';
 const run = (cmd, args) => execFileSync(cmd, args, { stdio: 'inherit' });
 run('cmake', ['-S', 'native', '-B', dir, '-DSKYLARK_SANITIZE=ON', '-DCMAKE_BUILD_TYPE=Debug']);
 run('cmake', ['--build', dir, '-j', String(Math.max(1, cpus().length))]);

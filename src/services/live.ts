@@ -54,7 +54,12 @@ interface Live {
   reconnectTimer: NodeJS.Timeout | null;
   hub: StreamHub;
   codecChecked: boolean;
+  /** Dropped-audio log throttle: at most one line per DROP_LOG_EVERY_MS. */
+  dropLog: { at: number; suppressed: number };
 }
+
+/** A publisher sending bad audio would log ~47 lines a second; one line per 5 s says enough. */
+const DROP_LOG_EVERY_MS = 5000;
 
 /** How long an ended stream's playlist (with EXT-X-ENDLIST) stays served (ms). */
 const ENDED_HLS_RETENTION_MS = 5 * 60_000;
@@ -127,7 +132,7 @@ export class LiveService implements LiveControl {
         nominalKbps: nominalKbps(row.quality, row.codec),
         createSegmenter: this.d.createSegmenter,
       });
-      state = { publisher: null, generation: 0, reconnectTimer: null, hub, codecChecked: false };
+      state = { publisher: null, generation: 0, reconnectTimer: null, hub, codecChecked: false, dropLog: { at: 0, suppressed: 0 } };
       this.live.set(streamId, state);
     }
     const generation = ++this.generations;
@@ -145,7 +150,7 @@ export class LiveService implements LiveControl {
           s.codecChecked = true;
         }
         const r = s.hub.pushAudio(ts, data);
-        for (const e of r.errors) this.d.log.warn('ingest audio dropped', { streamId, code: e.code, message: e.message });
+        if (r.errors.length > 0) this.logDropped(streamId, s, r.errors[0]!, r.errors.length);
         if (r.started) this.markLive(streamId);
       },
       end: () => {
@@ -216,6 +221,16 @@ export class LiveService implements LiveControl {
       if (!s.publisher) this.end(streamId);
     }, row.reconnect_window * 1000);
     s.reconnectTimer.unref();
+  }
+
+  private logDropped(streamId: string, s: Live, e: { code: string; message: string }, n: number): void {
+    const now = this.now();
+    if (now - s.dropLog.at < DROP_LOG_EVERY_MS) {
+      s.dropLog.suppressed += n;
+      return;
+    }
+    this.d.log.warn('ingest audio dropped', { streamId, code: e.code, message: e.message, suppressedSinceLast: s.dropLog.suppressed });
+    s.dropLog = { at: now, suppressed: n - 1 };
   }
 
   private markLive(streamId: string): void {

@@ -1,0 +1,21 @@
+// MPEG-TS constants shared by the TS writers (ISO/IEC 13818-1).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace skylark::mux::ts {
+
+inline constexpr size_t kPacketSize = 188;
+inline constexpr size_t kPacketHeaderSize = 4;
+inline constexpr size_t kPacketPayloadMax = kPacketSize - kPacketHeaderSize;  // 184
+inline constexpr uint8_t kSyncByte = 0x47;
+inline constexpr uint16_t kPatPid = 0x0000;
+inline constexpr uint16_t kDefaultPmtPid = 0x1000;
+inline constexpr uint16_t kDefaultAudioPid = 0x0100;
+inline constexpr uint16_t kProgramNumber = 1;
+inline constexpr uint16_t kTransportStreamId = 1;
+inline constexpr uint8_t kStreamTypeAdtsAac = 0x0F;  // ISO/IEC 13818-7 Audio with ADTS transport syntax
+inline constexpr uint8_t kStreamIdAudio = 0xC0;      // first MPEG audio stream
+inline constexpr uint64_t kPtsMask = (uint64_t{1} << 33) - 1;  // PTS/PCR base are 33-bit, 90 kHz
+
+}  // namespace skylark::mux::ts
