@@ -29,6 +29,8 @@ export class AccountsRepo {
   private readonly countAll;
   private readonly insertKey;
   private readonly keyByHash;
+  private readonly keyById;
+  private readonly byEmail;
   private readonly keysOf;
   private readonly revoke;
 
@@ -42,6 +44,8 @@ export class AccountsRepo {
       'INSERT INTO api_keys (id, account_id, type, key_hash, prefix, last4, created_at) VALUES (@id, @account_id, @type, @key_hash, @prefix, @last4, @created_at)',
     );
     this.keyByHash = db.prepare('SELECT * FROM api_keys WHERE key_hash = ?');
+    this.keyById = db.prepare('SELECT * FROM api_keys WHERE id = ?');
+    this.byEmail = db.prepare('SELECT * FROM accounts WHERE owner_email = ?');
     this.keysOf = db.prepare('SELECT * FROM api_keys WHERE account_id = ? ORDER BY seq DESC');
     this.revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
   }
@@ -52,6 +56,10 @@ export class AccountsRepo {
   get(id: string): AccountRow | undefined {
     return this.byId.get(id) as AccountRow | undefined;
   }
+  /** The account whose owner login is `email` (stored lower-case), or undefined. */
+  getByEmail(email: string): AccountRow | undefined {
+    return this.byEmail.get(email) as AccountRow | undefined;
+  }
   count(): number {
     return this.countAll.get() as number;
   }
@@ -60,6 +68,10 @@ export class AccountsRepo {
   }
   apiKeyByHash(hash: Buffer): ApiKeyRow | undefined {
     return this.keyByHash.get(hash) as ApiKeyRow | undefined;
+  }
+  /** The key with id `key_…`, or undefined. */
+  apiKeyById(id: string): ApiKeyRow | undefined {
+    return this.keyById.get(id) as ApiKeyRow | undefined;
   }
   apiKeysOf(accountId: string): ApiKeyRow[] {
     return this.keysOf.all(accountId) as ApiKeyRow[];

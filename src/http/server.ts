@@ -124,7 +124,7 @@ export class HttpServer {
         body: {},
       };
       const contentLength = Number(req.getHeader('content-length') || '0');
-      const hasBody = contentLength > 0 || req.getHeader('transfer-encoding') !== '';
+      const hasBody = hasRequestBody(req);
       const state = { aborted: false };
       res.onAborted(() => {
         state.aborted = true;
@@ -185,8 +185,12 @@ export class HttpServer {
       res.writeStatus(r.status);
       for (const [k, v] of r.headers) res.writeHeader(k, v);
       res.writeHeader('X-Request-ID', requestId);
-      if (method === 'head') res.endWithoutBody(r.body.byteLength);
-      else res.end(r.body);
+      if (method === 'head') {
+        // Not endWithoutBody(length): this uWS build then fails to mark the response ended and
+        // aborts the whole process ("Returning from a request handler without responding").
+        res.writeHeader('Content-Length', String(r.body.byteLength));
+        res.endWithoutBody();
+      } else res.end(r.body);
     });
   }
 
@@ -202,14 +206,13 @@ export class HttpServer {
           { aborted: false },
           new ApiError(405, 'method_not_allowed', `${method} is not allowed on ${req.getUrl()}; use ${allow}.`, undefined, { Allow: allow }),
           requestId,
-          req.getHeader('content-length') !== '' || req.getHeader('transfer-encoding') !== '',
+          hasRequestBody(req),
         );
       });
     }
     this.app.any('/*', (res, req) => {
       const requestId = newRequestId();
-      const hasBody = req.getHeader('content-length') !== '' || req.getHeader('transfer-encoding') !== '';
-      this.sendError(res, { aborted: false }, new ApiError(404, 'route_not_found', `Unrecognized request URL (${req.getMethod().toUpperCase()} ${req.getUrl()}).`), requestId, hasBody);
+      this.sendError(res, { aborted: false }, new ApiError(404, 'route_not_found', `Unrecognized request URL (${req.getMethod().toUpperCase()} ${req.getUrl()}).`), requestId, hasRequestBody(req));
     });
   }
 
@@ -238,7 +241,13 @@ export class HttpServer {
 
   private sendJson(res: uWS.HttpResponse, state: { aborted: boolean }, reply: ApiReply, requestId: string): void {
     if (state.aborted) return;
-    const body = JSON.stringify(reply.body);
+    let body: string;
+    try {
+      body = JSON.stringify(reply.body);
+    } catch (e) {
+      // Never let a throw escape into uWS (it would end the process) or into a promise callback.
+      return this.sendError(res, state, e, requestId);
+    }
     res.cork(() => {
       res.writeStatus(statusLine(reply.status));
       res.writeHeader('Content-Type', 'application/json; charset=utf-8');
@@ -267,6 +276,15 @@ export class HttpServer {
       res.end(body, close);
     });
   }
+}
+
+/**
+ * Whether the request announces a body. An error answered without reading it closes the
+ * connection (`end(body, true)`) so that unread body bytes are never parsed as the next request.
+ */
+function hasRequestBody(req: uWS.HttpRequest): boolean {
+  const cl = req.getHeader('content-length');
+  return (cl !== '' && cl !== '0') || req.getHeader('transfer-encoding') !== '';
 }
 
 /** `decodeURIComponent`, or null for a malformed escape (which would otherwise throw inside uWS and end the process). */

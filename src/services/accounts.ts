@@ -40,15 +40,20 @@ export interface CreateAccountInput {
 export class AccountsService {
   constructor(private readonly repo: AccountsRepo, private readonly now: () => number = Date.now) {}
 
-  /** Creates an account with one secret and one publishable key; the keys are returned once. */
+  /**
+   * Creates an account with one secret and one publishable key; the keys are returned once.
+   * @throws Error when another account already uses the owner email.
+   */
   async create(input: CreateAccountInput): Promise<{ account: AccountObject; secretKey: string; publishableKey: string }> {
+    const email = input.email?.toLowerCase();
+    if (email !== undefined && this.repo.getByEmail(email)) throw new Error(`an account with the email ${email} already exists`);
     const passwordHash = input.password ? await hashPassword(input.password) : null;
     const row: AccountRow = {
       id: newId('acct'),
       name: input.name,
       plan: input.plan,
       default_region: input.region,
-      owner_email: input.email?.toLowerCase() ?? null,
+      owner_email: email ?? null,
       password_hash: passwordHash,
       created_at: this.now(),
     };
@@ -103,12 +108,15 @@ export class AccountsService {
     })();
   }
 
-  /** Revokes `key` (a key string or a `key_…` id). @throws Error */
+  /**
+   * Revokes `key` (a key string or a `key_…` id as `keys list` shows it); with `accountId`, the key
+   * must belong to that account. @throws Error 'no such active key'
+   */
   revokeKey(keyOrId: string, accountId?: string): void {
-    const row = keyOrId.startsWith('key_')
-      ? this.repo.apiKeysOf(accountId ?? '').find((k) => k.id === keyOrId)
-      : this.repo.apiKeyByHash(hashToken(keyOrId));
-    if (!row || !this.repo.revokeApiKey(row.id, this.now())) throw new Error('no such active key');
+    const row = keyOrId.startsWith('key_') ? this.repo.apiKeyById(keyOrId) : this.repo.apiKeyByHash(hashToken(keyOrId));
+    if (!row || (accountId !== undefined && row.account_id !== accountId) || !this.repo.revokeApiKey(row.id, this.now())) {
+      throw new Error('no such active key');
+    }
   }
 }
 

@@ -17,10 +17,12 @@ const title = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), 
 const languageTitle = v.pipe(v.string(), v.maxLength(TITLE_MAX, `must be at most ${TITLE_MAX} characters`));
 /** `ultra_low` is the deprecated alias of `low` (removed in 2.5.0). */
 const quality = v.picklist([...QUALITIES, 'ultra_low'], 'must be one of low, medium, high');
+/** Guards a `v.record`: valibot's record also accepts arrays (`["a"]` → `{"0":"a"}`), which JSON clients must not get away with. */
+const plainObject = v.custom<Record<string, unknown>>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), 'must be an object');
 const metadataKey = v.pipe(v.string(), v.minLength(1), v.maxLength(METADATA_MAX_KEY));
 const metadataValue = v.pipe(v.string('metadata values must be strings'), v.maxLength(METADATA_MAX_VALUE, `values must be at most ${METADATA_MAX_VALUE} characters`));
 const reconnectWindow = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(300));
-const recording = v.nullable(v.strictObject({ podcastId: v.pipe(v.string(), v.regex(/^pod_[A-Za-z0-9]+$/, 'must be a podcast id (pod_…)')) }));
+const recording = v.nullable(v.pipe(plainObject, v.strictObject({ podcastId: v.pipe(v.string(), v.regex(/^pod_[A-Za-z0-9]+$/, 'must be a podcast id (pod_…)')) })));
 const playback = v.picklist(['public', 'token'], 'must be public or token');
 
 export const CreateStream = v.strictObject({
@@ -34,6 +36,7 @@ export const CreateStream = v.strictObject({
   region: v.optional(v.picklist(REGION_IDS, 'must be eu-west-1 or ap-southeast-1')),
   metadata: v.optional(
     v.pipe(
+      plainObject,
       v.record(metadataKey, metadataValue),
       v.check((m) => Object.keys(m).length <= METADATA_MAX_KEYS, `at most ${METADATA_MAX_KEYS} keys`),
     ),
@@ -52,7 +55,7 @@ export const UpdateStream = v.strictObject({
   title_fr: v.optional(v.nullable(languageTitle)),
   quality: v.optional(quality),
   /** `null` values remove keys; the merge must still fit 16 keys (checked by the service). */
-  metadata: v.optional(v.record(metadataKey, v.nullable(metadataValue))),
+  metadata: v.optional(v.pipe(plainObject, v.record(metadataKey, v.nullable(metadataValue)))),
   reconnectWindow: v.optional(reconnectWindow),
   recording: v.optional(recording),
   playback: v.optional(playback),
