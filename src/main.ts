@@ -1,6 +1,7 @@
 /**
  * Composition root: opens the database, wires services, the HTTP server (API + HLS) and the RTMP
- * ingest server, and starts listening. `startServer` is what `skylark serve` and the tests run.
+ * ingest server, registers the feature modules and starts listening. `startServer` is what
+ * `skylark serve` and the tests run.
  */
 import type { Config, PublicUrls } from './config/config.js';
 import { resolvePublicUrls } from './config/config.js';
@@ -16,10 +17,13 @@ import { LiveService } from './services/live.js';
 import { MediaRegistry } from './media/hub.js';
 import { TsSegmenter } from './native/index.js';
 import { HttpServer } from './http/server.js';
+import { Guard } from './api/guard.js';
 import { registerStreamRoutes } from './api/streams/routes.js';
 import { registerHlsRoutes } from './hls/routes.js';
 import { RtmpServer } from './ingest/rtmp-server.js';
 import type { Logger } from './log/logger.js';
+import type { AppContext, Feature } from './context.js';
+// [features:imports] — one import line per feature module below this line
 
 /** A running server. Ports as bound. */
 export interface RunningServer {
@@ -29,6 +33,8 @@ export interface RunningServer {
   db: Database;
   outbox: Outbox;
   accounts: AccountsService;
+  /** The shared context the feature modules were built with (tests reach services through it). */
+  context: AppContext;
   /** Stops listening, ends timers and closes the database. */
   close(): Promise<void>;
 }
@@ -37,12 +43,12 @@ export interface RunningServer {
  * Starts Skylark with `config`.
  * @throws Error when a port cannot be bound or the database cannot be opened.
  */
-export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+export async function startServer(config: Config, log: Logger, now: () => number = Date.now): Promise<RunningServer> {
   const db = openDatabase(config.dataDir);
   const nodeSecret = loadNodeSecret(config.dataDir);
   const accountsRepo = new AccountsRepo(db);
   const streamsRepo = new StreamsRepo(db);
-  const outbox = new Outbox(new EventsRepo(db));
+  const outbox = new Outbox(new EventsRepo(db), now);
   const media = new MediaRegistry();
   let urls: PublicUrls | null = null;
   const getUrls = () => {
@@ -60,13 +66,19 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     createSegmenter: () => new TsSegmenter({ targetDurationMs: config.segmentDurationMs }),
     segmentDurationMs: config.segmentDurationMs,
     windowSegments: config.liveWindowSegments,
+    now,
   });
-  const accounts = new AccountsService(accountsRepo);
-  const streams = new StreamsService({ streams: streamsRepo, accounts: accountsRepo, nodeSecret, urls: getUrls, live });
+  const accounts = new AccountsService(accountsRepo, now);
+  const streams = new StreamsService({ streams: streamsRepo, accounts: accountsRepo, nodeSecret, urls: getUrls, live, now });
 
   const http = new HttpServer({ maxJsonBodyBytes: config.maxJsonBodyBytes, log: log.child('http') });
-  registerStreamRoutes(http, streams, accountsRepo);
+  const guard = new Guard(accountsRepo);
+  const context: AppContext = { config, db, nodeSecret, accounts: accountsRepo, streams: streamsRepo, outbox, http, guard, live, log, urls: getUrls, now };
+
+  registerStreamRoutes(http, streams, guard);
   registerHlsRoutes(http, media);
+  const features: Feature[] = [];
+  // [features:register] — one `features.push(registerX(context));` line per feature module below this line
   http.finish();
 
   const rtmp = new RtmpServer(live, log.child('rtmp'));
@@ -83,6 +95,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   }
   urls = resolvePublicUrls(config, httpPort, rtmpPort);
   live.recover();
+  for (const f of features) await f.start?.();
 
   return {
     httpPort,
@@ -91,10 +104,12 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     db,
     outbox,
     accounts,
+    context,
     async close() {
       http.close();
       await rtmp.close();
       live.close();
+      for (const f of features.reverse()) await f.close?.();
       db.close();
     },
   };

@@ -21,6 +21,8 @@ export interface ApiRequest {
   requestId: string;
   /** The parsed JSON body (`{}` when the request had none). */
   body: unknown;
+  /** Headers added to whatever this request is answered with, errors included (e.g. rate limits). */
+  responseHeaders: Record<string, string>;
 }
 
 /** What a JSON API handler answers. */
@@ -122,6 +124,7 @@ export class HttpServer {
         remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
         requestId,
         body: {},
+        responseHeaders: {},
       };
       const contentLength = Number(req.getHeader('content-length') || '0');
       const hasBody = hasRequestBody(req);
@@ -130,14 +133,14 @@ export class HttpServer {
         state.aborted = true;
       });
       // A malformed %-escape in a path segment names no object: answer like any unknown id would.
-      if (badParam) return this.sendError(res, state, new ApiError(404, 'resource_missing', 'The URL holds a malformed percent-encoded segment.'), requestId);
+      if (badParam) return this.sendError(res, request.responseHeaders, state, new ApiError(404, 'resource_missing', 'The URL holds a malformed percent-encoded segment.'), requestId);
       let ctx: unknown;
       if (guard) {
         try {
           ctx = guard(request);
         } catch (e) {
           // The body (if any) is not read: close so the connection is not left mid-request.
-          return this.sendError(res, state, e, requestId, readBody && hasBody);
+          return this.sendError(res, request.responseHeaders, state, e, requestId, readBody && hasBody);
         }
       }
       const run = () => {
@@ -145,22 +148,22 @@ export class HttpServer {
         try {
           reply = handler(request, ctx);
         } catch (e) {
-          this.sendError(res, state, e, requestId);
+          this.sendError(res, request.responseHeaders, state, e, requestId);
           return;
         }
         if (reply instanceof Promise) {
           reply.then(
-            (r) => this.sendJson(res, state, r, requestId),
-            (e) => this.sendError(res, state, e, requestId),
+            (r) => this.sendJson(res, request.responseHeaders, state, r, requestId),
+            (e) => this.sendError(res, request.responseHeaders, state, e, requestId),
           );
-        } else this.sendJson(res, state, reply, requestId);
+        } else this.sendJson(res, request.responseHeaders, state, reply, requestId);
       };
       if (!readBody) return run();
       if (contentLength > this.opts.maxJsonBodyBytes) {
-        return this.sendError(res, state, tooLarge(this.opts.maxJsonBodyBytes), requestId, true);
+        return this.sendError(res, request.responseHeaders, state, tooLarge(this.opts.maxJsonBodyBytes), requestId, true);
       }
       readJsonBody(res, this.opts.maxJsonBodyBytes, state, (err, body) => {
-        if (err) return this.sendError(res, state, err, requestId, err.code === 'body_too_large');
+        if (err) return this.sendError(res, request.responseHeaders, state, err, requestId, err.code === 'body_too_large');
         request.body = body;
         run();
       });
@@ -180,7 +183,7 @@ export class HttpServer {
         r = handler(params, req.getQuery() ?? '', requestId);
       } catch (e) {
         // An exception escaping a uWS callback ends the process: answer 500 instead.
-        return this.sendError(res, { aborted: false }, e, requestId);
+        return this.sendError(res, {}, { aborted: false }, e, requestId);
       }
       res.writeStatus(r.status);
       for (const [k, v] of r.headers) res.writeHeader(k, v);
@@ -203,6 +206,7 @@ export class HttpServer {
         const method = req.getMethod().toUpperCase();
         this.sendError(
           res,
+          {},
           { aborted: false },
           new ApiError(405, 'method_not_allowed', `${method} is not allowed on ${req.getUrl()}; use ${allow}.`, undefined, { Allow: allow }),
           requestId,
@@ -212,7 +216,7 @@ export class HttpServer {
     }
     this.app.any('/*', (res, req) => {
       const requestId = newRequestId();
-      this.sendError(res, { aborted: false }, new ApiError(404, 'route_not_found', `Unrecognized request URL (${req.getMethod().toUpperCase()} ${req.getUrl()}).`), requestId, hasRequestBody(req));
+      this.sendError(res, {}, { aborted: false }, new ApiError(404, 'route_not_found', `Unrecognized request URL (${req.getMethod().toUpperCase()} ${req.getUrl()}).`), requestId, hasRequestBody(req));
     });
   }
 
@@ -239,26 +243,27 @@ export class HttpServer {
     this.listenSocket = null;
   }
 
-  private sendJson(res: uWS.HttpResponse, state: { aborted: boolean }, reply: ApiReply, requestId: string): void {
+  private sendJson(res: uWS.HttpResponse, extra: Record<string, string>, state: { aborted: boolean }, reply: ApiReply, requestId: string): void {
     if (state.aborted) return;
     let body: string;
     try {
       body = JSON.stringify(reply.body);
     } catch (e) {
       // Never let a throw escape into uWS (it would end the process) or into a promise callback.
-      return this.sendError(res, state, e, requestId);
+      return this.sendError(res, extra, state, e, requestId);
     }
     res.cork(() => {
       res.writeStatus(statusLine(reply.status));
       res.writeHeader('Content-Type', 'application/json; charset=utf-8');
       res.writeHeader('X-Request-ID', requestId);
       res.writeHeader('Cache-Control', 'no-store');
+      for (const k in extra) res.writeHeader(k, extra[k]!);
       if (reply.headers) for (const k in reply.headers) res.writeHeader(k, reply.headers[k]!);
       res.end(body);
     });
   }
 
-  private sendError(res: uWS.HttpResponse, state: { aborted: boolean }, e: unknown, requestId: string, close = false): void {
+  private sendError(res: uWS.HttpResponse, extra: Record<string, string>, state: { aborted: boolean }, e: unknown, requestId: string, close = false): void {
     if (state.aborted) return;
     let err: ApiError;
     if (e instanceof ApiError) err = e;
@@ -272,6 +277,7 @@ export class HttpServer {
       res.writeHeader('Content-Type', 'application/json; charset=utf-8');
       res.writeHeader('X-Request-ID', requestId);
       res.writeHeader('Cache-Control', 'no-store');
+      for (const k in extra) res.writeHeader(k, extra[k]!);
       for (const k in err.headers) res.writeHeader(k, err.headers[k]!);
       res.end(body, close);
     });

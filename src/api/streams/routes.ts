@@ -6,8 +6,8 @@
  */
 import type { HttpServer, ApiReply, ApiRequest } from '../../http/server.js';
 import type { StreamsService, WithDeprecation } from '../../services/streams.js';
-import type { AccountsRepo } from '../../db/accounts-repo.js';
-import { authenticate, requireScope, type Principal, type Scope } from '../../auth/api-keys.js';
+import type { Principal } from '../../auth/api-keys.js';
+import type { Guard } from '../guard.js';
 import { parse, parsePageQuery, queryEnum } from '../validation.js';
 import { CreateStream, STREAM_STATUSES, UpdateStream } from './schemas.js';
 import type { StreamObject } from '../../services/stream-object.js';
@@ -19,17 +19,9 @@ const ULTRA_LOW_HEADERS = {
 };
 
 /** Registers the stream routes on `http`. */
-export function registerStreamRoutes(http: HttpServer, streams: StreamsService, accounts: AccountsRepo): void {
-  /** A route guard: authenticates the bearer key and requires `scope`. @throws ApiError 401/403 */
-  const auth =
-    (scope: Scope) =>
-    (req: ApiRequest): Principal => {
-      const p = authenticate(req.headers.authorization, accounts);
-      requireScope(p, scope);
-      return p;
-    };
-  const read = { guard: auth('streams:read') };
-  const write = { guard: auth('streams:write') };
+export function registerStreamRoutes(http: HttpServer, streams: StreamsService, guard: Guard): void {
+  const read = guard.scope('streams:read');
+  const write = guard.scope('streams:write');
   const withDeprecation = (status: number, r: WithDeprecation<StreamObject>): ApiReply => ({
     status,
     body: r.value,

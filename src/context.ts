@@ -1,0 +1,37 @@
+/**
+ * What the composition root hands to each feature module (webhooks, podcasts, …): shared
+ * infrastructure, created once in `startServer`. A feature registers its routes and background work
+ * and returns how to stop it.
+ */
+import type { Config, PublicUrls } from './config/config.js';
+import type { Database } from './db/database.js';
+import type { AccountsRepo } from './db/accounts-repo.js';
+import type { StreamsRepo } from './db/streams-repo.js';
+import type { Outbox } from './events/outbox.js';
+import type { HttpServer } from './http/server.js';
+import type { Guard } from './api/guard.js';
+import type { Logger } from './log/logger.js';
+import type { LiveService } from './services/live.js';
+
+export interface AppContext {
+  config: Config;
+  db: Database;
+  /** The node secret (32 bytes) from `<dataDir>/secret.key`. */
+  nodeSecret: Buffer;
+  accounts: AccountsRepo;
+  streams: StreamsRepo;
+  outbox: Outbox;
+  http: HttpServer;
+  guard: Guard;
+  live: LiveService;
+  log: Logger;
+  /** Public URLs; known once listening (throws before). */
+  urls: () => PublicUrls;
+  now: () => number;
+}
+
+/** A started feature: `start` runs after listening (URLs known), `close` at shutdown. */
+export interface Feature {
+  start?(): void | Promise<void>;
+  close?(): void | Promise<void>;
+}
