@@ -20,6 +20,9 @@ const MAX_FIXTURE_BYTES = 200 * 1024;
 const fixtures = [
   { file: 'ffmpeg-aac-48k.bin', extra: [] },
   { file: 'ffmpeg-aac-44k-mono.bin', extra: ['-ac', '1', '-ar', '44100'] },
+  // Timestamps from 20000 s on (above 0xFFFFFF ms): the jump from the sequence header at 0 is
+  // a delta that needs the extended timestamp field.
+  { file: 'ffmpeg-aac-48k-extts.bin', extra: ['-output_ts_offset', '20000'] },
 ];
 
 function record({ file, extra }) {

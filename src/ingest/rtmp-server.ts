@@ -134,7 +134,10 @@ export class RtmpServer {
     socket.on('error', (e) => close(`socket error: ${e.message}`));
     socket.on('close', () => {
       this.sockets.delete(socket);
-      close('peer closed');
+      if (closed) return;
+      const vanished = session.end().find((e) => e.type === 'error');
+      if (vanished && vanished.type === 'error') close(`${vanished.code}: ${vanished.message}`, 'warn');
+      else close('peer closed');
     });
   }
 }

@@ -23,8 +23,14 @@ export interface RtmpSession {
   takeOutput(): Buffer | null;
   /** Answers the pending publish with NetStream.Publish.Start. */
   acceptPublish(): void;
-  /** Answers the pending publish with an error onStatus (e.g. NetStream.Publish.BadName). */
+  /** Answers the pending (or refuses the running) publish with an error onStatus, e.g.
+   *  NetStream.Publish.BadName or NetStream.Publish.Rejected. Write takeOutput(), then end the socket. */
   rejectPublish(code: string, description: string): void;
+  /**
+   * The socket closed: returns `[{type:'error', code:'protocol_violation'|'handshake_invalid'}]`
+   * when the peer vanished mid-message or mid-handshake, else `[]`.
+   */
+  end(): RtmpEvent[];
   /** Bytes received so far. */
   readonly bytesIn: number;
 }
