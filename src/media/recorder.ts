@@ -109,7 +109,7 @@ export class Recorder {
     return { path: m4a, mimeType: 'audio/mp4', sizeBytes: (await stat(m4a)).size };
   }
 
-  private write(b: Buffer): void {
+  private write(b: Uint8Array): void {
     this.bytes += b.length;
     this.out.write(b);
   }
