@@ -9,6 +9,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData<skylark::binding::AddonState>(state);
   skylark::binding::InitRtmpSession(env, exports, *state);
   skylark::binding::InitTsSegmenter(env, exports, *state);
+  skylark::binding::InitSegmenter(env, exports, *state);
   exports.Set("abiVersion", Napi::Number::New(env, 1));
   return exports;
 }

@@ -1,27 +1,29 @@
-// class TsSegmenter — one per live stream: FLV AAC audio in, MPEG-TS HLS segments out.
-// See docs/native-api.md "TsSegmenter" and native/core/segment/ts_segmenter.h (timing policy).
+// class Segmenter — one per live stream layer: FLV audio (AAC, MP3, Opus; classic and Enhanced
+// RTMP) in; MPEG-TS or fMP4/CMAF segments and LL-HLS parts out. class TsSegmenter — the earlier
+// AAC-only MPEG-TS API, unchanged. probeAudioTag(data) — what an FLV audio tag carries.
+// See docs/native-api.md and native/core/segment/segmenter.h (timing and cutting policy).
 //
-//   new TsSegmenter(options?: { targetDurationMs?: number })   // ms, integer 100..60000, default 2000
+//   new Segmenter({ container: 'ts'|'fmp4', targetDurationMs?, partTargetMs?, expectCodec? })
+//       targetDurationMs: integer 100..60000 (default 2000); partTargetMs: 0 (default, no parts) or
+//       an integer 50..targetDurationMs, fmp4 only; expectCodec: 'aac'|'mp3'|'opus' (opus needs fmp4)
+//   new TsSegmenter({ targetDurationMs? })              // = the AAC-only TS segmenter of before
 //   pushAudio(timestampMs: number, data: Uint8Array): SegmentEvent[]
-//       timestampMs: RTMP timestamp (ms; taken modulo 2^32); data: one FLV AUDIODATA body
 //   flush(): SegmentEvent[]          // ends the open segment
 //   discontinuity(): void            // the next audio starts a segment flagged discontinuity
+//   probeAudioTag(data: Uint8Array): { codec: string, packetType: 'sequence_header'|'frame'|'end'|'other' }
 //
-// SegmentEvent:
-//   { type: 'config', codec: 'aac', codecs: 'mp4a.40.2', sampleRate: Hz, channels, audioObjectType }
-//   { type: 'segment', sequence, data: Buffer (external, owns the bytes), durationMs, pts90k,
-//     discontinuity, frames }
-//   { type: 'error', code, message }  — audio_before_sequence_header | bad_audio_specific_config |
-//     unsupported_codec | invalid_audio_tag; the tag is dropped, the segmenter goes on.
-// Output: MPEG-TS per ISO/IEC 13818-1 (PAT, audio-only PMT with stream_type 0x0F, PCR on the audio
-// PID) carrying ADTS (ISO/IEC 14496-3 §1.A.2) built from the AudioSpecificConfig (§1.6.2.1); segments
-// as RFC 8216 §3.2 and §4.3.3 expect (durations for EXTINF, discontinuity flag, media sequence).
-// Wrong argument types throw TypeError; media problems never throw.
+// Finished bytes (segments, parts, init segments) are external Buffers that own their memory (no
+// copy). Wrong argument types throw TypeError; media problems never throw (error events).
 #include "binding/segmenter.h"
 
 #include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "core/codec/flv_audio.h"
+#include "core/segment/segmenter.h"
 #include "core/segment/ts_segmenter.h"
 
 namespace skylark::binding {
@@ -29,48 +31,124 @@ namespace {
 
 using segment::SegmenterEvent;
 
-class TsSegmenterWrap : public Napi::ObjectWrap<TsSegmenterWrap> {
+// Hands bytes to JS without a copy: the Buffer's finalizer owns the vector.
+Napi::Buffer<uint8_t> ExternalBuffer(Napi::Env env, std::vector<uint8_t>&& bytes) {
+  auto* owned = new std::vector<uint8_t>(std::move(bytes));
+  const int64_t size = static_cast<int64_t>(owned->size());
+  if (owned->empty()) {  // a zero-length external buffer has no data pointer to own
+    delete owned;
+    return Napi::Buffer<uint8_t>::New(env, 0);
+  }
+  Napi::MemoryManagement::AdjustExternalMemory(env, size);
+  return Napi::Buffer<uint8_t>::New(env, owned->data(), owned->size(),
+                                    [size](Napi::Env fenv, uint8_t*, std::vector<uint8_t>* hint) {
+                                      Napi::MemoryManagement::AdjustExternalMemory(fenv, -size);
+                                      delete hint;
+                                    },
+                                    owned);
+}
+
+bool ThrowType(Napi::Env env, const char* msg) {
+  Napi::TypeError::New(env, msg).ThrowAsJavaScriptException();
+  return false;
+}
+
+// An optional integer option in [lo, hi]; false (and a pending TypeError) when invalid.
+bool IntOption(Napi::Env env, Napi::Object o, const char* name, double lo, double hi, uint32_t* out,
+               const char* msg) {
+  Napi::Value v = o.Get(name);
+  if (v.IsUndefined()) return true;
+  double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
+  if (!(d >= lo && d <= hi) || d != std::floor(d)) return ThrowType(env, msg);
+  *out = static_cast<uint32_t>(d);
+  return true;
+}
+
+// Parses the Segmenter options; false with a pending TypeError when they are wrong.
+bool ParseOptions(Napi::Env env, const Napi::CallbackInfo& info, bool legacy, segment::SegmenterOptions* opt) {
+  if (legacy) {
+    opt->container = segment::Container::kTs;
+    opt->aac_only = true;
+  }
+  if (info.Length() == 0 || info[0].IsUndefined()) {
+    return legacy ? true : ThrowType(env, "options must be an object with container 'ts' or 'fmp4'");
+  }
+  if (!info[0].IsObject()) return ThrowType(env, "options must be an object");
+  Napi::Object o = info[0].As<Napi::Object>();
+  if (!IntOption(env, o, "targetDurationMs", 100, 60000, &opt->target_duration_ms,
+                 "targetDurationMs must be an integer from 100 to 60000"))
+    return false;
+  if (legacy) return true;
+  Napi::Value c = o.Get("container");
+  const std::string container = c.IsString() ? c.As<Napi::String>().Utf8Value() : "";
+  if (container == "ts") opt->container = segment::Container::kTs;
+  else if (container == "fmp4") opt->container = segment::Container::kFmp4;
+  else return ThrowType(env, "container must be 'ts' or 'fmp4'");
+  if (!IntOption(env, o, "partTargetMs", 0, 60000, &opt->part_target_ms,
+                 "partTargetMs must be 0 or an integer from 50 to targetDurationMs"))
+    return false;
+  if (opt->part_target_ms != 0) {
+    if (opt->part_target_ms < 50 || opt->part_target_ms > opt->target_duration_ms)
+      return ThrowType(env, "partTargetMs must be 0 or an integer from 50 to targetDurationMs");
+    if (opt->container != segment::Container::kFmp4)
+      return ThrowType(env, "partTargetMs (LL-HLS parts) needs container 'fmp4'");
+  }
+  Napi::Value e = o.Get("expectCodec");
+  if (!e.IsUndefined()) {
+    const std::string codec = e.IsString() ? e.As<Napi::String>().Utf8Value() : "";
+    if (codec == "aac") opt->expect = codec::AudioCodec::kAac;
+    else if (codec == "mp3") opt->expect = codec::AudioCodec::kMp3;
+    else if (codec == "opus") opt->expect = codec::AudioCodec::kOpus;
+    else return ThrowType(env, "expectCodec must be 'aac', 'mp3' or 'opus'");
+    if (opt->expect == codec::AudioCodec::kOpus && opt->container != segment::Container::kFmp4)
+      return ThrowType(env, "Opus is carried only in container 'fmp4'");
+  }
+  return true;
+}
+
+// Re-entrancy guard (nothing we call runs JS, but a finalizer or a future callback must not nest).
+struct Busy {
+  explicit Busy(bool& f) : flag(f), entered(!f) { flag = true; }
+  ~Busy() { if (entered) flag = false; }
+  bool& flag;
+  bool entered;
+};
+
+template <bool kLegacy>
+class SegmenterWrap : public Napi::ObjectWrap<SegmenterWrap<kLegacy>> {
+  using Base = Napi::ObjectWrap<SegmenterWrap<kLegacy>>;
+  static constexpr const char* kName = kLegacy ? "TsSegmenter" : "Segmenter";
+
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "TsSegmenter",
-                       {InstanceMethod<&TsSegmenterWrap::PushAudio>("pushAudio"),
-                        InstanceMethod<&TsSegmenterWrap::Flush>("flush"),
-                        InstanceMethod<&TsSegmenterWrap::Discontinuity>("discontinuity")});
+    return Base::DefineClass(env, kName,
+                             {Base::template InstanceMethod<&SegmenterWrap::PushAudio>("pushAudio"),
+                              Base::template InstanceMethod<&SegmenterWrap::Flush>("flush"),
+                              Base::template InstanceMethod<&SegmenterWrap::Discontinuity>("discontinuity")});
   }
 
-  explicit TsSegmenterWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<TsSegmenterWrap>(info) {
-    Napi::Env env = info.Env();
-    uint32_t target = segment::kDefaultTargetDurationMs;
-    if (info.Length() > 0 && !info[0].IsUndefined()) {
-      if (!info[0].IsObject()) { Napi::TypeError::New(env, "options must be an object").ThrowAsJavaScriptException(); return; }
-      Napi::Value v = info[0].As<Napi::Object>().Get("targetDurationMs");
-      if (!v.IsUndefined()) {
-        double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
-        if (!(d >= 100 && d <= 60000) || d != std::floor(d)) { Napi::TypeError::New(env, "targetDurationMs must be an integer from 100 to 60000").ThrowAsJavaScriptException(); return; }
-        target = static_cast<uint32_t>(d);
-      }
-    }
-    core_ = std::make_unique<segment::TsSegmenter>(target);
+  explicit SegmenterWrap(const Napi::CallbackInfo& info) : Base(info) {
+    segment::SegmenterOptions opt;
+    if (!ParseOptions(info.Env(), info, kLegacy, &opt)) return;
+    core_ = std::make_unique<segment::Segmenter>(opt);
   }
 
  private:
-  // Re-entrancy guard (nothing we call runs JS, but a finalizer or a future callback must not nest).
-  struct Busy {
-    explicit Busy(bool& f) : flag(f), entered(!f) { flag = true; }
-    ~Busy() { if (entered) flag = false; }
-    bool& flag;
-    bool entered;
-  };
+  bool Ready(Napi::Env env) {
+    if (core_) return true;
+    Napi::Error::New(env, std::string(kName) + " was not constructed").ThrowAsJavaScriptException();
+    return false;
+  }
 
   Napi::Value PushAudio(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!core_) { Napi::Error::New(env, "TsSegmenter was not constructed").ThrowAsJavaScriptException(); return env.Undefined(); }
-    if (info.Length() < 1 || !info[0].IsNumber()) { Napi::TypeError::New(env, "timestampMs must be a number").ThrowAsJavaScriptException(); return env.Undefined(); }
-    if (info.Length() < 2 || !info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) { Napi::TypeError::New(env, "data must be a Uint8Array").ThrowAsJavaScriptException(); return env.Undefined(); }
+    if (!Ready(env)) return env.Undefined();
+    if (info.Length() < 1 || !info[0].IsNumber()) { ThrowType(env, "timestampMs must be a number"); return env.Undefined(); }
+    if (info.Length() < 2 || !info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) { ThrowType(env, "data must be a Uint8Array"); return env.Undefined(); }
     double ts = info[0].As<Napi::Number>().DoubleValue();
-    if (!std::isfinite(ts)) { Napi::TypeError::New(env, "timestampMs must be finite").ThrowAsJavaScriptException(); return env.Undefined(); }
+    if (!std::isfinite(ts)) { ThrowType(env, "timestampMs must be finite"); return env.Undefined(); }
     Busy busy(busy_);
-    if (!busy.entered) { Napi::Error::New(env, "TsSegmenter is busy (re-entrant call)").ThrowAsJavaScriptException(); return env.Undefined(); }
+    if (!busy.entered) { Napi::Error::New(env, std::string(kName) + " is busy (re-entrant call)").ThrowAsJavaScriptException(); return env.Undefined(); }
     Napi::Uint8Array data = info[1].As<Napi::Uint8Array>();
     // RTMP timestamps are a 32-bit ms clock: reduce modulo 2^32 (negative values wrap too).
     const uint32_t ts32 = static_cast<uint32_t>(static_cast<int64_t>(std::fmod(std::floor(ts), 4294967296.0)));
@@ -81,9 +159,9 @@ class TsSegmenterWrap : public Napi::ObjectWrap<TsSegmenterWrap> {
 
   Napi::Value Flush(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!core_) { Napi::Error::New(env, "TsSegmenter was not constructed").ThrowAsJavaScriptException(); return env.Undefined(); }
+    if (!Ready(env)) return env.Undefined();
     Busy busy(busy_);
-    if (!busy.entered) { Napi::Error::New(env, "TsSegmenter is busy (re-entrant call)").ThrowAsJavaScriptException(); return env.Undefined(); }
+    if (!busy.entered) { Napi::Error::New(env, std::string(kName) + " is busy (re-entrant call)").ThrowAsJavaScriptException(); return env.Undefined(); }
     events_.clear();
     core_->flush(events_);
     return ToArray(env);
@@ -96,68 +174,102 @@ class TsSegmenterWrap : public Napi::ObjectWrap<TsSegmenterWrap> {
 
   Napi::Array ToArray(Napi::Env env) {
     Napi::Array arr = Napi::Array::New(env, events_.size());
-    for (size_t i = 0; i < events_.size(); ++i) arr.Set(static_cast<uint32_t>(i), ToObject(env, events_[i]));
+    const bool fmp4 = core_->options().container == segment::Container::kFmp4;
+    const bool parts = fmp4 && core_->options().part_target_ms > 0;
+    for (size_t i = 0; i < events_.size(); ++i)
+      arr.Set(static_cast<uint32_t>(i), ToObject(env, events_[i], fmp4, parts));
     events_.clear();
     return arr;
   }
 
-  static Napi::Object ToObject(Napi::Env env, SegmenterEvent& e) {
+  static Napi::Object ToObject(Napi::Env env, SegmenterEvent& e, bool fmp4, bool parts) {
     Napi::Object o = Napi::Object::New(env);
     switch (e.type) {
       case SegmenterEvent::Type::kConfig:
         o.Set("type", "config");
-        o.Set("codec", "aac");
+        o.Set("codec", codec::audio_codec_name(e.codec));
         o.Set("codecs", Napi::String::New(env, e.codecs));
         o.Set("sampleRate", Napi::Number::New(env, e.sample_rate));
         o.Set("channels", Napi::Number::New(env, e.channels));
-        o.Set("audioObjectType", Napi::Number::New(env, e.audio_object_type));
+        if (e.codec == codec::AudioCodec::kAac) o.Set("audioObjectType", Napi::Number::New(env, e.audio_object_type));
+        if (fmp4) {
+          o.Set("timescale", Napi::Number::New(env, e.timescale));
+          o.Set("init", ExternalBuffer(env, std::move(e.init)));
+        }
         break;
       case SegmenterEvent::Type::kSegment:
-        o.Set("type", "segment");
+      case SegmenterEvent::Type::kPart: {
+        const bool part = e.type == SegmenterEvent::Type::kPart;
+        o.Set("type", part ? "part" : "segment");
         o.Set("sequence", Napi::Number::New(env, static_cast<double>(e.sequence)));
+        if (part) o.Set("partIndex", Napi::Number::New(env, e.part_index));
         o.Set("data", ExternalBuffer(env, std::move(e.data)));
         o.Set("durationMs", Napi::Number::New(env, e.duration_ms));
         o.Set("pts90k", Napi::Number::New(env, static_cast<double>(e.pts90k)));
-        o.Set("discontinuity", Napi::Boolean::New(env, e.discontinuity));
+        if (!part) o.Set("discontinuity", Napi::Boolean::New(env, e.discontinuity));
         o.Set("frames", Napi::Number::New(env, e.frames));
+        if (!kLegacy) {
+          o.Set("independent", Napi::Boolean::New(env, e.independent));
+          if (!part && parts) o.Set("parts", Napi::Number::New(env, e.part_index));
+          if (fmp4) {
+            o.Set("baseMediaDecodeTime", Napi::Number::New(env, static_cast<double>(e.base_media_decode_time)));
+            o.Set("timescale", Napi::Number::New(env, e.timescale));
+          }
+        }
         break;
+      }
       case SegmenterEvent::Type::kError:
         o.Set("type", "error");
         o.Set("code", e.code);
         o.Set("message", e.message);
+        if (!e.expected.empty()) {
+          o.Set("expected", e.expected);
+          o.Set("received", e.received);
+        }
         break;
     }
     return o;
   }
 
-  // Hands the segment's bytes to JS without a copy: the Buffer's finalizer owns the vector.
-  static Napi::Buffer<uint8_t> ExternalBuffer(Napi::Env env, std::vector<uint8_t>&& bytes) {
-    auto* owned = new std::vector<uint8_t>(std::move(bytes));
-    const int64_t size = static_cast<int64_t>(owned->size());
-    if (owned->empty()) {  // a zero-length external buffer has no data pointer to own
-      delete owned;
-      return Napi::Buffer<uint8_t>::New(env, 0);
-    }
-    Napi::MemoryManagement::AdjustExternalMemory(env, size);
-    return Napi::Buffer<uint8_t>::New(env, owned->data(), owned->size(),
-                                      [size](Napi::Env fenv, uint8_t*, std::vector<uint8_t>* hint) {
-                                        Napi::MemoryManagement::AdjustExternalMemory(fenv, -size);
-                                        delete hint;
-                                      },
-                                      owned);
-  }
-
-  std::unique_ptr<segment::TsSegmenter> core_;
+  std::unique_ptr<segment::Segmenter> core_;
   std::vector<SegmenterEvent> events_;
   bool busy_ = false;
 };
 
+Napi::Value ProbeAudioTag(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+    ThrowType(env, "data must be a Uint8Array");
+    return env.Undefined();
+  }
+  Napi::Uint8Array data = info[0].As<Napi::Uint8Array>();
+  const codec::AudioTagProbe p = codec::probe_audio_tag(data.Data(), data.ByteLength());
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("codec", p.codec_name);
+  const char* type = "other";
+  switch (p.packet) {
+    case codec::FlvAudioPacket::kSequenceHeader: type = "sequence_header"; break;
+    case codec::FlvAudioPacket::kCodedFrame: type = "frame"; break;
+    case codec::FlvAudioPacket::kSequenceEnd: type = "end"; break;
+    case codec::FlvAudioPacket::kOther: break;
+  }
+  o.Set("packetType", type);
+  return o;
+}
+
 }  // namespace
 
 void InitTsSegmenter(Napi::Env env, Napi::Object exports, AddonState& state) {
-  Napi::Function ctor = TsSegmenterWrap::Define(env);
-  state.tsSegmenter = Napi::Persistent(ctor);
-  exports.Set("TsSegmenter", ctor);
+  Napi::Function ts = SegmenterWrap<true>::Define(env);
+  state.tsSegmenter = Napi::Persistent(ts);
+  exports.Set("TsSegmenter", ts);
+}
+
+void InitSegmenter(Napi::Env env, Napi::Object exports, AddonState& state) {
+  Napi::Function ctor = SegmenterWrap<false>::Define(env);
+  state.segmenter = Napi::Persistent(ctor);
+  exports.Set("Segmenter", ctor);
+  exports.Set("probeAudioTag", Napi::Function::New<ProbeAudioTag>(env, "probeAudioTag"));
 }
 
 }  // namespace skylark::binding

@@ -1,3 +1,4 @@
-// class TsSegmenter: the JS face of segment::TsSegmenter (docs/native-api.md "TsSegmenter").
+// classes Segmenter and TsSegmenter, function probeAudioTag: the JS face of segment::Segmenter
+// (docs/native-api.md "Segmenter", "TsSegmenter", "probeAudioTag").
 #pragma once
 #include "binding/addon_state.h"

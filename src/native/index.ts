@@ -1,6 +1,6 @@
 /**
  * The only module that loads the C++ addon (`build/Release/skylark.node`). See docs/native-api.md.
- * Both classes are sans-I/O: bytes in, events out; protocol problems come back as `error` events.
+ * The classes are sans-I/O: bytes in, events out; protocol problems come back as `error` events.
  */
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -35,7 +35,7 @@ export interface RtmpSession {
   readonly bytesIn: number;
 }
 
-/** Events of the AAC → MPEG-TS segmenter (see docs/native-api.md). */
+/** Events of the AAC → MPEG-TS segmenter (see docs/native-api.md "TsSegmenter"). */
 export type SegmentEvent =
   | { type: 'config'; codec: 'aac'; codecs: string; sampleRate: number; channels: number; audioObjectType: number }
   | {
@@ -56,9 +56,122 @@ export interface TsSegmenter {
   discontinuity(): void;
 }
 
+/** Audio codecs the segmenter takes. */
+export type AudioCodec = 'aac' | 'mp3' | 'opus';
+/** Output containers: MPEG-TS (AAC, MP3) or fragmented MP4 / CMAF (AAC, MP3, Opus; LL-HLS parts). */
+export type Container = 'ts' | 'fmp4';
+
+/** Options of `new Segmenter(...)`. Durations in ms. */
+export interface SegmenterOptions {
+  container: Container;
+  /** Segment target, integer 100..60000 (default 2000). */
+  targetDurationMs?: number;
+  /** LL-HLS part target (fmp4 only), 0 = no parts (default) or an integer 50..targetDurationMs. */
+  partTargetMs?: number;
+  /** When set, audio of any other codec is refused with an error event `codec_mismatch`. */
+  expectCodec?: AudioCodec;
+}
+
+/** Stable error codes of `{type: 'error'}` segmenter events (docs/native-api.md). */
+export type SegmenterErrorCode =
+  | 'audio_before_sequence_header'
+  | 'bad_audio_specific_config'
+  | 'bad_opus_head'
+  | 'bad_opus_packet'
+  | 'bad_mp3_header'
+  | 'unsupported_codec'
+  | 'codec_mismatch'
+  | 'invalid_audio_tag';
+
+/** `config`: the stream's codec is known (first sequence header / MP3 frame, or a change). */
+export interface ConfigEvent {
+  type: 'config';
+  codec: AudioCodec;
+  /** HLS CODECS / RFC 6381: 'mp4a.40.2', 'mp4a.40.5', 'mp4a.40.29', 'mp4a.40.34' (MP3), 'opus'. */
+  codecs: string;
+  /** Output sample rate (Hz): the SBR rate for HE-AAC, 48000 for Opus. */
+  sampleRate: number;
+  channels: number;
+  /** AAC only: the object type in `codecs`. */
+  audioObjectType?: number;
+  /** fmp4 only: the fMP4 timescale (= the sample clock: AAC core rate, MP3 rate, 48000 Opus). */
+  timescale?: number;
+  /** fmp4 only: the init segment (ftyp + moov) for `#EXT-X-MAP`; replaces the previous one. */
+  init?: Buffer;
+}
+
+/** `part`: one LL-HLS part (fmp4 with partTargetMs), emitted as soon as it closes. */
+export interface PartEvent {
+  type: 'part';
+  /** Media sequence number of the segment the part belongs to. */
+  sequence: number;
+  /** Index of the part within its segment, from 0. */
+  partIndex: number;
+  /** One moof+mdat (external buffer). */
+  data: Buffer;
+  durationMs: number;
+  pts90k: number;
+  frames: number;
+  independent: true;
+  baseMediaDecodeTime: number;
+  timescale: number;
+}
+
+/** `segment`: a finished, immutable media segment. */
+export interface SegmentDoneEvent {
+  type: 'segment';
+  sequence: number;
+  /** TS: 188-byte packets; fmp4: moof+mdat (with parts: exactly its parts' bytes concatenated). */
+  data: Buffer;
+  /** From sample counts (EXTINF), may be fractional. */
+  durationMs: number;
+  /** PTS of the first frame, 90 kHz (the same timeline in both containers). */
+  pts90k: number;
+  discontinuity: boolean;
+  frames: number;
+  independent: true;
+  /** fmp4 with parts: how many parts the segment has. */
+  parts?: number;
+  /** fmp4 only: tfdt of the first frame, in `timescale` units. */
+  baseMediaDecodeTime?: number;
+  timescale?: number;
+}
+
+export interface SegmenterErrorEvent {
+  type: 'error';
+  code: SegmenterErrorCode | (string & {});
+  message: string;
+  /** codec_mismatch only. */
+  expected?: AudioCodec;
+  /** codec_mismatch only: what the tag carried ('aac', 'mp3', 'opus', 'pcm', 'fLaC', ...). */
+  received?: string;
+}
+
+export type SegmenterEvent = ConfigEvent | PartEvent | SegmentDoneEvent | SegmenterErrorEvent;
+
+/** Per-stream-layer segmenter: FLV audio (AAC, MP3, Opus; classic and Enhanced RTMP) in, MPEG-TS or
+ *  fMP4 segments (and LL-HLS parts) cut on audio duration out. Never throws for bad media. */
+export interface Segmenter {
+  /** One FLV AUDIODATA body with its RTMP timestamp (ms). */
+  pushAudio(timestampMs: number, data: Uint8Array): SegmenterEvent[];
+  /** Ends the open segment (and part). */
+  flush(): SegmenterEvent[];
+  /** The next audio starts a new segment flagged `discontinuity`. */
+  discontinuity(): void;
+}
+
+/** What an FLV audio tag carries (for the ingest codec check). */
+export interface AudioTagProbe {
+  /** 'aac' | 'mp3' | 'opus', else the FLV SoundFormat name or E-RTMP FourCC; 'unknown' if empty. */
+  codec: AudioCodec | (string & {});
+  packetType: 'sequence_header' | 'frame' | 'end' | 'other';
+}
+
 interface Addon {
   RtmpSession: new (options?: { maxMessageBytes?: number }) => RtmpSession;
   TsSegmenter: new (options?: { targetDurationMs?: number }) => TsSegmenter;
+  Segmenter: new (options: SegmenterOptions) => Segmenter;
+  probeAudioTag: (data: Uint8Array) => AudioTagProbe;
   abiVersion: number;
 }
 
@@ -71,3 +184,7 @@ const addon = createRequire(import.meta.url)(addonPath) as Addon;
 export const RtmpSession = addon.RtmpSession;
 /** Constructor of TsSegmenter. `targetDurationMs` (ms) is the segment target (default 2000). */
 export const TsSegmenter = addon.TsSegmenter;
+/** Constructor of Segmenter (see SegmenterOptions). Throws TypeError for invalid options. */
+export const Segmenter = addon.Segmenter;
+/** Classifies one FLV AUDIODATA body: codec and packet type. Pure; never throws for bad bytes. */
+export const probeAudioTag = addon.probeAudioTag;

@@ -7,7 +7,7 @@
 namespace skylark::codec {
 
 /** FLV SoundFormat values we name. */
-inline constexpr uint8_t kFlvSoundMp3 = 2, kFlvSoundExHeader = 9, kFlvSoundAac = 10;
+inline constexpr uint8_t kFlvSoundMp3 = 2, kFlvSoundExHeader = 9, kFlvSoundAac = 10, kFlvSoundMp3_8k = 14;
 /** Enhanced RTMP audio FourCCs (big-endian). */
 inline constexpr uint32_t kFourCcMp4a = 0x6D703461;  // 'mp4a'
 inline constexpr uint32_t kFourCcOpus = 0x4F707573;  // 'Opus'
@@ -31,6 +31,10 @@ struct FlvAudioHeader {
 
   bool enhanced() const { return sound_format == kFlvSoundExHeader; }
   bool is_aac() const { return enhanced() ? fourcc == kFourCcMp4a : sound_format == kFlvSoundAac; }
+  bool is_mp3() const {
+    return enhanced() ? fourcc == kFourCcMp3 : sound_format == kFlvSoundMp3 || sound_format == kFlvSoundMp3_8k;
+  }
+  bool is_opus() const { return enhanced() && fourcc == kFourCcOpus; }
 };
 
 enum class FlvAudioStatus : uint8_t {
@@ -41,5 +45,23 @@ enum class FlvAudioStatus : uint8_t {
 
 /** Parses the AUDIODATA header at the start of an FLV audio tag body / RTMP audio message. */
 FlvAudioStatus parse_flv_audio_header(const uint8_t* data, size_t size, FlvAudioHeader* out);
+
+/** The codecs the segmenter takes. */
+enum class AudioCodec : uint8_t { kNone = 0, kAac, kMp3, kOpus };
+/** "aac" / "mp3" / "opus" ("" for kNone). */
+const char* audio_codec_name(AudioCodec c);
+
+/** What a tag is, for the JS codec check (probeAudioTag). `codec_name` is "aac", "mp3", "opus"
+ *  for the codecs we take; otherwise a stable name of what was sent: the FLV SoundFormat name
+ *  ("pcm", "adpcm", "pcm_le", "nellymoser", "g711a", "g711u", "speex", "device", "flv:<n>") or the
+ *  enhanced RTMP FourCC as text ("fLaC", "ac-3", ...; non-printable bytes as '?'), "unknown" for an
+ *  empty or truncated tag. Multitrack tags report the first track's FourCC and packet kOther. */
+struct AudioTagProbe {
+  AudioCodec codec = AudioCodec::kNone;
+  char codec_name[16] = "unknown";
+  FlvAudioPacket packet = FlvAudioPacket::kOther;
+  bool multitrack = false;
+};
+AudioTagProbe probe_audio_tag(const uint8_t* data, size_t size);
 
 }  // namespace skylark::codec

@@ -15,6 +15,8 @@ inline constexpr uint16_t kDefaultAudioPid = 0x0100;
 inline constexpr uint16_t kProgramNumber = 1;
 inline constexpr uint16_t kTransportStreamId = 1;
 inline constexpr uint8_t kStreamTypeAdtsAac = 0x0F;  // ISO/IEC 13818-7 Audio with ADTS transport syntax
+inline constexpr uint8_t kStreamTypeMpeg1Audio = 0x03;  // ISO/IEC 11172-3 (MP3, MPEG-1)
+inline constexpr uint8_t kStreamTypeMpeg2Audio = 0x04;  // ISO/IEC 13818-3 (MP3, MPEG-2/2.5 LSF)
 inline constexpr uint8_t kStreamIdAudio = 0xC0;      // first MPEG audio stream
 inline constexpr uint64_t kPtsMask = (uint64_t{1} << 33) - 1;  // PTS/PCR base are 33-bit, 90 kHz
 

@@ -38,7 +38,7 @@ void write_pat_packet(util::ByteWriter& w, uint16_t pmt_pid, uint8_t cc) {
   write_section_packet(w, kPatPid, cc, section, sizeof section);
 }
 
-void write_pmt_packet(util::ByteWriter& w, uint16_t pmt_pid, uint16_t audio_pid, uint8_t cc) {
+void write_pmt_packet(util::ByteWriter& w, uint16_t pmt_pid, uint16_t audio_pid, uint8_t cc, uint8_t stream_type) {
   // section_length = 9 (program, version, numbers, PCR_PID, program_info_length) + 5 (one stream) + 4 (CRC).
   const uint8_t hi = static_cast<uint8_t>(0xE0 | ((audio_pid >> 8) & 0x1F));
   const uint8_t lo = static_cast<uint8_t>(audio_pid);
@@ -50,7 +50,7 @@ void write_pmt_packet(util::ByteWriter& w, uint16_t pmt_pid, uint16_t audio_pid,
       0x00, 0x00,                             // section_number, last_section_number
       hi, lo,                                 // reserved 111, PCR_PID = the audio PID
       0xF0, 0x00,                             // reserved 1111, program_info_length 0
-      kStreamTypeAdtsAac, hi, lo,             // stream_type 0x0F, reserved 111, elementary_PID
+      stream_type, hi, lo,                    // stream_type, reserved 111, elementary_PID
       0xF0, 0x00,                             // reserved 1111, ES_info_length 0
   };
   write_section_packet(w, pmt_pid, cc, section, sizeof section);

@@ -8,14 +8,15 @@
 
 namespace skylark::mux::ts {
 
-std::vector<uint8_t> TsSegmentWriter::write(const codec::AudioSpecificConfig& asc, const AacFrames& frames,
+std::vector<uint8_t> TsSegmentWriter::write(const TsAudioFormat& format, const AudioFrames& frames,
                                             const FrameClock& clock) {
+  const size_t prefix = format.adts ? codec::kAdtsHeaderSize : 0;
   // 1. Sizes: ADTS frame sizes and times, the PES plan, the TS packet count.
   const size_t n = frames.count;
   es_sizes_.resize(n);
   pts_.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    es_sizes_[i] = frames.sizes[i] + static_cast<uint32_t>(codec::kAdtsHeaderSize);
+    es_sizes_[i] = frames.sizes[i] + static_cast<uint32_t>(prefix);
     pts_[i] = clock.pts_of(i);
   }
   const uint64_t frame90k = uint64_t{clock.samples_per_frame} * 90000 / clock.sample_rate;
@@ -34,7 +35,7 @@ std::vector<uint8_t> TsSegmentWriter::write(const codec::AudioSpecificConfig& as
   std::vector<uint8_t> out(packets * kPacketSize);
   util::ByteWriter w(out.data(), out.size());
   write_pat_packet(w, pmt_pid_, pat_cc_.next());
-  write_pmt_packet(w, pmt_pid_, audio_pid_, pmt_cc_.next());
+  write_pmt_packet(w, pmt_pid_, audio_pid_, pmt_cc_.next(), format.stream_type);
   PacketizeParams params;
   params.pid = audio_pid_;
   params.pcr_lead90k = kPcrLead90k;
@@ -51,7 +52,8 @@ std::vector<uint8_t> TsSegmentWriter::write(const codec::AudioSpecificConfig& as
     write_pes_header(pw, es_bytes, pts_[f]);
     for (uint32_t j = 0; j < k; ++j, ++f) {
       const uint32_t size = frames.sizes[f];
-      if (uint8_t* h = pw.reserve(codec::kAdtsHeaderSize)) codec::write_adts_header(h, asc, size);
+      if (format.adts)
+        if (uint8_t* h = pw.reserve(codec::kAdtsHeaderSize)) codec::write_adts_header(h, *format.adts, size);
       pw.bytes(raw, size);
       raw += size;
     }

@@ -1,5 +1,5 @@
-// Writes one complete, self-contained MPEG-TS segment: PAT, PMT, then the segment's AAC frames as
-// ADTS in PES packets (PTS only) on the audio PID, the first packet of each PES with a PCR and the
+// Writes one complete, self-contained MPEG-TS segment: PAT, PMT, then the segment's audio frames
+// (AAC as ADTS built from the AudioSpecificConfig, MP3 frames as they are) in PES packets (PTS only) on the audio PID, the first packet of each PES with a PCR and the
 // first of the segment with random_access_indicator. Continuity counters carry on across the
 // segments of one writer. Size first (plan the PES packets, count TS packets), allocate once, write.
 #pragma once
@@ -27,7 +27,7 @@ inline constexpr uint32_t kMaxPcrIntervalMs = 100;
 inline constexpr uint32_t kMaxPesDurationMs = 300;
 inline constexpr size_t kMaxPesBytes = 8192;
 
-/** Raw AAC frames (raw_data_block, no ADTS) stored back to back. */
+/** Raw audio frames stored back to back (AAC: raw_data_block, no ADTS; MP3: whole frames). */
 struct AacFrames {
   const uint8_t* data = nullptr;
   const uint32_t* sizes = nullptr;  // each <= codec::kAdtsMaxPayload
@@ -45,6 +45,15 @@ struct FrameClock {
   }
 };
 
+using AudioFrames = AacFrames;
+
+/** What the PMT declares and how frames become ES bytes. */
+struct TsAudioFormat {
+  uint8_t stream_type = kStreamTypeAdtsAac;
+  const codec::AudioSpecificConfig* adts = nullptr;  // AAC: an ADTS header per frame from this config
+                                                      // (must be ADTS-compatible); nullptr: frames as-is
+};
+
 class TsSegmentWriter {
  public:
   explicit TsSegmentWriter(uint16_t pmt_pid = kDefaultPmtPid, uint16_t audio_pid = kDefaultAudioPid)
@@ -52,7 +61,11 @@ class TsSegmentWriter {
 
   /** Returns the segment bytes (a multiple of 188). `asc` must be ADTS-compatible; frames non-empty. */
   std::vector<uint8_t> write(const codec::AudioSpecificConfig& asc, const AacFrames& frames,
-                             const FrameClock& clock);
+                             const FrameClock& clock) {
+    return write(TsAudioFormat{kStreamTypeAdtsAac, &asc}, frames, clock);
+  }
+  /** Same for any audio format (MP3: {kStreamTypeMpeg1Audio or kStreamTypeMpeg2Audio, nullptr}). */
+  std::vector<uint8_t> write(const TsAudioFormat& format, const AudioFrames& frames, const FrameClock& clock);
 
   uint16_t audio_pid() const { return audio_pid_; }
   uint16_t pmt_pid() const { return pmt_pid_; }

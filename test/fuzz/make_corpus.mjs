@@ -1,0 +1,106 @@
+// Regenerates the seed corpora of the media fuzz targets from the FFmpeg-made fixtures
+// (test/fixtures/{aac,mp3,opus}): `node test/fuzz/make_corpus.mjs`. Seeds stay small (< 32 KB).
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const fixtures = path.join(here, '..', 'fixtures');
+
+function flvAudio(rel) {
+  const b = fs.readFileSync(path.join(fixtures, rel));
+  const tags = [];
+  let off = b.readUInt32BE(5) + 4;
+  while (off + 11 <= b.length) {
+    const size = b.readUIntBE(off + 1, 3);
+    const ts = (b.readUIntBE(off + 4, 3) | (b[off + 7] << 24)) >>> 0;
+    if (off + 11 + size > b.length) break;
+    if (b[off] === 8) tags.push({ ts, body: b.subarray(off + 11, off + 11 + size) });
+    off += 11 + size + 4;
+  }
+  return tags;
+}
+function oggPackets(rel) {
+  const b = fs.readFileSync(path.join(fixtures, rel));
+  const packets = [];
+  let cur = [];
+  let off = 0;
+  while (off + 27 <= b.length && b.toString('latin1', off, off + 4) === 'OggS') {
+    const n = b[off + 26];
+    let body = off + 27 + n;
+    for (let i = 0; i < n; i++) {
+      const l = b[off + 27 + i];
+      cur.push(b.subarray(body, body + l));
+      body += l;
+      if (l < 255) { packets.push(Buffer.concat(cur)); cur = []; }
+    }
+    off = body;
+  }
+  return packets;
+}
+const ex = (type, fourcc, payload) => Buffer.concat([Buffer.from([0x90 | type]), Buffer.from(fourcc, 'latin1'), payload]);
+function write(target, name, bytes) {
+  const dir = path.join(here, 'corpus', target);
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, name), bytes);
+}
+
+const aac48 = flvAudio('aac/sine48k_stereo_128k.flv');
+const aac44 = flvAudio('aac/sine44k1_mono_64k.flv');
+const mp3 = flvAudio('mp3/sine44k1_stereo_128k.flv');
+const mp3lsf = flvAudio('mp3/sine22k05_mono_32k.flv');
+const opus = oggPackets('opus/sine48k_stereo_128k.ogg');
+const opusTags = [{ ts: 0, body: ex(0, 'Opus', opus[0]) }, ...opus.slice(2).map((p, i) => ({ ts: i * 20, body: ex(1, 'Opus', p) }))];
+
+// fuzz_flv_audio: single tag bodies of every kind.
+const flvSeeds = {
+  aac_seq: aac48[0].body, aac_frame: aac48[1].body, aac44_seq: aac44[0].body, mp3_frame: mp3[0].body,
+  mp3lsf_frame: mp3lsf[0].body, opus_head: opusTags[0].body, opus_packet: opusTags[1].body,
+  ex_mp4a_seq: ex(0, 'mp4a', aac48[0].body.subarray(2)), ex_mp3: ex(1, '.mp3', mp3[0].body.subarray(1)),
+  ex_end: ex(2, 'Opus', Buffer.alloc(0)), ex_multichannel: ex(4, 'Opus', Buffer.from([0, 2])),
+  multitrack: Buffer.concat([Buffer.from([0x95, 0x01]), Buffer.from('Opus'), Buffer.from([0, 0, 0, 3, 0xfc])]),
+  pcm: Buffer.from([0x3e, 0, 0, 0, 0]), flac: ex(1, 'fLaC', Buffer.from([0xff, 0xf8])),
+};
+for (const [k, v] of Object.entries(flvSeeds)) write('fuzz_flv_audio', k, v);
+
+// fuzz_aac: AudioSpecificConfigs (+ 2 bytes for the payload size), FFmpeg's and hand-made HE/HEv2/960.
+const ascs = { lc48_stereo: aac48[0].body.subarray(2), lc44_mono: aac44[0].body.subarray(2),
+  he_explicit: Buffer.from([0x2b, 0x92, 0x08, 0x00]), hev2_explicit: Buffer.from([0xeb, 0x09, 0x88, 0x00]),
+  he_sync_ext: Buffer.from([0x13, 0x10, 0x56, 0xe5, 0x98]), lc_960: Buffer.from([0x11, 0x94]),
+  explicit_rate: Buffer.from([0x17, 0x80, 0x5d, 0xc0, 0x10]) };
+for (const [k, v] of Object.entries(ascs)) write('fuzz_aac', k, Buffer.concat([v, Buffer.from([0x01, 0x80])]));
+
+// fuzz_opus: OpusHead (FFmpeg's, a 5.1 family-1 one) and packets.
+write('fuzz_opus', 'opus_head', opus[0]);
+write('fuzz_opus', 'opus_head_51', Buffer.concat([Buffer.from('OpusHead'), Buffer.from([1, 6, 0x38, 1, 0x80, 0xbb, 0, 0, 0, 0, 1, 4, 2, 0, 4, 1, 2, 3, 5])]));
+for (let i = 2; i < 6; i++) write('fuzz_opus', `packet_${i}`, opus[i]);
+write('fuzz_opus', 'packet_code3', Buffer.from([0x7b, 0x83, 0x10, 0x20, 0x30]));
+
+// fuzz_mp3: a chunk selector byte, then runs of frames (MPEG-1 and MPEG-2 LSF), and a damaged run.
+const run = (tags, n) => Buffer.concat(tags.slice(0, n).map((t) => t.body.subarray(1)));
+write('fuzz_mp3', 'mpeg1_frames', Buffer.concat([Buffer.from([0x0d]), run(mp3, 5)]));
+write('fuzz_mp3', 'mpeg2_frames', Buffer.concat([Buffer.from([0x00]), run(mp3lsf, 10)]));
+const damaged = Buffer.from(run(mp3, 4));
+damaged.fill(0x11, 300, 340);
+write('fuzz_mp3', 'damaged', Buffer.concat([Buffer.from([0x25]), Buffer.from([0xff, 0xfb, 0x90]), damaged]));
+
+// fuzz_segmenter_fmp4: options byte, then [u16 len][u8 delta/4ms][body] per tag.
+function seed(options, tags, n) {
+  const parts = [Buffer.from([options])];
+  let last = tags[0].ts;
+  for (const t of tags.slice(0, n)) {
+    const d = Math.min(254, Math.round((t.ts - last) / 4));
+    last = t.ts;
+    const h = Buffer.alloc(3);
+    h.writeUInt16BE(t.body.length);
+    h[2] = d;
+    parts.push(h, t.body);
+  }
+  return Buffer.concat(parts);
+}
+write('fuzz_segmenter_fmp4', 'aac_fmp4_parts', seed(0b0000_1101, aac44, 60));   // 500 ms target, 500 ms parts
+write('fuzz_segmenter_fmp4', 'aac_ts', seed(0b0001_0001, aac48, 40));
+write('fuzz_segmenter_fmp4', 'mp3_fmp4_parts', seed(0b0000_0101, mp3, 30));    // 500 ms, 100 ms parts
+write('fuzz_segmenter_fmp4', 'mp3_ts', seed(0b0101_0001, mp3lsf, 40));         // expect mp3
+write('fuzz_segmenter_fmp4', 'opus_fmp4_parts', seed(0b0110_1101, opusTags, 60)); // expect opus
+write('fuzz_segmenter_fmp4', 'opus_mismatch', seed(0b0010_1100, opusTags, 10)); // expect aac
