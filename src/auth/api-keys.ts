@@ -24,21 +24,36 @@ export type Scope =
 /** Who a request acts for, once authenticated. */
 export interface Principal {
   accountId: string;
-  kind: 'secret_key' | 'publishable_key';
+  /** An API key of either type, or an OAuth 2.0 access token (a JWT) an application holds for the account. */
+  kind: 'secret_key' | 'publishable_key' | 'oauth_token';
+  /** `key_…` for API keys; the token's `jti` for OAuth tokens. */
   keyId: string;
+  /** OAuth tokens only: the granted scopes. */
+  scopes?: ReadonlySet<Scope>;
+  /** OAuth tokens only: the application (`client_id`). */
+  clientId?: string;
 }
 
 const PUBLISHABLE_SCOPES = new Set<Scope>(['streams:read', 'podcasts:read', 'listener_tokens:write']);
 
-/** Whether `p` may act with `scope`. */
+/**
+ * Whether `p` may act with `scope`: secret keys always; publishable keys for reads of streams and
+ * podcasts and listener-token creation (PRODUCT.md §7); OAuth tokens for their granted scopes, where
+ * `streams:read` also covers `listener_tokens:write` (a listener token only lets someone listen).
+ */
 export function allows(p: Principal, scope: Scope): boolean {
-  return p.kind === 'secret_key' || PUBLISHABLE_SCOPES.has(scope);
+  if (p.kind === 'secret_key') return true;
+  if (p.kind === 'publishable_key') return PUBLISHABLE_SCOPES.has(scope);
+  const granted = p.scopes;
+  if (!granted) return false;
+  return granted.has(scope) || (scope === 'listener_tokens:write' && granted.has('streams:read'));
 }
 
 /** 403 insufficient_scope unless `p` may act with `scope`. @throws ApiError */
 export function requireScope(p: Principal, scope: Scope): void {
   if (!allows(p, scope)) {
-    throw new ApiError(403, 'insufficient_scope', `This key lacks the '${scope}' permission required for this request.`, undefined, {
+    const who = p.kind === 'oauth_token' ? 'access token' : 'key';
+    throw new ApiError(403, 'insufficient_scope', `This ${who} lacks the '${scope}' permission required for this request.`, undefined, {
       'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${scope}"`,
     });
   }
@@ -54,7 +69,8 @@ export function apiKeyRecord(id: string, accountId: string, type: KeyType, key: 
   return { id, account_id: accountId, type, key_hash: hashToken(key), prefix: key.slice(0, 7), last4: key.slice(-4), created_at: now };
 }
 
-const unauthorized = (code: string, message: string) =>
+/** A 401 with `code` and the RFC 6750 §3 `WWW-Authenticate` challenge (`error="invalid_token"` unless the token is missing). */
+export const unauthorized = (code: string, message: string) =>
   new ApiError(401, code, message, undefined, {
     'WWW-Authenticate': code === 'missing_token' ? 'Bearer' : `Bearer error="invalid_token", error_description="${message.replace(/"/g, "'")}"`,
   });

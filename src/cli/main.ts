@@ -1,5 +1,6 @@
 /**
- * The `skylark` command line (PRODUCT.md §1, §9): `serve`, `accounts create`, `keys list|create|roll|revoke`.
+ * The `skylark` command line (PRODUCT.md §1, §9): `serve`, `accounts create`, `keys list|create|roll|revoke`,
+ * `oauth-clients create`.
  * Arguments are parsed by node:util parseArgs; every command takes `--data-dir` (or SKYLARK_DATA_DIR)
  * and works while `serve` runs on the same data dir.
  */
@@ -10,6 +11,8 @@ import { AccountsRepo } from '../db/accounts-repo.js';
 import { AccountsService, REGIONS, type Region } from '../services/accounts.js';
 import { createLogger } from '../log/logger.js';
 import { startServer } from '../main.js';
+import { OAuthRepo } from '../db/oauth-repo.js';
+import { OAuthClients } from '../oauth/clients.js';
 
 const USAGE = `usage: skylark <command> [options]
 
@@ -21,6 +24,8 @@ commands:
   keys create --account ACCT --type secret|publishable [--json]
   keys roll --key KEY [--json]
   keys revoke --key KEY
+  oauth-clients create --name N --redirect-uri U [--redirect-uri U2 …] [--public]
+                       [--account ACCT] [--json]   (prints clientId, clientSecret)
 
 options for every command: --data-dir DIR (SKYLARK_DATA_DIR, default ./data)
 serve options (each also an environment variable): ${Object.entries(ENV_NAMES)
@@ -43,6 +48,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'serve') return await serve(argv.slice(1));
     if (command === 'accounts' && sub === 'create') return await accountsCreate(argv.slice(2));
     if (command === 'keys' && sub && ['list', 'create', 'roll', 'revoke'].includes(sub)) return keys(sub, argv.slice(2));
+    if (command === 'oauth-clients' && sub === 'create') return oauthClientsCreate(argv.slice(2));
     process.stderr.write(`skylark: unknown command '${argv.slice(0, 2).join(' ')}'\n${USAGE}`);
     return 2;
   } catch (e) {
@@ -153,6 +159,52 @@ function keys(sub: string, args: string[]): number {
       process.stderr.write(`skylark: ${(e as Error).message}\n`);
       return 1;
     }
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * `oauth-clients create`: registers an OAuth client. Prints `{ clientId, clientSecret, client }`
+ * (`clientSecret` null for `--public`; shown once, stored hashed). Exit 1 on a bad redirect URI.
+ */
+function oauthClientsCreate(args: string[]): number {
+  const { values } = parseArgs({
+    args,
+    options: {
+      name: { type: 'string' },
+      'redirect-uri': { type: 'string', multiple: true },
+      public: { type: 'boolean', default: false },
+      account: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      'data-dir': { type: 'string' },
+    },
+    strict: true,
+  });
+  if (!values.name) throw new ConfigError('oauth-clients create needs --name');
+  if (!values['redirect-uri']?.length) throw new ConfigError('oauth-clients create needs --redirect-uri');
+  const db = openDatabase(dataDirOf(values));
+  try {
+    if (values.account && !new AccountsRepo(db).get(values.account)) {
+      process.stderr.write(`skylark: no such account: ${values.account}\n`);
+      return 1;
+    }
+    let created;
+    try {
+      created = new OAuthClients(new OAuthRepo(db)).create({
+        name: values.name,
+        redirectUris: values['redirect-uri'],
+        public: values.public,
+        accountId: values.account ?? null,
+      });
+    } catch (e) {
+      process.stderr.write(`skylark: ${(e as Error).message}\n`);
+      return 1;
+    }
+    const out = { clientId: created.clientId, clientSecret: created.clientSecret, client: created.client };
+    if (values.json) process.stdout.write(JSON.stringify(out) + '\n');
+    else process.stdout.write(`clientId: ${out.clientId}\n${out.clientSecret ? `clientSecret: ${out.clientSecret}\n` : '(public client: no secret; use PKCE)\n'}`);
+    return 0;
   } finally {
     db.close();
   }

@@ -23,6 +23,11 @@ export interface ApiRequest {
   body: unknown;
   /** Headers added to whatever this request is answered with, errors included (e.g. rate limits). */
   responseHeaders: Record<string, string>;
+  /**
+   * Who the request acts for, set by the route guard once authenticated (the account id). Scopes
+   * idempotency keys; when unset, a POST's key is scoped by its `Authorization` header.
+   */
+  actor?: string;
 }
 
 /** What a JSON API handler answers. */
@@ -46,6 +51,92 @@ export interface ApiRouteOptions<C = unknown> {
    * is passed to the handler as `ctx`. `req.body` is still `{}` here.
    */
   guard?: (req: ApiRequest) => C;
+  /** The scope the guard requires (from `guard.scope(…)`): listed by `routes()`, the scope map and OpenAPI. */
+  scope?: string;
+  /** OpenAPI description of the route (see src/api/openapi/registry.ts `RouteDoc`); opaque here. */
+  doc?: unknown;
+}
+
+/** One registered route, as `routes()` lists it. */
+export interface RouteInfo {
+  /** As HTTP spells it: GET, POST, PATCH, PUT, DELETE, HEAD, OPTIONS. */
+  method: string;
+  /** The uWS pattern (`/v2/streams/:id`). */
+  pattern: string;
+  /** `api` JSON routes, `raw` byte routes (HLS), `web` form/HTML routes (OAuth). */
+  kind: 'api' | 'raw' | 'web';
+  scope?: string | undefined;
+  doc?: unknown;
+}
+
+/**
+ * Idempotency for JSON POSTs carrying `Idempotency-Key` (PRODUCT.md §7), consulted after the body
+ * was read and before the handler runs. `begin` throws an ApiError to refuse (400/409), answers a
+ * stored reply, or lets the handler run and is told its reply (`null`: nothing to keep, e.g. a 5xx).
+ */
+export interface IdempotencyHook {
+  begin(req: ApiRequest): { kind: 'replay'; reply: ApiReply } | { kind: 'proceed'; complete(reply: ApiReply | null): void };
+}
+
+/** What a response observer sees (tests validate every answer against the OpenAPI document with it). */
+export interface ObservedResponse {
+  method: string;
+  /** The matched route pattern; undefined for the 404/405 fallbacks. */
+  pattern: string | undefined;
+  url: string;
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** What a form/HTML handler (the OAuth endpoints) sees. */
+export interface WebRequest {
+  method: string;
+  url: string;
+  query: URLSearchParams;
+  headers: { authorization: string; contentType: string; cookie: string; origin: string; forwardedFor: string; userAgent: string };
+  remoteAddress: string;
+  requestId: string;
+  /** The raw body (empty for GET). */
+  body: Buffer;
+}
+
+/** What a form/HTML handler answers; the handler sets Content-Type. */
+export interface WebReply {
+  status: number;
+  headers?: Record<string, string> | undefined;
+  body?: string | Uint8Array | undefined;
+}
+
+/** What a raw (HLS) handler may read of its request while it runs (synchronously). */
+export interface RawRequestInfo {
+  /** A request header by lower-case name ('' when absent). */
+  header(name: string): string;
+  /** The socket peer's address as text (IPv6 in full form). */
+  remoteAddress(): string;
+}
+
+/** The RawRequestInfo of `raw()`: points at the request being handled, null otherwise. */
+class RawInfo implements RawRequestInfo {
+  res: uWS.HttpResponse | null = null;
+  req: uWS.HttpRequest | null = null;
+  header(name: string): string {
+    return this.req ? this.req.getHeader(name) : '';
+  }
+  remoteAddress(): string {
+    return this.res ? Buffer.from(this.res.getRemoteAddressAsText()).toString() : '';
+  }
+}
+
+/** A request of a `rawBody` route (WHEP): everything copied out of uWS, the body read. */
+export interface RawBodyRequest {
+  params: string[];
+  query: string;
+  /** The headers the route asked for, by lower-case name ('' when absent). */
+  headers: Record<string, string>;
+  remoteAddress: string;
+  requestId: string;
+  body: Buffer;
 }
 
 /** A raw response: pre-rendered bytes and headers (HLS playlists and segments). */
@@ -80,6 +171,9 @@ export class HttpServer {
   private listenSocket: uWS.us_listen_socket | null = null;
   /** Registered pattern → its methods as HTTP spells them, for 405 and `Allow`. */
   private readonly patterns = new Map<string, Set<string>>();
+  private readonly routeList: RouteInfo[] = [];
+  private idempotency: IdempotencyHook | null = null;
+  private observer: ((r: ObservedResponse) => void) | null = null;
 
   constructor(private readonly opts: HttpServerOptions) {
     this.app = uWS.App();
@@ -91,15 +185,17 @@ export class HttpServer {
    * or non-object JSON → 400 `invalid_json`, a thrown ApiError → its envelope, anything else → 500
    * `internal_error` without details (logged with the request id).
    */
-  api(method: HttpMethod, pattern: string, handler: ApiHandler, opts?: Omit<ApiRouteOptions, 'guard'>): void;
+  api(method: HttpMethod, pattern: string, handler: ApiHandler, opts?: Omit<ApiRouteOptions, 'guard'> & { guard?: undefined }): void;
   api<C>(method: HttpMethod, pattern: string, handler: GuardedApiHandler<C>, opts: ApiRouteOptions<C> & { guard: (req: ApiRequest) => C }): void;
   api(method: HttpMethod, pattern: string, handler: GuardedApiHandler<unknown>, opts: ApiRouteOptions = {}): void {
     const readBody = opts.readBody ?? (method === 'post' || method === 'patch' || method === 'put');
     const guard = opts.guard;
     this.addPattern(pattern, method);
+    this.routeList.push({ method: httpMethod(method), pattern, kind: 'api', scope: opts.scope, doc: opts.doc });
+    const idempotent = method === 'post';
+    const nParams = (pattern.match(/:/g) ?? []).length;
     this.app[method](pattern, (res, req) => {
       const requestId = newRequestId();
-      const nParams = (pattern.match(/:/g) ?? []).length;
       const params: string[] = [];
       let badParam = false;
       for (let i = 0; i < nParams; i++) {
@@ -109,8 +205,9 @@ export class HttpServer {
         params.push(decoded ?? raw);
       }
       const query = req.getQuery() ?? '';
+      const m = req.getMethod();
       const request: ApiRequest = {
-        method: req.getMethod().toUpperCase(),
+        method: m === 'get' ? 'GET' : m.toUpperCase(),
         url: req.getUrl(),
         query: new URLSearchParams(query),
         params,
@@ -126,9 +223,10 @@ export class HttpServer {
         body: {},
         responseHeaders: {},
       };
-      const contentLength = Number(req.getHeader('content-length') || '0');
-      const hasBody = hasRequestBody(req);
-      const state = { aborted: false };
+      // Only routes that read a body need these (GETs skip two header look-ups).
+      const contentLength = readBody ? Number(req.getHeader('content-length') || '0') : 0;
+      const hasBody = readBody && hasRequestBody(req);
+      const state: ReqState = { aborted: false, method: request.method, pattern, url: request.url };
       res.onAborted(() => {
         state.aborted = true;
       });
@@ -140,23 +238,39 @@ export class HttpServer {
           ctx = guard(request);
         } catch (e) {
           // The body (if any) is not read: close so the connection is not left mid-request.
-          return this.sendError(res, request.responseHeaders, state, e, requestId, readBody && hasBody);
+          return this.sendError(res, request.responseHeaders, state, e, requestId, hasBody);
         }
       }
       const run = () => {
+        let complete: ((reply: ApiReply | null) => void) | null = null;
+        if (idempotent && this.idempotency && request.headers.idempotencyKey) {
+          try {
+            const d = this.idempotency.begin(request);
+            if (d.kind === 'replay') {
+              request.responseHeaders['Idempotent-Replayed'] = 'true';
+              return this.sendJson(res, request.responseHeaders, state, d.reply, requestId);
+            }
+            complete = d.complete;
+          } catch (e) {
+            return this.sendError(res, request.responseHeaders, state, e, requestId);
+          }
+        }
+        const ok = (r: ApiReply) => {
+          complete?.(r);
+          this.sendJson(res, request.responseHeaders, state, r, requestId);
+        };
+        const fail = (e: unknown) => {
+          complete?.(e instanceof ApiError && e.status < 500 ? { status: e.status, body: errorBody(e, requestId), headers: e.headers } : null);
+          this.sendError(res, request.responseHeaders, state, e, requestId);
+        };
         let reply: ApiReply | Promise<ApiReply>;
         try {
           reply = handler(request, ctx);
         } catch (e) {
-          this.sendError(res, request.responseHeaders, state, e, requestId);
-          return;
+          return fail(e);
         }
-        if (reply instanceof Promise) {
-          reply.then(
-            (r) => this.sendJson(res, request.responseHeaders, state, r, requestId),
-            (e) => this.sendError(res, request.responseHeaders, state, e, requestId),
-          );
-        } else this.sendJson(res, request.responseHeaders, state, reply, requestId);
+        if (reply instanceof Promise) reply.then(ok, fail);
+        else ok(reply);
       };
       if (!readBody) return run();
       if (contentLength > this.opts.maxJsonBodyBytes) {
@@ -170,20 +284,31 @@ export class HttpServer {
     });
   }
 
-  /** Registers a raw byte route (HLS). The handler runs synchronously and answers at once. */
-  raw(method: 'get' | 'head', pattern: string, handler: (params: string[], query: string, requestId: string) => RawReply): void {
+  /**
+   * Registers a raw byte route (HLS). The handler runs synchronously and answers at once. The
+   * optional 4th handler argument reads request headers and the peer address while the handler
+   * runs (one object reused across requests: never keep it past the call).
+   */
+  raw(method: 'get' | 'head', pattern: string, handler: (params: string[], query: string, requestId: string, info: RawRequestInfo) => RawReply): void {
     this.addPattern(pattern, method);
+    this.routeList.push({ method: httpMethod(method), pattern, kind: 'raw' });
     const nParams = (pattern.match(/:/g) ?? []).length;
+    const info = new RawInfo();
     this.app[method](pattern, (res, req) => {
       const params: string[] = [];
       for (let i = 0; i < nParams; i++) params.push(req.getParameter(i) ?? '');
       const requestId = newRequestId();
       let r: RawReply;
+      info.res = res;
+      info.req = req;
       try {
-        r = handler(params, req.getQuery() ?? '', requestId);
+        r = handler(params, req.getQuery() ?? '', requestId, info);
       } catch (e) {
         // An exception escaping a uWS callback ends the process: answer 500 instead.
         return this.sendError(res, {}, { aborted: false }, e, requestId);
+      } finally {
+        info.res = null;
+        info.req = null;
       }
       res.writeStatus(r.status);
       for (const [k, v] of r.headers) res.writeHeader(k, v);
@@ -197,6 +322,170 @@ export class HttpServer {
     });
   }
 
+  /**
+   * Registers a form/HTML route (the OAuth authorization server): the raw body is read (up to
+   * `maxBodyBytes`, default 64 KiB; larger → 413) and handed over with the cookie and origin
+   * headers; the handler sets every response header but `X-Request-ID`. An exception escaping the
+   * handler answers 500 `{"error":"server_error"}` (logged with the request id).
+   */
+  web(method: 'get' | 'post', pattern: string, handler: (req: WebRequest) => WebReply | Promise<WebReply>, opts: { maxBodyBytes?: number } = {}): void {
+    const max = opts.maxBodyBytes ?? 64 * 1024;
+    this.addPattern(pattern, method);
+    this.routeList.push({ method: httpMethod(method), pattern, kind: 'web' });
+    this.app[method](pattern, (res, req) => {
+      const requestId = newRequestId();
+      const request: WebRequest = {
+        method: req.getMethod().toUpperCase(),
+        url: req.getUrl(),
+        query: new URLSearchParams(req.getQuery() ?? ''),
+        headers: {
+          authorization: req.getHeader('authorization'),
+          contentType: req.getHeader('content-type'),
+          cookie: req.getHeader('cookie'),
+          origin: req.getHeader('origin'),
+          forwardedFor: req.getHeader('x-forwarded-for'),
+          userAgent: req.getHeader('user-agent'),
+        },
+        remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
+        requestId,
+        body: Buffer.alloc(0),
+      };
+      const state: ReqState = { aborted: false, method: request.method, pattern, url: request.url };
+      res.onAborted(() => {
+        state.aborted = true;
+      });
+      const send = (r: WebReply, close = false) => {
+        if (state.aborted) return;
+        res.cork(() => {
+          res.writeStatus(statusLine(r.status));
+          res.writeHeader('X-Request-ID', requestId);
+          if (r.headers) for (const k in r.headers) res.writeHeader(k, r.headers[k]!);
+          res.end(r.body ?? '', close);
+        });
+        this.observe(state, r.status, { ...r.headers, 'X-Request-ID': requestId }, typeof r.body === 'string' ? r.body : Buffer.from(r.body ?? '').toString());
+      };
+      const run = () => {
+        let reply: WebReply | Promise<WebReply>;
+        const crash = (e: unknown) => {
+          this.opts.log.error('unhandled error', { requestId, err: e instanceof Error ? e.stack : String(e) });
+          send({ status: 500, headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }, body: '{"error":"server_error"}' });
+        };
+        try {
+          reply = handler(request);
+        } catch (e) {
+          return crash(e);
+        }
+        if (reply instanceof Promise) reply.then((r) => send(r), crash);
+        else send(reply);
+      };
+      const tooBig = () =>
+        send({ status: 413, headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }, body: '{"error":"invalid_request","error_description":"The request body is too large."}' }, true);
+      if (method === 'get' || !hasRequestBody(req)) return run();
+      if (Number(req.getHeader('content-length') || '0') > max) return tooBig();
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let finished = false;
+      res.onData((ab, isLast) => {
+        if (finished) return;
+        size += ab.byteLength;
+        if (size > max) {
+          finished = true;
+          return tooBig();
+        }
+        chunks.push(Buffer.from(ab.slice(0)));
+        if (!isLast || state.aborted) return;
+        finished = true;
+        request.body = Buffer.concat(chunks, size);
+        run();
+      });
+    });
+  }
+
+  /**
+   * Registers a raw route that reads a non-JSON body (WHEP's `application/sdp`, RFC 9725) and may
+   * answer asynchronously. Headers named in `opts.headers` (lower case) are copied out first;
+   * bodies over `opts.maxBodyBytes` answer 413 `body_too_large` without running the handler. A
+   * thrown/rejected ApiError answers its JSON envelope; anything else 500.
+   */
+  rawBody(method: 'post' | 'patch' | 'del' | 'options', pattern: string, handler: (req: RawBodyRequest) => RawReply | Promise<RawReply>, opts: { maxBodyBytes: number; headers: string[] }): void {
+    this.addPattern(pattern, method);
+    this.routeList.push({ method: httpMethod(method), pattern, kind: 'raw' });
+    const nParams = (pattern.match(/:/g) ?? []).length;
+    this.app[method](pattern, (res, req) => {
+      const requestId = newRequestId();
+      const params: string[] = [];
+      for (let i = 0; i < nParams; i++) params.push(safeDecode(req.getParameter(i) ?? '') ?? '');
+      const headers: Record<string, string> = {};
+      for (const h of opts.headers) headers[h] = req.getHeader(h);
+      const request: RawBodyRequest = { params, query: req.getQuery() ?? '', headers, remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(), requestId, body: Buffer.alloc(0) };
+      const state: ReqState = { aborted: false, method: httpMethod(method), pattern, url: req.getUrl() };
+      res.onAborted(() => {
+        state.aborted = true;
+      });
+      const reply = (r: RawReply) => {
+        if (state.aborted) return;
+        res.cork(() => {
+          res.writeStatus(r.status);
+          for (const [k, v] of r.headers) res.writeHeader(k, v);
+          res.writeHeader('X-Request-ID', requestId);
+          res.end(r.body);
+        });
+      };
+      const run = () => {
+        let r: RawReply | Promise<RawReply>;
+        try {
+          r = handler(request);
+        } catch (e) {
+          return this.sendError(res, {}, state, e, requestId);
+        }
+        if (r instanceof Promise) r.then(reply, (e) => this.sendError(res, {}, state, e, requestId));
+        else reply(r);
+      };
+      if (Number(req.getHeader('content-length') || '0') > opts.maxBodyBytes) return this.sendError(res, {}, state, tooLarge(opts.maxBodyBytes), requestId, true);
+      if (!hasRequestBody(req)) return run();
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let finished = false;
+      res.onData((ab, isLast) => {
+        if (finished) return;
+        size += ab.byteLength;
+        if (size > opts.maxBodyBytes) {
+          finished = true;
+          return this.sendError(res, {}, state, tooLarge(opts.maxBodyBytes), requestId, true);
+        }
+        chunks.push(Buffer.from(ab.slice(0))); // uWS neuters the ArrayBuffer on return: copy
+        if (!isLast || state.aborted) return;
+        finished = true;
+        request.body = Buffer.concat(chunks, size);
+        run();
+      });
+    });
+  }
+
+  /** Every registered route, in registration order. */
+  routes(): readonly RouteInfo[] {
+    return this.routeList;
+  }
+
+  /** Installs the idempotency store consulted by JSON POSTs with an `Idempotency-Key`. */
+  useIdempotency(hook: IdempotencyHook): void {
+    this.idempotency = hook;
+  }
+
+  /** Calls `fn` with every JSON and form answer (tests check them against the OpenAPI document). Costs nothing when unset. */
+  observeResponses(fn: ((r: ObservedResponse) => void) | null): void {
+    this.observer = fn;
+  }
+
+  private observe(state: ReqState, status: number, headers: Record<string, string>, body: string): void {
+    if (!this.observer) return;
+    try {
+      this.observer({ method: state.method ?? '', pattern: state.pattern, url: state.url ?? '', status, headers, body });
+    } catch (e) {
+      this.opts.log.error('response observer failed', { err: String(e) });
+    }
+  }
+
   /** Adds 405 for other methods on every registered pattern and the JSON 404 for everything else. */
   finish(): void {
     for (const [p, methods] of this.patterns) {
@@ -207,7 +496,7 @@ export class HttpServer {
         this.sendError(
           res,
           {},
-          { aborted: false },
+          { aborted: false, method, url: req.getUrl() },
           new ApiError(405, 'method_not_allowed', `${method} is not allowed on ${req.getUrl()}; use ${allow}.`, undefined, { Allow: allow }),
           requestId,
           hasRequestBody(req),
@@ -216,14 +505,14 @@ export class HttpServer {
     }
     this.app.any('/*', (res, req) => {
       const requestId = newRequestId();
-      this.sendError(res, {}, { aborted: false }, new ApiError(404, 'route_not_found', `Unrecognized request URL (${req.getMethod().toUpperCase()} ${req.getUrl()}).`), requestId, hasRequestBody(req));
+      this.sendError(res, {}, { aborted: false, method: req.getMethod().toUpperCase(), url: req.getUrl() }, new ApiError(404, 'route_not_found', `Unrecognized request URL (${req.getMethod().toUpperCase()} ${req.getUrl()}).`), requestId, hasRequestBody(req));
     });
   }
 
   private addPattern(pattern: string, method: HttpMethod): void {
     let set = this.patterns.get(pattern);
     if (!set) this.patterns.set(pattern, (set = new Set()));
-    set.add(method === 'del' ? 'DELETE' : method.toUpperCase());
+    set.add(httpMethod(method));
   }
 
   /** Listens on host:port (0 = a free port); resolves to the bound port. @throws Error when the port is taken */
@@ -243,7 +532,7 @@ export class HttpServer {
     this.listenSocket = null;
   }
 
-  private sendJson(res: uWS.HttpResponse, extra: Record<string, string>, state: { aborted: boolean }, reply: ApiReply, requestId: string): void {
+  private sendJson(res: uWS.HttpResponse, extra: Record<string, string>, state: ReqState, reply: ApiReply, requestId: string): void {
     if (state.aborted) return;
     let body: string;
     try {
@@ -261,9 +550,10 @@ export class HttpServer {
       if (reply.headers) for (const k in reply.headers) res.writeHeader(k, reply.headers[k]!);
       res.end(body);
     });
+    if (this.observer) this.observe(state, reply.status, { 'Content-Type': 'application/json; charset=utf-8', 'X-Request-ID': requestId, ...extra, ...reply.headers }, body);
   }
 
-  private sendError(res: uWS.HttpResponse, extra: Record<string, string>, state: { aborted: boolean }, e: unknown, requestId: string, close = false): void {
+  private sendError(res: uWS.HttpResponse, extra: Record<string, string>, state: ReqState, e: unknown, requestId: string, close = false): void {
     if (state.aborted) return;
     let err: ApiError;
     if (e instanceof ApiError) err = e;
@@ -281,8 +571,20 @@ export class HttpServer {
       for (const k in err.headers) res.writeHeader(k, err.headers[k]!);
       res.end(body, close);
     });
+    if (this.observer) this.observe(state, err.status, { 'Content-Type': 'application/json; charset=utf-8', 'X-Request-ID': requestId, ...extra, ...err.headers }, body);
   }
 }
+
+/** Per-request state shared by the answer paths: abort flag and what the observer reports. */
+interface ReqState {
+  aborted: boolean;
+  method?: string;
+  pattern?: string;
+  url?: string;
+}
+
+/** `'del'` → `'DELETE'`, `'get'` → `'GET'`. */
+const httpMethod = (m: HttpMethod) => (m === 'del' ? 'DELETE' : m.toUpperCase());
 
 /**
  * Whether the request announces a body. An error answered without reading it closes the
