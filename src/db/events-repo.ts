@@ -1,5 +1,6 @@
 /** The durable event log (outbox): rows written in the transaction of the change that causes them. */
 import type { Database } from './database.js';
+import { paginator, type Page, type PageQuery } from './paginate.js';
 
 export interface EventRow {
   id: string;
@@ -26,5 +27,28 @@ export class EventsRepo {
   /** The newest `limit` events of an account, newest first. */
   recent(accountId: string, limit: number): EventRow[] {
     return this.byAccount.all(accountId, limit) as EventRow[];
+  }
+}
+
+// ── Listing and lookup for GET /events and GET /events/{id} (issue 6) ──
+
+/** Lists and finds events of one account (prepared once per database). */
+export class EventsQuery {
+  private readonly page;
+  private readonly byId;
+
+  constructor(readonly db: Database) {
+    this.page = paginator<EventRow>(db, 'events', 'account_id = @accountId AND (@type IS NULL OR type = @type)');
+    this.byId = db.prepare('SELECT * FROM events WHERE id = ? AND account_id = ?');
+  }
+
+  /** A page of the account's events, newest first, optionally of one `type`. @throws UnknownCursorError */
+  list(accountId: string, type: string | undefined, q: PageQuery): Page<EventRow> {
+    return this.page({ accountId, type: type ?? null }, q);
+  }
+
+  /** The event `id` of `accountId`, or undefined. */
+  get(id: string, accountId: string): EventRow | undefined {
+    return this.byId.get(id, accountId) as EventRow | undefined;
   }
 }
