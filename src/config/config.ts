@@ -26,6 +26,8 @@ export interface Config {
   liveWindowSegments: number;
   /** Largest JSON body accepted (bytes). */
   maxJsonBodyBytes: number;
+  /** Largest episode audio upload accepted (bytes; default 500 MB). */
+  maxUploadBytes: number;
 }
 
 /** The names that PRODUCT.md §1 makes a contract, with their defaults. */
@@ -44,6 +46,7 @@ export const ENV_NAMES = {
   logLevel: 'SKYLARK_LOG_LEVEL',
   segmentDurationMs: 'SKYLARK_SEGMENT_DURATION_MS',
   liveWindowSegments: 'SKYLARK_LIVE_WINDOW_SEGMENTS',
+  maxUploadBytes: 'SKYLARK_MAX_UPLOAD_BYTES',
 } as const satisfies Partial<Record<keyof Config, string>>;
 
 const port = v.pipe(v.string(), v.regex(/^\d{1,5}$/, 'must be a port number 0-65535'), v.transform(Number), v.maxValue(65535));
@@ -64,6 +67,7 @@ const RawConfig = v.object({
   logLevel: v.optional(v.picklist(['debug', 'info', 'warn', 'error']), 'info'),
   segmentDurationMs: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(500), v.maxValue(10000)), '2000'),
   liveWindowSegments: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(3), v.maxValue(100)), '6'),
+  maxUploadBytes: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'must be a positive integer of bytes'), v.transform(Number), v.minValue(1)), '500000000'),
 });
 
 /** Thrown when configuration is invalid; the message names the variable or flag. */

@@ -89,4 +89,14 @@ export class StreamsRepo {
   list(accountId: string, status: StreamStatus | undefined, q: PageQuery): Page<StreamRow> {
     return this.page({ accountId, status: status ?? null }, q);
   }
+
+  /**
+   * Streams recording into podcast `podcastId` (`recording.podcastId`), newest first, at most
+   * `limit` (the feed's `podcast:liveItem`s). Appended for the podcasts feature.
+   */
+  recordingInto(podcastId: string, limit = 20): StreamRow[] {
+    return this.db
+      .prepare("SELECT * FROM streams WHERE recording IS NOT NULL AND json_extract(recording, '$.podcastId') = ? ORDER BY seq DESC LIMIT ?")
+      .all(podcastId, limit) as StreamRow[];
+  }
 }

@@ -36,6 +36,8 @@ export interface StreamsDeps {
   nodeSecret: Buffer;
   urls: () => PublicUrls;
   live: LiveControl;
+  /** Refuses a `recording.podcastId` that is not a live podcast of the account. @throws ApiError 400 */
+  checkRecordingPodcast?: (accountId: string, podcastId: string) => void;
   now?: () => number;
 }
 
@@ -50,6 +52,7 @@ export class StreamsService {
   /** Creates an `idle` stream with a new stream key. @throws ApiError 400 */
   create(accountId: string, input: CreateStreamInput): WithDeprecation<StreamObject> {
     const deprecated: string[] = [];
+    if (input.recording) this.d.checkRecordingPodcast?.(accountId, input.recording.podcastId);
     const quality = normalizeQuality(input.quality, deprecated) ?? 'medium';
     const account = this.d.accounts.get(accountId);
     const region = (input.region ?? account?.default_region ?? 'eu-west-1') as Region;
@@ -100,6 +103,7 @@ export class StreamsService {
   update(accountId: string, id: string, input: UpdateStreamInput, withKey: boolean): WithDeprecation<StreamObject> {
     const deprecated: string[] = [];
     const row = { ...this.row(accountId, id) };
+    if (input.recording) this.d.checkRecordingPodcast?.(accountId, input.recording.podcastId);
     if (input.title !== undefined) row.title = input.title;
     const titles = JSON.parse(row.titles) as Record<string, string>;
     for (const t of LANGUAGE_TITLES) {

@@ -125,7 +125,15 @@ describe('POST /v2/streams', () => {
     expect(r.headers.get('warning')).toBeNull();
   });
 
+  it('refuses recording into a podcast that does not exist', async () => {
+    const r = await create({ title: 'Nowhere', recording: { podcastId: 'pod_doesnotexist1' } });
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatchObject({ code: 'parameter_invalid', param: 'recording.podcastId' });
+  });
+
   it('takes every optional field', async () => {
+    const podcast = await api(s.http, key, 'POST', '/v2/podcasts', { title: 'Recordings' });
+    expect(podcast.status, podcast.text).toBe(201);
     const r = await create({
       title: 'Full',
       title_en: 'Full',
@@ -137,7 +145,7 @@ describe('POST /v2/streams', () => {
       region: 'ap-southeast-1',
       metadata: { show: 'x', ep: '1' },
       reconnectWindow: 0,
-      recording: { podcastId: 'pod_abc123' },
+      recording: { podcastId: podcast.json.id },
       playback: 'token',
     });
     expect(r.status, r.text).toBe(201);
@@ -151,7 +159,7 @@ describe('POST /v2/streams', () => {
       region: 'ap-southeast-1',
       metadata: { show: 'x', ep: '1' },
       reconnectWindow: 0,
-      recording: { podcastId: 'pod_abc123' },
+      recording: { podcastId: podcast.json.id },
       playback: 'token',
     });
     expect(r.json.streamKey).toMatch(/^sk_apse1_[A-Za-z0-9]{32,}$/);

@@ -1,0 +1,102 @@
+/**
+ * Routes of the Podcasts and Episodes resources under `/v2/podcasts` (spec "Podcasts", PRODUCT.md
+ * §5, §9). Reads need `podcasts:read` (publishable keys may read), writes `podcasts:write`. The key
+ * is checked before any body is read, then the body is validated (400), then the service runs.
+ */
+import type { ApiReply, ApiRequest, HttpServer } from '../../http/server.js';
+import type { Principal } from '../../auth/api-keys.js';
+import { registerUploadRoute } from '../../http/upload.js';
+import { ApiError } from '../../errors/errors.js';
+import type { Guard } from '../guard.js';
+import type { PodcastsService } from '../../services/podcasts.js';
+import type { EpisodesService } from '../../services/episodes.js';
+import type { MediaStore } from '../../media-files/store.js';
+import type { PageQuery } from '../../db/paginate.js';
+import type { Logger } from '../../log/logger.js';
+import { parse, parsePageQuery, queryEnum } from '../validation.js';
+import { CreateEpisode, CreatePodcast, EPISODE_STATUSES, PODCAST_STATUSES, PublishEpisode, UpdateEpisode, UpdatePodcast } from './schemas.js';
+
+/** Content types refused before any byte is read (clearly not audio); everything else is probed. */
+const NOT_AUDIO_TYPES = /^(text\/|image\/|application\/(json|xml|x-www-form-urlencoded|pdf|zip)|multipart\/)/i;
+
+/** The list envelope (PRODUCT.md §9 "Lists": the last item's id going `after`, the first going `before`). */
+function listReply<T extends { id: string }>(url: string, q: PageQuery, page: { data: T[]; hasMore: boolean }): ApiReply {
+  const cursorItem = q.before !== undefined ? page.data[0] : page.data[page.data.length - 1];
+  return { status: 200, body: { object: 'list', url, data: page.data, hasMore: page.hasMore, nextCursor: page.hasMore && cursorItem ? cursorItem.id : null } };
+}
+
+export interface PodcastRoutesDeps {
+  http: HttpServer;
+  guard: Guard;
+  podcasts: PodcastsService;
+  episodes: EpisodesService;
+  media: MediaStore;
+  /** Largest audio upload (bytes). */
+  maxUploadBytes: number;
+  log: Logger;
+}
+
+/** Registers every `/v2/podcasts…` route. */
+export function registerPodcastRoutes(d: PodcastRoutesDeps): void {
+  const { http, podcasts, episodes } = d;
+  const read = d.guard.scope('podcasts:read');
+  const write = d.guard.scope('podcasts:write');
+
+  http.api(
+    'get',
+    '/v2/podcasts',
+    (req: ApiRequest, p: Principal) => {
+      const q = parsePageQuery(req.query);
+      const status = queryEnum(req.query, 'status', PODCAST_STATUSES);
+      return listReply('/v2/podcasts', q, podcasts.list(p.accountId, status, q));
+    },
+    read,
+  );
+  http.api('post', '/v2/podcasts', (req: ApiRequest, p: Principal) => ({ status: 201, body: podcasts.create(p.accountId, parse(CreatePodcast, req.body)) }), write);
+  http.api('get', '/v2/podcasts/:id', (req: ApiRequest, p: Principal) => ({ status: 200, body: podcasts.get(p.accountId, req.params[0]!) }), read);
+  http.api('patch', '/v2/podcasts/:id', (req: ApiRequest, p: Principal) => ({ status: 200, body: podcasts.update(p.accountId, req.params[0]!, parse(UpdatePodcast, req.body)) }), write);
+  http.api(
+    'post',
+    '/v2/podcasts/:id/publish',
+    (req: ApiRequest, p: Principal) => ({ status: 200, body: episodes.publish(p.accountId, req.params[0]!, parse(PublishEpisode, req.body)) }),
+    write,
+  );
+
+  http.api(
+    'get',
+    '/v2/podcasts/:id/episodes',
+    (req: ApiRequest, p: Principal) => {
+      const q = parsePageQuery(req.query);
+      const status = queryEnum(req.query, 'status', EPISODE_STATUSES);
+      return listReply(`/v2/podcasts/${req.params[0]!}/episodes`, q, episodes.list(p.accountId, req.params[0]!, status, q));
+    },
+    read,
+  );
+  http.api(
+    'post',
+    '/v2/podcasts/:id/episodes',
+    (req: ApiRequest, p: Principal) => ({ status: 201, body: episodes.create(p.accountId, req.params[0]!, parse(CreateEpisode, req.body)) }),
+    write,
+  );
+  http.api('get', '/v2/podcasts/:id/episodes/:eid', (req: ApiRequest, p: Principal) => ({ status: 200, body: episodes.get(p.accountId, req.params[0]!, req.params[1]!) }), read);
+  http.api(
+    'patch',
+    '/v2/podcasts/:id/episodes/:eid',
+    (req: ApiRequest, p: Principal) => ({ status: 200, body: episodes.update(p.accountId, req.params[0]!, req.params[1]!, parse(UpdateEpisode, req.body)) }),
+    write,
+  );
+  http.api('del', '/v2/podcasts/:id/episodes/:eid', (req: ApiRequest, p: Principal) => ({ status: 200, body: episodes.delete(p.accountId, req.params[0]!, req.params[1]!) }), write);
+
+  registerUploadRoute(http, 'put', '/v2/podcasts/:id/episodes/:eid/audio', {
+    guard: write.guard,
+    begin: (req: ApiRequest, p: Principal) => {
+      episodes.checkUploadTarget(p.accountId, req.params[0]!, req.params[1]!);
+      if (NOT_AUDIO_TYPES.test(req.headers.contentType)) {
+        throw new ApiError(415, 'unsupported_media_type', `Content-Type '${req.headers.contentType.slice(0, 100)}' is not audio; send the audio file as the raw body.`);
+      }
+      return { tempPath: d.media.tempPath(), maxBytes: d.maxUploadBytes };
+    },
+    finish: async (req, p, tempPath, size) => ({ status: 200, body: await episodes.attachAudio(p.accountId, req.params[0]!, req.params[1]!, tempPath, size) }),
+    log: d.log,
+  });
+}

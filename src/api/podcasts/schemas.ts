@@ -1,0 +1,103 @@
+/**
+ * Request schemas of the Podcasts and Episodes resources (spec "Podcasts", PRODUCT.md §5, §9
+ * "Podcasts"). Unknown body fields → 400 `parameter_unknown` (strict objects).
+ */
+import * as v from 'valibot';
+import { isAppleCategory } from '../../feed/categories.js';
+
+export const PODCAST_STATUSES = ['draft', 'published', 'archived'] as const;
+export const EPISODE_STATUSES = ['draft', 'scheduled', 'published'] as const;
+export const EPISODE_TYPES = ['full', 'trailer', 'bonus'] as const;
+export const TITLE_MAX = 200;
+export const DESCRIPTION_MAX = 4000; // Apple's limit for <description>
+export const METADATA_MAX_KEYS = 16;
+export const METADATA_MAX_VALUE = 512;
+
+const plainObject = v.custom<Record<string, unknown>>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), 'must be an object');
+const title = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(TITLE_MAX, `must be at most ${TITLE_MAX} characters`));
+const description = v.pipe(v.string(), v.maxLength(DESCRIPTION_MAX, `must be at most ${DESCRIPTION_MAX} characters`));
+const shortText = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(255, 'must be at most 255 characters'));
+/** BCP 47-ish language tag as RSS `<language>` takes it (`en`, `en-us`, `pt-BR`). */
+const language = v.pipe(v.string(), v.regex(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, 'must be a language tag such as en or en-US'));
+const category = v.pipe(v.string(), v.check(isAppleCategory, 'must be an Apple Podcasts category such as "Technology" or "Society & Culture > Documentary"'));
+const httpUrl = v.pipe(v.string(), v.maxLength(2048), v.url('must be a URL'), v.regex(/^https?:\/\//, 'must be an http(s) URL'));
+const email = v.pipe(v.string(), v.maxLength(254), v.email('must be an email address'));
+const metadataKey = v.pipe(v.string(), v.minLength(1), v.maxLength(64));
+const metadataValue = v.pipe(v.string('metadata values must be strings'), v.maxLength(METADATA_MAX_VALUE, `values must be at most ${METADATA_MAX_VALUE} characters`));
+const positiveInt = v.pipe(v.number(), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'), v.maxValue(1_000_000));
+const podcastType = v.picklist(['episodic', 'serial'], 'must be episodic or serial');
+
+/** POST /podcasts. Only `title` is required (PRODUCT.md §9). */
+export const CreatePodcast = v.strictObject({
+  title,
+  description: v.optional(description),
+  author: v.optional(shortText),
+  language: v.optional(language),
+  category: v.optional(category),
+  explicit: v.optional(v.boolean()),
+  imageUrl: v.optional(httpUrl),
+  ownerEmail: v.optional(email),
+  ownerName: v.optional(shortText),
+  link: v.optional(httpUrl),
+  type: v.optional(podcastType),
+  locked: v.optional(v.boolean()),
+  metadata: v.optional(
+    v.pipe(plainObject, v.record(metadataKey, metadataValue), v.check((m) => Object.keys(m).length <= METADATA_MAX_KEYS, `at most ${METADATA_MAX_KEYS} keys`)),
+  ),
+});
+export type CreatePodcastInput = v.InferOutput<typeof CreatePodcast>;
+
+/** PATCH /podcasts/{id}: optional fields are cleared with `null`; `status` moves the state (409 rules in the service). */
+export const UpdatePodcast = v.strictObject({
+  title: v.optional(title),
+  description: v.optional(description),
+  author: v.optional(v.nullable(shortText)),
+  language: v.optional(language),
+  category: v.optional(v.nullable(category)),
+  explicit: v.optional(v.boolean()),
+  imageUrl: v.optional(v.nullable(httpUrl)),
+  ownerEmail: v.optional(v.nullable(email)),
+  ownerName: v.optional(v.nullable(shortText)),
+  link: v.optional(v.nullable(httpUrl)),
+  type: v.optional(podcastType),
+  locked: v.optional(v.boolean()),
+  status: v.optional(v.picklist(PODCAST_STATUSES, 'must be draft, published or archived')),
+  metadata: v.optional(v.pipe(plainObject, v.record(metadataKey, v.nullable(metadataValue)))),
+});
+export type UpdatePodcastInput = v.InferOutput<typeof UpdatePodcast>;
+
+/** POST /podcasts/{id}/episodes: a draft; audio comes by `PUT …/audio`. */
+export const CreateEpisode = v.strictObject({
+  title,
+  description: v.optional(description),
+  season: v.optional(v.nullable(positiveInt)),
+  episodeNumber: v.optional(v.nullable(positiveInt)),
+  episodeType: v.optional(v.picklist(EPISODE_TYPES, 'must be full, trailer or bonus')),
+  explicit: v.optional(v.boolean()),
+});
+export type CreateEpisodeInput = v.InferOutput<typeof CreateEpisode>;
+
+/** PATCH /podcasts/{id}/episodes/{eid}. `status: "draft"` cancels a schedule. */
+export const UpdateEpisode = v.strictObject({
+  title: v.optional(title),
+  description: v.optional(description),
+  season: v.optional(v.nullable(positiveInt)),
+  episodeNumber: v.optional(v.nullable(positiveInt)),
+  episodeType: v.optional(v.picklist(EPISODE_TYPES, 'must be full, trailer or bonus')),
+  explicit: v.optional(v.boolean()),
+  status: v.optional(v.literal('draft', 'only draft may be set (it cancels a schedule); publish with POST /podcasts/{id}/publish')),
+});
+export type UpdateEpisodeInput = v.InferOutput<typeof UpdateEpisode>;
+
+/** POST /podcasts/{id}/publish. `publishAt` is an ISO 8601 timestamp with a zone. */
+export const PublishEpisode = v.strictObject({
+  episodeId: v.pipe(v.string(), v.regex(/^ep_[A-Za-z0-9]+$/, 'must be an episode id (ep_…)')),
+  publishAt: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/, 'must be an ISO 8601 timestamp with a time zone, e.g. 2026-05-01T09:00:00Z'),
+      v.check((s) => Number.isFinite(Date.parse(s)), 'must be a valid timestamp'),
+    ),
+  ),
+});
+export type PublishEpisodeInput = v.InferOutput<typeof PublishEpisode>;

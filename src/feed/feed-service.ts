@@ -1,0 +1,102 @@
+/**
+ * The public feed at `{cdn_url}/feed/<podcast_id>.xml` (PRODUCT.md §5): drafts and unknown
+ * podcasts → 404; published and archived podcasts render their published episodes (scheduled ones
+ * only once the scheduler has published them, so never early) and the streams recording into
+ * them as `podcast:liveItem`. The rendered bytes are cached per podcast under a key that changes
+ * whenever anything shown could; ETag is a hash of the bytes, Last-Modified the newest change.
+ */
+import { createHash } from 'node:crypto';
+import { notFound } from '../errors/errors.js';
+import type { PodcastsRepo } from '../db/podcasts-repo.js';
+import type { StreamRow } from '../db/streams-repo.js';
+import type { PublicUrls } from '../config/config.js';
+import { audioUrlOf } from '../services/episodes.js';
+import { feedUrlOf } from '../services/podcasts.js';
+import { renderFeed, type LiveItemInput } from './render.js';
+import type { Answer } from '../http/files.js';
+
+/** Ended streams stay in the feed as `liveItem status="ended"` this long (ms) after they end. */
+export const ENDED_LIVE_ITEM_MS = 24 * 3600 * 1000;
+/** Feed `Cache-Control` max-age (s). */
+const FEED_MAX_AGE = 60;
+
+export interface FeedDeps {
+  repo: PodcastsRepo;
+  /** Streams whose `recording.podcastId` is the podcast, newest first (StreamsRepo.recordingInto). */
+  recordingStreams: (podcastId: string) => StreamRow[];
+  urls: () => PublicUrls;
+  now: () => number;
+}
+
+interface Cached {
+  key: string;
+  body: Uint8Array;
+  etag: string;
+  lastModified: number;
+}
+
+/** Answers feed requests. */
+export class FeedService {
+  private readonly cache = new Map<string, Cached>();
+
+  constructor(private readonly d: FeedDeps) {}
+
+  /** The answer for `/feed/<file>`; `file` must be `<podcast_id>.xml`. */
+  answer(file: string): Answer {
+    const m = /^(pod_[A-Za-z0-9]{1,64})\.xml$/.exec(file);
+    const id = m?.[1];
+    const podcast = id ? this.d.repo.getPodcastAny(id) : undefined;
+    if (!id || !podcast || podcast.status === 'draft') {
+      if (id) this.cache.delete(id);
+      return { kind: 'error', error: notFound('feed', file.slice(0, 80), 'podcast') };
+    }
+    const urls = this.d.urls();
+    const now = this.d.now();
+    const live = this.liveItems(id, urls, now);
+    const stamp = this.d.repo.feedStamp(id);
+    const liveSig = live.map((l) => `${l.id}:${l.status}:${l.start}:${l.end}:${l.title}`).join(',');
+    const key = `${podcast.updated_at}|${stamp.published}|${stamp.lastChange}|${urls.cdnUrl}|${liveSig}`;
+    let c = this.cache.get(id);
+    if (!c || c.key !== key) {
+      const lastModified = Math.max(podcast.updated_at, stamp.lastChange, ...live.map((l) => Math.max(l.start, l.end ?? 0)));
+      const body = renderFeed({
+        podcast,
+        feedUrl: feedUrlOf(urls, id),
+        episodes: this.d.repo.publishedEpisodes(id),
+        audioUrl: (e) => audioUrlOf(urls, e.podcast_id, e.audio_file!),
+        liveItems: live,
+        lastModified,
+      });
+      const etag = `"${createHash('sha1').update(body).digest('base64url')}"`;
+      c = { key, body, etag, lastModified };
+      this.cache.set(id, c);
+    }
+    return {
+      kind: 'bytes',
+      body: c.body,
+      etag: c.etag,
+      lastModified: c.lastModified,
+      contentType: 'application/rss+xml; charset=utf-8',
+      cacheControl: `public, max-age=${FEED_MAX_AGE}`,
+      headers: { 'Access-Control-Allow-Origin': '*' },
+    };
+  }
+
+  /** Idle streams (pending), live ones, and those ended within a day; token-only streams are left out (feed readers have no token). */
+  private liveItems(podcastId: string, urls: PublicUrls, now: number): LiveItemInput[] {
+    const out: LiveItemInput[] = [];
+    for (const s of this.d.recordingStreams(podcastId)) {
+      if (s.playback !== 'public') continue;
+      if (s.status === 'ended' && (s.ended_at === null || now - s.ended_at > ENDED_LIVE_ITEM_MS)) continue;
+      out.push({
+        id: s.id,
+        title: s.title,
+        status: s.status === 'idle' ? 'pending' : s.status,
+        start: s.started_at ?? s.created_at,
+        end: s.status === 'ended' ? s.ended_at : null,
+        hlsUrl: `${urls.cdnUrl}/hls/${s.id}/index.m3u8`,
+      });
+    }
+    return out;
+  }
+}

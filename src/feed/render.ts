@@ -1,0 +1,133 @@
+/**
+ * Renders a podcast's RSS 2.0 feed (PRODUCT.md §5, §9 "Podcasts"; Apple Podcasts' RSS
+ * requirements; Podcasting 2.0 namespace) with xmlbuilder2 — never by string concatenation, so
+ * every text and attribute is escaped by the library. Pure: rows in, UTF-8 bytes out.
+ *
+ * Channel: title, link, description, language, generator, lastBuildDate, atom:link rel=self,
+ * itunes:author, itunes:owner (name, email), itunes:image + image, itunes:category (with
+ * subcategory), itunes:explicit, itunes:type, itunes:complete (archived), podcast:guid,
+ * podcast:locked, podcast:liveItem (pending/live/ended). Item: title, description, guid
+ * (isPermaLink=false), pubDate, enclosure (url, length, type), itunes:title, itunes:duration,
+ * itunes:episode, itunes:season, itunes:episodeType, itunes:explicit, podcast:season, podcast:episode.
+ */
+import { create } from 'xmlbuilder2';
+import type { EpisodeRow, PodcastRow } from '../db/podcasts-repo.js';
+import { splitCategory } from './categories.js';
+
+export const NS = {
+  itunes: 'http://www.itunes.com/dtds/podcast-1.0.dtd',
+  podcast: 'https://podcastindex.org/namespace/1.0',
+  atom: 'http://www.w3.org/2005/Atom',
+  content: 'http://purl.org/rss/1.0/modules/content/',
+} as const;
+
+/** A stream recording into the podcast, as `podcast:liveItem` shows it. Times in ms. */
+export interface LiveItemInput {
+  id: string;
+  title: string;
+  status: 'pending' | 'live' | 'ended';
+  start: number;
+  end: number | null;
+  /** The HLS playlist URL (the liveItem's enclosure and content link). */
+  hlsUrl: string;
+}
+
+/** Everything one feed shows. `episodes` are the published ones, newest first. */
+export interface FeedInput {
+  podcast: PodcastRow;
+  feedUrl: string;
+  episodes: EpisodeRow[];
+  /** Enclosure URL of an episode (its `audioUrl`). */
+  audioUrl: (e: EpisodeRow) => string;
+  liveItems: LiveItemInput[];
+  /** Last change of anything in the feed (ms): `lastBuildDate`. */
+  lastModified: number;
+}
+
+// XML 1.0 forbids these characters even escaped; strip them from user text.
+const INVALID_XML = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+const clean = (s: string) => s.replace(INVALID_XML, '');
+type XMLBuilder = ReturnType<typeof create>;
+const rfc2822 = (ms: number) => new Date(ms).toUTCString();
+
+function text(parent: XMLBuilder, name: string, value: string | number): XMLBuilder {
+  return parent.ele(name).txt(clean(String(value)));
+}
+
+/** Renders the feed document as UTF-8 bytes. */
+export function renderFeed(f: FeedInput): Uint8Array {
+  const p = f.podcast;
+  const doc = create({ version: '1.0', encoding: 'UTF-8' });
+  const rss = doc.ele('rss', {
+    version: '2.0',
+    'xmlns:itunes': NS.itunes,
+    'xmlns:podcast': NS.podcast,
+    'xmlns:atom': NS.atom,
+    'xmlns:content': NS.content,
+  });
+  const ch = rss.ele('channel');
+  text(ch, 'title', p.title);
+  text(ch, 'link', p.link ?? f.feedUrl);
+  text(ch, 'description', p.description || p.title);
+  text(ch, 'language', p.language);
+  text(ch, 'generator', 'Skylark');
+  text(ch, 'lastBuildDate', rfc2822(f.lastModified));
+  ch.ele('atom:link', { href: f.feedUrl, rel: 'self', type: 'application/rss+xml' });
+  const author = p.author ?? p.owner_name;
+  if (author) text(ch, 'itunes:author', author);
+  if (p.owner_email) {
+    const owner = ch.ele('itunes:owner');
+    if (p.owner_name ?? p.author) text(owner, 'itunes:name', (p.owner_name ?? p.author)!);
+    text(owner, 'itunes:email', p.owner_email);
+  }
+  if (p.image_url) {
+    ch.ele('itunes:image', { href: clean(p.image_url) });
+    const img = ch.ele('image');
+    text(img, 'url', p.image_url);
+    text(img, 'title', p.title);
+    text(img, 'link', p.link ?? f.feedUrl);
+  }
+  if (p.category) {
+    const [top, sub] = splitCategory(p.category);
+    const cat = ch.ele('itunes:category', { text: top });
+    if (sub) cat.ele('itunes:category', { text: sub });
+  }
+  text(ch, 'itunes:explicit', p.explicit ? 'true' : 'false');
+  text(ch, 'itunes:type', p.type);
+  if (p.status === 'archived') text(ch, 'itunes:complete', 'Yes');
+  text(ch, 'podcast:guid', p.podcast_guid);
+  const locked = ch.ele('podcast:locked', p.owner_email ? { owner: clean(p.owner_email) } : {});
+  locked.txt(p.locked ? 'yes' : 'no');
+
+  for (const live of f.liveItems) {
+    const li = ch.ele('podcast:liveItem', {
+      status: live.status,
+      start: new Date(live.start).toISOString(),
+      ...(live.end !== null ? { end: new Date(live.end).toISOString() } : {}),
+    });
+    text(li, 'title', live.title);
+    li.ele('guid', { isPermaLink: 'false' }).txt(live.id);
+    li.ele('enclosure', { url: live.hlsUrl, type: 'application/x-mpegURL', length: '0' });
+    li.ele('podcast:contentLink', { href: live.hlsUrl }).txt(clean(`Listen live: ${live.title}`));
+    if (author) text(li, 'author', p.owner_email ? `${p.owner_email} (${author})` : author);
+  }
+
+  for (const e of f.episodes) {
+    const it = ch.ele('item');
+    text(it, 'title', e.title);
+    text(it, 'description', e.description || e.title);
+    it.ele('guid', { isPermaLink: 'false' }).txt(clean(e.guid ?? e.id));
+    text(it, 'pubDate', rfc2822(e.published_at ?? e.updated_at));
+    it.ele('enclosure', { url: f.audioUrl(e), length: String(e.audio_size ?? 0), type: e.audio_mime ?? 'audio/mpeg' });
+    text(it, 'itunes:title', e.title);
+    if (e.audio_duration !== null) text(it, 'itunes:duration', Math.max(1, Math.round(e.audio_duration)));
+    if (e.episode_number !== null) text(it, 'itunes:episode', e.episode_number);
+    if (e.season !== null) text(it, 'itunes:season', e.season);
+    text(it, 'itunes:episodeType', e.episode_type);
+    text(it, 'itunes:explicit', e.explicit ? 'true' : 'false');
+    if (p.image_url) it.ele('itunes:image', { href: clean(p.image_url) });
+    if (e.season !== null) text(it, 'podcast:season', e.season);
+    if (e.episode_number !== null) text(it, 'podcast:episode', e.episode_number);
+  }
+  return Buffer.from(doc.end({ prettyPrint: false }), 'utf8');
+}

@@ -1,0 +1,406 @@
+/**
+ * The Episodes resource and publishing (PRODUCT.md §5, §9 "Podcasts", "Events"): drafts, audio
+ * (probed, stored by MediaStore), publication now or at `publishAt` (the scheduler publishes when
+ * due), `podcast.published` / `podcast.deleted` events recorded in the transaction of the change
+ * and announced after the commit. Knows no HTTP and no SQL text.
+ */
+import { randomUUID } from 'node:crypto';
+import { copyFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { ApiError, conflict, notFound, paramInvalid } from '../errors/errors.js';
+import { newId } from '../ids.js';
+import { UnknownCursorError, type PageQuery } from '../db/paginate.js';
+import type { EpisodeRow, EpisodeStatus, EpisodeType, PodcastsRepo } from '../db/podcasts-repo.js';
+import type { Outbox } from '../events/outbox.js';
+import type { PublicUrls } from '../config/config.js';
+import type { CreateEpisodeInput, PublishEpisodeInput, UpdateEpisodeInput } from '../api/podcasts/schemas.js';
+import { NotAudioError, probeAudio, type AudioInfo } from '../media-files/probe.js';
+import type { MediaStore } from '../media-files/store.js';
+
+/** The episode object of the API. Times are ISO 8601 UTC. */
+export interface EpisodeObject {
+  id: string;
+  object: 'episode';
+  podcastId: string;
+  title: string;
+  description: string;
+  status: EpisodeStatus;
+  /** `{cdn_url}/media/<podcast_id>/<file>`; the feed's enclosure URL. Null before audio is uploaded. */
+  audioUrl: string | null;
+  audio: { mimeType: string; sizeBytes: number; durationSeconds: number | null } | null;
+  /** Fixed at first publication; null before. */
+  guid: string | null;
+  season: number | null;
+  episodeNumber: number | null;
+  episodeType: EpisodeType;
+  explicit: boolean;
+  publishAt: string | null;
+  publishedAt: string | null;
+  sourceStreamId: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** `{cdn_url}/media/<podcast_id>/<file name>`. */
+export const audioUrlOf = (urls: PublicUrls, podcastId: string, fileName: string) => `${urls.cdnUrl}/media/${podcastId}/${fileName}`;
+
+/** Renders a row as the API object. */
+export function toEpisodeObject(row: EpisodeRow, urls: PublicUrls): EpisodeObject {
+  return {
+    id: row.id,
+    object: 'episode',
+    podcastId: row.podcast_id,
+    title: row.title,
+    description: row.description,
+    status: row.status,
+    audioUrl: row.audio_file ? audioUrlOf(urls, row.podcast_id, row.audio_file) : null,
+    audio: row.audio_file ? { mimeType: row.audio_mime!, sizeBytes: row.audio_size!, durationSeconds: row.audio_duration } : null,
+    guid: row.guid,
+    season: row.season,
+    episodeNumber: row.episode_number,
+    episodeType: row.episode_type,
+    explicit: row.explicit === 1,
+    publishAt: iso(row.publish_at),
+    publishedAt: iso(row.published_at),
+    sourceStreamId: row.source_stream_id,
+    createdAt: iso(row.created_at)!,
+    updatedAt: iso(row.updated_at)!,
+  };
+}
+
+export interface EpisodesDeps {
+  repo: PodcastsRepo;
+  outbox: Outbox;
+  media: MediaStore;
+  urls: () => PublicUrls;
+  now: () => number;
+  /** Called after a schedule was added, moved or removed (the scheduler re-arms). */
+  onScheduleChange?: () => void;
+  /** Probes an audio file (tests may inject). Default: FFmpeg/ffprobe. */
+  probe?: (file: string) => Promise<AudioInfo>;
+}
+
+export class EpisodesService {
+  private readonly probe: (file: string) => Promise<AudioInfo>;
+  constructor(private readonly d: EpisodesDeps) {
+    this.probe = d.probe ?? ((f) => probeAudio(f));
+  }
+
+  /** Creates a draft episode of podcast `podcastId`. @throws ApiError 404 (podcast), 409 (archived) */
+  create(accountId: string, podcastId: string, input: CreateEpisodeInput): EpisodeObject {
+    const podcast = this.d.repo.getPodcast(podcastId, accountId);
+    if (!podcast) throw notFound('podcast', podcastId);
+    if (podcast.status === 'archived') throw conflict('The podcast is archived and takes no new episodes.');
+    const row = this.newRow(accountId, podcastId, input.title, {
+      description: input.description ?? '',
+      season: input.season ?? null,
+      episode_number: input.episodeNumber ?? null,
+      episode_type: input.episodeType ?? 'full',
+      explicit: input.explicit ? 1 : 0,
+    });
+    this.d.repo.tx(() => {
+      this.d.repo.insertEpisode(row);
+      this.touchPodcast(podcastId);
+    });
+    return this.render(row);
+  }
+
+  /** @throws ApiError 404 */
+  get(accountId: string, podcastId: string, id: string): EpisodeObject {
+    return this.render(this.row(accountId, podcastId, id));
+  }
+
+  /** A page of a podcast's episodes, newest first. @throws ApiError 400 (unknown cursor), 404 (podcast) */
+  list(accountId: string, podcastId: string, status: EpisodeStatus | undefined, q: PageQuery): { data: EpisodeObject[]; hasMore: boolean } {
+    if (!this.d.repo.podcastExists(podcastId, accountId)) throw notFound('podcast', podcastId);
+    try {
+      const page = this.d.repo.listEpisodes(accountId, podcastId, status, q);
+      return { data: page.rows.map((r) => this.render(r)), hasMore: page.hasMore };
+    } catch (e) {
+      if (e instanceof UnknownCursorError) throw paramInvalid(e.param, e.message);
+      throw e;
+    }
+  }
+
+  /**
+   * Applies a PATCH. `status: "draft"` cancels a schedule (a draft → 409 already draft; a published
+   * episode cannot go back → 409). @throws ApiError 400, 404, 409
+   */
+  update(accountId: string, podcastId: string, id: string, input: UpdateEpisodeInput): EpisodeObject {
+    let scheduleChanged = false;
+    const out = this.d.repo.tx(() => {
+      const row = { ...this.row(accountId, podcastId, id) };
+      if (input.title !== undefined) row.title = input.title;
+      if (input.description !== undefined) row.description = input.description;
+      if (input.season !== undefined) row.season = input.season;
+      if (input.episodeNumber !== undefined) row.episode_number = input.episodeNumber;
+      if (input.episodeType !== undefined) row.episode_type = input.episodeType;
+      if (input.explicit !== undefined) row.explicit = input.explicit ? 1 : 0;
+      if (input.status === 'draft') {
+        if (row.status === 'draft') throw conflict('The episode is already a draft.');
+        if (row.status === 'published') throw conflict('A published episode cannot go back to draft; delete it to take it out of the feed.');
+        row.status = 'draft';
+        row.publish_at = null;
+        scheduleChanged = true;
+      }
+      row.updated_at = this.d.now();
+      this.d.repo.updateEpisode(row);
+      this.touchPodcast(podcastId);
+      return row;
+    });
+    if (scheduleChanged) this.d.onScheduleChange?.();
+    return this.render(out);
+  }
+
+  /**
+   * Deletes an episode and its audio file. A published one records `podcast.deleted` carrying the
+   * episode as it was (plus `deleted: true`). @throws ApiError 404
+   */
+  delete(accountId: string, podcastId: string, id: string): { id: string; object: 'episode'; deleted: true } {
+    let row!: EpisodeRow;
+    try {
+      this.d.repo.tx(() => {
+        row = this.row(accountId, podcastId, id);
+        this.d.repo.deleteEpisode(id);
+        this.touchPodcast(podcastId);
+        if (row.status === 'published') {
+          this.d.outbox.record(accountId, 'podcast.deleted', { object: { ...this.render(row), deleted: true } });
+        }
+      });
+    } catch (e) {
+      this.d.outbox.discard();
+      throw e;
+    }
+    this.d.outbox.flush();
+    if (row.audio_file) this.d.media.remove(podcastId, row.audio_file);
+    if (row.status === 'scheduled') this.d.onScheduleChange?.();
+    return { id, object: 'episode', deleted: true };
+  }
+
+  /**
+   * Before an audio upload is read: the episode must exist. Returns nothing; throws to refuse.
+   * @throws ApiError 404
+   */
+  checkUploadTarget(accountId: string, podcastId: string, id: string): void {
+    this.row(accountId, podcastId, id);
+  }
+
+  /**
+   * Takes a finished upload at `tempPath`: probes it (415 `unsupported_media_type` when it is not
+   * audio), moves it into the media store under a new name, records type, size and duration, and
+   * removes the previous file. The temporary file is consumed either way.
+   * @throws ApiError 404 (episode gone meanwhile), 415
+   */
+  async attachAudio(accountId: string, podcastId: string, id: string, tempPath: string, sizeBytes: number): Promise<EpisodeObject> {
+    let info: AudioInfo;
+    try {
+      info = await this.probe(tempPath);
+    } catch (e) {
+      rmSync(tempPath, { force: true });
+      if (e instanceof NotAudioError) throw new ApiError(415, 'unsupported_media_type', `The body is not an audio file Skylark accepts: ${e.message}`);
+      throw e;
+    }
+    const fileName = this.d.media.newFileName(id, info.ext);
+    let old: string | null = null;
+    let out: EpisodeRow;
+    try {
+      this.d.media.place(tempPath, podcastId, fileName);
+      out = this.d.repo.tx(() => {
+        const row = { ...this.row(accountId, podcastId, id) };
+        old = row.audio_file;
+        const now = this.d.now();
+        Object.assign(row, {
+          audio_file: fileName,
+          audio_mime: info.mimeType,
+          audio_size: sizeBytes,
+          audio_duration: info.durationSeconds,
+          audio_updated_at: now,
+          updated_at: now,
+        });
+        this.d.repo.updateEpisode(row);
+        this.touchPodcast(podcastId);
+        return row;
+      });
+    } catch (e) {
+      rmSync(tempPath, { force: true });
+      this.d.media.remove(podcastId, fileName);
+      throw e;
+    }
+    if (old) this.d.media.remove(podcastId, old);
+    return this.render(out);
+  }
+
+  /**
+   * POST /podcasts/{id}/publish. Without `publishAt` (or with one that is now due it is refused):
+   * published now, `podcast.published`, the podcast becomes `published` if it was a draft. With a
+   * future `publishAt`: `scheduled` (re-scheduling a scheduled episode moves it).
+   * @throws ApiError 400 (`publishAt` not in the future; `episode_audio_missing`), 404, 409 (archived
+   * podcast; episode already published)
+   */
+  publish(accountId: string, podcastId: string, input: PublishEpisodeInput): EpisodeObject {
+    const now = this.d.now();
+    const at = input.publishAt !== undefined ? Date.parse(input.publishAt) : null;
+    if (at !== null && at <= now) throw paramInvalid('publishAt', 'publishAt must be in the future; omit it to publish now.');
+    let out!: EpisodeRow;
+    try {
+      this.d.repo.tx(() => {
+        const podcast = this.d.repo.getPodcast(podcastId, accountId);
+        if (!podcast) throw notFound('podcast', podcastId);
+        if (podcast.status === 'archived') throw conflict('The podcast is archived: no new publication.');
+        const row = this.d.repo.getEpisode(input.episodeId, podcastId, accountId);
+        if (!row) throw notFound('episode', input.episodeId, 'episodeId');
+        if (row.status === 'published') throw conflict('The episode is already published.');
+        if (!row.audio_file) throw new ApiError(400, 'episode_audio_missing', 'The episode has no audio: upload it with PUT /podcasts/{id}/episodes/{eid}/audio first.', 'episodeId');
+        out = { ...row, updated_at: now };
+        if (at !== null) {
+          out.status = 'scheduled';
+          out.publish_at = at;
+          this.d.repo.updateEpisode(out);
+          this.touchPodcast(podcastId);
+        } else {
+          out.status = 'published';
+          out.publish_at = null;
+          out.published_at = now;
+          out.guid = row.guid ?? randomUUID();
+          this.d.repo.updateEpisode(out);
+          this.afterPublished(accountId, podcastId, out, now);
+        }
+      });
+    } catch (e) {
+      this.d.outbox.discard();
+      throw e;
+    }
+    this.d.outbox.flush();
+    this.d.onScheduleChange?.();
+    return this.render(out);
+  }
+
+  /**
+   * Publishes every scheduled episode due at `now()` (the scheduler's tick): each in its own
+   * transaction, only if still scheduled and due (so a publication happens once, never early).
+   * Returns how many were published.
+   */
+  publishDue(): number {
+    let n = 0;
+    for (;;) {
+      const due = this.d.repo.dueEpisodes(this.d.now());
+      if (due.length === 0) break;
+      for (const ep of due) {
+        try {
+          const done = this.d.repo.tx(() => {
+            const now = this.d.now();
+            if (!this.d.repo.publishIfDue(ep.id, randomUUID(), now)) return false;
+            const row = this.d.repo.getEpisode(ep.id, ep.podcast_id, ep.account_id)!;
+            const podcast = this.d.repo.getPodcast(ep.podcast_id, ep.account_id);
+            if (podcast?.status === 'archived') {
+              // Archiving unschedules; this only happens if both raced. Keep it out of the feed.
+              this.d.repo.updateEpisode({ ...row, status: 'draft', publish_at: null, published_at: null, updated_at: now });
+              return false;
+            }
+            this.afterPublished(ep.account_id, ep.podcast_id, row, now);
+            return true;
+          });
+          this.d.outbox.flush();
+          if (done) n++;
+        } catch (e) {
+          this.d.outbox.discard();
+          throw e;
+        }
+      }
+      if (due.length < 100) break;
+    }
+    return n;
+  }
+
+  /**
+   * Creates a draft episode from a finished stream recording (PRODUCT.md §3 "Recording"): the file
+   * at `filePath` is probed, moved (or copied when `keepSource`) into the media store, and the draft
+   * carries `sourceStreamId`. For the recording side to call when a recording stream ends.
+   * @throws ApiError 404 (podcast), 415 (not audio)
+   */
+  async createFromRecording(args: {
+    accountId: string;
+    podcastId: string;
+    streamId: string;
+    title: string;
+    filePath: string;
+    keepSource?: boolean;
+  }): Promise<EpisodeObject> {
+    const podcast = this.d.repo.getPodcast(args.podcastId, args.accountId);
+    if (!podcast) throw notFound('podcast', args.podcastId);
+    const temp = this.d.media.tempPath();
+    if (args.keepSource) copyFileSync(args.filePath, temp);
+    else {
+      try {
+        renameSync(args.filePath, temp);
+      } catch {
+        copyFileSync(args.filePath, temp); // another file system
+        rmSync(args.filePath, { force: true });
+      }
+    }
+    const row = this.newRow(args.accountId, args.podcastId, args.title.slice(0, 200) || 'Recording', { source_stream_id: args.streamId });
+    this.d.repo.tx(() => {
+      this.d.repo.insertEpisode(row);
+      this.touchPodcast(args.podcastId);
+    });
+    const { size } = statSync(temp);
+    try {
+      return await this.attachAudio(args.accountId, args.podcastId, row.id, temp, size);
+    } catch (e) {
+      this.d.repo.tx(() => this.d.repo.deleteEpisode(row.id));
+      throw e;
+    }
+  }
+
+  /** Inside the publishing transaction: podcast draft → published, `podcast.published` recorded. */
+  private afterPublished(accountId: string, podcastId: string, row: EpisodeRow, now: number): void {
+    this.d.repo.setPodcastStatus(podcastId, 'draft', 'published', now);
+    this.touchPodcast(podcastId);
+    this.d.outbox.record(accountId, 'podcast.published', { object: this.render(row) });
+  }
+
+  /** Marks the podcast changed (its `updatedAt`, the feed's Last-Modified). */
+  private touchPodcast(podcastId: string): void {
+    this.d.repo.touchPodcast(podcastId, this.d.now());
+  }
+
+  private newRow(accountId: string, podcastId: string, title: string, extra: Partial<EpisodeRow>): EpisodeRow {
+    const now = this.d.now();
+    return {
+      id: newId('ep'),
+      account_id: accountId,
+      podcast_id: podcastId,
+      title,
+      description: '',
+      status: 'draft',
+      audio_file: null,
+      audio_mime: null,
+      audio_size: null,
+      audio_duration: null,
+      audio_updated_at: null,
+      guid: null,
+      season: null,
+      episode_number: null,
+      episode_type: 'full',
+      explicit: 0,
+      publish_at: null,
+      published_at: null,
+      source_stream_id: null,
+      created_at: now,
+      updated_at: now,
+      ...extra,
+    };
+  }
+
+  private row(accountId: string, podcastId: string, id: string): EpisodeRow {
+    if (!this.d.repo.podcastExists(podcastId, accountId)) throw notFound('podcast', podcastId);
+    const row = this.d.repo.getEpisode(id, podcastId, accountId);
+    if (!row) throw notFound('episode', id);
+    return row;
+  }
+
+  private render(row: EpisodeRow): EpisodeObject {
+    return toEpisodeObject(row, this.d.urls());
+  }
+}
