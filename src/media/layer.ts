@@ -1,0 +1,255 @@
+/**
+ * One layer (rendition) of a stream's HLS ladder: its segmenter's output kept in memory — the init
+ * section (fMP4), finished segments (immutable), the LL-HLS parts of the newest segments and of the
+ * segment in progress — plus the waiters of blocking playlist reloads and preload hints
+ * (draft-pantos-hls-rfc8216bis §6.2.5.2, §6.2.6). Imports no other app folder: the segmenter comes
+ * in through a factory.
+ */
+
+/** Segmenter events a layer understands (the native Segmenter's; docs/native-api.md). */
+export type LayerSegmenterEvent =
+  | { type: 'config'; codec: string; codecs: string; sampleRate: number; channels: number; init?: Uint8Array }
+  | { type: 'part'; sequence: number; partIndex: number; data: Uint8Array; durationMs: number }
+  | { type: 'segment'; sequence: number; data: Uint8Array; durationMs: number; discontinuity: boolean }
+  | { type: 'error'; code: string; message: string; expected?: string; received?: string };
+
+/** The segmenter surface a layer drives. */
+export interface LayerSegmenter {
+  pushAudio(timestampMs: number, data: Uint8Array): LayerSegmenterEvent[];
+  flush(): LayerSegmenterEvent[];
+  discontinuity(): void;
+}
+
+/** One LL-HLS part: `sequence` is its segment's media sequence number, `index` counts from 0. */
+export interface Part {
+  sequence: number;
+  index: number;
+  data: Uint8Array;
+  durationMs: number;
+}
+
+/** A finished segment. `data` is the native buffer itself (never copied). */
+export interface Segment {
+  sequence: number;
+  data: Uint8Array;
+  durationMs: number;
+  /** This segment follows a discontinuity (EXT-X-DISCONTINUITY before it). */
+  discontinuity: boolean;
+  /** Discontinuity sequence number of this segment (RFC 8216 §4.3.3.3). */
+  discontinuitySequence: number;
+  /** Its LL-HLS parts while they are still listed (cleared once the segment is old). */
+  parts: Part[];
+}
+
+/** Layer settings. Durations in ms, bitrate in kbps. */
+export interface LayerOptions {
+  /** Path segment of the layer in URLs, e.g. `a128`. */
+  name: string;
+  /** Nominal bitrate (kbps), used for BANDWIDTH until segments are measured. */
+  kbps: number;
+  container: 'ts' | 'fmp4';
+  targetDurationMs: number;
+  /** LL-HLS part target (fMP4 only; 0 = classic HLS). */
+  partTargetMs: number;
+  windowSegments: number;
+  /** Whether this layer passes the ingest through (the top of the ladder). */
+  passthrough: boolean;
+  createSegmenter: () => LayerSegmenter;
+}
+
+/** Segments kept past the window, so that a player that just read the playlist can still fetch them. */
+export const RETAIN_EXTRA = 4;
+/** Segments (newest) whose parts stay listed: parts older than ~3 target durations are dropped (§4.4.4.9). */
+const PART_SEGMENTS = 3;
+/** A blocking request waits at most this many target durations (§6.2.5.2: 3 × target is typical). */
+const WAIT_TARGETS = 3;
+
+interface Waiter {
+  msn: number;
+  part: number | undefined;
+  done: () => void;
+  timer: NodeJS.Timeout;
+}
+
+export class Layer {
+  /** Bumped on every change a playlist shows (segment, part, end). */
+  version = 0;
+  ended = false;
+  codec: string | null = null;
+  codecs: string | null = null;
+  sampleRate = 0;
+  channels = 0;
+  /** fMP4 init section (EXT-X-MAP), replaced on a codec configuration change. */
+  init: Uint8Array | null = null;
+  /** Version of `init` (its URL carries it, so a changed init is a new resource). */
+  initVersion = 0;
+  maxDurationMs = 0;
+  /** Media sequence number of the segment in progress (the next to finish). */
+  nextSequence = 0;
+  /** Parts of the segment in progress. */
+  openParts: Part[] = [];
+  readonly segments: Segment[] = [];
+  private readonly segmenter: LayerSegmenter;
+  private discontinuitySequence = 0;
+  private pendingDiscontinuity = false;
+  private totalBytes = 0;
+  private totalMs = 0;
+  private peakBps = 0;
+  private waiters: Waiter[] = [];
+
+  constructor(readonly o: LayerOptions) {
+    this.segmenter = o.createSegmenter();
+  }
+
+  get name(): string {
+    return this.o.name;
+  }
+  /** LL-HLS is on for this layer. */
+  get lowLatency(): boolean {
+    return this.o.container === 'fmp4' && this.o.partTargetMs > 0;
+  }
+
+  /** Feeds one FLV AUDIODATA body; returns the segmenter's errors (the frame is dropped). */
+  push(timestampMs: number, data: Uint8Array): Array<{ code: string; message: string; expected?: string; received?: string }> {
+    return this.apply(this.segmenter.pushAudio(timestampMs, data));
+  }
+
+  /** The publisher left: close the open segment. */
+  flush(): void {
+    this.apply(this.segmenter.flush());
+  }
+
+  /** The next segment follows a discontinuity (a new publisher, a new transcoder). */
+  discontinuity(): void {
+    this.segmenter.discontinuity();
+  }
+
+  /** The stream ended: EXT-X-ENDLIST, and every waiter is answered. */
+  end(): void {
+    if (this.ended) return;
+    this.flush();
+    this.ended = true;
+    this.version++;
+    this.wake(true);
+  }
+
+  /** Whether the layer can be played: configured and holding at least one segment. */
+  get ready(): boolean {
+    return this.codecs !== null && this.segments.length > 0;
+  }
+
+  /** The segments of the live window, oldest first. */
+  window(): Segment[] {
+    return this.segments.slice(-this.o.windowSegments);
+  }
+
+  /** A retained segment by media sequence number. */
+  segment(sequence: number): Segment | undefined {
+    const first = this.segments[0];
+    return first ? this.segments[sequence - first.sequence] : undefined;
+  }
+
+  /** A retained part, of a finished segment or of the one in progress. */
+  part(sequence: number, index: number): Part | undefined {
+    if (sequence === this.nextSequence) return this.openParts[index];
+    return this.segment(sequence)?.parts[index];
+  }
+
+  /** Whether segment `msn` (and, if given, its part `part`) exists (§6.2.5.2). */
+  has(msn: number, part?: number): boolean {
+    if (part === undefined) return msn < this.nextSequence;
+    if (msn < this.nextSequence) return true; // a finished segment holds all its parts
+    return msn === this.nextSequence && part < this.openParts.length;
+  }
+
+  /**
+   * Calls `done` once segment `msn` (part `part`) exists, the layer ends, or 3 target durations
+   * pass — whichever comes first. Returns a cancel function (for an aborted request).
+   */
+  waitFor(msn: number, part: number | undefined, done: () => void): () => void {
+    if (this.ended || this.has(msn, part)) {
+      done();
+      return () => {};
+    }
+    const w: Waiter = {
+      msn,
+      part,
+      done,
+      timer: setTimeout(() => {
+        this.waiters = this.waiters.filter((x) => x !== w);
+        done();
+      }, WAIT_TARGETS * this.o.targetDurationMs),
+    };
+    w.timer.unref();
+    this.waiters.push(w);
+    return () => {
+      clearTimeout(w.timer);
+      this.waiters = this.waiters.filter((x) => x !== w);
+    };
+  }
+
+  /** Peak and average bitrate of the segments so far (bits/s); nominal + 10 % before the first. */
+  bandwidth(): { peak: number; average: number } {
+    if (this.totalMs === 0) {
+      const nominal = Math.round(this.o.kbps * 1000 * 1.1);
+      return { peak: nominal, average: nominal };
+    }
+    return { peak: Math.round(this.peakBps), average: Math.round((this.totalBytes * 8000) / this.totalMs) };
+  }
+
+  private apply(events: LayerSegmenterEvent[]) {
+    const errors: Array<{ code: string; message: string; expected?: string; received?: string }> = [];
+    let changed = false;
+    for (const e of events) {
+      if (e.type === 'config') {
+        if (this.codecs !== null && (e.codecs !== this.codecs || e.sampleRate !== this.sampleRate || e.channels !== this.channels)) {
+          this.pendingDiscontinuity = true;
+        }
+        this.codec = e.codec;
+        this.codecs = e.codecs;
+        this.sampleRate = e.sampleRate;
+        this.channels = e.channels;
+        if (e.init) {
+          this.init = e.init;
+          this.initVersion++;
+        }
+      } else if (e.type === 'part') {
+        this.openParts.push({ sequence: e.sequence, index: e.partIndex, data: e.data, durationMs: e.durationMs });
+        changed = true;
+      } else if (e.type === 'segment') {
+        const discontinuity = (e.discontinuity || this.pendingDiscontinuity) && this.segments.length > 0;
+        this.pendingDiscontinuity = false;
+        if (discontinuity) this.discontinuitySequence++;
+        const parts = this.openParts.filter((p) => p.sequence === e.sequence);
+        this.openParts = [];
+        this.segments.push({ sequence: e.sequence, data: e.data, durationMs: e.durationMs, discontinuity, discontinuitySequence: this.discontinuitySequence, parts });
+        if (this.segments.length > this.o.windowSegments + RETAIN_EXTRA) this.segments.shift();
+        const stale = this.segments.length - PART_SEGMENTS - 1;
+        if (stale >= 0 && this.segments[stale]!.parts.length > 0) this.segments[stale]!.parts = [];
+        this.nextSequence = e.sequence + 1;
+        this.maxDurationMs = Math.max(this.maxDurationMs, e.durationMs);
+        this.totalBytes += e.data.byteLength;
+        this.totalMs += e.durationMs;
+        if (e.durationMs > 0) this.peakBps = Math.max(this.peakBps, (e.data.byteLength * 8000) / e.durationMs);
+        changed = true;
+      } else errors.push(e);
+    }
+    if (changed) {
+      this.version++;
+      this.wake(false);
+    }
+    return errors;
+  }
+
+  private wake(all: boolean): void {
+    if (this.waiters.length === 0) return;
+    const keep: Waiter[] = [];
+    const due: Waiter[] = [];
+    for (const w of this.waiters) (all || this.has(w.msn, w.part) ? due : keep).push(w);
+    this.waiters = keep;
+    for (const w of due) {
+      clearTimeout(w.timer);
+      w.done();
+    }
+  }
+}
