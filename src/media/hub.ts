@@ -43,6 +43,16 @@ export interface PushResult {
   errors: Array<{ code: string; message: string }>;
 }
 
+/**
+ * A subscriber to a hub's ingest audio (the WebRTC packet source). `audio` gets every FLV
+ * AUDIODATA body as pushed (sequence headers included) before the segmenter sees it; `data` is
+ * only valid during the call (copy what you keep). `end` when the stream ends.
+ */
+export interface AudioTap {
+  audio(timestampMs: number, data: Uint8Array): void;
+  end(): void;
+}
+
 /** Segments kept past the window, so that a player that just read the playlist can still fetch them. */
 const RETAIN_EXTRA = 4;
 
@@ -62,6 +72,9 @@ export class StreamHub {
   private totalBytes = 0;
   private totalMs = 0;
   private peakBps = 0;
+  private taps: AudioTap[] = [];
+  /** The last audio sequence header pushed (AAC AudioSpecificConfig or E-RTMP SequenceStart), copied. */
+  audioHeader: Uint8Array | null = null;
 
   constructor(readonly streamId: string, readonly opts: HubOptions) {
     this.segmenter = opts.createSegmenter();
@@ -69,6 +82,8 @@ export class StreamHub {
 
   /** Feeds one FLV AUDIODATA body with its RTMP timestamp (ms). */
   pushAudio(timestampMs: number, data: Uint8Array): PushResult {
+    if (isAnySequenceHeader(data)) this.audioHeader = data.slice();
+    if (this.taps.length !== 0) for (const t of this.taps) t.audio(timestampMs, data);
     const events = this.segmenter.pushAudio(timestampMs, data);
     const errors = this.apply(events);
     let started = false;
@@ -89,12 +104,23 @@ export class StreamHub {
     this.segmenter.discontinuity();
   }
 
-  /** The stream ended: playlists get EXT-X-ENDLIST. */
+  /** The stream ended: playlists get EXT-X-ENDLIST; audio taps hear `end`. */
   end(): void {
     if (this.ended) return;
     this.flush();
     this.ended = true;
     this.version++;
+    const taps = this.taps;
+    this.taps = [];
+    for (const t of taps) t.end();
+  }
+
+  /** Subscribes to the ingest audio (costs nothing per push without subscribers). Returns the unsubscribe function. */
+  onAudio(tap: AudioTap): () => void {
+    this.taps = [...this.taps, tap];
+    return () => {
+      this.taps = this.taps.filter((t) => t !== tap);
+    };
   }
 
   /** The segments of the live window, oldest first. */
@@ -149,6 +175,14 @@ export class StreamHub {
 /** AAC sequence header: SoundFormat 10 and AACPacketType 0 (FLV spec E.4.2). */
 function isSequenceHeader(d: Uint8Array): boolean {
   return d.length >= 2 && d[0]! >> 4 === 10 && d[1] === 0;
+}
+
+/** An audio sequence header: AAC packet type 0 (FLV E.4.2) or an E-RTMP SequenceStart (ExHeader, packet type 0). */
+function isAnySequenceHeader(d: Uint8Array): boolean {
+  if (d.length < 2) return false;
+  const b = d[0]!;
+  if (b >> 4 === 10) return d[1] === 0;
+  return b >> 4 === 9 && (b & 0x0f) === 0 && d.length >= 5;
 }
 
 /** Hubs by stream id. */

@@ -54,6 +54,10 @@ interface Live {
   reconnectTimer: NodeJS.Timeout | null;
   hub: StreamHub;
   codecChecked: boolean;
+  /** An audio sequence header arrived on this publish (`live` needs one before a coded frame). */
+  sawHeader: boolean;
+  /** `live` was triggered for this hub. */
+  liveTriggered: boolean;
   /** Dropped-audio log throttle: at most one line per DROP_LOG_EVERY_MS. */
   dropLog: { at: number; suppressed: number };
 }
@@ -63,6 +67,24 @@ const DROP_LOG_EVERY_MS = 5000;
 
 /** How long an ended stream's playlist (with EXT-X-ENDLIST) stays served (ms). */
 const ENDED_HLS_RETENTION_MS = 5 * 60_000;
+
+/**
+ * What an FLV AUDIODATA body carries: a sequence header (AAC packet type 0, E-RTMP SequenceStart),
+ * a coded frame (AAC raw, E-RTMP CodedFrames, classic MP3), or something else (SequenceEnd, …).
+ */
+export function audioFrameKind(d: Uint8Array): 'header' | 'frame' | 'other' {
+  if (d.length < 2) return 'other';
+  const format = d[0]! >> 4;
+  if (format === 10) return d[1] === 0 ? 'header' : 'frame';
+  if (format === 2 || format === 14) return 'frame';
+  if (format === 9) {
+    if (d.length < 5) return 'other';
+    const packetType = d[0]! & 0x0f;
+    if (packetType === 0) return 'header';
+    return packetType === 1 && d.length > 5 ? 'frame' : 'other';
+  }
+  return 'other';
+}
 
 /** FLV SoundFormat / E-RTMP FourCC → the stream codec it is (FLV spec E.4.2.1; Enhanced RTMP v2). */
 export function audioCodecOf(d: Uint8Array): string {
@@ -132,13 +154,14 @@ export class LiveService implements LiveControl {
         nominalKbps: nominalKbps(row.quality, row.codec),
         createSegmenter: this.d.createSegmenter,
       });
-      state = { publisher: null, generation: 0, reconnectTimer: null, hub, codecChecked: false, dropLog: { at: 0, suppressed: 0 } };
+      state = { publisher: null, generation: 0, reconnectTimer: null, hub, codecChecked: false, sawHeader: false, liveTriggered: false, dropLog: { at: 0, suppressed: 0 } };
       this.live.set(streamId, state);
     }
     const generation = ++this.generations;
     state.publisher = publisher;
     state.generation = generation;
     state.codecChecked = false;
+    state.sawHeader = false;
     const s = state;
     const codec = row.codec;
     return {
@@ -149,9 +172,22 @@ export class LiveService implements LiveControl {
           if (received !== codec) return this.codecMismatch(streamId, s, codec, received);
           s.codecChecked = true;
         }
+        // PRODUCT.md §9: live on the first coded frame after a sequence header, whatever the
+        // segmenter makes of it (WebRTC forwards Opus the HLS segmenter may not take yet).
+        if (!s.liveTriggered) {
+          const kind = audioFrameKind(data);
+          if (kind === 'header') s.sawHeader = true;
+          else if (kind === 'frame' && (s.sawHeader || codec === 'mp3')) {
+            s.liveTriggered = true;
+            this.markLive(streamId);
+          }
+        }
         const r = s.hub.pushAudio(ts, data);
         if (r.errors.length > 0) this.logDropped(streamId, s, r.errors[0]!, r.errors.length);
-        if (r.started) this.markLive(streamId);
+        if (r.started && !s.liveTriggered) {
+          s.liveTriggered = true;
+          this.markLive(streamId);
+        }
       },
       end: () => {
         if (s.generation !== generation || s.publisher === null) return;
@@ -161,9 +197,16 @@ export class LiveService implements LiveControl {
     };
   }
 
-  /** Live listeners of a stream (HLS sessions and WebRTC peers arrive with the listeners work). */
-  listenerCount(_streamId: string): number {
-    return 0;
+  private counter: (streamId: string) => number = () => 0;
+
+  /** Live listeners of a stream: HLS sessions and WebRTC peers (PRODUCT.md §4). */
+  listenerCount(streamId: string): number {
+    return this.counter(streamId);
+  }
+
+  /** Installs the live listener count (the listener registry, wired by the listeners feature). */
+  setListenerCounter(fn: (streamId: string) => number): void {
+    this.counter = fn;
   }
 
   /** Ends a live stream at once (DELETE): publisher closed, `stream.ended`. */

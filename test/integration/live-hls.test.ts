@@ -71,7 +71,9 @@ describe('live AAC over RTMP to HLS', () => {
     }
 
     // One segment: immutable, audio only (no phantom video track).
-    const segName = media.text.split('\n').find((l) => l.endsWith('.ts'))!;
+    // Segment URIs carry the listener session id (`?sid=…`, issue 4, PRODUCT.md §4).
+    const segName = media.text.split('\n').find((l) => /^\d+\.ts(\?sid=[A-Za-z0-9_-]+)?$/.test(l))!;
+    expect(segName).toMatch(/\?sid=/);
     const seg = await fetch(new URL(segName, mediaUrl));
     expect(seg.status).toBe(200);
     expect(seg.headers.get('content-type')).toBe('video/mp2t');

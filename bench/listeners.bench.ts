@@ -1,0 +1,405 @@
+/**
+ * Listeners held (issue 4 "Speed"), loopback only, bounded:
+ *
+ * (a) HLS listeners: Skylark (the CLI process, a real FFmpeg AAC 128 kbps publisher, 2 s segments)
+ *     with simulated players in several client processes (bench/lib/listener-client.ts, ≤ 5,000
+ *     each: the hard fd limit is 20,000 per process). Each player enters through the multivariant
+ *     playlist (its own `?sid=`), then polls its media playlist every target duration and fetches
+ *     every new segment on one keep-alive connection. A count is HELD when, over the measuring
+ *     window, every player stays connected and completes every segment published in the window
+ *     no later than 2 target durations after the segment appeared (the coordinator polls the
+ *     playlist every 100 ms to time that): a player polling once per target duration has then
+ *     fetched segment N before segment N+1 is due. Steps go up until one fails.
+ *     Side by side, Icecast (Debian icecast2, /work/shared/peers/icecast.xml.tmpl, one 128 kbps MP3
+ *     mount fed by FFmpeg/libmp3lame) with the same client processes in `icecast` mode: HELD when
+ *     every listener stays connected and the slowest 1 % still receive ≥ 95 % of 16,000 B/s.
+ * (b) WebRTC listeners per Skylark process: werift peers in client processes doing WHEP against an
+ *     AAC stream (one shared codec process); HELD while packet loss stays < 1 %; CPU per listener.
+ *
+ * Environment: BENCH_LISTENERS_HLS_STEPS ("5000,10000,15000,18000"), BENCH_LISTENERS_ICECAST_STEPS
+ * ("5000,10000,15000"), BENCH_LISTENERS_WEBRTC_STEPS ("100,250,500"), BENCH_LISTENERS_WINDOW_S (16),
+ * BENCH_LISTENERS_PARTS ("hls,icecast,webrtc").
+ */
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { BenchRow } from './lib/report.js';
+import { cpuMeter, freePort, have, sleep, spawnWithFds, stop } from './lib/proc.js';
+import { createAccount, startSkylark } from './http-segments.js';
+import { StreamHub, type HubSegmenterEvent } from '../src/media/hub.js';
+import { fill, mediaTemplate } from '../src/hls/playlists.js';
+
+const root = path.resolve(import.meta.dirname, '..');
+const log = (msg: string) => process.stderr.write(`[listeners] ${msg}\n`);
+const steps = (name: string, dflt: string) => (process.env[name] || dflt).split(',').map(Number).filter((n) => n > 0);
+const WINDOW_S = Number(process.env.BENCH_LISTENERS_WINDOW_S || 16);
+const PARTS = (process.env.BENCH_LISTENERS_PARTS || 'hls,icecast,webrtc').split(',');
+const PER_PROCESS = 5000;
+const TARGET_S = 2;
+const GROUP_HLS = 'Listeners held: HLS (Skylark) vs Icecast 128 kbps, loopback';
+const GROUP_RTC = 'Listeners held: WebRTC (werift, WHEP) per Skylark process, loopback';
+
+interface ClientOut {
+  mode: string;
+  started: number;
+  alive: number;
+  errors: Record<string, number>;
+  done?: number[][];
+  bytes?: number[];
+  seconds?: number[];
+  retries?: number;
+}
+
+/** Runs client processes with `total` listeners split ≤ PER_PROCESS each; resolves with their outputs. */
+async function runClients(script: string, total: number, perProcess: number, cfg: Record<string, unknown>, rampPerSec: number): Promise<ClientOut[]> {
+  const n = Math.ceil(total / perProcess);
+  const outs = await Promise.all(
+    Array.from({ length: n }, (_, i) => {
+      const count = Math.floor(total / n) + (i < total % n ? 1 : 0);
+      const child = spawnWithFds([process.execPath, '--import', 'tsx', path.join(root, 'bench', 'lib', script), JSON.stringify({ ...cfg, count, rampPerSec: rampPerSec / n })], { cwd: root });
+      let out = '';
+      let errText = '';
+      child.stdout!.on('data', (d) => (out += d));
+      child.stderr!.on('data', (d) => (errText += d));
+      return new Promise<ClientOut>((resolve) => {
+        child.once('close', () => {
+          try {
+            resolve(JSON.parse(out.trim().split('\n').pop()!) as ClientOut);
+          } catch {
+            resolve({ mode: 'failed', started: 0, alive: 0, errors: { [`client crashed: ${errText.trim().slice(-300)}`]: 1 } });
+          }
+        });
+      });
+    }),
+  );
+  return outs;
+}
+
+const rssMb = (pid: number) => {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+};
+const mergeErrors = (outs: ClientOut[]) => {
+  const e: Record<string, number> = {};
+  for (const o of outs) for (const [k, v] of Object.entries(o.errors)) e[k] = (e[k] ?? 0) + v;
+  return Object.entries(e).map(([k, v]) => `${k}×${v}`).join(', ') || 'none';
+};
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : NaN;
+};
+
+interface StepResult {
+  n: number;
+  held: boolean;
+  cpu: number;
+  box: number;
+  rssMb: number;
+  detail: string;
+  quality: number; // HLS: % of (listener, segment) in time; Icecast: p1 % of nominal rate
+}
+
+async function api(base: string, key: string, method: string, p: string, body?: unknown) {
+  const r = await fetch(`${base}${p}`, { method, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  return r.json() as Promise<any>;
+}
+
+function ffmpegPublish(url: string, args: string[]): ChildProcess {
+  return spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000', '-t', '3600', ...args, url], { stdio: 'ignore' });
+}
+
+// ── (a) Skylark HLS ────────────────────────────────────────────────────────────────────────────
+async function skylarkHls(work: string, rows: BenchRow[]): Promise<StepResult[]> {
+  const dataDir = path.join(work, 'sky-hls');
+  const sky = await startSkylark(dataDir);
+  const children: ChildProcess[] = [sky.child];
+  try {
+    const key = await createAccount(dataDir, sky.defaultSecretKey);
+    const s = await api(sky.http, key, 'POST', '/v2/streams', { title: 'Bench listeners', reconnectWindow: 300 });
+    const pub = ffmpegPublish(`${s.rtmpUrl}/${s.streamKey}`, ['-ac', '2', '-c:a', 'aac', '-b:a', '128k', '-f', 'flv']);
+    children.push(pub);
+    const mediaUrl = s.hlsUrl.replace('index.m3u8', 'a128/index.m3u8');
+    // Segment appearance times, polled every 100 ms on the plain (untracked) media playlist.
+    const appeared = new Map<number, number>();
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        try {
+          const text = await (await fetch(mediaUrl)).text();
+          for (const m of text.matchAll(/^(\d+)\.ts$/gm)) if (!appeared.has(Number(m[1]))) appeared.set(Number(m[1]), Date.now());
+        } catch {
+          /* not yet */
+        }
+        await sleep(100);
+      }
+    })();
+    for (let i = 0; i < 200 && appeared.size < 3; i++) await sleep(100);
+    if (appeared.size < 3) throw new Error('no HLS segments from the publisher');
+    const results: StepResult[] = [];
+    for (const n of steps('BENCH_LISTENERS_HLS_STEPS', '5000,10000,15000,18000')) {
+      const ramp = 1500;
+      const rampS = n / ramp;
+      const from = Date.now() + (rampS + 8) * 1000;
+      const to = from + WINDOW_S * 1000;
+      const exitAt = to + 2 * TARGET_S * 1000 + 1000;
+      log(`HLS ${n} listeners: ramp ${rampS.toFixed(0)} s, window ${WINDOW_S} s`);
+      const clients = runClients('listener-client.ts', n, PER_PROCESS, { mode: 'hls', url: s.hlsUrl, pollMs: TARGET_S * 1000, from, to, exitAt }, ramp);
+      while (Date.now() < from) await sleep(100);
+      const meter = cpuMeter(sky.child.pid!);
+      while (Date.now() < to) await sleep(100);
+      const cpu = meter();
+      const rss = rssMb(sky.child.pid!);
+      const outs = await clients;
+      // Segments that appeared inside the window (with time to be fetched before the window's end).
+      const due = [...appeared].filter(([, at]) => at >= from && at <= to - 2 * TARGET_S * 1000);
+      let ok = 0;
+      let total = 0;
+      const late: number[] = [];
+      let alive = 0;
+      let started = 0;
+      for (const o of outs) {
+        alive += o.alive;
+        started += o.started;
+        for (const d of o.done ?? []) {
+          const got = new Map<number, number>();
+          for (let i = 0; i < d.length; i += 2) got.set(d[i]!, d[i + 1]!);
+          for (const [seq, at] of due) {
+            total++;
+            const t = got.get(seq);
+            if (t === undefined) continue;
+            late.push(t - at);
+            if (t - at <= 2 * TARGET_S * 1000) ok++;
+          }
+        }
+      }
+      const held = started === n && alive === n && due.length > 0 && ok === total;
+      const r: StepResult = {
+        n,
+        held,
+        cpu: cpu.serverPercent,
+        box: cpu.boxPercent,
+        rssMb: rss,
+        quality: total ? (ok / total) * 100 : 0,
+        detail: `${alive}/${n} alive, ${due.length} segments in window, ${ok}/${total} in time, p50/p99 segment delay ${pct(late, 50).toFixed(0)}/${pct(late, 99).toFixed(0)} ms, errors: ${mergeErrors(outs)}`,
+      };
+      log(`HLS ${n}: ${held ? 'HELD' : 'not held'}; server CPU ${r.cpu.toFixed(0)} %, box ${r.box.toFixed(0)} %, RSS ${rss.toFixed(0)} MB; ${r.detail}`);
+      results.push(r);
+      await sleep(8000); // sessions expire (3 target durations) before the next step
+      if (!held) break;
+    }
+    polling = false;
+    await poller;
+    return results;
+  } finally {
+    for (const c of children.reverse()) await stop(c, 'SIGTERM', 3000);
+  }
+}
+
+// ── (a) Icecast ────────────────────────────────────────────────────────────────────────────────
+async function icecast(work: string): Promise<StepResult[]> {
+  if (!have('icecast2')) throw new Error('icecast2 is not installed: apt-get install -y icecast2');
+  const dir = path.join(work, 'icecast');
+  mkdirSync(path.join(dir, 'log'), { recursive: true });
+  chmodSync(dir, 0o777);
+  chmodSync(path.join(dir, 'log'), 0o777);
+  const port = await freePort();
+  const maxSteps = steps('BENCH_LISTENERS_ICECAST_STEPS', '5000,10000,15000');
+  const conf = readFileSync('/work/shared/peers/icecast.xml.tmpl', 'utf8')
+    .replaceAll('@MAX_CLIENTS@', String(Math.max(...maxSteps) + 100))
+    .replaceAll('@PORT@', String(port))
+    .replaceAll('@DIR@', dir);
+  writeFileSync(path.join(dir, 'icecast.xml'), conf);
+  chmodSync(path.join(dir, 'icecast.xml'), 0o644);
+  const ice = spawnWithFds(['icecast2', '-c', path.join(dir, 'icecast.xml')]);
+  const children: ChildProcess[] = [ice];
+  try {
+    await sleep(1500);
+    const src = ffmpegPublish(`icecast://source:anchors@127.0.0.1:${port}/live.mp3`, ['-ac', '2', '-c:a', 'libmp3lame', '-b:a', '128k', '-content_type', 'audio/mpeg', '-f', 'mp3']);
+    children.push(src);
+    await sleep(3000);
+    const results: StepResult[] = [];
+    for (const n of maxSteps) {
+      const ramp = 1000;
+      const rampS = n / ramp;
+      // Icecast's listen backlog of 5 lets only ~130–290 connects/s through under a burst
+      // (peers/RESULTS.md §4): give every listener time to connect before the window.
+      const from = Date.now() + (Math.max(rampS * 2, n / 130) + 15) * 1000;
+      const to = from + WINDOW_S * 1000;
+      const exitAt = to + 1000;
+      log(`Icecast ${n} listeners`);
+      const clients = runClients('listener-client.ts', n, PER_PROCESS, { mode: 'icecast', url: `http://127.0.0.1:${port}/live.mp3`, pollMs: 0, from, to, exitAt }, ramp);
+      while (Date.now() < from) await sleep(100);
+      const meter = cpuMeter(ice.pid!);
+      while (Date.now() < to) await sleep(100);
+      const cpu = meter();
+      const rss = rssMb(ice.pid!);
+      const outs = await clients;
+      const secs = outs.flatMap((o) => o.seconds ?? []);
+      // A listener measured for under half the window (it connected late) counts as not served.
+      const rates = outs.flatMap((o) => o.bytes ?? []).map((b, i) => (secs[i]! >= WINDOW_S / 2 ? b / secs[i]! : 0));
+      const alive = outs.reduce((a, o) => a + o.alive, 0);
+      const p1 = (pct(rates, 1) / 16000) * 100;
+      const held = alive === n && rates.length === n && p1 >= 95;
+      const r: StepResult = {
+        n,
+        held,
+        cpu: cpu.serverPercent,
+        box: cpu.boxPercent,
+        rssMb: rss,
+        quality: p1,
+        detail: `${alive}/${n} alive, per-listener rate p1/p50 ${pct(rates, 1).toFixed(0)}/${pct(rates, 50).toFixed(0)} B/s of 16,000, errors: ${mergeErrors(outs)}`,
+      };
+      log(`Icecast ${n}: ${held ? 'HELD' : 'not held'}; CPU ${r.cpu.toFixed(0)} %, box ${r.box.toFixed(0)} %; ${r.detail}`);
+      results.push(r);
+      await sleep(3000);
+      if (!held) break;
+    }
+    return results;
+  } finally {
+    for (const c of children.reverse()) await stop(c, 'SIGTERM', 3000);
+  }
+}
+
+// ── (b) WebRTC ─────────────────────────────────────────────────────────────────────────────────
+async function webrtc(work: string): Promise<BenchRow[]> {
+  const dataDir = path.join(work, 'sky-rtc');
+  const sky = await startSkylark(dataDir);
+  const children: ChildProcess[] = [sky.child];
+  const rows: BenchRow[] = [];
+  try {
+    const key = await createAccount(dataDir, sky.defaultSecretKey);
+    const s = await api(sky.http, key, 'POST', '/v2/streams', { title: 'Bench WebRTC', reconnectWindow: 300 });
+    children.push(ffmpegPublish(`${s.rtmpUrl}/${s.streamKey}`, ['-ac', '2', '-c:a', 'aac', '-b:a', '128k', '-f', 'flv']));
+    for (let i = 0; i < 100; i++) {
+      if ((await api(sky.http, key, 'GET', `/v2/streams/${s.id}`)).status === 'live') break;
+      await sleep(100);
+    }
+    let best: { n: number; cpuPer: number; loss: number; cpu: number; connected: number } | null = null;
+    for (const n of steps('BENCH_LISTENERS_WEBRTC_STEPS', '250,500')) {
+      const ramp = 15;
+      const from = Date.now() + (n / ramp + 14) * 1000;
+      const to = from + WINDOW_S * 1000;
+      log(`WebRTC ${n} peers`);
+      const clients = runClients('listener-client-webrtc.ts', n, 100, { url: `${sky.http}/whep/${s.id}`, from, to, exitAt: to + 500 }, ramp);
+      while (Date.now() < from) await sleep(100);
+      const meter = cpuMeter(sky.child.pid!);
+      while (Date.now() < to) await sleep(100);
+      const cpu = meter();
+      const outs = (await clients) as unknown as Array<{ started: number; retries: number; connected: number; errors: Record<string, number>; peers: Array<{ received: number; expected: number }> }>;
+      const retried = outs.reduce((a, o) => a + (o.retries ?? 0), 0);
+      const peers = outs.flatMap((o) => o.peers ?? []);
+      const received = peers.reduce((a, p) => a + p.received, 0);
+      const expected = peers.reduce((a, p) => a + p.expected, 0);
+      const connected = outs.reduce((a, o) => a + (o.connected ?? 0), 0);
+      const silent = peers.filter((p) => p.received === 0).length;
+      // Loss over the peers that connected (a peer's window runs from its first to its last packet);
+      // peers that never connected are setup failures, reported apart (≤ 1 % allowed).
+      const loss = expected ? (1 - received / expected) * 100 : 100;
+      const held = connected >= n * 0.99 && loss < 1;
+      log(`WebRTC ${n}: ${held ? 'HELD' : 'not held'}; ${connected}/${n} connected (${silent} silent), loss ${loss.toFixed(3)} %, ${retried} setups retried, server CPU ${cpu.serverPercent.toFixed(0)} % (box ${cpu.boxPercent.toFixed(0)} %), errors: ${mergeErrors(outs as unknown as ClientOut[])}`);
+      if (held) best = { n, cpuPer: cpu.serverPercent / n, loss, cpu: cpu.serverPercent, connected };
+      await sleep(3000);
+      if (!held) break;
+    }
+    rows.push({ group: GROUP_RTC, name: 'peers held with packet loss < 1 %', value: best?.n ?? 0, unit: 'peers', note: `target 500 per process; AAC stream, one shared codec process, 60 ms Opus packets${best ? `; ${best.connected}/${best.n} connected` : ''}` });
+    if (best) {
+      rows.push({ group: GROUP_RTC, name: `server CPU at ${best.n} peers`, value: best.cpu, unit: '% core' });
+      rows.push({ group: GROUP_RTC, name: 'server CPU per peer', value: best.cpuPer, unit: '% core' });
+      rows.push({ group: GROUP_RTC, name: `packet loss at ${best.n} peers`, value: best.loss, unit: '%' });
+    }
+    return rows;
+  } finally {
+    for (const c of children.reverse()) await stop(c, 'SIGTERM', 3000);
+  }
+}
+
+/** The per-session media playlist: template fill (one allocation + copies) vs the shared cached bytes. */
+function playlistMicro(): BenchRow[] {
+  let seq = 0;
+  const hub = new StreamHub('stm_bench', {
+    targetDurationMs: 2000,
+    windowSegments: 6,
+    nominalKbps: 128,
+    createSegmenter: () => ({
+      pushAudio: (): HubSegmenterEvent[] => [{ type: 'segment', sequence: seq++, data: new Uint8Array(35720), durationMs: 2000, discontinuity: false }],
+      flush: () => [],
+      discontinuity: () => {},
+    }),
+  });
+  for (let i = 0; i < 12; i++) hub.pushAudio(i * 2000, new Uint8Array([0xaf, 1, 0]));
+  const t = mediaTemplate(hub);
+  const q = 'sid=AbCdEfGhIjKlMnOp12345678';
+  const N = 500_000;
+  let bytes = 0;
+  for (let i = 0; i < 20_000; i++) bytes += fill(t, q).byteLength; // warm up
+  let t0 = performance.now();
+  for (let i = 0; i < N; i++) bytes += fill(t, q).byteLength;
+  const fillNs = ((performance.now() - t0) * 1e6) / N;
+  t0 = performance.now();
+  for (let i = 0; i < N; i++) bytes += mediaTemplate(hub).plain.byteLength;
+  const renderNs = ((performance.now() - t0) * 1e6) / N;
+  return [
+    { group: GROUP_HLS, name: 'per-session media playlist: template fill (6 segments, sid)', value: fillNs, unit: 'ns/op', note: `${fill(t, q).byteLength} B; rendering the playlist from the hub instead: ${renderNs.toFixed(0)} ns/op${bytes < 0 ? '' : ''}` },
+  ];
+}
+
+export async function run(): Promise<BenchRow[]> {
+  const work = mkdtempSync(path.join(tmpdir(), 'skylark-bench-listeners-'));
+  chmodSync(work, 0o755);
+  const rows: BenchRow[] = playlistMicro();
+  try {
+    let sky: StepResult[] = [];
+    let ice: StepResult[] = [];
+    if (PARTS.includes('hls')) sky = await skylarkHls(work, rows);
+    if (PARTS.includes('icecast')) {
+      try {
+        ice = await icecast(work);
+      } catch (e) {
+        log(`icecast failed: ${(e as Error).message}`);
+      }
+    }
+    const heldSky = sky.filter((r) => r.held).pop();
+    const heldIce = ice.filter((r) => r.held).pop();
+    if (sky.length) {
+      rows.push({
+        group: GROUP_HLS,
+        name: 'listeners held (every segment in time)',
+        value: heldSky?.n ?? 0,
+        unit: 'listeners',
+        ...(ice.length ? { peer: { name: 'icecast2', value: heldIce?.n ?? 0 } } : {}),
+        note: `target ≥ 15,000 and > 1.5 × Icecast; steps ${sky.map((r) => `${r.n}${r.held ? '✓' : '✗'}`).join(' ')}${ice.length ? ` / icecast ${ice.map((r) => `${r.n}${r.held ? '✓' : '✗'}`).join(' ')}` : ''}`,
+      });
+      for (const r of sky) {
+        const peer = ice.find((x) => x.n === r.n);
+        rows.push({ group: GROUP_HLS, name: `${r.n} listeners: server CPU`, value: r.cpu, unit: '% core', ...(peer ? { peer: { name: 'icecast2', value: peer.cpu } } : {}), note: r.detail });
+        rows.push({ group: GROUP_HLS, name: `${r.n} listeners: server RSS`, value: r.rssMb, unit: 'MB', ...(peer ? { peer: { name: 'icecast2', value: peer.rssMb } } : {}) });
+        rows.push({ group: GROUP_HLS, name: `${r.n} listeners: whole box busy`, value: r.box, unit: '% (of 200)', ...(peer ? { peer: { name: 'icecast2', value: peer.box } } : {}) });
+        rows.push({
+          group: GROUP_HLS,
+          name: `${r.n} listeners: delivery (HLS: % segments in time; Icecast: p1 % of 128 kbps)`,
+          value: r.quality,
+          unit: '%',
+          ...(peer ? { peer: { name: 'icecast2', value: peer.quality } } : {}),
+          ...(peer ? { note: `icecast: ${peer.detail}` } : {}),
+        });
+      }
+      for (const r of ice.filter((x) => !sky.some((y) => y.n === x.n))) rows.push({ group: GROUP_HLS, name: `icecast ${r.n} listeners: CPU`, value: r.cpu, unit: '% core', note: r.detail });
+    }
+    if (PARTS.includes('webrtc')) {
+      try {
+        rows.push(...(await webrtc(work)));
+      } catch (e) {
+        log(`webrtc failed: ${(e as Error).message}`);
+        rows.push({ group: GROUP_RTC, name: 'failed', value: NaN, unit: '', note: (e as Error).message });
+      }
+    }
+    return rows;
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}

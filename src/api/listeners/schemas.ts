@@ -1,0 +1,41 @@
+/** Request schemas of the listener endpoints (PRODUCT.md §4). */
+import * as v from 'valibot';
+
+/** `POST /streams/{id}/listener_tokens` takes no parameters (an empty body or `{}`). */
+export const CreateListenerToken = v.strictObject({});
+
+// ── Answers (for the OpenAPI document; src/api/openapi/registry.ts) ──
+
+const iso = v.pipe(v.string(), v.isoTimestamp());
+
+/** The listener object (`lst_…`, PRODUCT.md §4). */
+export const ListenerObject = v.object({
+  id: v.string(),
+  object: v.literal('listener'),
+  streamId: v.string(),
+  protocol: v.picklist(['hls', 'webrtc']),
+  country: v.nullable(v.string()),
+  connectedAt: iso,
+  lastSeenAt: iso,
+  durationSeconds: v.number(),
+  userAgent: v.nullable(v.string()),
+});
+
+/** `/stats` and `/viewer_count`. */
+export const StreamStatsObject = v.object({
+  object: v.literal('stream_stats'),
+  streamId: v.string(),
+  listenerCount: v.number(),
+  peakListenerCount: v.number(),
+  countries: v.array(v.object({ country: v.nullable(v.string()), listeners: v.number() })),
+  averageListenDurationSeconds: v.number(),
+  totalListeners: v.number(),
+});
+
+/** A new listener token. */
+export const ListenerTokenObject = v.object({
+  object: v.literal('listener_token'),
+  token: v.string(),
+  streamId: v.string(),
+  expiresAt: iso,
+});

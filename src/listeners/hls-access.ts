@@ -1,0 +1,162 @@
+/**
+ * HLS access and session tracking (PRODUCT.md §4): implements `HlsAccess` for src/hls/routes.ts.
+ *
+ * - Session ids: the multivariant fetch mints `sid` (16 random base62 + an 8-character HMAC tag
+ *   under the node secret, so a client cannot make the server track ids it invented); the variant
+ *   URI carries `?sid=…`, the media playlist carries it into every segment URI. A player that
+ *   re-fetches playlists or switches layers keeps its sid and is counted once.
+ * - Token streams (`playback: "token"`): every playlist and segment needs `?token=<listener JWT>`
+ *   for this stream (401 without, 403 invalid/expired/other stream); the token is carried into
+ *   every URI handed out, and its subject is the session.
+ * - A media request without sid or token (a client that skipped the multivariant) is served but
+ *   not counted: there is nothing to tell its requests apart by.
+ *
+ * Stream policy (account, playback) is read from SQLite at most once per stream every 2 s.
+ */
+import { createHmac } from 'node:crypto';
+import type { BlockList } from 'node:net';
+import type { HlsAccess, HlsDecision } from '../hls/routes.js';
+import type { RawRequestInfo } from '../http/server.js';
+import type { StreamsRepo } from '../db/streams-repo.js';
+import type { ListenerTokens } from '../auth/listener-tokens.js';
+import { randomBase62 } from '../ids.js';
+import { clientAddress, countryOf } from './geo.js';
+import { type ListenerRegistry, TooManyListenersError } from './registry.js';
+
+/** How long a stream's account and playback mode are cached (ms); a PATCH of `playback` applies within it. */
+const POLICY_TTL_MS = 2000;
+
+export interface StreamPolicy {
+  accountId: string;
+  playback: 'public' | 'token';
+  /** The ingest codec (`aac`, `mp3`, `opus`). */
+  codec: string;
+}
+
+export interface HlsAccessDeps {
+  registry: ListenerRegistry;
+  tokens: ListenerTokens;
+  streams: StreamsRepo;
+  trusted: BlockList;
+  nodeSecret: Buffer;
+  now?: () => number;
+}
+
+/** The value of `name` in a query string (`a=1&b=2`), '' when absent. No decoding: our values are URL-safe. */
+export function queryParam(query: string, name: string): string {
+  if (query === '') return '';
+  let i = query.startsWith(name + '=') ? 0 : query.indexOf('&' + name + '=');
+  if (i < 0) return '';
+  if (i > 0 || query[0] === '&') i += 1;
+  const start = i + name.length + 1;
+  const end = query.indexOf('&', start);
+  return end < 0 ? query.slice(start) : query.slice(start, end);
+}
+
+export class HlsListenerAccess implements HlsAccess {
+  private readonly policies = new Map<string, { p: StreamPolicy | null; until: number }>();
+  private readonly sidKey: Buffer;
+  private readonly now: () => number;
+
+  constructor(private readonly d: HlsAccessDeps) {
+    this.now = d.now ?? Date.now;
+    this.sidKey = createHmac('sha256', d.nodeSecret).update('skylark hls session ids v1').digest();
+  }
+
+  /** Account and playback of a stream, cached; null when the stream does not exist. */
+  policy(streamId: string): StreamPolicy | null {
+    const now = this.now();
+    const cached = this.policies.get(streamId);
+    if (cached && cached.until > now) return cached.p;
+    const row = this.d.streams.getAny(streamId);
+    const p: StreamPolicy | null = row ? { accountId: row.account_id, playback: row.playback, codec: row.codec } : null;
+    if (this.policies.size > 10_000) this.policies.clear();
+    this.policies.set(streamId, { p, until: now + POLICY_TTL_MS });
+    return p;
+  }
+
+  /** The ingest codec of a stream ('' when unknown). */
+  codec(streamId: string): string {
+    return this.policy(streamId)?.codec ?? '';
+  }
+
+  /** A new session id for `streamId`. */
+  mintSid(streamId: string): string {
+    const r = randomBase62(16);
+    return r + this.tag(streamId, r);
+  }
+
+  /** Whether `sid` was minted by this node for `streamId`. */
+  validSid(streamId: string, sid: string): boolean {
+    return sid.length === 24 && this.tag(streamId, sid.slice(0, 16)) === sid.slice(16);
+  }
+
+  enter(streamId: string, query: string): HlsDecision {
+    const pol = this.policy(streamId);
+    if (!pol) return { ok: false, status: 404, code: 'resource_missing', message: `No live HLS for stream '${streamId}'.` };
+    const token = queryParam(query, 'token');
+    if (pol.playback === 'token' || token !== '') {
+      const t = this.checkToken(streamId, token, pol.playback === 'token');
+      if (t) return t.ok ? { ok: true, query: `token=${token}` } : t;
+    }
+    return { ok: true, query: `sid=${this.mintSid(streamId)}` };
+  }
+
+  media(streamId: string, query: string, info: RawRequestInfo, timeoutMs: number): HlsDecision {
+    const pol = this.policy(streamId);
+    if (!pol) return { ok: false, status: 404, code: 'resource_missing', message: `No live HLS for stream '${streamId}'.` };
+    let key = '';
+    let q = '';
+    const token = queryParam(query, 'token');
+    if (pol.playback === 'token' || token !== '') {
+      const t = this.checkToken(streamId, token, pol.playback === 'token');
+      if (t && !t.ok) return t;
+      if (t) {
+        key = t.subject;
+        q = `token=${token}`;
+      }
+    }
+    if (key === '') {
+      const sid = queryParam(query, 'sid');
+      if (sid === '') return { ok: true, query: '' }; // untracked (no session to tell requests apart)
+      q = `sid=${sid}`;
+      if (this.d.registry.touch(streamId, sid)) return { ok: true, query: q };
+      if (!this.validSid(streamId, sid)) return { ok: true, query: '' };
+      key = sid;
+    } else if (this.d.registry.touch(streamId, key)) return { ok: true, query: q };
+    try {
+      const ip = clientAddress(info.remoteAddress(), info.header('x-forwarded-for'), this.d.trusted);
+      this.d.registry.join({
+        streamId,
+        accountId: pol.accountId,
+        key,
+        protocol: 'hls',
+        country: countryOf(ip),
+        userAgent: info.header('user-agent') || null,
+        timeoutMs,
+      });
+    } catch (e) {
+      if (e instanceof TooManyListenersError) return { ok: false, status: 503, code: 'listener_capacity', message: 'This node serves as many listeners as it can; try again later.' };
+      throw e;
+    }
+    return { ok: true, query: q };
+  }
+
+  /**
+   * Checks `token` for `streamId`. `required`: a token stream (401 without, 403 invalid). On a
+   * public stream a bad token is ignored (null) and the session falls back to a sid.
+   */
+  private checkToken(streamId: string, token: string, required: boolean): ({ ok: true; subject: string }) | (HlsDecision & { ok: false }) | null {
+    if (token === '') return required ? { ok: false, status: 401, code: 'missing_token', message: 'This stream needs a listener token: add ?token=<token> to the playlist URL.' } : null;
+    const r = this.d.tokens.verifySync(token);
+    if (r.ok && r.claims.streamId === streamId) return { ok: true, subject: r.claims.subject };
+    if (!required) return null;
+    if (!r.ok && r.reason === 'expired') return { ok: false, status: 403, code: 'token_expired', message: 'The listener token has expired; get a new one.' };
+    if (r.ok) return { ok: false, status: 403, code: 'invalid_token', message: 'The listener token is for another stream.' };
+    return { ok: false, status: 403, code: 'invalid_token', message: 'The listener token is malformed or its signature is invalid.' };
+  }
+
+  private tag(streamId: string, r: string): string {
+    return createHmac('sha256', this.sidKey).update(streamId).update(r).digest('base64url').slice(0, 8);
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * AAC in FLV → ADTS for the codec process (ISO/IEC 14496-3 §1.6.2.1 AudioSpecificConfig, §1.A.2
+ * ADTS): the FLV AAC sequence header carries the AudioSpecificConfig; every raw frame gets a
+ * 7-byte ADTS header (no CRC) built from it.
+ */
+
+/** What an ADTS header needs from the AudioSpecificConfig. */
+export interface AdtsConfig {
+  /** MPEG-4 audio object type minus 1 (ADTS `profile`, 2 bits): AAC-LC = 1. */
+  profile: number;
+  samplingIndex: number;
+  channelConfig: number;
+}
+
+/** Parses an AudioSpecificConfig (the body after the 2-byte FLV AAC header); null when unusable. */
+export function parseAsc(asc: Uint8Array): AdtsConfig | null {
+  if (asc.length < 2) return null;
+  const objectType = asc[0]! >> 3;
+  const samplingIndex = ((asc[0]! & 0x07) << 1) | (asc[1]! >> 7);
+  const channelConfig = (asc[1]! >> 3) & 0x0f;
+  // ADTS can carry object types 1–4 only; HE-AAC (5/29) signals as AAC-LC with SBR implicit.
+  const base = objectType === 5 || objectType === 29 ? 2 : objectType;
+  if (base < 1 || base > 4 || samplingIndex > 12 || channelConfig === 0 || channelConfig > 7) return null;
+  return { profile: base - 1, samplingIndex, channelConfig };
+}
+
+/** One ADTS frame (header + `raw`). */
+export function adtsFrame(c: AdtsConfig, raw: Uint8Array): Buffer {
+  const len = raw.length + 7;
+  const out = Buffer.allocUnsafe(len);
+  out[0] = 0xff;
+  out[1] = 0xf1; // MPEG-4, layer 0, no CRC
+  out[2] = (c.profile << 6) | (c.samplingIndex << 2) | (c.channelConfig >> 2);
+  out[3] = ((c.channelConfig & 3) << 6) | (len >> 11);
+  out[4] = (len >> 3) & 0xff;
+  out[5] = ((len & 7) << 5) | 0x1f;
+  out[6] = 0xfc;
+  out.set(raw, 7);
+  return out;
+}

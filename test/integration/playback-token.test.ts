@@ -1,0 +1,94 @@
+/**
+ * Token-gated playback (PRODUCT.md §4): a `playback: "token"` stream serves HLS only with a valid
+ * listener token for it (401 without, 403 invalid / expired / another stream's), carries the token
+ * into every URI it hands out, counts the token's subject as the session, and refuses WHEP without
+ * a token (401). Public streams need none.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ListenerTokens } from '../../src/auth/listener-tokens.js';
+import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
+import { exited, publish } from '../helpers/publish.js';
+
+let t: TestServer;
+beforeAll(async () => {
+  t = await startInProcess();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('token-gated playback', () => {
+  it('refuses HLS and WHEP without a valid token and serves it with one', async () => {
+    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Members only', playback: 'token', reconnectWindow: 1 })).json;
+    expect(s.playback).toBe('token');
+    const other = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Other' })).json;
+    const pub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 30 });
+    try {
+      await waitFor(async () => (await api(t.http, t.secretKey, 'GET', `/v2/streams/${s.id}`)).json.status === 'live', 15_000, 100, 'live');
+      const token = (await api(t.http, t.publishableKey, 'POST', `/v2/streams/${s.id}/listener_tokens`)).json.token as string;
+      const otherToken = (await api(t.http, t.publishableKey, 'POST', `/v2/streams/${other.id}/listener_tokens`)).json.token as string;
+      const expired = (await new ListenerTokens(t.server.context.nodeSecret, () => Date.now() - 25 * 3600_000).sign(s.id)).token;
+      const foreign = (await new ListenerTokens(Buffer.alloc(32, 7)).sign(s.id)).token;
+
+      // Wait for the first segment with a valid token (the playlist is 404 until then).
+      await waitFor(async () => (await fetch(`${s.hlsUrl}?token=${token}`)).status === 200, 20_000, 200, 'HLS');
+
+      const none = await fetch(s.hlsUrl);
+      expect(none.status).toBe(401);
+      expect(((await none.json()) as any).error.code).toBe('missing_token');
+      for (const [bad, code] of [['garbage', 'invalid_token'], [otherToken, 'invalid_token'], [expired, 'token_expired'], [foreign, 'invalid_token']] as const) {
+        const r = await fetch(`${s.hlsUrl}?token=${bad}`);
+        expect(r.status).toBe(403);
+        expect(((await r.json()) as any).error.code).toBe(code);
+      }
+
+      const mv = await fetch(`${s.hlsUrl}?token=${token}`);
+      expect(mv.status).toBe(200);
+      const variant = (await mv.text()).split('\n').find((l) => l && !l.startsWith('#'))!;
+      expect(variant).toBe(`a128/index.m3u8?token=${token}`);
+      const mediaUrl = new URL(variant, s.hlsUrl);
+      const media = await (await fetch(mediaUrl)).text();
+      const segs = media.split('\n').filter((l) => /^\d+\.ts/.test(l));
+      expect(segs.length).toBeGreaterThan(0);
+      for (const l of segs) expect(l).toMatch(new RegExp(`^\\d+\\.ts\\?token=${token.replace(/\./g, '\\.')}$`));
+      const seg = await fetch(new URL(segs[0]!, mediaUrl));
+      expect(seg.status).toBe(200);
+      // Without the token the media playlist and the segments are refused too.
+      expect((await fetch(new URL(`a128/index.m3u8`, s.hlsUrl))).status).toBe(401);
+      expect((await fetch(new URL(segs[0]!.split('?')[0]!, mediaUrl))).status).toBe(401);
+      expect((await fetch(new URL(`${segs[0]!.split('?')[0]}?token=${otherToken}`, mediaUrl))).status).toBe(403);
+
+      // The token's subject is the session: re-fetches count once.
+      await fetch(mediaUrl);
+      await waitFor(async () => (await api(t.http, t.secretKey, 'GET', `/v2/streams/${s.id}/stats`)).json.totalListeners === 1, 5000, 100, 'one listener');
+      expect((await api(t.http, t.secretKey, 'GET', `/v2/streams/${s.id}`)).json.listenerCount).toBe(1);
+
+      // WHEP: 401 without a token or with a bad one (before any SDP work), CORS headers on the refusal.
+      const offer = 'v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\n';
+      const w1 = await fetch(`${t.http}/whep/${s.id}`, { method: 'POST', headers: { 'Content-Type': 'application/sdp' }, body: offer });
+      expect(w1.status).toBe(401);
+      expect(w1.headers.get('access-control-allow-origin')).toBe('*');
+      const w2 = await fetch(`${t.http}/whep/${s.id}`, { method: 'POST', headers: { 'Content-Type': 'application/sdp', Authorization: `Bearer ${otherToken}` }, body: offer });
+      expect(w2.status).toBe(401);
+      const w3 = await fetch(`${t.http}/whep/${s.id}`, { method: 'POST', headers: { 'Content-Type': 'application/sdp', Authorization: `Bearer ${expired}` }, body: offer });
+      expect(w3.status).toBe(401);
+    } finally {
+      pub.kill('SIGKILL');
+      await exited(pub);
+    }
+  });
+
+  it('serves public streams without a token', async () => {
+    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Open', reconnectWindow: 1 })).json;
+    expect(s.playback).toBe('public');
+    const pub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 10 });
+    try {
+      await waitFor(async () => (await fetch(s.hlsUrl)).status === 200, 20_000, 200, 'HLS');
+      const mv = await (await fetch(s.hlsUrl)).text();
+      expect(mv).toMatch(/a128\/index\.m3u8\?sid=/);
+    } finally {
+      pub.kill('SIGKILL');
+      await exited(pub);
+    }
+  });
+});
