@@ -11,8 +11,10 @@
  * Rounds interleave bare / key / JWT; each row is the median.
  *
  * Settings (environment): BENCH_API_SECONDS (5), BENCH_API_ROUNDS (3), BENCH_API_CONNS (50).
+ * Alone: `npx tsx bench/api.bench.ts` (prints both rows).
  */
 import { createHash } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
 import uWS from 'uWebSockets.js';
 import type { BenchRow } from './lib/report.js';
 import { have, runToEnd } from './lib/proc.js';
@@ -127,4 +129,8 @@ export async function run(): Promise<BenchRow[]> {
     await srv.close();
     tmp.cleanup();
   }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  for (const r of await run()) console.log(`${r.group} | ${r.name}: ${r.value} ${r.unit} vs ${r.peer?.name} ${r.peer?.value} — ${r.note ?? ''}`);
 }

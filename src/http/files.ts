@@ -57,7 +57,8 @@ export type Answer = BytesAnswer | FileAnswer | ErrorAnswer;
 const READ_CHUNK = 256 * 1024;
 
 /**
- * Registers GET and HEAD on `pattern`. `resolve` runs synchronously in the uWS callback and decides
+ * Registers GET and HEAD on `pattern` (as `http.stream()` routes: listed by `routes()`, 405 with
+ * `Allow: GET, HEAD` for other methods). `resolve` runs synchronously in the uWS callback and decides
  * the answer; a thrown error answers 500 (logged by the caller's `onError`).
  */
 export function registerBytesRoute(
@@ -68,7 +69,7 @@ export function registerBytesRoute(
 ): void {
   const nParams = (pattern.match(/:/g) ?? []).length;
   for (const method of ['get', 'head'] as const) {
-    http.app[method](pattern, (res, req) => {
+    http.stream(method, pattern, (res, req) => {
       const requestId = newRequestId();
       const params: string[] = [];
       for (let i = 0; i < nParams; i++) params.push(req.getParameter(i) ?? '');
@@ -86,7 +87,7 @@ export function registerBytesRoute(
         answer = { kind: 'error', error: new ApiError(500, 'internal_error', 'An internal error occurred. Quote the request id when you report it.') };
       }
       answerRequest(res, method === 'head', answer, h, requestId);
-    });
+    }, { kind: 'raw' });
   }
 }
 

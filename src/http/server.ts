@@ -10,13 +10,26 @@ import type { Logger } from '../log/logger.js';
 
 export type HttpMethod = 'get' | 'post' | 'patch' | 'put' | 'del' | 'head' | 'options';
 
-/** What a JSON API handler sees: everything copied out of uWS's stack-allocated request. */
+/**
+ * What a JSON API handler sees: everything copied out of uWS's stack-allocated request (the query
+ * is parsed on first use; `remoteAddress` reads as '' once the request was answered).
+ */
 export interface ApiRequest {
   method: string;
   url: string;
   query: URLSearchParams;
   params: string[];
-  headers: { authorization: string; contentType: string; idempotencyKey: string; userAgent: string; forwardedFor: string };
+  headers: {
+    authorization: string;
+    contentType: string;
+    idempotencyKey: string;
+    userAgent: string;
+    forwardedFor: string;
+    /** Copied by upload routes only (src/http/upload.ts): `Cookie`, `Origin`, `X-CSRF-Token` for session-authenticated uploads (the dashboard). */
+    cookie?: string;
+    origin?: string;
+    csrfToken?: string;
+  };
   remoteAddress: string;
   requestId: string;
   /** The parsed JSON body (`{}` when the request had none). */
@@ -55,6 +68,16 @@ export interface ApiRouteOptions<C = unknown> {
   scope?: string;
   /** OpenAPI description of the route (see src/api/openapi/registry.ts `RouteDoc`); opaque here. */
   doc?: unknown;
+}
+
+/** Options of a `stream()` route. */
+export interface StreamRouteOptions {
+  /** The scope the handler's guard requires (listed by `routes()`, the scope map and OpenAPI). */
+  scope?: string | undefined;
+  /** OpenAPI description (src/api/openapi/registry.ts `RouteDoc`); opaque here. */
+  doc?: unknown;
+  /** How `routes()` lists it: `api` (JSON answers under /v2, in the OpenAPI document) or `raw` (bytes). */
+  kind?: 'api' | 'raw';
 }
 
 /** One registered route, as `routes()` lists it. */
@@ -194,6 +217,7 @@ export class HttpServer {
     this.routeList.push({ method: httpMethod(method), pattern, kind: 'api', scope: opts.scope, doc: opts.doc });
     const idempotent = method === 'post';
     const nParams = (pattern.match(/:/g) ?? []).length;
+    const httpName = httpMethod(method);
     this.app[method](pattern, (res, req) => {
       const requestId = newRequestId();
       const params: string[] = [];
@@ -204,32 +228,11 @@ export class HttpServer {
         if (decoded === null) badParam = true;
         params.push(decoded ?? raw);
       }
-      const query = req.getQuery() ?? '';
-      const m = req.getMethod();
-      const request: ApiRequest = {
-        method: m === 'get' ? 'GET' : m.toUpperCase(),
-        url: req.getUrl(),
-        query: new URLSearchParams(query),
-        params,
-        headers: {
-          authorization: req.getHeader('authorization'),
-          contentType: req.getHeader('content-type'),
-          idempotencyKey: req.getHeader('idempotency-key'),
-          userAgent: req.getHeader('user-agent'),
-          forwardedFor: req.getHeader('x-forwarded-for'),
-        },
-        remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
-        requestId,
-        body: {},
-        responseHeaders: {},
-      };
+      const state: ReqState = { aborted: false, answered: false, method: httpName, pattern, url: req.getUrl() };
+      const request = new UwsApiRequest(res, state, req, params, requestId);
       // Only routes that read a body need these (GETs skip two header look-ups).
       const contentLength = readBody ? Number(req.getHeader('content-length') || '0') : 0;
       const hasBody = readBody && hasRequestBody(req);
-      const state: ReqState = { aborted: false, method: request.method, pattern, url: request.url };
-      res.onAborted(() => {
-        state.aborted = true;
-      });
       // A malformed %-escape in a path segment names no object: answer like any unknown id would.
       if (badParam) return this.sendError(res, request.responseHeaders, state, new ApiError(404, 'resource_missing', 'The URL holds a malformed percent-encoded segment.'), requestId);
       let ctx: unknown;
@@ -241,6 +244,29 @@ export class HttpServer {
           return this.sendError(res, request.responseHeaders, state, e, requestId, hasBody);
         }
       }
+      if (!readBody) {
+        // The common case (GET, DELETE): no body, no idempotency. A synchronous answer is written
+        // right here, inside uWS's own cork, without registering onAborted (uWS needs it only for
+        // answers sent after the handler returned).
+        let reply: ApiReply | Promise<ApiReply>;
+        try {
+          reply = handler(request, ctx);
+        } catch (e) {
+          return this.sendError(res, request.responseHeaders, state, e, requestId);
+        }
+        if (!(reply instanceof Promise)) return this.sendJson(res, request.responseHeaders, state, reply, requestId);
+        res.onAborted(() => {
+          state.aborted = true;
+        });
+        reply.then(
+          (r) => this.sendJson(res, request.responseHeaders, state, r, requestId),
+          (e) => this.sendError(res, request.responseHeaders, state, e, requestId),
+        );
+        return;
+      }
+      res.onAborted(() => {
+        state.aborted = true;
+      });
       const run = () => {
         let complete: ((reply: ApiReply | null) => void) | null = null;
         if (idempotent && this.idempotency && request.headers.idempotencyKey) {
@@ -272,7 +298,6 @@ export class HttpServer {
         if (reply instanceof Promise) reply.then(ok, fail);
         else ok(reply);
       };
-      if (!readBody) return run();
       if (contentLength > this.opts.maxJsonBodyBytes) {
         return this.sendError(res, request.responseHeaders, state, tooLarge(this.opts.maxJsonBodyBytes), requestId, true);
       }
@@ -462,6 +487,37 @@ export class HttpServer {
     });
   }
 
+  /**
+   * Registers a streaming route: `handler` gets uWS's own response and request, for routes that
+   * must stream (a request body straight to disk, a file answer with backpressure, ranged reads).
+   * Unlike a bare `app[method]` registration the route is listed by `routes()` (so the scope map and
+   * OpenAPI see it, with `opts.scope`/`opts.doc`) and other methods on its pattern answer 405 with
+   * `Allow`. The handler owns the uWS rules (STYLE.md): copy request data before any await,
+   * `onAborted` before anything async, cork later writes. It should report its JSON answers with
+   * `reportResponse` so response observers (the tests' OpenAPI checker) see them.
+   * `opts.kind`: `api` for JSON routes under `/v2` (the default when the pattern starts with `/v2/`),
+   * else `raw`.
+   */
+  stream(method: HttpMethod, pattern: string, handler: (res: uWS.HttpResponse, req: uWS.HttpRequest) => void, opts: StreamRouteOptions = {}): void {
+    this.addPattern(pattern, method);
+    const kind = opts.kind ?? (pattern.startsWith('/v2/') ? 'api' : 'raw');
+    this.routeList.push({ method: httpMethod(method), pattern, kind, scope: opts.scope, doc: opts.doc });
+    this.app[method](pattern, handler);
+  }
+
+  /**
+   * Tells the response observer (if any) about an answer a `stream()` route sent; `body` is the
+   * text sent (JSON for API answers). Costs nothing when no observer is installed.
+   */
+  reportResponse(r: ObservedResponse): void {
+    if (!this.observer) return;
+    try {
+      this.observer(r);
+    } catch (e) {
+      this.opts.log.error('response observer failed', { err: String(e) });
+    }
+  }
+
   /** Every registered route, in registration order. */
   routes(): readonly RouteInfo[] {
     return this.routeList;
@@ -541,11 +597,12 @@ export class HttpServer {
       // Never let a throw escape into uWS (it would end the process) or into a promise callback.
       return this.sendError(res, extra, state, e, requestId);
     }
+    state.answered = true;
     res.cork(() => {
-      res.writeStatus(statusLine(reply.status));
-      res.writeHeader('Content-Type', 'application/json; charset=utf-8');
-      res.writeHeader('X-Request-ID', requestId);
-      res.writeHeader('Cache-Control', 'no-store');
+      res.writeStatus(statusBytes(reply.status));
+      res.writeHeader(H_CONTENT_TYPE, V_JSON);
+      res.writeHeader(H_REQUEST_ID, requestId);
+      res.writeHeader(H_CACHE_CONTROL, V_NO_STORE);
       for (const k in extra) res.writeHeader(k, extra[k]!);
       if (reply.headers) for (const k in reply.headers) res.writeHeader(k, reply.headers[k]!);
       res.end(body);
@@ -562,11 +619,12 @@ export class HttpServer {
       err = new ApiError(500, 'internal_error', 'An internal error occurred. Quote the request id when you report it.');
     }
     const body = JSON.stringify(errorBody(err, requestId));
+    state.answered = true;
     res.cork(() => {
-      res.writeStatus(statusLine(err.status));
-      res.writeHeader('Content-Type', 'application/json; charset=utf-8');
-      res.writeHeader('X-Request-ID', requestId);
-      res.writeHeader('Cache-Control', 'no-store');
+      res.writeStatus(statusBytes(err.status));
+      res.writeHeader(H_CONTENT_TYPE, V_JSON);
+      res.writeHeader(H_REQUEST_ID, requestId);
+      res.writeHeader(H_CACHE_CONTROL, V_NO_STORE);
       for (const k in extra) res.writeHeader(k, extra[k]!);
       for (const k in err.headers) res.writeHeader(k, err.headers[k]!);
       res.end(body, close);
@@ -578,9 +636,73 @@ export class HttpServer {
 /** Per-request state shared by the answer paths: abort flag and what the observer reports. */
 interface ReqState {
   aborted: boolean;
+  /** Set when an answer was written (uWS's response must not be touched after that). */
+  answered?: boolean;
   method?: string;
   pattern?: string;
   url?: string;
+}
+
+// Constant header names and values, encoded once (uWS copies a JS string into UTF-8 on every call).
+const H_CONTENT_TYPE = Buffer.from('Content-Type');
+const V_JSON = Buffer.from('application/json; charset=utf-8');
+const H_REQUEST_ID = Buffer.from('X-Request-ID');
+const H_CACHE_CONTROL = Buffer.from('Cache-Control');
+const V_NO_STORE = Buffer.from('no-store');
+const STATUS_BYTES = new Map<number, Buffer>();
+/** `statusLine(s)` as bytes, encoded once per status. */
+function statusBytes(s: number): Buffer {
+  let b = STATUS_BYTES.get(s);
+  if (!b) STATUS_BYTES.set(s, (b = Buffer.from(statusLine(s))));
+  return b;
+}
+
+/**
+ * The ApiRequest of `api()` routes: everything is copied out of uWS's request up front except the
+ * query (parsed on first use) and the peer address (read from the response on first use, while the
+ * request is being answered; '' once the answer was written or the client went away).
+ */
+class UwsApiRequest implements ApiRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: ApiRequest['headers'];
+  body: unknown = {};
+  responseHeaders: Record<string, string> = {};
+  actor?: string;
+  private readonly rawQuery: string;
+  private parsedQuery: URLSearchParams | null = null;
+  private peer: string | null = null;
+
+  constructor(
+    private readonly res: uWS.HttpResponse,
+    private readonly state: ReqState,
+    req: uWS.HttpRequest,
+    readonly params: string[],
+    readonly requestId: string,
+  ) {
+    this.method = state.method!;
+    this.url = state.url!;
+    this.rawQuery = req.getQuery() ?? '';
+    this.headers = {
+      authorization: req.getHeader('authorization'),
+      contentType: req.getHeader('content-type'),
+      idempotencyKey: req.getHeader('idempotency-key'),
+      userAgent: req.getHeader('user-agent'),
+      forwardedFor: req.getHeader('x-forwarded-for'),
+    };
+  }
+
+  get query(): URLSearchParams {
+    return (this.parsedQuery ??= new URLSearchParams(this.rawQuery));
+  }
+
+  get remoteAddress(): string {
+    if (this.peer === null) {
+      if (this.state.aborted || this.state.answered) return '';
+      this.peer = Buffer.from(this.res.getRemoteAddressAsText()).toString();
+    }
+    return this.peer;
+  }
 }
 
 /** `'del'` → `'DELETE'`, `'get'` → `'GET'`. */

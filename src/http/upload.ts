@@ -28,17 +28,22 @@ export interface UploadRouteOptions<C> {
    */
   finish: (req: ApiRequest, ctx: C, tempPath: string, sizeBytes: number) => Promise<ApiReply>;
   log?: { error(msg: string, fields?: Record<string, unknown>): void };
+  /** The scope `guard` requires: listed by `http.routes()` (scope map, OpenAPI). */
+  scope?: string;
+  /** OpenAPI description of the route (src/api/openapi/registry.ts `RouteDoc`). */
+  doc?: unknown;
 }
 
 /**
- * Registers `method pattern` as a streamed upload. `:name` segments become `req.params`
+ * Registers `method pattern` as a streamed upload (an `http.stream()` route: listed by `routes()`
+ * with `opts.scope`/`opts.doc`, 405 for other methods). `:name` segments become `req.params`
  * (percent-decoded). Errors answer the API's JSON envelope; an error answered before the body was
  * fully read closes the connection (the unread bytes must not be parsed as another request).
  * Over `maxBytes` → 413 `body_too_large`; an empty body → 400 `body_missing`.
  */
 export function registerUploadRoute<C>(http: HttpServer, method: 'put' | 'post', pattern: string, opts: UploadRouteOptions<C>): void {
   const nParams = (pattern.match(/:/g) ?? []).length;
-  http.app[method](pattern, (res, req) => {
+  http.stream(method, pattern, (res, req) => {
     const requestId = newRequestId();
     const params: string[] = [];
     let badParam = false;
@@ -62,6 +67,9 @@ export function registerUploadRoute<C>(http: HttpServer, method: 'put' | 'post',
         idempotencyKey: req.getHeader('idempotency-key'),
         userAgent: req.getHeader('user-agent'),
         forwardedFor: req.getHeader('x-forwarded-for'),
+        cookie: req.getHeader('cookie'),
+        origin: req.getHeader('origin'),
+        csrfToken: req.getHeader('x-csrf-token'),
       },
       remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
       requestId,
@@ -98,6 +106,14 @@ export function registerUploadRoute<C>(http: HttpServer, method: 'put' | 'post',
         for (const k in request.responseHeaders) res.writeHeader(k, request.responseHeaders[k]!);
         if (headers) for (const k in headers) res.writeHeader(k, headers[k]!);
         res.end(text, close);
+      });
+      http.reportResponse({
+        method: request.method,
+        pattern,
+        url: request.url,
+        status,
+        headers: { 'Content-Type': 'application/json; charset=utf-8', 'X-Request-ID': requestId, ...request.responseHeaders, ...headers },
+        body: text,
       });
     };
     const fail = (e: unknown, close: boolean) => {
@@ -177,7 +193,7 @@ export function registerUploadRoute<C>(http: HttpServer, method: 'put' | 'post',
         );
       });
     });
-  });
+  }, { scope: opts.scope, doc: opts.doc });
 }
 
 const tooLarge = (max: number) => new ApiError(413, 'body_too_large', `The request body is larger than the limit of ${max} bytes.`);

@@ -42,11 +42,43 @@ export interface StreamsDeps {
 }
 
 const DEFAULT_RECONNECT_WINDOW = 30;
+/** Most stream rows kept by the read cache (emptied when full: a cache, not a store). */
+const ROW_CACHE_MAX = 10_000;
+
+/**
+ * A cached stream row and what was rendered from it: the decrypted stream key (lazily), and the
+ * objects with and without the key, valid for the `urls` and `listenerCount` they were made with.
+ */
+interface CachedStream {
+  row: StreamRow;
+  key?: string;
+  urls?: PublicUrls;
+  listenerCount?: number;
+  withKey?: StreamObject;
+  withoutKey?: StreamObject;
+}
 
 export class StreamsService {
   private readonly now: () => number;
+  /**
+   * Stream id → row and renders, for `get` (the authenticated GET hot path: no SQLite read, no
+   * AES-GCM decryption, no re-render while nothing changed). This service's own writes drop their
+   * entry at once; every other change (ingest marking a stream live or ended, another process such
+   * as the CLI) is caught by the database change stamp (`total_changes()` + `data_version`), read
+   * once per event-loop turn like the Guard's: a change always commits in an earlier turn than any
+   * request a client sends after learning of it, so nothing stale is observable.
+   */
+  private readonly cache = new Map<string, CachedStream>();
+  private readonly stampStmt: { get(): unknown };
+  private stamp = -1;
+  private stampFresh = false;
+  private readonly expireStamp = () => {
+    this.stampFresh = false;
+  };
+
   constructor(private readonly d: StreamsDeps) {
     this.now = d.now ?? Date.now;
+    this.stampStmt = d.streams.db.prepare('SELECT total_changes() * 4294967296 + (SELECT data_version FROM pragma_data_version)').pluck();
   }
 
   /** Creates an `idle` stream with a new stream key. @throws ApiError 400 */
@@ -82,9 +114,22 @@ export class StreamsService {
     return { value: this.render(row, true), deprecated };
   }
 
-  /** @throws ApiError 404 */
+  /**
+   * The stream object (`streamKey` when `withKey`). Served from the read cache while the row is
+   * unchanged: the answer is shared and frozen (never mutate it).
+   * @throws ApiError 404
+   */
   get(accountId: string, id: string, withKey: boolean): StreamObject {
-    return this.render(this.row(accountId, id), withKey);
+    const c = this.cached(accountId, id);
+    const urls = this.d.urls();
+    const listenerCount = this.d.live.listenerCount(id);
+    if (c.urls !== urls || c.listenerCount !== listenerCount) {
+      c.urls = urls;
+      c.listenerCount = listenerCount;
+      c.withKey = c.withoutKey = undefined;
+    }
+    if (withKey) return (c.withKey ??= freeze(toStreamObject(c.row, urls, listenerCount, (c.key ??= decryptSecret(this.d.nodeSecret, c.row.stream_key_enc)))));
+    return (c.withoutKey ??= freeze(toStreamObject(c.row, urls, listenerCount)));
   }
 
   /** A page of the account's streams, newest first. @throws ApiError 400 for an unknown cursor */
@@ -129,6 +174,7 @@ export class StreamsService {
     if (input.recording !== undefined) row.recording = input.recording === null ? null : JSON.stringify(input.recording);
     if (input.playback !== undefined) row.playback = input.playback;
     this.d.streams.update(row);
+    this.cache.delete(id);
     return { value: this.render(row, withKey), deprecated };
   }
 
@@ -137,6 +183,7 @@ export class StreamsService {
     const row = this.row(accountId, id);
     if (row.status === 'live') this.d.live.endNow(id);
     this.d.streams.delete(id);
+    this.cache.delete(id);
     return { id, object: 'stream', deleted: true };
   }
 
@@ -148,6 +195,7 @@ export class StreamsService {
     const hash = hashToken(key);
     const enc = encryptSecret(this.d.nodeSecret, key);
     this.d.streams.setStreamKey(id, hash, enc);
+    this.cache.delete(id);
     this.d.live.disconnectPublisher(id);
     return this.render({ ...row, stream_key_hash: hash, stream_key_enc: enc }, true);
   }
@@ -158,10 +206,40 @@ export class StreamsService {
     return row;
   }
 
+  /** The cache entry of stream `id` of `accountId` (read from SQLite when absent). @throws ApiError 404 */
+  private cached(accountId: string, id: string): CachedStream {
+    if (!this.stampFresh) {
+      const stamp = this.stampStmt.get() as number;
+      if (stamp !== this.stamp) {
+        this.cache.clear();
+        this.stamp = stamp;
+      }
+      this.stampFresh = true;
+      setImmediate(this.expireStamp);
+    }
+    const hit = this.cache.get(id);
+    if (hit) {
+      if (hit.row.account_id !== accountId) throw notFound('stream', id);
+      return hit;
+    }
+    const row = this.row(accountId, id);
+    if (this.cache.size >= ROW_CACHE_MAX) this.cache.clear();
+    const entry: CachedStream = { row };
+    this.cache.set(id, entry);
+    return entry;
+  }
+
   private render(row: StreamRow, withKey: boolean): StreamObject {
     const key = withKey ? decryptSecret(this.d.nodeSecret, row.stream_key_enc) : undefined;
     return toStreamObject(row, this.d.urls(), this.d.live.listenerCount(row.id), key);
   }
+}
+
+/** Freezes a cached stream object (and its nested objects) so that no caller can alter what others are served. */
+function freeze(o: StreamObject): StreamObject {
+  Object.freeze(o.metadata);
+  if (o.recording) Object.freeze(o.recording);
+  return Object.freeze(o);
 }
 
 /** `sk_<region code>_<40 base62>` (PRODUCT.md §2). */

@@ -71,8 +71,25 @@ export async function authorizeInBrowser(
 
 type Doc = { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>>; components: unknown };
 
+/** Checkers attached to servers still running (startInProcess), for the per-test hook in ./openapi-setup.ts. */
+const attached = new Set<OpenApiChecker>();
+
+/**
+ * The problems found since the last call by every attached checker (see `OpenApiChecker.attach`),
+ * each prefixed by the checker's label. The vitest setup file fails the running test with them.
+ */
+export function takeOpenApiProblems(): string[] {
+  const out: string[] = [];
+  for (const c of attached) out.push(...c.takeNew().map((p) => `${c.label}: ${p}`));
+  return out;
+}
+
 /** Validates JSON answers against the OpenAPI document with ajv (JSON Schema 2020-12). */
 export class OpenApiChecker {
+  /** Names the server in problem reports (e.g. its base URL). */
+  label = 'server';
+  /** How many of `problems` were already handed out by `takeNew`. */
+  private reported = 0;
   private readonly ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
   private readonly cache = new Map<string, ValidateFunction>();
   readonly checked: string[] = [];
@@ -99,6 +116,29 @@ export class OpenApiChecker {
     }
     this.checked.push(key);
     return v(body) ? [] : [`${key}: ${this.ajv.errorsText(v.errors)} in ${JSON.stringify(body).slice(0, 300)}`];
+  }
+
+  /** The problems added since the last call. */
+  takeNew(): string[] {
+    const out = this.problems.slice(this.reported);
+    this.reported = this.problems.length;
+    return out;
+  }
+
+  /**
+   * Like `observe`, and registers the checker so that the vitest setup file
+   * (test/helpers/openapi-setup.ts) fails the running test when an answer does not conform.
+   * `detach` when the server closes.
+   */
+  attach(server: RunningServer, label: string): void {
+    this.label = label;
+    this.observe(server);
+    attached.add(this);
+  }
+
+  /** Stops reporting to the per-test hook (the server closed). */
+  detach(): void {
+    attached.delete(this);
   }
 
   /** Checks every `/v2` JSON answer `server` sends from now on; problems collect in `problems`. */

@@ -1,6 +1,7 @@
 /**
- * Starts a real Skylark for tests: in-process (`startInProcess`) or as the CLI child process
- * (`startCli`), on free ports and a fresh temporary data dir.
+ * Starts a real Skylark for tests: in-process (`startInProcess`, every `/v2` JSON answer checked
+ * against the OpenAPI document) or as the CLI child process (`startCli`), on free ports and a fresh
+ * temporary data dir.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,7 @@ import { promisify } from 'node:util';
 import { loadConfig } from '../../src/config/config.js';
 import { createLogger } from '../../src/log/logger.js';
 import { startServer, type RunningServer } from '../../src/main.js';
+import { OpenApiChecker } from './platform.js';
 
 export const repoRoot = path.resolve(import.meta.dirname, '..', '..');
 const cli = path.join(repoRoot, 'bin', 'skylark.js');
@@ -29,25 +31,42 @@ export interface TestServer {
   secretKey: string;
   publishableKey: string;
   accountId: string;
+  /**
+   * Validates every `/v2` JSON answer of this server against its own OpenAPI document (ajv
+   * 2020-12). A non-conforming answer fails the test that was running (the `afterEach` hook of
+   * test/helpers/openapi-setup.ts, a vitest `setupFiles` entry), and `close()` throws with whatever
+   * was not reported yet.
+   */
+  checker: OpenApiChecker;
+  /** Stops the server and removes its data dir. @throws Error listing answers that did not conform to the OpenAPI document */
   close(): Promise<void>;
 }
 
-/** Starts Skylark in this process on free ports with one paid account. */
+/** Starts Skylark in this process on free ports with one paid account; its answers are checked against the OpenAPI document. */
 export async function startInProcess(env: Record<string, string> = {}): Promise<TestServer> {
   const { dir, cleanup } = tempDir();
   const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: dir, SKYLARK_LOG_LEVEL: 'error', ...env });
   const server = await startServer(config, createLogger('error'));
+  const http = `http://127.0.0.1:${server.httpPort}`;
+  const docRes = await fetch(`${http}/v2/openapi.json`);
+  if (docRes.status !== 200) throw new Error(`GET /v2/openapi.json answered ${docRes.status}`);
+  const checker = new OpenApiChecker((await docRes.json()) as ConstructorParameters<typeof OpenApiChecker>[0]);
+  checker.attach(server, http);
   const created = await server.accounts.create({ name: 'Test', plan: 'paid', region: 'eu-west-1' });
   return {
     server,
-    http: `http://127.0.0.1:${server.httpPort}`,
+    http,
     dataDir: dir,
     secretKey: created.secretKey,
     publishableKey: created.publishableKey,
     accountId: created.account.id,
+    checker,
     async close() {
       await server.close();
       cleanup();
+      checker.detach();
+      const left = checker.takeNew();
+      if (left.length) throw new Error(`answers of ${http} that do not conform to the OpenAPI document:\n${left.join('\n')}`);
     },
   };
 }

@@ -4,7 +4,7 @@
  * bodies are the very valibot schemas that validate requests. Every operation lists its error
  * answers with their `code`s: the standard ones follow from what the route is (authenticated →
  * 401/403/429, path parameters → 404, a body → 400/413, POST → Idempotency-Key errors), plus the
- * route's own.
+ * route's own. A route with a raw body (`rawBody`, e.g. an audio upload) lists its media types.
  */
 import type { RouteInfo } from '../../http/server.js';
 import { registeredDoc, type RouteDoc, type SchemaRef } from './registry.js';
@@ -21,6 +21,7 @@ const STD_ERRORS: Record<number, { description: string; codes: string[] }> = {
   404: { description: 'No such object (or not this account’s)', codes: ['resource_missing'] },
   409: { description: 'Conflict', codes: [] },
   413: { description: 'Body too large (JSON over 1 MiB)', codes: ['body_too_large'] },
+  415: { description: 'Unsupported media type', codes: [] },
   429: { description: 'Rate limit exceeded; retry after `Retry-After` seconds', codes: ['rate_limit_exceeded'] },
   500: { description: 'Internal error; quote the request id', codes: ['internal_error'] },
 };
@@ -98,7 +99,8 @@ export function buildOpenApi(routes: readonly RouteInfo[], urls: { baseUrl: stri
 function operation(r: RouteInfo, doc: RouteDoc | undefined, path: string): Record<string, unknown> {
   const isPublic = doc?.public === true && !r.scope;
   const pathParams = [...path.matchAll(/\{([A-Za-z0-9_]+)\}/g)].map((m) => m[1]!);
-  const hasBody = doc?.body !== undefined || r.method === 'POST' || r.method === 'PATCH' || r.method === 'PUT';
+  const rawBody = doc?.rawBody;
+  const hasBody = rawBody !== undefined || doc?.body !== undefined || r.method === 'POST' || r.method === 'PATCH' || r.method === 'PUT';
   const hasQuery = (doc?.query?.length ?? 0) > 0;
   const parameters: unknown[] = pathParams.map((name) => ({ name, in: 'path', required: true, description: doc?.params?.[name] ?? `The object's id.`, schema: { type: 'string' } }));
   for (const q of doc?.query ?? []) parameters.push({ name: q.name, in: 'query', required: q.required ?? false, description: q.description, schema: q.schema });
@@ -132,7 +134,8 @@ function operation(r: RouteInfo, doc: RouteDoc | undefined, path: string): Recor
     add(403, STD_ERRORS[403]!.codes);
     add(429, STD_ERRORS[429]!.codes);
   }
-  if (hasBody || hasQuery || r.method === 'POST') add(400, hasBody || hasQuery ? STD_ERRORS[400]!.codes : []);
+  const jsonBody = hasBody && !rawBody;
+  if (hasBody || hasQuery || r.method === 'POST') add(400, jsonBody || hasQuery ? STD_ERRORS[400]!.codes : []);
   if (hasBody) add(413, STD_ERRORS[413]!.codes);
   if (pathParams.length) add(404, STD_ERRORS[404]!.codes);
   if (r.method === 'POST') {
@@ -144,7 +147,7 @@ function operation(r: RouteInfo, doc: RouteDoc | undefined, path: string): Recor
   for (const [s, codes] of Object.entries(errors)) {
     const status = Number(s);
     responses[s] = {
-      description: `${STD_ERRORS[status]?.description ?? 'Error'}. \`error.code\`: ${[...codes].map((c) => `\`${c}\``).join(', ') || 'see the message'}.`,
+      description: `${doc?.errorDescriptions?.[status] ?? STD_ERRORS[status]?.description ?? 'Error'}. \`error.code\`: ${[...codes].map((c) => `\`${c}\``).join(', ') || 'see the message'}.`,
       headers: {
         ...standardHeaders(!isPublic && status !== 401),
         ...(status === 429 ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : {}),
@@ -165,7 +168,14 @@ function operation(r: RouteInfo, doc: RouteDoc | undefined, path: string): Recor
     ...(parameters.length ? { parameters } : {}),
     responses,
   };
-  if (hasBody) {
+  if (rawBody) {
+    op.requestBody = {
+      required: true,
+      ...(rawBody.description ? { description: rawBody.description } : {}),
+      // OpenAPI 3.1 §4.8.14.4: a binary body is a media type without a schema.
+      content: Object.fromEntries(rawBody.mediaTypes.map((t) => [t, {}])),
+    };
+  } else if (hasBody) {
     op.requestBody = {
       required: doc?.body?.required ?? (r.method === 'POST' && doc?.body !== undefined),
       ...(doc?.body?.description ? { description: doc.body.description } : {}),

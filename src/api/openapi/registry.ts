@@ -25,6 +25,14 @@ export interface RouteDoc {
   query?: Array<{ name: string; description: string; schema: Record<string, unknown>; required?: boolean }>;
   /** JSON request body; `required` defaults to true. */
   body?: { schema: SchemaRef; required?: boolean; description?: string };
+  /**
+   * A raw (non-JSON) request body instead of `body`, e.g. an audio upload: the media types it may
+   * have (each answered as a binary body). Always required. The JSON-body 400 codes
+   * (`invalid_json`, `parameter_*`) are not added for such a route; list its own in `errors`.
+   */
+  rawBody?: { mediaTypes: string[]; description?: string };
+  /** Descriptions replacing the generic ones of error statuses (e.g. 413 of an upload with its own limit). */
+  errorDescriptions?: Record<number, string>;
   /** The success answer(s): status → description and schema. */
   responses: Record<number, { description: string; schema?: SchemaRef; headers?: Record<string, { description: string; schema: Record<string, unknown> }> }>;
   /** Error answers beyond the standard ones the generator adds, with the `code`s they carry. */

@@ -15,6 +15,7 @@ import type { PageQuery } from '../../db/paginate.js';
 import type { Logger } from '../../log/logger.js';
 import { parse, parsePageQuery, queryEnum } from '../validation.js';
 import { CreateEpisode, CreatePodcast, EPISODE_STATUSES, PODCAST_STATUSES, PublishEpisode, UpdateEpisode, UpdatePodcast } from './schemas.js';
+import { PODCAST_DOCS as DOCS } from './openapi.js';
 
 /** Content types refused before any byte is read (clearly not audio); everything else is probed. */
 const NOT_AUDIO_TYPES = /^(text\/|image\/|application\/(json|xml|x-www-form-urlencoded|pdf|zip)|multipart\/)/i;
@@ -36,7 +37,7 @@ export interface PodcastRoutesDeps {
   log: Logger;
 }
 
-/** Registers every `/v2/podcasts…` route. */
+/** Registers every `/v2/podcasts…` route, each with its scope and OpenAPI description (./openapi.ts). */
 export function registerPodcastRoutes(d: PodcastRoutesDeps): void {
   const { http, podcasts, episodes } = d;
   const read = d.guard.scope('podcasts:read');
@@ -50,16 +51,16 @@ export function registerPodcastRoutes(d: PodcastRoutesDeps): void {
       const status = queryEnum(req.query, 'status', PODCAST_STATUSES);
       return listReply('/v2/podcasts', q, podcasts.list(p.accountId, status, q));
     },
-    read,
+    { ...read, doc: DOCS.list },
   );
-  http.api('post', '/v2/podcasts', (req: ApiRequest, p: Principal) => ({ status: 201, body: podcasts.create(p.accountId, parse(CreatePodcast, req.body)) }), write);
-  http.api('get', '/v2/podcasts/:id', (req: ApiRequest, p: Principal) => ({ status: 200, body: podcasts.get(p.accountId, req.params[0]!) }), read);
-  http.api('patch', '/v2/podcasts/:id', (req: ApiRequest, p: Principal) => ({ status: 200, body: podcasts.update(p.accountId, req.params[0]!, parse(UpdatePodcast, req.body)) }), write);
+  http.api('post', '/v2/podcasts', (req: ApiRequest, p: Principal) => ({ status: 201, body: podcasts.create(p.accountId, parse(CreatePodcast, req.body)) }), { ...write, doc: DOCS.create });
+  http.api('get', '/v2/podcasts/:id', (req: ApiRequest, p: Principal) => ({ status: 200, body: podcasts.get(p.accountId, req.params[0]!) }), { ...read, doc: DOCS.get });
+  http.api('patch', '/v2/podcasts/:id', (req: ApiRequest, p: Principal) => ({ status: 200, body: podcasts.update(p.accountId, req.params[0]!, parse(UpdatePodcast, req.body)) }), { ...write, doc: DOCS.update });
   http.api(
     'post',
     '/v2/podcasts/:id/publish',
     (req: ApiRequest, p: Principal) => ({ status: 200, body: episodes.publish(p.accountId, req.params[0]!, parse(PublishEpisode, req.body)) }),
-    write,
+    { ...write, doc: DOCS.publish },
   );
 
   http.api(
@@ -70,25 +71,27 @@ export function registerPodcastRoutes(d: PodcastRoutesDeps): void {
       const status = queryEnum(req.query, 'status', EPISODE_STATUSES);
       return listReply(`/v2/podcasts/${req.params[0]!}/episodes`, q, episodes.list(p.accountId, req.params[0]!, status, q));
     },
-    read,
+    { ...read, doc: DOCS.listEpisodes },
   );
   http.api(
     'post',
     '/v2/podcasts/:id/episodes',
     (req: ApiRequest, p: Principal) => ({ status: 201, body: episodes.create(p.accountId, req.params[0]!, parse(CreateEpisode, req.body)) }),
-    write,
+    { ...write, doc: DOCS.createEpisode },
   );
-  http.api('get', '/v2/podcasts/:id/episodes/:eid', (req: ApiRequest, p: Principal) => ({ status: 200, body: episodes.get(p.accountId, req.params[0]!, req.params[1]!) }), read);
+  http.api('get', '/v2/podcasts/:id/episodes/:eid', (req: ApiRequest, p: Principal) => ({ status: 200, body: episodes.get(p.accountId, req.params[0]!, req.params[1]!) }), { ...read, doc: DOCS.getEpisode });
   http.api(
     'patch',
     '/v2/podcasts/:id/episodes/:eid',
     (req: ApiRequest, p: Principal) => ({ status: 200, body: episodes.update(p.accountId, req.params[0]!, req.params[1]!, parse(UpdateEpisode, req.body)) }),
-    write,
+    { ...write, doc: DOCS.updateEpisode },
   );
-  http.api('del', '/v2/podcasts/:id/episodes/:eid', (req: ApiRequest, p: Principal) => ({ status: 200, body: episodes.delete(p.accountId, req.params[0]!, req.params[1]!) }), write);
+  http.api('del', '/v2/podcasts/:id/episodes/:eid', (req: ApiRequest, p: Principal) => ({ status: 200, body: episodes.delete(p.accountId, req.params[0]!, req.params[1]!) }), { ...write, doc: DOCS.deleteEpisode });
 
   registerUploadRoute(http, 'put', '/v2/podcasts/:id/episodes/:eid/audio', {
     guard: write.guard,
+    scope: write.scope,
+    doc: DOCS.uploadAudio,
     begin: (req: ApiRequest, p: Principal) => {
       episodes.checkUploadTarget(p.accountId, req.params[0]!, req.params[1]!);
       if (NOT_AUDIO_TYPES.test(req.headers.contentType)) {

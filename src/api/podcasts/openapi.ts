@@ -1,0 +1,171 @@
+/**
+ * OpenAPI descriptions of the Podcasts and Episodes routes (src/api/podcasts/routes.ts), passed as
+ * the routes' `doc` option. Request bodies are the schemas that validate them (./schemas.ts); the
+ * answer schemas below describe `toPodcastObject` / `toEpisodeObject` (src/services/podcasts.ts,
+ * src/services/episodes.ts). Errors: the generator adds the standard ones (401/403/429, 400 for a
+ * body or query, 404 for path parameters, 413, Idempotency-Key errors on POST, 500); each route
+ * lists its own here.
+ */
+import * as v from 'valibot';
+import { valibot, type RouteDoc } from '../openapi/registry.js';
+import { Deleted, listOf } from '../openapi/schemas.js';
+import { CreateEpisode, CreatePodcast, EPISODE_STATUSES, EPISODE_TYPES, PODCAST_STATUSES, PublishEpisode, UpdateEpisode, UpdatePodcast } from './schemas.js';
+
+const id = (prefix: string) => v.pipe(v.string(), v.regex(new RegExp(`^${prefix}_[A-Za-z0-9]+$`)));
+const timestamp = v.pipe(v.string(), v.isoTimestamp());
+const nullableString = v.nullable(v.string());
+const count = v.pipe(v.number(), v.integer(), v.minValue(0));
+
+/** The podcast object (spec "Podcasts", PRODUCT.md §5, §9). */
+export const PodcastObjectSchema = v.object({
+  id: id('pod'),
+  object: v.literal('podcast'),
+  title: v.string(),
+  description: v.string(),
+  author: nullableString,
+  language: v.string(),
+  category: nullableString,
+  explicit: v.boolean(),
+  imageUrl: nullableString,
+  ownerEmail: nullableString,
+  ownerName: nullableString,
+  link: nullableString,
+  type: v.picklist(['episodic', 'serial']),
+  locked: v.boolean(),
+  status: v.picklist(PODCAST_STATUSES),
+  episodeCount: count,
+  feedUrl: v.string(),
+  podcastGuid: v.pipe(v.string(), v.regex(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)),
+  metadata: v.record(v.string(), v.string()),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+
+/** The episode object (spec "Podcasts", PRODUCT.md §5, §9). */
+export const EpisodeObjectSchema = v.object({
+  id: id('ep'),
+  object: v.literal('episode'),
+  podcastId: id('pod'),
+  title: v.string(),
+  description: v.string(),
+  status: v.picklist(EPISODE_STATUSES),
+  audioUrl: nullableString,
+  audio: v.nullable(v.object({ mimeType: v.string(), sizeBytes: count, durationSeconds: v.nullable(v.number()) })),
+  guid: nullableString,
+  season: v.nullable(v.pipe(v.number(), v.integer())),
+  episodeNumber: v.nullable(v.pipe(v.number(), v.integer())),
+  episodeType: v.picklist(EPISODE_TYPES),
+  explicit: v.boolean(),
+  publishAt: v.nullable(timestamp),
+  publishedAt: v.nullable(timestamp),
+  sourceStreamId: nullableString,
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+
+/** Media types the audio upload takes (what the probe recognises: MP3, AAC/M4A, Ogg, FLAC, WAV, WebM). */
+export const AUDIO_UPLOAD_TYPES = [
+  'audio/mpeg',
+  'audio/mp4',
+  'audio/x-m4a',
+  'audio/aac',
+  'audio/ogg',
+  'audio/flac',
+  'audio/wav',
+  'audio/x-wav',
+  'audio/webm',
+  'application/octet-stream',
+];
+
+const podcast = valibot(PodcastObjectSchema);
+const episode = valibot(EpisodeObjectSchema);
+const podcastId = { id: 'The podcast id (`pod_…`).' };
+const episodeIds = { id: 'The podcast id (`pod_…`).', eid: 'The episode id (`ep_…`).' };
+const pageQuery = (what: string): NonNullable<RouteDoc['query']> => [
+  { name: 'limit', description: 'Page size, 1 to 100.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+  { name: 'after', description: `Return ${what} older than this id (next page).`, schema: { type: 'string' } },
+  { name: 'before', description: `Return ${what} newer than this id (previous page); not with \`after\`.`, schema: { type: 'string' } },
+];
+
+/** The descriptions, by route (keys used in routes.ts). */
+export const PODCAST_DOCS = {
+  list: {
+    summary: 'List podcasts',
+    description: 'Newest first. `hasMore` and `nextCursor` continue in the direction of travel.',
+    query: [...pageQuery('podcasts'), { name: 'status', description: 'Only podcasts in this state.', schema: { type: 'string', enum: [...PODCAST_STATUSES] } }],
+    responses: { 200: { description: 'A list envelope of podcasts.', schema: valibot(listOf(PodcastObjectSchema)) } },
+  },
+  create: {
+    summary: 'Create a podcast',
+    description: 'Created as a `draft`; it becomes `published` with its first published episode. `podcastGuid` is fixed now from the feed URL.',
+    body: { schema: valibot(CreatePodcast), description: 'Only `title` is required. `category`: an Apple Podcasts category (`"Technology"`, `"Society & Culture > Documentary"`). `metadata`: up to 16 keys.' },
+    responses: { 201: { description: 'The new podcast.', schema: podcast } },
+  },
+  get: {
+    summary: 'Retrieve a podcast',
+    params: podcastId,
+    responses: { 200: { description: 'The podcast.', schema: podcast } },
+  },
+  update: {
+    summary: 'Update a podcast',
+    description:
+      'Optional fields are cleared with `null`; `metadata` keys given as `null` are removed (at most 16 after the merge). `status: "archived"` archives (scheduled episodes go back to draft); un-archiving returns to the state the episodes imply. A move to the current state or to `published` directly → 409 `state_conflict`.',
+    params: podcastId,
+    body: { schema: valibot(UpdatePodcast), required: false },
+    responses: { 200: { description: 'The updated podcast.', schema: podcast } },
+    errors: { 409: ['state_conflict'] },
+  },
+  publish: {
+    summary: 'Publish an episode',
+    description:
+      'Without `publishAt`: published now (`podcast.published`; the podcast becomes `published` if it was a draft). With a future `publishAt`: `scheduled` (re-scheduling moves it). The episode must have audio.',
+    params: podcastId,
+    body: { schema: valibot(PublishEpisode) },
+    responses: { 200: { description: 'The episode, `published` or `scheduled`.', schema: episode } },
+    errors: { 400: ['episode_audio_missing'], 409: ['state_conflict'] },
+  },
+  listEpisodes: {
+    summary: 'List episodes',
+    description: 'Newest first, drafts and scheduled episodes included.',
+    params: podcastId,
+    query: [...pageQuery('episodes'), { name: 'status', description: 'Only episodes in this state.', schema: { type: 'string', enum: [...EPISODE_STATUSES] } }],
+    responses: { 200: { description: 'A list envelope of episodes.', schema: valibot(listOf(EpisodeObjectSchema)) } },
+  },
+  createEpisode: {
+    summary: 'Create an episode',
+    description: 'A `draft` without audio: upload it with `PUT /podcasts/{id}/episodes/{eid}/audio`, then publish. An archived podcast takes no new episodes (409).',
+    params: podcastId,
+    body: { schema: valibot(CreateEpisode) },
+    responses: { 201: { description: 'The new draft episode.', schema: episode } },
+    errors: { 409: ['state_conflict'] },
+  },
+  getEpisode: {
+    summary: 'Retrieve an episode',
+    params: episodeIds,
+    responses: { 200: { description: 'The episode.', schema: episode } },
+  },
+  updateEpisode: {
+    summary: 'Update an episode',
+    description: '`status: "draft"` cancels a schedule (a draft or published episode → 409 `state_conflict`).',
+    params: episodeIds,
+    body: { schema: valibot(UpdateEpisode), required: false },
+    responses: { 200: { description: 'The updated episode.', schema: episode } },
+    errors: { 409: ['state_conflict'] },
+  },
+  deleteEpisode: {
+    summary: 'Delete an episode',
+    description: 'Removes the episode and its audio; a published one leaves the feed (`podcast.deleted`).',
+    params: episodeIds,
+    responses: { 200: { description: 'Deleted.', schema: valibot(Deleted('episode')) } },
+  },
+  uploadAudio: {
+    summary: "Upload an episode's audio",
+    description:
+      'The audio file is the raw request body (not multipart), streamed to disk and probed: MP3, AAC/M4A, Ogg (Vorbis/Opus), FLAC, WAV or WebM. Replaces earlier audio. `Content-Type` should be the audio type; text, image, JSON, form and multipart types are refused before reading (415), and a body that is not audio after probing is refused too (415).',
+    params: episodeIds,
+    rawBody: { mediaTypes: AUDIO_UPLOAD_TYPES, description: 'The audio file, at most `SKYLARK_MAX_UPLOAD_BYTES` (default 500 MB).' },
+    responses: { 200: { description: 'The episode with its `audio` (type, size, duration) and `audioUrl`.', schema: episode } },
+    errors: { 400: ['body_missing'], 413: ['body_too_large'], 415: ['unsupported_media_type'] },
+    errorDescriptions: { 413: 'Body larger than the upload limit (`SKYLARK_MAX_UPLOAD_BYTES`)' },
+  },
+} satisfies Record<string, RouteDoc>;
