@@ -19,11 +19,18 @@ import { TsSegmenter } from './native/index.js';
 import { HttpServer } from './http/server.js';
 import { Guard } from './api/guard.js';
 import { registerStreamRoutes } from './api/streams/routes.js';
-import { registerHlsRoutes } from './hls/routes.js';
 import { RtmpServer } from './ingest/rtmp-server.js';
 import type { Logger } from './log/logger.js';
 import type { AppContext, Feature } from './context.js';
 // [features:imports] — one import line per feature module below this line
+import { registerListeners } from './listeners/feature.js';
+import { registerOAuth } from './oauth/routes.js';
+import { registerAccountRoutes } from './api/account/routes.js';
+import { registerIdempotency } from './idempotency/feature.js';
+import { registerOpenApi } from './api/openapi/routes.js';
+import { registerPodcasts } from './api/podcasts/feature.js';
+import { registerWebhooks } from './webhooks/index.js';
+import { registerDashboard } from './dashboard/feature.js';
 
 /** A running server. Ports as bound. */
 export interface RunningServer {
@@ -69,16 +76,35 @@ export async function startServer(config: Config, log: Logger, now: () => number
     now,
   });
   const accounts = new AccountsService(accountsRepo, now);
-  const streams = new StreamsService({ streams: streamsRepo, accounts: accountsRepo, nodeSecret, urls: getUrls, live, now });
+  let checkRecordingPodcast: ((accountId: string, podcastId: string) => void) | undefined;
+  const streams = new StreamsService({
+    streams: streamsRepo,
+    accounts: accountsRepo,
+    nodeSecret,
+    urls: getUrls,
+    live,
+    now,
+    checkRecordingPodcast: (accountId, podcastId) => checkRecordingPodcast?.(accountId, podcastId),
+  });
 
   const http = new HttpServer({ maxJsonBodyBytes: config.maxJsonBodyBytes, log: log.child('http') });
-  const guard = new Guard(accountsRepo);
+  const guard = new Guard(accountsRepo, { db, nodeSecret, urls: getUrls, now, trustedProxies: config.trustedProxies });
   const context: AppContext = { config, db, nodeSecret, accounts: accountsRepo, streams: streamsRepo, outbox, http, guard, live, log, urls: getUrls, now };
 
   registerStreamRoutes(http, streams, guard);
-  registerHlsRoutes(http, media);
   const features: Feature[] = [];
   // [features:register] — one `features.push(registerX(context));` line per feature module below this line
+  const listeners = registerListeners(context, { media }); // also registers the HLS routes (with listener sessions) and WHEP
+  features.push(listeners);
+  features.push(registerIdempotency(context));
+  features.push(registerOAuth(context));
+  features.push(registerAccountRoutes(context));
+  features.push(registerOpenApi(context));
+  const podcasts = registerPodcasts(context);
+  checkRecordingPodcast = podcasts.checkRecordingPodcast;
+  features.push(podcasts);
+  features.push(registerWebhooks(context));
+  features.push(registerDashboard(context, { streams, podcasts, listeners: listeners.registry }));
   http.finish();
 
   const rtmp = new RtmpServer(live, log.child('rtmp'));

@@ -72,6 +72,7 @@ export class OAuthRepo {
         'INSERT INTO oauth_clients (id, name, secret_hash, redirect_uris, is_public, account_id, created_at) VALUES (@id, @name, @secret_hash, @redirect_uris, @is_public, @account_id, @created_at)',
       ),
       clientById: db.prepare('SELECT * FROM oauth_clients WHERE id = ? AND deleted_at IS NULL'),
+      clientsOf: db.prepare('SELECT * FROM oauth_clients WHERE account_id = ? AND deleted_at IS NULL ORDER BY seq DESC LIMIT ?'),
       insertGrant: db.prepare('INSERT INTO oauth_grants (id, client_id, account_id, scope, created_at) VALUES (@id, @client_id, @account_id, @scope, @created_at)'),
       grantById: db.prepare('SELECT * FROM oauth_grants WHERE id = ?'),
       revokeGrant: db.prepare('UPDATE oauth_grants SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL'),
@@ -112,6 +113,10 @@ export class OAuthRepo {
   /** A client that is not deleted, or undefined. */
   client(id: string): OAuthClientRow | undefined {
     return this.s.clientById.get(id) as OAuthClientRow | undefined;
+  }
+  /** The clients registered for `accountId` (the dashboard's), newest first, at most `limit`. */
+  clientsOf(accountId: string, limit: number): OAuthClientRow[] {
+    return this.s.clientsOf.all(accountId, limit) as OAuthClientRow[];
   }
 
   insertGrant(g: Omit<OAuthGrantRow, 'revoked_at' | 'revoked_reason'>): void {

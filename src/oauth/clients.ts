@@ -78,6 +78,11 @@ export class OAuthClients {
     const row = this.repo.client(id);
     return row && toClientObject(row);
   }
+
+  /** The clients registered for `accountId` (never their secrets), newest first, at most `limit`. */
+  list(accountId: string, limit = 100): OAuthClientObject[] {
+    return this.repo.clientsOf(accountId, limit).map(toClientObject);
+  }
 }
 
 export function toClientObject(r: OAuthClientRow): OAuthClientObject {

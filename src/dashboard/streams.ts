@@ -1,0 +1,276 @@
+/**
+ * Streams pages: the list with status badges and a create form; a stream's page with the OBS ingest
+ * settings (Server = `rtmpUrl`, Stream key hidden until revealed, copy buttons), the live listener
+ * count, a listeners-over-time chart and the countries of the listeners (kept current by
+ * `assets/stream.js` polling `/dashboard/streams/:id/live.json`), the recent `stream.error` events
+ * and an hls.js player. Mutations go through StreamsService, like `/v2/streams`.
+ */
+import { parse } from '../api/validation.js';
+import { CreateStream, CODECS, QUALITIES } from '../api/streams/schemas.js';
+import type { StreamsService } from '../services/streams.js';
+import type { StreamObject } from '../services/stream-object.js';
+import type { EventsService } from '../services/events.js';
+import type { ListenersService } from '../listeners/service.js';
+import type { StreamStats } from '../listeners/registry.js';
+import type { ListenerTokens } from '../auth/listener-tokens.js';
+import type { AssetUrls } from './assets.js';
+import { badge, confirmBody, copyField, csrfField, esc, postButton, tableWrap, time } from './html.js';
+import type { Router } from './router.js';
+
+/** What the stream page polls. */
+export interface StreamLive {
+  status: StreamObject['status'];
+  startedAt: string | null;
+  endedAt: string | null;
+  listenerCount: number;
+  peakListenerCount: number;
+  totalListeners: number;
+  averageListenDurationSeconds: number;
+  countries: StreamStats['countries'];
+  errors: StreamErrorItem[];
+  /** Server time of this sample (ISO). */
+  at: string;
+}
+
+/** One `stream.error` event as the page lists it. */
+export interface StreamErrorItem {
+  id: string;
+  created: string;
+  code: string;
+  message: string;
+}
+
+/** Recent errors shown at most. */
+const ERRORS_SHOWN = 10;
+/** `stream.error` events of the account scanned for this stream's (newest first). */
+const ERRORS_SCANNED = 100;
+
+export interface StreamPagesDeps {
+  streams: StreamsService;
+  events: EventsService;
+  listeners: ListenersService;
+  listenerTokens: ListenerTokens;
+  assets: AssetUrls;
+  now: () => number;
+}
+
+/** Registers `/dashboard/streams…`. */
+export function registerStreamPages(router: Router, d: StreamPagesDeps): void {
+  const errorsOf = (accountId: string, streamId: string): StreamErrorItem[] => {
+    const out: StreamErrorItem[] = [];
+    for (const e of d.events.list(accountId, 'stream.error', { limit: ERRORS_SCANNED }).data) {
+      const obj = e.data.object as { id?: string } | null;
+      if (obj?.id !== streamId) continue;
+      const err = (e.data.error ?? {}) as { code?: string; message?: string };
+      out.push({ id: e.id, created: new Date(e.created * 1000).toISOString(), code: String(err.code ?? 'error'), message: String(err.message ?? '') });
+      if (out.length >= ERRORS_SHOWN) break;
+    }
+    return out;
+  };
+  const live = (accountId: string, id: string): StreamLive => {
+    const s = d.streams.get(accountId, id, false);
+    const st = d.listeners.stats(accountId, id);
+    return {
+      status: s.status,
+      startedAt: s.startedAt,
+      endedAt: s.endedAt,
+      listenerCount: st.listenerCount,
+      peakListenerCount: st.peakListenerCount,
+      totalListeners: st.totalListeners,
+      averageListenDurationSeconds: st.averageListenDurationSeconds,
+      countries: st.countries,
+      errors: errorsOf(accountId, id),
+      at: new Date(d.now()).toISOString(),
+    };
+  };
+
+  router.get('/dashboard/streams', (r) => {
+    const after = r.req.query.get('after') ?? undefined;
+    const page = d.streams.list(r.account.id, undefined, { limit: 50, after }, false);
+    const rows = page.data.map(
+      (s) => `<tr><td><a href="/dashboard/streams/${esc(s.id)}">${esc(s.title)}</a><div class="muted mono small">${esc(s.id)}</div></td>
+<td>${badge(s.status)}</td><td>${esc(s.codec.toUpperCase())} · ${esc(s.quality)}</td><td class="num">${s.listenerCount}</td><td>${time(s.createdAt)}</td></tr>`,
+    );
+    const last = page.data[page.data.length - 1];
+    return r.page(
+      'Streams',
+      'streams',
+      `<h1>Streams</h1>
+<section class="card" aria-labelledby="create-stream">
+<h2 id="create-stream">Create a stream</h2>
+<form method="post" action="/dashboard/streams" class="grid-form">${csrfField(r.session.csrfToken)}
+<div class="field span-2"><label for="stream-title">Title</label><input id="stream-title" name="title" required maxlength="200"></div>
+<div class="field"><label for="stream-codec">Codec</label><select id="stream-codec" name="codec">${CODECS.map((c) => `<option value="${c}">${c.toUpperCase()}</option>`).join('')}</select></div>
+<div class="field"><label for="stream-quality">Quality</label><select id="stream-quality" name="quality">${QUALITIES.map((q) => `<option value="${q}"${q === 'medium' ? ' selected' : ''}>${q}</option>`).join('')}</select></div>
+<div class="field"><label for="stream-playback">Playback</label><select id="stream-playback" name="playback"><option value="public">Public</option><option value="token">Listener token required</option></select></div>
+<div class="field field-end"><button type="submit" class="btn btn-primary">Create stream</button></div>
+</form>
+</section>
+<section aria-labelledby="streams-list"><h2 id="streams-list">Your streams</h2>
+${tableWrap('Streams', ['Title', 'Status', 'Audio', 'Listeners', 'Created'], rows, 'No streams yet: create one above, then point OBS or FFmpeg at it.')}
+${page.hasMore && last ? `<p><a href="/dashboard/streams?after=${esc(last.id)}">Older streams →</a></p>` : ''}
+</section>`,
+    );
+  });
+
+  router.post('/dashboard/streams', () => '/dashboard/streams', (r) => {
+    const input: Record<string, unknown> = { title: r.form.get('title') ?? '' };
+    for (const k of ['codec', 'quality', 'playback'] as const) {
+      const v = r.form.get(k);
+      if (v) input[k] = v;
+    }
+    const s = d.streams.create(r.account.id, parse(CreateStream, input)).value;
+    return r.redirect(`/dashboard/streams/${s.id}`, { notice: `Stream “${s.title}” created. Paste the server and stream key into OBS to go live.` });
+  });
+
+  router.get('/dashboard/streams/:id', (r) => {
+    const s = d.streams.get(r.account.id, r.params[0]!, true);
+    const l = live(r.account.id, s.id);
+    const csrf = r.session.csrfToken;
+    const countries = countriesHtml(l.countries);
+    const errors = errorsHtml(l.errors);
+    return r.page(
+      s.title,
+      'streams',
+      `<p class="crumbs"><a href="/dashboard/streams">Streams</a> /</p>
+<h1>${esc(s.title)} <span id="stream-status" aria-live="polite">${badge(s.status)}</span></h1>
+<div id="stream-page" class="stream-grid" data-live-url="/dashboard/streams/${esc(s.id)}/live.json" data-hls-url="${esc(s.hlsUrl)}" data-hls-js="${esc(d.assets.hls)}"${
+        s.playback === 'token' ? ` data-token-url="/dashboard/streams/${esc(s.id)}/listener_token" data-csrf="${esc(csrf)}"` : ''
+      }>
+<section class="card" aria-labelledby="ingest">
+<h2 id="ingest">Ingest settings (OBS)</h2>
+<p class="muted small">OBS → Settings → Stream → Service <em>Custom…</em>. Audio codec ${esc(s.codec.toUpperCase())}; video is ignored.</p>
+${copyField('ingest-server', 'Server', s.rtmpUrl)}
+${copyField('ingest-key', 'Stream key', s.streamKey ?? '', { secret: true })}
+${copyField('hls-url', 'HLS playback URL', s.hlsUrl)}
+<div class="actions">${postButton(`/dashboard/streams/${s.id}/reset_key`, csrf, 'Reset stream key…', { cls: 'btn btn-small' })}</div>
+</section>
+
+<section class="card" aria-labelledby="listeners">
+<h2 id="listeners">Listeners</h2>
+<div class="stats">
+<div class="stat"><span class="stat-value" id="listener-count" aria-live="polite">${l.listenerCount}</span><span class="stat-label">listening now</span></div>
+<div class="stat"><span class="stat-value" id="peak-count">${l.peakListenerCount}</span><span class="stat-label">peak</span></div>
+<div class="stat"><span class="stat-value" id="total-count">${l.totalListeners}</span><span class="stat-label">sessions in total</span></div>
+<div class="stat"><span class="stat-value" id="avg-duration">${formatDuration(l.averageListenDurationSeconds)}</span><span class="stat-label">average listen</span></div>
+</div>
+<figure class="chart">
+<svg id="listeners-chart" viewBox="0 0 600 180" role="img" aria-labelledby="chart-caption" preserveAspectRatio="none"></svg>
+<figcaption id="chart-caption" class="muted small">Listeners over time while this page is open (sampled every 2 s).</figcaption>
+</figure>
+<h3>Countries</h3>
+<div id="countries">${countries}</div>
+</section>
+
+<section class="card" aria-labelledby="player-title">
+<h2 id="player-title">Player</h2>
+<audio id="player" controls preload="none" aria-labelledby="player-title"></audio>
+<div class="actions"><button type="button" class="btn btn-primary" id="play">Play</button><span id="player-state" class="muted small" aria-live="polite"></span></div>
+<p class="muted small">Plays the HLS stream with hls.js (served by Skylark); the player counts as one listener while it plays.</p>
+</section>
+
+<section class="card" aria-labelledby="errors-title">
+<h2 id="errors-title">Recent errors</h2>
+<div id="stream-errors">${errors}</div>
+</section>
+
+<section class="card" aria-labelledby="details">
+<h2 id="details">Details</h2>
+<dl class="details">
+<dt>ID</dt><dd class="mono">${esc(s.id)}</dd>
+<dt>Audio</dt><dd>${esc(s.codec.toUpperCase())}, ${esc(s.quality)}</dd>
+<dt>Region</dt><dd>${esc(s.region)}</dd>
+<dt>Playback</dt><dd>${esc(s.playback)}</dd>
+<dt>Reconnect window</dt><dd>${s.reconnectWindow} s</dd>
+<dt>Created</dt><dd>${time(s.createdAt)}</dd>
+<dt>Started</dt><dd id="started-at">${time(s.startedAt)}</dd>
+<dt>Ended</dt><dd id="ended-at">${time(s.endedAt)}</dd>
+</dl>
+<div class="actions">${postButton(`/dashboard/streams/${s.id}/delete`, csrf, 'Delete stream…', { cls: 'btn btn-small btn-danger' })}</div>
+</section>
+</div>`,
+      { scripts: [d.assets.stream] },
+    );
+  });
+
+  router.json('/dashboard/streams/:id/live.json', (r) => live(r.account.id, r.params[0]!));
+
+  // A listener token for the page's player (token streams), by POST with the CSRF token: it is a
+  // credential, so it is answered as JSON and never put in the page's URL.
+  router.post('/dashboard/streams/:id/listener_token', (p) => `/dashboard/streams/${p[0]}`, async (r) => {
+    const s = d.streams.get(r.account.id, r.params[0]!, false);
+    const { token } = await d.listenerTokens.sign(s.id);
+    return { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' }, body: JSON.stringify({ token }) };
+  });
+
+  router.post('/dashboard/streams/:id/reset_key', (p) => `/dashboard/streams/${p[0]}`, (r) => {
+    const s = d.streams.get(r.account.id, r.params[0]!, false);
+    if (r.form.get('confirm') !== 'yes') {
+      return r.page(
+        'Reset stream key',
+        'streams',
+        confirmBody({
+          title: `Reset the stream key of “${s.title}”?`,
+          message: 'A new key replaces the current one; a publisher using the old key is disconnected and must use the new key.',
+          action: `/dashboard/streams/${s.id}/reset_key`,
+          csrf: r.session.csrfToken,
+          button: 'Reset key',
+          back: `/dashboard/streams/${s.id}`,
+        }),
+      );
+    }
+    d.streams.resetStreamKey(r.account.id, s.id);
+    return r.redirect(`/dashboard/streams/${s.id}`, { notice: 'The stream key was reset. Reveal the new key below.' });
+  });
+
+  router.post('/dashboard/streams/:id/delete', (p) => `/dashboard/streams/${p[0]}`, (r) => {
+    const s = d.streams.get(r.account.id, r.params[0]!, false);
+    if (r.form.get('confirm') !== 'yes') {
+      return r.page(
+        'Delete stream',
+        'streams',
+        confirmBody({
+          title: `Delete “${s.title}”?`,
+          message: s.status === 'live' ? 'The stream is live: the publisher is disconnected and the stream ends, then it is deleted.' : 'The stream and its key are deleted.',
+          action: `/dashboard/streams/${s.id}/delete`,
+          csrf: r.session.csrfToken,
+          button: 'Delete stream',
+          back: `/dashboard/streams/${s.id}`,
+        }),
+      );
+    }
+    d.streams.delete(r.account.id, s.id);
+    return r.redirect('/dashboard/streams', { notice: `Stream “${s.title}” deleted.` });
+  });
+}
+
+/** Seconds → `3 min 12 s`. */
+export function formatDuration(s: number): string {
+  if (!Number.isFinite(s) || s <= 0) return '0 s';
+  const m = Math.floor(s / 60);
+  const r = Math.round(s % 60);
+  return m > 0 ? `${m} min ${r} s` : `${r} s`;
+}
+
+/** The countries breakdown: one row per country with a `<meter>` bar (no inline styles: CSP). */
+export function countriesHtml(countries: StreamStats['countries']): string {
+  if (countries.length === 0) return '<p class="muted">Nobody is listening right now.</p>';
+  const max = Math.max(...countries.map((c) => c.listeners));
+  return `<ul class="bars">${countries
+    .map((c) => {
+      const name = c.country ?? 'Unknown';
+      return `<li><span class="bar-label">${esc(name)}</span><meter min="0" max="${max}" value="${c.listeners}" aria-label="${esc(name)}">${c.listeners}</meter><span class="bar-value">${c.listeners}</span></li>`;
+    })
+    .join('')}</ul>`;
+}
+
+/** The recent `stream.error` events as a table. */
+export function errorsHtml(errors: StreamErrorItem[]): string {
+  if (errors.length === 0) return '<p class="muted">No errors.</p>';
+  return tableWrap(
+    'Recent stream errors',
+    ['Time', 'Code', 'Message'],
+    errors.map((e) => `<tr><td>${time(e.created)}</td><td><code>${esc(e.code)}</code></td><td>${esc(e.message)}</td></tr>`),
+    '',
+  );
+}
