@@ -27,7 +27,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { BenchRow } from './lib/report.js';
 import { cpuMeter, freePort, have, sleep, spawnWithFds, stop } from './lib/proc.js';
 import { createAccount, startSkylark } from './http-segments.js';
-import { StreamHub, type HubSegmenterEvent } from '../src/media/hub.js';
+import { StreamHub } from '../src/media/hub.js';
+import type { LayerSegmenterEvent } from '../src/media/layer.js';
 import { fill, mediaTemplate } from '../src/hls/playlists.js';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -322,17 +323,22 @@ async function webrtc(work: string): Promise<BenchRow[]> {
 function playlistMicro(): BenchRow[] {
   let seq = 0;
   const hub = new StreamHub('stm_bench', {
+    codec: 'mp3', // classic (TS) layer: no parts
     targetDurationMs: 2000,
+    partTargetMs: 0,
     windowSegments: 6,
-    nominalKbps: 128,
+    ladder: [128],
     createSegmenter: () => ({
-      pushAudio: (): HubSegmenterEvent[] => [{ type: 'segment', sequence: seq++, data: new Uint8Array(35720), durationMs: 2000, discontinuity: false }],
+      pushAudio: (): LayerSegmenterEvent[] => [
+        ...(seq === 0 ? [{ type: 'config' as const, codec: 'mp3', codecs: 'mp4a.40.34', sampleRate: 44100, channels: 2 }] : []),
+        { type: 'segment', sequence: seq++, data: new Uint8Array(35720), durationMs: 2000, discontinuity: false },
+      ],
       flush: () => [],
       discontinuity: () => {},
     }),
   });
   for (let i = 0; i < 12; i++) hub.pushAudio(i * 2000, new Uint8Array([0xaf, 1, 0]));
-  const t = mediaTemplate(hub);
+  const t = mediaTemplate(hub.top);
   const q = 'sid=AbCdEfGhIjKlMnOp12345678';
   const N = 500_000;
   let bytes = 0;
@@ -341,7 +347,7 @@ function playlistMicro(): BenchRow[] {
   for (let i = 0; i < N; i++) bytes += fill(t, q).byteLength;
   const fillNs = ((performance.now() - t0) * 1e6) / N;
   t0 = performance.now();
-  for (let i = 0; i < N; i++) bytes += mediaTemplate(hub).plain.byteLength;
+  for (let i = 0; i < N; i++) bytes += mediaTemplate(hub.top).plain.byteLength;
   const renderNs = ((performance.now() - t0) * 1e6) / N;
   return [
     { group: GROUP_HLS, name: 'per-session media playlist: template fill (6 segments, sid)', value: fillNs, unit: 'ns/op', note: `${fill(t, q).byteLength} B; rendering the playlist from the hub instead: ${renderNs.toFixed(0)} ns/op${bytes < 0 ? '' : ''}` },

@@ -15,7 +15,10 @@ import { AccountsService } from './services/accounts.js';
 import { StreamsService } from './services/streams.js';
 import { LiveService } from './services/live.js';
 import { MediaRegistry } from './media/hub.js';
-import { TsSegmenter } from './native/index.js';
+import { Segmenter } from './native/index.js';
+import { ffmpegPath } from './media/ffmpeg.js';
+import type { Recording } from './media/recorder.js';
+import path from 'node:path';
 import { HttpServer } from './http/server.js';
 import { Guard } from './api/guard.js';
 import { registerStreamRoutes } from './api/streams/routes.js';
@@ -63,6 +66,9 @@ export async function startServer(config: Config, log: Logger, now: () => number
     return urls;
   };
 
+  // Set once the podcasts feature exists (registered below): the streams side calls into it.
+  let checkRecordingPodcast: ((accountId: string, podcastId: string) => void) | undefined;
+  let onRecording: (r: { accountId: string; podcastId: string; streamId: string; title: string; recording: Recording }) => Promise<unknown> = async () => {};
   const live = new LiveService({
     db,
     streams: streamsRepo,
@@ -70,13 +76,16 @@ export async function startServer(config: Config, log: Logger, now: () => number
     media,
     log: log.child('live'),
     urls: getUrls,
-    createSegmenter: () => new TsSegmenter({ targetDurationMs: config.segmentDurationMs }),
+    createSegmenter: (o) => new Segmenter(o),
     segmentDurationMs: config.segmentDurationMs,
+    partTargetMs: Math.min(config.partDurationMs, config.segmentDurationMs),
     windowSegments: config.liveWindowSegments,
+    ffmpeg: ffmpegPath,
+    recordingsDir: path.join(config.dataDir, 'recordings'),
+    onRecording: (r) => onRecording(r),
     now,
   });
   const accounts = new AccountsService(accountsRepo, now);
-  let checkRecordingPodcast: ((accountId: string, podcastId: string) => void) | undefined;
   const streams = new StreamsService({
     streams: streamsRepo,
     accounts: accountsRepo,
@@ -102,6 +111,8 @@ export async function startServer(config: Config, log: Logger, now: () => number
   features.push(registerOpenApi(context));
   const podcasts = registerPodcasts(context);
   checkRecordingPodcast = podcasts.checkRecordingPodcast;
+  onRecording = (r) =>
+    podcasts.episodes.createFromRecording({ accountId: r.accountId, podcastId: r.podcastId, streamId: r.streamId, title: r.title, filePath: r.recording.path });
   features.push(podcasts);
   features.push(registerWebhooks(context));
   features.push(registerDashboard(context, { streams, podcasts, listeners: listeners.registry }));

@@ -22,6 +22,8 @@ export interface Config {
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** HLS segment target duration (ms). */
   segmentDurationMs: number;
+  /** LL-HLS part target (ms) for fMP4 layers; 0 = classic HLS only. */
+  partDurationMs: number;
   /** Segments kept in the live window. */
   liveWindowSegments: number;
   /** Largest JSON body accepted (bytes). */
@@ -45,6 +47,7 @@ export const ENV_NAMES = {
   trustedProxies: 'SKYLARK_TRUSTED_PROXIES',
   logLevel: 'SKYLARK_LOG_LEVEL',
   segmentDurationMs: 'SKYLARK_SEGMENT_DURATION_MS',
+  partDurationMs: 'SKYLARK_PART_DURATION_MS',
   liveWindowSegments: 'SKYLARK_LIVE_WINDOW_SEGMENTS',
   maxUploadBytes: 'SKYLARK_MAX_UPLOAD_BYTES',
 } as const satisfies Partial<Record<keyof Config, string>>;
@@ -66,6 +69,10 @@ const RawConfig = v.object({
   trustedProxies: v.optional(v.string(), ''),
   logLevel: v.optional(v.picklist(['debug', 'info', 'warn', 'error']), 'info'),
   segmentDurationMs: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(500), v.maxValue(10000)), '2000'),
+  partDurationMs: v.optional(
+    v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.check((n) => n === 0 || (n >= 100 && n <= 2000), 'must be 0 or 100-2000')),
+    '500',
+  ),
   liveWindowSegments: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(3), v.maxValue(100)), '6'),
   maxUploadBytes: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'must be a positive integer of bytes'), v.transform(Number), v.minValue(1)), '500000000'),
 });

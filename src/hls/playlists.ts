@@ -1,21 +1,23 @@
 /**
- * HLS playlists (RFC 8216), rendered to bytes once per change of the hub and cached.
- * Multivariant: one variant per layer (`BANDWIDTH`, `AVERAGE-BANDWIDTH`, `CODECS`, §4.3.4.2).
- * Media: `EXT-X-TARGETDURATION`, `EXT-X-MEDIA-SEQUENCE`, `EXT-X-DISCONTINUITY-SEQUENCE`, the live
- * window, `EXT-X-ENDLIST` once ended (§4.3.3).
+ * HLS playlists (RFC 8216; LL-HLS per draft-pantos-hls-rfc8216bis), rendered to bytes once per
+ * change and cached.
+ * - Multivariant: one variant per ladder layer, top first (`BANDWIDTH`, `AVERAGE-BANDWIDTH`,
+ *   `CODECS`, §4.3.4.2).
+ * - Media: `EXT-X-TARGETDURATION`, `EXT-X-MEDIA-SEQUENCE`, `EXT-X-DISCONTINUITY-SEQUENCE`, the
+ *   live window, `EXT-X-MAP` for fMP4, `EXT-X-ENDLIST` once ended; for LL-HLS layers also
+ *   `EXT-X-SERVER-CONTROL` (CAN-BLOCK-RELOAD, PART-HOLD-BACK), `EXT-X-PART-INF`, the parts of the
+ *   newest segments and of the one in progress, and `EXT-X-PRELOAD-HINT` for the next part.
+ *   Classic players ignore the LL-HLS tags and read the same playlist.
  *
  * Per-session URIs (`?sid=…`, `?token=…`, PRODUCT.md §4) come from a `Template`: the playlist
  * rendered once with a placeholder after every URI, kept as the byte runs between placeholders, so
  * that a session's playlist is one allocation and a few memcpy's (`fill`).
  */
-import type { StreamHub } from '../media/hub.js';
+import type { Layer, StreamHub } from '../media/hub.js';
 
 const enc = new TextEncoder();
 /** Marks where a URI's query goes in a template (never appears in a playlist otherwise). */
 const SLOT = '\u0001';
-
-/** Layer name of the passthrough layer of a stream with nominal bitrate `kbps`: `a128`. */
-export const layerName = (kbps: number) => `a${kbps}`;
 
 /** A playlist with a query slot after each URI: `plain` has no query; `runs` are the bytes around the slots. */
 export interface Template {
@@ -43,57 +45,74 @@ export function fill(t: Template, query: string): Uint8Array {
     o += r.length;
     if (i < slots) {
       out[o++] = 0x3f; // '?'
-      o += out.write(query, o, "latin1");
+      o += out.write(query, o, 'latin1');
     }
   }
   return out;
 }
 
-/** Multivariant playlist template of a hub with one (passthrough) layer. */
-export function multivariantTemplate(hub: StreamHub, layer: string): Template {
-  const bw = hub.bandwidth();
-  const lines = [
-    '#EXTM3U',
-    '#EXT-X-VERSION:3',
-    '#EXT-X-INDEPENDENT-SEGMENTS',
-    `#EXT-X-STREAM-INF:BANDWIDTH=${bw.peak},AVERAGE-BANDWIDTH=${bw.average},CODECS="${hub.codecs ?? 'mp4a.40.2'}"`,
-    `${layer}/index.m3u8${SLOT}`,
-    '',
-  ];
-  return template(lines.join('\n'));
-}
-
-/** Renders the multivariant playlist of a hub with one (passthrough) layer; `query` includes its `?`. */
-export function renderMultivariant(hub: StreamHub, layer: string, query = ''): Uint8Array {
-  return fill(multivariantTemplate(hub, layer), query.replace(/^\?/, ''));
-}
-
-/** The media playlist's target duration (s): the configured one, raised if a segment rounds above it. */
-export function targetDurationSeconds(hub: StreamHub): number {
-  return Math.max(Math.round(hub.opts.targetDurationMs / 1000), Math.round(hub.maxDurationMs / 1000), 1);
-}
-
-/** Media playlist template of the live window. */
-export function mediaTemplate(hub: StreamHub): Template {
-  const segs = hub.window();
-  const first = segs[0];
-  const lines = [
-    '#EXTM3U',
-    '#EXT-X-VERSION:3',
-    `#EXT-X-TARGETDURATION:${targetDurationSeconds(hub)}`,
-    `#EXT-X-MEDIA-SEQUENCE:${first ? first.sequence : 0}`,
-    `#EXT-X-DISCONTINUITY-SEQUENCE:${first ? first.discontinuitySequence - (first.discontinuity ? 1 : 0) : 0}`,
-  ];
-  for (const s of segs) {
-    if (s.discontinuity) lines.push('#EXT-X-DISCONTINUITY');
-    lines.push(`#EXTINF:${(s.durationMs / 1000).toFixed(3)},`, `${s.sequence}.ts${SLOT}`);
+/** Multivariant playlist template of a hub: every listed layer, top first. */
+export function multivariantTemplate(hub: StreamHub): Template {
+  const layers = hub.listed();
+  const lowLatency = layers.some((l) => l.lowLatency);
+  const lines = ['#EXTM3U', `#EXT-X-VERSION:${lowLatency ? 9 : 3}`, '#EXT-X-INDEPENDENT-SEGMENTS'];
+  const codecs = hub.top.codecs ?? 'mp4a.40.2';
+  for (const l of layers) {
+    const bw = l.bandwidth();
+    lines.push(`#EXT-X-STREAM-INF:BANDWIDTH=${bw.peak},AVERAGE-BANDWIDTH=${bw.average},CODECS="${l.codecs ?? codecs}"`, `${l.name}/index.m3u8${SLOT}`);
   }
-  if (hub.ended) lines.push('#EXT-X-ENDLIST');
   lines.push('');
   return template(lines.join('\n'));
 }
 
-/** Renders the media playlist of the live window; `query` includes its `?`. */
-export function renderMediaPlaylist(hub: StreamHub, query = ''): Uint8Array {
-  return fill(mediaTemplate(hub), query.replace(/^\?/, ''));
+/** The media playlist's target duration (s): the configured one, raised if a segment rounds above it. */
+export function targetDurationSeconds(layer: Layer): number {
+  return Math.max(Math.round(layer.o.targetDurationMs / 1000), Math.round(layer.maxDurationMs / 1000), 1);
+}
+
+/** PART-TARGET (s): the configured part target plus one frame's slack, raised to the longest part seen. */
+export function partTargetSeconds(layer: Layer): number {
+  return Math.ceil(Math.max(layer.o.partTargetMs + 25, layer.maxPartMs)) / 1000;
+}
+
+const seconds = (ms: number) => (ms / 1000).toFixed(5).replace(/0+$/, '').replace(/\.$/, '.0');
+
+/** File name of a segment (`12.m4s`, `12.ts`), a part (`12.3.m4s`) and an init section (`init-2.mp4`). */
+export const segmentFile = (l: Layer, seq: number) => `${seq}.${l.o.container === 'fmp4' ? 'm4s' : 'ts'}`;
+export const partFile = (seq: number, index: number) => `${seq}.${index}.m4s`;
+export const initFile = (version: number) => `init-${version}.mp4`;
+
+/** Media playlist template of a layer's live window (LL-HLS tags when the layer has parts). */
+export function mediaTemplate(layer: Layer): Template {
+  const segs = layer.window();
+  const first = segs[0];
+  const ll = layer.lowLatency;
+  const partTarget = ll ? partTargetSeconds(layer) : 0;
+  const lines = ['#EXTM3U', `#EXT-X-VERSION:${ll ? 9 : layer.o.container === 'fmp4' ? 7 : 3}`, `#EXT-X-TARGETDURATION:${targetDurationSeconds(layer)}`];
+  if (ll) {
+    lines.push(`#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=${(3 * partTarget).toFixed(3)}`, `#EXT-X-PART-INF:PART-TARGET=${partTarget.toFixed(3)}`);
+  }
+  lines.push(
+    `#EXT-X-MEDIA-SEQUENCE:${first ? first.sequence : layer.nextSequence}`,
+    `#EXT-X-DISCONTINUITY-SEQUENCE:${first ? first.discontinuitySequence - (first.discontinuity ? 1 : 0) : 0}`,
+  );
+  if (layer.o.container === 'fmp4') lines.push('#EXT-X-INDEPENDENT-SEGMENTS');
+  let map = -1;
+  for (const s of segs) {
+    if (s.discontinuity) lines.push('#EXT-X-DISCONTINUITY');
+    if (layer.o.container === 'fmp4' && s.initVersion !== map) {
+      map = s.initVersion;
+      lines.push(`#EXT-X-MAP:URI="${initFile(map)}${SLOT}"`);
+    }
+    if (ll) for (const p of s.parts) lines.push(`#EXT-X-PART:DURATION=${seconds(p.durationMs)},URI="${partFile(p.sequence, p.index)}${SLOT}",INDEPENDENT=YES`);
+    lines.push(`#EXTINF:${(s.durationMs / 1000).toFixed(3)},`, `${segmentFile(layer, s.sequence)}${SLOT}`);
+  }
+  if (ll && !layer.ended) {
+    if (layer.openParts.length > 0 && layer.initVersion !== map) lines.push(`#EXT-X-MAP:URI="${initFile(layer.initVersion)}${SLOT}"`);
+    for (const p of layer.openParts) lines.push(`#EXT-X-PART:DURATION=${seconds(p.durationMs)},URI="${partFile(p.sequence, p.index)}${SLOT}",INDEPENDENT=YES`);
+    lines.push(`#EXT-X-PRELOAD-HINT:TYPE=PART,URI="${partFile(layer.nextSequence, layer.openParts.length)}${SLOT}"`);
+  }
+  if (layer.ended) lines.push('#EXT-X-ENDLIST');
+  lines.push('');
+  return template(lines.join('\n'));
 }

@@ -1,25 +1,31 @@
 /**
- * HLS serving (PRODUCT.md §3, §4, §9): `/hls/<stream_id>/index.m3u8` (multivariant),
- * `/hls/<stream_id>/<layer>/index.m3u8` (media playlist), `/hls/<stream_id>/<layer>/<seq>.ts`.
- * Everything comes from memory: playlists pre-rendered once per hub change as templates (a
- * session's `?sid=`/`?token=` spliced in with one allocation), segments are the native buffers
- * themselves. Segments are immutable (cache a year); playlists live ≤ half a target duration.
+ * HLS serving (PRODUCT.md §3, §4, §9; RFC 8216 and the LL-HLS additions of rfc8216bis):
+ * - `/hls/<stream_id>/index.m3u8` — the multivariant playlist (every ladder layer);
+ * - `/hls/<stream_id>/<layer>/index.m3u8` — a layer's media playlist; with `_HLS_msn` (and
+ *   `_HLS_part`) it is a blocking playlist reload (§6.2.5.2): answered once that segment (part)
+ *   exists, the layer ends, or 3 target durations pass;
+ * - `/hls/<stream_id>/<layer>/<seq>.m4s|.ts`, `<seq>.<part>.m4s`, `init-<v>.mp4` — segments, parts,
+ *   init sections. A request for the part a preload hint names waits for it (§6.2.6).
+ * Everything comes from memory: playlists pre-rendered once per layer change as templates (a
+ * session's `?sid=`/`?token=` spliced in with one allocation), media bytes are the native buffers
+ * themselves. Segments, parts and init sections are immutable (cached a year); playlists live ≤
+ * half a target duration (blocking reloads and LL-HLS layers: no-cache).
  *
  * Listener sessions and token-gated playback go through an optional `HlsAccess` (the listeners
  * feature): it mints the session id on the multivariant fetch, checks listener tokens, and counts
  * the listener on each media request. Without it, HLS is public and untracked.
  */
-import type { HttpServer, RawReply, RawRequestInfo } from '../http/server.js';
+import type { DeferredReply, HttpServer, RawReply, RawRequestInfo } from '../http/server.js';
 import { errorBody } from '../http/server.js';
 import { ApiError } from '../errors/errors.js';
-import type { MediaRegistry, StreamHub } from '../media/hub.js';
-import { fill, layerName, mediaTemplate, multivariantTemplate, targetDurationSeconds, type Template } from './playlists.js';
+import type { Layer, MediaRegistry, StreamHub } from '../media/hub.js';
+import { fill, mediaTemplate, multivariantTemplate, targetDurationSeconds, type Template } from './playlists.js';
 
-const SEGMENT_HEADERS = [
-  ['Content-Type', 'video/mp2t'],
-  ['Cache-Control', 'public, max-age=31536000, immutable'],
-  ['Access-Control-Allow-Origin', '*'],
-] as const;
+const IMMUTABLE = 'public, max-age=31536000, immutable';
+const TS_HEADERS = [['Content-Type', 'video/mp2t'], ['Cache-Control', IMMUTABLE], ['Access-Control-Allow-Origin', '*']] as const;
+const M4S_HEADERS = [['Content-Type', 'video/iso.segment'], ['Cache-Control', IMMUTABLE], ['Access-Control-Allow-Origin', '*']] as const;
+const INIT_HEADERS = [['Content-Type', 'video/mp4'], ['Cache-Control', IMMUTABLE], ['Access-Control-Allow-Origin', '*']] as const;
+const JSON_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-cache'], ['Access-Control-Allow-Origin', '*']] as const;
 
 /** An access decision: go on with `query` (ASCII, no `?`; '' for none) after every URI handed out, or refuse. */
 export type HlsDecision = { ok: true; query: string } | { ok: false; status: 401 | 403 | 404 | 503; code: string; message: string };
@@ -29,8 +35,8 @@ export interface HlsAccess {
   /** Multivariant fetch: checks the token; mints a session id for the variant URIs. */
   enter(streamId: string, query: string): HlsDecision;
   /**
-   * A media request (media playlist or segment): checks the token and joins or touches the
-   * session named by the query (`sid`, or the token's subject). `timeoutMs`: inactivity after
+   * A media request (media playlist, segment, part, init): checks the token and joins or touches
+   * the session named by the query (`sid`, or the token's subject). `timeoutMs`: inactivity after
    * which the listener leaves (3 target durations). The query is what the playlist's URIs carry.
    */
   media(streamId: string, query: string, info: RawRequestInfo, timeoutMs: number): HlsDecision;
@@ -38,78 +44,136 @@ export interface HlsAccess {
 
 interface Cached {
   version: number;
-  multivariant: Template;
-  media: Template;
+  template: Template;
   headers: ReadonlyArray<readonly [string, string]>;
-  timeoutMs: number;
 }
 
-const JSON_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-cache'], ['Access-Control-Allow-Origin', '*']] as const;
+/** `_HLS_msn` / `_HLS_part` of a query, or null without `_HLS_msn`; NaN marks a malformed value. */
+function blockingParams(query: string): { msn: number; part: number | undefined } | null {
+  if (!query.includes('_HLS_')) return null;
+  const q = new URLSearchParams(query);
+  const msn = q.get('_HLS_msn');
+  if (msn === null) return null;
+  const part = q.get('_HLS_part');
+  const num = (s: string) => (/^\d{1,15}$/.test(s) ? Number(s) : NaN);
+  return { msn: num(msn), part: part === null ? undefined : num(part) };
+}
+
+/** The query without the LL-HLS delivery directives (what the session and token checks see). */
+function stripDirectives(query: string): string {
+  if (!query.includes('_HLS_')) return query;
+  return query
+    .split('&')
+    .filter((kv) => !kv.startsWith('_HLS_'))
+    .join('&');
+}
 
 /** Registers the HLS routes on `http`; `access` gates and counts listeners (public and untracked without it). */
 export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, access?: HlsAccess): void {
-  const cache = new WeakMap<StreamHub, Cached>();
+  const multiCache = new WeakMap<StreamHub, Cached>();
+  const mediaCache = new WeakMap<Layer, Cached>();
   const refuse = (status: number, code: string, message: string, requestId: string): RawReply => ({
-    status: status === 401 ? '401 Unauthorized' : status === 403 ? '403 Forbidden' : status === 503 ? '503 Service Unavailable' : '404 Not Found',
+    status: status === 400 ? '400 Bad Request' : status === 401 ? '401 Unauthorized' : status === 403 ? '403 Forbidden' : status === 503 ? '503 Service Unavailable' : '404 Not Found',
     headers: status === 401 ? [...JSON_HEADERS, ['WWW-Authenticate', 'Bearer realm="listener"']] : JSON_HEADERS,
     body: Buffer.from(JSON.stringify(errorBody(new ApiError(status, code, message), requestId))),
   });
   const notFound = (what: string, requestId: string) => refuse(404, 'resource_missing', what, requestId);
-  const playlists = (hub: StreamHub): Cached => {
-    let c = cache.get(hub);
+  const playlistHeaders = (ended: boolean, target: number, lowLatency: boolean): ReadonlyArray<readonly [string, string]> => {
+    const maxAge = Math.floor(target / 2);
+    const cache = ended ? 'public, max-age=60' : lowLatency ? 'no-cache' : maxAge > 0 ? `public, max-age=${maxAge}` : 'no-cache';
+    return [['Content-Type', 'application/vnd.apple.mpegurl'], ['Cache-Control', cache], ['Access-Control-Allow-Origin', '*']];
+  };
+  const multivariant = (hub: StreamHub): Cached => {
+    let c = multiCache.get(hub);
     if (!c || c.version !== hub.version) {
-      const target = targetDurationSeconds(hub);
-      const maxAge = Math.max(0, Math.floor(target / 2));
-      c = {
-        version: hub.version,
-        multivariant: multivariantTemplate(hub, layerName(hub.opts.nominalKbps)),
-        media: mediaTemplate(hub),
-        headers: [
-          ['Content-Type', 'application/vnd.apple.mpegurl'],
-          ['Cache-Control', hub.ended ? 'public, max-age=60' : maxAge > 0 ? `public, max-age=${maxAge}` : 'no-cache'],
-          ['Access-Control-Allow-Origin', '*'],
-        ],
-        timeoutMs: 3 * target * 1000,
-      };
-      cache.set(hub, c);
+      c = { version: hub.version, template: multivariantTemplate(hub), headers: playlistHeaders(hub.ended, targetDurationSeconds(hub.top), false) };
+      multiCache.set(hub, c);
     }
     return c;
   };
-  // A stream's HLS exists once its first segment does (players fail on empty live playlists).
-  const ready = (id: string) => {
-    const hub = media.get(id);
-    return hub && hub.codecs !== null && hub.window().length > 0 ? hub : undefined;
+  const mediaPlaylist = (layer: Layer): Cached => {
+    let c = mediaCache.get(layer);
+    if (!c || c.version !== layer.version) {
+      c = { version: layer.version, template: mediaTemplate(layer), headers: playlistHeaders(layer.ended, targetDurationSeconds(layer), layer.lowLatency) };
+      mediaCache.set(layer, c);
+    }
+    return c;
   };
+  const timeoutMs = (layer: Layer) => 3 * targetDurationSeconds(layer) * 1000;
+  /** Token check and listener accounting for a media request; null when allowed. */
+  const admit = (id: string, query: string, info: RawRequestInfo, layer: Layer, requestId: string): RawReply | { query: string } => {
+    if (!access) return { query: '' };
+    const d = access.media(id, query, info, timeoutMs(layer));
+    return d.ok ? { query: d.query } : refuse(d.status, d.code, d.message, requestId);
+  };
+  /** Waits (deferred reply) until `layer.has(msn, part)`, then renders `reply`. */
+  const when = (layer: Layer, msn: number, part: number | undefined, reply: () => RawReply): DeferredReply => ({
+    defer: (answer) => layer.waitFor(msn, part, () => answer(reply)),
+  });
 
   for (const method of ['get', 'head'] as const) {
     http.raw(method, '/hls/:id/index.m3u8', ([id], query, requestId) => {
-      const hub = ready(id!);
-      if (!hub) return notFound(`No live HLS for stream '${id}'.`, requestId);
-      const c = playlists(hub);
-      if (!access) return { status: '200 OK', headers: c.headers, body: c.multivariant.plain };
+      const hub = media.get(id!);
+      if (!hub || hub.listed().length === 0) return notFound(`No live HLS for stream '${id}'.`, requestId);
+      const c = multivariant(hub);
+      if (!access) return { status: '200 OK', headers: c.headers, body: c.template.plain };
       const d = access.enter(id!, query);
       if (!d.ok) return refuse(d.status, d.code, d.message, requestId);
-      return { status: '200 OK', headers: c.headers, body: fill(c.multivariant, d.query) };
+      return { status: '200 OK', headers: c.headers, body: fill(c.template, d.query) };
     });
-    http.raw(method, '/hls/:id/:layer/index.m3u8', ([id, layer], query, requestId, info) => {
-      const hub = ready(id!);
-      if (!hub || layer !== layerName(hub.opts.nominalKbps)) return notFound(`No such HLS layer '${layer}' for stream '${id}'.`, requestId);
-      const c = playlists(hub);
-      if (!access) return { status: '200 OK', headers: c.headers, body: c.media.plain };
-      const d = access.media(id!, query, info, c.timeoutMs);
-      if (!d.ok) return refuse(d.status, d.code, d.message, requestId);
-      return { status: '200 OK', headers: c.headers, body: fill(c.media, d.query) };
-    });
-    http.raw(method, '/hls/:id/:layer/:file', ([id, layer, file], query, requestId, info) => {
+
+    http.raw(method, '/hls/:id/:layer/index.m3u8', ([id, name], rawQuery, requestId, info) => {
       const hub = media.get(id!);
-      const m = /^(\d{1,15})\.ts$/.exec(file!);
-      const seg = hub && m && layer === layerName(hub.opts.nominalKbps) ? hub.segment(Number(m[1])) : undefined;
-      if (!seg) return notFound(`No such segment '${layer}/${file}' for stream '${id}'.`, requestId);
-      if (access) {
-        const d = access.media(id!, query, info, playlists(hub!).timeoutMs);
-        if (!d.ok) return refuse(d.status, d.code, d.message, requestId);
+      const layer = hub?.layer(name!);
+      if (!hub || !layer || layer.failed || !hub.top.ready) return notFound(`No such HLS layer '${name}' for stream '${id}'.`, requestId);
+      const block = blockingParams(rawQuery);
+      const query = stripDirectives(rawQuery);
+      const admitted = admit(id!, query, info, layer, requestId);
+      if ('status' in admitted) return admitted;
+      const render = (): RawReply => {
+        if (!layer.ready) return notFound(`HLS layer '${name}' of stream '${id}' has no segment yet.`, requestId);
+        const c = mediaPlaylist(layer);
+        return { status: '200 OK', headers: c.headers, body: fill(c.template, admitted.query) };
+      };
+      if (block) {
+        if (!layer.lowLatency) return refuse(400, 'parameter_invalid', 'This layer does not support blocking playlist reload.', requestId);
+        if (Number.isNaN(block.msn) || Number.isNaN(block.part ?? 0)) return refuse(400, 'parameter_invalid', '_HLS_msn and _HLS_part must be integers.', requestId);
+        // §6.2.5.2: a request more than two segments ahead of the playlist is refused.
+        if (block.msn > layer.nextSequence + 2) return refuse(400, 'parameter_invalid', `_HLS_msn ${block.msn} is too far ahead of the playlist.`, requestId);
+        return when(layer, block.msn, block.part, render);
       }
-      return { status: '200 OK', headers: SEGMENT_HEADERS, body: seg.data };
+      // A ladder layer whose codec process has not cut its first segment yet: wait for it briefly.
+      if (!layer.ready) return when(layer, layer.nextSequence, undefined, render);
+      return render();
+    });
+
+    http.raw(method, '/hls/:id/:layer/:file', ([id, name, file], query, requestId, info) => {
+      const hub = media.get(id!);
+      const layer = hub?.layer(name!);
+      const m = /^(?:(\d{1,15})(?:\.(\d{1,4}))?\.(m4s|ts)|init-(\d{1,9})\.mp4)$/.exec(file!);
+      if (!hub || !layer || !m) return notFound(`No such file '${name}/${file}' for stream '${id}'.`, requestId);
+      const admitted = admit(id!, query, info, layer, requestId);
+      if ('status' in admitted) return admitted;
+      if (m[4] !== undefined) {
+        if (!layer.init || Number(m[4]) !== layer.initVersion) return notFound(`No such init section '${name}/${file}'.`, requestId);
+        return { status: '200 OK', headers: INIT_HEADERS, body: layer.init };
+      }
+      const seq = Number(m[1]);
+      const ext = m[3]!;
+      if ((ext === 'ts') !== (layer.o.container === 'ts')) return notFound(`No such file '${name}/${file}'.`, requestId);
+      const headers = ext === 'ts' ? TS_HEADERS : M4S_HEADERS;
+      if (m[2] === undefined) {
+        const seg = layer.segment(seq);
+        return seg ? { status: '200 OK', headers, body: seg.data } : notFound(`No such segment '${name}/${file}' for stream '${id}'.`, requestId);
+      }
+      const index = Number(m[2]);
+      const serve = (): RawReply => {
+        const part = layer.part(seq, index);
+        return part ? { status: '200 OK', headers, body: part.data } : notFound(`No such part '${name}/${file}' for stream '${id}'.`, requestId);
+      };
+      // The part a preload hint names (the next one) is answered as soon as it exists.
+      if (!layer.has(seq, index) && !layer.ended && seq === layer.nextSequence && index <= layer.openParts.length) return when(layer, seq, index, serve);
+      return serve();
     });
   }
 }

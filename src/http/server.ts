@@ -131,6 +131,28 @@ export interface WebReply {
   body?: string | Uint8Array | undefined;
 }
 
+/**
+ * A raw reply given later (LL-HLS blocking playlist reload, preload hints): `defer` gets an
+ * `answer` function to call once (with a function that renders the reply at that moment) and
+ * returns a cancel function, called if the client goes away first.
+ */
+export interface DeferredReply {
+  defer(answer: (reply: () => RawReply) => void): () => void;
+}
+
+/** Writes a RawReply (status, headers, X-Request-ID, body; HEAD: length only). */
+function writeRaw(res: uWS.HttpResponse, method: 'get' | 'head', r: RawReply, requestId: string): void {
+  res.writeStatus(r.status);
+  for (const [k, v] of r.headers) res.writeHeader(k, v);
+  res.writeHeader('X-Request-ID', requestId);
+  if (method === 'head') {
+    // Not endWithoutBody(length): this uWS build then fails to mark the response ended and
+    // aborts the whole process ("Returning from a request handler without responding").
+    res.writeHeader('Content-Length', String(r.body.byteLength));
+    res.endWithoutBody();
+  } else res.end(r.body);
+}
+
 /** What a raw (HLS) handler may read of its request while it runs (synchronously). */
 export interface RawRequestInfo {
   /** A request header by lower-case name ('' when absent). */
@@ -314,7 +336,7 @@ export class HttpServer {
    * optional 4th handler argument reads request headers and the peer address while the handler
    * runs (one object reused across requests: never keep it past the call).
    */
-  raw(method: 'get' | 'head', pattern: string, handler: (params: string[], query: string, requestId: string, info: RawRequestInfo) => RawReply): void {
+  raw(method: 'get' | 'head', pattern: string, handler: (params: string[], query: string, requestId: string, info: RawRequestInfo) => RawReply | DeferredReply): void {
     this.addPattern(pattern, method);
     this.routeList.push({ method: httpMethod(method), pattern, kind: 'raw' });
     const nParams = (pattern.match(/:/g) ?? []).length;
@@ -323,7 +345,7 @@ export class HttpServer {
       const params: string[] = [];
       for (let i = 0; i < nParams; i++) params.push(req.getParameter(i) ?? '');
       const requestId = newRequestId();
-      let r: RawReply;
+      let r: RawReply | DeferredReply;
       info.res = res;
       info.req = req;
       try {
@@ -335,15 +357,25 @@ export class HttpServer {
         info.res = null;
         info.req = null;
       }
-      res.writeStatus(r.status);
-      for (const [k, v] of r.headers) res.writeHeader(k, v);
-      res.writeHeader('X-Request-ID', requestId);
-      if (method === 'head') {
-        // Not endWithoutBody(length): this uWS build then fails to mark the response ended and
-        // aborts the whole process ("Returning from a request handler without responding").
-        res.writeHeader('Content-Length', String(r.body.byteLength));
-        res.endWithoutBody();
-      } else res.end(r.body);
+      if (!('defer' in r)) return writeRaw(res, method, r, requestId);
+      // A blocking request (LL-HLS): answer later, inside a cork; never after an abort.
+      let aborted = false;
+      let cancel: () => void = () => {};
+      res.onAborted(() => {
+        aborted = true;
+        cancel();
+      });
+      cancel = r.defer((reply) => {
+        if (aborted) return;
+        aborted = true; // answered: a second call is ignored
+        let out: RawReply;
+        try {
+          out = reply();
+        } catch (e) {
+          return res.cork(() => this.sendError(res, {}, { aborted: false }, e, requestId));
+        }
+        res.cork(() => writeRaw(res, method, out, requestId));
+      });
     });
   }
 

@@ -39,6 +39,8 @@ export interface Segment {
   discontinuitySequence: number;
   /** Its LL-HLS parts while they are still listed (cleared once the segment is old). */
   parts: Part[];
+  /** `Layer.initVersion` of the init section this segment needs (fMP4). */
+  initVersion: number;
 }
 
 /** Layer settings. Durations in ms, bitrate in kbps. */
@@ -84,6 +86,10 @@ export class Layer {
   /** Version of `init` (its URL carries it, so a changed init is a new resource). */
   initVersion = 0;
   maxDurationMs = 0;
+  /** Longest part so far (ms). */
+  maxPartMs = 0;
+  /** The ladder gave up on this layer (codec process failed): not listed any more. */
+  failed = false;
   /** Media sequence number of the segment in progress (the next to finish). */
   nextSequence = 0;
   /** Parts of the segment in progress. */
@@ -215,6 +221,7 @@ export class Layer {
         }
       } else if (e.type === 'part') {
         this.openParts.push({ sequence: e.sequence, index: e.partIndex, data: e.data, durationMs: e.durationMs });
+        this.maxPartMs = Math.max(this.maxPartMs, e.durationMs);
         changed = true;
       } else if (e.type === 'segment') {
         const discontinuity = (e.discontinuity || this.pendingDiscontinuity) && this.segments.length > 0;
@@ -222,7 +229,7 @@ export class Layer {
         if (discontinuity) this.discontinuitySequence++;
         const parts = this.openParts.filter((p) => p.sequence === e.sequence);
         this.openParts = [];
-        this.segments.push({ sequence: e.sequence, data: e.data, durationMs: e.durationMs, discontinuity, discontinuitySequence: this.discontinuitySequence, parts });
+        this.segments.push({ sequence: e.sequence, data: e.data, durationMs: e.durationMs, discontinuity, discontinuitySequence: this.discontinuitySequence, parts, initVersion: this.initVersion });
         if (this.segments.length > this.o.windowSegments + RETAIN_EXTRA) this.segments.shift();
         const stale = this.segments.length - PART_SEGMENTS - 1;
         if (stale >= 0 && this.segments[stale]!.parts.length > 0) this.segments[stale]!.parts = [];

@@ -8,10 +8,14 @@ import type { Database } from '../db/database.js';
 import type { StreamRow, StreamsRepo } from '../db/streams-repo.js';
 import type { Outbox } from '../events/outbox.js';
 import type { Logger } from '../log/logger.js';
-import type { MediaRegistry, SegmenterLike, StreamHub } from '../media/hub.js';
+import type { HubCodec, MediaRegistry, SegmenterRequest, StreamHub } from '../media/hub.js';
+import type { LayerSegmenter } from '../media/layer.js';
+import { LadderTranscoder } from '../media/transcoder.js';
+import { BitrateMonitor } from '../media/bitrate.js';
+import { Recorder, type Recording } from '../media/recorder.js';
 import type { PublicUrls } from '../config/config.js';
 import { tokenMatches } from '../auth/secrets.js';
-import { nominalKbps, toStreamObject } from './stream-object.js';
+import { ladderKbps, nominalKbps, toStreamObject } from './stream-object.js';
 import type { LiveControl } from './streams.js';
 
 /** A connected publisher, as the live side sees it: something it can close. */
@@ -41,9 +45,17 @@ export interface LiveDeps {
   media: MediaRegistry;
   log: Logger;
   urls: () => PublicUrls;
-  createSegmenter: () => SegmenterLike;
+  createSegmenter: (o: SegmenterRequest) => LayerSegmenter;
   segmentDurationMs: number;
+  /** LL-HLS part target for fMP4 layers (ms; 0 = classic HLS only). */
+  partTargetMs: number;
   windowSegments: number;
+  /** FFmpeg for the ladder's codec process and the recording remux; null = passthrough only. */
+  ffmpeg: () => string | null;
+  /** Where recordings are written while a stream is live. */
+  recordingsDir: string;
+  /** A finished recording of a stream with `recording.podcastId` (makes the draft episode). */
+  onRecording?: (r: { accountId: string; podcastId: string; streamId: string; title: string; recording: Recording }) => Promise<unknown>;
   now?: () => number;
 }
 
@@ -60,6 +72,12 @@ interface Live {
   liveTriggered: boolean;
   /** Dropped-audio log throttle: at most one line per DROP_LOG_EVERY_MS. */
   dropLog: { at: number; suppressed: number };
+  /** The ladder's codec process of the current publish (null: none, or it failed). */
+  transcoder: LadderTranscoder | null;
+  /** Ingest bitrate watch of the current publish. */
+  bitrate: BitrateMonitor;
+  /** The stream's recording (kept across reconnects), or null. */
+  recorder: Promise<Recorder | null> | null;
 }
 
 /** A publisher sending bad audio would log ~47 lines a second; one line per 5 s says enough. */
@@ -149,12 +167,26 @@ export class LiveService implements LiveControl {
     if (!state) {
       this.d.media.delete(streamId);
       const hub = this.d.media.open(streamId, {
+        codec: row.codec as HubCodec,
         targetDurationMs: this.d.segmentDurationMs,
+        partTargetMs: this.d.partTargetMs,
         windowSegments: this.d.windowSegments,
-        nominalKbps: nominalKbps(row.quality, row.codec),
+        ladder: ladderKbps(row.quality, row.codec),
         createSegmenter: this.d.createSegmenter,
       });
-      state = { publisher: null, generation: 0, reconnectTimer: null, hub, codecChecked: false, sawHeader: false, liveTriggered: false, dropLog: { at: 0, suppressed: 0 } };
+      state = {
+        publisher: null,
+        generation: 0,
+        reconnectTimer: null,
+        hub,
+        codecChecked: false,
+        sawHeader: false,
+        liveTriggered: false,
+        dropLog: { at: 0, suppressed: 0 },
+        transcoder: null,
+        bitrate: new BitrateMonitor({ nominalKbps: nominalKbps(row.quality, row.codec) }),
+        recorder: row.recording ? this.openRecorder(row) : null,
+      };
       this.live.set(streamId, state);
     }
     const generation = ++this.generations;
@@ -162,6 +194,9 @@ export class LiveService implements LiveControl {
     state.generation = generation;
     state.codecChecked = false;
     state.sawHeader = false;
+    state.bitrate = new BitrateMonitor({ nominalKbps: nominalKbps(row.quality, row.codec) });
+    state.transcoder?.close();
+    state.transcoder = this.startLadder(streamId, state, row.codec as HubCodec);
     const s = state;
     const codec = row.codec;
     return {
@@ -182,12 +217,12 @@ export class LiveService implements LiveControl {
             this.markLive(streamId);
           }
         }
-        const r = s.hub.pushAudio(ts, data);
-        if (r.errors.length > 0) this.logDropped(streamId, s, r.errors[0]!, r.errors.length);
-        if (r.started && !s.liveTriggered) {
-          s.liveTriggered = true;
-          this.markLive(streamId);
-        }
+        const errors = s.hub.pushAudio(ts, data);
+        if (errors.length > 0) this.logDropped(streamId, s, errors[0]!, errors.length);
+        s.transcoder?.push(ts, data);
+        if (s.recorder) void s.recorder.then((r) => r?.push(data));
+        const spike = s.bitrate.add(data.length, this.now());
+        if (spike) this.streamError(streamId, { code: 'bitrate_spike', message: `Ingest bitrate ${spike.measuredKbps} kbps is over 1.5 × the nominal ${spike.nominalKbps} kbps.`, ...spike });
       },
       end: () => {
         if (s.generation !== generation || s.publisher === null) return;
@@ -249,11 +284,14 @@ export class LiveService implements LiveControl {
   }
 
   private publisherGone(streamId: string, s: Live): void {
+    s.transcoder?.close();
+    s.transcoder = null;
     s.hub.flush();
     const row = this.d.streams.getAny(streamId);
     if (!row || row.status !== 'live') {
       // Never went live (no audio yet): nothing to resume.
       s.hub.end();
+      if (s.recorder) void s.recorder.then((r) => r?.finish(null).catch(() => {}));
       this.live.delete(streamId);
       this.d.media.delete(streamId);
       return;
@@ -305,7 +343,10 @@ export class LiveService implements LiveControl {
       this.d.log.info('stream ended', { streamId });
     }
     if (s) {
+      s.transcoder?.close();
+      s.transcoder = null;
       s.hub.end();
+      if (s.recorder) this.finishRecording(streamId, s.recorder);
       this.live.delete(streamId);
       const hub = s.hub;
       setTimeout(() => {
@@ -331,6 +372,70 @@ export class LiveService implements LiveControl {
     this.d.log.warn('codec mismatch: publish rejected', { streamId, expected, received });
     p?.reject('NetStream.Publish.Rejected', `This stream accepts ${expected} audio, not ${received}.`);
     this.publisherGone(streamId, s);
+  }
+
+  /** Records `stream.error` with the stream and `error` (PRODUCT.md §9 "Events"). */
+  private streamError(streamId: string, error: { code: string; message: string; [k: string]: unknown }): void {
+    const row = this.d.streams.getAny(streamId);
+    if (!row) return;
+    this.d.db.transaction(() => this.d.outbox.record(row.account_id, 'stream.error', { object: this.object(row), error }))();
+    this.d.outbox.flush();
+    this.d.log.warn('stream error', { streamId, code: error.code });
+  }
+
+  /** Starts the ladder's codec process for a publish, or null for a one-layer ladder or no FFmpeg. */
+  private startLadder(streamId: string, s: Live, codec: HubCodec): LadderTranscoder | null {
+    const encoded = s.hub.layers.filter((l) => !l.o.passthrough && !l.failed).map((l) => l.o.kbps);
+    if (encoded.length === 0) return null;
+    const fail = (reason: string) => {
+      if (s.transcoder !== t) return;
+      s.transcoder = null;
+      s.hub.failEncoded();
+      this.d.log.error('ladder codec process failed; the passthrough layer keeps serving', { streamId, reason });
+      this.streamError(streamId, { code: 'transcoder_failed', message: `The ABR ladder's encoder stopped: ${reason}` });
+    };
+    const ffmpeg = this.d.ffmpeg();
+    if (!ffmpeg) {
+      s.hub.failEncoded();
+      this.d.log.error('no ffmpeg: the ABR ladder is off; the passthrough layer keeps serving', { streamId });
+      this.streamError(streamId, { code: 'transcoder_failed', message: 'FFmpeg was not found, so only the passthrough layer is served.' });
+      return null;
+    }
+    const hub = s.hub;
+    const t: LadderTranscoder = new LadderTranscoder({
+      ffmpeg,
+      codec,
+      layers: encoded,
+      onAudio: (kbps, ts, body) => {
+        const errors = hub.pushEncoded(kbps, ts, body);
+        if (errors.length > 0) this.logDropped(streamId, s, errors[0]!, errors.length);
+      },
+      onFailure: (reason) => fail(reason),
+    });
+    return t;
+  }
+
+  /** Opens the recording of a stream that records into a podcast (errors logged; then no recording). */
+  private openRecorder(row: StreamRow): Promise<Recorder | null> {
+    return Recorder.open(this.d.recordingsDir, `${row.id}-${this.now()}`, row.codec as HubCodec).catch((e: Error) => {
+      this.d.log.error('cannot open the recording', { streamId: row.id, err: e.message });
+      return null;
+    });
+  }
+
+  /** Closes a recording and hands it to the podcast side as a draft episode. */
+  private finishRecording(streamId: string, pending: Promise<Recorder | null>): void {
+    const row = this.d.streams.getAny(streamId);
+    void pending
+      .then(async (rec) => {
+        if (!rec) return;
+        const recording = await rec.finish(this.d.ffmpeg());
+        const target = row?.recording ? (JSON.parse(row.recording) as { podcastId: string }) : null;
+        if (!row || !target || !this.d.onRecording) return;
+        await this.d.onRecording({ accountId: row.account_id, podcastId: target.podcastId, streamId, title: row.title, recording });
+        this.d.log.info('recording saved as a draft episode', { streamId, podcastId: target.podcastId });
+      })
+      .catch((e: Error) => this.d.log.error('recording failed', { streamId, err: e.message }));
   }
 
   private object(row: StreamRow) {

@@ -59,6 +59,15 @@ export function toStreamObject(row: StreamRow, urls: PublicUrls, listenerCount: 
   };
 }
 
+/**
+ * The ABR ladder (kbps), top first (PRODUCT.md §9 "HLS"): the layers at and below the ingest
+ * quality — high: 256 (passthrough), 128, 64; medium: 128, 64; low: 64; opus high: 320, 128, 64.
+ */
+export function ladderKbps(quality: string, codec: string): number[] {
+  const top = nominalKbps(quality, codec);
+  return [top, ...[128, 64].filter((k) => k < top)];
+}
+
 /** Nominal ingest bitrate (kbps) of quality × codec (PRODUCT.md §2: opus+high = 320). */
 export function nominalKbps(quality: string, codec: string): number {
   if (quality === 'high') return codec === 'opus' ? 320 : 256;

@@ -49,43 +49,50 @@ describe('live AAC over RTMP to HLS', () => {
     const live = (await api(server.http, key, 'GET', `/v2/streams/${stream.id}`)).json;
     expect(typeof live.startedAt).toBe('string');
 
-    // Multivariant → media playlist with at least 3 segments.
+    // Multivariant: the ladder of a medium stream — the ingest passed through (128) and 64 kbps.
     const master = await waitFor(async () => {
       const r = await fetch(stream.hlsUrl);
       return r.status === 200 ? r : null;
     }, 15_000, 200, 'multivariant playlist');
     expect(master.headers.get('content-type')).toBe('application/vnd.apple.mpegurl');
     const masterText = await master.text();
-    expect(masterText).toMatch(/#EXT-X-STREAM-INF:BANDWIDTH=\d+,AVERAGE-BANDWIDTH=\d+,CODECS="mp4a\.40\.2"/);
-    const variant = masterText.split('\n').find((l) => l && !l.startsWith('#'))!;
-    const mediaUrl = new URL(variant, stream.hlsUrl).toString();
-    const media = await waitFor(async () => {
-      const r = await fetch(mediaUrl);
-      const text = await r.text();
-      return (text.match(/#EXTINF/g) ?? []).length >= 3 ? { r, text } : null;
-    }, 20_000, 250, 'three segments');
-    expect(media.r.headers.get('cache-control')).toMatch(/max-age=1\b|no-cache/);
-    expect(media.text).toContain('#EXT-X-TARGETDURATION:2');
-    for (const d of media.text.matchAll(/#EXTINF:([\d.]+),/g)) {
-      expect(Math.abs(Number(d[1]) - 2)).toBeLessThanOrEqual(0.5);
-    }
+    const variants = [...masterText.matchAll(/#EXT-X-STREAM-INF:BANDWIDTH=(\d+),AVERAGE-BANDWIDTH=(\d+),CODECS="mp4a\.40\.2"\n(\S+)/g)];
+    expect(variants.map((v) => v[3]!.split('?')[0])).toEqual(['a128/index.m3u8', 'a64/index.m3u8']);
+    expect(Number(variants[0]![1])).toBeGreaterThan(Number(variants[1]![1]));
 
-    // One segment: immutable, audio only (no phantom video track).
-    // Segment URIs carry the listener session id (`?sid=…`, issue 4, PRODUCT.md §4).
-    const segName = media.text.split('\n').find((l) => /^\d+\.ts(\?sid=[A-Za-z0-9_-]+)?$/.test(l))!;
-    expect(segName).toMatch(/\?sid=/);
-    const seg = await fetch(new URL(segName, mediaUrl));
-    expect(seg.status).toBe(200);
-    expect(seg.headers.get('content-type')).toBe('video/mp2t');
-    expect(seg.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
-    expect(seg.headers.get('x-request-id')).toMatch(/^req_/);
-    const segFile = path.join(tmp.dir, 'seg.ts');
-    writeFileSync(segFile, Buffer.from(await seg.arrayBuffer()));
-    const probe = spawnSync(ffmpeg, ['-hide_banner', '-i', segFile], { encoding: 'utf8' });
-    const streams = probe.stderr.split('\n').filter((l) => /Stream #\d+:\d+/.test(l));
-    expect(streams).toHaveLength(1);
-    expect(streams[0]).toMatch(/Audio: aac/);
-    expect(probe.stderr).not.toMatch(/Video:/);
+    for (const v of variants) {
+      const mediaUrl = new URL(v[3]!, stream.hlsUrl).toString();
+      const media = await waitFor(async () => {
+        const r = await fetch(mediaUrl);
+        const text = await r.text();
+        return (text.match(/#EXTINF/g) ?? []).length >= 3 ? { r, text } : null;
+      }, 20_000, 250, 'three segments');
+      // Low-Latency HLS on the fMP4 layers (classic players read the same playlist).
+      expect(media.text).toContain('#EXT-X-TARGETDURATION:2');
+      expect(media.text).toMatch(/#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=[\d.]+/);
+      expect(media.text).toMatch(/#EXT-X-PART-INF:PART-TARGET=0\.5\d*/);
+      expect(media.text).toMatch(/#EXT-X-PART:DURATION=[\d.]+,URI="\d+\.\d+\.m4s\?sid=[^"]+",INDEPENDENT=YES/);
+      expect(media.text).toMatch(/#EXT-X-PRELOAD-HINT:TYPE=PART,URI="\d+\.\d+\.m4s\?sid=[^"]+"/);
+      for (const d of media.text.matchAll(/#EXTINF:([\d.]+),/g)) expect(Math.abs(Number(d[1]) - 2)).toBeLessThanOrEqual(0.5);
+
+      // Init + one segment: immutable, audio only (no phantom video track). URIs carry the session id.
+      const init = /#EXT-X-MAP:URI="([^"]+)"/.exec(media.text)![1]!;
+      const segName = media.text.split('\n').find((l) => /^\d+\.m4s\?sid=[A-Za-z0-9_.-]+$/.test(l))!;
+      const [initRes, seg] = await Promise.all([fetch(new URL(init, mediaUrl)), fetch(new URL(segName, mediaUrl))]);
+      expect(initRes.status).toBe(200);
+      expect(seg.status).toBe(200);
+      expect(seg.headers.get('content-type')).toBe('video/iso.segment');
+      expect(seg.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+      expect(seg.headers.get('x-request-id')).toMatch(/^req_/);
+      const segFile = path.join(tmp.dir, `seg-${v[3]!.split('/')[0]}.mp4`);
+      writeFileSync(segFile, Buffer.concat([Buffer.from(await initRes.arrayBuffer()), Buffer.from(await seg.arrayBuffer())]));
+      const probe = spawnSync(ffmpeg, ['-hide_banner', '-i', segFile, '-f', 'null', '-'], { encoding: 'utf8' });
+      expect(probe.status).toBe(0);
+      const streams = probe.stderr.split('\n').filter((l) => /Stream #\d+:\d+.*: Audio/.test(l) && l.includes('Input') === false);
+      expect(probe.stderr).toMatch(/Audio: aac/);
+      expect(probe.stderr).not.toMatch(/Video:/);
+      expect(streams.length).toBeGreaterThan(0);
+    }
 
     // FFmpeg plays the live playlist from the start of the window until EXT-X-ENDLIST and decodes it.
     const reader = spawn(ffmpeg, ['-hide_banner', '-loglevel', 'error', '-live_start_index', '0', '-i', stream.hlsUrl, '-vn', '-ac', '1', '-ar', '48000', '-f', 's16le', 'pipe:1'], {
@@ -99,7 +106,7 @@ describe('live AAC over RTMP to HLS', () => {
     expect(await exited(pub)).toBe(0);
     // After the publisher stops: ended once the 2 s reconnect window passes.
     await waitFor(async () => (await api(server.http, key, 'GET', `/v2/streams/${stream.id}`)).json.status === 'ended', 15_000, 200, 'ended');
-    const finalMedia = await (await fetch(mediaUrl)).text();
+    const finalMedia = await (await fetch(stream.hlsUrl.replace('index.m3u8', 'a128/index.m3u8'))).text();
     expect(finalMedia).toContain('#EXT-X-ENDLIST');
 
     const code = await Promise.race([exited(reader), new Promise<string>((r) => setTimeout(() => r('timeout'), 30_000))]);
