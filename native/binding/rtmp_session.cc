@@ -2,12 +2,24 @@
 // sans-I/O RTMP server session of one TCP connection. Shapes: docs/native-api.md.
 //
 // Protocol problems never throw: they come back as {type:'error', code, message} events (sticky).
-// Wrong JS arguments throw a TypeError. Audio bodies go to JS as external Buffers that own the
-// reassembled message storage (freed by the Buffer's finalizer): no copy after reassembly.
+// Wrong JS arguments throw a TypeError.
+//
+// Hot path (audio): push() creates no JS object per message. It returns a number (events << 3 |
+// flags) and writes the batch into two per-session ArrayBuffers that JS maps once (buffers()):
+//   meta  (Float64Array): [0] = audio bytes of the batch; then per event i, in order,
+//         [1+2i] = timestamp in ms (audio) or -1 (any other event), [2+2i] = end offset of the
+//         audio body in `arena` (bodies are back to back from offset 0);
+//   arena (Uint8Array): the audio bodies of the batch, copied out of the reassembly buffers.
+// The other events (connect, publish, ...: a handful per connection) are built as objects and
+// fetched with takeEvents(). The typed wrapper in src/native/index.ts turns this into the public
+// API; the raw class is not used elsewhere.
 #include "binding/addon_state.h"
 #include "core/rtmp/session.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 namespace skylark::binding {
 namespace {
@@ -47,18 +59,46 @@ class RtmpSession : public Napi::ObjectWrap<RtmpSession> {
     session_ = std::make_unique<rtmp::Session>(opts);
   }
 
-  /** push(data: Uint8Array): RtmpEvent[] — feeds socket bytes (any split, even one byte at a
-   *  time); returns the events they completed, possibly []. After an error event, returns []. */
+  /** push(data: Uint8Array): number — feeds socket bytes (any split, even one byte at a time).
+   *  Returns (events << 3) | flags: kOutputPending (takeOutput() has bytes), kBuffersChanged
+   *  (call buffers() again before reading meta/arena), kControlEvents (takeEvents() has the
+   *  non-audio events of the batch). The batch (see the top of this file) is valid until the
+   *  next push(). After an error event, returns 0 events. */
   Napi::Value Push(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
+    napi_typedarray_type type;
+    size_t length = 0;
+    void* data = nullptr;
     SK_REQUIRE(env, info.Length() >= 1 && info[0].IsTypedArray() &&
-                        info[0].As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array,
+                        napi_get_typedarray_info(env, info[0], &type, &length, &data, nullptr, nullptr) == napi_ok &&
+                        type == napi_uint8_array,
                "RtmpSession.push: data must be a Uint8Array");
     SK_REQUIRE(env, !busy_, "RtmpSession.push: re-entrant call");
     Busy b(busy_);
-    Napi::Uint8Array a = info[0].As<Napi::Uint8Array>();
-    session_->push(a.Data(), a.ElementLength());
-    return DrainEvents(env);
+    session_->push(static_cast<const uint8_t*>(data), length);
+    return Napi::Number::New(env, DrainBatch(env));
+  }
+
+  /** buffers(): [meta: ArrayBuffer, arena: ArrayBuffer] — the batch buffers (replaced when push()
+   *  reports kBuffersChanged). */
+  Napi::Value Buffers(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (meta_ref_.IsEmpty() || arena_ref_.IsEmpty()) EnsureBuffers(env, 0, 0);  // never replaces a live batch
+    Napi::Array a = Napi::Array::New(env, 2);
+    a.Set(0u, meta_ref_.Value());
+    a.Set(1u, arena_ref_.Value());
+    return a;
+  }
+
+  /** takeEvents(): RtmpEvent[] — the non-audio events of the last push(), in order (then []). */
+  Napi::Value TakeEvents(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Napi::Array arr = Napi::Array::New(env, control_.size());
+    if (control_.empty()) return arr;
+    Keys keys(env);
+    for (uint32_t i = 0; i < control_.size(); ++i) arr.Set(i, ToJs(env, keys, control_[i]));
+    control_.clear();
+    return arr;
   }
 
   /** end(): RtmpEvent[] — the peer closed the socket. Returns [error protocol_violation] when it
@@ -119,7 +159,7 @@ class RtmpSession : public Napi::ObjectWrap<RtmpSession> {
     bool& f_;
   };
 
-  // Property names of the hot (audio) event, created once per drain instead of once per event
+  // Property names of the audio event, created once per drain instead of once per event
   // (NAPI_VERSION 8 cannot hold references to strings across calls).
   struct Keys {
     explicit Keys(Napi::Env env)
@@ -128,17 +168,14 @@ class RtmpSession : public Napi::ObjectWrap<RtmpSession> {
     Napi::String type, timestamp, data, audio;
   };
 
-  static void FreeMessage(Napi::Env, uint8_t* d) { delete[] d; }
-
   static Napi::Value ToJs(Napi::Env env, const Keys& k, Event& e) {
     Napi::Object o = Napi::Object::New(env);
     switch (e.type) {
       case Event::Type::kAudio: {
         o.Set(k.type, k.audio);
         o.Set(k.timestamp, Napi::Number::New(env, e.timestamp));
-        uint32_t size = e.data.size;
-        uint8_t* p = e.data.data.release();  // ownership moves to the Buffer's finalizer
-        o.Set(k.data, Napi::Buffer<uint8_t>::New(env, p, size, FreeMessage));
+        // Not on the hot path (push() batches audio; end() never completes a message).
+        o.Set(k.data, Napi::Buffer<uint8_t>::Copy(env, e.data.data.get(), e.data.size));
         break;
       }
       case Event::Type::kConnect: {
@@ -185,6 +222,74 @@ class RtmpSession : public Napi::ObjectWrap<RtmpSession> {
     return o;
   }
 
+  // Flags in the low bits of push()'s result (mirrored in src/native/index.ts).
+  static constexpr uint32_t kOutputPending = 1, kBuffersChanged = 2, kControlEvents = 4;
+  static constexpr size_t kMetaSlots = 128;            // initial events per batch
+  static constexpr size_t kArenaBytes = 16 * 1024;     // initial audio bytes per batch
+  static constexpr size_t kShrinkAbove = 1024 * 1024;  // a grown arena goes back to the default
+                                                       // size after a batch that fits in it
+
+  // (Re)creates the meta / arena ArrayBuffers when the batch needs more room (or a huge arena
+  // can shrink). Returns true when one was replaced. Each is a plain V8 ArrayBuffer held by a
+  // strong reference: its data pointer stays valid while the reference lives.
+  bool EnsureBuffers(Napi::Env env, size_t events, size_t audio_bytes) {
+    bool changed = false;
+    const size_t slots = 1 + 2 * events;
+    if (meta_ref_.IsEmpty() || slots > meta_slots_) {
+      size_t n = std::max(slots, meta_ref_.IsEmpty() ? 1 + 2 * kMetaSlots : 2 * meta_slots_);
+      Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, n * sizeof(double));
+      meta_ = static_cast<double*>(ab.Data());
+      meta_slots_ = n;
+      meta_ref_ = Napi::Persistent(ab);
+      changed = true;
+    }
+    const bool shrink = arena_size_ > kShrinkAbove && audio_bytes <= kArenaBytes;
+    if (arena_ref_.IsEmpty() || audio_bytes > arena_size_ || shrink) {
+      size_t n = shrink || arena_ref_.IsEmpty() ? kArenaBytes : std::max(audio_bytes, 2 * arena_size_);
+      n = std::max(n, audio_bytes);
+      Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, n);
+      arena_ = static_cast<uint8_t*>(ab.Data());
+      arena_size_ = n;
+      arena_ref_ = Napi::Persistent(ab);
+      changed = true;
+    }
+    return changed;
+  }
+
+  // Moves the session's events into meta/arena (audio) and control_ (the rest); returns push()'s
+  // result. Audio message storage is freed here (copied into the arena first).
+  double DrainBatch(Napi::Env env) {
+    control_.clear();
+    auto& events = session_->events();
+    uint32_t flags = session_->output().empty() ? 0 : kOutputPending;
+    size_t audio_bytes = 0;
+    for (const Event& e : events) {
+      if (e.type == Event::Type::kAudio) audio_bytes += e.data.size;
+      else flags |= kControlEvents;
+    }
+    if (EnsureBuffers(env, events.size(), audio_bytes)) flags |= kBuffersChanged;
+    double* m = meta_;
+    uint8_t* a = arena_;
+    size_t at = 0;
+    m[0] = static_cast<double>(audio_bytes);
+    for (size_t i = 0; i < events.size(); ++i) {
+      Event& e = events[i];
+      if (e.type == Event::Type::kAudio) {
+        if (e.data.size > 0) std::memcpy(a + at, e.data.data.get(), e.data.size);
+        at += e.data.size;
+        m[1 + 2 * i] = e.timestamp;
+        m[2 + 2 * i] = static_cast<double>(at);
+      } else {
+        m[1 + 2 * i] = -1;
+        m[2 + 2 * i] = static_cast<double>(at);
+        control_.push_back(std::move(e));
+      }
+    }
+    const double n = static_cast<double>(events.size());
+    events.clear();
+    return n * 8 + flags;
+  }
+
   Napi::Value DrainEvents(Napi::Env env) {
     auto& events = session_->events();
     Napi::Array arr = Napi::Array::New(env, events.size());
@@ -197,6 +302,12 @@ class RtmpSession : public Napi::ObjectWrap<RtmpSession> {
 
   std::unique_ptr<rtmp::Session> session_;
   bool busy_ = false;
+  std::vector<Event> control_;  // non-audio events of the last batch, for takeEvents()
+  Napi::Reference<Napi::ArrayBuffer> meta_ref_, arena_ref_;
+  double* meta_ = nullptr;
+  size_t meta_slots_ = 0;
+  uint8_t* arena_ = nullptr;
+  size_t arena_size_ = 0;
 };
 
 }  // namespace
@@ -205,6 +316,8 @@ void InitRtmpSession(Napi::Env env, Napi::Object exports, AddonState& state) {
   Napi::Function ctor = RtmpSession::DefineClass(
       env, "RtmpSession",
       {RtmpSession::InstanceMethod<&RtmpSession::Push>("push"),
+       RtmpSession::InstanceMethod<&RtmpSession::Buffers>("buffers"),
+       RtmpSession::InstanceMethod<&RtmpSession::TakeEvents>("takeEvents"),
        RtmpSession::InstanceMethod<&RtmpSession::End>("end"),
        RtmpSession::InstanceMethod<&RtmpSession::TakeOutput>("takeOutput"),
        RtmpSession::InstanceMethod<&RtmpSession::AcceptPublish>("acceptPublish"),

@@ -5,7 +5,7 @@
  * (remote address and reason, never the stream key).
  */
 import net from 'node:net';
-import { RtmpSession } from '../native/index.js';
+import { RtmpSession, type RtmpHandler } from '../native/index.js';
 import type { Logger } from '../log/logger.js';
 import type { PublishDecision, PublishSink, Publisher } from '../services/live.js';
 
@@ -86,15 +86,14 @@ export class RtmpServer {
       },
     };
 
-    socket.on('data', (chunk) => {
-      if (closed) return;
-      const events = session.push(chunk);
-      for (const e of events) {
-        if (closed) break;
+    // Events of one read, in order. Audio comes without an event object (RtmpSession.pushTo).
+    const handler: RtmpHandler = {
+      audio: (timestampMs, data) => {
+        if (!closed) sink?.audio(timestampMs, data);
+      },
+      event: (e) => {
+        if (closed) return;
         switch (e.type) {
-          case 'audio':
-            sink?.audio(e.timestamp, e.data);
-            break;
           case 'connect':
             app = e.app;
             break;
@@ -127,8 +126,13 @@ export class RtmpServer {
           case 'metadata':
             break;
         }
-      }
-      flushOutput();
+      },
+    };
+
+    socket.on('data', (chunk) => {
+      if (closed) return;
+      session.pushTo(chunk, handler);
+      if (session.hasOutput) flushOutput();
     });
     socket.on('timeout', () => close(sink ? 'publisher silent' : 'no publish in time', 'warn'));
     socket.on('error', (e) => close(`socket error: ${e.message}`));

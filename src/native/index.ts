@@ -15,24 +15,151 @@ export type RtmpEvent =
   | { type: 'audio'; timestamp: number; data: Buffer }
   | { type: 'error'; code: string; message: string };
 
-/** Sans-I/O RTMP server session: handshake, chunk streams, AMF0 commands (one per TCP connection). */
-export interface RtmpSession {
-  /** Feeds socket bytes; returns the events they completed. Never throws for bad input. */
-  push(data: Uint8Array): RtmpEvent[];
-  /** Bytes to write to the socket, or null when there are none. */
+/** Every RtmpEvent but audio (a handful per connection). */
+export type RtmpControlEvent = Exclude<RtmpEvent, { type: 'audio' }>;
+
+/**
+ * What `RtmpSession.pushTo` calls, in the order the messages completed. `data` is a view into one
+ * Buffer that holds all audio bodies of that push (a slice of Node's Buffer pool when small): it
+ * is never reused or overwritten, so a consumer may keep it, but it pins that shared memory.
+ */
+export interface RtmpHandler {
+  /** One audio message: RTMP timestamp (ms) and the whole FLV AUDIODATA body. */
+  audio(timestampMs: number, data: Buffer): void;
+  /** Any other event. After an `error` event the session is dead (sticky). */
+  event(e: RtmpControlEvent): void;
+}
+
+/** The addon's class (native/binding/rtmp_session.cc); only the wrapper below uses it. */
+interface RawRtmpSession {
+  /** (events << 3) | RAW_* flags; the batch is in buffers() until the next push(). */
+  push(data: Uint8Array): number;
+  /** [meta (Float64 slots), arena (audio bodies)]. */
+  buffers(): [ArrayBuffer, ArrayBuffer];
+  takeEvents(): RtmpControlEvent[];
   takeOutput(): Buffer | null;
-  /** Answers the pending publish with NetStream.Publish.Start. */
   acceptPublish(): void;
+  rejectPublish(code: string, description: string): void;
+  end(): RtmpEvent[];
+  readonly bytesIn: number;
+}
+const RAW_OUTPUT_PENDING = 1;
+const RAW_BUFFERS_CHANGED = 2;
+const RAW_CONTROL_EVENTS = 4;
+const NO_CONTROL_EVENTS: RtmpControlEvent[] = [];
+
+/**
+ * Sans-I/O RTMP server session: handshake, chunk streams, AMF0 commands (one per TCP connection).
+ * Never throws for bad input (it becomes an `error` event); wrong argument types throw TypeError.
+ * Constructor: `maxMessageBytes` (bytes) caps any one RTMP message (default 1 MiB).
+ */
+export class RtmpSession {
+  private readonly raw: RawRtmpSession;
+  private meta!: Float64Array;
+  private arena!: ArrayBuffer;
+  private outputPending = false;
+  private iterating = false;
+
+  constructor(options?: { maxMessageBytes?: number }) {
+    this.raw = new addon.RtmpSession(options);
+    this.mapBuffers();
+  }
+
+  /**
+   * The fast path: feeds socket bytes and calls `handler` for each event they completed, in
+   * order (audio without an event object; see RtmpHandler). The handler may call acceptPublish,
+   * rejectPublish and takeOutput, not push/pushTo (TypeError: re-entrant call).
+   */
+  pushTo(data: Uint8Array, handler: RtmpHandler): void {
+    if (this.iterating) throw new TypeError('RtmpSession.push: re-entrant call');
+    const r = this.raw.push(data);
+    if (r === 0) return;
+    if (r & RAW_OUTPUT_PENDING) this.outputPending = true;
+    if (r & RAW_BUFFERS_CHANGED) this.mapBuffers();
+    const count = Math.floor(r / 8);
+    if (count === 0) return;
+    const meta = this.meta;
+    const control = r & RAW_CONTROL_EVENTS ? this.raw.takeEvents() : NO_CONTROL_EVENTS;
+    const total = meta[0]!;
+    // One copy of the batch's bodies out of the (reused) arena: small batches are a slice of
+    // Node's Buffer pool, so a message costs no ArrayBuffer of its own.
+    let bodies: Buffer | null = null;
+    if (total > 0) {
+      bodies = Buffer.allocUnsafe(total);
+      bodies.set(new Uint8Array(this.arena, 0, total));
+    }
+    this.iterating = true;
+    try {
+      let start = 0;
+      let k = 0;
+      for (let i = 0; i < count; i++) {
+        const ts = meta[1 + 2 * i]!;
+        if (ts >= 0) {
+          const end = meta[2 + 2 * i]!;
+          handler.audio(ts, start === 0 && end === total ? bodies! : bodies!.subarray(start, end));
+          start = end;
+        } else {
+          handler.event(control[k++]!);
+        }
+      }
+    } finally {
+      this.iterating = false;
+    }
+  }
+
+  /** Feeds socket bytes; returns the events they completed (an object per event: tests, tools). */
+  push(data: Uint8Array): RtmpEvent[] {
+    const events: RtmpEvent[] = [];
+    this.pushTo(data, {
+      audio: (timestamp, d) => events.push({ type: 'audio', timestamp, data: d }),
+      event: (e) => events.push(e),
+    });
+    return events;
+  }
+
+  /** Bytes to write to the socket, or null when there are none (no native call then). */
+  takeOutput(): Buffer | null {
+    if (!this.outputPending) return null;
+    this.outputPending = false;
+    return this.raw.takeOutput();
+  }
+
+  /** Whether takeOutput() has bytes. */
+  get hasOutput(): boolean {
+    return this.outputPending;
+  }
+
+  /** Answers the pending publish with NetStream.Publish.Start. */
+  acceptPublish(): void {
+    this.raw.acceptPublish();
+    this.outputPending = true;
+  }
+
   /** Answers the pending (or refuses the running) publish with an error onStatus, e.g.
    *  NetStream.Publish.BadName or NetStream.Publish.Rejected. Write takeOutput(), then end the socket. */
-  rejectPublish(code: string, description: string): void;
+  rejectPublish(code: string, description: string): void {
+    this.raw.rejectPublish(code, description);
+    this.outputPending = true;
+  }
+
   /**
    * The socket closed: returns `[{type:'error', code:'protocol_violation'|'handshake_invalid'}]`
    * when the peer vanished mid-message or mid-handshake, else `[]`.
    */
-  end(): RtmpEvent[];
+  end(): RtmpEvent[] {
+    return this.raw.end();
+  }
+
   /** Bytes received so far. */
-  readonly bytesIn: number;
+  get bytesIn(): number {
+    return this.raw.bytesIn;
+  }
+
+  private mapBuffers(): void {
+    const [meta, arena] = this.raw.buffers();
+    this.meta = new Float64Array(meta);
+    this.arena = arena;
+  }
 }
 
 /** Events of the AAC → MPEG-TS segmenter (see docs/native-api.md "TsSegmenter"). */
@@ -168,7 +295,7 @@ export interface AudioTagProbe {
 }
 
 interface Addon {
-  RtmpSession: new (options?: { maxMessageBytes?: number }) => RtmpSession;
+  RtmpSession: new (options?: { maxMessageBytes?: number }) => RawRtmpSession;
   TsSegmenter: new (options?: { targetDurationMs?: number }) => TsSegmenter;
   Segmenter: new (options: SegmenterOptions) => Segmenter;
   probeAudioTag: (data: Uint8Array) => AudioTagProbe;
@@ -180,8 +307,6 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const addonPath = path.resolve(here, '..', '..', 'build', 'Release', 'skylark.node');
 const addon = createRequire(import.meta.url)(addonPath) as Addon;
 
-/** Constructor of RtmpSession. `maxMessageBytes` (bytes) caps any one RTMP message (default 1 MiB). */
-export const RtmpSession = addon.RtmpSession;
 /** Constructor of TsSegmenter. `targetDurationMs` (ms) is the segment target (default 2000). */
 export const TsSegmenter = addon.TsSegmenter;
 /** Constructor of Segmenter (see SegmenterOptions). Throws TypeError for invalid options. */

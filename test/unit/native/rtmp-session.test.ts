@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { RtmpSession, type RtmpEvent } from '../../../src/native/index.js';
+import { RtmpSession, type RtmpEvent, type RtmpHandler } from '../../../src/native/index.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const fixture = (name: string) => readFileSync(path.join(here, '../../fixtures/rtmp', name));
@@ -13,8 +13,7 @@ const fixture = (name: string) => readFileSync(path.join(here, '../../fixtures/r
 const FIXTURES = ['ffmpeg-aac-48k.bin', 'ffmpeg-aac-44k-mono.bin', 'ffmpeg-aac-48k-extts.bin'];
 const HANDSHAKE = 1 + 2 * 1536;
 
-type Session = InstanceType<typeof RtmpSession> & { end(): RtmpEvent[] };
-const newSession = (opts?: { maxMessageBytes?: number }) => new RtmpSession(opts) as Session;
+const newSession = (opts?: { maxMessageBytes?: number }) => new RtmpSession(opts);
 
 /** Feeds `bytes` in pieces of `step`, accepting publishes; returns every event. */
 function feed(bytes: Uint8Array, step: number, session = newSession()): RtmpEvent[] {
@@ -326,5 +325,119 @@ describe('RtmpSession with bad input', () => {
     expect(() => new RtmpSession({ maxMessageBytes: -1 })).toThrow(TypeError);
     expect(() => new RtmpSession({ maxMessageBytes: 1.5e9 })).toThrow(TypeError);
     expect(s.push(new Uint8Array(0))).toEqual([]);
+  });
+});
+
+/** Audio messages on csid 4 / stream 1 with fmt-0 headers (timestamp = 1000 + i), bodies of `size(i)` bytes. */
+function audioMessages(count: number, size: (i: number) => number, chunkSize = 128): Buffer {
+  const parts: Buffer[] = [];
+  for (let i = 0; i < count; i++) {
+    const body = Buffer.alloc(size(i), i & 0xff);
+    body[0] = 0xaf;
+    const m = chunked(4, 8, 1, body, chunkSize);
+    m.writeUIntBE(1000 + i, 1, 3);
+    parts.push(m);
+  }
+  return Buffer.concat(parts);
+}
+const published = () => Buffer.concat([
+  connected(),
+  command(amf.str('createStream'), amf.num(2), amf.nul()),
+  chunked(4, 20, 1, Buffer.concat([amf.str('publish'), amf.num(3), amf.nul(), amf.str('sk_ok'), amf.str('live')])),
+]);
+
+describe('RtmpSession.pushTo (the batched audio path)', () => {
+  for (const name of FIXTURES) {
+    it(`${name}: pushTo gives the events push() gives, in order, at any split`, () => {
+      const bytes = fixture(name);
+      const expected = comparable(feed(bytes, bytes.length));
+      for (const step of [1, 7, 333, 4096, 65536]) {
+        const s = newSession();
+        const got: RtmpEvent[] = [];
+        const handler: RtmpHandler = {
+          audio: (timestamp, data) => got.push({ type: 'audio', timestamp, data }),
+          event: (e) => {
+            got.push(e);
+            if (e.type === 'publish') s.acceptPublish();
+          },
+        };
+        for (let i = 0; i < bytes.length; i += step) {
+          s.pushTo(bytes.subarray(i, i + step), handler);
+          if (s.hasOutput) expect(s.takeOutput()).not.toBeNull();
+          expect(s.takeOutput()).toBeNull();
+        }
+        // Bodies handed out earlier are never overwritten by later pushes.
+        expect(comparable(got)).toEqual(expected);
+      }
+    });
+  }
+
+  it('audio bodies are Buffers that stay valid (and unchanged) after later pushes', () => {
+    const s = newSession();
+    s.push(published());
+    s.acceptPublish();
+    const kept: Buffer[] = [];
+    const handler: RtmpHandler = { audio: (_t, d) => kept.push(d), event: () => {} };
+    for (let i = 0; i < 50; i++) s.pushTo(audioMessages(3, (j) => 10 + i + j), handler);
+    expect(kept).toHaveLength(150);
+    kept.forEach((d, k) => {
+      const i = Math.floor(k / 3);
+      const j = k % 3;
+      expect(Buffer.isBuffer(d)).toBe(true);
+      expect(d.length).toBe(10 + i + j);
+      expect(d[0]).toBe(0xaf);
+      expect(d.subarray(1).every((b) => b === j)).toBe(true);
+    });
+  });
+
+  it('batches larger than the initial buffers (events and bytes), then small again', () => {
+    const s = newSession();
+    s.push(Buffer.concat([published(), chunked(2, 1, 0, Buffer.from([0, 0, 0x10, 0]))])); // chunk size 4096
+    s.acceptPublish();
+    const check = (count: number, size: (i: number) => number) => {
+      const events = s.push(audioMessages(count, size, 4096));
+      expect(events).toHaveLength(count);
+      events.forEach((e, i) => {
+        expect(e.type).toBe('audio');
+        if (e.type !== 'audio') return;
+        expect(e.timestamp).toBe(1000 + i);
+        expect(e.data.length).toBe(size(i));
+        expect(e.data[0]).toBe(0xaf);
+        expect(e.data[e.data.length - 1]).toBe(size(i) > 1 ? i & 0xff : 0xaf);
+      });
+    };
+    check(1000, () => 3); // more events than the initial meta slots
+    check(40, (i) => 1000 + i * 97); // more bytes than the initial arena
+    check(3, () => 600_000); // past the shrink threshold
+    check(5, (i) => 300 + i); // back to small batches
+    check(2, () => 1);
+  });
+
+  it('interleaves audio and control events in message order', () => {
+    const s = newSession();
+    const events = s.push(Buffer.concat([
+      published(),
+      audioMessages(2, () => 20),
+      command(amf.str('FCUnpublish'), amf.num(4), amf.nul(), amf.str('sk_ok')),
+      audioMessages(1, () => 20), // after unpublish: dropped
+    ]));
+    expect(events.map((e) => e.type)).toEqual(['connect', 'publish', 'audio', 'audio', 'unpublish']);
+  });
+
+  it('takeOutput() is null when push() produced no replies; push inside the handler throws', () => {
+    const s = newSession();
+    s.push(published());
+    expect(s.hasOutput).toBe(true);
+    expect(s.takeOutput()).not.toBeNull();
+    expect(s.hasOutput).toBe(false);
+    s.acceptPublish();
+    expect(s.hasOutput).toBe(true);
+    expect(s.takeOutput()).not.toBeNull();
+    s.push(audioMessages(2, () => 50));
+    expect(s.hasOutput).toBe(false);
+    expect(s.takeOutput()).toBeNull();
+    expect(() => s.pushTo(audioMessages(1, () => 5), { audio: () => s.push(new Uint8Array(1)), event: () => {} }))
+      .toThrow(/re-entrant/);
+    expect(s.push(audioMessages(1, () => 5)).map((e) => e.type)).toEqual(['audio']); // still usable
   });
 });
