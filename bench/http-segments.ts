@@ -302,7 +302,7 @@ async function waitForBuild(): Promise<void> {
   }
 }
 
-export async function startSkylark(dataDir: string) {
+export async function startSkylark(dataDir: string, extraEnv: Record<string, string> = {}) {
   mkdirSync(dataDir, { recursive: true });
   const prof = process.env.SKYLARK_BENCH_CPU_PROF;
   const nodeFlags = prof ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(prof)}`] : [];
@@ -319,6 +319,7 @@ export async function startSkylark(dataDir: string) {
         SKYLARK_RTMP_PORT: '0',
         SKYLARK_DATA_DIR: dataDir,
         SKYLARK_LOG_LEVEL: 'warn',
+        ...extraEnv,
       },
     });
     let stderr = '';

@@ -167,7 +167,9 @@ export async function run(): Promise<BenchRow[]> {
   const notes: string[] = [];
   try {
     const dataDir = path.join(work, 'data');
-    const sky = await startSkylark(dataDir);
+    // The passthrough path against nginx-rtmp (which does no transcoding): the ABR ladder is off
+    // here; its FFmpeg cost is measured on its own below.
+    const sky = await startSkylark(dataDir, { SKYLARK_ABR_LADDER: '0' });
     children.push(sky.child);
     const secretKey = await createAccount(dataDir, sky.defaultSecretKey);
     log(`skylark pid ${sky.child.pid} at ${sky.http}, rtmp ${sky.rtmp}`);
@@ -279,7 +281,39 @@ export async function run(): Promise<BenchRow[]> {
       pool.close();
     }
     log(`done in ${((performance.now() - t00) / 1000).toFixed(0)} s`);
-    return toRows(phases, timing, idle, { warmup, windowS, windows, tickMs, media: `${media.kbps.toFixed(0)} kbit/s AAC, ${media.sampleRate} Hz ${media.channels} ch` }, notes);
+    const rows = toRows(phases, timing, idle, { warmup, windowS, windows, tickMs, media: `${media.kbps.toFixed(0)} kbit/s AAC, ${media.sampleRate} Hz ${media.channels} ch` }, notes);
+
+    // ── the ABR ladder's own cost: a second Skylark with the ladder on (medium: 128 passthrough
+    //    + 64 kbps encoded by one FFmpeg codec process per stream) ─────────────────────────────
+    const ladderN = Math.round(envNum('BENCH_INGEST_LADDER_N', 10));
+    if (ladderN > 0) {
+      try {
+        const dir2 = path.join(work, 'data-ladder');
+        const sky2 = await startSkylark(dir2);
+        children.push(sky2.child);
+        const key2 = await createAccount(dir2, sky2.defaultSecretKey);
+        const server2: Server = {
+          who: 'skylark',
+          pid: sky2.child.pid!,
+          async prepare(n, label) {
+            const streams = await mapLimit(Array.from({ length: n }), 8, (_, i) => createStream(sky2.http, key2, `bench ${label} #${i + 1}`, 5));
+            return { targets: streams.map(skylarkTarget), hls: (i) => skylarkHlsOk(streams[i]!.hlsUrl) };
+          },
+        };
+        const p = await runPhase(server2, ladderN, { workDir: work, warmup, windowS, windows: 1, tickMs });
+        const w = p.windows[0];
+        const group = 'ABR ladder cost (Skylark, ladder on: 128 passthrough + 64 encoded per stream)';
+        if (w) {
+          rows.push({ group, name: `N=${ladderN}: server CPU incl. FFmpeg codec processes`, value: w.server, unit: '% core', note: `${p.hlsOk}/${ladderN} HLS OK` });
+          rows.push({ group, name: `N=${ladderN}: FFmpeg codec processes per stream`, value: w.children / ladderN, unit: '% core', note: 'the ladder; the passthrough path is the rows above' });
+          rows.push({ group, name: `N=${ladderN}: Skylark itself per stream (ladder on)`, value: (w.server - w.children) / ladderN, unit: '% core' });
+        }
+        await stop(sky2.child, 'SIGTERM', 5000);
+      } catch (e) {
+        notes.push(`ladder phase failed: ${(e as Error).message}`);
+      }
+    }
+    return rows;
   } finally {
     for (const c of children.reverse()) await stop(c, 'SIGTERM', 5000);
     rmSync(work, { recursive: true, force: true });

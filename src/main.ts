@@ -80,6 +80,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
     segmentDurationMs: config.segmentDurationMs,
     partTargetMs: Math.min(config.partDurationMs, config.segmentDurationMs),
     windowSegments: config.liveWindowSegments,
+    abrLadder: config.abrLadder,
     ffmpeg: ffmpegPath,
     recordingsDir: path.join(config.dataDir, 'recordings'),
     onRecording: (r) => onRecording(r),

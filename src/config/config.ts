@@ -24,6 +24,8 @@ export interface Config {
   segmentDurationMs: number;
   /** LL-HLS part target (ms) for fMP4 layers; 0 = classic HLS only. */
   partDurationMs: number;
+  /** Whether streams get the ABR ladder's encoded layers (an FFmpeg codec process per live stream). */
+  abrLadder: boolean;
   /** Segments kept in the live window. */
   liveWindowSegments: number;
   /** Largest JSON body accepted (bytes). */
@@ -48,6 +50,7 @@ export const ENV_NAMES = {
   logLevel: 'SKYLARK_LOG_LEVEL',
   segmentDurationMs: 'SKYLARK_SEGMENT_DURATION_MS',
   partDurationMs: 'SKYLARK_PART_DURATION_MS',
+  abrLadder: 'SKYLARK_ABR_LADDER',
   liveWindowSegments: 'SKYLARK_LIVE_WINDOW_SEGMENTS',
   maxUploadBytes: 'SKYLARK_MAX_UPLOAD_BYTES',
 } as const satisfies Partial<Record<keyof Config, string>>;
@@ -73,6 +76,7 @@ const RawConfig = v.object({
     v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.check((n) => n === 0 || (n >= 100 && n <= 2000), 'must be 0 or 100-2000')),
     '500',
   ),
+  abrLadder: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
   liveWindowSegments: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(3), v.maxValue(100)), '6'),
   maxUploadBytes: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'must be a positive integer of bytes'), v.transform(Number), v.minValue(1)), '500000000'),
 });
@@ -104,6 +108,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     ...o,
     dataDir: path.resolve(o.dataDir),
     webhooksAllowPrivate: o.webhooksAllowPrivate === '1' || o.webhooksAllowPrivate === 'true',
+    abrLadder: o.abrLadder === '1' || o.abrLadder === 'true',
     trustedProxies: o.trustedProxies.split(',').map((s) => s.trim()).filter(Boolean),
     maxJsonBodyBytes: 1024 * 1024,
   };

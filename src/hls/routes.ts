@@ -142,8 +142,8 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, access
         if (block.msn > layer.nextSequence + 2) return refuse(400, 'parameter_invalid', `_HLS_msn ${block.msn} is too far ahead of the playlist.`, requestId);
         return when(layer, block.msn, block.part, render);
       }
-      // A ladder layer whose codec process has not cut its first segment yet: wait for it briefly.
-      if (!layer.ready) return when(layer, layer.nextSequence, undefined, render);
+      // A ladder layer whose codec process has not cut its first segment (part) yet: wait for it.
+      if (!layer.ready) return when(layer, layer.nextSequence, layer.lowLatency ? 0 : undefined, render);
       return render();
     });
 

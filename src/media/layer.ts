@@ -139,9 +139,12 @@ export class Layer {
     this.wake(true);
   }
 
-  /** Whether the layer can be played: configured and holding at least one segment. */
+  /**
+   * Whether the layer can be played: configured and holding at least one segment — or, for an
+   * LL-HLS layer, one part (so LL-HLS players start ~0.5 s after the first audio).
+   */
   get ready(): boolean {
-    return this.codecs !== null && this.segments.length > 0;
+    return this.codecs !== null && (this.segments.length > 0 || (this.lowLatency && this.openParts.length > 0));
   }
 
   /** The segments of the live window, oldest first. */

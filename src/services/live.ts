@@ -50,6 +50,8 @@ export interface LiveDeps {
   /** LL-HLS part target for fMP4 layers (ms; 0 = classic HLS only). */
   partTargetMs: number;
   windowSegments: number;
+  /** Whether streams get the ladder's encoded layers (false: the passthrough layer only). */
+  abrLadder: boolean;
   /** FFmpeg for the ladder's codec process and the recording remux; null = passthrough only. */
   ffmpeg: () => string | null;
   /** Where recordings are written while a stream is live. */
@@ -74,6 +76,11 @@ interface Live {
   dropLog: { at: number; suppressed: number };
   /** The ladder's codec process of the current publish (null: none, or it failed). */
   transcoder: LadderTranscoder | null;
+  /**
+   * The codec process of a publish that has left, emptying its last frames into the encoded layers
+   * (their open segments close once it has exited), or null.
+   */
+  draining: LadderTranscoder | null;
   /** Ingest bitrate watch of the current publish. */
   bitrate: BitrateMonitor;
   /** The stream's recording (kept across reconnects), or null. */
@@ -85,6 +92,21 @@ const DROP_LOG_EVERY_MS = 5000;
 
 /** How long an ended stream's playlist (with EXT-X-ENDLIST) stays served (ms). */
 const ENDED_HLS_RETENTION_MS = 5 * 60_000;
+
+/** The longest wait for a closed codec process to hand over its last frames (it is killed after 2 s). */
+const DRAIN_TIMEOUT_MS = 3000;
+
+/** Resolves when `t` has exited and its outputs were read, or after DRAIN_TIMEOUT_MS. */
+function drained(t: LadderTranscoder): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, DRAIN_TIMEOUT_MS);
+    timer.unref();
+    void t.exited.then(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
 
 /**
  * What an FLV AUDIODATA body carries: a sequence header (AAC packet type 0, E-RTMP SequenceStart),
@@ -162,7 +184,15 @@ export class LiveService implements LiveControl {
         old.close('replaced by a newer publisher');
       }
       if (state.hub.ended) state = undefined; // ended hub lingering for players: start fresh
-      else state.hub.discontinuity();
+      else {
+        // The last publish's codec process may still be draining: its tail is dropped and the
+        // encoded layers' open segments close now, before the new timeline starts.
+        if (state.draining) {
+          state.draining = null;
+          state.hub.flush('encoded');
+        }
+        state.hub.discontinuity();
+      }
     }
     if (!state) {
       this.d.media.delete(streamId);
@@ -171,7 +201,7 @@ export class LiveService implements LiveControl {
         targetDurationMs: this.d.segmentDurationMs,
         partTargetMs: this.d.partTargetMs,
         windowSegments: this.d.windowSegments,
-        ladder: ladderKbps(row.quality, row.codec),
+        ladder: this.d.abrLadder ? ladderKbps(row.quality, row.codec) : [nominalKbps(row.quality, row.codec)],
         createSegmenter: this.d.createSegmenter,
       });
       state = {
@@ -184,6 +214,7 @@ export class LiveService implements LiveControl {
         liveTriggered: false,
         dropLog: { at: 0, suppressed: 0 },
         transcoder: null,
+        draining: null,
         bitrate: new BitrateMonitor({ nominalKbps: nominalKbps(row.quality, row.codec) }),
         recorder: row.recording ? this.openRecorder(row) : null,
       };
@@ -284,9 +315,20 @@ export class LiveService implements LiveControl {
   }
 
   private publisherGone(streamId: string, s: Live): void {
-    s.transcoder?.close();
+    const t = s.transcoder;
     s.transcoder = null;
-    s.hub.flush();
+    s.hub.flush('passthrough');
+    if (t) {
+      // FFmpeg still holds the last ~100 ms of the encoded layers: let it hand them over before
+      // their open segments close (else they would make a short extra segment).
+      s.draining = t;
+      t.close();
+      void drained(t).then(() => {
+        if (s.draining !== t) return; // a new publisher or the end took over
+        s.draining = null;
+        s.hub.flush('encoded');
+      });
+    } else s.hub.flush('encoded');
     const row = this.d.streams.getAny(streamId);
     if (!row || row.status !== 'live') {
       // Never went live (no audio yet): nothing to resume.
@@ -343,9 +385,19 @@ export class LiveService implements LiveControl {
       this.d.log.info('stream ended', { streamId });
     }
     if (s) {
-      s.transcoder?.close();
+      const t = s.transcoder ?? s.draining;
       s.transcoder = null;
-      s.hub.end();
+      if (t) {
+        // The passthrough layer ends now; the encoded ones once the codec process has drained.
+        s.draining = t;
+        t.close();
+        s.hub.top.end();
+        const hub = s.hub;
+        void drained(t).then(() => {
+          if (s.draining === t) s.draining = null;
+          hub.end();
+        });
+      } else s.hub.end();
       if (s.recorder) this.finishRecording(streamId, s.recorder);
       this.live.delete(streamId);
       const hub = s.hub;
@@ -407,6 +459,7 @@ export class LiveService implements LiveControl {
       codec,
       layers: encoded,
       onAudio: (kbps, ts, body) => {
+        if (s.transcoder !== t && s.draining !== t) return; // a replaced publish's late frames
         const errors = hub.pushEncoded(kbps, ts, body);
         if (errors.length > 0) this.logDropped(streamId, s, errors[0]!, errors.length);
       },
