@@ -29,10 +29,17 @@ async function player(hlsUrl: string, headers: Record<string, string>) {
   const variant = (await mv.text()).split('\n').find((l) => l && !l.startsWith('#'))!;
   const mediaUrl = new URL(variant, hlsUrl).toString();
   const poll = async () => {
-    const r = await fetch(mediaUrl, { headers });
-    expect(r.status).toBe(200);
-    const text = await r.text();
-    const segs = text.split('\n').filter((l) => /^\d+\.ts/.test(l));
+    // The newest media URI: a segment, or (LL-HLS, before the first full segment) a part.
+    let text = '';
+    let segs: string[] = [];
+    for (let i = 0; i < 50 && segs.length === 0; i++) {
+      const r = await fetch(mediaUrl, { headers });
+      expect(r.status).toBe(200);
+      text = await r.text();
+      segs = text.split('\n').filter((l) => /^\d+\.(ts|m4s)/.test(l));
+      if (segs.length === 0) segs = [...text.matchAll(/#EXT-X-PART:[^\n]*URI="([^"]+)"/g)].map((m) => m[1]!);
+      if (segs.length === 0) await new Promise((r) => setTimeout(r, 100));
+    }
     const seg = await fetch(new URL(segs[segs.length - 1]!, mediaUrl), { headers });
     expect(seg.status).toBe(200);
     await seg.arrayBuffer();
@@ -57,7 +64,7 @@ describe('listeners', () => {
       expect(us.variant).toMatch(/^a128\/index\.m3u8\?sid=[A-Za-z0-9_-]{24}$/);
       const first = await us.poll();
       // The session id is carried into every segment URI.
-      for (const l of first.segs) expect(l).toMatch(new RegExp(`^\\d+\\.ts\\?${us.variant.split('?')[1]}$`));
+      for (const l of first.segs) expect(l).toMatch(new RegExp(`^\\d+(\\.\\d+)?\\.(ts|m4s)\\?${us.variant.split('?')[1]}$`));
       await us.poll(); // re-fetch: same session
       const de = await player(s.hlsUrl, { 'X-Forwarded-For': '2a00:1450:4001:80b::200e', 'User-Agent': 'TestPlayer/1.0 (DE)' });
       await de.poll();

@@ -30,8 +30,9 @@ describe('token-gated playback', () => {
       const expired = (await new ListenerTokens(t.server.context.nodeSecret, () => Date.now() - 25 * 3600_000).sign(s.id)).token;
       const foreign = (await new ListenerTokens(Buffer.alloc(32, 7)).sign(s.id)).token;
 
-      // Wait for the first segment with a valid token (the playlist is 404 until then).
+      // Wait for the first full segment with a valid token (the playlist is 404 until the first part).
       await waitFor(async () => (await fetch(`${s.hlsUrl}?token=${token}`)).status === 200, 20_000, 200, 'HLS');
+      await waitFor(async () => /^\d+\.m4s/m.test(await (await fetch(new URL(`a128/index.m3u8?token=${token}`, s.hlsUrl))).text()), 20_000, 200, 'a segment');
 
       const none = await fetch(s.hlsUrl);
       expect(none.status).toBe(401);
@@ -48,9 +49,9 @@ describe('token-gated playback', () => {
       expect(variant).toBe(`a128/index.m3u8?token=${token}`);
       const mediaUrl = new URL(variant, s.hlsUrl);
       const media = await (await fetch(mediaUrl)).text();
-      const segs = media.split('\n').filter((l) => /^\d+\.ts/.test(l));
+      const segs = media.split('\n').filter((l) => /^\d+\.(ts|m4s)/.test(l));
       expect(segs.length).toBeGreaterThan(0);
-      for (const l of segs) expect(l).toMatch(new RegExp(`^\\d+\\.ts\\?token=${token.replace(/\./g, '\\.')}$`));
+      for (const l of segs) expect(l).toMatch(new RegExp(`^\\d+\\.(ts|m4s)\\?token=${token.replace(/\./g, '\\.')}$`));
       const seg = await fetch(new URL(segs[0]!, mediaUrl));
       expect(seg.status).toBe(200);
       // Without the token the media playlist and the segments are refused too.
