@@ -113,7 +113,7 @@ export class StreamHub {
   /** Feeds one encoded audio tag of the layer of `kbps` (from the ladder's codec process). */
   pushEncoded(kbps: number, timestampMs: number, data: Uint8Array): HubError[] {
     const layer = this.layers.find((l) => l.o.kbps === kbps && !l.o.passthrough);
-    return layer && !layer.failed ? layer.push(timestampMs, data) : NO_ERRORS;
+    return layer && !layer.failed && !layer.ended ? layer.push(timestampMs, data) : NO_ERRORS;
   }
 
   /** The encoded layers stop (their codec process failed): they leave the multivariant playlist. */
@@ -121,9 +121,13 @@ export class StreamHub {
     for (const l of this.layers) if (!l.o.passthrough && !l.failed) l.failed = true;
   }
 
-  /** The publisher left: close every layer's open segment. */
-  flush(): void {
-    for (const l of this.layers) l.flush();
+  /**
+   * The publisher left: close the open segments — of every layer, or only of the passthrough
+   * layer or only of the encoded ones (these close once the codec process has drained, so that
+   * its last frames do not make a short extra segment).
+   */
+  flush(which: 'all' | 'passthrough' | 'encoded' = 'all'): void {
+    for (const l of this.layers) if (which === 'all' || l.o.passthrough === (which === 'passthrough')) l.flush();
   }
 
   /** A publisher (re)attached to a running timeline: every layer's next segment is a discontinuity. */
