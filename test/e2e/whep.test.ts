@@ -114,7 +114,7 @@ describe('WHEP in Chromium', () => {
   });
 
   it('forwards an Opus stream without re-encoding', async () => {
-    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Opus over WebRTC', codec: 'opus', playback: 'token', reconnectWindow: 1 })).json;
+    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Opus over WebRTC', codec: 'opus', quality: 'low', playback: 'token', reconnectWindow: 1 })).json;
     const file = makeOpusFile(path.join(tmp.dir, 'sine.ogg'), 5);
     const pub = publishOpus(s.rtmpUrl, s.streamKey, file, 40);
     try {
