@@ -132,7 +132,7 @@ async function skylarkHls(work: string, rows: BenchRow[]): Promise<StepResult[]>
       while (polling) {
         try {
           const text = await (await fetch(mediaUrl)).text();
-          for (const m of text.matchAll(/^(\d+)\.ts$/gm)) if (!appeared.has(Number(m[1]))) appeared.set(Number(m[1]), Date.now());
+          for (const m of text.matchAll(/^(\d+)\.(?:ts|m4s)$/gm)) if (!appeared.has(Number(m[1]))) appeared.set(Number(m[1]), Date.now());
         } catch {
           /* not yet */
         }

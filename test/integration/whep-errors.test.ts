@@ -44,7 +44,8 @@ describe('WHEP endpoint', () => {
     try {
       await waitFor(async () => (await fetch(s.hlsUrl)).status === 200, 20_000, 200, 'HLS');
       const mediaUrl = s.hlsUrl.replace('index.m3u8', 'a128/index.m3u8');
-      const seg = (await (await fetch(mediaUrl)).text()).split('\n').find((l: string) => /^\d+\.ts$/.test(l))!;
+      // A whole segment (LL-HLS playlists exist from the first part on).
+      const seg = await waitFor(async () => (await (await fetch(mediaUrl)).text()).split('\n').find((l: string) => /^\d+\.(ts|m4s)$/.test(l)), 20_000, 200, 'a segment');
       const u = new URL(seg, mediaUrl);
       // 50 stalled readers pipelining segment requests and never reading.
       const stalled: net.Socket[] = [];
