@@ -16,15 +16,15 @@
  * the listener on each media request. Without it, HLS is public and untracked.
  */
 import type { DeferredReply, HttpServer, RawReply, RawRequestInfo } from '../http/server.js';
-import { errorBody } from '../http/server.js';
+import { errorBody, headerBytes, STATUS_200 } from '../http/server.js';
 import { ApiError } from '../errors/errors.js';
 import type { Layer, MediaRegistry, StreamHub } from '../media/hub.js';
 import { fill, mediaTemplate, multivariantTemplate, targetDurationSeconds, type Template } from './playlists.js';
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
-const TS_HEADERS = [['Content-Type', 'video/mp2t'], ['Cache-Control', IMMUTABLE], ['Access-Control-Allow-Origin', '*']] as const;
-const M4S_HEADERS = [['Content-Type', 'video/iso.segment'], ['Cache-Control', IMMUTABLE], ['Access-Control-Allow-Origin', '*']] as const;
-const INIT_HEADERS = [['Content-Type', 'video/mp4'], ['Cache-Control', IMMUTABLE], ['Access-Control-Allow-Origin', '*']] as const;
+const TS_HEADERS = headerBytes([['Content-Type', 'video/mp2t'], ['Cache-Control', IMMUTABLE], ['Access-Control-Allow-Origin', '*']]);
+const M4S_HEADERS = headerBytes([['Content-Type', 'video/iso.segment'], ['Cache-Control', IMMUTABLE], ['Access-Control-Allow-Origin', '*']]);
+const INIT_HEADERS = headerBytes([['Content-Type', 'video/mp4'], ['Cache-Control', IMMUTABLE], ['Access-Control-Allow-Origin', '*']]);
 const JSON_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-cache'], ['Access-Control-Allow-Origin', '*']] as const;
 
 /** An access decision: go on with `query` (ASCII, no `?`; '' for none) after every URI handed out, or refuse. */
@@ -45,7 +45,7 @@ export interface HlsAccess {
 interface Cached {
   version: number;
   template: Template;
-  headers: ReadonlyArray<readonly [string, string]>;
+  headers: ReadonlyArray<readonly [Uint8Array, Uint8Array]>;
 }
 
 /** `_HLS_msn` / `_HLS_part` of a query, or null without `_HLS_msn`; NaN marks a malformed value. */
@@ -78,10 +78,10 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, access
     body: Buffer.from(JSON.stringify(errorBody(new ApiError(status, code, message), requestId))),
   });
   const notFound = (what: string, requestId: string) => refuse(404, 'resource_missing', what, requestId);
-  const playlistHeaders = (ended: boolean, target: number, lowLatency: boolean): ReadonlyArray<readonly [string, string]> => {
+  const playlistHeaders = (ended: boolean, target: number, lowLatency: boolean): ReadonlyArray<readonly [Uint8Array, Uint8Array]> => {
     const maxAge = Math.floor(target / 2);
     const cache = ended ? 'public, max-age=60' : lowLatency ? 'no-cache' : maxAge > 0 ? `public, max-age=${maxAge}` : 'no-cache';
-    return [['Content-Type', 'application/vnd.apple.mpegurl'], ['Cache-Control', cache], ['Access-Control-Allow-Origin', '*']];
+    return headerBytes([['Content-Type', 'application/vnd.apple.mpegurl'], ['Cache-Control', cache], ['Access-Control-Allow-Origin', '*']]);
   };
   const multivariant = (hub: StreamHub): Cached => {
     let c = multiCache.get(hub);
@@ -116,10 +116,10 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, access
       const hub = media.get(id!);
       if (!hub || hub.listed().length === 0) return notFound(`No live HLS for stream '${id}'.`, requestId);
       const c = multivariant(hub);
-      if (!access) return { status: '200 OK', headers: c.headers, body: c.template.plain };
+      if (!access) return { status: STATUS_200, headers: c.headers, body: c.template.plain };
       const d = access.enter(id!, query);
       if (!d.ok) return refuse(d.status, d.code, d.message, requestId);
-      return { status: '200 OK', headers: c.headers, body: fill(c.template, d.query) };
+      return { status: STATUS_200, headers: c.headers, body: fill(c.template, d.query) };
     });
 
     http.raw(method, '/hls/:id/:layer/index.m3u8', ([id, name], rawQuery, requestId, info) => {
@@ -133,7 +133,7 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, access
       const render = (): RawReply => {
         if (!layer.ready) return notFound(`HLS layer '${name}' of stream '${id}' has no segment yet.`, requestId);
         const c = mediaPlaylist(layer);
-        return { status: '200 OK', headers: c.headers, body: fill(c.template, admitted.query) };
+        return { status: STATUS_200, headers: c.headers, body: fill(c.template, admitted.query) };
       };
       if (block) {
         if (!layer.lowLatency) return refuse(400, 'parameter_invalid', 'This layer does not support blocking playlist reload.', requestId);
@@ -156,7 +156,7 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, access
       if ('status' in admitted) return admitted;
       if (m[4] !== undefined) {
         if (!layer.init || Number(m[4]) !== layer.initVersion) return notFound(`No such init section '${name}/${file}'.`, requestId);
-        return { status: '200 OK', headers: INIT_HEADERS, body: layer.init };
+        return { status: STATUS_200, headers: INIT_HEADERS, body: layer.init };
       }
       const seq = Number(m[1]);
       const ext = m[3]!;
@@ -164,12 +164,12 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, access
       const headers = ext === 'ts' ? TS_HEADERS : M4S_HEADERS;
       if (m[2] === undefined) {
         const seg = layer.segment(seq);
-        return seg ? { status: '200 OK', headers, body: seg.data } : notFound(`No such segment '${name}/${file}' for stream '${id}'.`, requestId);
+        return seg ? { status: STATUS_200, headers, body: seg.data } : notFound(`No such segment '${name}/${file}' for stream '${id}'.`, requestId);
       }
       const index = Number(m[2]);
       const serve = (): RawReply => {
         const part = layer.part(seq, index);
-        return part ? { status: '200 OK', headers, body: part.data } : notFound(`No such part '${name}/${file}' for stream '${id}'.`, requestId);
+        return part ? { status: STATUS_200, headers, body: part.data } : notFound(`No such part '${name}/${file}' for stream '${id}'.`, requestId);
       };
       // The part a preload hint names (the next one) is answered as soon as it exists.
       if (!layer.has(seq, index) && !layer.ended && seq === layer.nextSequence && index <= layer.openParts.length) return when(layer, seq, index, serve);

@@ -141,10 +141,12 @@ export interface DeferredReply {
 }
 
 /** Writes a RawReply (status, headers, X-Request-ID, body; HEAD: length only). */
+const X_REQUEST_ID = Buffer.from('X-Request-ID', 'latin1');
+
 function writeRaw(res: uWS.HttpResponse, method: 'get' | 'head', r: RawReply, requestId: string): void {
   res.writeStatus(r.status);
   for (const [k, v] of r.headers) res.writeHeader(k, v);
-  res.writeHeader('X-Request-ID', requestId);
+  res.writeHeader(X_REQUEST_ID, requestId);
   if (method === 'head') {
     // Not endWithoutBody(length): this uWS build then fails to mark the response ended and
     // aborts the whole process ("Returning from a request handler without responding").
@@ -186,10 +188,19 @@ export interface RawBodyRequest {
 
 /** A raw response: pre-rendered bytes and headers (HLS playlists and segments). */
 export interface RawReply {
-  status: string; // e.g. '200 OK'
-  headers: ReadonlyArray<readonly [string, string]>;
+  /** e.g. '200 OK' (or its bytes, for hot paths: see `headerBytes`). */
+  status: string | Uint8Array;
+  headers: ReadonlyArray<readonly [string | Uint8Array, string | Uint8Array]>;
   body: Uint8Array | ArrayBuffer;
 }
+
+/** Pre-encodes constant headers (names and values as bytes: uWS then skips a string conversion per call). */
+export function headerBytes(headers: ReadonlyArray<readonly [string, string]>): ReadonlyArray<readonly [Uint8Array, Uint8Array]> {
+  return headers.map(([k, v]) => [Buffer.from(k, 'latin1'), Buffer.from(v, 'latin1')] as const);
+}
+
+/** `'200 OK'` as bytes, for hot raw paths. */
+export const STATUS_200 = Buffer.from('200 OK', 'latin1');
 
 const STATUS_TEXT: Record<number, string> = {
   200: '200 OK', 201: '201 Created', 204: '204 No Content', 304: '304 Not Modified', 400: '400 Bad Request', 401: '401 Unauthorized',
