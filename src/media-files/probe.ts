@@ -5,7 +5,7 @@
  * Only audio containers podcast apps play are accepted; anything else is "not audio".
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { createRequire } from 'node:module';
+import { ffmpegPath } from '../media/ffmpeg.js';
 
 /** What an accepted audio file is. */
 export interface AudioInfo {
@@ -44,10 +44,8 @@ let tools: Tools | undefined;
 export function probeTools(): Tools {
   if (tools) return tools;
   const ffprobe = spawnSync('ffprobe', ['-version']).status === 0 ? 'ffprobe' : null;
-  let ffmpeg = 'ffmpeg';
-  if (spawnSync('ffmpeg', ['-version']).status !== 0) {
-    ffmpeg = (createRequire(import.meta.url)('@ffmpeg-installer/ffmpeg') as { path: string }).path;
-  }
+  const ffmpeg = ffmpegPath();
+  if (!ffmpeg) throw new Error('FFmpeg was not found (install ffmpeg or set SKYLARK_FFMPEG)');
   return (tools = { ffprobe, ffmpeg });
 }
 

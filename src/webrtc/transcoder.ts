@@ -8,8 +8,8 @@
  * Backpressure: if FFmpeg stops reading, at most MAX_PENDING_BYTES wait in stdin; more input is
  * dropped (and counted) rather than buffered without bound.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createRequire } from 'node:module';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { ffmpegPath } from '../media/ffmpeg.js';
 import { OggReader } from './ogg.js';
 
 const MAX_PENDING_BYTES = 256 * 1024;
@@ -21,12 +21,11 @@ const MAX_PENDING_BYTES = 256 * 1024;
  */
 export const FRAME_MS = 60;
 
-let ffmpegBin: string | undefined;
-/** Path of the FFmpeg binary. @throws Error when there is none */
-export function ffmpegPath(): string {
-  if (ffmpegBin) return ffmpegBin;
-  if (spawnSync('ffmpeg', ['-version'], { stdio: 'ignore' }).status === 0) return (ffmpegBin = 'ffmpeg');
-  return (ffmpegBin = (createRequire(import.meta.url)('@ffmpeg-installer/ffmpeg') as { path: string }).path);
+/** Path of the FFmpeg binary (src/media/ffmpeg.ts). @throws Error when there is none */
+function ffmpegBinary(): string {
+  const bin = ffmpegPath();
+  if (!bin) throw new Error('FFmpeg was not found (install ffmpeg or set SKYLARK_FFMPEG)');
+  return bin;
 }
 
 export interface TranscoderEvents {
@@ -51,7 +50,7 @@ export class OpusTranscoder {
     const args = ['-hide_banner', '-loglevel', 'error', '-nostdin', '-fflags', '+nobuffer', '-probesize', '32', '-analyzeduration', '0', '-f', format, '-i', 'pipe:0',
       '-vn', '-c:a', 'libopus', '-b:a', `${bitrateKbps}k`, '-ar', '48000', '-ac', '2', '-frame_duration', String(FRAME_MS), '-application', 'audio',
       '-f', 'ogg', '-page_duration', String(FRAME_MS * 1000), '-flush_packets', '1', 'pipe:1'];
-    this.child = spawn(ffmpegPath(), args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = spawn(ffmpegBinary(), args, { stdio: ['pipe', 'pipe', 'pipe'] });
     this.child.stdin!.on('error', () => {}); // EPIPE when FFmpeg dies: reported through exit
     this.child.stdout!.on('data', (chunk: Buffer) => {
       let packets: Buffer[];
