@@ -20,25 +20,25 @@ export function oggCrc(data: Uint8Array): number {
   return crc >>> 0;
 }
 
-/** Samples at 48 kHz in one Opus packet, from its TOC byte and frame count (RFC 6716 §3.1). 0 if malformed. */
-export function opusPacketSamples(packet: Uint8Array): number {
-  if (packet.length < 1) return 0;
-  const toc = packet[0]!;
-  const config = toc >> 3;
-  let frame: number;
-  if (config < 12) frame = [480, 960, 1920, 2880][config & 3]!; // SILK: 10, 20, 40, 60 ms
-  else if (config < 16) frame = [480, 960][config & 1]!; // Hybrid: 10, 20 ms
-  else frame = [120, 240, 480, 960][config & 3]!; // CELT: 2.5, 5, 10, 20 ms
+/** Frame duration (48 kHz samples) of TOC configuration 0–31 (RFC 6716 §3.1, Table 2). */
+const FRAME_SAMPLES: number[] = [
+  480, 960, 1920, 2880, 480, 960, 1920, 2880, 480, 960, 1920, 2880, // SILK NB/MB/WB: 10/20/40/60 ms
+  480, 960, 480, 960, // Hybrid SWB/FB: 10/20 ms
+  120, 240, 480, 960, 120, 240, 480, 960, 120, 240, 480, 960, 120, 240, 480, 960, // CELT: 2.5/5/10/20 ms
+];
+
+/** Samples at 48 kHz in one Opus packet; 0 for a malformed packet (RFC 6716 §3.2). */
+export function opusPacketSamples(p: Uint8Array): number {
+  if (p.length < 1) return 0;
+  const toc = p[0]!;
+  const frame = FRAME_SAMPLES[toc >> 3]!;
   const code = toc & 3;
-  let frames: number;
-  if (code === 0) frames = 1;
-  else if (code === 1 || code === 2) frames = 2;
-  else {
-    if (packet.length < 2) return 0;
-    frames = packet[1]! & 0x3f;
-  }
-  const total = frame * frames;
-  return total > 5760 ? 0 : total; // at most 120 ms
+  if (code === 0) return frame;
+  if (code === 1 || code === 2) return 2 * frame;
+  if (p.length < 2) return 0;
+  const n = p[1]! & 0x3f;
+  const total = n * frame;
+  return n === 0 || total > 5760 ? 0 : total; // at most 120 ms per packet
 }
 
 /** Writes an Ogg Opus stream: OpusHead page, OpusTags page, then one page per packet. */
@@ -89,45 +89,74 @@ function u32le(n: number): Buffer {
   return b;
 }
 
-/** A packet read from an Ogg Opus stream. `head` marks the OpusHead packet. */
+/**
+ * A streaming Ogg demuxer (RFC 3533) for FFmpeg's Ogg output (codec processes) and Ogg files: bytes in (any chunking),
+ * whole packets out (lacing values of 255 continue a packet, across pages too). Checks capture
+ * pattern and version; CRCs are not checked (the bytes come from our own FFmpeg over a pipe).
+ * Limits: a page is at most 65,307 bytes; a packet is capped at MAX_PACKET (larger → dropped).
+ */
+const MAX_PACKET = 64 * 1024;
+
+export class OggReader {
+  private buf: Buffer = Buffer.alloc(0);
+  private partial: Buffer[] = [];
+  private partialBytes = 0;
+
+  /** Feeds bytes; returns the packets completed by them (in order). @throws Error on a broken stream */
+  push(chunk: Buffer): Buffer[] {
+    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
+    const out: Buffer[] = [];
+    for (;;) {
+      if (this.buf.length < 27) break;
+      if (this.buf.readUInt32BE(0) !== 0x4f676753 /* OggS */ || this.buf[4] !== 0) throw new Error('not an Ogg page');
+      const nSegs = this.buf[26]!;
+      const headerLen = 27 + nSegs;
+      if (this.buf.length < headerLen) break;
+      let bodyLen = 0;
+      for (let i = 0; i < nSegs; i++) bodyLen += this.buf[27 + i]!;
+      if (this.buf.length < headerLen + bodyLen) break;
+      const continued = (this.buf[5]! & 1) === 1;
+      if (!continued && this.partialBytes > 0) this.resetPartial(); // lost continuation
+      let off = headerLen;
+      for (let i = 0; i < nSegs; i++) {
+        const lace = this.buf[27 + i]!;
+        if (lace > 0) {
+          if (this.partialBytes + lace <= MAX_PACKET) this.partial.push(this.buf.subarray(off, off + lace));
+          this.partialBytes += lace;
+        }
+        off += lace;
+        if (lace < 255) {
+          if (this.partialBytes > 0 && this.partialBytes <= MAX_PACKET) out.push(this.partial.length === 1 ? Buffer.from(this.partial[0]!) : Buffer.concat(this.partial));
+          this.resetPartial();
+        }
+      }
+      this.buf = this.buf.subarray(headerLen + bodyLen);
+    }
+    if (this.buf.length > 0) this.buf = Buffer.from(this.buf); // don't pin the big chunk
+    return out;
+  }
+
+  private resetPartial(): void {
+    this.partial = [];
+    this.partialBytes = 0;
+  }
+}
+
+/** A packet read from an Ogg Opus stream: the OpusHead, the OpusTags, or audio (RFC 7845 §3). */
 export interface OggOpusPacket {
   data: Buffer;
   kind: 'head' | 'tags' | 'audio';
 }
 
-/** Incremental Ogg reader for one logical Opus stream. @throws Error on a malformed stream */
+/** Incremental reader of one logical Ogg Opus stream. @throws Error on a malformed stream */
 export class OggOpusReader {
-  private buf: Buffer = Buffer.alloc(0);
-  private partial: Buffer[] = [];
+  private readonly ogg = new OggReader();
   private count = 0;
 
   push(chunk: Buffer): OggOpusPacket[] {
-    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
-    const out: OggOpusPacket[] = [];
-    let off = 0;
-    while (this.buf.length - off >= 27) {
-      if (this.buf.toString('latin1', off, off + 4) !== 'OggS') throw new Error('lost Ogg page sync');
-      const nseg = this.buf[off + 26]!;
-      if (this.buf.length - off < 27 + nseg) break;
-      let size = 0;
-      for (let i = 0; i < nseg; i++) size += this.buf[off + 27 + i]!;
-      if (this.buf.length - off < 27 + nseg + size) break;
-      let p = off + 27 + nseg;
-      for (let i = 0; i < nseg; i++) {
-        const lace = this.buf[off + 27 + i]!;
-        this.partial.push(this.buf.subarray(p, p + lace));
-        p += lace;
-        if (lace < 255) {
-          const data = Buffer.concat(this.partial);
-          this.partial = [];
-          const kind = this.count === 0 ? 'head' : this.count === 1 ? 'tags' : 'audio';
-          this.count++;
-          out.push({ data, kind });
-        }
-      }
-      off = p;
-    }
-    this.buf = this.buf.subarray(off);
-    return out;
+    return this.ogg.push(chunk).map((data) => {
+      const n = this.count++;
+      return { data, kind: n === 0 ? 'head' : n === 1 ? 'tags' : 'audio' };
+    });
   }
 }

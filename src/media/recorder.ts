@@ -10,6 +10,7 @@ import { mkdir, rm, stat } from 'node:fs/promises';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { OggOpusWriter } from './ogg.js';
+import { adtsFrame, parseAsc, type AdtsConfig } from './adts.js';
 
 export type RecordCodec = 'aac' | 'mp3' | 'opus';
 
@@ -20,34 +21,10 @@ export interface Recording {
   sizeBytes: number;
 }
 
-/** AudioSpecificConfig fields ADTS needs (ISO/IEC 14496-3 §1.6.2.1), or null when ADTS cannot carry it. */
-export function adtsParams(asc: Uint8Array): { profile: number; freqIndex: number; channels: number } | null {
-  if (asc.length < 2) return null;
-  const aot = asc[0]! >> 3;
-  const freqIndex = ((asc[0]! & 0x07) << 1) | (asc[1]! >> 7);
-  const channels = (asc[1]! >> 3) & 0x0f;
-  if (aot < 1 || aot > 4 || freqIndex > 12 || channels < 1 || channels > 7) return null;
-  return { profile: aot - 1, freqIndex, channels };
-}
-
-/** The 7-byte ADTS header (no CRC) for a raw AAC frame of `frameBytes` bytes. */
-export function adtsHeader(p: { profile: number; freqIndex: number; channels: number }, frameBytes: number): Buffer {
-  const len = frameBytes + 7;
-  return Buffer.from([
-    0xff,
-    0xf1,
-    (p.profile << 6) | (p.freqIndex << 2) | (p.channels >> 2),
-    ((p.channels & 3) << 6) | (len >> 11),
-    (len >> 3) & 0xff,
-    ((len & 7) << 5) | 0x1f,
-    0xfc,
-  ]);
-}
-
 /** Writes one stream's recording. */
 export class Recorder {
   private readonly out: WriteStream;
-  private adts: ReturnType<typeof adtsParams> = null;
+  private adts: AdtsConfig | null = null;
   private ogg: OggOpusWriter | null = null;
   private bytes = 0;
   readonly rawPath: string;
@@ -72,8 +49,8 @@ export class Recorder {
     const packetType = ex ? body[0]! & 0x0f : format === 10 ? (body[1] === 0 ? 0 : 1) : 1;
     const payload = ex ? body.subarray(5) : format === 10 ? body.subarray(2) : body.subarray(1);
     if (this.codec === 'aac') {
-      if (packetType === 0) this.adts = adtsParams(payload);
-      else if (packetType === 1 && this.adts && payload.length > 0) this.write(Buffer.concat([adtsHeader(this.adts, payload.length), payload]));
+      if (packetType === 0) this.adts = parseAsc(payload);
+      else if (packetType === 1 && this.adts && payload.length > 0) this.write(adtsFrame(this.adts, payload));
     } else if (this.codec === 'mp3') {
       if (packetType === 1 && payload.length > 0) this.write(payload);
     } else if (packetType === 0 && !this.ogg) {

@@ -11,8 +11,8 @@
 import { randomInt } from 'node:crypto';
 import type { AudioTap, StreamHub } from '../media/hub.js';
 import type { Logger } from '../log/logger.js';
-import { adtsFrame, parseAsc, type AdtsConfig } from './adts.js';
-import { opusPacketSamples } from './opus.js';
+import { adtsFrame, parseAsc, type AdtsConfig } from '../media/adts.js';
+import { opusPacketSamples } from '../media/ogg.js';
 import { OpusTranscoder } from './transcoder.js';
 
 /** A receiver of the stream's Opus packets (a WebRTC peer). */

@@ -10,7 +10,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { ffmpegPath } from '../media/ffmpeg.js';
-import { OggReader } from './ogg.js';
+import { OggReader } from '../media/ogg.js';
 
 const MAX_PENDING_BYTES = 256 * 1024;
 /**

@@ -5,19 +5,20 @@ import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FlvReader } from '../../../src/media/flv.js';
-import { Recorder, adtsHeader, adtsParams } from '../../../src/media/recorder.js';
+import { Recorder } from '../../../src/media/recorder.js';
+import { adtsFrame, parseAsc } from '../../../src/media/adts.js';
 import { ffmpegPath } from '../../../src/media/ffmpeg.js';
 
 const fixture = path.resolve(import.meta.dirname, '../../fixtures/aac/sine48k_stereo_128k.flv');
 
 describe('Recorder', () => {
   it('reads AudioSpecificConfig for ADTS and writes a valid header', () => {
-    const p = adtsParams(Uint8Array.from([0x11, 0x90])); // AAC-LC, 48 kHz, stereo
-    expect(p).toEqual({ profile: 1, freqIndex: 3, channels: 2 });
-    const h = adtsHeader(p!, 100);
+    const p = parseAsc(Uint8Array.from([0x11, 0x90])); // AAC-LC, 48 kHz, stereo
+    expect(p).toEqual({ profile: 1, samplingIndex: 3, channelConfig: 2 });
+    const h = adtsFrame(p!, new Uint8Array(100));
     expect([...h.subarray(0, 2)]).toEqual([0xff, 0xf1]);
     expect(((h[3]! & 3) << 11) | (h[4]! << 3) | (h[5]! >> 5)).toBe(107);
-    expect(adtsParams(Uint8Array.from([0xf8, 0x00]))).toBeNull(); // escape object type: not ADTS-able
+    expect(parseAsc(Uint8Array.from([0xf8, 0x00]))).toBeNull(); // escape object type: not ADTS-able
   });
 
   it('records AAC across a reconnect into one .m4a that ffmpeg decodes at full length', async () => {

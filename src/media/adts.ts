@@ -1,5 +1,5 @@
 /**
- * AAC in FLV → ADTS for the codec process (ISO/IEC 14496-3 §1.6.2.1 AudioSpecificConfig, §1.A.2
+ * AAC in FLV → ADTS, for FFmpeg codec processes and recordings (ISO/IEC 14496-3 §1.6.2.1 AudioSpecificConfig, §1.A.2
  * ADTS): the FLV AAC sequence header carries the AudioSpecificConfig; every raw frame gets a
  * 7-byte ADTS header (no CRC) built from it.
  */
