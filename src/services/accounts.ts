@@ -120,7 +120,8 @@ export class AccountsService {
   }
 }
 
-function toAccountObject(row: AccountRow): AccountObject {
+/** The account object (API and CLI) of a row. */
+export function toAccountObject(row: AccountRow): AccountObject {
   return {
     id: row.id,
     object: 'account',

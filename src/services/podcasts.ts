@@ -4,6 +4,7 @@
  * episode makes it `published` (EpisodesService); `PATCH {status:"archived"}` archives from any
  * other state; a move to the state it is already in → 409. Knows no HTTP and no SQL text.
  */
+import { mergeMetadata } from './metadata.js';
 import { createHash } from 'node:crypto';
 import { ApiError, conflict, notFound, paramInvalid } from '../errors/errors.js';
 import { newId } from '../ids.js';
@@ -177,17 +178,7 @@ export class PodcastsService {
       if (input.link !== undefined) row.link = input.link;
       if (input.type !== undefined) row.type = input.type;
       if (input.locked !== undefined) row.locked = input.locked ? 1 : 0;
-      if (input.metadata !== undefined) {
-        const metadata = JSON.parse(row.metadata) as Record<string, string>;
-        for (const [k, value] of Object.entries(input.metadata)) {
-          if (value === null) delete metadata[k];
-          else metadata[k] = value;
-        }
-        if (Object.keys(metadata).length > METADATA_MAX_KEYS) {
-          throw paramInvalid('metadata', `metadata may hold at most ${METADATA_MAX_KEYS} keys after the update.`);
-        }
-        row.metadata = JSON.stringify(metadata);
-      }
+      if (input.metadata !== undefined) row.metadata = mergeMetadata(row.metadata, input.metadata, METADATA_MAX_KEYS);
       if (input.status !== undefined) {
         row.status = this.nextStatus(cur, input.status);
         if (row.status === 'archived') scheduleChanged = this.d.repo.unscheduleAll(id, this.d.now()) > 0;

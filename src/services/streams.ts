@@ -2,6 +2,7 @@
  * The Streams resource (spec "Streams", PRODUCT.md §2, §9): create, read, list, update, delete,
  * reset the stream key. Knows no HTTP and no SQL text.
  */
+import { mergeMetadata } from './metadata.js';
 import { ApiError, notFound, paramInvalid } from '../errors/errors.js';
 import { newId, randomBase62 } from '../ids.js';
 import type { StreamRow, StreamsRepo, StreamStatus } from '../db/streams-repo.js';
@@ -159,17 +160,7 @@ export class StreamsService {
     row.titles = JSON.stringify(titles);
     const quality = normalizeQuality(input.quality, deprecated);
     if (quality) row.quality = quality;
-    if (input.metadata !== undefined) {
-      const metadata = JSON.parse(row.metadata) as Record<string, string>;
-      for (const [k, value] of Object.entries(input.metadata)) {
-        if (value === null) delete metadata[k];
-        else metadata[k] = value;
-      }
-      if (Object.keys(metadata).length > METADATA_MAX_KEYS) {
-        throw paramInvalid('metadata', `metadata may hold at most ${METADATA_MAX_KEYS} keys after the update.`);
-      }
-      row.metadata = JSON.stringify(metadata);
-    }
+    if (input.metadata !== undefined) row.metadata = mergeMetadata(row.metadata, input.metadata, METADATA_MAX_KEYS);
     if (input.reconnectWindow !== undefined) row.reconnect_window = input.reconnectWindow;
     if (input.recording !== undefined) row.recording = input.recording === null ? null : JSON.stringify(input.recording);
     if (input.playback !== undefined) row.playback = input.playback;

@@ -4,6 +4,7 @@
  */
 import type { AppContext, Feature } from '../../context.js';
 import { notFound } from '../../errors/errors.js';
+import { toAccountObject } from '../../services/accounts.js';
 import { valibot } from '../openapi/registry.js';
 import { AccountObject } from '../openapi/schemas.js';
 
@@ -20,13 +21,7 @@ export function registerAccountRoutes(ctx: AppContext): Feature {
       return {
         status: 200,
         body: {
-          id: row.id,
-          object: 'account',
-          name: row.name,
-          plan: row.plan,
-          defaultRegion: row.default_region,
-          email: row.owner_email,
-          createdAt: new Date(row.created_at).toISOString(),
+          ...toAccountObject(row),
           usage: {
             object: 'rate_limit_usage',
             windowSeconds: u.windowS,
