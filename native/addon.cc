@@ -10,6 +10,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   skylark::binding::InitRtmpSession(env, exports, *state);
   skylark::binding::InitTsSegmenter(env, exports, *state);
   skylark::binding::InitSegmenter(env, exports, *state);
+  skylark::binding::InitRtmpServer(env, exports, *state);
   exports.Set("abiVersion", Napi::Number::New(env, 1));
   return exports;
 }

@@ -9,6 +9,7 @@ struct AddonState {
   Napi::FunctionReference rtmpSession;   // class RtmpSession (binding/rtmp_session.cc)
   Napi::FunctionReference tsSegmenter;   // class TsSegmenter (binding/segmenter.cc)
   Napi::FunctionReference segmenter;     // class Segmenter (binding/segmenter.cc)
+  Napi::FunctionReference rtmpServer;    // class RtmpServer (binding/rtmp_server.cc)
 };
 
 // Registers class RtmpSession on `exports` and stores its constructor in `state`.
@@ -17,5 +18,8 @@ void InitRtmpSession(Napi::Env env, Napi::Object exports, AddonState& state);
 void InitTsSegmenter(Napi::Env env, Napi::Object exports, AddonState& state);
 // Registers class Segmenter and function probeAudioTag on `exports`; stores the constructor in `state`.
 void InitSegmenter(Napi::Env env, Napi::Object exports, AddonState& state);
+
+// Registers class RtmpServer (the ingest listener, socket I/O on Node's libuv loop) on `exports`.
+void InitRtmpServer(Napi::Env env, Napi::Object exports, AddonState& state);
 
 }  // namespace skylark::binding

@@ -14,6 +14,7 @@
 // fetched with takeEvents(). The typed wrapper in src/native/index.ts turns this into the public
 // API; the raw class is not used elsewhere.
 #include "binding/addon_state.h"
+#include "binding/rtmp_batch.h"
 #include "core/rtmp/session.h"
 
 #include <algorithm>
@@ -40,22 +41,7 @@ class RtmpSession : public Napi::ObjectWrap<RtmpSession> {
   explicit RtmpSession(const Napi::CallbackInfo& info) : Napi::ObjectWrap<RtmpSession>(info) {
     Napi::Env env = info.Env();
     rtmp::SessionOptions opts;
-    if (info.Length() > 0 && !info[0].IsUndefined() && !info[0].IsNull()) {
-      if (!info[0].IsObject()) {
-        Napi::TypeError::New(env, "RtmpSession: options must be an object").ThrowAsJavaScriptException();
-        return;
-      }
-      Napi::Value v = info[0].As<Napi::Object>().Get("maxMessageBytes");
-      if (!v.IsUndefined()) {
-        double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
-        if (!(d >= 1024 && d <= 0xFFFFFF) || std::floor(d) != d) {
-          Napi::TypeError::New(env, "RtmpSession: maxMessageBytes must be an integer in 1024..16777215")
-              .ThrowAsJavaScriptException();
-          return;
-        }
-        opts.max_message_bytes = static_cast<uint32_t>(d);
-      }
-    }
+    if (!ParseSessionOptions(env, info.Length() > 0 ? info[0] : env.Undefined(), "RtmpSession", &opts)) return;
     session_ = std::make_unique<rtmp::Session>(opts);
   }
 
@@ -81,14 +67,7 @@ class RtmpSession : public Napi::ObjectWrap<RtmpSession> {
 
   /** buffers(): [meta: ArrayBuffer, arena: ArrayBuffer] — the batch buffers (replaced when push()
    *  reports kBuffersChanged). */
-  Napi::Value Buffers(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    if (meta_ref_.IsEmpty() || arena_ref_.IsEmpty()) EnsureBuffers(env, 0, 0);  // never replaces a live batch
-    Napi::Array a = Napi::Array::New(env, 2);
-    a.Set(0u, meta_ref_.Value());
-    a.Set(1u, arena_ref_.Value());
-    return a;
-  }
+  Napi::Value Buffers(const Napi::CallbackInfo& info) { return batch_.Pair(info.Env()); }
 
   /** takeEvents(): RtmpEvent[] — the non-audio events of the last push(), in order (then []). */
   Napi::Value TakeEvents(const Napi::CallbackInfo& info) {
@@ -169,92 +148,17 @@ class RtmpSession : public Napi::ObjectWrap<RtmpSession> {
   };
 
   static Napi::Value ToJs(Napi::Env env, const Keys& k, Event& e) {
+    if (e.type != Event::Type::kAudio) return ControlEventToJs(env, e);
     Napi::Object o = Napi::Object::New(env);
-    switch (e.type) {
-      case Event::Type::kAudio: {
-        o.Set(k.type, k.audio);
-        o.Set(k.timestamp, Napi::Number::New(env, e.timestamp));
-        // Not on the hot path (push() batches audio; end() never completes a message).
-        o.Set(k.data, Napi::Buffer<uint8_t>::Copy(env, e.data.data.get(), e.data.size));
-        break;
-      }
-      case Event::Type::kConnect: {
-        o.Set("type", "connect");
-        o.Set("app", e.app);
-        o.Set("tcUrl", e.tc_url);
-        o.Set("flashVer", e.flash_ver);
-        Napi::Array list = Napi::Array::New(env, e.four_cc_list.size());
-        for (uint32_t i = 0; i < e.four_cc_list.size(); ++i) list.Set(i, e.four_cc_list[i]);
-        o.Set("fourCcList", list);
-        break;
-      }
-      case Event::Type::kPublish:
-        o.Set("type", "publish");
-        o.Set("streamName", e.stream_name);
-        o.Set("publishType", e.publish_type);
-        o.Set("streamId", Napi::Number::New(env, e.stream_id));
-        break;
-      case Event::Type::kUnpublish:
-        o.Set("type", "unpublish");
-        o.Set("streamId", Napi::Number::New(env, e.stream_id));
-        break;
-      case Event::Type::kMetadata: {
-        o.Set("type", "metadata");
-        Napi::Object values = Napi::Object::New(env);
-        for (auto& mv : e.metadata) {
-          switch (mv.kind) {
-            case rtmp::MetaValue::Kind::kNumber: values.Set(mv.key, Napi::Number::New(env, mv.number)); break;
-            case rtmp::MetaValue::Kind::kBoolean: values.Set(mv.key, Napi::Boolean::New(env, mv.boolean)); break;
-            case rtmp::MetaValue::Kind::kString: values.Set(mv.key, mv.str); break;
-          }
-        }
-        o.Set("values", values);
-        break;
-      }
-      case Event::Type::kError: {
-        o.Set("type", "error");
-        std::string_view code = util::status_code(e.code);
-        o.Set("code", Napi::String::New(env, code.data(), code.size()));
-        o.Set("message", e.message);
-        break;
-      }
-    }
+    o.Set(k.type, k.audio);
+    o.Set(k.timestamp, Napi::Number::New(env, e.timestamp));
+    // Not on the hot path (push() batches audio; end() never completes a message).
+    o.Set(k.data, Napi::Buffer<uint8_t>::Copy(env, e.data.data.get(), e.data.size));
     return o;
   }
 
   // Flags in the low bits of push()'s result (mirrored in src/native/index.ts).
   static constexpr uint32_t kOutputPending = 1, kBuffersChanged = 2, kControlEvents = 4;
-  static constexpr size_t kMetaSlots = 128;            // initial events per batch
-  static constexpr size_t kArenaBytes = 16 * 1024;     // initial audio bytes per batch
-  static constexpr size_t kShrinkAbove = 1024 * 1024;  // a grown arena goes back to the default
-                                                       // size after a batch that fits in it
-
-  // (Re)creates the meta / arena ArrayBuffers when the batch needs more room (or a huge arena
-  // can shrink). Returns true when one was replaced. Each is a plain V8 ArrayBuffer held by a
-  // strong reference: its data pointer stays valid while the reference lives.
-  bool EnsureBuffers(Napi::Env env, size_t events, size_t audio_bytes) {
-    bool changed = false;
-    const size_t slots = 1 + 2 * events;
-    if (meta_ref_.IsEmpty() || slots > meta_slots_) {
-      size_t n = std::max(slots, meta_ref_.IsEmpty() ? 1 + 2 * kMetaSlots : 2 * meta_slots_);
-      Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, n * sizeof(double));
-      meta_ = static_cast<double*>(ab.Data());
-      meta_slots_ = n;
-      meta_ref_ = Napi::Persistent(ab);
-      changed = true;
-    }
-    const bool shrink = arena_size_ > kShrinkAbove && audio_bytes <= kArenaBytes;
-    if (arena_ref_.IsEmpty() || audio_bytes > arena_size_ || shrink) {
-      size_t n = shrink || arena_ref_.IsEmpty() ? kArenaBytes : std::max(audio_bytes, 2 * arena_size_);
-      n = std::max(n, audio_bytes);
-      Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, n);
-      arena_ = static_cast<uint8_t*>(ab.Data());
-      arena_size_ = n;
-      arena_ref_ = Napi::Persistent(ab);
-      changed = true;
-    }
-    return changed;
-  }
 
   // Moves the session's events into meta/arena (audio) and control_ (the rest); returns push()'s
   // result. Audio message storage is freed here (copied into the arena first).
@@ -267,21 +171,13 @@ class RtmpSession : public Napi::ObjectWrap<RtmpSession> {
       if (e.type == Event::Type::kAudio) audio_bytes += e.data.size;
       else flags |= kControlEvents;
     }
-    if (EnsureBuffers(env, events.size(), audio_bytes)) flags |= kBuffersChanged;
-    double* m = meta_;
-    uint8_t* a = arena_;
-    size_t at = 0;
-    m[0] = static_cast<double>(audio_bytes);
-    for (size_t i = 0; i < events.size(); ++i) {
-      Event& e = events[i];
+    if (batch_.Ensure(env, events.size(), audio_bytes)) flags |= kBuffersChanged;
+    batch_.Begin(audio_bytes);
+    for (Event& e : events) {
       if (e.type == Event::Type::kAudio) {
-        if (e.data.size > 0) std::memcpy(a + at, e.data.data.get(), e.data.size);
-        at += e.data.size;
-        m[1 + 2 * i] = e.timestamp;
-        m[2 + 2 * i] = static_cast<double>(at);
+        batch_.Audio(e.timestamp, e.data.data.get(), e.data.size);
       } else {
-        m[1 + 2 * i] = -1;
-        m[2 + 2 * i] = static_cast<double>(at);
+        batch_.Control();
         control_.push_back(std::move(e));
       }
     }
@@ -303,11 +199,7 @@ class RtmpSession : public Napi::ObjectWrap<RtmpSession> {
   std::unique_ptr<rtmp::Session> session_;
   bool busy_ = false;
   std::vector<Event> control_;  // non-audio events of the last batch, for takeEvents()
-  Napi::Reference<Napi::ArrayBuffer> meta_ref_, arena_ref_;
-  double* meta_ = nullptr;
-  size_t meta_slots_ = 0;
-  uint8_t* arena_ = nullptr;
-  size_t arena_size_ = 0;
+  BatchBuffers batch_;  // the batch's audio bodies for JS (binding/rtmp_batch.h)
 };
 
 }  // namespace

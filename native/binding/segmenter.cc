@@ -115,7 +115,7 @@ struct Busy {
 };
 
 template <bool kLegacy>
-class SegmenterWrap : public Napi::ObjectWrap<SegmenterWrap<kLegacy>> {
+class SegmenterWrap : public Napi::ObjectWrap<SegmenterWrap<kLegacy>>, public NativeSegmenterInput {
   using Base = Napi::ObjectWrap<SegmenterWrap<kLegacy>>;
   static constexpr const char* kName = kLegacy ? "TsSegmenter" : "Segmenter";
 
@@ -170,6 +170,22 @@ class SegmenterWrap : public Napi::ObjectWrap<SegmenterWrap<kLegacy>> {
   Napi::Value Discontinuity(const Napi::CallbackInfo& info) {
     if (core_) core_->discontinuity();
     return info.Env().Undefined();
+  }
+
+  // NativeSegmenterInput: events accumulate in native_events_ (never mixed with a JS call's).
+  bool PushNative(uint32_t timestamp_ms, const uint8_t* data, size_t size) override {
+    if (!core_ || busy_) return false;
+    Busy busy(busy_);
+    core_->push_audio(timestamp_ms, data, size, native_events_);
+    return true;
+  }
+  bool HasNativeEvents() const override { return !native_events_.empty(); }
+  Napi::Value TakeNativeEvents(Napi::Env env) override {
+    if (!core_) return Napi::Array::New(env, 0);
+    events_.swap(native_events_);
+    Napi::Array arr = ToArray(env);  // clears events_
+    native_events_.clear();
+    return arr;
   }
 
   Napi::Array ToArray(Napi::Env env) {
@@ -233,6 +249,7 @@ class SegmenterWrap : public Napi::ObjectWrap<SegmenterWrap<kLegacy>> {
 
   std::unique_ptr<segment::Segmenter> core_;
   std::vector<SegmenterEvent> events_;
+  std::vector<SegmenterEvent> native_events_;  // from PushNative, until TakeNativeEvents
   bool busy_ = false;
 };
 
@@ -263,6 +280,15 @@ void InitTsSegmenter(Napi::Env env, Napi::Object exports, AddonState& state) {
   Napi::Function ts = SegmenterWrap<true>::Define(env);
   state.tsSegmenter = Napi::Persistent(ts);
   exports.Set("TsSegmenter", ts);
+}
+
+NativeSegmenterInput* UnwrapSegmenter(Napi::Env env, Napi::Value value) {
+  AddonState* state = env.GetInstanceData<AddonState>();
+  if (!state || state->segmenter.IsEmpty() || !value.IsObject()) return nullptr;
+  Napi::Object o = value.As<Napi::Object>();
+  bool is = false;
+  if (napi_instanceof(env, o, state->segmenter.Value(), &is) != napi_ok || !is) return nullptr;
+  return SegmenterWrap<false>::Unwrap(o);
 }
 
 void InitSegmenter(Napi::Env env, Napi::Object exports, AddonState& state) {

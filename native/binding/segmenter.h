@@ -1,4 +1,30 @@
 // classes Segmenter and TsSegmenter, function probeAudioTag: the JS face of segment::Segmenter
 // (docs/native-api.md "Segmenter", "TsSegmenter", "probeAudioTag").
 #pragma once
+#include <cstddef>
+#include <cstdint>
+
 #include "binding/addon_state.h"
+
+namespace skylark::binding {
+
+// What the native RTMP server (binding/rtmp_server.cc) feeds a JS Segmenter object with, without
+// a JS call per message: PushNative() keeps the segmenter's events until TakeEvents() turns them
+// into the same event objects pushAudio() returns.
+class NativeSegmenterInput {
+ public:
+  virtual ~NativeSegmenterInput() = default;
+  // One FLV AUDIODATA body (RTMP timestamp in ms). False when the segmenter is busy (a JS call on
+  // it is running: the frame is not pushed).
+  virtual bool PushNative(uint32_t timestamp_ms, const uint8_t* data, size_t size) = 0;
+  // Whether PushNative() left events for TakeEvents().
+  virtual bool HasNativeEvents() const = 0;
+  // The kept events as a JS array of SegmenterEvent objects (then none are kept).
+  virtual Napi::Value TakeNativeEvents(Napi::Env env) = 0;
+};
+
+// The native face of a JS `Segmenter` instance (class Segmenter, not TsSegmenter), or nullptr
+// when `value` is anything else.
+NativeSegmenterInput* UnwrapSegmenter(Napi::Env env, Napi::Value value);
+
+}  // namespace skylark::binding

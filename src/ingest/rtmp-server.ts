@@ -1,13 +1,16 @@
 /**
- * The RTMP ingest server: a node:net listener that feeds each connection's bytes to a native
- * sans-I/O RtmpSession and writes back what the session answers. Authorization and media go to the
- * live side through `IngestHooks`. Bad input closes that one connection with one warning line
- * (remote address and reason, never the stream key).
+ * The RTMP ingest server: the native RtmpListener (TCP accept and reads in C++ on Node's loop, a
+ * sans-I/O RTMP session per connection) and what each connection means to the live side.
+ * Authorization and media go there through `IngestHooks`; once the live side routes a publisher,
+ * its audio reaches the passthrough segmenter without a JS call per message (docs/decisions.md
+ * "Ingest I/O"). Bad input closes that one connection with one warning line (remote address and
+ * reason, never the stream key).
  */
+import { lookup } from 'node:dns/promises';
 import net from 'node:net';
-import { RtmpSession, type RtmpHandler } from '../native/index.js';
+import { RtmpListener, type RtmpConnection, type RtmpConnectionHandler, type Segmenter, type SegmenterEvent } from '../native/index.js';
 import type { Logger } from '../log/logger.js';
-import type { PublishDecision, PublishSink, Publisher } from '../services/live.js';
+import type { PublishDecision, PublishSink, Publisher, RouteTarget } from '../services/live.js';
 
 /** What ingest asks of the live side. */
 export interface IngestHooks {
@@ -27,69 +30,74 @@ export interface IngestOptions {
 const DEFAULTS: IngestOptions = { handshakeTimeoutMs: 15_000, idleTimeoutMs: 30_000, maxMessageBytes: 1 << 20 };
 
 export class RtmpServer {
-  private readonly server: net.Server;
-  private readonly sockets = new Set<net.Socket>();
+  private readonly listener: RtmpListener;
 
   constructor(private readonly hooks: IngestHooks, private readonly log: Logger, private readonly opts: IngestOptions = DEFAULTS) {
-    this.server = net.createServer({ noDelay: true }, (socket) => this.onConnection(socket));
-    this.server.on('error', (e) => this.log.error('rtmp server error', { err: String(e) }));
+    this.listener = new RtmpListener({ maxMessageBytes: opts.maxMessageBytes }, (conn) => this.onConnection(conn));
   }
 
-  /** Listens on host:port (0 = a free port); resolves to the bound port. */
-  listen(host: string, port: number): Promise<number> {
-    return new Promise((resolve, reject) => {
-      const onError = (e: Error) => reject(new Error(`cannot listen on rtmp://${host}:${port}: ${e.message}`));
-      this.server.once('error', onError);
-      this.server.listen({ host, port, backlog: 511 }, () => {
-        this.server.off('error', onError);
-        resolve((this.server.address() as net.AddressInfo).port);
-      });
-    });
+  /**
+   * Listens on host:port (0 = a free port); resolves to the bound port. A host name is resolved
+   * first (the listener takes IP literals).
+   * @throws Error "cannot listen on rtmp://host:port: …" (address in use, no permission, bad host)
+   */
+  async listen(host: string, port: number): Promise<number> {
+    try {
+      const ip = net.isIP(host) ? host : (await lookup(host)).address;
+      return this.listener.listen(ip, port, 511);
+    } catch (e) {
+      throw new Error(`cannot listen on rtmp://${host}:${port}: ${(e as Error).message}`);
+    }
   }
 
   /** Stops listening and closes every connection. */
   close(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    return new Promise((resolve) => this.server.close(() => resolve()));
+    this.listener.close();
+    return Promise.resolve();
   }
 
-  private onConnection(socket: net.Socket): void {
-    this.sockets.add(socket);
-    const remote = `${socket.remoteAddress}:${socket.remotePort}`;
-    const session = new RtmpSession({ maxMessageBytes: this.opts.maxMessageBytes });
+  private onConnection(conn: RtmpConnection): RtmpConnectionHandler {
+    const remote = conn.remote;
     let sink: PublishSink | null = null;
+    let route: RouteTarget | null = null;
     let app = '';
     let closed = false;
-    socket.setTimeout(this.opts.handshakeTimeoutMs);
+    conn.setTimeout(this.opts.handshakeTimeoutMs);
 
-    const flushOutput = () => {
-      const out = session.takeOutput();
-      if (out && !socket.destroyed) socket.write(out);
+    const endSink = () => {
+      const s = sink;
+      sink = null;
+      route = null;
+      s?.end();
     };
     const close = (reason: string, level: 'warn' | 'info' = 'info') => {
       if (closed) return;
       closed = true;
       this.log[level](level === 'warn' ? 'rtmp connection closed: bad input' : 'rtmp connection closed', { remote, reason });
-      const s = sink;
-      sink = null;
-      s?.end();
-      socket.end();
-      socket.destroySoon();
-      setTimeout(() => socket.destroy(), 2000).unref();
+      conn.close(); // unroutes at once: no audio reaches the segmenter after this
+      endSink();
     };
     const publisher: Publisher = {
       close: (reason) => close(reason),
       reject: (code, description) => {
-        session.rejectPublish(code, description);
-        flushOutput();
+        conn.rejectPublish(code, description);
         close(`publish rejected: ${code}`);
       },
+      route: (target, frames) => {
+        if (closed) return;
+        route = target;
+        conn.route(target ? (target.segmenter as unknown as Segmenter) : null, frames);
+      },
+      audioBytes: () => conn.audioBytes,
     };
 
-    // Events of one read, in order. Audio comes without an event object (RtmpSession.pushTo).
-    const handler: RtmpHandler = {
-      audio: (timestampMs, data) => {
-        if (!closed) sink?.audio(timestampMs, data);
+    return {
+      audio: (timestampMs, data, segmented) => {
+        if (!closed) sink?.audio(timestampMs, data, segmented);
+      },
+      segmenterEvents: (events: SegmenterEvent[]) => {
+        // Always applied, even after close: the segmenter has advanced on this audio already.
+        route?.onEvents(events);
       },
       event: (e) => {
         if (closed) return;
@@ -100,48 +108,35 @@ export class RtmpServer {
           case 'publish': {
             const d = this.hooks.authorize(app, e.streamName);
             if (!d.ok) {
-              session.rejectPublish(d.status, 'Unknown stream or wrong stream key.');
-              flushOutput();
+              conn.rejectPublish(d.status, 'Unknown stream or wrong stream key.');
               close(`publish refused: ${d.reason}`, 'warn');
               break;
             }
-            session.acceptPublish();
-            flushOutput();
-            socket.setTimeout(this.opts.idleTimeoutMs);
-            sink?.end();
+            conn.acceptPublish();
+            conn.setTimeout(this.opts.idleTimeoutMs);
+            conn.route(null, true);
+            endSink();
             sink = this.hooks.attach(d.streamId, publisher);
             this.log.info('publish started', { remote, streamId: d.streamId });
             break;
           }
-          case 'unpublish': {
-            const s = sink;
-            sink = null;
-            s?.end();
+          case 'unpublish':
+            conn.route(null, true);
+            endSink();
             break;
-          }
           case 'error':
-            flushOutput();
             close(`${e.code}: ${e.message}`, 'warn');
             break;
           case 'metadata':
             break;
         }
       },
+      timeout: () => close(sink ? 'publisher silent' : 'no publish in time', 'warn'),
+      closed: (reason, error) => {
+        if (closed) return;
+        if (error) close(`${error.code}: ${error.message}`, 'warn');
+        else close(reason);
+      },
     };
-
-    socket.on('data', (chunk) => {
-      if (closed) return;
-      session.pushTo(chunk, handler);
-      if (session.hasOutput) flushOutput();
-    });
-    socket.on('timeout', () => close(sink ? 'publisher silent' : 'no publish in time', 'warn'));
-    socket.on('error', (e) => close(`socket error: ${e.message}`));
-    socket.on('close', () => {
-      this.sockets.delete(socket);
-      if (closed) return;
-      const vanished = session.end().find((e) => e.type === 'error');
-      if (vanished && vanished.type === 'error') close(`${vanished.code}: ${vanished.message}`, 'warn');
-      else close('peer closed');
-    });
   }
 }

@@ -104,11 +104,27 @@ export class StreamHub {
 
   /** Feeds one ingest FLV AUDIODATA body (RTMP timestamp, ms) to the taps and the passthrough layer. */
   pushAudio(timestampMs: number, data: Uint8Array): HubError[] {
-    if (data.length >= 2 && isSequenceHeader(data)) this.audioHeader = data.slice();
-    if (this.taps.length !== 0) for (const t of this.taps) t.audio(timestampMs, data);
+    this.tapAudio(timestampMs, data);
     const errors = this.top.push(timestampMs, data);
     return errors.length === 0 ? NO_ERRORS : errors;
   }
+
+  /**
+   * Feeds one ingest body to the taps only (and keeps a sequence header): the passthrough layer's
+   * segmenter got it already (natively routed ingest, whose segmenter events go to `top.apply`).
+   */
+  tapAudio(timestampMs: number, data: Uint8Array): void {
+    if (data.length >= 2 && isSequenceHeader(data)) this.audioHeader = data.slice();
+    if (this.taps.length !== 0) for (const t of this.taps) t.audio(timestampMs, data);
+  }
+
+  /** Whether any tap listens (then every ingest frame must reach `pushAudio`/`tapAudio`). */
+  get tapped(): boolean {
+    return this.taps.length !== 0;
+  }
+
+  /** Called after a tap subscribes or unsubscribes (the live side re-routes ingest). */
+  onTapsChanged: (() => void) | null = null;
 
   /** Feeds one encoded audio tag of the layer of `kbps` (from the ladder's codec process). */
   pushEncoded(kbps: number, timestampMs: number, data: Uint8Array): HubError[] {
@@ -159,8 +175,11 @@ export class StreamHub {
   /** Subscribes to the ingest audio (costs nothing per push without subscribers). Returns the unsubscribe function. */
   onAudio(tap: AudioTap): () => void {
     this.taps = [...this.taps, tap];
+    this.onTapsChanged?.();
     return () => {
+      const before = this.taps.length;
       this.taps = this.taps.filter((t) => t !== tap);
+      if (this.taps.length !== before) this.onTapsChanged?.();
     };
   }
 }

@@ -117,12 +117,25 @@ export class Layer {
 
   /** Feeds one FLV AUDIODATA body; returns the segmenter's errors (the frame is dropped). */
   push(timestampMs: number, data: Uint8Array): Array<{ code: string; message: string; expected?: string; received?: string }> {
-    return this.apply(this.segmenter.pushAudio(timestampMs, data));
+    return this.applyEvents(this.segmenter.pushAudio(timestampMs, data));
+  }
+
+  /**
+   * The segmenter itself (a native Segmenter), for native ingest to push into directly
+   * (RtmpConnection.route); what it makes of that audio comes back through `apply`.
+   */
+  get segmenterHandle(): LayerSegmenter {
+    return this.segmenter;
+  }
+
+  /** Takes segmenter events produced outside `push` (natively routed ingest); returns the errors. */
+  apply(events: LayerSegmenterEvent[]): Array<{ code: string; message: string; expected?: string; received?: string }> {
+    return this.applyEvents(events);
   }
 
   /** The publisher left: close the open segment. */
   flush(): void {
-    this.apply(this.segmenter.flush());
+    this.applyEvents(this.segmenter.flush());
   }
 
   /** The next segment follows a discontinuity (a new publisher, a new transcoder). */
@@ -206,7 +219,7 @@ export class Layer {
     return { peak: Math.round(this.peakBps), average: Math.round((this.totalBytes * 8000) / this.totalMs) };
   }
 
-  private apply(events: LayerSegmenterEvent[]) {
+  private applyEvents(events: LayerSegmenterEvent[]) {
     const errors: Array<{ code: string; message: string; expected?: string; received?: string }> = [];
     let changed = false;
     for (const e of events) {

@@ -162,6 +162,207 @@ export class RtmpSession {
   }
 }
 
+/** The addon's listener class (native/binding/rtmp_server.cc); only RtmpListener below uses it. */
+interface RawRtmpServer {
+  listen(host: string, port: number, backlog: number): number;
+  close(): void;
+  buffers(): [ArrayBuffer, ArrayBuffer];
+  acceptPublish(id: number): void;
+  rejectPublish(id: number, code: string, description: string): void;
+  setTimeout(id: number, ms: number): void;
+  route(id: number, segmenter: Segmenter | null, frames: boolean): void;
+  audioBytes(id: number): number;
+  closeConnection(id: number): void;
+}
+type RawDispatch = (kind: number, id: number, a?: unknown, b?: unknown, c?: unknown, d?: unknown) => void;
+const K_CONNECTION = 0;
+const K_READ = 1;
+const K_CLOSED = 2;
+const K_TIMEOUT = 3;
+const READ_BUFFERS_CHANGED = 1;
+const READ_SEGMENTED = 2;
+
+/**
+ * What one ingest connection tells its owner (RtmpListener's `onConnection` returns it). Every
+ * call comes from a socket read, a timer or the peer's close — never from inside a call on the
+ * connection.
+ */
+export interface RtmpConnectionHandler {
+  /**
+   * One audio message (RTMP timestamp in ms, the whole FLV AUDIODATA body), in message order.
+   * `segmented`: the connection is routed and the message was already pushed to its segmenter
+   * (delivered because frames were asked for, or because it is a sequence header). `data` is a
+   * view of a Buffer that holds the read's bodies; it is never reused (see RtmpHandler).
+   */
+  audio(timestampMs: number, data: Buffer, segmented: boolean): void;
+  /** Any other session event, in order with the audio. After `error` the session is dead. */
+  event(e: RtmpControlEvent): void;
+  /** Routed connections: what the segmenter made of the read's audio (parts, segments, errors);
+   *  called before the read's `audio`/`event` calls. */
+  segmenterEvents(events: SegmenterEvent[]): void;
+  /** No bytes for the time given to setTimeout (once per silent period). */
+  timeout(): void;
+  /**
+   * The peer closed or the socket failed (not called after close()). `error`: the session's
+   * error when the peer vanished mid-handshake or mid-message (`protocol_violation`,
+   * `handshake_invalid`), else null.
+   */
+  closed(reason: string, error: { code: string; message: string } | null): void;
+}
+
+/** One accepted RTMP connection of an RtmpListener (docs/native-api.md "RtmpServer"). */
+export class RtmpConnection {
+  /** @internal */
+  handler: RtmpConnectionHandler | null = null;
+  /** @internal */
+  open = true;
+
+  constructor(
+    private readonly raw: RawRtmpServer,
+    /** Listener-unique id. */
+    readonly id: number,
+    /** The peer, `ip:port`. */
+    readonly remote: string,
+  ) {}
+
+  /** Answers the pending publish with NetStream.Publish.Start (written at once). */
+  acceptPublish(): void {
+    if (this.open) this.raw.acceptPublish(this.id);
+  }
+  /** Answers the pending publish (or refuses the running one) with an error onStatus `code`, e.g.
+   *  NetStream.Publish.BadName or NetStream.Publish.Rejected (written at once); then close(). */
+  rejectPublish(code: string, description: string): void {
+    if (this.open) this.raw.rejectPublish(this.id, code, description);
+  }
+  /** `handler.timeout()` after `ms` without a byte from the peer (0 = never); checked once a second. */
+  setTimeout(ms: number): void {
+    if (this.open) this.raw.setTimeout(this.id, ms);
+  }
+  /**
+   * From the next socket read on, every audio message goes to `segmenter` in C++ (no JS call per
+   * message); its events come to `handler.segmenterEvents`. `audio()` then hears only sequence
+   * headers — or every message when `frames` (taps, transcoder), flagged `segmented`.
+   * `null`: back to `audio()` for everything. Throws TypeError when `segmenter` is not a Segmenter.
+   */
+  route(segmenter: Segmenter | null, frames: boolean): void {
+    if (this.open) this.raw.route(this.id, segmenter, frames);
+  }
+  /** FLV audio body bytes received so far (the ingest bitrate watch samples it). */
+  get audioBytes(): number {
+    return this.open ? this.raw.audioBytes(this.id) : 0;
+  }
+  /** Writes what is pending, then closes (FIN; forced after 2 s). No handler call follows. */
+  close(): void {
+    if (!this.open) return;
+    this.open = false;
+    this.handler = null;
+    this.raw.closeConnection(this.id);
+  }
+}
+
+/**
+ * The RTMP ingest listener: TCP accept and reads in C++ on Node's libuv loop, a native
+ * RtmpSession per connection (RTMP 1.0 §5.2–§7). `maxMessageBytes` (bytes) caps any one message.
+ * Throws TypeError for bad options.
+ */
+export class RtmpListener {
+  private readonly raw: RawRtmpServer;
+  private readonly conns = new Map<number, RtmpConnection>();
+  private meta!: Float64Array;
+  private arena!: ArrayBuffer;
+
+  constructor(options: { maxMessageBytes?: number }, private readonly onConnection: (c: RtmpConnection) => RtmpConnectionHandler) {
+    const dispatch: RawDispatch = (kind, id, a, b, c, d) => this.dispatch(kind, id, a, b, c, d);
+    this.raw = new addon.RtmpServer(options, dispatch);
+    this.mapBuffers();
+  }
+
+  /** Listens on an IP literal (resolve names first); port 0 = a free one. Returns the bound port.
+   *  @throws Error with `code` (EADDRINUSE, EACCES, EINVAL, ...) */
+  listen(host: string, port: number, backlog = 511): number {
+    return this.raw.listen(host, port, backlog);
+  }
+
+  /** Stops listening and closes every connection (no handler calls follow). */
+  close(): void {
+    for (const c of this.conns.values()) {
+      c.open = false;
+      c.handler = null;
+    }
+    this.conns.clear();
+    this.raw.close();
+  }
+
+  /** Open connections. */
+  get size(): number {
+    return this.conns.size;
+  }
+
+  private dispatch(kind: number, id: number, a: unknown, b: unknown, c: unknown, d: unknown): void {
+    if (kind === K_READ) {
+      const conn = this.conns.get(id);
+      if (conn?.handler) this.read(conn, a as number, b as RtmpControlEvent[] | undefined, c as SegmenterEvent[] | undefined, d as number);
+      return;
+    }
+    if (kind === K_CONNECTION) {
+      const conn = new RtmpConnection(this.raw, id, a as string);
+      this.conns.set(id, conn);
+      conn.handler = this.onConnection(conn);
+      return;
+    }
+    const conn = this.conns.get(id);
+    if (!conn) return;
+    if (kind === K_TIMEOUT) {
+      conn.handler?.timeout();
+      return;
+    }
+    if (kind === K_CLOSED) {
+      this.conns.delete(id);
+      const h = conn.handler;
+      conn.open = false;
+      conn.handler = null;
+      h?.closed(a as string, (b as { code: string; message: string } | null) ?? null);
+    }
+  }
+
+  private read(conn: RtmpConnection, count: number, control: RtmpControlEvent[] | undefined, segEvents: SegmenterEvent[] | undefined, flags: number): void {
+    if (flags & READ_BUFFERS_CHANGED) this.mapBuffers();
+    const segmented = (flags & READ_SEGMENTED) !== 0;
+    // First: they come from this read's audio, pushed before any JS ran, so they belong to the
+    // route in effect now (an event below may change it).
+    if (segEvents && segEvents.length > 0) conn.handler?.segmenterEvents(segEvents);
+    if (count > 0) {
+      const meta = this.meta;
+      const total = meta[0]!;
+      let bodies: Buffer | null = null;
+      if (total > 0) {
+        bodies = Buffer.allocUnsafe(total);
+        bodies.set(new Uint8Array(this.arena, 0, total));
+      }
+      let start = 0;
+      let k = 0;
+      for (let i = 0; i < count; i++) {
+        const h = conn.handler;
+        if (!h) return; // closed by an earlier event of this read
+        const ts = meta[1 + 2 * i]!;
+        if (ts >= 0) {
+          const end = meta[2 + 2 * i]!;
+          h.audio(ts, start === 0 && end === total ? bodies! : bodies!.subarray(start, end), segmented);
+          start = end;
+        } else {
+          h.event(control![k++]!);
+        }
+      }
+    }
+  }
+
+  private mapBuffers(): void {
+    const [meta, arena] = this.raw.buffers();
+    this.meta = new Float64Array(meta);
+    this.arena = arena;
+  }
+}
+
 /** Events of the AAC → MPEG-TS segmenter (see docs/native-api.md "TsSegmenter"). */
 export type SegmentEvent =
   | { type: 'config'; codec: 'aac'; codecs: string; sampleRate: number; channels: number; audioObjectType: number }
@@ -299,6 +500,7 @@ interface Addon {
   TsSegmenter: new (options?: { targetDurationMs?: number }) => TsSegmenter;
   Segmenter: new (options: SegmenterOptions) => Segmenter;
   probeAudioTag: (data: Uint8Array) => AudioTagProbe;
+  RtmpServer: new (options: { maxMessageBytes?: number }, dispatch: RawDispatch) => RawRtmpServer;
   abiVersion: number;
 }
 

@@ -9,7 +9,7 @@ import type { StreamRow, StreamsRepo } from '../db/streams-repo.js';
 import type { Outbox } from '../events/outbox.js';
 import type { Logger } from '../log/logger.js';
 import type { HubCodec, MediaRegistry, SegmenterRequest, StreamHub } from '../media/hub.js';
-import type { LayerSegmenter } from '../media/layer.js';
+import type { LayerSegmenter, LayerSegmenterEvent } from '../media/layer.js';
 import { LadderTranscoder } from '../media/transcoder.js';
 import { BitrateMonitor } from '../media/bitrate.js';
 import { Recorder, type Recording } from '../media/recorder.js';
@@ -18,17 +18,36 @@ import { tokenMatches } from '../auth/secrets.js';
 import { ladderKbps, nominalKbps, toStreamObject } from './stream-object.js';
 import type { LiveControl } from './streams.js';
 
-/** A connected publisher, as the live side sees it: something it can close. */
+/**
+ * Where a routed publisher's audio goes without a JS call per message (docs/decisions.md "Ingest
+ * I/O"): the passthrough layer's segmenter, and who takes what it makes of that audio.
+ */
+export interface RouteTarget {
+  segmenter: LayerSegmenter;
+  /** The segmenter's events (parts, segments, errors) of the routed audio. */
+  onEvents(events: LayerSegmenterEvent[]): void;
+}
+
+/** A connected publisher, as the live side sees it: something it can close and route. */
 export interface Publisher {
   /** Closes the publish (and its connection), with `reason` for the log. */
   close(reason: string): void;
   /** Refuses the media after a codec mismatch: onStatus NetStream.Publish.Rejected, then close. */
   reject(code: string, description: string): void;
+  /**
+   * From the next socket read, audio goes straight into `target.segmenter` (in C++); the sink then
+   * hears only sequence headers — or every message when `frames` — with `segmented` true.
+   * null: everything back to the sink.
+   */
+  route(target: RouteTarget | null, frames: boolean): void;
+  /** FLV audio body bytes received on this publish so far. */
+  audioBytes(): number;
 }
 
 /** What a publish may feed once authorized. */
 export interface PublishSink {
-  audio(timestampMs: number, data: Uint8Array): void;
+  /** One FLV AUDIODATA body; `segmented`: the passthrough segmenter has it already (routed). */
+  audio(timestampMs: number, data: Uint8Array, segmented: boolean): void;
   /** The publisher stopped (unpublish, socket closed or failed). */
   end(): void;
 }
@@ -81,11 +100,18 @@ interface Live {
    * (their open segments close once it has exited), or null.
    */
   draining: LadderTranscoder | null;
-  /** Ingest bitrate watch of the current publish. */
+  /** Ingest bitrate watch of the current publish, fed once a second from `Publisher.audioBytes`. */
   bitrate: BitrateMonitor;
+  /** `audioBytes()` of the current publisher at the last bitrate sample. */
+  bytesSeen: number;
+  /** How the current publisher is routed: not yet, straight to the segmenter, or that plus frames. */
+  routed: 'no' | 'segmenter' | 'frames';
   /** The stream's recording (kept across reconnects), or null. */
   recorder: Promise<Recorder | null> | null;
 }
+
+/** How often the ingest bitrate watch samples each publisher's byte count (ms). */
+const BITRATE_SAMPLE_MS = 1000;
 
 /** A publisher sending bad audio would log ~47 lines a second; one line per 5 s says enough. */
 const DROP_LOG_EVERY_MS = 5000;
@@ -216,6 +242,8 @@ export class LiveService implements LiveControl {
         transcoder: null,
         draining: null,
         bitrate: new BitrateMonitor({ nominalKbps: nominalKbps(row.quality, row.codec) }),
+        bytesSeen: 0,
+        routed: 'no',
         recorder: row.recording ? this.openRecorder(row) : null,
       };
       this.live.set(streamId, state);
@@ -226,12 +254,16 @@ export class LiveService implements LiveControl {
     state.codecChecked = false;
     state.sawHeader = false;
     state.bitrate = new BitrateMonitor({ nominalKbps: nominalKbps(row.quality, row.codec) });
+    state.bytesSeen = 0;
+    state.routed = 'no';
     state.transcoder?.close();
     state.transcoder = this.startLadder(streamId, state, row.codec as HubCodec);
     const s = state;
     const codec = row.codec;
+    s.hub.onTapsChanged = () => this.route(s);
+    this.startBitrateWatch();
     return {
-      audio: (ts, data) => {
+      audio: (ts, data, segmented) => {
         if (s.generation !== generation) return;
         if (!s.codecChecked) {
           const received = audioCodecOf(data);
@@ -248,12 +280,15 @@ export class LiveService implements LiveControl {
             this.markLive(streamId);
           }
         }
-        const errors = s.hub.pushAudio(ts, data);
-        if (errors.length > 0) this.logDropped(streamId, s, errors[0]!, errors.length);
+        if (segmented) s.hub.tapAudio(ts, data);
+        else {
+          const errors = s.hub.pushAudio(ts, data);
+          if (errors.length > 0) this.logDropped(streamId, s, errors[0]!, errors.length);
+        }
         s.transcoder?.push(ts, data);
         if (s.recorder) void s.recorder.then((r) => r?.push(data));
-        const spike = s.bitrate.add(data.length, this.now());
-        if (spike) this.streamError(streamId, { code: 'bitrate_spike', message: `Ingest bitrate ${spike.measuredKbps} kbps is over 1.5 × the nominal ${spike.nominalKbps} kbps.`, ...spike });
+        // Codec checked and live: from the next read the passthrough segmenter is fed natively.
+        if (s.routed === 'no' && s.codecChecked && s.liveTriggered) this.route(s);
       },
       end: () => {
         if (s.generation !== generation || s.publisher === null) return;
@@ -261,6 +296,69 @@ export class LiveService implements LiveControl {
         this.publisherGone(streamId, s);
       },
     };
+  }
+
+  /**
+   * Routes the current publisher's audio natively into the passthrough segmenter (once its codec
+   * is checked and the stream is live), asking for every frame while something in JS needs them:
+   * a tap (WebRTC), the ladder's codec process, the recording.
+   */
+  private route(s: Live): void {
+    const p = s.publisher;
+    if (!p || s.routed === 'no' && !(s.codecChecked && s.liveTriggered)) return;
+    const want = s.hub.tapped || s.transcoder !== null || s.recorder !== null ? 'frames' : 'segmenter';
+    if (want === s.routed) return;
+    s.routed = want;
+    const hub = s.hub;
+    const streamId = hub.streamId;
+    p.route(
+      {
+        segmenter: hub.top.segmenterHandle,
+        onEvents: (events) => {
+          const errors = hub.top.apply(events);
+          if (errors.length > 0) this.logDropped(streamId, s, errors[0]!, errors.length);
+        },
+      },
+      want === 'frames',
+    );
+  }
+
+  private bitrateTimer: NodeJS.Timeout | null = null;
+
+  /**
+   * Once a second while anyone publishes: each publisher's audio bytes since the last sample go
+   * to its BitrateMonitor (PRODUCT.md §2 `bitrate_spike`). Stops when nobody publishes.
+   */
+  private startBitrateWatch(): void {
+    if (this.bitrateTimer) return;
+    this.bitrateTimer = setInterval(() => {
+      const now = this.now();
+      let publishing = 0;
+      for (const [streamId, s] of this.live) {
+        if (!s.publisher) continue;
+        publishing++;
+        const bytes = s.publisher.audioBytes();
+        const spike = s.bitrate.add(bytes - s.bytesSeen, now);
+        s.bytesSeen = bytes;
+        if (spike) this.streamError(streamId, { code: 'bitrate_spike', message: `Ingest bitrate ${spike.measuredKbps} kbps is over 1.5 × the nominal ${spike.nominalKbps} kbps.`, ...spike });
+      }
+      if (publishing === 0 && this.bitrateTimer) {
+        clearInterval(this.bitrateTimer);
+        this.bitrateTimer = null;
+      }
+    }, BITRATE_SAMPLE_MS);
+    this.bitrateTimer.unref();
+  }
+
+  /**
+   * How the stream's current publisher is routed (docs/decisions.md "Ingest I/O"): 'no' (every
+   * frame through JS: codec not checked or not live yet), 'segmenter' (socket → segmenter in C++),
+   * 'frames' (that, plus every frame to JS for taps, the ladder or the recording); null when
+   * nobody publishes. For diagnostics and tests.
+   */
+  ingestRoute(streamId: string): 'no' | 'segmenter' | 'frames' | null {
+    const s = this.live.get(streamId);
+    return s?.publisher ? s.routed : null;
   }
 
   private counter: (streamId: string) => number = () => 0;
@@ -307,6 +405,8 @@ export class LiveService implements LiveControl {
   /** Stops every timer (server shutdown). */
   close(): void {
     for (const s of this.live.values()) if (s.reconnectTimer) clearTimeout(s.reconnectTimer);
+    if (this.bitrateTimer) clearInterval(this.bitrateTimer);
+    this.bitrateTimer = null;
   }
 
   private endIfUnpublished(streamId: string): void {
@@ -443,6 +543,7 @@ export class LiveService implements LiveControl {
       if (s.transcoder !== t) return;
       s.transcoder = null;
       s.hub.failEncoded();
+      this.route(s); // no codec process to feed: frames may stay in C++
       this.d.log.error('ladder codec process failed; the passthrough layer keeps serving', { streamId, reason });
       this.streamError(streamId, { code: 'transcoder_failed', message: `The ABR ladder's encoder stopped: ${reason}` });
     };

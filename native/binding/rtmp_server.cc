@@ -1,0 +1,646 @@
+// class RtmpServer — the RTMP ingest listener with its socket I/O in C++, on Node's own libuv loop
+// (the same loop Node and uWebSockets.js run on; no thread). Each accepted TCP connection gets a
+// sans-I/O skylark::rtmp::Session (native/core/rtmp); its replies are written from here. Why: a
+// publisher sends one message per ~21 ms, and reading it through a node:net Socket costs a
+// stream-machinery round in JS per message. Here a socket read costs no JS at all once the
+// connection is *routed* to its stream's Segmenter: audio goes from the read buffer through the
+// RTMP session into the segmenter in C++, and JS hears only of parts and segments (docs/native-api.md
+// "RtmpServer"; docs/decisions.md "Ingest I/O").
+//
+//   new RtmpServer({ maxMessageBytes? }, dispatch)
+//   dispatch(kind, id, a, b, c) — every callback into JS, with kind:
+//     0 CONNECTION  (id, remote: string)
+//     1 READ        (id, count: number, control: RtmpControlEvent[] | undefined,
+//                    segmenterEvents: SegmenterEvent[] | undefined, flags: number)
+//                   count audio/control slots in the batch buffers (buffers(): meta, arena — the
+//                   RtmpSession batch layout); flags: 1 = buffers replaced, 2 = the batch's audio
+//                   was already pushed to the routed segmenter
+//     2 CLOSED      (id, reason: string, error: {code, message} | null) — the peer closed or the
+//                   socket failed (not sent for close() from JS)
+//     3 TIMEOUT     (id) — no bytes for setTimeout(id, ms); sent once per silent period
+//   listen(host: string /* an IP literal */, port: number, backlog: number): number  — bound port;
+//       throws Error "listen <host>:<port>: EADDRINUSE ..." on failure
+//   close(): void                         — stops listening and closes every connection
+//   buffers(): [meta: ArrayBuffer, arena: ArrayBuffer]
+//   acceptPublish(id) / rejectPublish(id, code, description) — the reply is written at once
+//   setTimeout(id, ms)                    — 0 = none
+//   route(id, segmenter | null, frames: boolean) — from the next read, audio goes to `segmenter`
+//       in C++; READ batches then carry only sequence headers, or every frame when `frames`
+//   audioBytes(id): number               — FLV audio body bytes received (bitrate watch)
+//   closeConnection(id)                   — writes pending replies, then FIN; forced after 2 s
+//
+// Unknown ids are ignored (the connection is gone). Wrong argument types throw TypeError.
+#include <uv.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "binding/addon_state.h"
+#include "binding/rtmp_batch.h"
+#include "binding/segmenter.h"
+#include "core/rtmp/session.h"
+
+namespace skylark::binding {
+namespace {
+
+using rtmp::Event;
+
+constexpr int kConnection = 0, kRead = 1, kClosed = 2, kTimeout = 3;
+constexpr uint32_t kBuffersChanged = 1, kSegmented = 2;
+constexpr size_t kReadBufferBytes = 64 * 1024;
+constexpr size_t kMaxQueuedWriteBytes = 1024 * 1024;  // a peer that does not read our replies
+constexpr uint64_t kCloseGraceMs = 2000;
+constexpr uint64_t kSweepMs = 1000;
+
+class RtmpServer;
+
+struct Conn {
+  uv_tcp_t tcp;  // tcp.data = this
+  RtmpServer* server = nullptr;
+  uint32_t id = 0;
+  std::unique_ptr<rtmp::Session> session;
+  bool closing = false;      // no more reads, writes or callbacks
+  bool handle_open = true;   // uv_close not called yet
+  uint64_t closing_since = 0;
+  uint64_t last_read = 0;    // uv_now, ms
+  uint64_t timeout_ms = 0;
+  bool timeout_sent = false;
+  uint64_t audio_bytes = 0;
+  // Routing: audio pushed to this segmenter in C++ (strong reference to the JS object).
+  NativeSegmenterInput* segmenter = nullptr;
+  Napi::ObjectReference segmenter_ref;
+  bool deliver_frames = true;
+};
+
+struct PendingClose {
+  uint32_t id;
+  std::string reason, code, message;
+};
+
+struct WriteReq {
+  uv_write_t req;
+  std::vector<uint8_t> bytes;
+};
+
+// An FLV AAC sequence header (SoundFormat 10, AACPacketType 0) or an E-RTMP SequenceStart.
+bool IsSequenceHeader(const uint8_t* d, size_t n) {
+  if (n < 2) return false;
+  const uint8_t fmt = d[0] >> 4;
+  if (fmt == 10) return d[1] == 0;
+  return fmt == 9 && (d[0] & 0x0f) == 0 && n >= 5;
+}
+
+#define SK_THROW_TYPE(env, msg) \
+  do { Napi::TypeError::New(env, msg).ThrowAsJavaScriptException(); return env.Undefined(); } while (0)
+#define SK_REQUIRE(env, cond, msg) do { if (!(cond)) SK_THROW_TYPE(env, msg); } while (0)
+
+class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "RtmpServer",
+                       {InstanceMethod<&RtmpServer::Listen>("listen"),
+                        InstanceMethod<&RtmpServer::Close>("close"),
+                        InstanceMethod<&RtmpServer::Buffers>("buffers"),
+                        InstanceMethod<&RtmpServer::AcceptPublish>("acceptPublish"),
+                        InstanceMethod<&RtmpServer::RejectPublish>("rejectPublish"),
+                        InstanceMethod<&RtmpServer::SetTimeout>("setTimeout"),
+                        InstanceMethod<&RtmpServer::Route>("route"),
+                        InstanceMethod<&RtmpServer::AudioBytes>("audioBytes"),
+                        InstanceMethod<&RtmpServer::CloseConnection>("closeConnection")});
+  }
+
+  explicit RtmpServer(const Napi::CallbackInfo& info) : Napi::ObjectWrap<RtmpServer>(info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 2 || !info[0].IsObject() || !info[1].IsFunction()) {
+      Napi::TypeError::New(env, "RtmpServer(options, dispatch): options must be an object and dispatch a function")
+          .ThrowAsJavaScriptException();
+      return;
+    }
+    if (!ParseSessionOptions(env, info[0], "RtmpServer", &session_options_)) return;
+    dispatch_ = Napi::Persistent(info[1].As<Napi::Function>());
+    async_ = std::make_unique<Napi::AsyncContext>(env, "SkylarkRtmpServer");
+    if (napi_get_uv_event_loop(env, &loop_) != napi_ok || !loop_) {
+      Napi::Error::New(env, "RtmpServer: no libuv loop").ThrowAsJavaScriptException();
+      return;
+    }
+    read_buffer_.reset(new char[kReadBufferBytes]);
+    napi_add_env_cleanup_hook(env, &RtmpServer::OnEnvCleanup, this);
+    cleanup_hook_ = true;
+  }
+
+  ~RtmpServer() override {
+    if (cleanup_hook_) napi_remove_env_cleanup_hook(Env(), &RtmpServer::OnEnvCleanup, this);
+  }
+
+ private:
+  // ── JS methods ──────────────────────────────────────────────────────────────────────────────
+
+  Napi::Value Listen(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    SK_REQUIRE(env, info.Length() >= 3 && info[0].IsString() && info[1].IsNumber() && info[2].IsNumber(),
+               "RtmpServer.listen(host, port, backlog): host must be a string, port and backlog numbers");
+    SK_REQUIRE(env, !listening_ && !closed_, "RtmpServer.listen: already listening or closed");
+    const std::string host = info[0].As<Napi::String>().Utf8Value();
+    const double port = info[1].As<Napi::Number>().DoubleValue();
+    const int backlog = std::clamp(static_cast<int>(info[2].As<Napi::Number>().DoubleValue()), 1, 65535);
+    SK_REQUIRE(env, port >= 0 && port <= 65535 && std::floor(port) == port, "RtmpServer.listen: port must be an integer in 0..65535");
+    sockaddr_storage addr{};
+    int err = host.find(':') != std::string::npos
+                  ? uv_ip6_addr(host.c_str(), static_cast<int>(port), reinterpret_cast<sockaddr_in6*>(&addr))
+                  : uv_ip4_addr(host.c_str(), static_cast<int>(port), reinterpret_cast<sockaddr_in*>(&addr));
+    if (err == 0) err = uv_tcp_init(loop_, &listener_);
+    if (err != 0) {
+      closed_ = true;
+      return ThrowUv(env, host, port, err);
+    }
+    listener_.data = this;
+    listener_open_ = true;
+    Ref();  // the listener handle refers to this object until its close callback
+    err = uv_tcp_bind(&listener_, reinterpret_cast<const sockaddr*>(&addr), 0);
+    if (err == 0) err = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), backlog, &RtmpServer::OnConnection);
+    if (err != 0) {
+      closed_ = true;  // a failed server is not reused: make a new one
+      CloseListener();
+      return ThrowUv(env, host, port, err);
+    }
+    listening_ = true;
+    sockaddr_storage bound{};
+    int len = sizeof(bound);
+    uv_tcp_getsockname(&listener_, reinterpret_cast<sockaddr*>(&bound), &len);
+    const int bound_port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                                       : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    return Napi::Number::New(env, bound_port);
+  }
+
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    CloseAll();
+    return info.Env().Undefined();
+  }
+
+  Napi::Value Buffers(const Napi::CallbackInfo& info) { return batch_.Pair(info.Env()); }
+
+  Napi::Value AcceptPublish(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Conn* c = ConnArg(info);
+    if (!c) return env.Undefined();
+    c->session->accept_publish();
+    Flush(c, true);
+    return env.Undefined();
+  }
+
+  Napi::Value RejectPublish(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    SK_REQUIRE(env, info.Length() >= 3 && info[1].IsString() && info[2].IsString(),
+               "RtmpServer.rejectPublish(id, code, description): code and description must be strings");
+    Conn* c = ConnArg(info);
+    if (!c) return env.Undefined();
+    c->session->reject_publish(info[1].As<Napi::String>().Utf8Value(), info[2].As<Napi::String>().Utf8Value());
+    Flush(c, true);
+    return env.Undefined();
+  }
+
+  Napi::Value SetTimeout(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    SK_REQUIRE(env, info.Length() >= 2 && info[1].IsNumber(), "RtmpServer.setTimeout(id, ms): ms must be a number");
+    Conn* c = ConnArg(info);
+    if (!c) return env.Undefined();
+    const double ms = info[1].As<Napi::Number>().DoubleValue();
+    c->timeout_ms = ms > 0 && std::isfinite(ms) ? static_cast<uint64_t>(ms) : 0;
+    c->last_read = uv_now(loop_);
+    c->timeout_sent = false;
+    return env.Undefined();
+  }
+
+  Napi::Value Route(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    SK_REQUIRE(env, info.Length() >= 3 && info[2].IsBoolean(), "RtmpServer.route(id, segmenter, frames): frames must be a boolean");
+    NativeSegmenterInput* seg = nullptr;
+    if (!info[1].IsNull() && !info[1].IsUndefined()) {
+      seg = UnwrapSegmenter(env, info[1]);
+      SK_REQUIRE(env, seg != nullptr, "RtmpServer.route: segmenter must be a Segmenter or null");
+    }
+    Conn* c = ConnArg(info);
+    if (!c) return env.Undefined();
+    c->segmenter = seg;
+    if (seg) c->segmenter_ref = Napi::Persistent(info[1].As<Napi::Object>());
+    else c->segmenter_ref.Reset();
+    c->deliver_frames = info[2].As<Napi::Boolean>().Value();
+    return env.Undefined();
+  }
+
+  Napi::Value AudioBytes(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Conn* c = ConnArg(info);
+    return Napi::Number::New(env, c ? static_cast<double>(c->audio_bytes) : 0);
+  }
+
+  Napi::Value CloseConnection(const Napi::CallbackInfo& info) {
+    Conn* c = ConnArg(info);
+    if (c) BeginClose(c, /*graceful=*/true);
+    return info.Env().Undefined();
+  }
+
+  // ── helpers ─────────────────────────────────────────────────────────────────────────────────
+
+  Napi::Value ThrowUv(Napi::Env env, const std::string& host, double port, int err) {
+    Napi::Error e = Napi::Error::New(env, "listen " + host + ":" + std::to_string(static_cast<int>(port)) + ": " +
+                                              uv_err_name(err) + " " + uv_strerror(err));
+    e.Set("code", Napi::String::New(env, uv_err_name(err)));
+    e.ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+
+  // The live connection of info[0], or nullptr (unknown id, closing).
+  Conn* ConnArg(const Napi::CallbackInfo& info) {
+    if (info.Length() < 1 || !info[0].IsNumber()) {
+      Napi::TypeError::New(info.Env(), "RtmpServer: connection id must be a number").ThrowAsJavaScriptException();
+      return nullptr;
+    }
+    auto it = conns_.find(static_cast<uint32_t>(info[0].As<Napi::Number>().Uint32Value()));
+    if (it == conns_.end() || it->second->closing) return nullptr;
+    return it->second;
+  }
+
+  // Calls dispatch(kind, id, ...args) as a top-level callback (microtasks and nextTicks run after
+  // it). A throw becomes an uncaught exception, as in any other I/O callback.
+  void Dispatch(std::initializer_list<napi_value> args) {
+    Napi::Env env = Env();
+    dispatch_.MakeCallback(Value(), args, *async_);
+    if (env.IsExceptionPending()) {
+      Napi::Error e = env.GetAndClearPendingException();
+      napi_fatal_exception(env, e.Value());
+    }
+  }
+
+  // Writes the session's pending replies: directly when nothing is queued, else queued. A failed
+  // write closes the connection; JS hears CLOSED at once, or on the next loop turn when `from_js`
+  // (a JS method is on the stack: no callback into JS from inside it).
+  void Flush(Conn* c, bool from_js) {
+    auto& out = c->session->output();
+    if (out.empty() || c->closing) {
+      if (c->closing) out.clear();
+      return;
+    }
+    auto* stream = reinterpret_cast<uv_stream_t*>(&c->tcp);
+    size_t done = 0;
+    if (c->tcp.write_queue_size == 0) {
+      uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(out.data()), static_cast<unsigned>(out.size()));
+      int n = uv_try_write(stream, &b, 1);
+      if (n > 0) done = static_cast<size_t>(n);
+      else if (n != UV_EAGAIN && n != UV_ENOSYS) {
+        out.clear();
+        PeerGone(c, std::string("socket error: ") + uv_strerror(n), from_js);
+        return;
+      }
+    }
+    if (done < out.size()) {
+      auto* w = new WriteReq();
+      w->bytes.assign(out.begin() + static_cast<std::ptrdiff_t>(done), out.end());
+      w->req.data = c;
+      uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(w->bytes.data()), static_cast<unsigned>(w->bytes.size()));
+      int err = uv_write(&w->req, stream, &b, 1, &RtmpServer::OnWrite);
+      if (err != 0) {
+        delete w;
+        out.clear();
+        PeerGone(c, std::string("socket error: ") + uv_strerror(err), from_js);
+        return;
+      }
+    }
+    out.clear();
+    if (out.capacity() > 64 * 1024) out.shrink_to_fit();
+    if (c->tcp.write_queue_size > kMaxQueuedWriteBytes) PeerGone(c, "peer does not read", from_js);
+  }
+
+  // The peer is gone (EOF, socket error): JS hears CLOSED once (`code`/`message`: the session's
+  // error when the peer vanished mid-message), then the handle closes.
+  void PeerGone(Conn* c, const std::string& reason, bool defer, std::string code = {}, std::string message = {}) {
+    if (c->closing) return;
+    BeginClose(c, /*graceful=*/false);
+    PendingClose p{c->id, reason, std::move(code), std::move(message)};
+    if (defer) {
+      deferred_.push_back(std::move(p));
+      StartSweep(/*now=*/true);
+      return;
+    }
+    NotifyClosed(p);
+  }
+
+  void NotifyClosed(const PendingClose& p) {
+    Napi::Env env = Env();
+    Napi::HandleScope scope(env);
+    napi_value err = env.Null();
+    if (!p.code.empty()) {
+      Napi::Object o = Napi::Object::New(env);
+      o.Set("code", p.code);
+      o.Set("message", p.message);
+      err = o;
+    }
+    Dispatch({Napi::Number::New(env, kClosed), Napi::Number::New(env, p.id), Napi::String::New(env, p.reason), err});
+  }
+
+  // Stops reading and closes the handle: after the queued writes and a FIN when graceful (forced
+  // after kCloseGraceMs by the sweep), else at once.
+  void BeginClose(Conn* c, bool graceful) {
+    if (c->closing) return;
+    c->closing = true;
+    c->closing_since = uv_now(loop_);
+    c->segmenter = nullptr;
+    c->segmenter_ref.Reset();
+    uv_read_stop(reinterpret_cast<uv_stream_t*>(&c->tcp));
+    if (graceful) {
+      auto* req = new uv_shutdown_t();
+      req->data = c;
+      if (uv_shutdown(req, reinterpret_cast<uv_stream_t*>(&c->tcp), &RtmpServer::OnShutdown) == 0) return;
+      delete req;
+    }
+    CloseHandle(c);
+  }
+
+  void CloseHandle(Conn* c) {
+    if (!c->handle_open) return;
+    c->handle_open = false;
+    uv_close(reinterpret_cast<uv_handle_t*>(&c->tcp), &RtmpServer::OnConnClosed);
+  }
+
+  void CloseListener() {
+    if (!listener_open_) return;
+    listener_open_ = false;
+    uv_close(reinterpret_cast<uv_handle_t*>(&listener_), &RtmpServer::OnListenerClosed);
+  }
+
+  void CloseAll() {
+    closed_ = true;
+    listening_ = false;
+    CloseListener();
+    for (auto& [id, c] : conns_) {
+      c->closing = true;
+      c->segmenter = nullptr;
+      c->segmenter_ref.Reset();
+      CloseHandle(c);
+    }
+    StopSweep();
+  }
+
+  // The sweep timer: every kSweepMs while connections exist; `now` = also on the next loop turn
+  // (deferred CLOSED notifications).
+  void StartSweep(bool now = false) {
+    if (closed_ || (sweep_running_ && !now)) return;
+    if (!sweep_init_) {
+      uv_timer_init(loop_, &sweep_);
+      sweep_.data = this;
+      sweep_init_ = true;
+      Ref();  // until the timer handle's close callback
+      uv_unref(reinterpret_cast<uv_handle_t*>(&sweep_));
+    }
+    uv_timer_start(&sweep_, &RtmpServer::OnSweep, now ? 0 : kSweepMs, kSweepMs);
+    sweep_running_ = true;
+  }
+
+  void StopSweep() {
+    if (sweep_init_ && sweep_running_) uv_timer_stop(&sweep_);
+    sweep_running_ = false;
+    if (closed_ && sweep_init_ && !sweep_closing_) {
+      sweep_closing_ = true;
+      uv_close(reinterpret_cast<uv_handle_t*>(&sweep_), [](uv_handle_t* h) { static_cast<RtmpServer*>(h->data)->Unref(); });
+    }
+  }
+
+  // One read: the session's events go to the routed segmenter (audio) and to JS (the rest, and
+  // audio that is not routed or is wanted as frames) in one dispatch.
+  void OnData(Conn* c, const uint8_t* data, size_t n) {
+    Napi::Env env = Env();
+    Napi::HandleScope scope(env);
+    c->last_read = uv_now(loop_);
+    c->timeout_sent = false;
+    c->session->push(data, n);
+    auto& events = c->session->events();
+    Flush(c, false);
+    if (events.empty() || c->closing) {
+      events.clear();
+      return;
+    }
+    NativeSegmenterInput* seg = c->segmenter;
+    const bool frames = seg == nullptr || c->deliver_frames;
+    // Which events go to JS, and the arena bytes they need.
+    size_t count = 0, audio_bytes = 0;
+    bool control = false;
+    to_js_.assign(events.size(), 1);
+    for (size_t i = 0; i < events.size(); ++i) {
+      Event& e = events[i];
+      if (e.type == Event::Type::kAudio) {
+        c->audio_bytes += e.data.size;
+        if (seg) seg->PushNative(e.timestamp, e.data.data.get(), e.data.size);
+        if (frames || IsSequenceHeader(e.data.data.get(), e.data.size)) {
+          ++count;
+          audio_bytes += e.data.size;
+        } else {
+          to_js_[i] = 0;
+        }
+      } else {
+        ++count;
+        control = true;
+      }
+    }
+    const bool has_seg_events = seg && seg->HasNativeEvents();
+    if (count == 0 && !has_seg_events) {
+      events.clear();
+      return;
+    }
+    napi_value seg_events = has_seg_events ? seg->TakeNativeEvents(env) : static_cast<napi_value>(env.Undefined());
+    uint32_t flags = seg ? kSegmented : 0;
+    if (batch_.Ensure(env, count, audio_bytes)) flags |= kBuffersChanged;
+    Napi::Array ctl = control ? Napi::Array::New(env) : Napi::Array();
+    uint32_t k = 0;
+    batch_.Begin(audio_bytes);
+    for (size_t i = 0; i < events.size(); ++i) {
+      Event& e = events[i];
+      if (!to_js_[i]) continue;
+      if (e.type == Event::Type::kAudio) {
+        batch_.Audio(e.timestamp, e.data.data.get(), e.data.size);
+      } else {
+        batch_.Control();
+        ctl.Set(k++, ControlEventToJs(env, e));
+      }
+    }
+    events.clear();
+    Dispatch({Napi::Number::New(env, kRead), Napi::Number::New(env, c->id), Napi::Number::New(env, static_cast<double>(count)),
+              control ? static_cast<napi_value>(ctl) : static_cast<napi_value>(env.Undefined()), seg_events,
+              Napi::Number::New(env, flags)});
+  }
+
+  // ── libuv callbacks ─────────────────────────────────────────────────────────────────────────
+
+  static void OnConnection(uv_stream_t* listener, int status) {
+    auto* self = static_cast<RtmpServer*>(listener->data);
+    if (status != 0 || self->closed_) return;
+    auto* c = new Conn();
+    c->server = self;
+    if (uv_tcp_init(self->loop_, &c->tcp) != 0) {
+      delete c;
+      return;
+    }
+    c->tcp.data = c;
+    self->Ref();  // each connection handle refers to the server until its close callback
+    if (uv_accept(listener, reinterpret_cast<uv_stream_t*>(&c->tcp)) != 0) {
+      c->closing = true;
+      self->CloseHandle(c);  // not in conns_: freed by the close callback
+      return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    c->id = ++self->next_id_;
+    if (self->next_id_ >= 0x7fffffff) self->next_id_ = 0;
+    c->session = std::make_unique<rtmp::Session>(self->session_options_);
+    c->last_read = uv_now(self->loop_);
+    self->conns_[c->id] = c;
+    self->StartSweep();
+    std::string remote = PeerName(&c->tcp);
+    uv_read_start(reinterpret_cast<uv_stream_t*>(&c->tcp), &RtmpServer::OnAlloc, &RtmpServer::OnRead);
+    Napi::Env env = self->Env();
+    Napi::HandleScope scope(env);
+    self->Dispatch({Napi::Number::New(env, kConnection), Napi::Number::New(env, c->id), Napi::String::New(env, remote)});
+  }
+
+  static std::string PeerName(uv_tcp_t* tcp) {
+    sockaddr_storage addr{};
+    int len = sizeof(addr);
+    if (uv_tcp_getpeername(tcp, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
+    char ip[64] = {0};
+    int port = 0;
+    if (addr.ss_family == AF_INET6) {
+      auto* a6 = reinterpret_cast<sockaddr_in6*>(&addr);
+      uv_ip6_name(a6, ip, sizeof(ip));
+      port = ntohs(a6->sin6_port);
+    } else {
+      auto* a4 = reinterpret_cast<sockaddr_in*>(&addr);
+      uv_ip4_name(a4, ip, sizeof(ip));
+      port = ntohs(a4->sin_port);
+    }
+    return std::string(ip) + ":" + std::to_string(port);
+  }
+
+  static void OnAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
+    auto* c = static_cast<Conn*>(h->data);
+    // One buffer for every connection: a read is consumed (copied by the session) before the next.
+    buf->base = c->server->read_buffer_.get();
+    buf->len = kReadBufferBytes;
+  }
+
+  static void OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
+    auto* c = static_cast<Conn*>(s->data);
+    RtmpServer* self = c->server;
+    if (c->closing) return;
+    if (nread > 0) {
+      self->OnData(c, reinterpret_cast<const uint8_t*>(buf->base), static_cast<size_t>(nread));
+      return;
+    }
+    if (nread == 0) return;  // EAGAIN
+    if (nread == UV_EOF) {
+      c->session->end();
+      std::string code, message;
+      for (const Event& e : c->session->events()) {
+        if (e.type != Event::Type::kError) continue;
+        code = std::string(util::status_code(e.code));
+        message = e.message;
+      }
+      c->session->events().clear();
+      self->PeerGone(c, "peer closed", false, std::move(code), std::move(message));
+      return;
+    }
+    self->PeerGone(c, std::string("socket error: ") + uv_strerror(static_cast<int>(nread)), false);
+  }
+
+  static void OnWrite(uv_write_t* req, int status) {
+    auto* w = reinterpret_cast<WriteReq*>(req);
+    auto* c = static_cast<Conn*>(req->data);
+    delete w;
+    if (status != 0 && status != UV_ECANCELED && !c->closing) c->server->PeerGone(c, std::string("socket error: ") + uv_strerror(status), false);
+  }
+
+  static void OnShutdown(uv_shutdown_t* req, int) {
+    auto* c = static_cast<Conn*>(req->data);
+    delete req;
+    c->server->CloseHandle(c);
+  }
+
+  static void OnConnClosed(uv_handle_t* h) {
+    auto* c = static_cast<Conn*>(h->data);
+    RtmpServer* self = c->server;
+    auto it = self->conns_.find(c->id);
+    if (it != self->conns_.end() && it->second == c) self->conns_.erase(it);
+    delete c;
+    if (self->conns_.empty() && self->deferred_.empty() && !self->closed_) self->StopSweep();
+    self->Unref();
+  }
+
+  static void OnListenerClosed(uv_handle_t* h) {
+    static_cast<RtmpServer*>(h->data)->Unref();
+  }
+
+  // Once a second while connections exist: force-closes graceful closes that hang, and tells JS
+  // of connections silent past their timeout.
+  static void OnSweep(uv_timer_t* t) {
+    auto* self = static_cast<RtmpServer*>(t->data);
+    if (!self->deferred_.empty()) {
+      std::vector<PendingClose> pending;
+      pending.swap(self->deferred_);
+      for (const PendingClose& p : pending) self->NotifyClosed(p);
+    }
+    const uint64_t now = uv_now(self->loop_);
+    std::vector<uint32_t> timed_out;
+    for (auto& [id, c] : self->conns_) {
+      if (c->closing) {
+        if (now - c->closing_since >= kCloseGraceMs) self->CloseHandle(c);
+      } else if (c->timeout_ms > 0 && !c->timeout_sent && now - c->last_read >= c->timeout_ms) {
+        c->timeout_sent = true;
+        timed_out.push_back(id);
+      }
+    }
+    if (timed_out.empty()) return;
+    Napi::Env env = self->Env();
+    Napi::HandleScope scope(env);
+    for (uint32_t id : timed_out) {
+      auto it = self->conns_.find(id);
+      if (it == self->conns_.end() || it->second->closing) continue;
+      self->Dispatch({Napi::Number::New(env, kTimeout), Napi::Number::New(env, id)});
+    }
+  }
+
+  static void OnEnvCleanup(void* arg) {
+    auto* self = static_cast<RtmpServer*>(arg);
+    self->cleanup_hook_ = false;
+    self->CloseAll();
+  }
+
+  rtmp::SessionOptions session_options_;
+  Napi::FunctionReference dispatch_;
+  std::unique_ptr<Napi::AsyncContext> async_;
+  uv_loop_t* loop_ = nullptr;
+  uv_tcp_t listener_{};
+  bool listener_open_ = false;
+  bool listening_ = false;
+  bool closed_ = false;
+  bool cleanup_hook_ = false;
+  uv_timer_t sweep_{};
+  bool sweep_init_ = false, sweep_running_ = false, sweep_closing_ = false;
+  std::unique_ptr<char[]> read_buffer_;
+  std::unordered_map<uint32_t, Conn*> conns_;
+  std::vector<PendingClose> deferred_;  // CLOSED notifications for the next sweep
+  std::vector<uint8_t> to_js_;          // per event of a read: 1 = goes to JS
+  uint32_t next_id_ = 0;
+  BatchBuffers batch_;  // the read's audio bodies for JS (binding/rtmp_batch.h)
+};
+
+}  // namespace
+
+void InitRtmpServer(Napi::Env env, Napi::Object exports, AddonState& state) {
+  Napi::Function ctor = RtmpServer::Define(env);
+  state.rtmpServer = Napi::Persistent(ctor);
+  exports.Set("RtmpServer", ctor);
+}
+
+}  // namespace skylark::binding
