@@ -115,8 +115,9 @@ export async function startServer(config: Config, log: Logger, now: () => number
   onRecording = (r) =>
     podcasts.episodes.createFromRecording({ accountId: r.accountId, podcastId: r.podcastId, streamId: r.streamId, title: r.title, filePath: r.recording.path });
   features.push(podcasts);
-  features.push(registerWebhooks(context));
-  features.push(registerDashboard(context, { streams, podcasts, listeners: listeners.registry }));
+  const webhooks = registerWebhooks(context);
+  features.push(webhooks);
+  features.push(registerDashboard(context, { streams, podcasts, listeners: listeners.registry, webhooks }));
   http.finish();
 
   const rtmp = new RtmpServer(live, log.child('rtmp'));

@@ -17,13 +17,11 @@ import type { StreamsService } from '../services/streams.js';
 import type { PodcastsService } from '../services/podcasts.js';
 import type { EpisodesService } from '../services/episodes.js';
 import type { ListenerRegistry } from '../listeners/registry.js';
+import type { WebhooksService } from '../services/webhooks.js';
+import type { EventsService } from '../services/events.js';
 import { AccountsService } from '../services/accounts.js';
-import { WebhooksService } from '../services/webhooks.js';
-import { EventsService } from '../services/events.js';
 import { ListenersService } from '../listeners/service.js';
 import { ListenerTokens } from '../auth/listener-tokens.js';
-import { WebhooksRepo } from '../db/webhooks-repo.js';
-import { EventsQuery } from '../db/events-repo.js';
 import { OAuthRepo } from '../db/oauth-repo.js';
 import { OAuthClients } from '../oauth/clients.js';
 import { MediaStore } from '../media-files/store.js';
@@ -44,6 +42,8 @@ export interface DashboardDeps {
   streams: StreamsService;
   podcasts: { podcasts: PodcastsService; episodes: EpisodesService };
   listeners: ListenerRegistry;
+  /** The webhooks feature's services: a test event or redelivery wakes the delivery engine at once. */
+  webhooks: { webhooks: WebhooksService; events: EventsService };
 }
 
 /** Registers every `/dashboard` route. */
@@ -57,13 +57,7 @@ export function registerDashboard(ctx: AppContext, deps: DashboardDeps): Feature
   const router = new Router(http, gate, assets, ctx.urls, log);
 
   const accounts = new AccountsService(ctx.accounts, now);
-  // Service instances over the same repositories as the webhooks feature's. Their `wake` hint is not
-  // wired here: the delivery engine still picks a new due delivery up within its poll (≤ 500 ms),
-  // and a test event is announced to it by the Outbox at once.
-  const webhooksRepo = new WebhooksRepo(db);
-  const noWake = () => {};
-  const webhooks = new WebhooksService({ db, repo: webhooksRepo, outbox: ctx.outbox, nodeSecret: ctx.nodeSecret, allowPrivate: ctx.config.webhooksAllowPrivate, wake: noWake, now });
-  const events = new EventsService({ db, events: new EventsQuery(db), webhooks: webhooksRepo, wake: noWake, now });
+  const { webhooks, events } = deps.webhooks;
   const listenerTokens = new ListenerTokens(ctx.nodeSecret, now);
   const listeners = new ListenersService(deps.listeners, ctx.streams, listenerTokens);
 

@@ -4,7 +4,7 @@
  * busy_timeout).
  */
 import Sqlite from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import { MIGRATIONS, type Migration } from './migrations.js';
 
@@ -40,4 +40,79 @@ export function migrate(db: Database, migrations: Migration[]): void {
       record.run(m.version, m.name, Date.now());
     }).immediate();
   }
+}
+
+/** Wait (ms) after a write to the WAL is seen before looking for a commit (the writer finishes it). */
+const COMMIT_SETTLE_MS = 20;
+/** Second look (ms) after the last write of a burst: a commit whose WAL index was not yet updated at the first look. */
+const COMMIT_RECHECK_MS = 1_000;
+
+/**
+ * Calls `onCommit` soon (≈ 20 ms) after another connection — another process, or another handle in
+ * this one — commits to the database `db` is open on; commits made through `db` itself are not
+ * reported (their writer knows). Nothing runs while nobody writes: the WAL file's directory is
+ * watched (`fs.watch`: inotify, FSEvents), and each burst of writes to `<file>-wal` is followed by
+ * a `PRAGMA data_version` check after COMMIT_SETTLE_MS and another COMMIT_RECHECK_MS after the last
+ * write. Where the directory cannot be watched, `data_version` is checked every `fallbackPollMs`
+ * (ms) instead. A file system that gives no change notifications for other hosts' writes (network
+ * mounts) is not supported. An in-memory database has no other connections: nothing is watched.
+ * Returns the function that stops watching.
+ */
+export function watchCommits(db: Database, onCommit: () => void, fallbackPollMs = 500): () => void {
+  if (db.memory) return () => {};
+  const version = db.prepare('PRAGMA data_version').pluck();
+  let seen = version.get() as number;
+  let stopped = false;
+  let soon: NodeJS.Timeout | null = null;
+  let later: NodeJS.Timeout | null = null;
+  let poll: NodeJS.Timeout | null = null;
+  let watcher: FSWatcher | null = null;
+  const check = () => {
+    if (stopped || !db.open) return;
+    const v = version.get() as number;
+    if (v === seen) return;
+    seen = v;
+    onCommit();
+  };
+  const written = () => {
+    if (stopped) return;
+    if (!soon) {
+      soon = setTimeout(() => {
+        soon = null;
+        check();
+      }, COMMIT_SETTLE_MS);
+      soon.unref();
+    }
+    if (later) later.refresh();
+    else {
+      later = setTimeout(() => {
+        later = null;
+        check();
+      }, COMMIT_RECHECK_MS);
+      later.unref();
+    }
+  };
+  const fallback = () => {
+    watcher?.close();
+    watcher = null;
+    if (stopped || poll) return;
+    poll = setInterval(check, fallbackPollMs);
+    poll.unref();
+  };
+  const file = path.resolve(db.name);
+  const wal = `${path.basename(file)}-wal`;
+  try {
+    watcher = watch(path.dirname(file), { persistent: false }, (_event, name) => {
+      if (name === null || name === wal) written();
+    });
+    watcher.on('error', fallback);
+  } catch {
+    fallback();
+  }
+  return () => {
+    stopped = true;
+    watcher?.close();
+    for (const t of [soon, later]) if (t) clearTimeout(t);
+    if (poll) clearInterval(poll);
+  };
 }

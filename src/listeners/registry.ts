@@ -9,6 +9,10 @@
  * listener only when its deadline slot comes up, and re-files it if it was seen since. Joins and
  * leaves are written in batches (one transaction per ~50 ms), last-seen times every 15 s.
  *
+ * Idle costs nothing: the wheel's timer runs only while a session is filed on it, the last-seen
+ * timer only while the node tracks a session (or a peak not yet written), the batch timer only while
+ * a batch waits. With no listener the registry arms no timer at all.
+ *
  * Memory per listener: the Session object, its two map entries and one wheel-slot reference;
  * measured ≈ 0.7 KB with a ~105-character user agent (docs/listeners.md).
  */
@@ -111,8 +115,10 @@ export class ListenerRegistry {
   private orderSeq = 0;
   private readonly ops: Op[] = [];
   private batchTimer: NodeJS.Timeout | null = null;
-  private readonly tickTimer: NodeJS.Timeout;
-  private readonly seenTimer: NodeJS.Timeout;
+  /** The wheel's timer: runs while the wheel holds a session (see `file`, `tick`). */
+  private tickTimer: NodeJS.Timeout | null = null;
+  /** The last-seen flush: runs while `streams` holds an entry (see `join`, `flushSeen`). */
+  private seenTimer: NodeJS.Timeout | null = null;
   private readonly leaveHooks = new Set<(s: Session) => void>();
   private readonly now: () => number;
   /** After close(): no more SQLite work (keep-alive requests may still arrive while shutting down). */
@@ -121,10 +127,6 @@ export class ListenerRegistry {
   constructor(private readonly d: RegistryDeps) {
     this.now = d.now ?? Date.now;
     this.lastSlot = Math.floor(this.now() / SLOT_MS);
-    this.tickTimer = setInterval(() => this.tick(), SLOT_MS);
-    this.tickTimer.unref();
-    this.seenTimer = setInterval(() => this.flushSeen(), SEEN_FLUSH_MS);
-    this.seenTimer.unref();
   }
 
   /**
@@ -173,6 +175,10 @@ export class ListenerRegistry {
       const peak = this.d.repo.totals(info.streamId).peak;
       st = { sessions: new Map(), byId: new Map(), peak, peakPersisted: peak };
       this.streams.set(info.streamId, st);
+      if (!this.seenTimer) {
+        this.seenTimer = setInterval(() => this.flushSeen(), SEEN_FLUSH_MS);
+        this.seenTimer.unref();
+      }
     }
     const now = this.now();
     const s: Session = {
@@ -208,6 +214,7 @@ export class ListenerRegistry {
       st.sessions.delete(s.key);
       st.byId.delete(s.id);
       if (st.sessions.size === 0 && st.peak === st.peakPersisted) this.streams.delete(s.streamId);
+      if (this.streams.size === 0) this.stopSeen();
     }
     this.count--;
     this.enqueue({ t: 'leave', s, at: this.now() });
@@ -305,10 +312,10 @@ export class ListenerRegistry {
 
   /** Stops the timers and writes what is pending; live sessions stay open in SQLite (recovered at next start). */
   close(): void {
-    clearInterval(this.tickTimer);
-    clearInterval(this.seenTimer);
+    this.stopTick();
     this.flush();
     this.flushSeen();
+    this.stopSeen();
     this.closed = true;
   }
 
@@ -324,14 +331,21 @@ export class ListenerRegistry {
     }
   }
 
+  /** Files `s` at the slot after `deadline`; starts the wheel's timer if it was stopped. */
   private file(s: Session, deadline: number): void {
+    if (!this.tickTimer && !this.closed) {
+      // The wheel was empty: nothing is due in the slots skipped while stopped.
+      this.lastSlot = Math.max(this.lastSlot, Math.floor(this.now() / SLOT_MS));
+      this.tickTimer = setInterval(() => this.tick(), SLOT_MS);
+      this.tickTimer.unref();
+    }
     const slot = Math.max(Math.floor(deadline / SLOT_MS) + 1, this.lastSlot + 1);
     let list = this.wheel.get(slot);
     if (!list) this.wheel.set(slot, (list = []));
     list.push(s);
   }
 
-  /** Expires every slot up to now: sessions seen since they were filed are filed again. */
+  /** Expires every slot up to now: sessions seen since they were filed are filed again. Stops the timer once the wheel is empty. */
   private tick(): void {
     const now = this.now();
     const slot = Math.floor(now / SLOT_MS);
@@ -348,9 +362,23 @@ export class ListenerRegistry {
       }
     }
     this.lastSlot = slot;
+    if (this.wheel.size === 0) this.stopTick();
   }
 
-  /** Persists last-seen times that moved, and peaks, in one transaction. */
+  private stopTick(): void {
+    if (this.tickTimer) clearInterval(this.tickTimer);
+    this.tickTimer = null;
+  }
+
+  private stopSeen(): void {
+    if (this.seenTimer) clearInterval(this.seenTimer);
+    this.seenTimer = null;
+  }
+
+  /**
+   * Persists last-seen times that moved, and peaks, in one transaction. Streams left without
+   * sessions are dropped once their peak is written; with none left, the timer stops.
+   */
   private flushSeen(): void {
     if (this.closed) return;
     const moved: Session[] = [];
@@ -359,17 +387,20 @@ export class ListenerRegistry {
       for (const s of st.sessions.values()) if (s.lastSeenAt !== s.persistedSeenAt) moved.push(s);
       if (st.peak > st.peakPersisted) peaks.push([id, st]);
     }
-    if (moved.length === 0 && peaks.length === 0) return;
-    try {
-      this.d.db.transaction(() => {
-        for (const s of moved) this.d.repo.seen(s.id, s.lastSeenAt);
-        for (const [id, st] of peaks) this.d.repo.raisePeak(id, st.peak);
-      })();
-      for (const s of moved) s.persistedSeenAt = s.lastSeenAt;
-      for (const [, st] of peaks) st.peakPersisted = st.peak;
-    } catch (e) {
-      this.d.log.error('listener last-seen flush failed', { err: e instanceof Error ? e.message : String(e) });
+    if (moved.length > 0 || peaks.length > 0) {
+      try {
+        this.d.db.transaction(() => {
+          for (const s of moved) this.d.repo.seen(s.id, s.lastSeenAt);
+          for (const [id, st] of peaks) this.d.repo.raisePeak(id, st.peak);
+        })();
+        for (const s of moved) s.persistedSeenAt = s.lastSeenAt;
+        for (const [, st] of peaks) st.peakPersisted = st.peak;
+      } catch (e) {
+        this.d.log.error('listener last-seen flush failed', { err: e instanceof Error ? e.message : String(e) });
+      }
     }
+    for (const [id, st] of this.streams) if (st.sessions.size === 0 && st.peak === st.peakPersisted) this.streams.delete(id);
+    if (this.streams.size === 0) this.stopSeen();
   }
 }
 

@@ -4,11 +4,12 @@
  * armed for the earliest due time. On each tick it publishes whatever is due *by the database's
  * view at that moment* (`publish_at <= now`), so a timer that fires early publishes nothing and
  * re-arms, and a row is published once even if two ticks race. After a restart, `start()`
- * publishes anything that fell due while the server was down, at once.
+ * publishes anything that fell due while the server was down, at once. With nothing scheduled no
+ * timer is armed (an idle server is not woken): every change of a schedule pokes.
  */
 import type { Logger } from '../log/logger.js';
 
-/** Longest single wait (ms): the timer re-checks at least this often (clock changes, missed pokes). */
+/** Longest single wait (ms) while something is scheduled: the timer re-checks at least this often (clock changes). */
 const MAX_WAIT_MS = 60_000;
 
 export interface SchedulerDeps {
@@ -62,13 +63,14 @@ export class PublishScheduler {
     this.arm(this.d.nextDueAt());
   }
 
+  /** Arms the timer for `at` (ms; at most MAX_WAIT_MS away); null (nothing scheduled) disarms it. */
   private arm(at: number | null): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.armedFor = null;
-    if (this.closed) return;
-    const wait = at === null ? MAX_WAIT_MS : Math.min(MAX_WAIT_MS, Math.max(0, at - this.d.now()));
-    this.armedFor = at === null ? null : Math.min(at, this.d.now() + MAX_WAIT_MS);
+    if (this.closed || at === null) return;
+    const wait = Math.min(MAX_WAIT_MS, Math.max(0, at - this.d.now()));
+    this.armedFor = Math.min(at, this.d.now() + MAX_WAIT_MS);
     this.timer = setTimeout(() => this.tick(), wait);
     this.timer.unref();
   }

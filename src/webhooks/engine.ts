@@ -14,8 +14,15 @@
  * - Crash: an attempt whose result was not committed is still `pending` and due, so it is made
  *   again after restart (at least once; same body, same `Idempotency-Key`). Committed schedule
  *   times are absolute, so a restart neither resets nor advances them.
- * - Clock: `now` (ms) stamps attempts and decides what is due; a timer re-checks at the next due
- *   time and at least every `pollMs`, so a test clock that jumps is noticed within `pollMs`.
+ * - Wake-ups, not polling: new events are announced (`notify`, from the Outbox), deliveries queued
+ *   by a service name their lane (`wake`), commits of other connections (another process) are
+ *   reported by `commits`, and the one timer is armed only while a delivery waits for a retry, for
+ *   its due time. With nothing pending the engine arms no timer and runs no query.
+ * - Clock: `now` (ms) stamps attempts and decides what is due. With the real clock (`Date.now`)
+ *   the timer sleeps until the next due time, at most MAX_SLEEP_MS at a time (a stepped wall clock
+ *   delays a retry by no more than that; an early wake-up costs a comparison, no query). With an
+ *   injected clock it re-checks every `pollMs` while a retry waits, so a test clock that jumps is
+ *   noticed within `pollMs`.
  */
 import type http from 'node:http';
 import type { AttemptResult, DueDelivery, WebhookRow, WebhooksRepo } from '../db/webhooks-repo.js';
@@ -24,6 +31,9 @@ import type { Signer } from './signer.js';
 import { endpointAgent, postOnce, type PostOptions, type PostResult } from './post.js';
 import { retryPolicy } from './schedule.js';
 import { signatureHeader } from './signature.js';
+
+/** Longest sleep (ms) of the retry timer on the real clock (see the module comment). */
+const MAX_SLEEP_MS = 60_000;
 
 /** Engine settings; times in ms. */
 export interface EngineOptions {
@@ -40,8 +50,17 @@ export interface EngineOptions {
   maxInFlight?: number;
   /** Time allowed for a response (default 10 000: spec "delivered = 2xx within 10 s"). */
   timeoutMs?: number;
-  /** Longest sleep between checks for due work (default 500). */
+  /**
+   * While a delivery waits for a retry on an injected `now`: the longest sleep between checks of
+   * the clock (default 500). Also the wait before retrying after a failed queue read.
+   */
   pollMs?: number;
+  /**
+   * Subscribes to commits of other database connections (another process writing events or
+   * deliveries); returns the unsubscribe function. Each report runs `pump()`. Without it, such rows
+   * wait for the next announcement, wake-up, due retry or start.
+   */
+  commits?: (onCommit: () => void) => () => void;
   /** Events fanned out per transaction (default 500). */
   dispatchBatch?: number;
   /** The HTTP attempt (tests may replace it). */
@@ -77,12 +96,19 @@ export class DeliveryEngine {
   private flushQueued = false;
   private dispatchQueued = false;
   private timer: NodeJS.Timeout | null = null;
+  /** The earliest `next_attempt_at` (ms) after the last pump, lowered by failed attempts since; null = none. */
+  private nextDue: number | null = null;
+  private readonly realClock: boolean;
+  /** A queue read or fan-out failed (SQLite busy beyond busy_timeout, …): pump again after `pollMs`. */
+  private failed = false;
+  private unwatch: (() => void) | null = null;
   private closed = false;
   private started = false;
   private idleWaiters: Array<() => void> = [];
 
   constructor(private readonly o: EngineOptions) {
     this.now = o.now ?? Date.now;
+    this.realClock = this.now === Date.now;
     this.perEndpoint = o.perEndpoint ?? 16;
     this.maxInFlight = o.maxInFlight ?? 1024;
     this.timeoutMs = o.timeoutMs ?? 10_000;
@@ -90,9 +116,11 @@ export class DeliveryEngine {
     this.post = o.post ?? postOnce;
   }
 
-  /** Starts: fans out what the cursor has not seen, then delivers whatever is due. */
+  /** Starts: fans out what the cursor has not seen, then delivers whatever is due; listens for other connections' commits. */
   start(): void {
+    if (this.started || this.closed) return;
     this.started = true;
+    this.unwatch = this.o.commits?.(() => this.pump()) ?? null;
     this.notify();
     this.pump();
   }
@@ -124,6 +152,8 @@ export class DeliveryEngine {
       r = this.o.repo.dispatch(this.now(), this.o.dispatchBatch ?? 500);
     } catch (e) {
       this.o.log.error('webhook fan-out failed', { err: String(e) });
+      this.failed = true;
+      this.arm();
       return 0;
     }
     for (const id of r.webhookIds) this.fill(this.lane(id));
@@ -132,26 +162,24 @@ export class DeliveryEngine {
   }
 
   /**
-   * Starts every attempt that is due now and has room (all endpoints), then arms the timer for the
-   * next due time (at most `pollMs` away). Returns the number of attempts started.
+   * Fans out new events, starts every attempt that is due now and has room (all endpoints), then
+   * arms the timer for the next due time, if any (see the module comment). Returns the number of
+   * attempts started.
    */
   pump(): number {
     if (this.closed) return 0;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
     let started = 0;
+    this.failed = false;
     try {
       this.dispatch();
       const now = this.now();
       for (const id of this.o.repo.dueWebhooks(now)) started += this.fill(this.lane(id));
-      const next = this.o.repo.nextDueAfter(now);
-      const wait = next === null ? this.pollMs : Math.max(0, Math.min(this.pollMs, next - now));
-      this.timer = setTimeout(() => this.pump(), wait);
-      this.timer.unref();
+      this.nextDue = this.o.repo.nextDueAfter(now);
+      this.arm();
     } catch (e) {
       this.o.log.error('webhook pump failed', { err: String(e) });
-      this.timer = setTimeout(() => this.pump(), this.pollMs);
-      this.timer.unref();
+      this.failed = true;
+      this.arm();
     }
     return started;
   }
@@ -175,10 +203,31 @@ export class DeliveryEngine {
     if (this.closed) return;
     this.flushResults();
     this.closed = true;
+    this.unwatch?.();
+    this.unwatch = null;
     if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
     for (const lane of this.lanes.values()) lane.agent?.destroy();
     this.lanes.clear();
     for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  /**
+   * Arms the timer for `nextDue` (see the module comment), or `pollMs` away after a failure; none
+   * when nothing waits.
+   */
+  private arm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.closed || (this.nextDue === null && !this.failed)) return;
+    let wait = this.failed ? this.pollMs : Infinity;
+    if (this.nextDue !== null) wait = Math.min(wait, this.realClock ? MAX_SLEEP_MS : this.pollMs, Math.max(0, this.nextDue - this.now()));
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      if (!this.failed && this.nextDue !== null && this.now() < this.nextDue) this.arm(); // early: no query
+      else this.pump();
+    }, wait);
+    this.timer.unref();
   }
 
   private lane(id: string): Lane {
@@ -297,14 +346,23 @@ export class DeliveryEngine {
     if (this.closed || this.results.length === 0) return;
     const batch = this.results;
     this.results = [];
+    const retry = { at: Infinity }; // the earliest retry this batch schedules
     try {
-      this.o.repo.complete(batch, retryPolicy);
+      this.o.repo.complete(batch, (n, finishedAt) => {
+        const at = retryPolicy(n, finishedAt);
+        if (at !== null) retry.at = Math.min(retry.at, at);
+        return at;
+      });
     } catch (e) {
       // SQLite busy beyond busy_timeout or similar: keep the results and try again shortly.
       this.o.log.error('webhook results not saved; retrying', { err: String(e), n: batch.length });
       this.results.unshift(...batch);
       setTimeout(() => this.flushResults(), 200).unref();
       return;
+    }
+    if (retry.at !== Infinity && (this.nextDue === null || retry.at < this.nextDue)) {
+      this.nextDue = retry.at;
+      this.arm();
     }
     const touched = new Set<Lane>();
     for (const r of batch) {

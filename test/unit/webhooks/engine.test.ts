@@ -3,12 +3,14 @@
  * (issue 6 "Delivery", spec "Retries", PRODUCT.md §6, §9): the exact schedule counted from the end of
  * each failed attempt, then `undelivered`; no early retry; timeout; redirects not followed; response
  * body capped; private destinations refused after DNS resolution; a slow endpoint never holds up
- * another, and its concurrency is bounded. No assertion depends on wall-clock timing.
+ * another, and its concurrency is bounded; idle, it arms no timer and runs no query, and rows another
+ * connection commits are delivered without an announcement. No assertion depends on wall-clock
+ * timing.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { openDatabase, type Database } from '../../../src/db/database.js';
+import { openDatabase, watchCommits, type Database } from '../../../src/db/database.js';
 import { EventsRepo } from '../../../src/db/events-repo.js';
 import { WebhooksRepo } from '../../../src/db/webhooks-repo.js';
 import { Outbox } from '../../../src/events/outbox.js';
@@ -63,7 +65,7 @@ afterEach(async () => {
 });
 
 /** A database with one account, an Outbox, the repo, a service (private allowed) and a fake clock. */
-function world(opts: { allowPrivate?: boolean; timeoutMs?: number; perEndpoint?: number; signer?: Signer } = {}) {
+function world(opts: { allowPrivate?: boolean; timeoutMs?: number; perEndpoint?: number; signer?: Signer; pollMs?: number; watch?: boolean } = {}) {
   const { dir, cleanup } = tempDir('skylark-wh-');
   const db: Database = openDatabase(dir);
   cleanups.push(() => {
@@ -88,7 +90,8 @@ function world(opts: { allowPrivate?: boolean; timeoutMs?: number; perEndpoint?:
     allowPrivate: opts.allowPrivate ?? true,
     timeoutMs: opts.timeoutMs ?? 10_000,
     perEndpoint: opts.perEndpoint ?? 16,
-    pollMs: 60_000,
+    pollMs: opts.pollMs ?? 60_000,
+    commits: opts.watch ? (onCommit) => watchCommits(db, onCommit) : undefined,
   });
   const e = engine;
   outbox.subscribe(() => e.notify());
@@ -101,7 +104,7 @@ function world(opts: { allowPrivate?: boolean; timeoutMs?: number; perEndpoint?:
     outbox.flush();
     return ids;
   };
-  return { db, clock, outbox, repo, service, engine: e, record, nodeSecret };
+  return { dir, db, clock, outbox, repo, service, engine: e, record, nodeSecret };
 }
 
 describe('delivery engine', () => {
@@ -240,5 +243,56 @@ describe('delivery engine', () => {
     expect(new Set(fast.got.map((g) => g.headers['idempotency-key']))).toEqual(new Set(ids));
     expect(slow.maxOpen()).toBeLessThanOrEqual(4);
     expect(w.engine.inFlightCount).toBeLessThanOrEqual(4);
+  });
+
+  it('idle: no query until told; a waiting retry costs a clock comparison per poll, not a query', async () => {
+    let fail = true;
+    const r = await receiver((_req, res) => res.writeHead(fail ? 500 : 200).end());
+    cleanups.push(r.close);
+    const w = world({ pollMs: 10 });
+    const reads = [vi.spyOn(w.repo, 'dispatch'), vi.spyOn(w.repo, 'dueWebhooks'), vi.spyOn(w.repo, 'nextDueAfter'), vi.spyOn(w.repo, 'dueFor')];
+    const queries = () => reads.reduce((n, s) => n + s.mock.calls.length, 0);
+    const settle = (ms: number) => new Promise((res) => setTimeout(res, ms));
+    w.engine.start();
+    await settle(20);
+    const atStart = queries();
+    await settle(300); // 30 polls' worth
+    expect(queries()).toBe(atStart);
+
+    await w.service.create('acct_1', { url: r.url, events: ['*'] });
+    const [eventId] = w.record();
+    await waitFor(() => r.got.length === 1, 10_000, 10, 'first attempt');
+    await w.engine.idle();
+    const [d] = w.repo.deliveriesOf(eventId!);
+    expect(d!.next_attempt_at).toBe(w.clock.t + RETRY_DELAYS_MS[0]!);
+    await settle(50);
+    const waiting = queries();
+    await settle(300);
+    expect(queries()).toBe(waiting); // the timer only compared the clock with the due time
+    fail = false;
+    w.clock.t = d!.next_attempt_at!; // noticed within pollMs, without pump()
+    await waitFor(() => r.got.length === 2, 10_000, 10, 'retry');
+    await w.engine.idle();
+    expect(w.repo.deliveriesOf(eventId!)[0]!.status).toBe('delivered');
+    await settle(50);
+    const done = queries();
+    await settle(300);
+    expect(queries()).toBe(done);
+  });
+
+  it('delivers events another connection commits (another process), with no announcement', async () => {
+    const r = await receiver((_req, res) => res.writeHead(200).end());
+    cleanups.push(r.close);
+    const w = world({ watch: true });
+    await w.service.create('acct_1', { url: r.url, events: ['*'] });
+    w.engine.start();
+    const other = openDatabase(w.dir);
+    cleanups.push(() => other.close());
+    const outbox = new Outbox(new EventsRepo(other), () => w.clock.t); // nobody subscribes to it
+    for (let i = 0; i < 3; i++) {
+      const id = other.transaction(() => outbox.record('acct_1', 'podcast.published', { object: { id: `ep_${i}`, object: 'episode' } }).id)();
+      await waitFor(() => r.got.some((g) => g.headers['idempotency-key'] === id), 10_000, 10, `event ${i} from the other connection`);
+    }
+    expect(r.got).toHaveLength(3);
   });
 });
