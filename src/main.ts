@@ -22,7 +22,7 @@ import path from 'node:path';
 import { HttpServer } from './http/server.js';
 import { Guard } from './api/guard.js';
 import { registerStreamRoutes } from './api/streams/routes.js';
-import { RtmpServer } from './ingest/rtmp-server.js';
+import { INGEST_DEFAULTS, RtmpServer } from './ingest/rtmp-server.js';
 import type { Logger } from './log/logger.js';
 import type { AppContext, Feature } from './context.js';
 // [features:imports] — one import line per feature module below this line
@@ -120,7 +120,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
   features.push(registerDashboard(context, { streams, podcasts, listeners: listeners.registry, webhooks }));
   http.finish();
 
-  const rtmp = new RtmpServer(live, log.child('rtmp'));
+  const rtmp = new RtmpServer(live, log.child('rtmp'), { ...INGEST_DEFAULTS, mergeReadsMs: config.ingestMergeMs });
   let httpPort: number;
   let rtmpPort: number;
   try {

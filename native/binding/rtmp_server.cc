@@ -7,7 +7,12 @@
 // RTMP session into the segmenter in C++, and JS hears only of parts and segments (docs/native-api.md
 // "RtmpServer"; docs/decisions.md "Ingest I/O").
 //
-//   new RtmpServer({ maxMessageBytes? }, dispatch)
+//   new RtmpServer({ maxMessageBytes?, mergeReadsMs? }, dispatch)
+//       mergeReadsMs: integer 0..1000 (default 0). With it, a routed connection (route(..., merge
+//       true)) is not read as its bytes arrive but every mergeReadsMs by one timer for all of them
+//       (merged reads, as SRS's `mr`): one wakeup carries several messages of every routed
+//       publisher. Near its segmenter's next part/segment cut it is read as bytes arrive again,
+//       so the frame that closes a part is never held back.
 //   dispatch(kind, id, a, b, c) — every callback into JS, with kind:
 //     0 CONNECTION  (id, remote: string)
 //     1 READ        (id, count: number, control: RtmpControlEvent[] | undefined,
@@ -24,13 +29,17 @@
 //   buffers(): [meta: ArrayBuffer, arena: ArrayBuffer]
 //   acceptPublish(id) / rejectPublish(id, code, description) — the reply is written at once
 //   setTimeout(id, ms)                    — 0 = none
-//   route(id, segmenter | null, frames: boolean) — from the next read, audio goes to `segmenter`
-//       in C++; READ batches then carry only sequence headers, or every frame when `frames`
+//   route(id, segmenter | null, frames: boolean, merge: boolean) — from the next read, audio goes
+//       to `segmenter` in C++; READ batches then carry only sequence headers, or every frame when
+//       `frames`; `merge`: merged reads allowed (while the segmenter's next cut is far)
 //   audioBytes(id): number               — FLV audio body bytes received (bitrate watch)
 //   closeConnection(id)                   — writes pending replies, then FIN; forced after 2 s
 //
 // Unknown ids are ignored (the connection is gone). Wrong argument types throw TypeError.
 #include <uv.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cmath>
@@ -56,6 +65,7 @@ constexpr size_t kReadBufferBytes = 64 * 1024;
 constexpr size_t kMaxQueuedWriteBytes = 1024 * 1024;  // a peer that does not read our replies
 constexpr uint64_t kCloseGraceMs = 2000;
 constexpr uint64_t kSweepMs = 1000;
+constexpr uint64_t kMergeSlackMs = 50;  // publisher send jitter + one frame, before a cut
 
 class RtmpServer;
 
@@ -75,6 +85,9 @@ struct Conn {
   NativeSegmenterInput* segmenter = nullptr;
   Napi::ObjectReference segmenter_ref;
   bool deliver_frames = true;
+  bool merge_allowed = false;  // route(..., merge): lazy reads wanted (no JS consumer in a hurry)
+  bool merged = false;         // read by the merge timer now, not by libuv as bytes arrive
+  uint64_t merge_tick = 0;     // the last merge tick that read it (an id queued twice reads once)
 };
 
 struct PendingClose {
@@ -122,6 +135,15 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
       return;
     }
     if (!ParseSessionOptions(env, info[0], "RtmpServer", &session_options_)) return;
+    Napi::Value merge = info[0].As<Napi::Object>().Get("mergeReadsMs");
+    if (!merge.IsUndefined()) {
+      const double d = merge.IsNumber() ? merge.As<Napi::Number>().DoubleValue() : NAN;
+      if (!(d >= 0 && d <= 1000) || std::floor(d) != d) {
+        Napi::TypeError::New(env, "RtmpServer: mergeReadsMs must be an integer in 0..1000").ThrowAsJavaScriptException();
+        return;
+      }
+      merge_ms_ = static_cast<uint64_t>(d);
+    }
     dispatch_ = Napi::Persistent(info[1].As<Napi::Function>());
     async_ = std::make_unique<Napi::AsyncContext>(env, "SkylarkRtmpServer");
     if (napi_get_uv_event_loop(env, &loop_) != napi_ok || !loop_) {
@@ -218,7 +240,8 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
 
   Napi::Value Route(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    SK_REQUIRE(env, info.Length() >= 3 && info[2].IsBoolean(), "RtmpServer.route(id, segmenter, frames): frames must be a boolean");
+    SK_REQUIRE(env, info.Length() >= 4 && info[2].IsBoolean() && info[3].IsBoolean(),
+               "RtmpServer.route(id, segmenter, frames, merge): frames and merge must be booleans");
     NativeSegmenterInput* seg = nullptr;
     if (!info[1].IsNull() && !info[1].IsUndefined()) {
       seg = UnwrapSegmenter(env, info[1]);
@@ -230,6 +253,8 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
     if (seg) c->segmenter_ref = Napi::Persistent(info[1].As<Napi::Object>());
     else c->segmenter_ref.Reset();
     c->deliver_frames = info[2].As<Napi::Boolean>().Value();
+    c->merge_allowed = info[3].As<Napi::Boolean>().Value();
+    UpdateMerged(c);
     return env.Undefined();
   }
 
@@ -316,6 +341,87 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
     if (c->tcp.write_queue_size > kMaxQueuedWriteBytes) PeerGone(c, "peer does not read", from_js);
   }
 
+  // Merged reads while the routed segmenter's next cut (part or segment end) is further away than
+  // one merge period plus slack; read as bytes arrive near a cut, so that the frame that closes a
+  // part or segment is never held back (merging costs no LL-HLS latency).
+  void UpdateMerged(Conn* c) {
+    const bool want = merge_ms_ > 0 && c->merge_allowed && c->segmenter != nullptr &&
+                      c->segmenter->MsToNextCut() > merge_ms_ + kMergeSlackMs;
+    SetMerged(c, want);
+  }
+
+  // Moves a connection between libuv reads (as bytes arrive) and the merge timer's reads.
+  void SetMerged(Conn* c, bool on) {
+    if (on == c->merged || c->closing) return;
+    auto* stream = reinterpret_cast<uv_stream_t*>(&c->tcp);
+    c->merged = on;
+    if (on) {
+      uv_read_stop(stream);
+      merged_.push_back(c->id);
+      InitTimer(&merge_timer_, &merge_init_);
+      if (!merge_running_) {
+        uv_timer_start(&merge_timer_, &RtmpServer::OnMergeTick, merge_ms_, merge_ms_);
+        merge_running_ = true;
+      }
+    } else {
+      uv_read_start(stream, &RtmpServer::OnAlloc, &RtmpServer::OnRead);
+    }
+  }
+
+  // Every merge_ms_: reads what each merged connection has (a short read means it is drained).
+  static void OnMergeTick(uv_timer_t* t) {
+    auto* self = static_cast<RtmpServer*>(t->data);
+    std::vector<uint32_t> ids;
+    ids.swap(self->merged_);
+    const uint64_t tick = ++self->merge_ticks_;
+    for (uint32_t id : ids) {
+      auto it = self->conns_.find(id);
+      if (it == self->conns_.end()) continue;
+      Conn* c = it->second;
+      if (c->closing || !c->merged || c->merge_tick == tick) continue;
+      c->merge_tick = tick;
+      self->ReadMerged(c);
+      if (!c->closing && c->merged) self->merged_.push_back(id);
+    }
+    if (self->merged_.empty()) {
+      uv_timer_stop(&self->merge_timer_);
+      self->merge_running_ = false;
+    }
+  }
+
+  void ReadMerged(Conn* c) {
+    uv_os_fd_t fd;
+    if (uv_fileno(reinterpret_cast<uv_handle_t*>(&c->tcp), &fd) != 0) return;
+    for (int i = 0; i < 16 && !c->closing && c->merged; ++i) {
+      const ssize_t n = ::read(fd, read_buffer_.get(), kReadBufferBytes);
+      if (n > 0) {
+        OnData(c, reinterpret_cast<const uint8_t*>(read_buffer_.get()), static_cast<size_t>(n));
+        if (static_cast<size_t>(n) < kReadBufferBytes) return;
+      } else if (n == 0) {
+        OnEof(c);
+        return;
+      } else if (errno == EINTR) {
+        continue;
+      } else {
+        if (errno != EAGAIN && errno != EWOULDBLOCK) PeerGone(c, std::string("socket error: ") + uv_strerror(uv_translate_sys_error(errno)), false);
+        return;
+      }
+    }
+  }
+
+  // The peer closed its side: the session says whether it vanished mid-message.
+  void OnEof(Conn* c) {
+    c->session->end();
+    std::string code, message;
+    for (const Event& e : c->session->events()) {
+      if (e.type != Event::Type::kError) continue;
+      code = std::string(util::status_code(e.code));
+      message = e.message;
+    }
+    c->session->events().clear();
+    PeerGone(c, "peer closed", false, std::move(code), std::move(message));
+  }
+
   // The peer is gone (EOF, socket error): JS hears CLOSED once (`code`/`message`: the session's
   // error when the peer vanished mid-message), then the handle closes.
   void PeerGone(Conn* c, const std::string& reason, bool defer, std::string code = {}, std::string message = {}) {
@@ -384,19 +490,30 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
       CloseHandle(c);
     }
     StopSweep();
+    if (merge_init_ && !merge_closing_) {
+      merge_closing_ = true;
+      uv_timer_stop(&merge_timer_);
+      merge_running_ = false;
+      uv_close(reinterpret_cast<uv_handle_t*>(&merge_timer_), [](uv_handle_t* h) { static_cast<RtmpServer*>(h->data)->Unref(); });
+    }
+  }
+
+  // Initializes one of the server's timers once: unref'd (connections and the listener keep the
+  // loop alive, not timers), holding a reference to this object until its close callback.
+  void InitTimer(uv_timer_t* t, bool* init) {
+    if (*init) return;
+    uv_timer_init(loop_, t);
+    t->data = this;
+    *init = true;
+    Ref();
+    uv_unref(reinterpret_cast<uv_handle_t*>(t));
   }
 
   // The sweep timer: every kSweepMs while connections exist; `now` = also on the next loop turn
   // (deferred CLOSED notifications).
   void StartSweep(bool now = false) {
     if (closed_ || (sweep_running_ && !now)) return;
-    if (!sweep_init_) {
-      uv_timer_init(loop_, &sweep_);
-      sweep_.data = this;
-      sweep_init_ = true;
-      Ref();  // until the timer handle's close callback
-      uv_unref(reinterpret_cast<uv_handle_t*>(&sweep_));
-    }
+    InitTimer(&sweep_, &sweep_init_);
     uv_timer_start(&sweep_, &RtmpServer::OnSweep, now ? 0 : kSweepMs, kSweepMs);
     sweep_running_ = true;
   }
@@ -446,6 +563,7 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
         control = true;
       }
     }
+    if (seg) UpdateMerged(c);
     const bool has_seg_events = seg && seg->HasNativeEvents();
     if (count == 0 && !has_seg_events) {
       events.clear();
@@ -540,15 +658,7 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
     }
     if (nread == 0) return;  // EAGAIN
     if (nread == UV_EOF) {
-      c->session->end();
-      std::string code, message;
-      for (const Event& e : c->session->events()) {
-        if (e.type != Event::Type::kError) continue;
-        code = std::string(util::status_code(e.code));
-        message = e.message;
-      }
-      c->session->events().clear();
-      self->PeerGone(c, "peer closed", false, std::move(code), std::move(message));
+      self->OnEof(c);
       return;
     }
     self->PeerGone(c, std::string("socket error: ") + uv_strerror(static_cast<int>(nread)), false);
@@ -631,6 +741,11 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
   std::unordered_map<uint32_t, Conn*> conns_;
   std::vector<PendingClose> deferred_;  // CLOSED notifications for the next sweep
   std::vector<uint8_t> to_js_;          // per event of a read: 1 = goes to JS
+  uint64_t merge_ms_ = 0;               // merged reads of routed connections (0 = off)
+  uv_timer_t merge_timer_{};
+  bool merge_init_ = false, merge_running_ = false, merge_closing_ = false;
+  std::vector<uint32_t> merged_;        // ids of the merged connections
+  uint64_t merge_ticks_ = 0;
   uint32_t next_id_ = 0;
   BatchBuffers batch_;  // the read's audio bodies for JS (binding/rtmp_batch.h)
 };

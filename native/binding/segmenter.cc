@@ -180,6 +180,7 @@ class SegmenterWrap : public Napi::ObjectWrap<SegmenterWrap<kLegacy>>, public Na
     return true;
   }
   bool HasNativeEvents() const override { return !native_events_.empty(); }
+  uint32_t MsToNextCut() const override { return core_ ? core_->ms_to_next_cut() : 0; }
   Napi::Value TakeNativeEvents(Napi::Env env) override {
     if (!core_) return Napi::Array::New(env, 0);
     events_.swap(native_events_);

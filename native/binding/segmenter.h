@@ -21,6 +21,8 @@ class NativeSegmenterInput {
   virtual bool HasNativeEvents() const = 0;
   // The kept events as a JS array of SegmenterEvent objects (then none are kept).
   virtual Napi::Value TakeNativeEvents(Napi::Env env) = 0;
+  // Media time (ms) before the open part or segment reaches its target (0 = unknown / soon).
+  virtual uint32_t MsToNextCut() const = 0;
 };
 
 // The native face of a JS `Segmenter` instance (class Segmenter, not TsSegmenter), or nullptr

@@ -26,6 +26,11 @@ export interface Config {
   partDurationMs: number;
   /** Whether streams get the ABR ladder's encoded layers (an FFmpeg codec process per live stream). */
   abrLadder: boolean;
+  /**
+   * Merged ingest reads (ms): a live publisher's socket is read every this often instead of on
+   * every message while no LL-HLS part or segment is about to close (0 = read as bytes arrive).
+   */
+  ingestMergeMs: number;
   /** Segments kept in the live window. */
   liveWindowSegments: number;
   /** Largest JSON body accepted (bytes). */
@@ -51,6 +56,7 @@ export const ENV_NAMES = {
   segmentDurationMs: 'SKYLARK_SEGMENT_DURATION_MS',
   partDurationMs: 'SKYLARK_PART_DURATION_MS',
   abrLadder: 'SKYLARK_ABR_LADDER',
+  ingestMergeMs: 'SKYLARK_INGEST_MERGE_MS',
   liveWindowSegments: 'SKYLARK_LIVE_WINDOW_SEGMENTS',
   maxUploadBytes: 'SKYLARK_MAX_UPLOAD_BYTES',
 } as const satisfies Partial<Record<keyof Config, string>>;
@@ -77,6 +83,7 @@ const RawConfig = v.object({
     '500',
   ),
   abrLadder: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
+  ingestMergeMs: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be 0-200 (ms)'), v.transform(Number), v.maxValue(200)), '100'),
   liveWindowSegments: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(3), v.maxValue(100)), '6'),
   maxUploadBytes: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'must be a positive integer of bytes'), v.transform(Number), v.minValue(1)), '500000000'),
 });

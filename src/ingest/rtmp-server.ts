@@ -25,15 +25,18 @@ export interface IngestOptions {
   /** A publishing connection silent this long is considered gone. */
   idleTimeoutMs: number;
   maxMessageBytes: number;
+  /** Merged reads of live (routed) publishers, ms (0 = read as bytes arrive); RtmpListener. */
+  mergeReadsMs: number;
 }
 
-const DEFAULTS: IngestOptions = { handshakeTimeoutMs: 15_000, idleTimeoutMs: 30_000, maxMessageBytes: 1 << 20 };
+/** Ingest defaults (docs/decisions.md "Ingest", "Ingest I/O"). */
+export const INGEST_DEFAULTS: IngestOptions = { handshakeTimeoutMs: 15_000, idleTimeoutMs: 30_000, maxMessageBytes: 1 << 20, mergeReadsMs: 100 };
 
 export class RtmpServer {
   private readonly listener: RtmpListener;
 
-  constructor(private readonly hooks: IngestHooks, private readonly log: Logger, private readonly opts: IngestOptions = DEFAULTS) {
-    this.listener = new RtmpListener({ maxMessageBytes: opts.maxMessageBytes }, (conn) => this.onConnection(conn));
+  constructor(private readonly hooks: IngestHooks, private readonly log: Logger, private readonly opts: IngestOptions = INGEST_DEFAULTS) {
+    this.listener = new RtmpListener({ maxMessageBytes: opts.maxMessageBytes, mergeReadsMs: opts.mergeReadsMs }, (conn) => this.onConnection(conn));
   }
 
   /**
@@ -83,10 +86,10 @@ export class RtmpServer {
         conn.rejectPublish(code, description);
         close(`publish rejected: ${code}`);
       },
-      route: (target, frames) => {
+      route: (target, frames, merge) => {
         if (closed) return;
         route = target;
-        conn.route(target ? (target.segmenter as unknown as Segmenter) : null, frames);
+        conn.route(target ? (target.segmenter as unknown as Segmenter) : null, frames, merge);
       },
       audioBytes: () => conn.audioBytes,
     };
@@ -114,14 +117,14 @@ export class RtmpServer {
             }
             conn.acceptPublish();
             conn.setTimeout(this.opts.idleTimeoutMs);
-            conn.route(null, true);
+            conn.route(null, true, false);
             endSink();
             sink = this.hooks.attach(d.streamId, publisher);
             this.log.info('publish started', { remote, streamId: d.streamId });
             break;
           }
           case 'unpublish':
-            conn.route(null, true);
+            conn.route(null, true, false);
             endSink();
             break;
           case 'error':

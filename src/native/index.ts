@@ -170,7 +170,7 @@ interface RawRtmpServer {
   acceptPublish(id: number): void;
   rejectPublish(id: number, code: string, description: string): void;
   setTimeout(id: number, ms: number): void;
-  route(id: number, segmenter: Segmenter | null, frames: boolean): void;
+  route(id: number, segmenter: Segmenter | null, frames: boolean, merge: boolean): void;
   audioBytes(id: number): number;
   closeConnection(id: number): void;
 }
@@ -242,10 +242,13 @@ export class RtmpConnection {
    * From the next socket read on, every audio message goes to `segmenter` in C++ (no JS call per
    * message); its events come to `handler.segmenterEvents`. `audio()` then hears only sequence
    * headers — or every message when `frames` (taps, transcoder), flagged `segmented`.
-   * `null`: back to `audio()` for everything. Throws TypeError when `segmenter` is not a Segmenter.
+   * `null`: back to `audio()` for everything. `merge`: with the listener's `mergeReadsMs`, read
+   * the socket lazily (every mergeReadsMs) while the segmenter's next part/segment cut is further
+   * away than that (frames then reach `audio()` up to that late). Throws TypeError when
+   * `segmenter` is not a Segmenter.
    */
-  route(segmenter: Segmenter | null, frames: boolean): void {
-    if (this.open) this.raw.route(this.id, segmenter, frames);
+  route(segmenter: Segmenter | null, frames: boolean, merge = false): void {
+    if (this.open) this.raw.route(this.id, segmenter, frames, merge);
   }
   /** FLV audio body bytes received so far (the ingest bitrate watch samples it). */
   get audioBytes(): number {
@@ -263,7 +266,9 @@ export class RtmpConnection {
 /**
  * The RTMP ingest listener: TCP accept and reads in C++ on Node's libuv loop, a native
  * RtmpSession per connection (RTMP 1.0 §5.2–§7). `maxMessageBytes` (bytes) caps any one message.
- * Throws TypeError for bad options.
+ * `mergeReadsMs` (0..1000, default 0): routed connections are read every that many ms by one
+ * timer instead of as bytes arrive (fewer wakeups, that much more latency at most). Throws
+ * TypeError for bad options.
  */
 export class RtmpListener {
   private readonly raw: RawRtmpServer;
@@ -271,7 +276,7 @@ export class RtmpListener {
   private meta!: Float64Array;
   private arena!: ArrayBuffer;
 
-  constructor(options: { maxMessageBytes?: number }, private readonly onConnection: (c: RtmpConnection) => RtmpConnectionHandler) {
+  constructor(options: { maxMessageBytes?: number; mergeReadsMs?: number }, private readonly onConnection: (c: RtmpConnection) => RtmpConnectionHandler) {
     const dispatch: RawDispatch = (kind, id, a, b, c, d) => this.dispatch(kind, id, a, b, c, d);
     this.raw = new addon.RtmpServer(options, dispatch);
     this.mapBuffers();
@@ -500,7 +505,7 @@ interface Addon {
   TsSegmenter: new (options?: { targetDurationMs?: number }) => TsSegmenter;
   Segmenter: new (options: SegmenterOptions) => Segmenter;
   probeAudioTag: (data: Uint8Array) => AudioTagProbe;
-  RtmpServer: new (options: { maxMessageBytes?: number }, dispatch: RawDispatch) => RawRtmpServer;
+  RtmpServer: new (options: { maxMessageBytes?: number; mergeReadsMs?: number }, dispatch: RawDispatch) => RawRtmpServer;
   abiVersion: number;
 }
 

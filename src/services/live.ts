@@ -37,9 +37,11 @@ export interface Publisher {
   /**
    * From the next socket read, audio goes straight into `target.segmenter` (in C++); the sink then
    * hears only sequence headers — or every message when `frames` — with `segmented` true.
-   * null: everything back to the sink.
+   * null: everything back to the sink. `merge`: the socket may be read lazily (merged reads,
+   * `SKYLARK_INGEST_MERGE_MS`) while no part or segment is about to close — not while a WebRTC
+   * tap wants every frame at once.
    */
-  route(target: RouteTarget | null, frames: boolean): void;
+  route(target: RouteTarget | null, frames: boolean, merge: boolean): void;
   /** FLV audio body bytes received on this publish so far. */
   audioBytes(): number;
 }
@@ -106,6 +108,8 @@ interface Live {
   bytesSeen: number;
   /** How the current publisher is routed: not yet, straight to the segmenter, or that plus frames. */
   routed: 'no' | 'segmenter' | 'frames';
+  /** Whether the current route allows merged (lazy) socket reads. */
+  merged: boolean;
   /** The stream's recording (kept across reconnects), or null. */
   recorder: Promise<Recorder | null> | null;
 }
@@ -244,6 +248,7 @@ export class LiveService implements LiveControl {
         bitrate: new BitrateMonitor({ nominalKbps: nominalKbps(row.quality, row.codec) }),
         bytesSeen: 0,
         routed: 'no',
+        merged: false,
         recorder: row.recording ? this.openRecorder(row) : null,
       };
       this.live.set(streamId, state);
@@ -256,6 +261,7 @@ export class LiveService implements LiveControl {
     state.bitrate = new BitrateMonitor({ nominalKbps: nominalKbps(row.quality, row.codec) });
     state.bytesSeen = 0;
     state.routed = 'no';
+    state.merged = false;
     state.transcoder?.close();
     state.transcoder = this.startLadder(streamId, state, row.codec as HubCodec);
     const s = state;
@@ -307,8 +313,10 @@ export class LiveService implements LiveControl {
     const p = s.publisher;
     if (!p || s.routed === 'no' && !(s.codecChecked && s.liveTriggered)) return;
     const want = s.hub.tapped || s.transcoder !== null || s.recorder !== null ? 'frames' : 'segmenter';
-    if (want === s.routed) return;
+    const merge = !s.hub.tapped;
+    if (want === s.routed && merge === s.merged) return;
     s.routed = want;
+    s.merged = merge;
     const hub = s.hub;
     const streamId = hub.streamId;
     p.route(
@@ -320,6 +328,7 @@ export class LiveService implements LiveControl {
         },
       },
       want === 'frames',
+      merge,
     );
   }
 

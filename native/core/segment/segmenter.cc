@@ -1,6 +1,8 @@
 // See segmenter.h.
 #include "core/segment/segmenter.h"
 
+#include <algorithm>
+
 #include <cstdio>
 
 namespace skylark::segment {
@@ -321,6 +323,19 @@ void Segmenter::write_fragment(std::vector<uint8_t>& dst, uint64_t first_sample)
   raw_.clear();
   sizes_.clear();
   durations_.clear();
+}
+
+uint32_t Segmenter::ms_to_next_cut() const {
+  if (!configured_ || cfg_.clock_rate == 0 || seg_frames_ == 0) return 0;
+  const uint64_t rate = cfg_.clock_rate;
+  const auto left = [&](uint32_t target_ms, uint64_t first_sample) -> uint64_t {
+    const uint64_t target = uint64_t{target_ms} * rate / 1000;
+    const uint64_t done = samples_ - first_sample;
+    return target > done ? target - done : 0;
+  };
+  uint64_t samples = left(opt_.target_duration_ms, seg_first_sample_);
+  if (parts()) samples = std::min(samples, left(opt_.part_target_ms, part_first_sample_));
+  return static_cast<uint32_t>(samples * 1000 / rate);
 }
 
 void Segmenter::close_part(std::vector<SegmenterEvent>& out) {

@@ -119,6 +119,11 @@ class Segmenter {
    *  old publisher are dropped. */
   void discontinuity();
 
+  /** Media time (ms) the open part (with parts) or segment still needs before it reaches its
+   *  target, i.e. roughly how soon a frame will close it; 0 when unknown (not configured, nothing
+   *  open). Ingest reads lazily while this is large (binding/rtmp_server.cc merged reads). */
+  uint32_t ms_to_next_cut() const;
+
   const SegmenterOptions& options() const { return opt_; }
   uint32_t target_duration_ms() const { return opt_.target_duration_ms; }
   bool configured() const { return configured_; }

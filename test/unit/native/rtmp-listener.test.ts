@@ -39,9 +39,9 @@ afterEach(() => {
 });
 
 /** A listener on 127.0.0.1:0; `onHeard(h)` for each connection; `react` may act on events. */
-function start(react: (h: Heard, e: RtmpControlEvent) => void = () => {}) {
+function start(react: (h: Heard, e: RtmpControlEvent) => void = () => {}, options: { mergeReadsMs?: number } = {}) {
   const heard: Heard[] = [];
-  const listener = new RtmpListener({}, (conn) => {
+  const listener = new RtmpListener(options, (conn) => {
     const h: Heard = { conn, audio: [], events: [], segmenterEvents: [], timeouts: 0, closed: [] };
     heard.push(h);
     const handler: RtmpConnectionHandler = {
@@ -115,14 +115,17 @@ describe('RtmpListener (native ingest I/O)', () => {
    * soon as it is accepted: the bytes up to the publish go first, so the route is in place before
    * the rest. `before`: audio messages JS heard before the route.
    */
-  async function publishRouted(frames: boolean) {
+  async function publishRouted(frames: boolean, mergeReadsMs = 0) {
     const seg = new Segmenter({ container: 'fmp4', targetDurationMs: 2000, partTargetMs: 500, expectCodec: 'aac' });
-    const { port, heard } = start((h, e) => {
-      if (e.type === 'publish') {
-        h.conn.acceptPublish();
-        h.conn.route(seg, frames);
-      }
-    });
+    const { port, heard } = start(
+      (h, e) => {
+        if (e.type === 'publish') {
+          h.conn.acceptPublish();
+          h.conn.route(seg, frames, mergeReadsMs > 0);
+        }
+      },
+      { mergeReadsMs },
+    );
     const c = connect(port);
     c.socket.write(FFMPEG_48K.subarray(0, 3500));
     const h = await until(() => heard[0]?.events.some((e) => e.type === 'publish') && heard[0]);
@@ -130,30 +133,36 @@ describe('RtmpListener (native ingest I/O)', () => {
     c.socket.write(FFMPEG_48K.subarray(3500));
     const ref = referenceAudio(FFMPEG_48K);
     await until(() => h.conn.audioBytes === ref.reduce((n, a) => n + a.bytes, 0));
-    return { h, before, ref };
+    return { h, before, ref, c };
   }
 
-  it('routed: audio goes to the Segmenter in C++; JS hears its parts and segments, and only sequence headers', async () => {
-    const { h, before } = await publishRouted(false);
-    const routed = h.audio.slice(before);
-    expect(routed.every((a) => a.segmented && a.header)).toBe(true);
-    // The same segments a JS-fed segmenter makes of the same audio (here: the routed part only).
-    const jsSeg = new Segmenter({ container: 'fmp4', targetDurationMs: 2000, partTargetMs: 500, expectCodec: 'aac' });
-    const s2 = new RtmpSession();
-    const expected: SegmenterEvent[] = [];
-    let count = 0;
-    for (const e of s2.push(FFMPEG_48K)) {
-      if (e.type !== 'audio') continue;
-      if (count++ < before) continue;
-      expected.push(...jsSeg.pushAudio(e.timestamp, e.data));
-    }
-    const kinds = (evs: SegmenterEvent[]) => evs.map((e) => (e.type === 'part' ? `p${e.sequence}.${e.partIndex}` : e.type === 'segment' ? `s${e.sequence}` : e.type));
-    await until(() => h.segmenterEvents.length >= expected.length);
-    expect(kinds(h.segmenterEvents)).toEqual(kinds(expected));
-    expect(h.segmenterEvents.some((e) => e.type === 'segment')).toBe(true);
-    const segBytes = (evs: SegmenterEvent[]) => evs.filter((e) => e.type === 'segment').map((e) => (e as { data: Buffer }).data.toString('hex'));
-    expect(segBytes(h.segmenterEvents)).toEqual(segBytes(expected));
-  });
+  for (const merge of [0, 40]) {
+    it(`routed${merge ? ', merged reads every 40 ms' : ''}: audio goes to the Segmenter in C++; JS hears its parts and segments, and only sequence headers`, async () => {
+      const { h, before, c } = await publishRouted(false, merge);
+      const routed = h.audio.slice(before);
+      expect(routed.every((a) => a.segmented && a.header)).toBe(true);
+      // The same segments a JS-fed segmenter makes of the same audio (here: the routed part only).
+      const jsSeg = new Segmenter({ container: 'fmp4', targetDurationMs: 2000, partTargetMs: 500, expectCodec: 'aac' });
+      const s2 = new RtmpSession();
+      const expected: SegmenterEvent[] = [];
+      let count = 0;
+      for (const e of s2.push(FFMPEG_48K)) {
+        if (e.type !== 'audio') continue;
+        if (count++ < before) continue;
+        expected.push(...jsSeg.pushAudio(e.timestamp, e.data));
+      }
+      const kinds = (evs: SegmenterEvent[]) => evs.map((e) => (e.type === 'part' ? `p${e.sequence}.${e.partIndex}` : e.type === 'segment' ? `s${e.sequence}` : e.type));
+      await until(() => h.segmenterEvents.length >= expected.length);
+      expect(kinds(h.segmenterEvents)).toEqual(kinds(expected));
+      expect(h.segmenterEvents.some((e) => e.type === 'segment')).toBe(true);
+      const segBytes = (evs: SegmenterEvent[]) => evs.filter((e) => e.type === 'segment').map((e) => (e as { data: Buffer }).data.toString('hex'));
+      expect(segBytes(h.segmenterEvents)).toEqual(segBytes(expected));
+      // The peer's close reaches JS from a merged (timer-read) connection too.
+      c.socket.end();
+      await until(() => h.closed.length === 1);
+      expect(h.closed[0]).toEqual({ reason: 'peer closed', error: null });
+    });
+  }
 
   it('routed with frames: every message still reaches JS, flagged segmented', async () => {
     const { h, before, ref } = await publishRouted(true);
