@@ -66,6 +66,8 @@ constexpr size_t kMaxQueuedWriteBytes = 1024 * 1024;  // a peer that does not re
 constexpr uint64_t kCloseGraceMs = 2000;
 constexpr uint64_t kSweepMs = 1000;
 constexpr uint64_t kMergeSlackMs = 50;  // publisher send jitter + one frame, before a cut
+constexpr uint64_t kCutEarlyMs = 25;    // the timed read comes this much before the closing frame
+                                        // is due (the newest frame read may be a frame old)
 
 class RtmpServer;
 
@@ -88,6 +90,8 @@ struct Conn {
   bool merge_allowed = false;  // route(..., merge): lazy reads wanted (no JS consumer in a hurry)
   bool merged = false;         // read by the merge timer now, not by libuv as bytes arrive
   uint64_t merge_tick = 0;     // the last merge tick that read it (an id queued twice reads once)
+  uint64_t due = 0;            // loop time of its timed read near a cut (0 = regular merged reads)
+  bool cut_armed = false;      // the timed read for the coming cut is set (or done)
 };
 
 struct PendingClose {
@@ -342,12 +346,41 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
   }
 
   // Merged reads while the routed segmenter's next cut (part or segment end) is further away than
-  // one merge period plus slack; read as bytes arrive near a cut, so that the frame that closes a
-  // part or segment is never held back (merging costs no LL-HLS latency).
+  // one merge period plus slack. Nearer, one read is timed a little before the frame that closes
+  // the part is due (`left` ms of media from the newest frame, which arrived at most a frame
+  // ago); if that read comes before the frame, the socket is read as bytes arrive until the cut.
+  // So the frame that closes a part or segment is never held back (no LL-HLS latency).
   void UpdateMerged(Conn* c) {
-    const bool want = merge_ms_ > 0 && c->merge_allowed && c->segmenter != nullptr &&
-                      c->segmenter->MsToNextCut() > merge_ms_ + kMergeSlackMs;
-    SetMerged(c, want);
+    if (merge_ms_ == 0 || !c->merge_allowed || c->segmenter == nullptr) {
+      c->due = 0;
+      c->cut_armed = false;
+      SetMerged(c, false);
+      return;
+    }
+    const uint64_t left = c->segmenter->MsToNextCut();
+    if (left > merge_ms_ + kMergeSlackMs) {
+      c->due = 0;
+      c->cut_armed = false;
+      SetMerged(c, true);
+      return;
+    }
+    if (!c->cut_armed && left > kCutEarlyMs) {
+      c->cut_armed = true;
+      c->due = uv_now(loop_) + left - kCutEarlyMs;
+      SetMerged(c, true);
+      if (c->due < timer_at_) ArmMergeTimer(c->due);
+      return;
+    }
+    c->due = 0;
+    SetMerged(c, false);
+  }
+
+  // (Re)arms the one-shot merge timer for loop time `at`.
+  void ArmMergeTimer(uint64_t at) {
+    const uint64_t now = uv_now(loop_);
+    timer_at_ = at;
+    uv_timer_start(&merge_timer_, &RtmpServer::OnMergeTick, at > now ? at - now : 0, 0);
+    merge_running_ = true;
   }
 
   // Moves a connection between libuv reads (as bytes arrive) and the merge timer's reads.
@@ -360,8 +393,8 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
       merged_.push_back(c->id);
       InitTimer(&merge_timer_, &merge_init_);
       if (!merge_running_) {
-        uv_timer_start(&merge_timer_, &RtmpServer::OnMergeTick, merge_ms_, merge_ms_);
-        merge_running_ = true;
+        next_regular_ = uv_now(loop_) + merge_ms_;
+        ArmMergeTimer(next_regular_);
       }
     } else {
       uv_read_start(stream, &RtmpServer::OnAlloc, &RtmpServer::OnRead);
@@ -371,22 +404,34 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
   // Every merge_ms_: reads what each merged connection has (a short read means it is drained).
   static void OnMergeTick(uv_timer_t* t) {
     auto* self = static_cast<RtmpServer*>(t->data);
+    self->merge_running_ = false;
+    self->timer_at_ = UINT64_MAX;
     std::vector<uint32_t> ids;
     ids.swap(self->merged_);
     const uint64_t tick = ++self->merge_ticks_;
+    const uint64_t now = uv_now(self->loop_);
+    const bool regular = now >= self->next_regular_;
+    if (regular) self->next_regular_ = now + self->merge_ms_;
     for (uint32_t id : ids) {
       auto it = self->conns_.find(id);
       if (it == self->conns_.end()) continue;
       Conn* c = it->second;
       if (c->closing || !c->merged || c->merge_tick == tick) continue;
       c->merge_tick = tick;
-      self->ReadMerged(c);
+      // A connection with a timed read (near a cut) is read only then.
+      if (c->due != 0 ? c->due <= now : regular) {
+        c->due = 0;
+        self->ReadMerged(c);
+      }
       if (!c->closing && c->merged) self->merged_.push_back(id);
     }
-    if (self->merged_.empty()) {
-      uv_timer_stop(&self->merge_timer_);
-      self->merge_running_ = false;
+    if (self->merged_.empty()) return;
+    uint64_t at = self->next_regular_;
+    for (uint32_t id : self->merged_) {
+      auto it = self->conns_.find(id);
+      if (it != self->conns_.end() && it->second->due != 0) at = std::min(at, it->second->due);
     }
+    if (at < self->timer_at_) self->ArmMergeTimer(at);
   }
 
   void ReadMerged(Conn* c) {
@@ -746,6 +791,8 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
   bool merge_init_ = false, merge_running_ = false, merge_closing_ = false;
   std::vector<uint32_t> merged_;        // ids of the merged connections
   uint64_t merge_ticks_ = 0;
+  uint64_t next_regular_ = 0;            // loop time of the next regular merged read
+  uint64_t timer_at_ = UINT64_MAX;       // loop time the merge timer is armed for
   uint32_t next_id_ = 0;
   BatchBuffers batch_;  // the read's audio bodies for JS (binding/rtmp_batch.h)
 };

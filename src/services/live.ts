@@ -39,7 +39,7 @@ export interface Publisher {
    * hears only sequence headers — or every message when `frames` — with `segmented` true.
    * null: everything back to the sink. `merge`: the socket may be read lazily (merged reads,
    * `SKYLARK_INGEST_MERGE_MS`) while no part or segment is about to close — not while a WebRTC
-   * tap wants every frame at once.
+   * tap or the ladder's codec process wants every frame at once.
    */
   route(target: RouteTarget | null, frames: boolean, merge: boolean): void;
   /** FLV audio body bytes received on this publish so far. */
@@ -313,7 +313,9 @@ export class LiveService implements LiveControl {
     const p = s.publisher;
     if (!p || s.routed === 'no' && !(s.codecChecked && s.liveTriggered)) return;
     const want = s.hub.tapped || s.transcoder !== null || s.recorder !== null ? 'frames' : 'segmenter';
-    const merge = !s.hub.tapped;
+    // Lazy reads delay frames to JS by up to a merge period: not while a WebRTC tap or the
+    // ladder's codec process (whose layers' parts would lag) wants them at once.
+    const merge = !s.hub.tapped && s.transcoder === null;
     if (want === s.routed && merge === s.merged) return;
     s.routed = want;
     s.merged = merge;
