@@ -21,7 +21,7 @@ import path from 'node:path';
 import { RTCPeerConnection, RTCRtpCodecParameters } from 'werift';
 import { api, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
-import { ffmpegPath } from '../helpers/ffmpeg.js';
+import { ffmpegPath, run } from '../helpers/ffmpeg.js';
 
 const ffmpeg = ffmpegPath();
 const ffprobe = ffmpeg === 'ffmpeg' ? 'ffprobe' : path.join(path.dirname(ffmpeg), 'ffprobe');
@@ -30,21 +30,6 @@ const PUBLISH_SECONDS = 14;
 const SEGMENT_SECONDS = (94 * 1024) / 48_000;
 /** The publisher's encoder arguments (publish()'s default), also used for the reference encode. */
 const AAC_ARGS = ['-ac', '2', '-c:a', 'aac', '-b:a', '128k'];
-
-function run(cmd: string, args: string[], timeoutMs = 20_000): Promise<{ code: number | string | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout!.on('data', (d) => (stdout += d));
-    p.stderr!.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
-    p.once('exit', (c, s) => {
-      clearTimeout(timer);
-      resolve({ code: c ?? s, stdout, stderr });
-    });
-  });
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

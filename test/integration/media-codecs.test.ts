@@ -18,7 +18,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { api, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
-import { ffmpegPath } from '../helpers/ffmpeg.js';
+import { ffmpegPath, run } from '../helpers/ffmpeg.js';
 import { makeOpusFile, publishOpus } from '../helpers/ertmp-publisher.js';
 
 const ffmpeg = ffmpegPath();
@@ -49,21 +49,6 @@ const tmp = tempDir('skylark-codecs-');
 const streams = new Map<string, any>();
 /** The multivariant playlist as fetched while live, by codec. */
 const liveMultivariant = new Map<string, string>();
-
-function run(cmd: string, args: string[], timeoutMs = 20_000): Promise<{ code: number | string | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout!.on('data', (d) => (stdout += d));
-    p.stderr!.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
-    p.once('exit', (c, s) => {
-      clearTimeout(timer);
-      resolve({ code: c ?? s, stdout, stderr });
-    });
-  });
-}
 
 const getStream = async (id: string) => (await api(t.http, t.secretKey, 'GET', `/v2/streams/${id}`)).json;
 
