@@ -52,6 +52,7 @@
 #include "binding/addon_state.h"
 #include "binding/rtmp_batch.h"
 #include "binding/segmenter.h"
+#include "core/codec/flv_audio.h"
 #include "core/rtmp/session.h"
 
 namespace skylark::binding {
@@ -104,12 +105,12 @@ struct WriteReq {
   std::vector<uint8_t> bytes;
 };
 
-// An FLV AAC sequence header (SoundFormat 10, AACPacketType 0) or an E-RTMP SequenceStart.
+// An audio sequence header (AAC AudioSpecificConfig, E-RTMP SequenceStart), as the segmenter's
+// own tag parser reads it.
 bool IsSequenceHeader(const uint8_t* d, size_t n) {
-  if (n < 2) return false;
-  const uint8_t fmt = d[0] >> 4;
-  if (fmt == 10) return d[1] == 0;
-  return fmt == 9 && (d[0] & 0x0f) == 0 && n >= 5;
+  codec::FlvAudioHeader h;
+  return codec::parse_flv_audio_header(d, n, &h) == codec::FlvAudioStatus::kOk &&
+         h.packet == codec::FlvAudioPacket::kSequenceHeader;
 }
 
 #define SK_THROW_TYPE(env, msg) \

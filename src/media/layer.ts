@@ -117,7 +117,7 @@ export class Layer {
 
   /** Feeds one FLV AUDIODATA body; returns the segmenter's errors (the frame is dropped). */
   push(timestampMs: number, data: Uint8Array): Array<{ code: string; message: string; expected?: string; received?: string }> {
-    return this.applyEvents(this.segmenter.pushAudio(timestampMs, data));
+    return this.apply(this.segmenter.pushAudio(timestampMs, data));
   }
 
   /**
@@ -128,14 +128,9 @@ export class Layer {
     return this.segmenter;
   }
 
-  /** Takes segmenter events produced outside `push` (natively routed ingest); returns the errors. */
-  apply(events: LayerSegmenterEvent[]): Array<{ code: string; message: string; expected?: string; received?: string }> {
-    return this.applyEvents(events);
-  }
-
   /** The publisher left: close the open segment. */
   flush(): void {
-    this.applyEvents(this.segmenter.flush());
+    this.apply(this.segmenter.flush());
   }
 
   /** The next segment follows a discontinuity (a new publisher, a new transcoder). */
@@ -219,7 +214,11 @@ export class Layer {
     return { peak: Math.round(this.peakBps), average: Math.round((this.totalBytes * 8000) / this.totalMs) };
   }
 
-  private applyEvents(events: LayerSegmenterEvent[]) {
+  /**
+   * Takes the segmenter's events — of `push`/`flush`, or produced outside them by natively routed
+   * ingest — into the layer's segments and parts; returns the errors (those frames were dropped).
+   */
+  apply(events: LayerSegmenterEvent[]): Array<{ code: string; message: string; expected?: string; received?: string }> {
     const errors: Array<{ code: string; message: string; expected?: string; received?: string }> = [];
     let changed = false;
     for (const e of events) {
