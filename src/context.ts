@@ -12,6 +12,7 @@ import type { HttpServer } from './http/server.js';
 import type { Guard } from './api/guard.js';
 import type { Logger } from './log/logger.js';
 import type { LiveService } from './services/live.js';
+import type { Limits } from './limits/limits.js';
 
 export interface AppContext {
   config: Config;
@@ -25,6 +26,8 @@ export interface AppContext {
   guard: Guard;
   live: LiveService;
   log: Logger;
+  /** Counts and logs hits of the node's limits (PRODUCT.md §13). */
+  limits: Limits;
   /** Public URLs; known once listening (throws before). */
   urls: () => PublicUrls;
   now: () => number;

@@ -24,6 +24,7 @@ import { Guard } from './api/guard.js';
 import { registerStreamRoutes } from './api/streams/routes.js';
 import { INGEST_DEFAULTS, RtmpServer } from './ingest/rtmp-server.js';
 import type { Logger } from './log/logger.js';
+import { Limits } from './limits/limits.js';
 import type { AppContext, Feature } from './context.js';
 // [features:imports] — one import line per feature module below this line
 import { registerListeners } from './listeners/feature.js';
@@ -60,6 +61,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
   const streamsRepo = new StreamsRepo(db);
   const outbox = new Outbox(new EventsRepo(db), now);
   const media = new MediaRegistry();
+  const limits = new Limits(log.child('limits'), now);
   let urls: PublicUrls | null = null;
   const getUrls = () => {
     if (!urls) throw new Error('public URLs are not known before listening');
@@ -99,7 +101,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
 
   const http = new HttpServer({ maxJsonBodyBytes: config.maxJsonBodyBytes, log: log.child('http') });
   const guard = new Guard(accountsRepo, { db, nodeSecret, urls: getUrls, now, trustedProxies: config.trustedProxies });
-  const context: AppContext = { config, db, nodeSecret, accounts: accountsRepo, streams: streamsRepo, outbox, http, guard, live, log, urls: getUrls, now };
+  const context: AppContext = { config, db, nodeSecret, accounts: accountsRepo, streams: streamsRepo, outbox, http, guard, live, log, limits, urls: getUrls, now };
 
   registerStreamRoutes(http, streams, guard);
   const features: Feature[] = [];

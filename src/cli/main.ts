@@ -5,7 +5,7 @@
  * and works while `serve` runs on the same data dir.
  */
 import { parseArgs } from 'node:util';
-import { loadConfig, ENV_NAMES, ConfigError } from '../config/config.js';
+import { loadConfig, ALL_ENV_NAMES, ConfigError } from '../config/config.js';
 import { openDatabase } from '../db/database.js';
 import { AccountsRepo } from '../db/accounts-repo.js';
 import { AccountsService, REGIONS, type Region } from '../services/accounts.js';
@@ -28,13 +28,13 @@ commands:
                        [--account ACCT] [--json]   (prints clientId, clientSecret)
 
 options for every command: --data-dir DIR (SKYLARK_DATA_DIR, default ./data)
-serve options (each also an environment variable): ${Object.entries(ENV_NAMES)
+serve options (each also an environment variable): ${Object.entries(ALL_ENV_NAMES)
   .map(([k, e]) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} (${e})`)
   .join(', ')}
 `;
 
 const CONFIG_FLAGS = Object.fromEntries(
-  Object.keys(ENV_NAMES).map((k) => [k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`), { type: 'string' as const }]),
+  Object.keys(ALL_ENV_NAMES).map((k) => [k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`), { type: 'string' as const }]),
 );
 
 /** Runs the CLI with `argv` (without node and script); resolves to the exit code. */

@@ -37,7 +37,94 @@ export interface Config {
   maxJsonBodyBytes: number;
   /** Largest episode audio upload accepted (bytes; default 500 MB). */
   maxUploadBytes: number;
+  /** Limits that protect the node (PRODUCT.md §13); each is logged and counted when hit (src/limits). */
+  limits: LimitSettings;
 }
+
+/**
+ * Caps on what a client can make the node hold (PRODUCT.md §13). Every field has an environment
+ * variable and a flag (`LIMIT_ENV_NAMES`); hitting a cap is logged once per cause per minute and
+ * counted (src/limits/limits.ts). Bytes, ms and counts as named.
+ */
+export interface LimitSettings {
+  /** RTMP connections open at once, in total. */
+  rtmpMaxConnections: number;
+  /** RTMP connections open at once from one IP address. */
+  rtmpMaxConnectionsPerIp: number;
+  /** A connection must be publishing this long after it was accepted (absolute; ms). */
+  rtmpPublishTimeoutMs: number;
+  /** Bytes a connection may make the server buffer before it publishes. */
+  rtmpPrePublishBytes: number;
+  /** Largest audio frame accepted (bytes), per message, any codec (AAC also ≤ 8184: what ADTS carries). */
+  maxAudioFrameBytes: number;
+  /** A segment may hold at most this many times the bytes of its nominal bitrate × duration. */
+  segmentBytesFactor: number;
+  /** WHEP offers answered but not yet connected, in total. */
+  whepMaxPending: number;
+  /** WHEP offers answered but not yet connected, per client IP address. */
+  whepMaxPendingPerIp: number;
+  /** An answered WHEP offer that has not connected after this long is dropped (ms). */
+  whepOfferTimeoutMs: number;
+  /** HTTP requests held open at once (blocking playlist reloads, part waits, progressive listeners). */
+  httpMaxHeld: number;
+  /** HTTP requests held open at once per client IP address. */
+  httpMaxHeldPerIp: number;
+  /** Uploads and recordings stop before the data volume's free space falls under this (bytes). */
+  minFreeDiskBytes: number;
+  /** A graceful stop (SIGTERM) that takes longer than this exits anyway (ms). */
+  shutdownTimeoutMs: number;
+}
+
+/** Environment variable of each limit (flags: the field name in kebab case, e.g. `--rtmp-max-connections`). */
+export const LIMIT_ENV_NAMES = {
+  rtmpMaxConnections: 'SKYLARK_RTMP_MAX_CONNECTIONS',
+  rtmpMaxConnectionsPerIp: 'SKYLARK_RTMP_MAX_CONNECTIONS_PER_IP',
+  rtmpPublishTimeoutMs: 'SKYLARK_RTMP_PUBLISH_TIMEOUT_MS',
+  rtmpPrePublishBytes: 'SKYLARK_RTMP_PREPUBLISH_BYTES',
+  maxAudioFrameBytes: 'SKYLARK_MAX_AUDIO_FRAME_BYTES',
+  segmentBytesFactor: 'SKYLARK_SEGMENT_BYTES_FACTOR',
+  whepMaxPending: 'SKYLARK_WHEP_MAX_PENDING',
+  whepMaxPendingPerIp: 'SKYLARK_WHEP_MAX_PENDING_PER_IP',
+  whepOfferTimeoutMs: 'SKYLARK_WHEP_OFFER_TIMEOUT_MS',
+  httpMaxHeld: 'SKYLARK_HTTP_MAX_HELD',
+  httpMaxHeldPerIp: 'SKYLARK_HTTP_MAX_HELD_PER_IP',
+  minFreeDiskBytes: 'SKYLARK_MIN_FREE_DISK_BYTES',
+  shutdownTimeoutMs: 'SKYLARK_SHUTDOWN_TIMEOUT_MS',
+} as const satisfies Record<keyof LimitSettings, string>;
+
+/** Defaults of the limits: sized for one box serving thousands of listeners and tens of publishers. */
+export const LIMIT_DEFAULTS: LimitSettings = {
+  rtmpMaxConnections: 1000,
+  rtmpMaxConnectionsPerIp: 10,
+  rtmpPublishTimeoutMs: 15_000,
+  rtmpPrePublishBytes: 64 * 1024,
+  maxAudioFrameBytes: 8192,
+  segmentBytesFactor: 8,
+  whepMaxPending: 200,
+  whepMaxPendingPerIp: 8,
+  whepOfferTimeoutMs: 10_000,
+  httpMaxHeld: 50_000,
+  httpMaxHeldPerIp: 200,
+  minFreeDiskBytes: 256 * 1024 * 1024,
+  shutdownTimeoutMs: 10_000,
+};
+
+/** Smallest value of each limit that still lets the node work (a lower setting is refused). */
+const LIMIT_MINIMUMS: LimitSettings = {
+  rtmpMaxConnections: 1,
+  rtmpMaxConnectionsPerIp: 1,
+  rtmpPublishTimeoutMs: 1000,
+  rtmpPrePublishBytes: 4096,
+  maxAudioFrameBytes: 1024,
+  segmentBytesFactor: 2,
+  whepMaxPending: 1,
+  whepMaxPendingPerIp: 1,
+  whepOfferTimeoutMs: 1000,
+  httpMaxHeld: 1,
+  httpMaxHeldPerIp: 1,
+  minFreeDiskBytes: 0,
+  shutdownTimeoutMs: 1000,
+};
 
 /** The names that PRODUCT.md §1 makes a contract, with their defaults. */
 export const ENV_NAMES = {
@@ -88,6 +175,16 @@ const RawConfig = v.object({
   maxUploadBytes: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'must be a positive integer of bytes'), v.transform(Number), v.minValue(1)), '500000000'),
 });
 
+/** One limit's value: a non-negative integer, at least `min`. */
+const limitValue = (min: number) =>
+  v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'must be a non-negative integer'), v.transform(Number), v.minValue(min, `must be at least ${min}`));
+
+/** Every setting's environment variable, by field name (PRODUCT.md §1 names, then the limits of §13). */
+export const ALL_ENV_NAMES: Record<string, string> = { ...ENV_NAMES, ...LIMIT_ENV_NAMES };
+
+/** `rtmpPort` → `rtmp-port`. */
+const kebab = (k: string) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
 /** Thrown when configuration is invalid; the message names the variable or flag. */
 export class ConfigError extends Error {}
 
@@ -97,21 +194,31 @@ export class ConfigError extends Error {}
  * @throws ConfigError naming the offending setting.
  */
 export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string | undefined> = {}): Config {
-  const raw: Record<string, string> = {};
-  for (const [key, envName] of Object.entries(ENV_NAMES)) {
-    const flag = flags[key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)];
-    const value = flag ?? env[envName];
-    if (value !== undefined && value !== '') raw[key] = value;
-  }
-  const res = v.safeParse(RawConfig, raw);
-  if (!res.success) {
-    const issue = res.issues[0];
-    const key = issue.path?.[0]?.key as keyof typeof ENV_NAMES | undefined;
-    const name = key ? `${ENV_NAMES[key]} / --${String(key).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}` : 'configuration';
+  const gather = (names: Record<string, string>) => {
+    const raw: Record<string, string> = {};
+    for (const [key, envName] of Object.entries(names)) {
+      const value = flags[kebab(key)] ?? env[envName];
+      if (value !== undefined && value !== '') raw[key] = value;
+    }
+    return raw;
+  };
+  const fail = (issues: [v.BaseIssue<unknown>, ...v.BaseIssue<unknown>[]]): never => {
+    const issue = issues[0];
+    const key = issue.path?.[0]?.key as string | undefined;
+    const name = key ? `${ALL_ENV_NAMES[key]} / --${kebab(key)}` : 'configuration';
     throw new ConfigError(`invalid ${name}: ${issue.message}`);
+  };
+  const res = v.safeParse(RawConfig, gather(ENV_NAMES));
+  if (!res.success) return fail(res.issues);
+  const limits = { ...LIMIT_DEFAULTS };
+  for (const [key, value] of Object.entries(gather(LIMIT_ENV_NAMES)) as Array<[keyof LimitSettings, string]>) {
+    const r = v.safeParse(limitValue(LIMIT_MINIMUMS[key]), value);
+    if (!r.success) throw new ConfigError(`invalid ${LIMIT_ENV_NAMES[key]} / --${kebab(key)}: ${r.issues[0].message}`);
+    limits[key] = r.output;
   }
   const o = res.output;
   return {
+    limits,
     ...o,
     dataDir: path.resolve(o.dataDir),
     webhooksAllowPrivate: o.webhooksAllowPrivate === '1' || o.webhooksAllowPrivate === 'true',
