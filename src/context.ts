@@ -11,7 +11,7 @@ import type { Outbox } from './events/outbox.js';
 import type { HttpServer } from './http/server.js';
 import type { Guard } from './api/guard.js';
 import type { Logger } from './log/logger.js';
-import type { LiveService } from './services/live.js';
+import type { Publishing } from './ingest/publishing.js';
 import type { Limits } from './limits/limits.js';
 
 export interface AppContext {
@@ -24,7 +24,10 @@ export interface AppContext {
   outbox: Outbox;
   http: HttpServer;
   guard: Guard;
-  live: LiveService;
+  /** Publishers and the live state machine (ingest). */
+  ingest: Publishing;
+  /** Live listeners of a stream: HLS sessions and WebRTC peers (PRODUCT.md §4); 0 until the listeners feature is registered. */
+  listenerCount: (streamId: string) => number;
   log: Logger;
   /** Counts and logs hits of the node's limits (PRODUCT.md §13). */
   limits: Limits;

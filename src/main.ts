@@ -13,11 +13,11 @@ import { Outbox } from './events/outbox.js';
 import { loadNodeSecret } from './auth/secrets.js';
 import { AccountsService } from './services/accounts.js';
 import { StreamsService } from './services/streams.js';
-import { LiveService } from './services/live.js';
+import { StreamLifecycle } from './services/lifecycle.js';
+import { WriteRetry } from './services/write-retry.js';
 import { MediaRegistry } from './media/hub.js';
-import { Segmenter } from './native/index.js';
 import { ffmpegPath } from './media/ffmpeg.js';
-import type { Recording } from './media/recorder.js';
+import { Publishing } from './ingest/publishing.js';
 import path from 'node:path';
 import { HttpServer } from './http/server.js';
 import { Guard } from './api/guard.js';
@@ -68,25 +68,29 @@ export async function startServer(config: Config, log: Logger, now: () => number
     return urls;
   };
 
+  // Set once the listeners feature exists (registered below): events and stream objects carry the count.
+  let listenerCount: (streamId: string) => number = () => 0;
   // Set once the podcasts feature exists (registered below): the streams side calls into it.
   let checkRecordingPodcast: ((accountId: string, podcastId: string) => void) | undefined;
-  let onRecording: (r: { accountId: string; podcastId: string; streamId: string; title: string; recording: Recording }) => Promise<unknown> = async () => {};
-  const live = new LiveService({
-    db,
-    streams: streamsRepo,
-    outbox,
+  const writes = new WriteRetry(db, log.child('db'), limits);
+  const lifecycle = new StreamLifecycle({ db, streams: streamsRepo, outbox, log: log.child('live'), urls: getUrls, writes, listenerCount: (id) => listenerCount(id) });
+  const ingest = new Publishing({
+    port: lifecycle,
     media,
     log: log.child('live'),
-    urls: getUrls,
-    createSegmenter: (o) => new Segmenter(o),
-    segmentDurationMs: config.segmentDurationMs,
-    partTargetMs: Math.min(config.partDurationMs, config.segmentDurationMs),
-    windowSegments: config.liveWindowSegments,
-    abrLadder: config.abrLadder,
-    ffmpeg: ffmpegPath,
-    recordingsDir: path.join(config.dataDir, 'recordings'),
-    onRecording: (r) => onRecording(r),
+    limits,
     now,
+    options: {
+      segmentDurationMs: config.segmentDurationMs,
+      partTargetMs: Math.min(config.partDurationMs, config.segmentDurationMs),
+      windowSegments: config.liveWindowSegments,
+      abrLadder: config.abrLadder,
+      ffmpeg: ffmpegPath,
+      recordingsDir: path.join(config.dataDir, 'recordings'),
+      maxAudioFrameBytes: config.limits.maxAudioFrameBytes,
+      segmentBytesFactor: config.limits.segmentBytesFactor,
+      minFreeDiskBytes: config.limits.minFreeDiskBytes,
+    },
   });
   const accounts = new AccountsService(accountsRepo, now);
   const streams = new StreamsService({
@@ -94,35 +98,53 @@ export async function startServer(config: Config, log: Logger, now: () => number
     accounts: accountsRepo,
     nodeSecret,
     urls: getUrls,
-    live,
+    live: { listenerCount: (id) => listenerCount(id), endNow: (id) => ingest.endNow(id), disconnectPublisher: (id) => ingest.disconnectPublisher(id) },
     now,
     checkRecordingPodcast: (accountId, podcastId) => checkRecordingPodcast?.(accountId, podcastId),
   });
 
   const http = new HttpServer({ maxJsonBodyBytes: config.maxJsonBodyBytes, log: log.child('http') });
   const guard = new Guard(accountsRepo, { db, nodeSecret, urls: getUrls, now, trustedProxies: config.trustedProxies });
-  const context: AppContext = { config, db, nodeSecret, accounts: accountsRepo, streams: streamsRepo, outbox, http, guard, live, log, limits, urls: getUrls, now };
+  const context: AppContext = {
+    config,
+    db,
+    nodeSecret,
+    accounts: accountsRepo,
+    streams: streamsRepo,
+    outbox,
+    http,
+    guard,
+    ingest,
+    listenerCount: (id) => listenerCount(id),
+    log,
+    limits,
+    urls: getUrls,
+    now,
+  };
 
   registerStreamRoutes(http, streams, guard);
   const features: Feature[] = [];
   // [features:register] — one `features.push(registerX(context));` line per feature module below this line
   const listeners = registerListeners(context, { media }); // also registers the HLS routes (with listener sessions) and WHEP
   features.push(listeners);
+  listenerCount = (id) => listeners.registry.listenerCount(id);
   features.push(registerIdempotency(context));
   features.push(registerOAuth(context));
   features.push(registerAccountRoutes(context));
   features.push(registerOpenApi(context));
   const podcasts = registerPodcasts(context);
   checkRecordingPodcast = podcasts.checkRecordingPodcast;
-  onRecording = (r) =>
-    podcasts.episodes.createFromRecording({ accountId: r.accountId, podcastId: r.podcastId, streamId: r.streamId, title: r.title, filePath: r.recording.path });
+  lifecycle.setRecordingHandler(
+    (r) => podcasts.episodes.createFromRecording(r),
+    (streamId) => podcasts.episodes.hasRecordingOf(streamId),
+  );
   features.push(podcasts);
   const webhooks = registerWebhooks(context);
   features.push(webhooks);
   features.push(registerDashboard(context, { streams, podcasts, listeners: listeners.registry, webhooks }));
   http.finish();
 
-  const rtmp = new RtmpServer(live, log.child('rtmp'), { ...INGEST_DEFAULTS, mergeReadsMs: config.ingestMergeMs });
+  const rtmp = new RtmpServer(ingest, log.child('rtmp'), { ...INGEST_DEFAULTS, mergeReadsMs: config.ingestMergeMs });
   let httpPort: number;
   let rtmpPort: number;
   try {
@@ -131,11 +153,12 @@ export async function startServer(config: Config, log: Logger, now: () => number
   } catch (e) {
     http.close();
     await rtmp.close().catch(() => {});
+    writes.close();
     db.close();
     throw e;
   }
   urls = resolvePublicUrls(config, httpPort, rtmpPort);
-  live.recover();
+  ingest.recover();
   for (const f of features) await f.start?.();
 
   return {
@@ -149,8 +172,9 @@ export async function startServer(config: Config, log: Logger, now: () => number
     async close() {
       http.close();
       await rtmp.close();
-      live.close();
+      await ingest.close();
       for (const f of features.reverse()) await f.close?.();
+      writes.drain();
       db.close();
     },
   };

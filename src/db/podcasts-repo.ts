@@ -175,6 +175,10 @@ export class PodcastsRepo {
   deleteEpisode(id: string): void {
     this.s.deleteEpisode.run(id);
   }
+  /** Whether an episode was made from stream `streamId`'s recording (`source_stream_id`). */
+  hasEpisodeFromStream(streamId: string): boolean {
+    return this.db.prepare('SELECT 1 FROM episodes WHERE source_stream_id = ? LIMIT 1').get(streamId) !== undefined;
+  }
   /**
    * A page of a podcast's episodes, newest first.
    * @throws UnknownCursorError when the cursor is not an episode of this podcast

@@ -1,22 +1,26 @@
 /**
  * The RTMP ingest server: the native RtmpListener (TCP accept and reads in C++ on Node's loop, a
- * sans-I/O RTMP session per connection) and what each connection means to the live side.
- * Authorization and media go there through `IngestHooks`; once the live side routes a publisher,
- * its audio reaches the passthrough segmenter without a JS call per message (docs/decisions.md
- * "Ingest I/O"). Bad input closes that one connection with one warning line (remote address and
- * reason, never the stream key).
+ * sans-I/O RTMP session per connection) and what each connection means to ingest. The RTMP app
+ * must be `live/<stream_id>` and the stream name its key (OBS "Server" + "Stream key"); a publish
+ * goes to `Publishing`, which attaches it to the stream's media hub — once live, its audio reaches
+ * the passthrough segmenter without a JS call per message (docs/decisions.md "Ingest I/O"). Bad
+ * input closes that one connection with one warning line (remote address and reason, never the
+ * stream key). No exception leaves a native callback: each is caught and logged.
  */
 import { lookup } from 'node:dns/promises';
 import net from 'node:net';
-import { RtmpListener, type RtmpConnection, type RtmpConnectionHandler, type Segmenter, type SegmenterEvent } from '../native/index.js';
+import { RtmpListener, type RtmpConnection, type RtmpConnectionHandler, type SegmenterEvent } from '../native/index.js';
 import type { Logger } from '../log/logger.js';
-import type { PublishDecision, PublishSink, Publisher, RouteTarget } from '../services/live.js';
+import type { MediaConnection } from '../media/hub.js';
+import type { Publishing, PublishSink, Publisher } from './publishing.js';
 
-/** What ingest asks of the live side. */
-export interface IngestHooks {
-  authorize(app: string, streamName: string): PublishDecision;
-  attach(streamId: string, publisher: Publisher): PublishSink;
+/** `live/<stream_id>` (a trailing slash allowed): the stream id, or null. */
+export function streamIdOfApp(app: string): string | null {
+  const m = /^live\/(stm_[A-Za-z0-9]+)\/?$/.exec(app);
+  return m ? m[1]! : null;
 }
+
+type RouteTarget = Parameters<MediaConnection['route']>[0];
 
 /** Ingest limits. Times in ms. */
 export interface IngestOptions {
@@ -35,7 +39,7 @@ export const INGEST_DEFAULTS: IngestOptions = { handshakeTimeoutMs: 15_000, idle
 export class RtmpServer {
   private readonly listener: RtmpListener;
 
-  constructor(private readonly hooks: IngestHooks, private readonly log: Logger, private readonly opts: IngestOptions = INGEST_DEFAULTS) {
+  constructor(private readonly publishing: Publishing, private readonly log: Logger, private readonly opts: IngestOptions = INGEST_DEFAULTS) {
     this.listener = new RtmpListener({ maxMessageBytes: opts.maxMessageBytes, mergeReadsMs: opts.mergeReadsMs }, (conn) => this.onConnection(conn));
   }
 
@@ -81,20 +85,25 @@ export class RtmpServer {
       endSink();
     };
     const publisher: Publisher = {
+      remote,
       close: (reason) => close(reason),
-      reject: (code, description) => {
-        conn.rejectPublish(code, description);
-        close(`publish rejected: ${code}`);
+      reject: (description) => {
+        conn.rejectPublish('NetStream.Publish.Rejected', description);
+        close('publish rejected: NetStream.Publish.Rejected');
       },
       route: (target, frames, merge) => {
         if (closed) return;
         route = target;
-        conn.route(target ? (target.segmenter as unknown as Segmenter) : null, frames, merge);
+        conn.route(target ? target.segmenter : null, frames, merge);
       },
       audioBytes: () => conn.audioBytes,
     };
+    const refuse = (reason: string) => {
+      conn.rejectPublish('NetStream.Publish.BadName', 'Unknown stream or wrong stream key.');
+      close(`publish refused: ${reason}`, 'warn');
+    };
 
-    return {
+    const handler: RtmpConnectionHandler = {
       audio: (timestampMs, data, segmented) => {
         if (!closed) sink?.audio(timestampMs, data, segmented);
       },
@@ -109,18 +118,19 @@ export class RtmpServer {
             app = e.app;
             break;
           case 'publish': {
-            const d = this.hooks.authorize(app, e.streamName);
-            if (!d.ok) {
-              conn.rejectPublish(d.status, 'Unknown stream or wrong stream key.');
-              close(`publish refused: ${d.reason}`, 'warn');
-              break;
-            }
-            conn.acceptPublish();
-            conn.setTimeout(this.opts.idleTimeoutMs);
+            const streamId = streamIdOfApp(app);
+            // Never echo the app or stream name: a key typed into the wrong field would be logged.
+            if (!streamId) return refuse('unknown application (expected live/<stream id>)');
+            const key = e.streamName.split('?')[0]!;
+            // A second publish on this connection replaces its first one.
             conn.route(null, true, false);
             endSink();
-            sink = this.hooks.attach(d.streamId, publisher);
-            this.log.info('publish started', { remote, streamId: d.streamId });
+            const d = this.publishing.publish(streamId, key, publisher);
+            if (!d.ok) return refuse(d.reason);
+            sink = d.sink;
+            conn.acceptPublish();
+            conn.setTimeout(this.opts.idleTimeoutMs);
+            this.log.info('publish started', { remote, streamId });
             break;
           }
           case 'unpublish':
@@ -141,5 +151,33 @@ export class RtmpServer {
         else close(reason);
       },
     };
+    return guarded(handler, (where, e) => {
+      this.log.error('rtmp connection handler failed; connection closed', { remote, where, err: e instanceof Error ? e.stack : String(e) });
+      try {
+        close(`internal error in ${where}`, 'warn');
+      } catch {
+        // Closing failed too: the listener drops the connection when its socket closes.
+      }
+    });
   }
+}
+
+/** The same handler, with every callback's exception caught and given to `onError` (never into native code). */
+function guarded(h: RtmpConnectionHandler, onError: (where: string, e: unknown) => void): RtmpConnectionHandler {
+  const wrap =
+    <A extends unknown[]>(where: string, f: (...a: A) => void) =>
+    (...a: A): void => {
+      try {
+        f(...a);
+      } catch (e) {
+        onError(where, e);
+      }
+    };
+  return {
+    audio: wrap('audio', h.audio),
+    segmenterEvents: wrap('segmenterEvents', h.segmenterEvents),
+    event: wrap('event', h.event),
+    timeout: wrap('timeout', h.timeout),
+    closed: wrap('closed', h.closed),
+  };
 }

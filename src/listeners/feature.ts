@@ -29,7 +29,6 @@ export function registerListeners(ctx: AppContext, opts: ListenersOptions): Feat
   registerHlsRoutes(ctx.http, opts.media, access);
   const whep = registerWhep({ http: ctx.http, media: opts.media, registry, tokens, access, trusted, config: ctx.config, log: ctx.log.child('webrtc'), urls: ctx.urls });
   registerListenerRoutes(ctx.http, new ListenersService(registry, ctx.streams, tokens), ctx.guard, ctx.urls);
-  ctx.live.setListenerCounter((id) => registry.listenerCount(id));
   return {
     registry,
     start() {

@@ -1,28 +1,74 @@
 /**
- * The per-stream media hub: the layers of the stream's HLS ladder (PRODUCT.md §3, §9 "HLS") —
- * the ingest passed through, plus the layers an FFmpeg codec process encodes from it — and the
- * taps that hear the ingest audio (WebRTC, recording). One hub per live stream; it outlives
- * publisher reconnects (the timeline continues with a discontinuity). Imports no other app folder:
- * segmenters come in through a factory.
+ * The per-stream media hub (PRODUCT.md §3, §9 "HLS"): the layers of the stream's HLS ladder — the
+ * ingest passed through, plus the layers an FFmpeg codec process encodes from it — the taps that
+ * hear the ingest audio (WebRTC), the recording and the ingest bitrate watch. One hub per live
+ * stream; it outlives publisher reconnects (the timeline continues with a discontinuity).
+ *
+ * A publisher reaches the hub through `attach(connection)`: the hub decides how the connection's
+ * audio travels — through JS (`PublishFeed.audio`), or natively straight into the passthrough
+ * layer's segmenter (`MediaConnection.route`), whose handle never leaves media
+ * (docs/decisions.md "Ingest I/O"). Imports no other app folder but native/.
  */
-import { Layer, type LayerSegmenter } from './layer.js';
+import { Layer, type LayerSegmenter, type LayerError } from './layer.js';
+import { LadderTranscoder } from './transcoder.js';
+import { BitrateMonitor } from './bitrate.js';
+import { Recorder, type Recording, type RecordingLeftover, type RecordingStop } from './recorder.js';
+import { readAudioTag, type AudioCodec, type AudioTag } from './codec.js';
+import { Segmenter, type SegmenterEvent } from '../native/index.js';
 
 export { Layer } from './layer.js';
 export type { Segment, Part } from './layer.js';
 
-export type HubCodec = 'aac' | 'mp3' | 'opus';
-
-/** What the segmenter factory is asked for (the native Segmenter's options). Durations in ms. */
+/** What a segmenter factory is asked for (the native Segmenter's options). Durations in ms, sizes in bytes. */
 export interface SegmenterRequest {
   container: 'ts' | 'fmp4';
   targetDurationMs: number;
   partTargetMs: number;
-  expectCodec: HubCodec;
+  expectCodec: AudioCodec;
+  maxFrameBytes?: number;
+  maxSegmentBytes?: number;
 }
 
-/** Hub settings. Durations in ms; bitrates in kbps. */
+/** What media logs through (a structural subset of the server's Logger). */
+export interface MediaLog {
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+/**
+ * A problem of the stream's media to report as `stream.error` (PRODUCT.md §9 "Events"): codes
+ * `transcoder_failed`, `bitrate_spike` (with `measuredKbps`, `nominalKbps`), `frame_too_large`,
+ * `segment_too_large`, `recording_stopped`. `fatal`: the publish must end (the caps of §13).
+ */
+export interface MediaError {
+  code: string;
+  message: string;
+  fatal?: boolean;
+  [detail: string]: unknown;
+}
+
+/** What a hub tells its owner. */
+export interface HubEvents {
+  error(e: MediaError): void;
+  /** The stream's recording finished (after `end()`), to become a draft episode. */
+  recording?(r: Recording): void;
+}
+
+/** Where and how a stream records (PRODUCT.md §3 "Recording"). */
+export interface RecordingTarget {
+  dir: string;
+  /** File name without extension, unique per recording. */
+  name: string;
+  /** Stop before the volume's free space falls under this (bytes). */
+  minFreeBytes: number;
+  /** A recording an earlier run left for this stream, to append to. */
+  resume?: RecordingLeftover;
+}
+
+/** Hub settings. Durations in ms; bitrates in kbps; sizes in bytes. */
 export interface HubOptions {
-  codec: HubCodec;
+  codec: AudioCodec;
   targetDurationMs: number;
   /** LL-HLS part target for fMP4 layers (0 = classic HLS only). */
   partTargetMs: number;
@@ -30,51 +76,137 @@ export interface HubOptions {
   windowSegments: number;
   /** The ladder, top first: [passthrough nominal kbps, encoded layers' kbps…]. */
   ladder: number[];
-  createSegmenter: (o: SegmenterRequest) => LayerSegmenter;
+  /** Largest audio frame a segmenter takes (PRODUCT.md §13); unset: no cap. */
+  maxFrameBytes?: number;
+  /** A segment holds at most this × its nominal bytes (nominal kbps × target duration); unset: no cap. */
+  segmentBytesFactor?: number;
+  /** FFmpeg for the ladder's codec process and the recording's remux; null: passthrough only. */
+  ffmpeg?: () => string | null;
+  /** Record the stream (null: no recording). */
+  recording?: RecordingTarget | null;
+  log?: MediaLog;
+  /** Segmenters other than the native one (benches). */
+  createSegmenter?: (o: SegmenterRequest) => LayerSegmenter;
 }
 
 /**
- * A subscriber to a hub's ingest audio (the WebRTC packet source, the recorder). `audio` gets every
- * FLV AUDIODATA body as pushed (sequence headers included) before the segmenter sees it; `data` is
- * only valid during the call (copy what you keep). `end` when the stream ends.
+ * A subscriber to a hub's ingest audio (the WebRTC packet source). `audio` gets every FLV
+ * AUDIODATA body as pushed (sequence headers included) with its read tag header; `data` is only
+ * valid during the call (copy what you keep). `end` when the stream ends.
  */
 export interface AudioTap {
-  audio(timestampMs: number, data: Uint8Array): void;
+  audio(timestampMs: number, data: Uint8Array, tag: AudioTag): void;
   end(): void;
 }
 
 /** A segmenter error of one pushed frame (the frame was dropped). */
-export interface HubError {
-  code: string;
-  message: string;
-  expected?: string;
-  received?: string;
+export type HubError = LayerError;
+
+/**
+ * What media needs of a publisher's connection (the RTMP listener's, an Icecast source's): to
+ * have its audio routed natively into a segmenter, and its byte count.
+ */
+export interface MediaConnection {
+  /**
+   * From the next socket read, audio goes straight into `target.segmenter` (in C++) and what it
+   * makes of it to `target.onEvents`; the feed then hears only sequence headers — or every
+   * message when `frames` — flagged `segmented`. null: everything back to the feed. `merge`: the
+   * socket may be read lazily while no part or segment is about to close.
+   */
+  route(target: { segmenter: Segmenter; onEvents(events: SegmenterEvent[]): void } | null, frames: boolean, merge: boolean): void;
+  /** Audio body bytes received on this publish so far. */
+  audioBytes(): number;
+}
+
+/** A publish attached to a hub: how its audio reaches media. */
+export interface PublishFeed {
+  /**
+   * One ingest audio body (RTMP timestamp, ms) read as `tag`; `segmented`: the passthrough
+   * segmenter has it already (natively routed). Problems go to `HubEvents.error`.
+   */
+  audio(timestampMs: number, data: Uint8Array, tag: AudioTag, segmented: boolean): void;
+  /** The publish is live (codec checked, first frame in): its audio may now be routed natively. */
+  live(): void;
+  /** The publisher left: open segments close; the hub waits for the next publisher or `end()`. */
+  detach(): void;
 }
 
 const NO_ERRORS: HubError[] = [];
+
+/** A publisher sending bad audio would log ~47 lines a second; one line per 5 s says enough. */
+const DROP_LOG_EVERY_MS = 5000;
+/** The longest wait for a closed codec process to hand over its last frames (it is killed after 2 s). */
+const DRAIN_TIMEOUT_MS = 3000;
+/** Segmenter error codes that end the publish (PRODUCT.md §13 caps). */
+const FATAL_CODES = new Set(['frame_too_large', 'segment_too_large']);
 
 /**
  * The container of a codec's layers (docs/decisions.md "HLS"): AAC and Opus in fMP4/CMAF with
  * LL-HLS parts; MP3 in MPEG-TS (what every player takes for MP3).
  */
-export function containerFor(codec: HubCodec): 'ts' | 'fmp4' {
+export function containerFor(codec: AudioCodec): 'ts' | 'fmp4' {
   return codec === 'mp3' ? 'ts' : 'fmp4';
 }
 
 /** Layer name of a layer of `kbps`: `a128`. */
 export const layerName = (kbps: number) => `a${kbps}`;
 
+/** Resolves when `t` has exited and its outputs were read, or after DRAIN_TIMEOUT_MS. */
+function drained(t: LadderTranscoder): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, DRAIN_TIMEOUT_MS);
+    timer.unref();
+    void t.exited.then(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/** The publish attached now. */
+interface Publish {
+  conn: MediaConnection;
+  /** Detached already. */
+  gone: boolean;
+  live: boolean;
+  /** How it is routed: not yet, straight to the segmenter, or that plus frames. */
+  routed: 'no' | 'segmenter' | 'frames';
+  /** Whether the current route allows merged (lazy) socket reads. */
+  merged: boolean;
+  bitrate: BitrateMonitor;
+  /** `audioBytes()` at the last bitrate sample. */
+  bytesSeen: number;
+  /** A fatal error was raised for this publish (raised once). */
+  failed: boolean;
+}
+
 export class StreamHub {
   ended = false;
   /** The ladder's layers, top (passthrough) first. */
   readonly layers: Layer[];
-  private taps: AudioTap[] = [];
   /** The last audio sequence header pushed (AAC AudioSpecificConfig or E-RTMP SequenceStart), copied. */
   audioHeader: Uint8Array | null = null;
+  private taps: AudioTap[] = [];
+  private publish: Publish | null = null;
+  /** The ladder's codec process of the current publish (null: none, or it failed). */
+  private transcoder: LadderTranscoder | null = null;
+  /** The codec process of a publish that has left, emptying its last frames into the encoded layers. */
+  private draining: LadderTranscoder | null = null;
+  private recorder: Recorder | null = null;
+  private dropLog = { at: 0, suppressed: 0 };
+  /** A publisher was attached before (the next one continues the timeline with a discontinuity). */
+  private attachedBefore = false;
+  private readonly nominalKbps: number;
 
-  constructor(readonly streamId: string, readonly opts: HubOptions) {
+  constructor(
+    readonly streamId: string,
+    readonly opts: HubOptions,
+    private readonly events: HubEvents = { error: () => {} },
+  ) {
     const container = containerFor(opts.codec);
     const partTargetMs = container === 'fmp4' ? opts.partTargetMs : 0;
+    this.nominalKbps = opts.ladder[0]!;
+    const create = opts.createSegmenter ?? ((o: SegmenterRequest) => new Segmenter(o));
     this.layers = opts.ladder.map(
       (kbps, i) =>
         new Layer({
@@ -85,9 +217,18 @@ export class StreamHub {
           partTargetMs,
           windowSegments: opts.windowSegments,
           passthrough: i === 0,
-          createSegmenter: () => opts.createSegmenter({ container, targetDurationMs: opts.targetDurationMs, partTargetMs, expectCodec: opts.codec }),
+          createSegmenter: () =>
+            create({
+              container,
+              targetDurationMs: opts.targetDurationMs,
+              partTargetMs,
+              expectCodec: opts.codec,
+              ...(opts.maxFrameBytes ? { maxFrameBytes: opts.maxFrameBytes } : {}),
+              ...(opts.segmentBytesFactor ? { maxSegmentBytes: Math.ceil(((opts.segmentBytesFactor * kbps * 1000) / 8) * (opts.targetDurationMs / 1000)) } : {}),
+            }),
         }),
     );
+    if (opts.recording) this.openRecorder(opts.recording);
   }
 
   /** The passthrough layer (the ingest, not re-encoded). */
@@ -102,34 +243,79 @@ export class StreamHub {
     return v;
   }
 
-  /** Feeds one ingest FLV AUDIODATA body (RTMP timestamp, ms) to the taps and the passthrough layer. */
+  /**
+   * Attaches a publisher: a current one is detached first; a timeline that ran before continues
+   * with a discontinuity; the ladder's codec process starts. Audio travels through the returned
+   * feed until `feed.live()`, then natively where nothing in JS needs every frame.
+   */
+  attach(conn: MediaConnection): PublishFeed {
+    if (this.publish) this.detach(this.publish);
+    // The last publish's codec process may still be draining: its tail is dropped and the
+    // encoded layers' open segments close now, before the new timeline starts.
+    if (this.draining) {
+      this.draining = null;
+      this.flush('encoded');
+    }
+    if (this.attachedBefore) this.discontinuity();
+    this.attachedBefore = true;
+    const p: Publish = { conn, gone: false, live: false, routed: 'no', merged: false, bitrate: new BitrateMonitor({ nominalKbps: this.nominalKbps }), bytesSeen: 0, failed: false };
+    this.publish = p;
+    this.transcoder?.close();
+    this.transcoder = this.startLadder();
+    return {
+      audio: (ts, data, tag, segmented) => {
+        if (this.publish !== p) return;
+        this.feed(p, ts, data, tag, segmented);
+      },
+      live: () => {
+        if (this.publish !== p || p.live) return;
+        p.live = true;
+        this.route();
+      },
+      detach: () => {
+        if (this.publish === p) this.detach(p);
+      },
+    };
+  }
+
+  /** Whether a publisher is attached. */
+  get publishing(): boolean {
+    return this.publish !== null;
+  }
+
+  /**
+   * How the attached publisher is routed (docs/decisions.md "Ingest I/O"): 'no' (every frame
+   * through JS), 'segmenter' (socket → segmenter in C++), 'frames' (that, plus every frame to JS
+   * for taps, the ladder or the recording); null when nobody publishes.
+   */
+  get ingestRoute(): 'no' | 'segmenter' | 'frames' | null {
+    return this.publish ? this.publish.routed : null;
+  }
+
+  /**
+   * Once a second (MediaRegistry's bitrate watch): the attached publisher's audio bytes since the
+   * last sample go to its BitrateMonitor (PRODUCT.md §2 `bitrate_spike`).
+   */
+  sampleBitrate(nowMs: number): void {
+    const p = this.publish;
+    if (!p) return;
+    const bytes = p.conn.audioBytes();
+    const spike = p.bitrate.add(bytes - p.bytesSeen, nowMs);
+    p.bytesSeen = bytes;
+    if (spike) this.events.error({ code: 'bitrate_spike', message: `Ingest bitrate ${spike.measuredKbps} kbps is over 1.5 × the nominal ${spike.nominalKbps} kbps.`, ...spike });
+  }
+
+  /** Feeds one ingest body to the taps and the passthrough layer (tests and tools; publishers use `attach`). */
   pushAudio(timestampMs: number, data: Uint8Array): HubError[] {
-    this.tapAudio(timestampMs, data);
+    const tag = readAudioTag(data);
+    this.tapAudio(timestampMs, data, tag);
     const errors = this.top.push(timestampMs, data);
     return errors.length === 0 ? NO_ERRORS : errors;
   }
 
-  /**
-   * Feeds one ingest body to the taps only (and keeps a sequence header): the passthrough layer's
-   * segmenter got it already (natively routed ingest, whose segmenter events go to `top.apply`).
-   */
-  tapAudio(timestampMs: number, data: Uint8Array): void {
-    if (data.length >= 2 && isSequenceHeader(data)) this.audioHeader = data.slice();
-    if (this.taps.length !== 0) for (const t of this.taps) t.audio(timestampMs, data);
-  }
-
-  /** Whether any tap listens (then every ingest frame must reach `pushAudio`/`tapAudio`). */
+  /** Whether any tap listens (then every ingest frame must reach JS). */
   get tapped(): boolean {
     return this.taps.length !== 0;
-  }
-
-  /** Called after a tap subscribes or unsubscribes (the live side re-routes ingest). */
-  onTapsChanged: (() => void) | null = null;
-
-  /** Feeds one encoded audio tag of the layer of `kbps` (from the ladder's codec process). */
-  pushEncoded(kbps: number, timestampMs: number, data: Uint8Array): HubError[] {
-    const layer = this.layers.find((l) => l.o.kbps === kbps && !l.o.passthrough);
-    return layer && !layer.failed && !layer.ended ? layer.push(timestampMs, data) : NO_ERRORS;
   }
 
   /** The encoded layers stop (their codec process failed): they leave the multivariant playlist. */
@@ -137,28 +323,53 @@ export class StreamHub {
     for (const l of this.layers) if (!l.o.passthrough && !l.failed) l.failed = true;
   }
 
-  /**
-   * The publisher left: close the open segments — of every layer, or only of the passthrough
-   * layer or only of the encoded ones (these close once the codec process has drained, so that
-   * its last frames do not make a short extra segment).
-   */
-  flush(which: 'all' | 'passthrough' | 'encoded' = 'all'): void {
-    for (const l of this.layers) if (which === 'all' || l.o.passthrough === (which === 'passthrough')) l.flush();
-  }
-
-  /** A publisher (re)attached to a running timeline: every layer's next segment is a discontinuity. */
-  discontinuity(): void {
-    for (const l of this.layers) l.discontinuity();
-  }
-
-  /** The stream ended: playlists get EXT-X-ENDLIST; audio taps hear `end`. */
+  /** The stream ended: playlists get EXT-X-ENDLIST; taps hear `end`; the recording is finished. */
   end(): void {
     if (this.ended) return;
+    if (this.publish) this.detach(this.publish);
     this.ended = true;
-    for (const l of this.layers) l.end();
+    const t = this.transcoder ?? this.draining;
+    this.transcoder = null;
+    if (t) {
+      // The passthrough layer ends now; the encoded ones once the codec process has drained.
+      this.draining = t;
+      t.close();
+      this.top.end();
+      void drained(t).then(() => {
+        if (this.draining === t) this.draining = null;
+        for (const l of this.layers) l.end();
+      });
+    } else for (const l of this.layers) l.end();
     const taps = this.taps;
     this.taps = [];
-    for (const t of taps) t.end();
+    for (const tap of taps) tap.end();
+    const rec = this.recorder;
+    this.recorder = null;
+    if (rec) void this.finishRecording(rec);
+  }
+
+  /**
+   * Ends a hub whose stream never went live: nothing to keep — its recording (if any) is removed.
+   */
+  abandon(): void {
+    const rec = this.recorder;
+    this.recorder = null;
+    this.end();
+    if (rec) void rec.finish(null).then((r) => r.release(), () => rec.discard());
+  }
+
+  /**
+   * Stops without ending (server shutdown): the recording's file is closed but kept with its
+   * sidecar, to be resumed or finished by the next run; codec processes stop.
+   */
+  async close(): Promise<void> {
+    this.transcoder?.close();
+    this.transcoder = null;
+    this.draining?.close();
+    this.draining = null;
+    const rec = this.recorder;
+    this.recorder = null;
+    if (rec) await rec.finish(null).catch(() => {});
   }
 
   /** A layer by URL name. */
@@ -175,39 +386,243 @@ export class StreamHub {
   /** Subscribes to the ingest audio (costs nothing per push without subscribers). Returns the unsubscribe function. */
   onAudio(tap: AudioTap): () => void {
     this.taps = [...this.taps, tap];
-    this.onTapsChanged?.();
+    this.route();
     return () => {
       const before = this.taps.length;
       this.taps = this.taps.filter((t) => t !== tap);
-      if (this.taps.length !== before) this.onTapsChanged?.();
+      if (this.taps.length !== before) this.route();
     };
+  }
+
+  private feed(p: Publish, ts: number, data: Uint8Array, tag: AudioTag, segmented: boolean): void {
+    this.tapAudio(ts, data, tag);
+    if (!segmented) {
+      const errors = this.top.push(ts, data);
+      if (errors.length > 0) this.segmenterErrors(p, errors);
+    }
+    this.transcoder?.push(ts, data, tag);
+    this.recorder?.push(data, tag);
+  }
+
+  private tapAudio(ts: number, data: Uint8Array, tag: AudioTag): void {
+    if (tag.kind === 'header') this.audioHeader = data.slice();
+    if (this.taps.length !== 0) for (const t of this.taps) t.audio(ts, data, tag);
+  }
+
+  /**
+   * Routes the attached publisher's audio natively into the passthrough segmenter (once live),
+   * asking for every frame while something in JS needs them: a tap (WebRTC), the ladder's codec
+   * process, the recording.
+   */
+  private route(): void {
+    const p = this.publish;
+    if (!p || p.gone || !p.live) return;
+    const want = this.tapped || this.transcoder !== null || this.recorder !== null ? 'frames' : 'segmenter';
+    // Lazy reads delay frames to JS by up to a merge period: not while a WebRTC tap or the
+    // ladder's codec process (whose layers' parts would lag) wants them at once.
+    const merge = !this.tapped && this.transcoder === null;
+    if (want === p.routed && merge === p.merged) return;
+    p.routed = want;
+    p.merged = merge;
+    const top = this.top;
+    p.conn.route(
+      {
+        segmenter: top.segmenterHandle as Segmenter,
+        onEvents: (events) => {
+          const errors = top.apply(events as Parameters<Layer['apply']>[0]);
+          if (errors.length > 0) this.segmenterErrors(this.publish === p ? p : null, errors);
+        },
+      },
+      want === 'frames',
+      merge,
+    );
+  }
+
+  private detach(p: Publish): void {
+    p.gone = true;
+    this.publish = null;
+    const t = this.transcoder;
+    this.transcoder = null;
+    this.flush('passthrough');
+    if (t) {
+      // FFmpeg still holds the last ~100 ms of the encoded layers: let it hand them over before
+      // their open segments close (else they would make a short extra segment).
+      this.draining = t;
+      t.close();
+      void drained(t).then(() => {
+        if (this.draining !== t) return; // a new publisher or the end took over
+        this.draining = null;
+        this.flush('encoded');
+      });
+    } else this.flush('encoded');
+  }
+
+  /**
+   * The publisher left: close the open segments — of every layer, or only of the passthrough
+   * layer or only of the encoded ones.
+   */
+  private flush(which: 'passthrough' | 'encoded'): void {
+    for (const l of this.layers) if (l.o.passthrough === (which === 'passthrough')) l.flush();
+  }
+
+  /** A publisher (re)attached to a running timeline: every layer's next segment is a discontinuity. */
+  private discontinuity(): void {
+    for (const l of this.layers) l.discontinuity();
+  }
+
+  /** Caps of PRODUCT.md §13 end the publish (once); other errors (bad frames) are logged, throttled. */
+  private segmenterErrors(p: Publish | null, errors: HubError[]): void {
+    const fatal = errors.find((e) => FATAL_CODES.has(e.code));
+    if (fatal && p && !p.failed) {
+      p.failed = true;
+      this.events.error({ code: fatal.code, message: fatal.message, fatal: true });
+      return;
+    }
+    const now = Date.now();
+    if (now - this.dropLog.at < DROP_LOG_EVERY_MS) {
+      this.dropLog.suppressed += errors.length;
+      return;
+    }
+    const e = errors[0]!;
+    this.opts.log?.warn('ingest audio dropped', { streamId: this.streamId, code: e.code, message: e.message, suppressedSinceLast: this.dropLog.suppressed });
+    this.dropLog = { at: now, suppressed: errors.length - 1 };
+  }
+
+  /** Starts the ladder's codec process for a publish, or null for a one-layer ladder or no FFmpeg. */
+  private startLadder(): LadderTranscoder | null {
+    const encoded = this.layers.filter((l) => !l.o.passthrough && !l.failed).map((l) => l.o.kbps);
+    if (encoded.length === 0) return null;
+    const fail = (reason: string) => {
+      if (this.transcoder !== t) return;
+      this.transcoder = null;
+      this.failEncoded();
+      this.route(); // no codec process to feed: frames may stay in C++
+      this.opts.log?.error('ladder codec process failed; the passthrough layer keeps serving', { streamId: this.streamId, reason });
+      this.events.error({ code: 'transcoder_failed', message: `The ABR ladder's encoder stopped: ${reason}` });
+    };
+    const ffmpeg = this.opts.ffmpeg?.() ?? null;
+    if (!ffmpeg) {
+      this.failEncoded();
+      this.opts.log?.error('no ffmpeg: the ABR ladder is off; the passthrough layer keeps serving', { streamId: this.streamId });
+      this.events.error({ code: 'transcoder_failed', message: 'FFmpeg was not found, so only the passthrough layer is served.' });
+      return null;
+    }
+    const t: LadderTranscoder = new LadderTranscoder({
+      ffmpeg,
+      codec: this.opts.codec,
+      layers: encoded,
+      onAudio: (kbps, ts, body) => {
+        if (this.transcoder !== t && this.draining !== t) return; // a replaced publish's late frames
+        const layer = this.layers.find((l) => l.o.kbps === kbps && !l.o.passthrough);
+        if (!layer || layer.failed || layer.ended) return;
+        const errors = layer.push(ts, body);
+        if (errors.length > 0) this.segmenterErrors(null, errors);
+      },
+      onFailure: (reason) => fail(reason),
+    });
+    return t;
+  }
+
+  private openRecorder(target: RecordingTarget): void {
+    const o = {
+      streamId: this.streamId,
+      minFreeBytes: target.minFreeBytes,
+      onStopped: (s: RecordingStop) => {
+        const message =
+          s.reason === 'disk_free'
+            ? `Recording stopped: the data volume has ${s.freeBytes} bytes free, under the floor of ${s.minFreeBytes}. What was recorded is kept.`
+            : `Recording stopped: a write failed (${s.message}). What was recorded is kept.`;
+        this.opts.log?.error('recording stopped', { streamId: this.streamId, reason: s.reason });
+        this.events.error({ code: 'recording_stopped', message, reason: s.reason });
+      },
+    };
+    try {
+      // Synchronous, so that the first frames (the sequence header among them) are kept.
+      this.recorder = target.resume ? Recorder.resume(target.resume, o) : Recorder.create(target.dir, target.name, this.opts.codec, o);
+    } catch (e) {
+      this.opts.log?.error('cannot open the recording', { streamId: this.streamId, err: (e as Error).message });
+    }
+  }
+
+  private async finishRecording(rec: Recorder): Promise<void> {
+    try {
+      const done = await rec.finish(this.opts.ffmpeg?.() ?? null);
+      this.events.recording?.(done);
+    } catch (e) {
+      this.opts.log?.error('recording failed', { streamId: this.streamId, err: (e as Error).message });
+    }
   }
 }
 
-/** An audio sequence header: AAC packet type 0 (FLV E.4.2) or an E-RTMP SequenceStart (ExHeader, packet type 0). */
-function isSequenceHeader(d: Uint8Array): boolean {
-  const b = d[0]!;
-  if (b >> 4 === 10) return d[1] === 0;
-  return b >> 4 === 9 && (b & 0x0f) === 0 && d.length >= 5;
-}
+/** How often the ingest bitrate watch samples each publisher's byte count (ms). */
+const BITRATE_SAMPLE_MS = 1000;
+/** How long an ended stream's playlist (with EXT-X-ENDLIST) stays served (ms). */
+export const ENDED_HLS_RETENTION_MS = 5 * 60_000;
 
-/** Hubs by stream id. */
+/** Hubs by stream id, and the one timer of the ingest bitrate watch. */
 export class MediaRegistry {
   private readonly hubs = new Map<string, StreamHub>();
+  private bitrateTimer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly now: () => number = Date.now) {}
 
   get(streamId: string): StreamHub | undefined {
     return this.hubs.get(streamId);
   }
-  /** The stream's hub, created on first use. */
-  open(streamId: string, opts: HubOptions): StreamHub {
+
+  /** The stream's hub, created on first use (an ended one is replaced). */
+  open(streamId: string, opts: HubOptions, events?: HubEvents): StreamHub {
     let hub = this.hubs.get(streamId);
-    if (!hub) {
-      hub = new StreamHub(streamId, opts);
+    if (!hub || hub.ended) {
+      hub = new StreamHub(streamId, opts, events);
       this.hubs.set(streamId, hub);
     }
+    this.watchBitrates();
     return hub;
   }
+
+  /** Ends the stream's hub; its playlists stay served (with EXT-X-ENDLIST) for ENDED_HLS_RETENTION_MS. */
+  end(streamId: string): void {
+    const hub = this.hubs.get(streamId);
+    if (!hub) return;
+    hub.end();
+    setTimeout(() => {
+      if (this.hubs.get(streamId) === hub) this.hubs.delete(streamId);
+    }, ENDED_HLS_RETENTION_MS).unref();
+  }
+
+  /** Forgets a hub at once (a publish that never went live). */
   delete(streamId: string): void {
     this.hubs.delete(streamId);
+  }
+
+  /** Server shutdown: every hub stops without ending (recordings kept for the next run). */
+  async close(): Promise<void> {
+    if (this.bitrateTimer) clearInterval(this.bitrateTimer);
+    this.bitrateTimer = null;
+    await Promise.all([...this.hubs.values()].map((h) => h.close()));
+  }
+
+  /** Once a second while anyone publishes; stops when nobody does. */
+  private watchBitrates(): void {
+    if (this.bitrateTimer) return;
+    this.bitrateTimer = setInterval(() => {
+      const now = this.now();
+      let publishing = 0;
+      for (const hub of this.hubs.values()) {
+        if (!hub.publishing) continue;
+        publishing++;
+        try {
+          hub.sampleBitrate(now);
+        } catch {
+          // A failing report (database) must not stop the watch of the other streams.
+        }
+      }
+      if (publishing === 0 && this.bitrateTimer) {
+        clearInterval(this.bitrateTimer);
+        this.bitrateTimer = null;
+      }
+    }, BITRATE_SAMPLE_MS);
+    this.bitrateTimer.unref();
   }
 }

@@ -13,6 +13,14 @@ export type LayerSegmenterEvent =
   | { type: 'segment'; sequence: number; data: Uint8Array; durationMs: number; discontinuity: boolean }
   | { type: 'error'; code: string; message: string; expected?: string; received?: string };
 
+/** A segmenter error of one pushed frame (the frame was dropped). */
+export interface LayerError {
+  code: string;
+  message: string;
+  expected?: string;
+  received?: string;
+}
+
 /** The segmenter surface a layer drives. */
 export interface LayerSegmenter {
   pushAudio(timestampMs: number, data: Uint8Array): LayerSegmenterEvent[];
@@ -116,7 +124,7 @@ export class Layer {
   }
 
   /** Feeds one FLV AUDIODATA body; returns the segmenter's errors (the frame is dropped). */
-  push(timestampMs: number, data: Uint8Array): Array<{ code: string; message: string; expected?: string; received?: string }> {
+  push(timestampMs: number, data: Uint8Array): LayerError[] {
     return this.apply(this.segmenter.pushAudio(timestampMs, data));
   }
 
@@ -218,8 +226,8 @@ export class Layer {
    * Takes the segmenter's events — of `push`/`flush`, or produced outside them by natively routed
    * ingest — into the layer's segments and parts; returns the errors (those frames were dropped).
    */
-  apply(events: LayerSegmenterEvent[]): Array<{ code: string; message: string; expected?: string; received?: string }> {
-    const errors: Array<{ code: string; message: string; expected?: string; received?: string }> = [];
+  apply(events: LayerSegmenterEvent[]): LayerError[] {
+    const errors: LayerError[] = [];
     let changed = false;
     for (const e of events) {
       if (e.type === 'config') {

@@ -9,13 +9,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { flvAudioTag, flvHeader, FlvReader } from './flv.js';
 import { OggOpusReader, OggOpusWriter, opusPacketSamples } from './ogg.js';
-
-export type LadderCodec = 'aac' | 'mp3' | 'opus';
+import { readAudioTag, type AudioCodec, type AudioTag } from './codec.js';
 
 /** Options of one stream's ladder. Bitrates in kbps. */
 export interface TranscoderOptions {
   ffmpeg: string;
-  codec: LadderCodec;
+  codec: AudioCodec;
   /** The encoded layers' bitrates, e.g. [128, 64]. */
   layers: number[];
   /** An encoded audio tag of layer `kbps`: timestamp (ms, on the ingest clock) and AUDIODATA body. */
@@ -26,7 +25,7 @@ export interface TranscoderOptions {
 
 /** Ingest bytes buffered for a stalled FFmpeg before it is declared stuck (bytes). */
 const MAX_STDIN_BACKLOG = 2 << 20;
-const ENCODER: Record<LadderCodec, string> = { aac: 'aac', mp3: 'libmp3lame', opus: 'libopus' };
+const ENCODER: Record<AudioCodec, string> = { aac: 'aac', mp3: 'libmp3lame', opus: 'libopus' };
 
 /** E-RTMP audio body: byte 0 = (9 << 4) | packetType, FourCC, payload (Enhanced RTMP v2). */
 export function eRtmpOpusBody(packetType: 0 | 1, payload: Uint8Array): Buffer {
@@ -38,7 +37,7 @@ export function eRtmpOpusBody(packetType: 0 | 1, payload: Uint8Array): Buffer {
 }
 
 /** The FFmpeg arguments of a ladder (exported for tests and the docs). */
-export function transcoderArgs(codec: LadderCodec, layers: number[]): string[] {
+export function transcoderArgs(codec: AudioCodec, layers: number[]): string[] {
   const input = codec === 'opus' ? ['-f', 'ogg'] : ['-f', 'flv'];
   const args = ['-hide_banner', '-loglevel', 'error', '-nostdin', '-probesize', '32', '-analyzeduration', '0', ...input, '-i', 'pipe:0'];
   layers.forEach((kbps, i) => {
@@ -83,8 +82,11 @@ export class LadderTranscoder {
     this.exited = Promise.all([...outputs, new Promise<void>((resolve) => this.child.once('close', () => resolve()))]).then(() => undefined);
   }
 
-  /** Feeds one ingest AUDIODATA body (classic FLV for AAC/MP3, E-RTMP `Opus` for Opus). */
-  push(timestampMs: number, body: Uint8Array): void {
+  /**
+   * Feeds one ingest AUDIODATA body (classic FLV for AAC/MP3, E-RTMP `Opus` for Opus), read as
+   * `tag` when the caller has read it already.
+   */
+  push(timestampMs: number, body: Uint8Array, tag: AudioTag = readAudioTag(body)): void {
     if (this.closed || this.failed) return;
     if (this.firstIngestTs === null) this.firstIngestTs = timestampMs;
     if (this.stdin.writableLength > MAX_STDIN_BACKLOG) return this.fail('ffmpeg stopped reading its input');
@@ -92,15 +94,13 @@ export class LadderTranscoder {
       this.stdin.write(flvAudioTag(timestampMs, body));
       return;
     }
-    if (body.length < 5 || body[0]! >> 4 !== 9) return;
-    const packetType = body[0]! & 0x0f;
-    const payload = body.subarray(5);
-    if (packetType === 0) {
+    if (tag.codec !== 'opus') return;
+    if (tag.kind === 'header') {
       if (!this.ogg) {
         this.ogg = new OggOpusWriter();
-        this.stdin.write(this.ogg.header(payload));
+        this.stdin.write(this.ogg.header(tag.payload));
       }
-    } else if (packetType === 1 && this.ogg) this.stdin.write(this.ogg.packet(payload));
+    } else if (tag.kind === 'frame' && this.ogg) this.stdin.write(this.ogg.packet(tag.payload));
   }
 
   /** Stops the process (publisher gone, stream ended). */

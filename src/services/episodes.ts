@@ -319,6 +319,11 @@ export class EpisodesService {
    * carries `sourceStreamId`. For the recording side to call when a recording stream ends.
    * @throws ApiError 404 (podcast), 415 (not audio)
    */
+  /** Whether a draft episode was already made from stream `streamId`'s recording. */
+  hasRecordingOf(streamId: string): boolean {
+    return this.d.repo.hasEpisodeFromStream(streamId);
+  }
+
   async createFromRecording(args: {
     accountId: string;
     podcastId: string;

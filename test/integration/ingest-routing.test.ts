@@ -12,7 +12,7 @@
  * - the whole stream (listed segments plus the one that left the window) carries exactly the AAC
  *   packets FFmpeg encodes for the same input, byte for byte: no frame lost or doubled at a switch;
  * - Skylark logged no error.
- * The routing mode is read from live.ts's state (observed only, nothing is replaced).
+ * The routing mode is read from ingest's state (observed only, nothing is replaced).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -74,9 +74,9 @@ let reference: Promise<string[]>;
 const serverErrors: string[] = [];
 const stderrWrite = process.stderr.write;
 
-/** How live.ts currently routes the stream's publisher (LiveService.ingestRoute). */
+/** How ingest currently routes the stream's publisher (Publishing.ingestRoute). */
 function routed(streamId: string): string | undefined {
-  return t.server.context.live.ingestRoute(streamId) ?? undefined;
+  return t.server.context.ingest.ingestRoute(streamId) ?? undefined;
 }
 
 beforeAll(async () => {

@@ -1,0 +1,53 @@
+/**
+ * What ingest asks of the rest of the node: the port that the stream lifecycle (services)
+ * implements and the composition root (src/main.ts) wires in. Ingest imports no service; it knows
+ * streams only through these calls. Every call is made from a socket read or a timer: an
+ * implementation must not throw (it logs and retries what it cannot do at once).
+ */
+import type { AudioCodec } from '../media/codec.js';
+import type { Recording } from '../media/recorder.js';
+
+/** What a publish to a stream may carry, as the stream says (PRODUCT.md §2, §9). Bitrates in kbps. */
+export interface PublishGrant {
+  streamId: string;
+  /** The ingest codec the stream accepts. */
+  codec: AudioCodec;
+  /** The ABR ladder, top (the ingest's nominal bitrate) first. */
+  ladderKbps: number[];
+  /** Whether the stream records into a podcast. */
+  recording: boolean;
+}
+
+/** The answer to a publish: granted, or refused with a reason for the log (never the key). */
+export type PublishDecision = { ok: true; grant: PublishGrant } | { ok: false; reason: string };
+
+/** A problem to record as `stream.error` (PRODUCT.md §9 "Events"): `{ code, message, … }`. */
+export interface StreamError {
+  code: string;
+  message: string;
+  [detail: string]: unknown;
+}
+
+/** The stream lifecycle, as ingest sees it. Times in ms since the epoch; windows in s. */
+export interface IngestPort {
+  /**
+   * Checks a publish: the stream exists, `key` is its stream key, it has not ended. Never logs
+   * the key.
+   */
+  authorizePublish(streamId: string, key: string): PublishDecision;
+  /** The stream's state now, or null once deleted. */
+  streamState(streamId: string): { status: 'idle' | 'live' | 'ended'; reconnectWindowS: number } | null;
+  /** Streams an earlier run left `live` (no publisher is connected after a restart). */
+  liveStreams(): Array<{ streamId: string; reconnectWindowS: number }>;
+  /** The first audio frame of a publish arrived: `idle` → `live`, `stream.started`. */
+  onLive(streamId: string, atMs: number): void;
+  /** The reconnect window ran out, or the stream was stopped: `live` → `ended`, `stream.ended`. */
+  onEnded(streamId: string, atMs: number): void;
+  /** `stream.error` with `error`. */
+  onError(streamId: string, error: StreamError): void;
+  /**
+   * The stream's recording is finished: make it a draft episode. Resolves once the recording was
+   * handed over (its files may then be released); rejects when it could not be (kept for a retry).
+   */
+  onRecording(streamId: string, recording: Recording): Promise<void>;
+}

@@ -1,0 +1,139 @@
+/**
+ * The stream lifecycle (PRODUCT.md §2, §9 "Ingest", "Events"): who may publish, `idle` → `live`
+ * (`stream.started`), `live` → `ended` (`stream.ended`), `stream.error`, and what becomes of a
+ * recording. Each state move and its event commit in one transaction (the outbox). Implements
+ * ingest's port; knows no media, no HTTP and no SQL text.
+ *
+ * Ingest calls arrive from socket reads and timers: nothing here throws. A write SQLite cannot take
+ * now (a lock held elsewhere, a full disk) is retried in order (WriteRetry), with the time of the
+ * change as it happened.
+ */
+import type { StreamRow, StreamsRepo } from '../db/streams-repo.js';
+import type { Database } from '../db/database.js';
+import type { Outbox } from '../events/outbox.js';
+import type { Logger } from '../log/logger.js';
+import type { PublicUrls } from '../config/config.js';
+import type { IngestPort, PublishDecision, StreamError } from '../ingest/port.js';
+import type { Recording } from '../media/recorder.js';
+import { isAudioCodec } from '../media/codec.js';
+import { tokenMatches } from '../auth/secrets.js';
+import { ladderKbps, toStreamObject } from './stream-object.js';
+import type { WriteRetry } from './write-retry.js';
+
+/** Makes a draft episode of a finished recording (the podcasts side). */
+export type RecordingHandler = (r: { accountId: string; podcastId: string; streamId: string; title: string; filePath: string }) => Promise<unknown>;
+
+export interface LifecycleDeps {
+  db: Database;
+  streams: StreamsRepo;
+  outbox: Outbox;
+  log: Logger;
+  urls: () => PublicUrls;
+  writes: WriteRetry;
+  /** Live listeners of a stream (for the stream object in events). */
+  listenerCount: (streamId: string) => number;
+  /** Whether a draft episode was already made from the stream's recording (a retried hand-over). */
+  hasRecordingEpisode?: (streamId: string) => boolean;
+  onRecording?: RecordingHandler;
+}
+
+export class StreamLifecycle implements IngestPort {
+  private recordingHandler: RecordingHandler | undefined;
+
+  constructor(private readonly d: LifecycleDeps) {
+    this.recordingHandler = d.onRecording;
+  }
+
+  /** Installs what makes draft episodes of recordings (the podcasts feature, registered later). */
+  setRecordingHandler(h: RecordingHandler, hasRecordingEpisode: (streamId: string) => boolean): void {
+    this.recordingHandler = h;
+    this.d.hasRecordingEpisode = hasRecordingEpisode;
+  }
+
+  authorizePublish(streamId: string, key: string): PublishDecision {
+    let row: StreamRow | undefined;
+    try {
+      row = this.d.streams.getAny(streamId);
+    } catch (e) {
+      return { ok: false, reason: `database unavailable: ${(e as Error).message}` };
+    }
+    if (!row) return { ok: false, reason: `unknown stream ${streamId}` };
+    if (!tokenMatches(key, row.stream_key_hash)) return { ok: false, reason: `wrong stream key for ${row.id}` };
+    if (row.status === 'ended') return { ok: false, reason: `stream ${row.id} has ended` };
+    if (!isAudioCodec(row.codec)) return { ok: false, reason: `stream ${row.id} has an unknown codec` };
+    return { ok: true, grant: { streamId: row.id, codec: row.codec, ladderKbps: ladderKbps(row.quality, row.codec), recording: row.recording !== null } };
+  }
+
+  streamState(streamId: string): { status: 'idle' | 'live' | 'ended'; reconnectWindowS: number } | null {
+    try {
+      const row = this.d.streams.getAny(streamId);
+      return row ? { status: row.status, reconnectWindowS: row.reconnect_window } : null;
+    } catch (e) {
+      this.d.log.error('cannot read the stream; treating it as live with no reconnect window', { streamId, err: (e as Error).message });
+      return { status: 'live', reconnectWindowS: 0 };
+    }
+  }
+
+  liveStreams(): Array<{ streamId: string; reconnectWindowS: number }> {
+    return this.d.streams.allLive().map((r) => ({ streamId: r.id, reconnectWindowS: r.reconnect_window }));
+  }
+
+  onLive(streamId: string, atMs: number): void {
+    this.write(streamId, 'stream.started', () => {
+      if (!this.d.streams.markLive(streamId, atMs)) return;
+      const row = this.d.streams.getAny(streamId)!;
+      this.d.outbox.record(row.account_id, 'stream.started', { object: this.object(row) });
+    });
+  }
+
+  onEnded(streamId: string, atMs: number): void {
+    this.write(streamId, 'stream.ended', () => {
+      if (!this.d.streams.markEnded(streamId, atMs)) return;
+      const row = this.d.streams.getAny(streamId)!;
+      this.d.outbox.record(row.account_id, 'stream.ended', { object: this.object(row) });
+    });
+  }
+
+  onError(streamId: string, error: StreamError): void {
+    this.d.log.warn('stream error', { streamId, code: error.code });
+    this.write(streamId, `stream.error ${error.code}`, () => {
+      const row = this.d.streams.getAny(streamId);
+      if (row) this.d.outbox.record(row.account_id, 'stream.error', { object: this.object(row), error });
+    });
+  }
+
+  /**
+   * Runs `change` in one transaction through the write retry (in order per stream); its events
+   * are announced after the commit, and forgotten when the transaction failed.
+   */
+  private write(streamId: string, what: string, change: () => void): void {
+    this.d.writes.run(streamId, what, () => {
+      try {
+        this.d.db.transaction(change)();
+      } catch (e) {
+        this.d.outbox.discard();
+        throw e;
+      }
+      this.d.outbox.flush();
+    });
+  }
+
+  async onRecording(streamId: string, recording: Recording): Promise<void> {
+    const row = this.d.streams.getAny(streamId);
+    const target = row?.recording ? (JSON.parse(row.recording) as { podcastId: string }) : null;
+    if (!row || !target || !this.recordingHandler) {
+      this.d.log.info('recording discarded: the stream no longer records into a podcast', { streamId });
+      return;
+    }
+    if (this.d.hasRecordingEpisode?.(streamId)) {
+      this.d.log.info('recording already saved as an episode', { streamId });
+      return;
+    }
+    await this.recordingHandler({ accountId: row.account_id, podcastId: target.podcastId, streamId, title: row.title, filePath: recording.path });
+    this.d.log.info('recording saved as a draft episode', { streamId, podcastId: target.podcastId });
+  }
+
+  private object(row: StreamRow) {
+    return toStreamObject(row, this.d.urls(), this.d.listenerCount(row.id));
+  }
+}
