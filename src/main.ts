@@ -5,7 +5,8 @@
  */
 import type { Config, PublicUrls } from './config/config.js';
 import { resolvePublicUrls } from './config/config.js';
-import { openDatabase, type Database } from './db/database.js';
+import { openDatabase, SERVER_BUSY_TIMEOUT_MS, type Database } from './db/database.js';
+import { MIGRATIONS } from './db/migrations.js';
 import { AccountsRepo } from './db/accounts-repo.js';
 import { StreamsRepo } from './db/streams-repo.js';
 import { EventsRepo } from './db/events-repo.js';
@@ -55,7 +56,7 @@ export interface RunningServer {
  * @throws Error when a port cannot be bound or the database cannot be opened.
  */
 export async function startServer(config: Config, log: Logger, now: () => number = Date.now): Promise<RunningServer> {
-  const db = openDatabase(config.dataDir);
+  const db = openDatabase(config.dataDir, MIGRATIONS, { busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS });
   const nodeSecret = loadNodeSecret(config.dataDir);
   const accountsRepo = new AccountsRepo(db);
   const streamsRepo = new StreamsRepo(db);
@@ -72,7 +73,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
   let listenerCount: (streamId: string) => number = () => 0;
   // Set once the podcasts feature exists (registered below): the streams side calls into it.
   let checkRecordingPodcast: ((accountId: string, podcastId: string) => void) | undefined;
-  const writes = new WriteRetry(db, log.child('db'), limits);
+  const writes = new WriteRetry(db, log.child('db'), limits, SERVER_BUSY_TIMEOUT_MS);
   const lifecycle = new StreamLifecycle({ db, streams: streamsRepo, outbox, log: log.child('live'), urls: getUrls, writes, listenerCount: (id) => listenerCount(id) });
   const ingest = new Publishing({
     port: lifecycle,

@@ -11,17 +11,32 @@ import { MIGRATIONS, type Migration } from './migrations.js';
 export type Database = Sqlite.Database;
 export type Statement<P extends unknown[] = unknown[], R = unknown> = Sqlite.Statement<P, R>;
 
+/** How long a write waits for another connection's write lock (ms): CLI commands wait this long. */
+export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
+/**
+ * The server's wait (ms): SQLite waits by blocking the thread, and the server's thread serves every
+ * stream and request, so it waits briefly and its writes retry or answer 503 instead
+ * (services/write-retry.ts, PRODUCT.md §13).
+ */
+export const SERVER_BUSY_TIMEOUT_MS = 100;
+
+/** Options of `openDatabase`. */
+export interface OpenOptions {
+  /** Busy timeout of the connection (ms; default DEFAULT_BUSY_TIMEOUT_MS). */
+  busyTimeoutMs?: number;
+}
+
 /**
  * Opens (creating if needed) the database under `dataDir` and migrates it to the newest version.
  * @throws Error when the file is from a newer Skylark (unknown migration version) or unreadable.
  */
-export function openDatabase(dataDir: string, migrations: Migration[] = MIGRATIONS): Database {
+export function openDatabase(dataDir: string, migrations: Migration[] = MIGRATIONS, opts: OpenOptions = {}): Database {
   mkdirSync(dataDir, { recursive: true });
   const db = new Sqlite(path.join(dataDir, 'skylark.db'));
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
-  db.pragma('busy_timeout = 5000');
+  db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS}`);
   migrate(db, migrations);
   return db;
 }

@@ -540,7 +540,7 @@ export class StreamHub {
       // Synchronous, so that the first frames (the sequence header among them) are kept.
       this.recorder = target.resume ? Recorder.resume(target.resume, o) : Recorder.create(target.dir, target.name, this.opts.codec, o);
     } catch (e) {
-      this.opts.log?.error('cannot open the recording', { streamId: this.streamId, err: (e as Error).message });
+      o.onStopped({ reason: 'write_failed', message: (e as Error).message });
     }
   }
 

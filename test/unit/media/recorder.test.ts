@@ -1,6 +1,6 @@
 /** The recorder with real media: AAC from an FLV fixture becomes a playable .m4a of the same length. */
 import { describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync, existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -37,6 +37,64 @@ describe('Recorder', () => {
       const seconds = Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]);
       const frames = tags.filter((t) => t.body[1] === 1).length * 2;
       expect(seconds).toBeCloseTo((frames * 1024) / 48000, 0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('stops before the volume falls under the free-space floor, and refuses to start under it', async (ctx) => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'skylark-rec-floor-'));
+    const vol = path.join(dir, 'vol');
+    mkdirSync(vol);
+    if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', vol]).status !== 0) {
+      rmSync(dir, { recursive: true, force: true });
+      return ctx.skip();
+    }
+    try {
+      const floor = 2 * 1024 * 1024;
+      const stops: string[] = [];
+      const rec = Recorder.create(vol, 'stm_floor-1', 'mp3', { streamId: 'stm_floor', minFreeBytes: floor, onStopped: (s) => stops.push(s.reason) });
+      const frame = new Uint8Array(1 + 1044).fill(0x55);
+      frame[0] = 0x2f; // FLV SoundFormat 2 (MP3)
+      for (let i = 0; i < 4000 && stops.length === 0; i++) {
+        rec.push(frame);
+        if (i % 50 === 0) await new Promise((r) => setTimeout(r, 5)); // let the free-space check answer
+      }
+      expect(stops).toEqual(['disk_free']);
+      const done = await rec.finish(null);
+      const s = statfsSync(vol);
+      expect(s.bavail * s.bsize).toBeGreaterThanOrEqual(floor - 300 * 1024); // at most one check interval (256 KiB) under
+      expect(done.sizeBytes).toBeGreaterThan(1024 * 1024);
+      expect(existsSync(path.join(vol, 'stm_floor-1.json'))).toBe(true); // kept until handed over
+      await done.release();
+      expect(existsSync(path.join(vol, 'stm_floor-1.json'))).toBe(false);
+
+      // A volume already under the floor: the recording does not start.
+      const late: string[] = [];
+      const r2 = Recorder.create(vol, 'stm_floor-2', 'mp3', { minFreeBytes: 8 * 1024 * 1024, onStopped: (s) => late.push(s.reason) });
+      expect(late).toEqual(['disk_free']);
+      r2.push(frame);
+      expect(r2.sizeBytes).toBe(0);
+      r2.discard();
+    } finally {
+      spawnSync('umount', [vol]);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('lists leftovers of an earlier run and finishes one as it is', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'skylark-rec-left-'));
+    try {
+      const tags = new FlvReader().push(readFileSync(fixture));
+      const rec = Recorder.create(dir, 'stm_left-1', 'aac', { streamId: 'stm_left' });
+      for (const t of tags) rec.push(t.body);
+      await new Promise((r) => setTimeout(r, 50)); // the file stream writes; the process "dies" here
+      const left = Recorder.leftovers(dir);
+      expect(left).toEqual([expect.objectContaining({ streamId: 'stm_left', codec: 'aac', rawPath: path.join(dir, 'stm_left-1.aac') })]);
+      const done = await Recorder.finishLeftover(left[0]!, ffmpegPath());
+      expect(done).toMatchObject({ mimeType: 'audio/mp4', streamId: 'stm_left' });
+      await done.release();
+      expect(Recorder.leftovers(dir)).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
