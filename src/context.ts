@@ -9,7 +9,7 @@ import type { AccountsRepo } from './db/accounts-repo.js';
 import type { StreamsRepo } from './db/streams-repo.js';
 import type { Outbox } from './events/outbox.js';
 import type { HttpServer } from './http/server.js';
-import type { Guard } from './api/guard.js';
+import type { Guard } from './auth/guard.js';
 import type { Logger } from './log/logger.js';
 import type { Publishing } from './ingest/publishing.js';
 import type { Limits } from './limits/limits.js';

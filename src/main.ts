@@ -21,7 +21,8 @@ import { ffmpegPath } from './media/ffmpeg.js';
 import { Publishing } from './ingest/publishing.js';
 import path from 'node:path';
 import { HttpServer } from './http/server.js';
-import { Guard } from './api/guard.js';
+import { Guard } from './auth/guard.js';
+import { OAuthRepo } from './db/oauth-repo.js';
 import { registerStreamRoutes } from './api/streams/routes.js';
 import { INGEST_DEFAULTS, RtmpServer } from './ingest/rtmp-server.js';
 import type { Logger } from './log/logger.js';
@@ -105,7 +106,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
   });
 
   const http = new HttpServer({ maxJsonBodyBytes: config.maxJsonBodyBytes, log: log.child('http') });
-  const guard = new Guard(accountsRepo, { db, nodeSecret, urls: getUrls, now, trustedProxies: config.trustedProxies });
+  const guard = new Guard(accountsRepo, { oauth: new OAuthRepo(db), nodeSecret, urls: getUrls, now, trustedProxies: config.trustedProxies });
   const context: AppContext = {
     config,
     db,

@@ -36,6 +36,7 @@ export class StreamsRepo {
   private readonly toEnded;
   private readonly liveAll;
   private readonly page;
+  private readonly stamp;
 
   constructor(readonly db: Database) {
     this.insertStmt = db.prepare(`INSERT INTO streams (id, account_id, title, titles, status, quality, codec, region, stream_key_hash,
@@ -52,6 +53,15 @@ export class StreamsRepo {
     this.toEnded = db.prepare("UPDATE streams SET status = 'ended', ended_at = ? WHERE id = ? AND status = 'live'");
     this.liveAll = db.prepare("SELECT * FROM streams WHERE status = 'live'");
     this.page = paginator<StreamRow>(db, 'streams', 'account_id = @accountId AND (@status IS NULL OR status = @status)');
+    this.stamp = db.prepare('SELECT total_changes() * 4294967296 + (SELECT data_version FROM pragma_data_version)').pluck();
+  }
+
+  /**
+   * A number that changes whenever this connection wrote or another committed (`total_changes()`
+   * and `PRAGMA data_version`): read caches compare it to know they are stale.
+   */
+  changeStamp(): number {
+    return this.stamp.get() as number;
   }
 
   insert(row: StreamRow): void {

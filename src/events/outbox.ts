@@ -17,6 +17,18 @@ export type EventType =
   | 'podcast.deleted'
   | 'webhook.test';
 
+/** Every event type of the spec (spec "Event types"), in its order. */
+export const EVENT_TYPES: readonly EventType[] = [
+  'stream.started',
+  'stream.ended',
+  'stream.error',
+  'listener.joined',
+  'listener.left',
+  'podcast.published',
+  'podcast.deleted',
+  'webhook.test',
+];
+
 /** An event object as the API shows it. `created` is Unix seconds. */
 export interface ApiEvent {
   id: string;

@@ -12,7 +12,27 @@ import { UnknownCursorError, type PageQuery } from '../db/paginate.js';
 import type { EpisodeRow, EpisodeStatus, EpisodeType, PodcastsRepo } from '../db/podcasts-repo.js';
 import type { Outbox } from '../events/outbox.js';
 import type { PublicUrls } from '../config/config.js';
-import type { CreateEpisodeInput, PublishEpisodeInput, UpdateEpisodeInput } from '../api/podcasts/schemas.js';
+
+/** A validated `POST /podcasts/{id}/episodes` body (api/podcasts/schemas.ts validates it). */
+export interface CreateEpisodeInput {
+  title: string;
+  description?: string;
+  season?: number | null;
+  episodeNumber?: number | null;
+  episodeType?: 'full' | 'trailer' | 'bonus';
+  explicit?: boolean;
+}
+
+/** A validated `PATCH /podcasts/{id}/episodes/{eid}` body; `status: 'draft'` cancels a schedule. */
+export interface UpdateEpisodeInput extends Partial<CreateEpisodeInput> {
+  status?: 'draft';
+}
+
+/** A validated `POST /podcasts/{id}/publish` body; `publishAt` ISO 8601 with a zone. */
+export interface PublishEpisodeInput {
+  episodeId: string;
+  publishAt?: string;
+}
 import { NotAudioError, probeAudio, type AudioInfo } from '../media-files/probe.js';
 import type { MediaStore } from '../media-files/store.js';
 

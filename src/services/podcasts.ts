@@ -11,8 +11,45 @@ import { newId } from '../ids.js';
 import { UnknownCursorError, type PageQuery } from '../db/paginate.js';
 import type { PodcastRow, PodcastsRepo, PodcastStatus, PodcastWithCount } from '../db/podcasts-repo.js';
 import type { PublicUrls } from '../config/config.js';
-import type { CreatePodcastInput, UpdatePodcastInput } from '../api/podcasts/schemas.js';
-import { METADATA_MAX_KEYS } from '../api/podcasts/schemas.js';
+
+/** Metadata: at most this many keys after a merge. */
+export const METADATA_MAX_KEYS = 16;
+
+/** A validated `POST /podcasts` body (api/podcasts/schemas.ts validates it). */
+export interface CreatePodcastInput {
+  title: string;
+  description?: string;
+  author?: string;
+  language?: string;
+  /** An Apple Podcasts category name (`Technology`, `Society & Culture > Documentary`). */
+  category?: string;
+  explicit?: boolean;
+  imageUrl?: string;
+  ownerEmail?: string;
+  ownerName?: string;
+  link?: string;
+  type?: 'episodic' | 'serial';
+  locked?: boolean;
+  metadata?: Record<string, string>;
+}
+
+/** A validated `PATCH /podcasts/{id}` body: `null` clears an optional field or removes a metadata key. */
+export interface UpdatePodcastInput {
+  title?: string;
+  description?: string;
+  author?: string | null;
+  language?: string;
+  category?: string | null;
+  explicit?: boolean;
+  imageUrl?: string | null;
+  ownerEmail?: string | null;
+  ownerName?: string | null;
+  link?: string | null;
+  type?: 'episodic' | 'serial';
+  locked?: boolean;
+  status?: 'draft' | 'published' | 'archived';
+  metadata?: Record<string, string | null>;
+}
 
 /** The podcast object of the API. Times are ISO 8601 UTC. */
 export interface PodcastObject {

@@ -13,8 +13,36 @@ import { decryptSecret, encryptSecret, hashToken } from '../auth/secrets.js';
 import { REGIONS, type Region } from './accounts.js';
 import type { AccountsRepo } from '../db/accounts-repo.js';
 import { toStreamObject, type StreamObject } from './stream-object.js';
-import type { CreateStreamInput, UpdateStreamInput } from '../api/streams/schemas.js';
-import { LANGUAGE_TITLES, METADATA_MAX_KEYS } from '../api/streams/schemas.js';
+
+/** The language titles a stream may carry besides `title` (PRODUCT.md §2). */
+export const LANGUAGE_TITLES = ['title_en', 'title_ru', 'title_de', 'title_fr'] as const;
+/** Metadata: at most this many keys after a merge (PRODUCT.md §2). */
+export const METADATA_MAX_KEYS = 16;
+
+type LanguageTitles<V> = { [K in (typeof LANGUAGE_TITLES)[number]]?: V };
+
+/** A validated `POST /streams` body (api/streams/schemas.ts validates it). Bitrate quality names; window in s. */
+export interface CreateStreamInput extends LanguageTitles<string> {
+  title: string;
+  /** `ultra_low` is the deprecated alias of `low`. */
+  quality?: 'low' | 'medium' | 'high' | 'ultra_low';
+  codec?: 'aac' | 'opus' | 'mp3';
+  region?: Region;
+  metadata?: Record<string, string>;
+  reconnectWindow?: number;
+  recording?: { podcastId: string } | null;
+  playback?: 'public' | 'token';
+}
+
+/** A validated `PATCH /streams/{id}` body: `null` clears a language title or removes a metadata key. */
+export interface UpdateStreamInput extends LanguageTitles<string | null> {
+  title?: string;
+  quality?: 'low' | 'medium' | 'high' | 'ultra_low';
+  metadata?: Record<string, string | null>;
+  reconnectWindow?: number;
+  recording?: { podcastId: string } | null;
+  playback?: 'public' | 'token';
+}
 
 /** What the live side offers the resource: counts and the power to stop a publisher. */
 export interface LiveControl {
@@ -70,7 +98,6 @@ export class StreamsService {
    * request a client sends after learning of it, so nothing stale is observable.
    */
   private readonly cache = new Map<string, CachedStream>();
-  private readonly stampStmt: { get(): unknown };
   private stamp = -1;
   private stampFresh = false;
   private readonly expireStamp = () => {
@@ -79,7 +106,6 @@ export class StreamsService {
 
   constructor(private readonly d: StreamsDeps) {
     this.now = d.now ?? Date.now;
-    this.stampStmt = d.streams.db.prepare('SELECT total_changes() * 4294967296 + (SELECT data_version FROM pragma_data_version)').pluck();
   }
 
   /** Creates an `idle` stream with a new stream key. @throws ApiError 400 */
@@ -200,7 +226,7 @@ export class StreamsService {
   /** The cache entry of stream `id` of `accountId` (read from SQLite when absent). @throws ApiError 404 */
   private cached(accountId: string, id: string): CachedStream {
     if (!this.stampFresh) {
-      const stamp = this.stampStmt.get() as number;
+      const stamp = this.d.streams.changeStamp();
       if (stamp !== this.stamp) {
         this.cache.clear();
         this.stamp = stamp;

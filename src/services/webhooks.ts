@@ -12,7 +12,28 @@ import type { WebhookRow, WebhooksRepo, WebhookStatus } from '../db/webhooks-rep
 import type { Database } from '../db/database.js';
 import type { ApiEvent, Outbox } from '../events/outbox.js';
 import { checkResolvedHost, checkUrlForm, DestinationError } from '../webhooks/destination.js';
-import { normalizeEvents, type CreateWebhookInput, type UpdateWebhookInput } from '../api/webhooks/schemas.js';
+import { EVENT_TYPES } from '../events/outbox.js';
+
+/** A validated `POST /webhooks` body (api/webhooks/schemas.ts validates it): `events` are known types or `*`. */
+export interface CreateWebhookInput {
+  url: string;
+  events: string[];
+  description?: string;
+}
+
+/** A validated `PATCH /webhooks/{id}` body; `description: null` clears it. */
+export interface UpdateWebhookInput {
+  url?: string;
+  events?: string[];
+  description?: string | null;
+  status?: 'active' | 'disabled';
+}
+
+/** Normalizes a subscription: `"*"` anywhere means all; duplicates dropped; spec order. */
+export function normalizeEvents(list: string[]): string[] {
+  if (list.includes('*')) return ['*'];
+  return EVENT_TYPES.filter((t) => list.includes(t));
+}
 
 /** The webhook object (spec "Webhook"). `signingSecret` only in create and roll answers. */
 export interface WebhookObject {

@@ -5,7 +5,7 @@
  */
 import type { HttpServer } from '../../http/server.js';
 import type { EventsService } from '../../services/events.js';
-import type { Guard } from '../guard.js';
+import type { Guard } from '../../auth/guard.js';
 import { parse, parsePageQuery, queryEnum } from '../validation.js';
 import { EVENT_TYPES } from '../webhooks/schemas.js';
 import { Redeliver } from './schemas.js';

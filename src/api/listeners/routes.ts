@@ -6,7 +6,7 @@
  * key; 201 `listener_token`).
  */
 import type { HttpServer } from '../../http/server.js';
-import type { Guard } from '../guard.js';
+import type { Guard } from '../../auth/guard.js';
 import type { ListenersService } from '../../listeners/service.js';
 import type { PublicUrls } from '../../config/config.js';
 import { parse, parsePageQuery } from '../validation.js';

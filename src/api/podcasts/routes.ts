@@ -7,7 +7,7 @@ import type { ApiReply, ApiRequest, HttpServer } from '../../http/server.js';
 import type { Principal } from '../../auth/api-keys.js';
 import { registerUploadRoute } from '../../http/upload.js';
 import { ApiError } from '../../errors/errors.js';
-import type { Guard } from '../guard.js';
+import type { Guard } from '../../auth/guard.js';
 import type { PodcastsService } from '../../services/podcasts.js';
 import type { EpisodesService } from '../../services/episodes.js';
 import type { MediaStore } from '../../media-files/store.js';

@@ -4,13 +4,15 @@
  */
 import * as v from 'valibot';
 import { isAppleCategory } from '../../feed/categories.js';
+import { METADATA_MAX_KEYS } from '../../services/podcasts.js';
+
+export { METADATA_MAX_KEYS };
 
 export const PODCAST_STATUSES = ['draft', 'published', 'archived'] as const;
 export const EPISODE_STATUSES = ['draft', 'scheduled', 'published'] as const;
 export const EPISODE_TYPES = ['full', 'trailer', 'bonus'] as const;
 export const TITLE_MAX = 200;
 export const DESCRIPTION_MAX = 4000; // Apple's limit for <description>
-export const METADATA_MAX_KEYS = 16;
 export const METADATA_MAX_VALUE = 512;
 
 const plainObject = v.custom<Record<string, unknown>>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), 'must be an object');
@@ -45,7 +47,6 @@ export const CreatePodcast = v.strictObject({
     v.pipe(plainObject, v.record(metadataKey, metadataValue), v.check((m) => Object.keys(m).length <= METADATA_MAX_KEYS, `at most ${METADATA_MAX_KEYS} keys`)),
   ),
 });
-export type CreatePodcastInput = v.InferOutput<typeof CreatePodcast>;
 
 /** PATCH /podcasts/{id}: optional fields are cleared with `null`; `status` moves the state (409 rules in the service). */
 export const UpdatePodcast = v.strictObject({
@@ -64,7 +65,6 @@ export const UpdatePodcast = v.strictObject({
   status: v.optional(v.picklist(PODCAST_STATUSES, 'must be draft, published or archived')),
   metadata: v.optional(v.pipe(plainObject, v.record(metadataKey, v.nullable(metadataValue)))),
 });
-export type UpdatePodcastInput = v.InferOutput<typeof UpdatePodcast>;
 
 /** POST /podcasts/{id}/episodes: a draft; audio comes by `PUT …/audio`. */
 export const CreateEpisode = v.strictObject({
@@ -75,7 +75,6 @@ export const CreateEpisode = v.strictObject({
   episodeType: v.optional(v.picklist(EPISODE_TYPES, 'must be full, trailer or bonus')),
   explicit: v.optional(v.boolean()),
 });
-export type CreateEpisodeInput = v.InferOutput<typeof CreateEpisode>;
 
 /** PATCH /podcasts/{id}/episodes/{eid}. `status: "draft"` cancels a schedule. */
 export const UpdateEpisode = v.strictObject({
@@ -87,7 +86,6 @@ export const UpdateEpisode = v.strictObject({
   explicit: v.optional(v.boolean()),
   status: v.optional(v.literal('draft', 'only draft may be set (it cancels a schedule); publish with POST /podcasts/{id}/publish')),
 });
-export type UpdateEpisodeInput = v.InferOutput<typeof UpdateEpisode>;
 
 /** POST /podcasts/{id}/publish. `publishAt` is an ISO 8601 timestamp with a zone. */
 export const PublishEpisode = v.strictObject({
@@ -100,4 +98,3 @@ export const PublishEpisode = v.strictObject({
     ),
   ),
 });
-export type PublishEpisodeInput = v.InferOutput<typeof PublishEpisode>;

@@ -7,7 +7,7 @@
 import type { HttpServer, ApiReply, ApiRequest } from '../../http/server.js';
 import type { StreamsService, WithDeprecation } from '../../services/streams.js';
 import type { Principal } from '../../auth/api-keys.js';
-import type { Guard } from '../guard.js';
+import type { Guard } from '../../auth/guard.js';
 import { parse, parsePageQuery, queryEnum } from '../validation.js';
 import { CreateStream, STREAM_STATUSES, UpdateStream } from './schemas.js';
 import type { StreamObject } from '../../services/stream-object.js';

@@ -3,12 +3,13 @@
  * The same schemas validate requests and (later) generate the OpenAPI document.
  */
 import * as v from 'valibot';
+import { LANGUAGE_TITLES, METADATA_MAX_KEYS } from '../../services/streams.js';
+
+export { LANGUAGE_TITLES, METADATA_MAX_KEYS };
 
 export const QUALITIES = ['low', 'medium', 'high'] as const;
 export const CODECS = ['aac', 'opus', 'mp3'] as const;
 export const REGION_IDS = ['eu-west-1', 'ap-southeast-1'] as const;
-export const LANGUAGE_TITLES = ['title_en', 'title_ru', 'title_de', 'title_fr'] as const;
-export const METADATA_MAX_KEYS = 16;
 export const METADATA_MAX_VALUE = 512;
 export const METADATA_MAX_KEY = 64;
 export const TITLE_MAX = 200;
@@ -45,7 +46,6 @@ export const CreateStream = v.strictObject({
   recording: v.optional(recording),
   playback: v.optional(playback),
 });
-export type CreateStreamInput = v.InferOutput<typeof CreateStream>;
 
 export const UpdateStream = v.strictObject({
   title: v.optional(title),
@@ -60,6 +60,5 @@ export const UpdateStream = v.strictObject({
   recording: v.optional(recording),
   playback: v.optional(playback),
 });
-export type UpdateStreamInput = v.InferOutput<typeof UpdateStream>;
 
 export const STREAM_STATUSES = ['idle', 'live', 'ended'] as const;

@@ -5,7 +5,7 @@
  */
 import type { HttpServer } from '../../http/server.js';
 import type { WebhooksService } from '../../services/webhooks.js';
-import type { Guard } from '../guard.js';
+import type { Guard } from '../../auth/guard.js';
 import { parse, parsePageQuery, queryEnum } from '../validation.js';
 import { CreateWebhook, UpdateWebhook, WEBHOOK_STATUSES } from './schemas.js';
 import { documentWebhooks } from './openapi.js';

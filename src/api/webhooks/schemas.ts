@@ -3,19 +3,9 @@
  * `events` lists event types of the spec or `"*"` (all); an unknown type is a 400 naming it.
  */
 import * as v from 'valibot';
-import type { EventType } from '../../events/outbox.js';
+import { EVENT_TYPES, type EventType } from '../../events/outbox.js';
 
-/** Every event type of the spec (spec "Event types"). */
-export const EVENT_TYPES: readonly EventType[] = [
-  'stream.started',
-  'stream.ended',
-  'stream.error',
-  'listener.joined',
-  'listener.left',
-  'podcast.published',
-  'podcast.deleted',
-  'webhook.test',
-];
+export { EVENT_TYPES };
 export const WEBHOOK_STATUSES = ['active', 'disabled'] as const;
 export const DESCRIPTION_MAX = 500;
 export const URL_MAX = 2048;
@@ -38,7 +28,6 @@ export const CreateWebhook = v.strictObject({
   events,
   description: v.optional(description),
 });
-export type CreateWebhookInput = v.InferOutput<typeof CreateWebhook>;
 
 export const UpdateWebhook = v.strictObject({
   url: v.optional(url),
@@ -47,13 +36,7 @@ export const UpdateWebhook = v.strictObject({
   description: v.optional(v.nullable(description)),
   status: v.optional(v.picklist(WEBHOOK_STATUSES, 'must be active or disabled')),
 });
-export type UpdateWebhookInput = v.InferOutput<typeof UpdateWebhook>;
 
-/** Normalizes a subscription: `"*"` anywhere means all; duplicates dropped; spec order. */
-export function normalizeEvents(list: string[]): string[] {
-  if (list.includes('*')) return ['*'];
-  return EVENT_TYPES.filter((t) => list.includes(t));
-}
 
 // ── Response shapes (OpenAPI only; src/api/webhooks/openapi.ts) ──
 

@@ -8,12 +8,11 @@
  */
 import type { ApiRequest } from '../http/server.js';
 import type { AccountsRepo } from '../db/accounts-repo.js';
-import type { Database } from '../db/database.js';
 import type { PublicUrls } from '../config/config.js';
-import { OAuthRepo } from '../db/oauth-repo.js';
+import type { OAuthRepo } from '../db/oauth-repo.js';
 import { ApiError } from '../errors/errors.js';
-import { authenticate, requireScope, unauthorized, type Principal, type Scope } from '../auth/api-keys.js';
-import { AccessTokens } from '../auth/jwt.js';
+import { authenticate, requireScope, unauthorized, type Principal, type Scope } from './api-keys.js';
+import { AccessTokens } from './jwt.js';
 import { SlidingWindowLimiter, type RateDecision } from '../ratelimit/sliding-window.js';
 import { writeRateLimitHeaders } from '../ratelimit/headers.js';
 import { cidrMatcher, clientIp } from '../ratelimit/client-ip.js';
@@ -32,7 +31,8 @@ export const DEFAULT_RATE_LIMITS: RateLimits = { free: 60, paid: 500, oauthPerIp
 
 /** What the Guard needs beyond the accounts; without it, JWTs are refused and the clock is Date.now. */
 export interface GuardOptions {
-  db: Database;
+  /** OAuth grants and tokens (revocation, signing keys). */
+  oauth: OAuthRepo;
   nodeSecret: Buffer;
   urls: () => PublicUrls;
   now?: () => number;
@@ -80,7 +80,7 @@ export class Guard {
     this.ipLimiter = new SlidingWindowLimiter(this.limits.windowS * 1000, this.now);
     this.trusted = cidrMatcher(opts?.trustedProxies ?? []);
     if (opts) {
-      this.oauth = new OAuthRepo(opts.db);
+      this.oauth = opts.oauth;
       this.tokens = new AccessTokens(this.oauth, opts.nodeSecret, () => opts.urls().authUrl, () => opts.urls().baseUrl, this.now);
     } else {
       this.oauth = null;
