@@ -30,7 +30,7 @@ export function registerListeners(ctx: AppContext, opts: ListenersOptions): Feat
   const access = new HlsListenerAccess({ registry, tokens, streams: ctx.streams, trusted, nodeSecret: ctx.nodeSecret, now: ctx.now });
   const held = new HeldRequests({ maxTotal: ctx.config.limits.httpMaxHeld, maxPerAddress: ctx.config.limits.httpMaxHeldPerIp, trusted, limits: ctx.limits });
   registerHlsRoutes(ctx.http, opts.media, { access, hold: held });
-  const whep = registerWhep({ http: ctx.http, media: opts.media, registry, tokens, access, trusted, config: ctx.config, log: ctx.log.child('webrtc'), urls: ctx.urls });
+  const whep = registerWhep({ http: ctx.http, media: opts.media, registry, tokens, access, trusted, config: ctx.config, log: ctx.log.child('webrtc'), urls: ctx.urls, limits: ctx.limits });
   registerListenerRoutes(ctx.http, new ListenersService(registry, ctx.streams, tokens), ctx.guard, ctx.urls);
   ctx.live.setListenerCounter((id) => registry.listenerCount(id));
   return {
