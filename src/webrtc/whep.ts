@@ -283,8 +283,8 @@ class Whep {
     const pc = new RTCPeerConnection({
       codecs: { audio: [OPUS()], video: [] },
       headerExtensions: { audio: [], video: [] },
-      // With a specific HTTP host, sockets (one per address) only for the addresses the answer
-      // lists; werift would otherwise add one per interface address, then filtered out.
+      // With a specific HTTP host, one UDP socket per address the answer lists (werift would add
+      // one per interface address, then filtered out of the answer); a wildcard host: all of them.
       iceUseIpv4: this.allInterfaces,
       iceUseIpv6: false,
       iceAdditionalHostAddresses: this.hosts,
