@@ -269,7 +269,8 @@ async function icecast(work: string): Promise<StepResult[]> {
 // ── (b) WebRTC ─────────────────────────────────────────────────────────────────────────────────
 async function webrtc(work: string): Promise<BenchRow[]> {
   const dataDir = path.join(work, 'sky-rtc');
-  const sky = await startSkylark(dataDir);
+  // Every peer comes from 127.0.0.1: lift the per-address cap on unconnected offers (default 8).
+  const sky = await startSkylark(dataDir, { SKYLARK_WHEP_MAX_PENDING_PER_IP: '1000', SKYLARK_WHEP_MAX_PENDING: '1000' });
   const children: ChildProcess[] = [sky.child];
   const rows: BenchRow[] = [];
   try {

@@ -8,27 +8,49 @@
  *   init sections. A request for the part a preload hint names waits for it (§6.2.6).
  * Everything comes from memory: playlists pre-rendered once per layer change as templates (a
  * session's `?sid=`/`?token=` spliced in with one allocation), media bytes are the native buffers
- * themselves. Segments, parts and init sections are immutable (cached a year); playlists live ≤
- * half a target duration (blocking reloads and LL-HLS layers: no-cache).
+ * themselves. Segments, parts and init sections of public streams are immutable (cached a year);
+ * playlists live ≤ half a target duration (blocking reloads and LL-HLS layers: no-cache). Every
+ * object of a token stream is `private, no-store` (PRODUCT.md §12): a shared cache keyed on the
+ * path must never hand a gated stream to someone else.
  *
  * Listener sessions and token-gated playback go through an optional `HlsAccess` (the listeners
  * feature): it mints the session id on the multivariant fetch, checks listener tokens, and counts
  * the listener on each media request. Without it, HLS is public and untracked.
+ *
+ * Held requests (blocking reloads, part waits) cost a timer and memory each while held; an
+ * optional `HoldGate` caps them per client address and in total (PRODUCT.md §13). Over a cap the
+ * request is not held but answered at once with what exists: the current playlist (a valid answer
+ * to a blocking reload when the server cannot wait, rfc8216bis §6.2.5.2; `no-store`, so no cache
+ * keeps it under the blocking query), or 503 with `Retry-After: 1` for a part not there yet.
  */
 import type { DeferredReply, HttpServer, RawReply, RawRequestInfo } from '../http/server.js';
-import { errorBody, headerBytes, STATUS_200 } from '../http/server.js';
+import { errorBody, headerBytes, STATUS_200, statusLine } from '../http/server.js';
 import { ApiError } from '../errors/errors.js';
 import type { Layer, MediaRegistry, StreamHub } from '../media/hub.js';
 import { fill, mediaTemplate, multivariantTemplate, targetDurationSeconds, type Template } from './playlists.js';
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
-const TS_HEADERS = headerBytes([['Content-Type', 'video/mp2t'], ['Cache-Control', IMMUTABLE], ['Access-Control-Allow-Origin', '*']]);
-const M4S_HEADERS = headerBytes([['Content-Type', 'video/iso.segment'], ['Cache-Control', IMMUTABLE], ['Access-Control-Allow-Origin', '*']]);
-const INIT_HEADERS = headerBytes([['Content-Type', 'video/mp4'], ['Cache-Control', IMMUTABLE], ['Access-Control-Allow-Origin', '*']]);
+/** Every object of a token stream (PRODUCT.md §12). */
+const PRIVATE = 'private, no-store';
+const TS = 'video/mp2t';
+const M4S = 'video/iso.segment';
+const MP4 = 'video/mp4';
+const M3U8 = 'application/vnd.apple.mpegurl';
+const objectHeaders = (type: string, cache: string) => headerBytes([['Content-Type', type], ['Cache-Control', cache], ['Access-Control-Allow-Origin', '*']]);
+/** Media object headers by `private` (token stream): [public, private]. */
+const TS_HEADERS = [objectHeaders(TS, IMMUTABLE), objectHeaders(TS, PRIVATE)] as const;
+const M4S_HEADERS = [objectHeaders(M4S, IMMUTABLE), objectHeaders(M4S, PRIVATE)] as const;
+const INIT_HEADERS = [objectHeaders(MP4, IMMUTABLE), objectHeaders(MP4, PRIVATE)] as const;
+const PLAYLIST_PRIVATE = objectHeaders(M3U8, PRIVATE);
+/** A blocking reload answered at once over the held cap: never cached under its blocking query. */
+const PLAYLIST_NOW = [objectHeaders(M3U8, 'no-store'), PLAYLIST_PRIVATE] as const;
 const JSON_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-cache'], ['Access-Control-Allow-Origin', '*']] as const;
 
-/** An access decision: go on with `query` (ASCII, no `?`; '' for none) after every URI handed out, or refuse. */
-export type HlsDecision = { ok: true; query: string } | { ok: false; status: 401 | 403 | 404 | 503; code: string; message: string };
+/**
+ * An access decision: go on with `query` (ASCII, no `?`; '' for none) after every URI handed out
+ * — `private` for a token stream (answered `Cache-Control: private, no-store`) — or refuse.
+ */
+export type HlsDecision = { ok: true; query: string; private: boolean } | { ok: false; status: 401 | 403 | 404 | 503; code: string; message: string };
 
 /** What decides who may play and who is counted (implemented by src/listeners/hls-access.ts). */
 export interface HlsAccess {
@@ -40,6 +62,27 @@ export interface HlsAccess {
    * which the listener leaves (3 target durations). The query is what the playlist's URIs carry.
    */
   media(streamId: string, query: string, info: RawRequestInfo, timeoutMs: number): HlsDecision;
+}
+
+/**
+ * Admits requests the server holds open (blocking playlist reloads, part waits) under caps per
+ * client address and in total (implemented by src/listeners/held.ts).
+ */
+export interface HoldGate {
+  /**
+   * One more held request from the client of `info` (read synchronously, during the handler): a
+   * release function (safe to call more than once; gives the slot back on the first call), or
+   * null when a cap is reached (the hit is counted and logged by the gate).
+   */
+  acquire(info: RawRequestInfo): (() => void) | null;
+}
+
+/** What `registerHlsRoutes` may be given besides the media. */
+export interface HlsRouteOptions {
+  /** Gates and counts listeners; without it HLS is public and untracked. */
+  access?: HlsAccess | undefined;
+  /** Caps held requests; without it every blocking request is held. */
+  hold?: HoldGate | undefined;
 }
 
 interface Cached {
@@ -68,20 +111,23 @@ function stripDirectives(query: string): string {
     .join('&');
 }
 
-/** Registers the HLS routes on `http`; `access` gates and counts listeners (public and untracked without it). */
-export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, access?: HlsAccess): void {
+/** Registers the HLS routes on `http` (see the module comment for `access` and `hold`). */
+export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, opts: HlsRouteOptions = {}): void {
+  const { access, hold } = opts;
   const multiCache = new WeakMap<StreamHub, Cached>();
   const mediaCache = new WeakMap<Layer, Cached>();
-  const refuse = (status: number, code: string, message: string, requestId: string): RawReply => ({
-    status: status === 400 ? '400 Bad Request' : status === 401 ? '401 Unauthorized' : status === 403 ? '403 Forbidden' : status === 503 ? '503 Service Unavailable' : '404 Not Found',
-    headers: status === 401 ? [...JSON_HEADERS, ['WWW-Authenticate', 'Bearer realm="listener"']] : JSON_HEADERS,
+  const refuse = (status: number, code: string, message: string, requestId: string, retryAfter?: string): RawReply => ({
+    status: statusLine(status),
+    headers: status === 401 ? [...JSON_HEADERS, ['WWW-Authenticate', 'Bearer realm="listener"']] : retryAfter ? [...JSON_HEADERS, ['Retry-After', retryAfter]] : JSON_HEADERS,
     body: Buffer.from(JSON.stringify(errorBody(new ApiError(status, code, message), requestId))),
   });
   const notFound = (what: string, requestId: string) => refuse(404, 'resource_missing', what, requestId);
+  /** 503 + `Retry-After: 1`: a request that would be held, over the held caps. */
+  const busy = (requestId: string) => refuse(503, 'too_many_held_requests', 'Too many requests held open; retry in a second.', requestId, '1');
   const playlistHeaders = (ended: boolean, target: number, lowLatency: boolean): ReadonlyArray<readonly [Uint8Array, Uint8Array]> => {
     const maxAge = Math.floor(target / 2);
     const cache = ended ? 'public, max-age=60' : lowLatency ? 'no-cache' : maxAge > 0 ? `public, max-age=${maxAge}` : 'no-cache';
-    return headerBytes([['Content-Type', 'application/vnd.apple.mpegurl'], ['Cache-Control', cache], ['Access-Control-Allow-Origin', '*']]);
+    return objectHeaders(M3U8, cache);
   };
   const multivariant = (hub: StreamHub): Cached => {
     let c = multiCache.get(hub);
@@ -100,16 +146,34 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, access
     return c;
   };
   const timeoutMs = (layer: Layer) => 3 * targetDurationSeconds(layer) * 1000;
-  /** Token check and listener accounting for a media request; null when allowed. */
-  const admit = (id: string, query: string, info: RawRequestInfo, layer: Layer, requestId: string): RawReply | { query: string } => {
-    if (!access) return { query: '' };
+  /** Token check and listener accounting for a media request: the refusal, or the query and privacy to answer with. */
+  const admit = (id: string, query: string, info: RawRequestInfo, layer: Layer, requestId: string): RawReply | { query: string; private: boolean } => {
+    if (!access) return { query: '', private: false };
     const d = access.media(id, query, info, timeoutMs(layer));
-    return d.ok ? { query: d.query } : refuse(d.status, d.code, d.message, requestId);
+    return d.ok ? d : refuse(d.status, d.code, d.message, requestId);
   };
-  /** Waits (deferred reply) until `layer.has(msn, part)`, then renders `reply`. */
-  const when = (layer: Layer, msn: number, part: number | undefined, reply: () => RawReply): DeferredReply => ({
-    defer: (answer) => layer.waitFor(msn, part, () => answer(reply)),
-  });
+  /**
+   * Answers with `reply` once `layer.has(msn, part)` (or the layer ends, or the wait times out):
+   * at once when it already holds; held (deferred reply) when the gate admits it; else `now()`.
+   * The held slot is given back exactly once: on the answer, the client's abort or the timeout.
+   */
+  const when = (layer: Layer, msn: number, part: number | undefined, info: RawRequestInfo, reply: () => RawReply, now: () => RawReply): RawReply | DeferredReply => {
+    if (layer.ended || layer.has(msn, part)) return reply();
+    const release = hold ? hold.acquire(info) : noop;
+    if (!release) return now();
+    return {
+      defer: (answer) => {
+        const cancel = layer.waitFor(msn, part, () => {
+          release();
+          answer(reply);
+        });
+        return () => {
+          release();
+          cancel();
+        };
+      },
+    };
+  };
 
   for (const method of ['get', 'head'] as const) {
     http.raw(method, '/hls/:id/index.m3u8', ([id], query, requestId) => {
@@ -119,7 +183,7 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, access
       if (!access) return { status: STATUS_200, headers: c.headers, body: c.template.plain };
       const d = access.enter(id!, query);
       if (!d.ok) return refuse(d.status, d.code, d.message, requestId);
-      return { status: STATUS_200, headers: c.headers, body: fill(c.template, d.query) };
+      return { status: STATUS_200, headers: d.private ? PLAYLIST_PRIVATE : c.headers, body: fill(c.template, d.query) };
     });
 
     http.raw(method, '/hls/:id/:layer/index.m3u8', ([id, name], rawQuery, requestId, info) => {
@@ -133,17 +197,22 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, access
       const render = (): RawReply => {
         if (!layer.ready) return notFound(`HLS layer '${name}' of stream '${id}' has no segment yet.`, requestId);
         const c = mediaPlaylist(layer);
-        return { status: STATUS_200, headers: c.headers, body: fill(c.template, admitted.query) };
+        return { status: STATUS_200, headers: admitted.private ? PLAYLIST_PRIVATE : c.headers, body: fill(c.template, admitted.query) };
+      };
+      /** Over the held caps: the playlist as it is now (rfc8216bis §6.2.5.2), never cached under the blocking query. */
+      const current = (): RawReply => {
+        if (!layer.ready) return busy(requestId);
+        return { status: STATUS_200, headers: PLAYLIST_NOW[admitted.private ? 1 : 0], body: fill(mediaPlaylist(layer).template, admitted.query) };
       };
       if (block) {
         if (!layer.lowLatency) return refuse(400, 'parameter_invalid', 'This layer does not support blocking playlist reload.', requestId);
         if (Number.isNaN(block.msn) || Number.isNaN(block.part ?? 0)) return refuse(400, 'parameter_invalid', '_HLS_msn and _HLS_part must be integers.', requestId);
         // §6.2.5.2: a request more than two segments ahead of the playlist is refused.
         if (block.msn > layer.nextSequence + 2) return refuse(400, 'parameter_invalid', `_HLS_msn ${block.msn} is too far ahead of the playlist.`, requestId);
-        return when(layer, block.msn, block.part, render);
+        return when(layer, block.msn, block.part, info, render, current);
       }
       // A ladder layer whose codec process has not cut its first segment (part) yet: wait for it.
-      if (!layer.ready) return when(layer, layer.nextSequence, layer.lowLatency ? 0 : undefined, render);
+      if (!layer.ready) return when(layer, layer.nextSequence, layer.lowLatency ? 0 : undefined, info, render, () => busy(requestId));
       return render();
     });
 
@@ -154,14 +223,15 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, access
       if (!hub || !layer || !m) return notFound(`No such file '${name}/${file}' for stream '${id}'.`, requestId);
       const admitted = admit(id!, query, info, layer, requestId);
       if ('status' in admitted) return admitted;
+      const p = admitted.private ? 1 : 0;
       if (m[4] !== undefined) {
         if (!layer.init || Number(m[4]) !== layer.initVersion) return notFound(`No such init section '${name}/${file}'.`, requestId);
-        return { status: STATUS_200, headers: INIT_HEADERS, body: layer.init };
+        return { status: STATUS_200, headers: INIT_HEADERS[p], body: layer.init };
       }
       const seq = Number(m[1]);
       const ext = m[3]!;
       if ((ext === 'ts') !== (layer.o.container === 'ts')) return notFound(`No such file '${name}/${file}'.`, requestId);
-      const headers = ext === 'ts' ? TS_HEADERS : M4S_HEADERS;
+      const headers = ext === 'ts' ? TS_HEADERS[p] : M4S_HEADERS[p];
       if (m[2] === undefined) {
         const seg = layer.segment(seq);
         return seg ? { status: STATUS_200, headers, body: seg.data } : notFound(`No such segment '${name}/${file}' for stream '${id}'.`, requestId);
@@ -172,8 +242,10 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, access
         return part ? { status: STATUS_200, headers, body: part.data } : notFound(`No such part '${name}/${file}' for stream '${id}'.`, requestId);
       };
       // The part a preload hint names (the next one) is answered as soon as it exists.
-      if (!layer.has(seq, index) && !layer.ended && seq === layer.nextSequence && index <= layer.openParts.length) return when(layer, seq, index, serve);
+      if (!layer.has(seq, index) && !layer.ended && seq === layer.nextSequence && index <= layer.openParts.length) return when(layer, seq, index, info, serve, () => busy(requestId));
       return serve();
     });
   }
 }
+
+const noop = () => {};

@@ -10,6 +10,8 @@
  *   every URI handed out, and its subject is the session.
  * - A media request without sid or token (a client that skipped the multivariant) is served but
  *   not counted: there is nothing to tell its requests apart by.
+ * - Every allowed answer of a token stream is marked `private` (routes answer it
+ *   `Cache-Control: private, no-store`, PRODUCT.md §12).
  *
  * Stream policy (account, playback) is read from SQLite at most once per stream every 2 s.
  */
@@ -94,17 +96,19 @@ export class HlsListenerAccess implements HlsAccess {
   enter(streamId: string, query: string): HlsDecision {
     const pol = this.policy(streamId);
     if (!pol) return { ok: false, status: 404, code: 'resource_missing', message: `No live HLS for stream '${streamId}'.` };
+    const gated = pol.playback === 'token';
     const token = queryParam(query, 'token');
     if (pol.playback === 'token' || token !== '') {
       const t = this.checkToken(streamId, token, pol.playback === 'token');
-      if (t) return t.ok ? { ok: true, query: `token=${token}` } : t;
+      if (t) return t.ok ? { ok: true, query: `token=${token}`, private: gated } : t;
     }
-    return { ok: true, query: `sid=${this.mintSid(streamId)}` };
+    return { ok: true, query: `sid=${this.mintSid(streamId)}`, private: gated };
   }
 
   media(streamId: string, query: string, info: RawRequestInfo, timeoutMs: number): HlsDecision {
     const pol = this.policy(streamId);
     if (!pol) return { ok: false, status: 404, code: 'resource_missing', message: `No live HLS for stream '${streamId}'.` };
+    const gated = pol.playback === 'token';
     let key = '';
     let q = '';
     const token = queryParam(query, 'token');
@@ -118,12 +122,12 @@ export class HlsListenerAccess implements HlsAccess {
     }
     if (key === '') {
       const sid = queryParam(query, 'sid');
-      if (sid === '') return { ok: true, query: '' }; // untracked (no session to tell requests apart)
+      if (sid === '') return { ok: true, query: '', private: gated }; // untracked (no session to tell requests apart)
       q = `sid=${sid}`;
-      if (this.d.registry.touch(streamId, sid)) return { ok: true, query: q };
-      if (!this.validSid(streamId, sid)) return { ok: true, query: '' };
+      if (this.d.registry.touch(streamId, sid)) return { ok: true, query: q, private: gated };
+      if (!this.validSid(streamId, sid)) return { ok: true, query: '', private: gated };
       key = sid;
-    } else if (this.d.registry.touch(streamId, key)) return { ok: true, query: q };
+    } else if (this.d.registry.touch(streamId, key)) return { ok: true, query: q, private: gated };
     try {
       const ip = clientAddress(info.remoteAddress(), info.header('x-forwarded-for'), this.d.trusted);
       this.d.registry.join({
@@ -139,7 +143,7 @@ export class HlsListenerAccess implements HlsAccess {
       if (e instanceof TooManyListenersError) return { ok: false, status: 503, code: 'listener_capacity', message: 'This node serves as many listeners as it can; try again later.' };
       throw e;
     }
-    return { ok: true, query: q };
+    return { ok: true, query: q, private: gated };
   }
 
   /**

@@ -7,30 +7,35 @@
  * - `DELETE` on the session URL ends it (§4.3); `PATCH` (trickle ICE / ICE restart, §4.4) is not
  *   implemented and answers 405; `OPTIONS` answers the CORS preflight of browsers (§4.7).
  * - Token streams need the listener token as `Authorization: Bearer <token>` (§4.6) or `?token=`
- *   (401 without a valid one); the peer is a listener (`protocol: "webrtc"`) until it closes.
+ *   (401 without a valid one).
+ * - An answered offer is *pending* until its peer connects (ICE + DTLS, werift's connectionState
+ *   `connected`): only then is it a listener (`protocol: "webrtc"`, `listener.joined`) and fed
+ *   packets (the stream's codec process starts with the first connected peer). Pending offers are
+ *   capped per client address and in total (`whepMaxPendingPerIp`, `whepMaxPending`: beyond → 429
+ *   `too_many_pending_offers` with `Retry-After`) and dropped, every socket closed, after
+ *   `whepOfferTimeoutMs` (PRODUCT.md §13).
  * ICE: host candidates on 127.0.0.1 and the configured HTTP host (all interfaces when that is a
- * wildcard), UDP, IPv4. ICE/DTLS/SRTP by werift.
+ * wildcard), UDP, IPv4: one UDP socket per advertised address. ICE/DTLS/SRTP by werift.
  */
 import { RTCPeerConnection, RTCRtpCodecParameters, RtpHeader, RtpPacket, type RTCRtpTransceiver } from 'werift';
 import type { BlockList } from 'node:net';
 import type { HttpServer, RawBodyRequest, RawReply } from '../http/server.js';
-import { errorBody } from '../http/server.js';
+import { errorBody, statusLine } from '../http/server.js';
 import { ApiError } from '../errors/errors.js';
-import type { MediaRegistry } from '../media/hub.js';
 import type { Config, PublicUrls } from '../config/config.js';
 import type { Logger } from '../log/logger.js';
 import type { ListenerTokens } from '../auth/listener-tokens.js';
 import { randomBase62 } from '../ids.js';
 import type { ListenerRegistry, Session } from '../listeners/registry.js';
-import { TooManyListenersError } from '../listeners/registry.js';
+import { MAX_LISTENERS, TooManyListenersError } from '../listeners/registry.js';
+import { PerAddressCounter, type Limits } from '../limits/limits.js';
+import type { MediaRegistry, StreamHub } from '../media/hub.js';
 import type { HlsListenerAccess } from '../listeners/hls-access.js';
 import { clientAddress, countryOf } from '../listeners/geo.js';
 import { StreamAudioSource, type PacketSink } from './source.js';
 
 /** Largest SDP offer accepted (bytes). */
 const MAX_OFFER_BYTES = 64 * 1024;
-/** A peer that has not connected this long after its answer is dropped (ms). */
-const CONNECT_TIMEOUT_MS = 30_000;
 /** A peer `disconnected` this long is dropped (ms). */
 const DISCONNECTED_GRACE_MS = 10_000;
 /** Packets a peer may have in flight in werift (encrypting/sending); more are dropped for it. */
@@ -58,41 +63,71 @@ export interface WhepDeps {
   config: Config;
   log: Logger;
   urls: () => PublicUrls;
-  /** Looks a stream up (status and codec); defaults to the access policy's repo. */
+  /** Counts and logs the caps hit (pending offers, offer timeouts). */
+  limits: Limits;
 }
 
 /** Counters of the WebRTC side (bench, logs). */
 export interface WhepStats {
+  /** Sessions open, pending ones included. */
   peers: number;
+  /** Answered offers whose peer has not connected yet. */
+  pending: number;
   packetsSent: number;
   packetsDropped: number;
   peersDroppedSlow: number;
 }
 
-/** One WHEP session: a werift peer connection with its Opus sender. */
+/** Who sent an offer: what the listener session is made of once the peer connects. */
+interface OfferClient {
+  /** The client address (kept in memory while pending, for the per-address cap; never stored). */
+  ip: string;
+  accountId: string;
+  /** The listener session key (`<token subject>:whep:<id>` or `whep:<id>`). */
+  keyPrefix: string;
+  userAgent: string | null;
+}
+
+/**
+ * One WHEP session: a werift peer connection with its Opus sender. `pending` from the answer until
+ * werift reports `connected` (then a listener, fed by the stream's source) or the offer timeout;
+ * `closed` once ended. A pending peer holds one slot of the pending caps, given back exactly once.
+ */
 class Peer implements PacketSink {
   readonly id = randomBase62(24);
+  state: 'pending' | 'connected' | 'closed' = 'pending';
   session: Session | null = null;
   source: StreamAudioSource | null = null;
   private sender;
   private inflight = 0;
   /** When the current run of drops began (0: not dropping). */
   private droppingSince = 0;
-  private closed = false;
-  private connectTimer: NodeJS.Timeout | null = null;
+  private offerTimer: NodeJS.Timeout | null = null;
   private graceTimer: NodeJS.Timeout | null = null;
 
-  constructor(readonly streamId: string, readonly pc: RTCPeerConnection, transceiver: RTCRtpTransceiver, private readonly owner: Whep) {
+  constructor(
+    readonly streamId: string,
+    readonly hub: StreamHub,
+    readonly pc: RTCPeerConnection,
+    transceiver: RTCRtpTransceiver,
+    readonly client: OfferClient,
+    private readonly owner: Whep,
+    offerTimeoutMs: number,
+  ) {
     this.sender = transceiver.sender;
-    this.connectTimer = setTimeout(() => this.close('never connected'), CONNECT_TIMEOUT_MS);
-    this.connectTimer.unref();
+    this.offerTimer = setTimeout(() => {
+      this.offerTimer = null;
+      this.owner.expired(this);
+    }, offerTimeoutMs);
+    this.offerTimer.unref();
     pc.connectionStateChange.subscribe((state) => {
       if (state === 'connected') {
-        if (this.connectTimer) clearTimeout(this.connectTimer);
+        if (this.offerTimer) clearTimeout(this.offerTimer);
         if (this.graceTimer) clearTimeout(this.graceTimer);
-        this.connectTimer = this.graceTimer = null;
+        this.offerTimer = this.graceTimer = null;
+        if (this.state === 'pending') this.owner.connected(this);
       } else if (state === 'failed' || state === 'closed') this.close(`connection ${state}`);
-      else if (state === 'disconnected' && !this.graceTimer) {
+      else if (state === 'disconnected' && !this.graceTimer && this.state === 'connected') {
         this.graceTimer = setTimeout(() => this.close('disconnected'), DISCONNECTED_GRACE_MS);
         this.graceTimer.unref();
       }
@@ -100,7 +135,7 @@ class Peer implements PacketSink {
   }
 
   send(seq: number, timestamp: number, payload: Buffer, marker: boolean): void {
-    if (this.closed || this.pc.connectionState !== 'connected') return;
+    if (this.state !== 'connected' || this.pc.connectionState !== 'connected') return;
     if (this.inflight >= PEER_QUEUE) {
       this.owner.counters.packetsDropped++;
       const now = Date.now();
@@ -123,14 +158,16 @@ class Peer implements PacketSink {
     this.inflight--;
   };
 
-  /** Ends the session: leaves the source and the listener registry, closes the connection. */
+  /** Ends the session: gives back its pending slot or leaves the registry and the source, closes the connection. */
   close(reason: string): void {
-    if (this.closed) return;
-    this.closed = true;
-    if (this.connectTimer) clearTimeout(this.connectTimer);
+    if (this.state === 'closed') return;
+    const was = this.state;
+    this.state = 'closed';
+    if (this.offerTimer) clearTimeout(this.offerTimer);
     if (this.graceTimer) clearTimeout(this.graceTimer);
+    this.offerTimer = this.graceTimer = null;
     this.source?.remove(this);
-    this.owner.forget(this, reason);
+    this.owner.forget(this, was, reason);
     this.pc.close().catch(() => {});
   }
 }
@@ -142,11 +179,14 @@ class Whep {
   readonly counters = { packetsSent: 0, packetsDropped: 0, peersDroppedSlow: 0 };
   private readonly hosts: string[];
   private readonly allInterfaces: boolean;
+  /** Offers being negotiated or answered and not connected yet, per client address and in total. */
+  private readonly pending: PerAddressCounter;
 
   constructor(private readonly d: WhepDeps) {
     const h = d.config.httpHost;
     this.allInterfaces = h === '0.0.0.0' || h === '::';
     this.hosts = [...new Set(['127.0.0.1', ...(this.allInterfaces || h === 'localhost' || h.includes(':') ? [] : [h])])];
+    this.pending = new PerAddressCounter(d.config.limits.whepMaxPending, d.config.limits.whepMaxPendingPerIp);
   }
 
   register(): void {
@@ -169,7 +209,7 @@ class Whep {
       }
       const err = e as ApiError;
       return {
-        status: `${err.status} ${err.status === 401 ? 'Unauthorized' : err.status === 404 ? 'Not Found' : err.status === 409 ? 'Conflict' : err.status === 415 ? 'Unsupported Media Type' : err.status === 503 ? 'Service Unavailable' : err.status === 400 ? 'Bad Request' : 'Error'}`,
+        status: statusLine(err.status),
         headers: [...CORS, ['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-store'], ...Object.entries(err.headers)],
         body: Buffer.from(JSON.stringify(errorBody(err, req.requestId))),
       };
@@ -197,14 +237,55 @@ class Whep {
     }
     const hub = this.d.media.get(streamId);
     if (!hub || hub.ended) throw new ApiError(409, 'stream_not_live', `Stream '${streamId}' is not live.`);
-    const codec = this.codecOf(streamId);
     const sdp = req.body.toString('utf8');
     if (!/^v=0/m.test(sdp) || !/^m=audio /m.test(sdp)) throw new ApiError(400, 'invalid_sdp', 'The offer must be an SDP with an audio m-line.');
+    if (this.d.registry.total() >= MAX_LISTENERS) throw capacity();
 
+    // Everything below holds sockets: count it against the pending caps first.
+    const ip = clientAddress(req.remoteAddress, req.headers['x-forwarded-for'] ?? '', this.d.trusted);
+    const slot = this.pending.tryAcquire(ip);
+    if (slot !== 'ok') {
+      this.d.limits.hit(slot === 'total' ? 'whep_pending' : 'whep_pending_per_ip', ip, { streamId });
+      const retry = String(Math.max(1, Math.ceil(this.d.config.limits.whepOfferTimeoutMs / 1000)));
+      throw new ApiError(
+        429,
+        'too_many_pending_offers',
+        slot === 'total'
+          ? 'This node holds as many unconnected WebRTC offers as it may; connect an answered one or retry later.'
+          : 'Too many unconnected WebRTC offers from your address; connect or DELETE an answered one, or retry later.',
+        undefined,
+        { 'Retry-After': retry },
+      );
+    }
+    let peer: Peer;
+    try {
+      peer = await this.negotiate(streamId, hub, sdp, { ip, accountId: policy.accountId, keyPrefix: key, userAgent: req.headers['user-agent'] || null });
+    } catch (e) {
+      this.pending.release(ip);
+      throw e;
+    }
+    this.peers.set(peer.id, peer);
+    const location = `/whep/${streamId}/${peer.id}`;
+    return {
+      status: '201 Created',
+      headers: [...CORS, ['Content-Type', 'application/sdp'], ['Location', location], ['ETag', `"${peer.id}"`], ['Cache-Control', 'no-store']],
+      body: Buffer.from(this.filterCandidates(peer.pc.localDescription!.sdp), 'utf8'),
+    };
+  }
+
+  /**
+   * Answers `sdp` with a new peer connection (all candidates gathered); the peer is pending.
+   * @throws ApiError 400 `invalid_sdp` when werift cannot negotiate the offer, 503 when gathering
+   * does not finish within the offer timeout
+   */
+  private async negotiate(streamId: string, hub: StreamHub, sdp: string, client: OfferClient): Promise<Peer> {
+    const timeoutMs = this.d.config.limits.whepOfferTimeoutMs;
     const pc = new RTCPeerConnection({
       codecs: { audio: [OPUS()], video: [] },
       headerExtensions: { audio: [], video: [] },
-      iceUseIpv4: true,
+      // With a specific HTTP host, one UDP socket per address the answer lists (werift would add
+      // one per interface address, then filtered out of the answer); a wildcard host: all of them.
+      iceUseIpv4: this.allInterfaces,
       iceUseIpv6: false,
       iceAdditionalHostAddresses: this.hosts,
     });
@@ -215,46 +296,53 @@ class Whep {
       if (!transceiver) throw new ApiError(400, 'invalid_sdp', 'The offer has no audio m-line.');
       transceiver.setDirection('sendonly');
       await pc.setLocalDescription(await pc.createAnswer());
-      await gathered(pc);
+      if (!(await gathered(pc, timeoutMs))) throw new ApiError(503, 'ice_gathering_timeout', 'The server could not gather its ICE candidates in time; try again.');
     } catch (e) {
       pc.close().catch(() => {});
       if (e instanceof ApiError) throw e;
       throw new ApiError(400, 'invalid_sdp', `The offer could not be negotiated: ${(e as Error).message}`);
     }
-    const answer = this.filterCandidates(pc.localDescription!.sdp);
-    const peer = new Peer(streamId, pc, transceiver, this);
+    return new Peer(streamId, hub, pc, transceiver, client, this, timeoutMs);
+  }
+
+  /** A pending peer connected: it gives back its pending slot, becomes a listener and gets packets. */
+  connected(peer: Peer): void {
+    if (peer.state !== 'pending') return;
+    peer.state = 'connected';
+    this.pending.release(peer.client.ip);
+    const { streamId, hub } = peer;
+    if (hub.ended || this.d.media.get(streamId) !== hub) return peer.close('stream ended');
     try {
-      const ip = clientAddress(req.remoteAddress, req.headers['x-forwarded-for'] ?? '', this.d.trusted);
       peer.session = this.d.registry.join({
         streamId,
-        accountId: policy.accountId,
-        key: `${key}whep:${peer.id}`,
+        accountId: peer.client.accountId,
+        key: `${peer.client.keyPrefix}whep:${peer.id}`,
         protocol: 'webrtc',
-        country: countryOf(ip),
-        userAgent: req.headers['user-agent'] || null,
+        country: countryOf(peer.client.ip),
+        userAgent: peer.client.userAgent,
         timeoutMs: 0,
       });
     } catch (e) {
-      pc.close().catch(() => {});
-      if (e instanceof TooManyListenersError) throw new ApiError(503, 'listener_capacity', 'This node serves as many listeners as it can; try again later.');
-      throw e;
+      // Runs in werift's event callback: nothing may escape.
+      if (!(e instanceof TooManyListenersError)) this.d.log.error('whep listener join failed', { streamId, err: e instanceof Error ? e.stack : String(e) });
+      return peer.close('listener capacity');
     }
-    this.peers.set(peer.id, peer);
     let source = this.sources.get(streamId);
     if (!source) {
-      const s: StreamAudioSource = new StreamAudioSource(streamId, hub, codec, this.d.log, () => {
+      const s: StreamAudioSource = new StreamAudioSource(streamId, hub, this.codecOf(streamId), this.d.log, () => {
         if (this.sources.get(streamId) === s) this.sources.delete(streamId);
       });
       this.sources.set(streamId, (source = s));
     }
     peer.source = source;
     source.add(peer);
-    const location = `/whep/${streamId}/${peer.id}`;
-    return {
-      status: '201 Created',
-      headers: [...CORS, ['Content-Type', 'application/sdp'], ['Location', location], ['ETag', `"${peer.id}"`], ['Cache-Control', 'no-store']],
-      body: Buffer.from(answer, 'utf8'),
-    };
+  }
+
+  /** A pending peer did not connect within the offer timeout: counted, then closed. */
+  expired(peer: Peer): void {
+    if (peer.state !== 'pending') return;
+    this.d.limits.hit('whep_offer_timeout', peer.client.ip, { streamId: peer.streamId });
+    peer.close('never connected');
   }
 
   private delete(req: RawBodyRequest): RawReply {
@@ -265,9 +353,10 @@ class Whep {
     return { status: '200 OK', headers: CORS, body: new Uint8Array(0) };
   }
 
-  /** Called by a peer once it closed. */
-  forget(peer: Peer, reason: string): void {
+  /** Called by a peer once it closed, with the state it was in. */
+  forget(peer: Peer, was: 'pending' | 'connected', reason: string): void {
     this.peers.delete(peer.id);
+    if (was === 'pending') this.pending.release(peer.client.ip);
     if (peer.session) this.d.registry.leave(peer.session);
     this.d.log.debug('whep session closed', { streamId: peer.streamId, session: peer.id, reason });
   }
@@ -294,7 +383,7 @@ class Whep {
   }
 
   stats(): WhepStats {
-    return { peers: this.peers.size, ...this.counters };
+    return { peers: this.peers.size, pending: this.pending.held(), ...this.counters };
   }
 
   async close(): Promise<void> {
@@ -302,14 +391,22 @@ class Whep {
   }
 }
 
-/** Resolves once ICE gathering is complete (non-trickle answer). */
-function gathered(pc: RTCPeerConnection): Promise<void> {
-  if (pc.iceGatheringState === 'complete') return Promise.resolve();
+/** 503 `listener_capacity`: the node tracks as many listeners as it may. */
+const capacity = () => new ApiError(503, 'listener_capacity', 'This node serves as many listeners as it can; try again later.');
+
+/** Resolves true once ICE gathering is complete (non-trickle answer), false after `timeoutMs`. */
+function gathered(pc: RTCPeerConnection, timeoutMs: number): Promise<boolean> {
+  if (pc.iceGatheringState === 'complete') return Promise.resolve(true);
   return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      unSubscribe();
+      resolve(false);
+    }, timeoutMs);
     const { unSubscribe } = pc.iceGatheringStateChange.subscribe((s) => {
       if (s === 'complete') {
+        clearTimeout(timer);
         unSubscribe();
-        resolve();
+        resolve(true);
       }
     });
   });

@@ -3,6 +3,9 @@
  * listener token for it (401 without, 403 invalid / expired / another stream's), carries the token
  * into every URI it hands out, counts the token's subject as the session, and refuses WHEP without
  * a token (401). Public streams need none.
+ * Cache headers (PRODUCT.md §12): every HLS object of a token stream (multivariant and media
+ * playlists, segments, parts, init sections) is `Cache-Control: private, no-store`; a public
+ * stream's media objects stay immutable and publicly cacheable, its playlists short-lived.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ListenerTokens } from '../../src/auth/listener-tokens.js';
@@ -10,6 +13,41 @@ import { api, startInProcess, waitFor, type TestServer } from '../helpers/server
 import { exited, publish } from '../helpers/publish.js';
 
 let t: TestServer;
+
+/**
+ * `Cache-Control` of every kind of HLS object of a stream, fetched through its multivariant
+ * playlist (`query`: e.g. `?token=…`): once the first layer's media playlist lists a segment.
+ */
+async function cacheControls(hlsUrl: string, query = '') {
+  const mv = await fetch(`${hlsUrl}${query}`);
+  expect(mv.status).toBe(200);
+  const variant = (await mv.text()).split('\n').find((l) => l && !l.startsWith('#'))!;
+  const mediaUrl = new URL(variant, hlsUrl);
+  const media = await waitFor(async () => {
+    const r = await fetch(mediaUrl);
+    const body = await r.text();
+    return r.status === 200 && /^\d+\.(ts|m4s)/m.test(body) ? { r, body } : null;
+  }, 20_000, 200, 'a segment');
+  const seg = media.body.split('\n').find((l) => /^\d+\.(ts|m4s)/.test(l))!;
+  const part = /#EXT-X-PART:[^\n]*URI="([^"]+)"/.exec(media.body)?.[1];
+  const init = /#EXT-X-MAP:URI="([^"]+)"/.exec(media.body)?.[1];
+  expect(part, 'an LL-HLS layer lists parts').toBeDefined();
+  expect(init, 'an fMP4 layer has an init section').toBeDefined();
+  const of = async (uri: string) => {
+    const r = await fetch(new URL(uri, mediaUrl));
+    expect(r.status, uri).toBe(200);
+    await r.arrayBuffer();
+    return r.headers.get('cache-control');
+  };
+  return {
+    multivariant: mv.headers.get('cache-control'),
+    media: media.r.headers.get('cache-control'),
+    segment: await of(seg),
+    part: await of(part!),
+    init: await of(init!),
+  };
+}
+
 beforeAll(async () => {
   t = await startInProcess();
 });
@@ -73,6 +111,15 @@ describe('token-gated playback', () => {
       expect(w2.status).toBe(401);
       const w3 = await fetch(`${t.http}/whep/${s.id}`, { method: 'POST', headers: { 'Content-Type': 'application/sdp', Authorization: `Bearer ${expired}` }, body: offer });
       expect(w3.status).toBe(401);
+
+      // No shared cache may keep any object of a token stream.
+      expect(await cacheControls(s.hlsUrl, `?token=${token}`)).toEqual({
+        multivariant: 'private, no-store',
+        media: 'private, no-store',
+        segment: 'private, no-store',
+        part: 'private, no-store',
+        init: 'private, no-store',
+      });
     } finally {
       pub.kill('SIGKILL');
       await exited(pub);
@@ -82,11 +129,19 @@ describe('token-gated playback', () => {
   it('serves public streams without a token', async () => {
     const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Open', reconnectWindow: 1 })).json;
     expect(s.playback).toBe('public');
-    const pub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 10 });
+    const pub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 20 });
     try {
       await waitFor(async () => (await fetch(s.hlsUrl)).status === 200, 20_000, 200, 'HLS');
       const mv = await (await fetch(s.hlsUrl)).text();
       expect(mv).toMatch(/a128\/index\.m3u8\?sid=/);
+      // Public streams keep their cacheable headers (2 s target duration: playlists ≤ 1 s).
+      expect(await cacheControls(s.hlsUrl)).toEqual({
+        multivariant: 'public, max-age=1',
+        media: 'no-cache',
+        segment: 'public, max-age=31536000, immutable',
+        part: 'public, max-age=31536000, immutable',
+        init: 'public, max-age=31536000, immutable',
+      });
     } finally {
       pub.kill('SIGKILL');
       await exited(pub);

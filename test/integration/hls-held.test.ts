@@ -1,0 +1,160 @@
+/**
+ * Held HLS requests (PRODUCT.md §13; rfc8216bis §6.2.5.2, §6.2.6) against a live LL-HLS stream
+ * published by FFmpeg, with real concurrent blocking requests, clients told apart by
+ * X-Forwarded-For through a trusted proxy (127.0.0.1), caps of 3 per address and 5 in total:
+ * - over the per-address cap a blocking playlist reload is answered at once with the current
+ *   playlist (`Cache-Control: no-store`, without the awaited segment) and a wait for the hinted
+ *   part with 503 + `Retry-After: 1`; the requests under the cap are held and answered when the
+ *   segment appears; another address is still held; each refusal is counted (`http_held_per_ip`);
+ * - over the total cap likewise (`http_held`);
+ * - a held request the client aborts, or that times out (publisher gone), gives its slot back.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChildProcess } from 'node:child_process';
+import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
+import { exited, publish } from '../helpers/publish.js';
+
+const PER_IP = 3;
+const TOTAL = 5;
+
+let t: TestServer;
+let pub: ChildProcess;
+let mediaUrl = '';
+
+beforeAll(async () => {
+  t = await startInProcess({ SKYLARK_TRUSTED_PROXIES: '127.0.0.1/32', SKYLARK_HTTP_MAX_HELD_PER_IP: String(PER_IP), SKYLARK_HTTP_MAX_HELD: String(TOTAL) });
+  const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Held', reconnectWindow: 60 })).json;
+  pub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 60 });
+  const master = await waitFor(async () => {
+    const r = await fetch(s.hlsUrl);
+    return r.status === 200 ? r.text() : null;
+  }, 20_000, 200, 'multivariant playlist');
+  mediaUrl = new URL(master.split('\n').find((l) => l.startsWith('a128/'))!, s.hlsUrl).toString();
+  await waitFor(async () => ((await get(mediaUrl)).body.match(/#EXTINF/g) ?? []).length >= 1, 20_000, 200, 'a segment');
+}, 60_000);
+
+afterAll(async () => {
+  pub?.kill('SIGKILL');
+  if (pub) await exited(pub);
+  await t?.close();
+});
+
+interface Answer {
+  status: number;
+  cacheControl: string | null;
+  retryAfter: string | null;
+  body: string;
+}
+async function get(url: string, client?: string, signal?: AbortSignal): Promise<Answer> {
+  const r = await fetch(url, { headers: client ? { 'X-Forwarded-For': client } : {}, signal });
+  return { status: r.status, cacheControl: r.headers.get('cache-control'), retryAfter: r.headers.get('retry-after'), body: await r.text() };
+}
+/** A blocking reload of segment `msn` as `client`. */
+function reload(msn: number, client: string, signal?: AbortSignal): Promise<Answer> {
+  const u = new URL(mediaUrl);
+  u.searchParams.set('_HLS_msn', String(msn));
+  return get(u.toString(), client, signal);
+}
+/** The preload hint of the current playlist. */
+async function hint(): Promise<{ msn: number; uri: string }> {
+  const uri = /#EXT-X-PRELOAD-HINT:TYPE=PART,URI="([^"]+)"/.exec((await get(mediaUrl)).body)![1]!;
+  return { msn: Number(/^(\d+)\./.exec(uri)![1]), uri };
+}
+/** Whether a playlist lists segment `msn`. */
+const lists = (a: Answer, msn: number) => a.body.split('\n').some((l) => l.startsWith(`${msn}.m4s`));
+const limit = (cause: string) => t.server.context.limits.count(cause as never);
+/** Lets the requests already sent reach the server (same process, loopback): sequencing, not a timing assertion. */
+const settle = () => new Promise((r) => setTimeout(r, 300));
+
+/** Asserts an over-cap blocking reload: the playlist as it is, not cacheable, without segment `msn`. */
+function expectAnsweredNow(a: Answer, msn: number) {
+  expect(a.status).toBe(200);
+  expect(a.cacheControl).toBe('no-store');
+  expect(a.body).toMatch(/^#EXTM3U\n/);
+  expect(a.body).toMatch(/#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES/);
+  expect(lists(a, msn)).toBe(false);
+}
+/** Asserts a held blocking reload answered once segment `msn` appeared. */
+function expectHeld(a: Answer, msn: number) {
+  expect(a.status).toBe(200);
+  expect(a.cacheControl).toBe('no-cache');
+  expect(lists(a, msn)).toBe(true);
+}
+
+describe('held HLS requests', () => {
+  it('answers at once over the per-address cap, holds the others and other addresses', async () => {
+    const hits = limit('http_held_per_ip');
+    const msn = (await hint()).msn + 1; // the segment after the one in progress: 2–4 s away
+    const held = Array.from({ length: PER_IP }, () => reload(msn, '198.51.100.1'));
+    await settle();
+    expectAnsweredNow(await reload(msn, '198.51.100.1'), msn);
+    // The hinted part, not there yet, over the cap: 503 + Retry-After (retried if it appeared meanwhile).
+    let part: Answer | null = null;
+    for (let i = 0; i < 10 && !part; i++) {
+      const r = await get(new URL((await hint()).uri, mediaUrl).toString(), '198.51.100.1');
+      if (r.status !== 200) part = r;
+    }
+    expect(part!.status).toBe(503);
+    expect(part!.retryAfter).toBe('1');
+    expect(JSON.parse(part!.body).error.code).toBe('too_many_held_requests');
+    expect(limit('http_held_per_ip')).toBe(hits + 2);
+    // Another address is held.
+    const other = reload(msn, '198.51.100.2');
+    for (const a of await Promise.all([...held, other])) expectHeld(a, msn);
+    expect(limit('http_held_per_ip')).toBe(hits + 2);
+  });
+
+  it('answers at once over the total cap', async () => {
+    const hits = limit('http_held');
+    const msn = (await hint()).msn + 1;
+    const held = [
+      ...Array.from({ length: PER_IP }, () => reload(msn, '198.51.100.3')),
+      ...Array.from({ length: TOTAL - PER_IP }, () => reload(msn, '198.51.100.4')),
+    ];
+    await settle();
+    expectAnsweredNow(await reload(msn, '198.51.100.5'), msn);
+    expect(limit('http_held')).toBe(hits + 1);
+    for (const a of await Promise.all(held)) expectHeld(a, msn);
+  });
+
+  it('gives the slot back when the client aborts', async () => {
+    const hits = limit('http_held_per_ip');
+    let msn = (await hint()).msn + 1;
+    const aborts = Array.from({ length: PER_IP }, () => new AbortController());
+    const aborted = aborts.map((c) => reload(msn, '198.51.100.6', c.signal).catch((e: Error) => e.name));
+    await settle();
+    for (const c of aborts) c.abort();
+    expect(await Promise.all(aborted)).toEqual(aborts.map(() => 'AbortError'));
+    await settle();
+    // The address may hold PER_IP requests again (and no more).
+    msn = (await hint()).msn + 1;
+    const held = Array.from({ length: PER_IP }, () => reload(msn, '198.51.100.6'));
+    await settle();
+    expectAnsweredNow(await reload(msn, '198.51.100.6'), msn);
+    expect(limit('http_held_per_ip')).toBe(hits + 1);
+    for (const a of await Promise.all(held)) expectHeld(a, msn);
+  });
+
+  it('gives the slot back when the wait times out', async () => {
+    // Without a publisher (the stream stays live in its reconnect window) no segment comes: held
+    // reloads are answered after 3 target durations with the playlist as it is.
+    pub.kill('SIGKILL');
+    await exited(pub);
+    await settle();
+    const msn = (await hint()).msn + 1;
+    const timedOut = await Promise.all(Array.from({ length: PER_IP }, () => reload(msn, '198.51.100.7')));
+    for (const a of timedOut) {
+      expect(a.status).toBe(200);
+      expect(a.cacheControl).toBe('no-cache'); // held, then answered by the timeout
+      expect(lists(a, msn)).toBe(false);
+    }
+    const hits = limit('http_held_per_ip');
+    const aborts = Array.from({ length: PER_IP }, () => new AbortController());
+    const held = aborts.map((c) => reload(msn, '198.51.100.7', c.signal).catch((e: Error) => e.name));
+    await settle();
+    expectAnsweredNow(await reload(msn, '198.51.100.7'), msn);
+    expect(limit('http_held_per_ip')).toBe(hits + 1);
+    for (const c of aborts) c.abort();
+    expect(await Promise.all(held)).toEqual(aborts.map(() => 'AbortError'));
+  });
+});

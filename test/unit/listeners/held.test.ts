@@ -1,0 +1,70 @@
+/**
+ * Held-request caps (PRODUCT.md §13, src/listeners/held.ts): per client address and in total; the
+ * client is the socket peer, or the X-Forwarded-For client behind a trusted proxy; each refusal is
+ * counted under its cause; a release gives exactly one slot back however often it is called.
+ */
+import { describe, expect, it } from 'vitest';
+import { HeldRequests } from '../../../src/listeners/held.js';
+import { trustedProxies } from '../../../src/listeners/geo.js';
+import { Limits } from '../../../src/limits/limits.js';
+import { createLogger } from '../../../src/log/logger.js';
+import type { RawRequestInfo } from '../../../src/http/server.js';
+
+const request = (peer: string, forwardedFor = ''): RawRequestInfo => ({
+  remoteAddress: () => peer,
+  header: (name) => (name === 'x-forwarded-for' ? forwardedFor : ''),
+});
+
+function gate(maxTotal: number, maxPerAddress: number) {
+  const limits = new Limits(createLogger('error'));
+  const held = new HeldRequests({ maxTotal, maxPerAddress, trusted: trustedProxies(['10.0.0.1']), limits });
+  return { held, limits };
+}
+
+describe('HeldRequests', () => {
+  it('caps per client address and counts the refusal', () => {
+    const { held, limits } = gate(10, 2);
+    const a = [held.acquire(request('203.0.113.1')), held.acquire(request('203.0.113.1'))];
+    expect(a.every((r) => typeof r === 'function')).toBe(true);
+    expect(held.acquire(request('203.0.113.1'))).toBeNull();
+    expect(limits.count('http_held_per_ip')).toBe(1);
+    expect(held.acquire(request('203.0.113.2'))).not.toBeNull();
+    expect(held.held('203.0.113.1')).toBe(2);
+    expect(held.held()).toBe(3);
+  });
+
+  it('caps in total and counts the refusal', () => {
+    const { held, limits } = gate(2, 2);
+    expect(held.acquire(request('203.0.113.1'))).not.toBeNull();
+    expect(held.acquire(request('203.0.113.2'))).not.toBeNull();
+    expect(held.acquire(request('203.0.113.3'))).toBeNull();
+    expect(limits.count('http_held')).toBe(1);
+    expect(limits.count('http_held_per_ip')).toBe(0);
+  });
+
+  it('gives one slot back per request, however often release is called', () => {
+    const { held } = gate(10, 2);
+    const first = held.acquire(request('203.0.113.1'))!;
+    const second = held.acquire(request('203.0.113.1'))!;
+    first();
+    first();
+    first();
+    expect(held.held('203.0.113.1')).toBe(1);
+    expect(held.acquire(request('203.0.113.1'))).not.toBeNull();
+    expect(held.acquire(request('203.0.113.1'))).toBeNull();
+    second();
+    expect(held.held('203.0.113.1')).toBe(1);
+  });
+
+  it('takes the X-Forwarded-For client only from a trusted proxy', () => {
+    const { held } = gate(10, 1);
+    // Two clients behind the trusted proxy are two addresses.
+    expect(held.acquire(request('10.0.0.1', '203.0.113.1'))).not.toBeNull();
+    expect(held.acquire(request('10.0.0.1', '203.0.113.2'))).not.toBeNull();
+    expect(held.acquire(request('10.0.0.1', '203.0.113.1'))).toBeNull();
+    // An untrusted peer cannot pick its address with the header.
+    expect(held.acquire(request('198.51.100.7', '203.0.113.3'))).not.toBeNull();
+    expect(held.acquire(request('198.51.100.7', '203.0.113.4'))).toBeNull();
+    expect(held.held('198.51.100.7')).toBe(1);
+  });
+});
