@@ -75,7 +75,7 @@ module.exports = {
       comment: 'listeners/ (sessions, counts, countries) is used by the delivery rooms and the API; it imports neither',
       severity: 'error',
       from: { path: '^src/listeners/' },
-      to: { path: '^src/(hls|listen|webrtc|api|dashboard|ingest)/' },
+      to: { path: '^src/(hls|listen|webrtc|api|dashboard|ingest)/', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'webhooks-deliver-only',

@@ -29,13 +29,22 @@ import type { Logger } from './log/logger.js';
 import { Limits } from './limits/limits.js';
 import type { AppContext, Feature } from './context.js';
 // [features:imports] — one import line per feature module below this line
-import { registerListeners } from './listeners/feature.js';
+import { createListeners } from './listeners/feature.js';
+import { registerHlsRoutes } from './hls/routes.js';
+import { registerWhep } from './webrtc/whep.js';
+import { registerListenerRoutes } from './api/listeners/routes.js';
 import { registerOAuth } from './oauth/routes.js';
 import { registerAccountRoutes } from './api/account/routes.js';
 import { registerIdempotency } from './idempotency/feature.js';
 import { registerOpenApi } from './api/openapi/routes.js';
 import { registerPodcasts } from './api/podcasts/feature.js';
-import { registerWebhooks } from './webhooks/index.js';
+import { createDelivery, type Delivery } from './webhooks/index.js';
+import { WebhooksRepo } from './db/webhooks-repo.js';
+import { EventsQuery } from './db/events-repo.js';
+import { WebhooksService } from './services/webhooks.js';
+import { EventsService } from './services/events.js';
+import { registerWebhookRoutes } from './api/webhooks/routes.js';
+import { registerEventRoutes } from './api/events/routes.js';
 import { registerDashboard } from './dashboard/feature.js';
 
 /** A running server. Ports as bound. */
@@ -127,9 +136,13 @@ export async function startServer(config: Config, log: Logger, now: () => number
   registerStreamRoutes(http, streams, guard);
   const features: Feature[] = [];
   // [features:register] — one `features.push(registerX(context));` line per feature module below this line
-  const listeners = registerListeners(context, { media }); // also registers the HLS routes (with listener sessions) and WHEP
+  const listeners = createListeners(context);
   features.push(listeners);
   listenerCount = (id) => listeners.registry.listenerCount(id);
+  registerHlsRoutes(http, media, { access: listeners.access, hold: listeners.held });
+  const whep = registerWhep({ http, media, registry: listeners.registry, tokens: listeners.tokens, access: listeners.access, trusted: listeners.trusted, config, log: log.child('webrtc'), urls: getUrls, limits });
+  features.push({ close: () => whep.close() });
+  registerListenerRoutes(http, listeners.service, guard, getUrls);
   features.push(registerIdempotency(context));
   features.push(registerOAuth(context));
   features.push(registerAccountRoutes(context));
@@ -141,8 +154,17 @@ export async function startServer(config: Config, log: Logger, now: () => number
     (streamId) => podcasts.episodes.hasRecordingOf(streamId),
   );
   features.push(podcasts);
-  const webhooks = registerWebhooks(context);
-  features.push(webhooks);
+  const webhooksRepo = new WebhooksRepo(db);
+  let delivery: Delivery | null = null;
+  const wake = (id: string) => delivery?.engine.wake(id);
+  const webhooks = {
+    webhooks: new WebhooksService({ db, repo: webhooksRepo, outbox, nodeSecret, allowPrivate: config.webhooksAllowPrivate, wake, now }),
+    events: new EventsService({ db, events: new EventsQuery(db), webhooks: webhooksRepo, wake, now }),
+  };
+  delivery = createDelivery({ db, repo: webhooksRepo, outbox, log: log.child('webhooks'), now, allowPrivate: config.webhooksAllowPrivate, secretOf: (row) => webhooks.webhooks.secretOf(row) });
+  features.push(delivery);
+  registerWebhookRoutes(http, webhooks.webhooks, guard);
+  registerEventRoutes(http, webhooks.events, guard);
   features.push(registerDashboard(context, { streams, podcasts, listeners: listeners.registry, webhooks }));
   http.finish();
 

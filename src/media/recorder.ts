@@ -18,7 +18,7 @@ import { rm, stat, statfs } from 'node:fs/promises';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { OggOpusWriter } from './ogg.js';
-import { adtsFrame, parseAsc, type AdtsConfig } from './adts.js';
+import { adtsFrame, parseAsc, ADTS_MAX_PAYLOAD_BYTES, type AdtsConfig } from './adts.js';
 import { readAudioTag, type AudioCodec, type AudioTag } from './codec.js';
 
 /** A finished recording: the file, its MIME type and size (bytes). */
@@ -164,7 +164,7 @@ export class Recorder {
     const { kind, payload } = tag;
     if (this.codec === 'aac') {
       if (kind === 'header') this.adts = parseAsc(payload);
-      else if (kind === 'frame' && this.adts && payload.length > 0 && payload.length <= 8184) this.write(adtsFrame(this.adts, payload));
+      else if (kind === 'frame' && this.adts && payload.length > 0 && payload.length <= ADTS_MAX_PAYLOAD_BYTES) this.write(adtsFrame(this.adts, payload));
     } else if (this.codec === 'mp3') {
       if (kind === 'frame') this.write(payload);
     } else if (kind === 'header' && !this.ogg) {

@@ -1,65 +1,65 @@
 /**
- * The webhooks feature (issue 6): Webhooks and Events routes, and the delivery engine fed by the
- * Outbox. `registerWebhooks(context)` is called by the composition root (src/main.ts); the engine
- * starts once the server listens and stops at shutdown (abandoned attempts stay due in SQLite).
- * The services it returns are the ones other features (the dashboard) must use: their `wake`
- * reaches the engine, which does not poll.
+ * Webhook delivery (PRODUCT.md §6): the engine that reads the outbox's pending deliveries from
+ * SQLite, signs each in Piscina workers and POSTs it, on the exact retry schedule. Built by the
+ * composition root (src/main.ts) with the secrets' decryption handed in; it starts once the server
+ * listens and stops at shutdown (abandoned attempts stay due in SQLite). Knows no services and
+ * mounts no routes: the Webhooks and Events resources are the API's (src/api/webhooks,
+ * src/api/events), and what they change reaches the engine through `wake`/`notify`.
  */
-import type { AppContext, Feature } from '../context.js';
-import { WebhooksRepo } from '../db/webhooks-repo.js';
+import type { Feature } from '../context.js';
+import type { Database } from '../db/database.js';
+import type { Outbox } from '../events/outbox.js';
+import type { Logger } from '../log/logger.js';
+import type { WebhookRow, WebhooksRepo } from '../db/webhooks-repo.js';
 import { watchCommits } from '../db/database.js';
-import { EventsQuery } from '../db/events-repo.js';
-import { WebhooksService } from '../services/webhooks.js';
-import { EventsService } from '../services/events.js';
-import { registerWebhookRoutes } from '../api/webhooks/routes.js';
-import { registerEventRoutes } from '../api/events/routes.js';
 import { DeliveryEngine, type EngineOptions } from './engine.js';
 import { PiscinaSigner } from './signer.js';
 
 /** Engine overrides (tests, bench). */
 export type WebhooksTuning = Partial<Pick<EngineOptions, 'perEndpoint' | 'maxInFlight' | 'timeoutMs' | 'pollMs'>>;
 
-/** The feature: engine start/close, the engine, and the services wired to it. */
-export interface WebhooksFeature extends Feature {
-  engine: DeliveryEngine;
-  webhooks: WebhooksService;
-  events: EventsService;
+/** What the delivery engine is built from. */
+export interface DeliveryDeps {
+  db: Database;
+  repo: WebhooksRepo;
+  outbox: Outbox;
+  log: Logger;
+  now: () => number;
+  /** Loopback and private destinations allowed (SKYLARK_WEBHOOKS_ALLOW_PRIVATE). */
+  allowPrivate: boolean;
+  /** The endpoint's signing secret (`whsec_…`), decrypted. */
+  secretOf: (row: WebhookRow) => string;
+  tuning?: WebhooksTuning;
 }
 
-/** Registers the routes and returns the feature (engine start/close, services). */
-export function registerWebhooks(ctx: AppContext, tuning: WebhooksTuning = {}): WebhooksFeature {
-  const repo = new WebhooksRepo(ctx.db);
-  let engine: DeliveryEngine | null = null;
-  const wake = (id: string) => engine?.wake(id);
-  const webhooks = new WebhooksService({ db: ctx.db, repo, outbox: ctx.outbox, nodeSecret: ctx.nodeSecret, allowPrivate: ctx.config.webhooksAllowPrivate, wake, now: ctx.now });
-  const events = new EventsService({ db: ctx.db, events: new EventsQuery(ctx.db), webhooks: repo, wake, now: ctx.now });
-  registerWebhookRoutes(ctx.http, webhooks, ctx.guard);
-  registerEventRoutes(ctx.http, events, ctx.guard);
+/** The started engine (start: after listening; close: at shutdown). */
+export interface Delivery extends Feature {
+  engine: DeliveryEngine;
+}
 
+/** Builds the delivery engine and its signer; it listens to the outbox from `start()`. */
+export function createDelivery(d: DeliveryDeps): Delivery {
   const signer = new PiscinaSigner();
-  engine = new DeliveryEngine({
-    repo,
+  const engine = new DeliveryEngine({
+    repo: d.repo,
     signer,
-    secretOf: (row) => webhooks.secretOf(row),
-    log: ctx.log.child('webhooks'),
-    now: ctx.now,
-    allowPrivate: ctx.config.webhooksAllowPrivate,
-    commits: (onCommit) => watchCommits(ctx.db, onCommit),
-    ...tuning,
+    secretOf: d.secretOf,
+    log: d.log,
+    now: d.now,
+    allowPrivate: d.allowPrivate,
+    commits: (onCommit) => watchCommits(d.db, onCommit),
+    ...d.tuning,
   });
-  const e = engine;
   let unsubscribe: (() => void) | null = null;
   return {
-    engine: e,
-    webhooks,
-    events,
+    engine,
     start() {
-      unsubscribe = ctx.outbox.subscribe(() => e.notify());
-      e.start();
+      unsubscribe = d.outbox.subscribe(() => engine.notify());
+      engine.start();
     },
     async close() {
       unsubscribe?.();
-      await e.close();
+      await engine.close();
       await signer.close();
     },
   };

@@ -10,8 +10,9 @@
  */
 import { randomInt } from 'node:crypto';
 import type { AudioTap, StreamHub } from '../media/hub.js';
+import { readAudioTag, type AudioTag } from '../media/codec.js';
 import type { Logger } from '../log/logger.js';
-import { adtsFrame, parseAsc, type AdtsConfig } from '../media/adts.js';
+import { adtsFrame, parseAsc, ADTS_MAX_PAYLOAD_BYTES, type AdtsConfig } from '../media/adts.js';
 import { opusPacketSamples } from '../media/ogg.js';
 import { OpusTranscoder } from './transcoder.js';
 
@@ -59,25 +60,15 @@ export class StreamAudioSource implements AudioTap {
     if (this.sinks.size === 0) this.stop();
   }
 
-  audio(_timestampMs: number, data: Uint8Array): void {
-    if (data.length < 2) return;
-    const b0 = data[0]!;
-    const format = b0 >> 4;
-    if (format === 9) {
-      if (data.length < 6) return;
-      const packetType = b0 & 0x0f;
-      const fourCc = String.fromCharCode(data[1]!, data[2]!, data[3]!, data[4]!);
-      if (packetType !== 1) return; // SequenceStart (OpusHead: nothing to forward), SequenceEnd, …
-      if (fourCc === 'Opus') this.emit(Buffer.from(data.subarray(5)));
-      else if (fourCc === '.mp3') this.transcoder?.write(data.subarray(5));
+  audio(_timestampMs: number, _data: Uint8Array, tag: AudioTag): void {
+    if (tag.codec === 'aac') {
+      if (tag.kind === 'header') this.asc = parseAsc(tag.payload);
+      else if (tag.kind === 'frame' && this.asc && this.transcoder && tag.payload.length <= ADTS_MAX_PAYLOAD_BYTES) this.transcoder.write(adtsFrame(this.asc, tag.payload));
       return;
     }
-    if (format === 10) {
-      if (data[1] === 0) this.asc = parseAsc(data.subarray(2));
-      else if (this.asc && this.transcoder) this.transcoder.write(adtsFrame(this.asc, data.subarray(2)));
-      return;
-    }
-    if (format === 2 || format === 14) this.transcoder?.write(data.subarray(1));
+    if (tag.kind !== 'frame') return; // SequenceStart (OpusHead: nothing to forward), SequenceEnd, …
+    if (tag.codec === 'opus') this.emit(Buffer.from(tag.payload));
+    else if (tag.codec === 'mp3') this.transcoder?.write(tag.payload);
   }
 
   /** The stream ended: every peer is closed. */
@@ -91,7 +82,8 @@ export class StreamAudioSource implements AudioTap {
 
   private start(): void {
     this.unsubscribe = this.hub.onAudio(this);
-    if (this.hub.audioHeader) this.audio(0, this.hub.audioHeader);
+    const header = this.hub.audioHeader;
+    if (header) this.audio(0, header, readAudioTag(header));
     if (this.codec !== 'opus') this.startTranscoder();
   }
 

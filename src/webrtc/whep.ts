@@ -361,12 +361,9 @@ class Whep {
     this.d.log.debug('whep session closed', { streamId: peer.streamId, session: peer.id, reason });
   }
 
-  /** The stream's codec; the hub's audio header tells Opus from AAC, the stream row settles the rest. */
+  /** The stream's codec: its hub's, else the stream row's. */
   private codecOf(streamId: string): string {
-    const h = this.d.media.get(streamId)?.audioHeader;
-    if (h && h[0]! >> 4 === 9 && String.fromCharCode(h[1]!, h[2]!, h[3]!, h[4]!) === 'Opus') return 'opus';
-    if (h && h[0]! >> 4 === 10) return 'aac';
-    return this.d.access.codec(streamId);
+    return this.d.media.get(streamId)?.opts.codec ?? this.d.access.codec(streamId);
   }
 
   /** Keeps only host candidates on the advertised addresses (unless the HTTP host is a wildcard). */
