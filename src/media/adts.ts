@@ -24,9 +24,26 @@ export function parseAsc(asc: Uint8Array): AdtsConfig | null {
   return { profile: base - 1, samplingIndex, channelConfig };
 }
 
-/** One ADTS frame (header + `raw`). */
+/** ADTS header bytes (no CRC: `protection_absent` = 1). */
+export const ADTS_HEADER_BYTES = 7;
+/** Largest `frame_length` ADTS can state: 13 bits, header included (ISO/IEC 14496-3 §1.A.2.2.2). */
+export const ADTS_MAX_FRAME_BYTES = 8191;
+/** Largest raw AAC frame one ADTS frame carries (bytes): 8191 − 7 = 8184. */
+export const ADTS_MAX_PAYLOAD_BYTES = ADTS_MAX_FRAME_BYTES - ADTS_HEADER_BYTES;
+
+/**
+ * One ADTS frame: a 7-byte header without CRC (ISO/IEC 14496-3 §1.A.2.2) followed by `raw`, one
+ * raw AAC frame (`raw_data_block`) of at most ADTS_MAX_PAYLOAD_BYTES (8184) bytes.
+ * @returns a new Buffer of `raw.length + 7` bytes
+ * @throws RangeError when `raw` is longer than 8184 bytes: `frame_length` (13 bits, header
+ *   included) cannot state it, and a header that wrapped would corrupt the stream after it. Callers
+ *   drop such a frame.
+ */
 export function adtsFrame(c: AdtsConfig, raw: Uint8Array): Buffer {
-  const len = raw.length + 7;
+  if (raw.length > ADTS_MAX_PAYLOAD_BYTES) {
+    throw new RangeError(`AAC frame of ${raw.length} bytes does not fit ADTS (at most ${ADTS_MAX_PAYLOAD_BYTES} bytes)`);
+  }
+  const len = raw.length + ADTS_HEADER_BYTES;
   const out = Buffer.allocUnsafe(len);
   out[0] = 0xff;
   out[1] = 0xf1; // MPEG-4, layer 0, no CRC
@@ -35,6 +52,6 @@ export function adtsFrame(c: AdtsConfig, raw: Uint8Array): Buffer {
   out[4] = (len >> 3) & 0xff;
   out[5] = ((len & 7) << 5) | 0x1f;
   out[6] = 0xfc;
-  out.set(raw, 7);
+  out.set(raw, ADTS_HEADER_BYTES);
   return out;
 }

@@ -27,21 +27,29 @@ export class Recorder {
   private adts: AdtsConfig | null = null;
   private ogg: OggOpusWriter | null = null;
   private bytes = 0;
+  /** AAC frames too large for ADTS (over 8184 bytes), skipped. */
+  droppedFrames = 0;
   readonly rawPath: string;
 
-  /** Opens `<dir>/<name>.<aac|mp3|opus>` for writing. */
-  static async open(dir: string, name: string, codec: RecordCodec): Promise<Recorder> {
+  /**
+   * Opens `<dir>/<name>.<aac|mp3|opus>` for writing. `onDrop` hears of the first frame that cannot
+   * be recorded (an AAC frame over 8184 bytes, which ADTS cannot carry): once per recording.
+   */
+  static async open(dir: string, name: string, codec: RecordCodec, onDrop?: (reason: string) => void): Promise<Recorder> {
     await mkdir(dir, { recursive: true });
-    return new Recorder(path.join(dir, `${name}.${codec}`), codec);
+    return new Recorder(path.join(dir, `${name}.${codec}`), codec, onDrop);
   }
 
-  private constructor(rawPath: string, private readonly codec: RecordCodec) {
+  private constructor(rawPath: string, private readonly codec: RecordCodec, private readonly onDrop?: (reason: string) => void) {
     this.rawPath = rawPath;
     this.out = createWriteStream(rawPath, { flags: 'a' });
     this.out.on('error', () => {}); // reported by finish()
   }
 
-  /** Appends one ingest AUDIODATA body (classic FLV or Enhanced RTMP). Unusable tags are skipped. */
+  /**
+   * Appends one ingest AUDIODATA body (classic FLV or Enhanced RTMP). Unusable tags are skipped, and
+   * so are AAC frames over 8184 bytes (counted in `droppedFrames`; `onDrop` hears of the first).
+   */
   push(body: Uint8Array): void {
     if (body.length < 2) return;
     const format = body[0]! >> 4;
@@ -50,7 +58,16 @@ export class Recorder {
     const payload = ex ? body.subarray(5) : format === 10 ? body.subarray(2) : body.subarray(1);
     if (this.codec === 'aac') {
       if (packetType === 0) this.adts = parseAsc(payload);
-      else if (packetType === 1 && this.adts && payload.length > 0) this.write(adtsFrame(this.adts, payload));
+      else if (packetType === 1 && this.adts && payload.length > 0) {
+        let frame: Buffer;
+        try {
+          frame = adtsFrame(this.adts, payload);
+        } catch (e) {
+          if (!(e instanceof RangeError)) throw e;
+          return this.drop(e.message);
+        }
+        this.write(frame);
+      }
     } else if (this.codec === 'mp3') {
       if (packetType === 1 && payload.length > 0) this.write(payload);
     } else if (packetType === 0 && !this.ogg) {
@@ -84,6 +101,10 @@ export class Recorder {
     });
     await rm(this.rawPath, { force: true });
     return { path: m4a, mimeType: 'audio/mp4', sizeBytes: (await stat(m4a)).size };
+  }
+
+  private drop(reason: string): void {
+    if (this.droppedFrames++ === 0) this.onDrop?.(reason);
   }
 
   private write(b: Uint8Array): void {

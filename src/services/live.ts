@@ -582,7 +582,7 @@ export class LiveService implements LiveControl {
 
   /** Opens the recording of a stream that records into a podcast (errors logged; then no recording). */
   private openRecorder(row: StreamRow): Promise<Recorder | null> {
-    return Recorder.open(this.d.recordingsDir, `${row.id}-${this.now()}`, row.codec as HubCodec).catch((e: Error) => {
+    return Recorder.open(this.d.recordingsDir, `${row.id}-${this.now()}`, row.codec as HubCodec, (why) => this.d.log.warn('recording: frame dropped (logged once per recording)', { streamId: row.id, why })).catch((e: Error) => {
       this.d.log.error('cannot open the recording', { streamId: row.id, err: e.message });
       return null;
     });

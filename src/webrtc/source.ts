@@ -39,6 +39,8 @@ export class StreamAudioSource implements AudioTap {
   private stopped = false;
   /** Packets handed to sinks (each counted once per sink). */
   sent = 0;
+  /** AAC frames too large for ADTS (over 8184 bytes), not handed to the codec process. */
+  droppedFrames = 0;
 
   /**
    * @param codec the stream's ingest codec (`opus`, `aac`, `mp3`)
@@ -74,7 +76,17 @@ export class StreamAudioSource implements AudioTap {
     }
     if (format === 10) {
       if (data[1] === 0) this.asc = parseAsc(data.subarray(2));
-      else if (this.asc && this.transcoder) this.transcoder.write(adtsFrame(this.asc, data.subarray(2)));
+      else if (this.asc && this.transcoder) {
+        let frame: Buffer;
+        try {
+          frame = adtsFrame(this.asc, data.subarray(2));
+        } catch (e) {
+          if (!(e instanceof RangeError)) throw e;
+          if (this.droppedFrames++ === 0) this.log.warn('AAC frame too large for ADTS; dropped (logged once per source)', { streamId: this.streamId, err: e.message });
+          return;
+        }
+        this.transcoder.write(frame);
+      }
       return;
     }
     if (format === 2 || format === 14) this.transcoder?.write(data.subarray(1));
