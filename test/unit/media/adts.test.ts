@@ -22,7 +22,7 @@ describe('adtsFrame', () => {
     const f = adtsFrame(LC_48K_STEREO, raw);
     expect(f.length).toBe(8191);
     expect(frameLength(f)).toBe(8191);
-    expect([f[0], f[1] & 0xf6]).toEqual([0xff, 0xf0]); // syncword, MPEG-4, layer 0
+    expect([f[0], f[1]! & 0xf6]).toEqual([0xff, 0xf0]); // syncword, MPEG-4, layer 0
     expect((f[2]! >> 6) & 3).toBe(1); // profile: AAC-LC
     expect((f[2]! >> 2) & 0x0f).toBe(3); // 48 kHz
     expect(((f[2]! & 1) << 2) | (f[3]! >> 6)).toBe(2); // stereo: the length did not spill into the channel bits
@@ -41,7 +41,7 @@ describe('Recorder with an oversized AAC frame', () => {
     try {
       const drops: string[] = [];
       const rec = await Recorder.open(dir, 'stm_big', 'aac', (why) => drops.push(why));
-      const tag = (packetType: number, body: Uint8Array) => Uint8Array.from([0xaf, packetType, ...body]);
+      const tag = (packetType: number, body: ArrayLike<number>) => Uint8Array.from([0xaf, packetType, ...Array.from(body)]);
       rec.push(tag(0, [0x11, 0x90])); // AudioSpecificConfig
       rec.push(tag(1, new Uint8Array(100)));
       expect(() => rec.push(tag(1, new Uint8Array(8185)))).not.toThrow();
