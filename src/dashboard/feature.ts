@@ -101,6 +101,7 @@ function registerLogin(ctx: AppContext, router: Router, gate: Gate, assets: Retu
     }
     const form = new URLSearchParams(req.body.toString('utf8'));
     const next = safeNext(form.get('next'));
+    if (gate.signed(req)) return seeOther(next, headers); // a stale form from before signing in elsewhere
     const s = gate.sessions.current(req.headers.cookie);
     if (!s || !gate.mutationAllowed(req, s, form.get('csrf_token'))) {
       const { session, setCookie } = gate.preLogin(req);

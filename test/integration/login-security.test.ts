@@ -142,8 +142,19 @@ describe('pre-login CSRF token: a signed cookie, nothing stored', () => {
     expect(ok.headers.get('location')).toBe('/dashboard');
     expect(ok.headers.getSetCookie()[0]).toMatch(/^skylark_session=[A-Za-z0-9]{32};/);
     expect(sessionRows()).toBe(before + 1);
-    const dash = await fetch(`${base}/dashboard`, { redirect: 'manual', headers: { cookie: ok.headers.getSetCookie()[0]!.split(';')[0]! } });
+    const signedIn = ok.headers.getSetCookie()[0]!.split(';')[0]!;
+    const dash = await fetch(`${base}/dashboard`, { redirect: 'manual', headers: { cookie: signedIn } });
     expect(dash.status).toBe(200);
+    // The stale form posted again while signed in: back to the dashboard, the session kept.
+    const again = await fetch(`${base}/dashboard/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: signedIn },
+      body: new URLSearchParams({ ...form.hidden, email: EMAIL, password: PASSWORD }).toString(),
+    });
+    expect(again.status).toBe(303);
+    expect(again.headers.getSetCookie()).toEqual([]);
+    expect(sessionRows()).toBe(before + 1);
   });
 
   it('the OAuth login refuses a missing cookie and a forged CSRF field; a normal login reaches consent', async () => {
