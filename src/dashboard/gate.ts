@@ -1,8 +1,8 @@
 /**
  * Who may use the dashboard and how a request proves it: the owner-login session (the same cookie
  * and session store as the OAuth consent page, src/sessions/sessions.ts; before login a signed
- * pre-login token, nothing stored), the CSRF token on every mutation (a form's `csrf_token` field, or the `X-CSRF-Token` header of the upload), a same-origin
- * check on `Origin`, and the flash messages of POST-redirect-GET (one-time secrets live here, in
+ * pre-login token, nothing stored), the CSRF token on every mutation (a form's `csrf_token` field,
+ * or the `X-CSRF-Token` header of the upload), a same-origin check on `Origin`, and the flash messages of POST-redirect-GET (one-time secrets live here, in
  * memory, keyed by the session: never in a URL).
  */
 import type { AccountRow, AccountsRepo } from '../db/accounts-repo.js';
