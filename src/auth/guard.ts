@@ -16,6 +16,7 @@ import { AccessTokens } from './jwt.js';
 import { SlidingWindowLimiter, type RateDecision } from '../ratelimit/sliding-window.js';
 import { writeRateLimitHeaders } from '../ratelimit/headers.js';
 import { cidrMatcher, clientIp } from '../ratelimit/client-ip.js';
+import { LoginThrottle } from '../auth/login-throttle.js';
 
 /** Requests per window by plan, and per client IP on the OAuth endpoints. Mutable at run time (tests raise them). */
 export interface RateLimits {
@@ -55,6 +56,8 @@ export class Guard {
   readonly tokens: AccessTokens | null;
   readonly oauth: OAuthRepo | null;
   readonly limits: RateLimits;
+  /** Backoff of failed owner logins per account, whatever the client IP (dashboard and OAuth login forms). */
+  readonly logins: LoginThrottle;
   private readonly accountLimiter: SlidingWindowLimiter;
   private readonly ipLimiter: SlidingWindowLimiter;
   private readonly now: () => number;
@@ -79,6 +82,7 @@ export class Guard {
     this.accountLimiter = new SlidingWindowLimiter(this.limits.windowS * 1000, this.now);
     this.ipLimiter = new SlidingWindowLimiter(this.limits.windowS * 1000, this.now);
     this.trusted = cidrMatcher(opts?.trustedProxies ?? []);
+    this.logins = new LoginThrottle(this.now);
     if (opts) {
       this.oauth = opts.oauth;
       this.tokens = new AccessTokens(this.oauth, opts.nodeSecret, () => opts.urls().authUrl, () => opts.urls().baseUrl, this.now);
@@ -168,10 +172,15 @@ export class Guard {
    * @returns whether it is allowed; when not, `headers` carries Retry-After
    */
   limitClient(peer: string, forwardedFor: string, headers: Record<string, string>): boolean {
-    const ip = clientIp(normalizeIp(peer), forwardedFor, this.trusted);
+    const ip = this.clientAddress(peer, forwardedFor);
     const d = this.ipLimiter.take(`ip:${ip}`, this.limits.oauthPerIp);
     writeRateLimitHeaders(headers, 'oauth', this.limits.windowS, d, this.now());
     return d.allowed;
+  }
+
+  /** The client address of a request from `peer` (its `X-Forwarded-For` trusted only from configured proxies). */
+  clientAddress(peer: string, forwardedFor: string): string {
+    return clientIp(normalizeIp(peer), forwardedFor, this.trusted);
   }
 
   private countRequest(req: ApiRequest, accountId: string): void {

@@ -4,7 +4,8 @@
  * test, redeliver), podcasts (episodes, upload, publish) and OAuth clients.
  *
  * - Sign-in reuses the owner login of the OAuth consent page: the same session cookie and store
- *   (src/sessions), the same password check (src/auth/owner-login.ts), the same per-IP limit.
+ *   (src/sessions; before login a signed pre-login token, nothing stored), the same password check
+ *   and per-account backoff (src/auth/owner-login.ts), the same per-IP limit.
  * - Every mutation is a POST form carrying the session's CSRF token (plus an `Origin` check), then
  *   POST-redirect-GET; one-time secrets are shown from the session's flash, never from a URL.
  * - Pages call the same services as the API (no second set of business rules), so they record the
@@ -26,7 +27,7 @@ import { OAuthRepo } from '../db/oauth-repo.js';
 import { OAuthClients } from '../oauth/clients.js';
 import { MediaStore } from '../media-files/store.js';
 import { Sessions } from '../sessions/sessions.js';
-import { verifyOwnerLogin } from '../auth/owner-login.js';
+import { signInOwner } from '../auth/owner-login.js';
 import { registerAssets } from './assets.js';
 import { Gate, safeNext, seeOther } from './gate.js';
 import { badge, esc, loginPage, tableWrap, time } from './html.js';
@@ -51,7 +52,7 @@ export function registerDashboard(ctx: AppContext, deps: DashboardDeps): Feature
   const { http, db, now } = ctx;
   const log = ctx.log.child('dashboard');
   // The same session store and cookie as the OAuth consent page (one sign-in for both).
-  const sessions = new Sessions(db, () => ctx.urls().authUrl.startsWith('https:'), now);
+  const sessions = new Sessions(db, ctx.nodeSecret, () => ctx.urls().authUrl.startsWith('https:'), now);
   const gate = new Gate(sessions, ctx.accounts, ctx.urls, now);
   const assets = registerAssets(http, log);
   const router = new Router(http, gate, assets, ctx.urls, log);
@@ -89,7 +90,7 @@ function registerLogin(ctx: AppContext, router: Router, gate: Gate, assets: Retu
   http.web('get', '/dashboard/login', (req: WebRequest) => {
     const next = safeNext(req.query.get('next'));
     if (gate.signed(req)) return seeOther(next);
-    const { session, setCookie } = gate.anySession(req);
+    const { session, setCookie } = gate.preLogin(req); // signed, nothing stored until a login succeeds
     return page(200, { assets, csrf: session.csrfToken, next }, setCookie ? { 'Set-Cookie': setCookie } : {});
   });
 
@@ -100,15 +101,23 @@ function registerLogin(ctx: AppContext, router: Router, gate: Gate, assets: Retu
     }
     const form = new URLSearchParams(req.body.toString('utf8'));
     const next = safeNext(form.get('next'));
-    const s = gate.sessions.fromCookie(req.headers.cookie);
+    if (gate.signed(req)) return seeOther(next, headers); // a stale form from before signing in elsewhere
+    const s = gate.sessions.current(req.headers.cookie);
     if (!s || !gate.mutationAllowed(req, s, form.get('csrf_token'))) {
-      const { session, setCookie } = gate.anySession(req);
+      const { session, setCookie } = gate.preLogin(req);
       return page(403, { assets, csrf: session.csrfToken, next, error: 'The sign-in form expired or was not sent by this page. Try again.' }, { ...headers, ...(setCookie ? { 'Set-Cookie': setCookie } : {}) });
     }
     const email = form.get('email') ?? '';
-    const account = await verifyOwnerLogin(accounts, email, form.get('password') ?? '');
-    if (!account) return page(401, { assets, csrf: s.csrfToken, next, email, error: 'The email or password is wrong.' }, headers);
-    const started = gate.sessions.start(account.id, s); // a new session id and CSRF token: no fixation
+    const ip = guard.clientAddress(req.remoteAddress, req.headers.forwardedFor);
+    const r = await signInOwner(accounts, guard.logins, email, form.get('password') ?? '', ip);
+    if (r.kind === 'locked') {
+      ctx.limits.hit('login_backoff', ip);
+      const wait = { ...headers, 'Retry-After': String(r.retryAfterS) };
+      return page(429, { assets, csrf: s.csrfToken, next, email, error: `Too many failed sign-ins for this account. Try again in ${r.retryAfterS} seconds.` }, wait);
+    }
+    if (r.kind === 'busy') return page(503, { assets, csrf: s.csrfToken, next, email, error: 'The server is busy checking other sign-ins. Try again in a moment.' }, { ...headers, 'Retry-After': String(r.retryAfterS) });
+    if (r.kind === 'wrong') return page(401, { assets, csrf: s.csrfToken, next, email, error: 'The email or password is wrong.' }, headers);
+    const started = gate.sessions.start(r.account.id, s); // a new session id and CSRF token: no fixation
     return seeOther(next, { ...headers, 'Set-Cookie': started.setCookie });
   });
 

@@ -1,8 +1,8 @@
 /**
  * Who may use the dashboard and how a request proves it: the owner-login session (the same cookie
- * and session store as the OAuth consent page, src/sessions/sessions.ts), the CSRF token on every
- * mutation (a form's `csrf_token` field, or the `X-CSRF-Token` header of the upload), a same-origin
- * check on `Origin`, and the flash messages of POST-redirect-GET (one-time secrets live here, in
+ * and session store as the OAuth consent page, src/sessions/sessions.ts; before login a signed
+ * pre-login token, nothing stored), the CSRF token on every mutation (a form's `csrf_token` field,
+ * or the `X-CSRF-Token` header of the upload), a same-origin check on `Origin`, and the flash messages of POST-redirect-GET (one-time secrets live here, in
  * memory, keyed by the session: never in a URL).
  */
 import type { AccountRow, AccountsRepo } from '../db/accounts-repo.js';
@@ -102,12 +102,12 @@ export class Gate {
     return account ? { session, account } : null;
   }
 
-  /** The session (anonymous or not), starting one when there is none; `setCookie` when started. */
-  anySession(req: WebRequest): { session: Session; setCookie?: string } {
-    const s = this.sessions.fromCookie(req.headers.cookie);
-    if (s) return { session: s };
-    const started = this.sessions.start(null);
-    return { session: started.session, setCookie: started.setCookie };
+  /**
+   * The pre-login token for the login form (kept from the request's cookie while fresh, else a new
+   * one with `setCookie`): signed, nothing stored.
+   */
+  preLogin(req: WebRequest): { session: Session; setCookie?: string } {
+    return this.sessions.preLogin(req.headers.cookie);
   }
 
   /**

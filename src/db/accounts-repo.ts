@@ -33,6 +33,7 @@ export class AccountsRepo {
   private readonly byEmail;
   private readonly keysOf;
   private readonly revoke;
+  private readonly setHash;
 
   constructor(readonly db: Database) {
     this.insertAccount = db.prepare(
@@ -48,6 +49,7 @@ export class AccountsRepo {
     this.byEmail = db.prepare('SELECT * FROM accounts WHERE owner_email = ?');
     this.keysOf = db.prepare('SELECT * FROM api_keys WHERE account_id = ? ORDER BY seq DESC');
     this.revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
+    this.setHash = db.prepare('UPDATE accounts SET password_hash = ? WHERE id = ? AND password_hash = ?');
   }
 
   insert(a: AccountRow): void {
@@ -75,6 +77,10 @@ export class AccountsRepo {
   }
   apiKeysOf(accountId: string): ApiKeyRow[] {
     return this.keysOf.all(accountId) as ApiKeyRow[];
+  }
+  /** Replaces the owner's password hash `from` with `to` (a rehash); false when it changed meanwhile. */
+  replacePasswordHash(id: string, from: string, to: string): boolean {
+    return this.setHash.run(to, id, from).changes === 1;
   }
   /** Marks a key revoked at `at` (ms); false when it was already revoked or does not exist. */
   revokeApiKey(id: string, at: number): boolean {

@@ -1,6 +1,6 @@
 /**
- * The only home of better-sqlite3. Opens `<dataDir>/skylark.db` in WAL mode and applies the
- * versioned migrations. Every CLI command and `serve` may open the same file at once (WAL +
+ * The only home of better-sqlite3. Opens `<dataDir>/skylark.db` in WAL mode with `synchronous =
+ * FULL` (each commit fsyncs the WAL) and applies the versioned migrations. Every CLI command and `serve` may open the same file at once (WAL +
  * busy_timeout).
  */
 import Sqlite from 'better-sqlite3';
@@ -34,7 +34,9 @@ export function openDatabase(dataDir: string, migrations: Migration[] = MIGRATIO
   mkdirSync(dataDir, { recursive: true });
   const db = new Sqlite(path.join(dataDir, 'skylark.db'));
   db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
+  // FULL: every commit (outbox events, publications, webhook attempts) is on disk before the call
+  // returns, so a power loss undoes nothing that was answered or announced (docs/decisions.md "Durability").
+  db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
   db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS}`);
   migrate(db, migrations);

@@ -26,6 +26,7 @@ export type LimitCause =
   | 'disk_free'
   | 'database_busy'
   | 'database_error'
+  | 'login_backoff'
   | 'icecast_connections'
   | 'icecast_connections_per_ip'
   | 'listen_connections'

@@ -535,6 +535,7 @@ export class StreamHub {
         this.opts.log?.error('recording stopped', { streamId: this.streamId, reason: s.reason });
         this.events.error({ code: 'recording_stopped', message, reason: s.reason });
       },
+      onDrop: (why: string) => this.opts.log?.warn('recording: frame dropped (logged once per recording)', { streamId: this.streamId, why }),
     };
     try {
       // Synchronous, so that the first frames (the sequence header among them) are kept.

@@ -55,6 +55,8 @@ export interface RecorderOptions {
   minFreeBytes?: number;
   /** The recording stopped early (disk floor, write error); called once. */
   onStopped?: (s: RecordingStop) => void;
+  /** The first frame that cannot be recorded (an AAC frame over 8184 bytes, which ADTS cannot carry); once per recording. */
+  onDrop?: (why: string) => void;
 }
 
 /** Free space is checked again after this many bytes were written. */
@@ -71,6 +73,8 @@ export class Recorder {
   private sinceCheck = 0;
   private checking = false;
   private stopped: RecordingStop | null = null;
+  /** Frames skipped because they cannot be recorded (AAC over 8184 bytes). */
+  droppedFrames = 0;
   readonly rawPath: string;
   readonly sidecar: string;
 
@@ -164,7 +168,13 @@ export class Recorder {
     const { kind, payload } = tag;
     if (this.codec === 'aac') {
       if (kind === 'header') this.adts = parseAsc(payload);
-      else if (kind === 'frame' && this.adts && payload.length > 0 && payload.length <= ADTS_MAX_PAYLOAD_BYTES) this.write(adtsFrame(this.adts, payload));
+      else if (kind === 'frame' && this.adts && payload.length > 0) {
+        if (payload.length > ADTS_MAX_PAYLOAD_BYTES) {
+          if (this.droppedFrames++ === 0) this.o.onDrop?.(`AAC frame of ${payload.length} bytes does not fit ADTS (at most ${ADTS_MAX_PAYLOAD_BYTES} bytes)`);
+          return;
+        }
+        this.write(adtsFrame(this.adts, payload));
+      }
     } else if (this.codec === 'mp3') {
       if (kind === 'frame') this.write(payload);
     } else if (kind === 'header' && !this.ogg) {

@@ -5,13 +5,15 @@
  * - `POST /oauth/authorize` takes the login form (`email`, `password`), the consent form
  *   (`decision`), or `switch_account`; each with `csrf_token` and `request_id`;
  * - `POST /oauth/token`, `POST /oauth/revoke` form-encoded, JSON answers with `Cache-Control: no-store`.
- * Every `/oauth/*` request counts against a per-client-IP rate limit (Guard.limitClient).
+ * Every `/oauth/*` request counts against a per-client-IP rate limit (Guard.limitClient); failed
+ * logins also back off per account (Guard.logins). Before login the browser holds a signed
+ * pre-login token (src/sessions/sessions.ts): showing the login form stores nothing.
  */
 import type { AppContext, Feature } from '../context.js';
 import type { WebReply, WebRequest } from '../http/server.js';
 import { AuthorizationServer, type EndpointResult, type PendingRequest } from './service.js';
 import { Sessions, type Session } from '../sessions/sessions.js';
-import { verifyOwnerLogin } from '../auth/owner-login.js';
+import { signInOwner } from '../auth/owner-login.js';
 import { consentPage, errorPage, loginPage } from './html.js';
 
 const JSON_HEADERS = { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store', Pragma: 'no-cache' };
@@ -31,7 +33,7 @@ export function registerOAuth(ctx: AppContext): Feature & { server: Authorizatio
   const repo = guard.oauth;
   if (!tokens || !repo) throw new Error('registerOAuth needs a Guard constructed with GuardOptions');
   const server = new AuthorizationServer({ db, repo, accounts, tokens, issuer: () => urls().authUrl, now });
-  const sessions = new Sessions(db, () => urls().authUrl.startsWith('https:'), now);
+  const sessions = new Sessions(db, ctx.nodeSecret, () => urls().authUrl.startsWith('https:'), now);
 
   const json = (r: EndpointResult, extra: Record<string, string>): WebReply => ({
     status: r.status,
@@ -63,10 +65,10 @@ export function registerOAuth(ctx: AppContext): Feature & { server: Authorizatio
   }));
 
   /** The login form or, for a logged-in owner, the consent page of `p`. */
-  const loginOrConsent = (p: PendingRequest, s: Session, extra: Record<string, string>, error?: string, email?: string): WebReply => {
+  const loginOrConsent = (p: PendingRequest, s: Session, extra: Record<string, string>, error?: { status: number; message: string }, email?: string): WebReply => {
     const account = s.accountId ? accounts.get(s.accountId) : undefined;
     if (!account || error !== undefined) {
-      return html(error ? 401 : 200, loginPage({ clientName: p.client.name, csrf: s.csrfToken, requestId: p.id, error, email }), extra);
+      return html(error?.status ?? 200, loginPage({ clientName: p.client.name, csrf: s.csrfToken, requestId: p.id, error: error?.message, email }), extra);
     }
     let redirectOrigin = p.redirectUri;
     try {
@@ -91,9 +93,9 @@ export function registerOAuth(ctx: AppContext): Feature & { server: Authorizatio
     if (check.kind === 'redirect') return redirect(302, check.location, headers);
     let s = sessions.fromCookie(req.headers.cookie);
     if (!s) {
-      const started = sessions.start(null);
-      s = started.session;
-      headers['Set-Cookie'] = started.setCookie;
+      const pre = sessions.preLogin(req.headers.cookie); // signed, nothing stored until a login succeeds
+      s = pre.session;
+      if (pre.setCookie) headers['Set-Cookie'] = pre.setCookie;
     }
     return loginOrConsent(server.hold(check.request, s.idHash), s, headers);
   });
@@ -108,22 +110,32 @@ export function registerOAuth(ctx: AppContext): Feature & { server: Authorizatio
     }
     if (!isForm(req)) return html(400, errorPage('Bad request', 'The form must be sent as application/x-www-form-urlencoded.'), headers);
     const form = new URLSearchParams(req.body.toString('utf8'));
-    const s = sessions.fromCookie(req.headers.cookie);
+    const s = sessions.current(req.headers.cookie);
     if (!s) return html(403, errorPage('Your session expired', 'Your sign-in session is missing or expired.'), headers);
     if (!sessions.checkCsrf(s, form.get('csrf_token'))) return html(403, errorPage('Request refused', 'The form is stale or was not sent by this page (CSRF token mismatch).'), headers);
     const p = server.held(form.get('request_id') ?? '', s.idHash);
     if (!p) return html(400, errorPage('This authorization request expired', 'The authorization request is unknown or expired.'), headers);
 
     if (form.has('switch_account')) {
-      const started = sessions.start(null, s);
-      p.sessionHash = started.session.idHash;
-      return loginOrConsent(p, started.session, { ...headers, 'Set-Cookie': started.setCookie });
+      const fresh = sessions.restart(s);
+      p.sessionHash = fresh.session.idHash;
+      return loginOrConsent(p, fresh.session, { ...headers, 'Set-Cookie': fresh.setCookie });
     }
     if (form.has('email') || form.has('password')) {
       const email = form.get('email') ?? '';
-      const account = await verifyOwnerLogin(accounts, email, form.get('password') ?? '');
-      if (!account) return loginOrConsent(p, s, headers, 'The email or password is wrong.', email);
-      const started = sessions.start(account.id, s); // a new session id on login: no fixation
+      const ip = guard.clientAddress(req.remoteAddress, req.headers.forwardedFor);
+      const r = await signInOwner(accounts, guard.logins, email, form.get('password') ?? '', ip);
+      if (r.kind === 'locked') {
+        ctx.limits.hit('login_backoff', ip);
+        const message = `Too many failed sign-ins for this account. Try again in ${r.retryAfterS} seconds.`;
+        return loginOrConsent(p, s, { ...headers, 'Retry-After': String(r.retryAfterS) }, { status: 429, message }, email);
+      }
+      if (r.kind === 'busy') {
+        const message = 'The server is busy checking other sign-ins. Try again in a moment.';
+        return loginOrConsent(p, s, { ...headers, 'Retry-After': String(r.retryAfterS) }, { status: 503, message }, email);
+      }
+      if (r.kind === 'wrong') return loginOrConsent(p, s, headers, { status: 401, message: 'The email or password is wrong.' }, email);
+      const started = sessions.start(r.account.id, s); // a new session id on login: no fixation
       p.sessionHash = started.session.idHash;
       return loginOrConsent(p, started.session, { ...headers, 'Set-Cookie': started.setCookie });
     }

@@ -40,6 +40,8 @@ export class StreamAudioSource implements AudioTap {
   private stopped = false;
   /** Packets handed to sinks (each counted once per sink). */
   sent = 0;
+  /** AAC frames too large for ADTS (over 8184 bytes), not handed to the codec process. */
+  droppedFrames = 0;
 
   /**
    * @param codec the stream's ingest codec (`opus`, `aac`, `mp3`)
@@ -63,7 +65,13 @@ export class StreamAudioSource implements AudioTap {
   audio(_timestampMs: number, _data: Uint8Array, tag: AudioTag): void {
     if (tag.codec === 'aac') {
       if (tag.kind === 'header') this.asc = parseAsc(tag.payload);
-      else if (tag.kind === 'frame' && this.asc && this.transcoder && tag.payload.length <= ADTS_MAX_PAYLOAD_BYTES) this.transcoder.write(adtsFrame(this.asc, tag.payload));
+      else if (tag.kind === 'frame' && this.asc && this.transcoder) {
+        if (tag.payload.length > ADTS_MAX_PAYLOAD_BYTES) {
+          if (this.droppedFrames++ === 0) this.log.warn('AAC frame too large for ADTS; dropped (logged once per source)', { streamId: this.streamId, bytes: tag.payload.length });
+          return;
+        }
+        this.transcoder.write(adtsFrame(this.asc, tag.payload));
+      }
       return;
     }
     if (tag.kind !== 'frame') return; // SequenceStart (OpusHead: nothing to forward), SequenceEnd, …

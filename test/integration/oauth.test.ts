@@ -542,10 +542,17 @@ describe('https auth URL', () => {
     const s2 = await startServer(config, createLogger('error'));
     try {
       const c = new OAuthClients(new OAuthRepo(s2.db)).create({ name: 'x', redirectUris: [CALLBACK], public: false });
+      await s2.accounts.create({ name: 'Owner', plan: 'free', region: 'eu-west-1', email: EMAIL, password: PASSWORD });
       const b = new Browser();
       const r = await b.request(`http://127.0.0.1:${s2.httpPort}/oauth/authorize?client_id=${c.clientId}&redirect_uri=${encodeURIComponent(CALLBACK)}&response_type=code&scope=streams:read`);
       expect(r.status).toBe(200);
-      expect(b.setCookies[0]).toMatch(/^__Host-skylark_session=[A-Za-z0-9]{32}; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Lax; Secure$/);
+      // Before login: the signed pre-login token (nonce.expiry.mac), one hour.
+      expect(b.setCookies[0]).toMatch(/^__Host-skylark_session=[A-Za-z0-9]{22}\.[0-9a-z]+\.[A-Za-z0-9_-]{43}; Path=\/; Max-Age=3600; HttpOnly; SameSite=Lax; Secure$/);
+      const login = formFields(r.text, 'name="password"');
+      const consent = await b.request(`http://127.0.0.1:${s2.httpPort}${login.action}`, { form: { ...login.hidden, email: EMAIL, password: PASSWORD } });
+      expect(consent.status).toBe(200);
+      // Signed in: the stored session's id.
+      expect(b.setCookies[1]).toMatch(/^__Host-skylark_session=[A-Za-z0-9]{32}; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Lax; Secure$/);
     } finally {
       await s2.close();
       t.cleanup();
