@@ -7,6 +7,8 @@ import uWS from 'uWebSockets.js';
 import { ApiError } from '../errors/errors.js';
 import { newRequestId } from '../ids.js';
 import type { Logger } from '../log/logger.js';
+import type { Limits } from '../limits/limits.js';
+import { RequestBody, announcesBody } from './body.js';
 
 export type HttpMethod = 'get' | 'post' | 'patch' | 'put' | 'del' | 'head' | 'options';
 
@@ -206,6 +208,7 @@ const STATUS_TEXT: Record<number, string> = {
   200: '200 OK', 201: '201 Created', 204: '204 No Content', 304: '304 Not Modified', 400: '400 Bad Request', 401: '401 Unauthorized',
   403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed', 409: '409 Conflict', 413: '413 Payload Too Large',
   415: '415 Unsupported Media Type', 429: '429 Too Many Requests', 500: '500 Internal Server Error', 503: '503 Service Unavailable',
+  507: '507 Insufficient Storage',
 };
 /** `200` → `'200 OK'`. */
 export const statusLine = (s: number) => STATUS_TEXT[s] ?? `${s} Status`;
@@ -215,10 +218,13 @@ export function errorBody(e: ApiError, requestId: string) {
   return { error: { type: e.type, code: e.code, message: e.message, ...(e.param !== undefined ? { param: e.param } : {}), requestId } };
 }
 
-/** HTTP server options. `maxJsonBodyBytes` caps JSON bodies (bytes); larger → 413 body_too_large. */
+/** HTTP server options. */
 export interface HttpServerOptions {
+  /** Largest JSON body (bytes); larger → 413 `body_too_large`. Also the drain cap of refused requests (src/http/body.ts). */
   maxJsonBodyBytes: number;
   log: Logger;
+  /** Where hits of the body caps are counted (`http_body_bytes`, PRODUCT.md §13); none when absent. */
+  limits?: Limits | undefined;
 }
 
 /** The HTTP server: register routes, then `listen`. */
@@ -263,21 +269,29 @@ export class HttpServer {
       }
       const state: ReqState = { aborted: false, answered: false, method: httpName, pattern, url: req.getUrl() };
       const request = new UwsApiRequest(res, state, req, params, requestId);
-      // Only routes that read a body need these (GETs skip two header look-ups).
-      const contentLength = readBody ? Number(req.getHeader('content-length') || '0') : 0;
-      const hasBody = readBody && hasRequestBody(req);
+      // Only routes that read a body need a reader (GETs skip the header look-ups and onData).
+      const body = readBody
+        ? new RequestBody(res, req, {
+            maxBytes: this.opts.maxJsonBodyBytes,
+            onAbort: () => {
+              state.aborted = true;
+            },
+            onTooLarge: () => this.opts.limits?.hit('http_body_bytes', request.remoteAddress, { maxBytes: this.opts.maxJsonBodyBytes }),
+          })
+        : null;
+      // An answer given before the body was read drains it first (src/http/body.ts), so it reaches the client.
+      const refuse = (e: unknown) => (body ? body.refuse((close) => this.sendError(res, request.responseHeaders, state, e, requestId, close)) : this.sendError(res, request.responseHeaders, state, e, requestId));
       // A malformed %-escape in a path segment names no object: answer like any unknown id would.
-      if (badParam) return this.sendError(res, request.responseHeaders, state, new ApiError(404, 'resource_missing', 'The URL holds a malformed percent-encoded segment.'), requestId);
+      if (badParam) return refuse(new ApiError(404, 'resource_missing', 'The URL holds a malformed percent-encoded segment.'));
       let ctx: unknown;
       if (guard) {
         try {
           ctx = guard(request);
         } catch (e) {
-          // The body (if any) is not read: close so the connection is not left mid-request.
-          return this.sendError(res, request.responseHeaders, state, e, requestId, hasBody);
+          return refuse(e);
         }
       }
-      if (!readBody) {
+      if (!body) {
         // The common case (GET, DELETE): no body, no idempotency. A synchronous answer is written
         // right here, inside uWS's own cork, without registering onAborted (uWS needs it only for
         // answers sent after the handler returned).
@@ -297,9 +311,6 @@ export class HttpServer {
         );
         return;
       }
-      res.onAborted(() => {
-        state.aborted = true;
-      });
       const run = () => {
         let complete: ((reply: ApiReply | null) => void) | null = null;
         if (idempotent && this.idempotency && request.headers.idempotencyKey) {
@@ -331,14 +342,15 @@ export class HttpServer {
         if (reply instanceof Promise) reply.then(ok, fail);
         else ok(reply);
       };
-      if (contentLength > this.opts.maxJsonBodyBytes) {
-        return this.sendError(res, request.responseHeaders, state, tooLarge(this.opts.maxJsonBodyBytes), requestId, true);
-      }
-      readJsonBody(res, this.opts.maxJsonBodyBytes, state, (err, body) => {
-        if (err) return this.sendError(res, request.responseHeaders, state, err, requestId, err.code === 'body_too_large');
-        request.body = body;
-        run();
-      });
+      body.buffer(
+        (bytes) => {
+          const parsed = parseJsonObject(bytes);
+          if (parsed instanceof ApiError) return this.sendError(res, request.responseHeaders, state, parsed, requestId);
+          request.body = parsed;
+          run();
+        },
+        (err, close) => this.sendError(res, request.responseHeaders, state, err, requestId, close),
+      );
     });
   }
 
@@ -419,9 +431,6 @@ export class HttpServer {
         body: Buffer.alloc(0),
       };
       const state: ReqState = { aborted: false, method: request.method, pattern, url: request.url };
-      res.onAborted(() => {
-        state.aborted = true;
-      });
       const send = (r: WebReply, close = false) => {
         if (state.aborted) return;
         res.cork(() => {
@@ -446,26 +455,27 @@ export class HttpServer {
         if (reply instanceof Promise) reply.then((r) => send(r), crash);
         else send(reply);
       };
-      const tooBig = () =>
-        send({ status: 413, headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }, body: '{"error":"invalid_request","error_description":"The request body is too large."}' }, true);
-      if (method === 'get' || !hasRequestBody(req)) return run();
-      if (Number(req.getHeader('content-length') || '0') > max) return tooBig();
-      const chunks: Buffer[] = [];
-      let size = 0;
-      let finished = false;
-      res.onData((ab, isLast) => {
-        if (finished) return;
-        size += ab.byteLength;
-        if (size > max) {
-          finished = true;
-          return tooBig();
-        }
-        chunks.push(Buffer.from(ab.slice(0)));
-        if (!isLast || state.aborted) return;
-        finished = true;
-        request.body = Buffer.concat(chunks, size);
-        run();
+      if (method === 'get' || !announcesBody(req)) {
+        res.onAborted(() => {
+          state.aborted = true;
+        });
+        return run();
+      }
+      const body = new RequestBody(res, req, {
+        maxBytes: max,
+        onAbort: () => {
+          state.aborted = true;
+        },
+        onTooLarge: () => this.opts.limits?.hit('http_body_bytes', request.remoteAddress, { maxBytes: max }),
       });
+      body.buffer(
+        (bytes) => {
+          request.body = bytes;
+          run();
+        },
+        (_e, close) =>
+          send({ status: 413, headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }, body: '{"error":"invalid_request","error_description":"The request body is too large."}' }, close),
+      );
     });
   }
 
@@ -487,9 +497,6 @@ export class HttpServer {
       for (const h of opts.headers) headers[h] = req.getHeader(h);
       const request: RawBodyRequest = { params, query: req.getQuery() ?? '', headers, remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(), requestId, body: Buffer.alloc(0) };
       const state: ReqState = { aborted: false, method: httpMethod(method), pattern, url: req.getUrl() };
-      res.onAborted(() => {
-        state.aborted = true;
-      });
       const reply = (r: RawReply) => {
         if (state.aborted) return;
         res.cork(() => {
@@ -509,24 +516,20 @@ export class HttpServer {
         if (r instanceof Promise) r.then(reply, (e) => this.sendError(res, {}, state, e, requestId));
         else reply(r);
       };
-      if (Number(req.getHeader('content-length') || '0') > opts.maxBodyBytes) return this.sendError(res, {}, state, tooLarge(opts.maxBodyBytes), requestId, true);
-      if (!hasRequestBody(req)) return run();
-      const chunks: Buffer[] = [];
-      let size = 0;
-      let finished = false;
-      res.onData((ab, isLast) => {
-        if (finished) return;
-        size += ab.byteLength;
-        if (size > opts.maxBodyBytes) {
-          finished = true;
-          return this.sendError(res, {}, state, tooLarge(opts.maxBodyBytes), requestId, true);
-        }
-        chunks.push(Buffer.from(ab.slice(0))); // uWS neuters the ArrayBuffer on return: copy
-        if (!isLast || state.aborted) return;
-        finished = true;
-        request.body = Buffer.concat(chunks, size);
-        run();
+      const body = new RequestBody(res, req, {
+        maxBytes: opts.maxBodyBytes,
+        onAbort: () => {
+          state.aborted = true;
+        },
+        onTooLarge: () => this.opts.limits?.hit('http_body_bytes', request.remoteAddress, { maxBytes: opts.maxBodyBytes }),
       });
+      body.buffer(
+        (bytes) => {
+          request.body = bytes;
+          run();
+        },
+        (e, close) => this.sendError(res, {}, state, e, requestId, close),
+      );
     });
   }
 
@@ -585,27 +588,37 @@ export class HttpServer {
     }
   }
 
-  /** Adds 405 for other methods on every registered pattern and the JSON 404 for everything else. */
+  /**
+   * Adds 405 for other methods on every registered pattern and the JSON 404 for everything else.
+   * A request body is drained before the answer (src/http/body.ts), under the JSON body cap.
+   */
   finish(): void {
     for (const [p, methods] of this.patterns) {
       const allow = [...methods].join(', ');
       this.app.any(p, (res, req) => {
-        const requestId = newRequestId();
         const method = req.getMethod().toUpperCase();
-        this.sendError(
-          res,
-          {},
-          { aborted: false, method, url: req.getUrl() },
-          new ApiError(405, 'method_not_allowed', `${method} is not allowed on ${req.getUrl()}; use ${allow}.`, undefined, { Allow: allow }),
-          requestId,
-          hasRequestBody(req),
-        );
+        const url = req.getUrl();
+        this.refuseRequest(res, req, { aborted: false, method, url }, new ApiError(405, 'method_not_allowed', `${method} is not allowed on ${url}; use ${allow}.`, undefined, { Allow: allow }));
       });
     }
     this.app.any('/*', (res, req) => {
-      const requestId = newRequestId();
-      this.sendError(res, {}, { aborted: false, method: req.getMethod().toUpperCase(), url: req.getUrl() }, new ApiError(404, 'route_not_found', `Unrecognized request URL (${req.getMethod().toUpperCase()} ${req.getUrl()}).`), requestId, hasRequestBody(req));
+      const method = req.getMethod().toUpperCase();
+      const url = req.getUrl();
+      this.refuseRequest(res, req, { aborted: false, method, url }, new ApiError(404, 'route_not_found', `Unrecognized request URL (${method} ${url}).`));
     });
+  }
+
+  /** Answers `err` to a request whose body (if any) is not wanted: drained first, so the answer reaches the client. */
+  private refuseRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, state: ReqState, err: ApiError): void {
+    const requestId = newRequestId();
+    if (!announcesBody(req)) return this.sendError(res, {}, state, err, requestId);
+    const body = new RequestBody(res, req, {
+      maxBytes: this.opts.maxJsonBodyBytes,
+      onAbort: () => {
+        state.aborted = true;
+      },
+    });
+    body.refuse((close) => this.sendError(res, {}, state, err, requestId, close));
   }
 
   private addPattern(pattern: string, method: HttpMethod): void {
@@ -751,15 +764,6 @@ class UwsApiRequest implements ApiRequest {
 /** `'del'` → `'DELETE'`, `'get'` → `'GET'`. */
 const httpMethod = (m: HttpMethod) => (m === 'del' ? 'DELETE' : m.toUpperCase());
 
-/**
- * Whether the request announces a body. An error answered without reading it closes the
- * connection (`end(body, true)`) so that unread body bytes are never parsed as the next request.
- */
-function hasRequestBody(req: uWS.HttpRequest): boolean {
-  const cl = req.getHeader('content-length');
-  return (cl !== '' && cl !== '0') || req.getHeader('transfer-encoding') !== '';
-}
-
 /** `decodeURIComponent`, or null for a malformed escape (which would otherwise throw inside uWS and end the process). */
 function safeDecode(s: string): string | null {
   if (!s.includes('%')) return s;
@@ -770,39 +774,19 @@ function safeDecode(s: string): string | null {
   }
 }
 
-const tooLarge = (max: number) => new ApiError(413, 'body_too_large', `The request body is larger than ${max} bytes.`);
-
-/** Reads a JSON body with a byte cap; `{}` for an empty body. */
-function readJsonBody(
-  res: uWS.HttpResponse,
-  max: number,
-  state: { aborted: boolean },
-  done: (err: ApiError | null, body?: unknown) => void,
-): void {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let finished = false;
-  res.onData((ab, isLast) => {
-    if (finished) return;
-    size += ab.byteLength;
-    if (size > max) {
-      finished = true;
-      return done(tooLarge(max));
-    }
-    chunks.push(Buffer.from(ab.slice(0))); // uWS neuters the ArrayBuffer on return: copy
-    if (!isLast || state.aborted) return;
-    finished = true;
-    const text = Buffer.concat(chunks, size).toString('utf8');
-    if (text.trim() === '') return done(null, {});
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch (e) {
-      return done(new ApiError(400, 'invalid_json', `The request body is not valid JSON: ${(e as Error).message}`));
-    }
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-      return done(new ApiError(400, 'invalid_json', 'The request body must be a JSON object.'));
-    }
-    done(null, body);
-  });
+/**
+ * Parses a JSON request body that must be an object: `{}` for an empty (or blank) body, else the
+ * parsed object, or the 400 `invalid_json` to answer.
+ */
+function parseJsonObject(bytes: Buffer): unknown {
+  const text = bytes.toString('utf8');
+  if (text.trim() === '') return {};
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (e) {
+    return new ApiError(400, 'invalid_json', `The request body is not valid JSON: ${(e as Error).message}`);
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return new ApiError(400, 'invalid_json', 'The request body must be a JSON object.');
+  return body;
 }
