@@ -14,7 +14,10 @@ import { ApiError } from '../errors/errors.js';
 import { newRequestId } from '../ids.js';
 import type { Limits } from '../limits/limits.js';
 import { DRAIN_MAX_BYTES, RequestBody, announcesBody } from './body.js';
-import { errorBody, statusLine, type ApiReply, type ApiRequest, type HttpServer } from './server.js';
+import { toApiError, type ApiReply, type ReqState } from './reply.js';
+import { decodedParams, paramCount, remoteAddressOf } from './request.js';
+import type { ApiRequest } from './routes/api.js';
+import type { HttpServer } from './server.js';
 
 /** While writing, the free space is measured again after at most this many bytes (and whenever the estimate nears the floor). */
 export const DISK_CHECK_BYTES = 1024 * 1024;
@@ -75,21 +78,11 @@ function freeBytes(dir: string): number {
  * `finish` is not called (the target stays as it was).
  */
 export function registerUploadRoute<C>(http: HttpServer, method: 'put' | 'post', pattern: string, opts: UploadRouteOptions<C>): void {
-  const nParams = (pattern.match(/:/g) ?? []).length;
+  const nParams = paramCount(pattern);
   const floor = opts.minFreeDiskBytes ?? 0;
   http.stream(method, pattern, (res, req) => {
     const requestId = newRequestId();
-    const params: string[] = [];
-    let badParam = false;
-    for (let i = 0; i < nParams; i++) {
-      const raw = req.getParameter(i) ?? '';
-      try {
-        params.push(decodeURIComponent(raw));
-      } catch {
-        badParam = true;
-        params.push(raw);
-      }
-    }
+    const { params, bad: badParam } = decodedParams(req, nParams);
     const request: ApiRequest = {
       method: req.getMethod().toUpperCase(),
       url: req.getUrl(),
@@ -105,13 +98,13 @@ export function registerUploadRoute<C>(http: HttpServer, method: 'put' | 'post',
         origin: req.getHeader('origin'),
         csrfToken: req.getHeader('x-csrf-token'),
       },
-      remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
+      remoteAddress: remoteAddressOf(res),
       requestId,
       body: {},
       responseHeaders: {},
     };
 
-    const st = { aborted: false, answered: false };
+    const state: ReqState = { aborted: false, answered: false, method: request.method, pattern, url: request.url };
     let file: WriteStream | null = null;
     let tempPath: string | null = null;
     const dropTemp = () => {
@@ -121,41 +114,12 @@ export function registerUploadRoute<C>(http: HttpServer, method: 'put' | 'post',
       tempPath = null;
     };
     const onAbort = () => {
-      st.aborted = true;
+      state.aborted = true;
       dropTemp();
     };
-
-    const send = (status: number, body: unknown, headers: Record<string, string> | undefined, close: boolean) => {
-      if (st.aborted || st.answered) return;
-      st.answered = true;
-      const text = JSON.stringify(body);
-      res.cork(() => {
-        res.writeStatus(statusLine(status));
-        res.writeHeader('Content-Type', 'application/json; charset=utf-8');
-        res.writeHeader('X-Request-ID', requestId);
-        res.writeHeader('Cache-Control', 'no-store');
-        for (const k in request.responseHeaders) res.writeHeader(k, request.responseHeaders[k]!);
-        if (headers) for (const k in headers) res.writeHeader(k, headers[k]!);
-        res.end(text, close);
-      });
-      http.reportResponse({
-        method: request.method,
-        pattern,
-        url: request.url,
-        status,
-        headers: { 'Content-Type': 'application/json; charset=utf-8', 'X-Request-ID': requestId, ...request.responseHeaders, ...headers },
-        body: text,
-      });
-    };
-    const fail = (e: unknown, close: boolean) => {
-      let err: ApiError;
-      if (e instanceof ApiError) err = e;
-      else {
-        opts.log?.error('unhandled error', { requestId, err: e instanceof Error ? e.stack : String(e) });
-        err = new ApiError(500, 'internal_error', 'An internal error occurred. Quote the request id when you report it.');
-      }
-      send(err.status, errorBody(err, requestId), err.headers, close);
-    };
+    // Answers through the server's reply writers (so the response observer sees them); unexpected errors are logged by `opts.log`.
+    const ok = (r: ApiReply) => http.replies.json(res, state, r, requestId, request.responseHeaders);
+    const fail = (e: unknown, close: boolean) => http.replies.error(res, state, toApiError(e, requestId, opts.log), requestId, request.responseHeaders, close);
     /** Refuses a body not read yet: drained (up to the largest allowance: uploads are big), then answered. */
     const refuseUnread = (e: unknown) => new RequestBody(res, req, { maxBytes: 0, drainBytes: DRAIN_MAX_BYTES, onAbort }).refuse((close) => fail(e, close));
 
@@ -199,7 +163,7 @@ export function registerUploadRoute<C>(http: HttpServer, method: 'put' | 'post',
     let sinceCheck = 0; // of which since the free space was last measured
     stream.on('error', (e: NodeJS.ErrnoException) => {
       // A stream we dropped on purpose (abort, 413, 507) may still report its queued writes: ignore.
-      if (file !== stream || st.aborted || st.answered) return;
+      if (file !== stream || state.aborted || state.answered) return;
       if (e.code === 'ENOSPC' || e.code === 'EDQUOT') return diskFull(floor > 0 ? freeBytes(dir) : 0);
       dropTemp();
       body.refuse((close) => fail(e, close));
@@ -227,7 +191,7 @@ export function registerUploadRoute<C>(http: HttpServer, method: 'put' | 'post',
         end: (size) => {
           stream.end((err?: Error | null) => {
             // A failed final write is answered by the 'error' listener.
-            if (err || st.aborted || file !== stream) return;
+            if (err || state.aborted || file !== stream) return;
             const p = tempPath!;
             file = null; // finished: the file now belongs to `finish`
             tempPath = null;
@@ -242,10 +206,7 @@ export function registerUploadRoute<C>(http: HttpServer, method: 'put' | 'post',
               rmSync(p, { force: true });
               return fail(e, false);
             }
-            reply.then(
-              (r) => send(r.status, r.body, r.headers, false),
-              (e) => fail(e, false),
-            );
+            reply.then(ok, (e) => fail(e, false));
           });
         },
         cancel: dropTemp,
