@@ -114,7 +114,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
     checkRecordingPodcast: (accountId, podcastId) => checkRecordingPodcast?.(accountId, podcastId),
   });
 
-  const http = new HttpServer({ maxJsonBodyBytes: config.maxJsonBodyBytes, log: log.child('http') });
+  const http = new HttpServer({ maxJsonBodyBytes: config.maxJsonBodyBytes, log: log.child('http'), limits });
   const guard = new Guard(accountsRepo, { oauth: new OAuthRepo(db), nodeSecret, urls: getUrls, now, trustedProxies: config.trustedProxies });
   const context: AppContext = {
     config,

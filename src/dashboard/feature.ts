@@ -74,6 +74,8 @@ export function registerDashboard(ctx: AppContext, deps: DashboardDeps): Feature
     episodes: deps.podcasts.episodes,
     media: new MediaStore(ctx.config.dataDir),
     maxUploadBytes: ctx.config.maxUploadBytes,
+    minFreeDiskBytes: ctx.config.limits.minFreeDiskBytes,
+    limits: ctx.limits,
     assets,
     log,
     now,

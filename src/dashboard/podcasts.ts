@@ -18,6 +18,7 @@ import type { Logger } from '../log/logger.js';
 import type { AssetUrls } from './assets.js';
 import type { Gate, Signed } from './gate.js';
 import { badge, confirmBody, copyField, csrfField, esc, postButton, tableWrap, time } from './html.js';
+import type { Limits } from '../limits/limits.js';
 import type { Router } from './router.js';
 
 export interface PodcastPagesDeps {
@@ -27,6 +28,9 @@ export interface PodcastPagesDeps {
   episodes: EpisodesService;
   media: MediaStore;
   maxUploadBytes: number;
+  /** Free space uploads must leave on the data volume (bytes; 0 = no check). */
+  minFreeDiskBytes: number;
+  limits: Limits;
   assets: AssetUrls;
   log: Logger;
   now: () => number;
@@ -233,6 +237,8 @@ ${e.description ? `<p>${esc(e.description)}</p>` : ''}
       return { tempPath: d.media.tempPath(), maxBytes: d.maxUploadBytes };
     },
     finish: async (req, s, tempPath, size) => ({ status: 200, body: await d.episodes.attachAudio(s.account.id, req.params[0]!, req.params[1]!, tempPath, size) }),
+    minFreeDiskBytes: d.minFreeDiskBytes,
+    limits: d.limits,
     log: d.log,
   });
 }

@@ -23,6 +23,8 @@ const STATUS_TYPE: Record<number, ErrorType> = {
   415: 'invalid_request_error',
   429: 'rate_limit_error',
   500: 'api_error',
+  // The node, not the request, is at fault (its data volume is nearly full): Stripe's `api_error`.
+  507: 'api_error',
 };
 
 /** An error that the API answers with. `status` is the HTTP status; `type` follows from it. */

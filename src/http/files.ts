@@ -11,7 +11,8 @@ import type uWS from 'uWebSockets.js';
 import parseRange from 'range-parser';
 import { ApiError } from '../errors/errors.js';
 import { newRequestId } from '../ids.js';
-import { errorBody, statusLine, type HttpServer } from './server.js';
+import { endHead, errorBody, statusLine } from './reply.js';
+import type { HttpServer } from './server.js';
 
 /** What a handler sees: copied out of uWS's request. */
 export interface BytesRequest {
@@ -173,13 +174,6 @@ function answerRequest(res: uWS.HttpResponse, head: boolean, a: Answer, h: CondH
     return;
   }
   streamFile(res, a.path, start, end, length);
-}
-
-/** HEAD: the GET headers with the length GET would send, no body. */
-function endHead(res: uWS.HttpResponse, length: number): void {
-  // Not endWithoutBody(length): this uWS build then fails to mark the response ended (server.ts).
-  res.writeHeader('Content-Length', String(length));
-  res.endWithoutBody();
 }
 
 /**

@@ -1,16 +1,26 @@
 /**
  * Streamed uploads over uWebSockets.js (PRODUCT.md §5 `PUT …/audio`): the request body goes
- * chunk by chunk from uWS `onData` into a file write stream, never buffered whole. When the file
- * stream is full (`write` returns false) the socket is paused (`res.pause()`) until it drains, so a
- * fast client cannot fill memory. A size cap is enforced on `Content-Length` up front and on the
- * bytes actually received. uWS rules (STYLE.md): request data copied first, `onAborted` before
- * anything async, every later write inside `cork`.
+ * chunk by chunk from the body reader (src/http/body.ts, streaming mode) into a file write stream,
+ * never buffered whole. When the file stream is full (`write` returns false) the socket is paused
+ * until it drains, so a fast client cannot fill memory. A size cap is enforced on `Content-Length`
+ * up front and on the bytes actually received; a disk floor (PRODUCT.md §13) on the free space of
+ * the volume written to, before the first byte and while writing. Every refusal drains the body
+ * first, so the answer reaches the client. uWS rules (STYLE.md): request data copied first,
+ * `onAborted` before anything async, every later write inside `cork`.
  */
-import { createWriteStream, rmSync, type WriteStream } from 'node:fs';
-import type uWS from 'uWebSockets.js';
+import { createWriteStream, rmSync, statfsSync, type WriteStream } from 'node:fs';
+import path from 'node:path';
 import { ApiError } from '../errors/errors.js';
 import { newRequestId } from '../ids.js';
-import { errorBody, statusLine, type ApiReply, type ApiRequest, type HttpServer } from './server.js';
+import type { Limits } from '../limits/limits.js';
+import { DRAIN_MAX_BYTES, RequestBody, announcesBody } from './body.js';
+import { toApiError, type ApiReply, type ReqState } from './reply.js';
+import { decodedParams, paramCount, remoteAddressOf } from './request.js';
+import type { ApiRequest } from './routes/api.js';
+import type { HttpServer } from './server.js';
+
+/** While writing, the free space is measured again after at most this many bytes (and whenever the estimate nears the floor). */
+export const DISK_CHECK_BYTES = 1024 * 1024;
 
 /** How an upload route handles one request. All callbacks may throw ApiError to refuse. */
 export interface UploadRouteOptions<C> {
@@ -32,30 +42,47 @@ export interface UploadRouteOptions<C> {
   scope?: string;
   /** OpenAPI description of the route (src/api/openapi/registry.ts `RouteDoc`). */
   doc?: unknown;
+  /**
+   * The disk floor (bytes, `config.limits.minFreeDiskBytes`): free space that must remain on the
+   * volume of `tempPath` (`fs.statfs`, blocks available to unprivileged users). Checked before the
+   * first byte is read (free space minus `Content-Length`, when announced) and while the body is
+   * written (see `DISK_CHECK_BYTES`); under it → 507 `insufficient_storage`. 0 or absent: no
+   * check. Either way a write failing with `ENOSPC`/`EDQUOT` answers 507 too.
+   */
+  minFreeDiskBytes?: number;
+  /** Counts the limits hit (`http_body_bytes` for 413, `disk_free` for 507; PRODUCT.md §13). */
+  limits?: Limits;
+}
+
+/** 507 `insufficient_storage` (the node's data volume is (nearly) full). */
+const insufficientStorage = () =>
+  new ApiError(507, 'insufficient_storage', 'The server does not have enough free disk space to store this upload. Try again later or contact the operator.');
+
+/** Free bytes of the volume holding `dir` (`statfs`), or Infinity when it cannot be measured (a full disk then still fails with ENOSPC). */
+function freeBytes(dir: string): number {
+  try {
+    const s = statfsSync(dir);
+    return s.bavail * s.bsize;
+  } catch {
+    return Infinity;
+  }
 }
 
 /**
  * Registers `method pattern` as a streamed upload (an `http.stream()` route: listed by `routes()`
  * with `opts.scope`/`opts.doc`, 405 for other methods). `:name` segments become `req.params`
  * (percent-decoded). Errors answer the API's JSON envelope; an error answered before the body was
- * fully read closes the connection (the unread bytes must not be parsed as another request).
- * Over `maxBytes` → 413 `body_too_large`; an empty body → 400 `body_missing`.
+ * fully read drains the body first (src/http/body.ts: bounded in bytes and time, then closed).
+ * Over `maxBytes` → 413 `body_too_large`; an empty body → 400 `body_missing`; under the disk floor
+ * or out of space → 507 `insufficient_storage`. A refused upload leaves no file behind and
+ * `finish` is not called (the target stays as it was).
  */
 export function registerUploadRoute<C>(http: HttpServer, method: 'put' | 'post', pattern: string, opts: UploadRouteOptions<C>): void {
-  const nParams = (pattern.match(/:/g) ?? []).length;
+  const nParams = paramCount(pattern);
+  const floor = opts.minFreeDiskBytes ?? 0;
   http.stream(method, pattern, (res, req) => {
     const requestId = newRequestId();
-    const params: string[] = [];
-    let badParam = false;
-    for (let i = 0; i < nParams; i++) {
-      const raw = req.getParameter(i) ?? '';
-      try {
-        params.push(decodeURIComponent(raw));
-      } catch {
-        badParam = true;
-        params.push(raw);
-      }
-    }
+    const { params, bad: badParam } = decodedParams(req, nParams);
     const request: ApiRequest = {
       method: req.getMethod().toUpperCase(),
       url: req.getUrl(),
@@ -71,16 +98,13 @@ export function registerUploadRoute<C>(http: HttpServer, method: 'put' | 'post',
         origin: req.getHeader('origin'),
         csrfToken: req.getHeader('x-csrf-token'),
       },
-      remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
+      remoteAddress: remoteAddressOf(res),
       requestId,
       body: {},
       responseHeaders: {},
     };
-    const contentLengthHeader = req.getHeader('content-length');
-    const chunked = req.getHeader('transfer-encoding') !== '';
-    const hasBody = chunked || (contentLengthHeader !== '' && contentLengthHeader !== '0');
 
-    const st = { aborted: false, answered: false };
+    const state: ReqState = { aborted: false, answered: false, method: request.method, pattern, url: request.url };
     let file: WriteStream | null = null;
     let tempPath: string | null = null;
     const dropTemp = () => {
@@ -89,111 +113,105 @@ export function registerUploadRoute<C>(http: HttpServer, method: 'put' | 'post',
       if (tempPath) rmSync(tempPath, { force: true });
       tempPath = null;
     };
-    res.onAborted(() => {
-      st.aborted = true;
+    const onAbort = () => {
+      state.aborted = true;
       dropTemp();
-    });
-
-    const send = (status: number, body: unknown, headers: Record<string, string> | undefined, close: boolean) => {
-      if (st.aborted || st.answered) return;
-      st.answered = true;
-      const text = JSON.stringify(body);
-      res.cork(() => {
-        res.writeStatus(statusLine(status));
-        res.writeHeader('Content-Type', 'application/json; charset=utf-8');
-        res.writeHeader('X-Request-ID', requestId);
-        res.writeHeader('Cache-Control', 'no-store');
-        for (const k in request.responseHeaders) res.writeHeader(k, request.responseHeaders[k]!);
-        if (headers) for (const k in headers) res.writeHeader(k, headers[k]!);
-        res.end(text, close);
-      });
-      http.reportResponse({
-        method: request.method,
-        pattern,
-        url: request.url,
-        status,
-        headers: { 'Content-Type': 'application/json; charset=utf-8', 'X-Request-ID': requestId, ...request.responseHeaders, ...headers },
-        body: text,
-      });
     };
-    const fail = (e: unknown, close: boolean) => {
-      let err: ApiError;
-      if (e instanceof ApiError) err = e;
-      else {
-        opts.log?.error('unhandled error', { requestId, err: e instanceof Error ? e.stack : String(e) });
-        err = new ApiError(500, 'internal_error', 'An internal error occurred. Quote the request id when you report it.');
-      }
-      send(err.status, errorBody(err, requestId), err.headers, close);
-    };
+    // Answers through the server's reply writers (so the response observer sees them); unexpected errors are logged by `opts.log`.
+    const ok = (r: ApiReply) => http.replies.json(res, state, r, requestId, request.responseHeaders);
+    const fail = (e: unknown, close: boolean) => http.replies.error(res, state, toApiError(e, requestId, opts.log), requestId, request.responseHeaders, close);
+    /** Refuses a body not read yet: drained (up to the largest allowance: uploads are big), then answered. */
+    const refuseUnread = (e: unknown) => new RequestBody(res, req, { maxBytes: 0, drainBytes: DRAIN_MAX_BYTES, onAbort }).refuse((close) => fail(e, close));
 
-    if (badParam) return fail(new ApiError(404, 'resource_missing', 'The URL holds a malformed percent-encoded segment.'), hasBody);
+    if (badParam) return refuseUnread(new ApiError(404, 'resource_missing', 'The URL holds a malformed percent-encoded segment.'));
     let ctx: C;
-    let maxBytes: number;
+    let target: { tempPath: string; maxBytes: number };
     try {
       ctx = opts.guard(request);
-      if (!hasBody) throw new ApiError(400, 'body_missing', 'The request has no body: send the file as the raw request body.');
-      const b = opts.begin(request, ctx);
-      maxBytes = b.maxBytes;
-      if (contentLengthHeader !== '' && Number(contentLengthHeader) > maxBytes) throw tooLarge(maxBytes);
-      tempPath = b.tempPath;
-      file = createWriteStream(tempPath, { flags: 'wx' });
+      if (!announcesBody(req)) throw new ApiError(400, 'body_missing', 'The request has no body: send the file as the raw request body.');
+      target = opts.begin(request, ctx);
     } catch (e) {
+      return refuseUnread(e);
+    }
+    const { maxBytes } = target;
+    const dir = path.dirname(target.tempPath);
+    const body = new RequestBody(res, req, {
+      maxBytes,
+      onAbort,
+      onTooLarge: () => opts.limits?.hit('http_body_bytes', request.remoteAddress, { maxBytes }),
+    });
+    // Drops the partial file at once, then drains the body and answers 507.
+    const diskFull = (free: number) => {
+      opts.limits?.hit('disk_free', request.remoteAddress, { freeBytes: free, minFreeBytes: floor });
       dropTemp();
-      return fail(e, hasBody);
+      body.refuse((close) => fail(insufficientStorage(), close));
+    };
+    // An announced length over the cap: no file; the reader answers 413 (after the drain).
+    if (body.contentLength !== null && body.contentLength > maxBytes) return body.stream({ write: () => true, end: () => {}, cancel: () => {} }, fail);
+    // The floor, before the first byte: the announced length must fit above it.
+    let lastFree = floor > 0 ? freeBytes(dir) : Infinity;
+    if (floor > 0 && lastFree - (body.contentLength ?? 0) < floor) return diskFull(lastFree);
+    let stream: WriteStream;
+    try {
+      stream = file = createWriteStream(target.tempPath, { flags: 'wx' });
+      tempPath = target.tempPath;
+    } catch (e) {
+      return body.refuse((close) => fail(e, close));
     }
 
-    let size = 0;
-    let paused = false;
-    const stream = file;
-    stream.on('error', (e: Error) => {
-      // A stream we dropped on purpose (abort, 413) may still report its queued writes: ignore.
-      if (file !== stream || st.aborted || st.answered) return;
+    let handed = 0; // bytes given to the file stream
+    let sinceCheck = 0; // of which since the free space was last measured
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      // A stream we dropped on purpose (abort, 413, 507) may still report its queued writes: ignore.
+      if (file !== stream || state.aborted || state.answered) return;
+      if (e.code === 'ENOSPC' || e.code === 'EDQUOT') return diskFull(floor > 0 ? freeBytes(dir) : 0);
       dropTemp();
-      fail(e, true);
+      body.refuse((close) => fail(e, close));
     });
-    stream.on('drain', () => {
-      if (paused && !st.aborted && !st.answered) {
-        paused = false;
-        res.resume();
-      }
-    });
-    res.onData((ab, isLast) => {
-      if (st.aborted || st.answered || !file) return;
-      size += ab.byteLength;
-      if (size > maxBytes) {
-        dropTemp();
-        return fail(tooLarge(maxBytes), true);
-      }
-      // uWS neuters the ArrayBuffer when this callback returns: copy before handing it to fs.
-      if (ab.byteLength > 0 && !file.write(Buffer.from(ab.slice(0))) && !isLast) {
-        paused = true;
-        res.pause();
-      }
-      if (!isLast) return;
-      const f = file;
-      const p = tempPath!;
-      f.end(() => {
-        if (st.aborted) return;
-        file = null; // finished: the file now belongs to `finish`
-        tempPath = null;
-        if (size === 0) {
-          rmSync(p, { force: true });
-          return fail(new ApiError(400, 'body_missing', 'The request body is empty: send the file as the raw request body.'), false);
-        }
-        let reply: Promise<ApiReply>;
-        try {
-          reply = opts.finish(request, ctx, p, size);
-        } catch (e) {
-          rmSync(p, { force: true });
-          return fail(e, false);
-        }
-        reply.then(
-          (r) => send(r.status, r.body, r.headers, false),
-          (e) => fail(e, false),
-        );
-      });
-    });
+    stream.on('drain', () => body.resume());
+    body.stream(
+      {
+        write: (chunk) => {
+          if (floor > 0) {
+            sinceCheck += chunk.length;
+            if (sinceCheck >= DISK_CHECK_BYTES || lastFree - sinceCheck < floor) {
+              // Bytes still queued in the stream are not on disk yet: count them as used.
+              const free = freeBytes(dir) - (handed - stream.bytesWritten);
+              if (free - chunk.length < floor) {
+                diskFull(free);
+                return true;
+              }
+              lastFree = free;
+              sinceCheck = chunk.length;
+            }
+          }
+          handed += chunk.length;
+          return stream.write(chunk);
+        },
+        end: (size) => {
+          stream.end((err?: Error | null) => {
+            // A failed final write is answered by the 'error' listener.
+            if (err || state.aborted || file !== stream) return;
+            const p = tempPath!;
+            file = null; // finished: the file now belongs to `finish`
+            tempPath = null;
+            if (size === 0) {
+              rmSync(p, { force: true });
+              return fail(new ApiError(400, 'body_missing', 'The request body is empty: send the file as the raw request body.'), false);
+            }
+            let reply: Promise<ApiReply>;
+            try {
+              reply = opts.finish(request, ctx, p, size);
+            } catch (e) {
+              rmSync(p, { force: true });
+              return fail(e, false);
+            }
+            reply.then(ok, (e) => fail(e, false));
+          });
+        },
+        cancel: dropTemp,
+      },
+      fail,
+    );
   }, { scope: opts.scope, doc: opts.doc });
 }
-
-const tooLarge = (max: number) => new ApiError(413, 'body_too_large', `The request body is larger than the limit of ${max} bytes.`);

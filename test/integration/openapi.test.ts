@@ -93,7 +93,8 @@ describe('the document', () => {
     expect(types).toContain('audio/mpeg');
     expect(types).toContain('audio/wav');
     expect(types).not.toContain('application/json');
-    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '403', '404', '413', '415', '429', '500']);
+    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '403', '404', '413', '415', '429', '500', '507']);
+    expect(op.responses['507'].description).toContain('insufficient_storage');
     expect(op.responses['415'].description).toContain('unsupported_media_type');
     expect(op.responses['400'].description).toContain('body_missing');
     expect(op.responses['400'].description).not.toContain('invalid_json');

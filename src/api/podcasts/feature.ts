@@ -4,7 +4,8 @@
  * episode audio `/media/<podcast_id>/<file>`, and runs the publication scheduler between
  * `start` (after listening) and `close`.
  *
- * Configuration: `config.maxUploadBytes` (`SKYLARK_MAX_UPLOAD_BYTES`, default 500 MB) caps audio uploads.
+ * Configuration: `config.maxUploadBytes` (`SKYLARK_MAX_UPLOAD_BYTES`, default 500 MB) caps audio uploads;
+ * `config.limits.minFreeDiskBytes` (`SKYLARK_MIN_FREE_DISK_BYTES`) is the free space they must leave.
  */
 import type { AppContext, Feature } from '../../context.js';
 import { PodcastsRepo } from '../../db/podcasts-repo.js';
@@ -41,7 +42,7 @@ export function registerPodcasts(ctx: AppContext): PodcastsFeature {
   const episodes = new EpisodesService({ repo, outbox: ctx.outbox, media, urls: ctx.urls, now: ctx.now, onScheduleChange: poke });
   const feed = new FeedService({ repo, recordingStreams: (id) => ctx.streams.recordingInto(id), urls: ctx.urls, now: ctx.now });
 
-  registerPodcastRoutes({ http: ctx.http, guard: ctx.guard, podcasts, episodes, media, maxUploadBytes, log });
+  registerPodcastRoutes({ http: ctx.http, guard: ctx.guard, podcasts, episodes, media, maxUploadBytes, minFreeDiskBytes: ctx.config.limits.minFreeDiskBytes, limits: ctx.limits, log });
 
   const onError = (e: unknown, requestId: string) => log.error('unhandled error', { requestId, err: e instanceof Error ? e.stack : String(e) });
   registerBytesRoute(ctx.http, '/feed/:file', (req) => feed.answer(req.params[0]!), onError);

@@ -165,7 +165,10 @@ export const PODCAST_DOCS = {
     params: episodeIds,
     rawBody: { mediaTypes: AUDIO_UPLOAD_TYPES, description: 'The audio file, at most `SKYLARK_MAX_UPLOAD_BYTES` (default 500 MB).' },
     responses: { 200: { description: 'The episode with its `audio` (type, size, duration) and `audioUrl`.', schema: episode } },
-    errors: { 400: ['body_missing'], 413: ['body_too_large'], 415: ['unsupported_media_type'] },
-    errorDescriptions: { 413: 'Body larger than the upload limit (`SKYLARK_MAX_UPLOAD_BYTES`)' },
+    errors: { 400: ['body_missing'], 413: ['body_too_large'], 415: ['unsupported_media_type'], 507: ['insufficient_storage'] },
+    errorDescriptions: {
+      413: 'Body larger than the upload limit (`SKYLARK_MAX_UPLOAD_BYTES`)',
+      507: 'The data volume would fall under its free-space floor (`SKYLARK_MIN_FREE_DISK_BYTES`) or is full; nothing was stored and the episode is unchanged',
+    },
   },
 } satisfies Record<string, RouteDoc>;

@@ -13,6 +13,7 @@ import type { EpisodesService } from '../../services/episodes.js';
 import type { MediaStore } from '../../media-files/store.js';
 import type { PageQuery } from '../../db/paginate.js';
 import type { Logger } from '../../log/logger.js';
+import type { Limits } from '../../limits/limits.js';
 import { parse, parsePageQuery, queryEnum } from '../validation.js';
 import { CreateEpisode, CreatePodcast, EPISODE_STATUSES, PODCAST_STATUSES, PublishEpisode, UpdateEpisode, UpdatePodcast } from './schemas.js';
 import { PODCAST_DOCS as DOCS } from './openapi.js';
@@ -34,6 +35,10 @@ export interface PodcastRoutesDeps {
   media: MediaStore;
   /** Largest audio upload (bytes). */
   maxUploadBytes: number;
+  /** Free space uploads must leave on the data volume (bytes, `config.limits.minFreeDiskBytes`; 0 = no check). */
+  minFreeDiskBytes: number;
+  /** Counts the limits an upload hits (`http_body_bytes`, `disk_free`). */
+  limits: Limits;
   log: Logger;
 }
 
@@ -100,6 +105,8 @@ export function registerPodcastRoutes(d: PodcastRoutesDeps): void {
       return { tempPath: d.media.tempPath(), maxBytes: d.maxUploadBytes };
     },
     finish: async (req, p, tempPath, size) => ({ status: 200, body: await episodes.attachAudio(p.accountId, req.params[0]!, req.params[1]!, tempPath, size) }),
+    minFreeDiskBytes: d.minFreeDiskBytes,
+    limits: d.limits,
     log: d.log,
   });
 }
