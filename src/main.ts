@@ -147,11 +147,21 @@ export async function startServer(config: Config, log: Logger, now: () => number
     accounts,
     context,
     async close() {
-      http.close();
+      http.close(); // closes every HTTP connection too (idle keep-alive, held LL-HLS reloads)
       await rtmp.close();
       live.close();
-      for (const f of features.reverse()) await f.close?.();
+      // Every feature gets to stop and the database is closed even when one of them fails.
+      let failure: unknown = null;
+      for (const f of [...features].reverse()) {
+        try {
+          await f.close?.();
+        } catch (e) {
+          failure ??= e;
+          log.error('a feature failed to stop', { err: (e as Error).message });
+        }
+      }
       db.close();
+      if (failure) throw failure;
     },
   };
 }

@@ -413,9 +413,16 @@ export class LiveService implements LiveControl {
     }
   }
 
-  /** Stops every timer (server shutdown). */
+  /**
+   * Stops every timer and every codec process (server shutdown: the RTMP listener closes its
+   * connections without telling anyone, and a codec process left running keeps the process alive).
+   */
   close(): void {
-    for (const s of this.live.values()) if (s.reconnectTimer) clearTimeout(s.reconnectTimer);
+    for (const s of this.live.values()) {
+      if (s.reconnectTimer) clearTimeout(s.reconnectTimer);
+      s.transcoder?.close();
+      s.draining?.close();
+    }
     if (this.bitrateTimer) clearInterval(this.bitrateTimer);
     this.bitrateTimer = null;
   }
