@@ -33,6 +33,8 @@ export class AccountsRepo {
   private readonly byEmail;
   private readonly keysOf;
   private readonly revoke;
+  private readonly updateLogin;
+  private readonly endSessions;
 
   constructor(readonly db: Database) {
     this.insertAccount = db.prepare(
@@ -48,6 +50,8 @@ export class AccountsRepo {
     this.byEmail = db.prepare('SELECT * FROM accounts WHERE owner_email = ?');
     this.keysOf = db.prepare('SELECT * FROM api_keys WHERE account_id = ? ORDER BY seq DESC');
     this.revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
+    this.updateLogin = db.prepare('UPDATE accounts SET owner_email = ?, password_hash = ? WHERE id = ?');
+    this.endSessions = db.prepare('DELETE FROM sessions WHERE account_id = ?');
   }
 
   insert(a: AccountRow): void {
@@ -75,6 +79,18 @@ export class AccountsRepo {
   }
   apiKeysOf(accountId: string): ApiKeyRow[] {
     return this.keysOf.all(accountId) as ApiKeyRow[];
+  }
+  /**
+   * Sets the owner login (`email` stored as given: lower-case it first) and ends the account's owner
+   * sessions, in one transaction; false when the account does not exist.
+   * @throws SqliteError SQLITE_CONSTRAINT_UNIQUE when another account has `email`
+   */
+  setLogin(id: string, email: string, passwordHash: string): boolean {
+    return this.db.transaction(() => {
+      if (this.updateLogin.run(email, passwordHash, id).changes !== 1) return false;
+      this.endSessions.run(id);
+      return true;
+    })();
   }
   /** Marks a key revoked at `at` (ms); false when it was already revoked or does not exist. */
   revokeApiKey(id: string, at: number): boolean {
