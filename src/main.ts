@@ -194,12 +194,22 @@ export async function startServer(config: Config, log: Logger, now: () => number
     accounts,
     context,
     async close() {
-      http.close();
+      http.close(); // closes every HTTP connection too (idle keep-alive, held LL-HLS reloads)
       await rtmp.close();
-      await ingest.close();
-      for (const f of features.reverse()) await f.close?.();
+      await ingest.close(); // codec processes stop; recordings are closed and kept for the next run
+      // Every feature gets to stop and the database is closed even when one of them fails.
+      let failure: unknown = null;
+      for (const f of [...features].reverse()) {
+        try {
+          await f.close?.();
+        } catch (e) {
+          failure ??= e;
+          log.error('a feature failed to stop', { err: (e as Error).message });
+        }
+      }
       writes.drain();
       db.close();
+      if (failure) throw failure;
     },
   };
 }

@@ -1,18 +1,22 @@
 /**
- * The `skylark` command line (PRODUCT.md §1, §9): `serve`, `accounts create`, `keys list|create|roll|revoke`,
- * `oauth-clients create`.
+ * The `skylark` command line (PRODUCT.md §1, §9): `serve`, `accounts create|set-login`,
+ * `keys list|create|roll|revoke`, `oauth-clients create`.
  * Arguments are parsed by node:util parseArgs; every command takes `--data-dir` (or SKYLARK_DATA_DIR)
- * and works while `serve` runs on the same data dir.
+ * and works while `serve` runs on the same data dir. `main` resolves to the exit code; bin/skylark.js
+ * exits with it.
  */
 import { parseArgs } from 'node:util';
+import path from 'node:path';
+import { constants as osConstants } from 'node:os';
 import { loadConfig, ALL_ENV_NAMES, ConfigError } from '../config/config.js';
 import { openDatabase } from '../db/database.js';
 import { AccountsRepo } from '../db/accounts-repo.js';
 import { AccountsService, REGIONS, type Region } from '../services/accounts.js';
-import { createLogger } from '../log/logger.js';
-import { startServer } from '../main.js';
+import { createLogger, type Logger } from '../log/logger.js';
+import { startServer, type RunningServer } from '../main.js';
 import { OAuthRepo } from '../db/oauth-repo.js';
 import { OAuthClients } from '../oauth/clients.js';
+import { PasswordInputError, readPassword } from './password.js';
 
 const USAGE = `usage: skylark <command> [options]
 
@@ -20,6 +24,9 @@ commands:
   serve                              run the server (HTTP API + HLS, RTMP ingest)
   accounts create --name N --plan free|paid [--region eu-west-1|ap-southeast-1]
                   [--email E --password P] [--json]
+  accounts set-login --account ACCT --email E [--json]
+                  gives the account its dashboard login; the password is read from
+                  stdin (typed twice on a terminal, else the first line of stdin)
   keys list --account ACCT [--json]
   keys create --account ACCT --type secret|publishable [--json]
   keys roll --key KEY [--json]
@@ -28,6 +35,8 @@ commands:
                        [--account ACCT] [--json]   (prints clientId, clientSecret)
 
 options for every command: --data-dir DIR (SKYLARK_DATA_DIR, default ./data)
+serve stops gracefully on SIGTERM or SIGINT (within --shutdown-timeout-ms, then exit 0);
+a second signal exits at once.
 serve options (each also an environment variable): ${Object.entries(ALL_ENV_NAMES)
   .map(([k, e]) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} (${e})`)
   .join(', ')}
@@ -47,6 +56,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (command === 'serve') return await serve(argv.slice(1));
     if (command === 'accounts' && sub === 'create') return await accountsCreate(argv.slice(2));
+    if (command === 'accounts' && sub === 'set-login') return await accountsSetLogin(argv.slice(2));
     if (command === 'keys' && sub && ['list', 'create', 'roll', 'revoke'].includes(sub)) return keys(sub, argv.slice(2));
     if (command === 'oauth-clients' && sub === 'create') return oauthClientsCreate(argv.slice(2));
     process.stderr.write(`skylark: unknown command '${argv.slice(0, 2).join(' ')}'\n${USAGE}`);
@@ -60,28 +70,91 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * `serve`: runs the server until SIGTERM or SIGINT, then stops it gracefully — every listener and
+ * connection closed, `RunningServer.close()` allowed to finish — within
+ * `config.limits.shutdownTimeoutMs`. Resolves to 0 once stopped, 1 when the stop failed or took
+ * longer than that; a second signal during the stop exits at once with 128 + its number.
+ */
 async function serve(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { ...CONFIG_FLAGS }, strict: true });
   const config = loadConfig(process.env, values as Record<string, string | undefined>);
   const log = createLogger(config.logLevel);
+  // Listening for the signal before starting: a supervisor may send it as soon as it reads the
+  // listening line, or even during the start (the server then stops once it has started).
+  const stop = stopSignal(log);
   const server = await startServer(config, log);
   if (server.accounts.isEmpty()) {
     const created = await server.accounts.create({ name: 'Default account', plan: 'paid', region: 'eu-west-1' });
+    const dataDir = config.dataDir === path.resolve('data') ? '' : ` --data-dir ${shellQuote(config.dataDir)}`;
     process.stderr.write(
-      `Created the default account ${created.account.id}. Its keys are shown once:\nsecretKey: ${created.secretKey}\npublishableKey: ${created.publishableKey}\n`,
+      `Created the default account ${created.account.id}. Its keys are shown once:\nsecretKey: ${created.secretKey}\npublishableKey: ${created.publishableKey}\n` +
+        `Give it a dashboard login (the password is read from stdin):\n  npx skylark accounts set-login --account ${created.account.id} --email you@example.com${dataDir}\n`,
     );
   }
   const host = (h: string) => (h.includes(':') ? `[${h}]` : h);
   process.stdout.write(
     JSON.stringify({ event: 'listening', http: `http://${host(config.httpHost)}:${server.httpPort}`, rtmp: `rtmp://${host(config.rtmpHost)}:${server.rtmpPort}` }) + '\n',
   );
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+  return stopGracefully(server, log, await stop, config.limits.shutdownTimeoutMs);
+}
+
+/**
+ * Handles SIGTERM and SIGINT for the life of the process (a handler removed and added again
+ * would leave a moment in which the signal's default action kills the process). Resolves with
+ * the first signal; any later one exits the process at once with 128 + its number (143, 130), as
+ * a shell reports a death by that signal.
+ */
+function stopSignal(log: Logger): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    let seen = false;
+    const on = (signal: NodeJS.Signals) => {
+      if (!seen) {
+        seen = true;
+        return resolve(signal);
+      }
+      log.warn('second signal: exiting without finishing the stop', { signal });
+      process.exit(128 + osConstants.signals[signal]);
+    };
+    process.on('SIGTERM', on);
+    process.on('SIGINT', on);
   });
-  await server.close();
-  return 0;
+}
+
+/**
+ * Closes `server` within `timeoutMs` (ms); `signal` is the one that asked for it (logged).
+ * Resolves to the exit code: 0 stopped, 1 the stop failed or was cut short at the deadline.
+ */
+async function stopGracefully(server: RunningServer, log: Logger, signal: NodeJS.Signals, timeoutMs: number): Promise<number> {
+  const started = Date.now();
+  log.info('stopping', { signal, timeoutMs });
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+  const outcome = await Promise.race([
+    server.close().then(
+      () => 'stopped' as const,
+      (e: unknown) => {
+        log.error('the stop failed', { err: e instanceof Error ? e.message : String(e) });
+        return 'failed' as const;
+      },
+    ),
+    deadline,
+  ]);
+  clearTimeout(timer);
+  if (outcome === 'timeout') {
+    log.error('the graceful stop took longer than its deadline: exiting anyway', { timeoutMs, setting: 'SKYLARK_SHUTDOWN_TIMEOUT_MS' });
+    return 1;
+  }
+  // What still holds the event loop besides stdio (codec processes told to end may still be
+  // exiting); anything else is a leak to fix.
+  log.debug('left on the event loop after the stop', { resources: process.getActiveResourcesInfo() });
+  log.info('stopped', { ms: Date.now() - started });
+  return outcome === 'stopped' ? 0 : 1;
+}
+
+/** `s` as one POSIX shell word. */
+function shellQuote(s: string): string {
+  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
 function dataDirOf(values: { 'data-dir'?: string | undefined }): string {
@@ -112,6 +185,59 @@ async function accountsCreate(args: string[]): Promise<number> {
     const created = await service.create({ name: values.name, plan: values.plan, region: values.region as Region, email: values.email, password: values.password });
     if (values.json) process.stdout.write(JSON.stringify(created) + '\n');
     else process.stdout.write(`account ${created.account.id}\nsecretKey: ${created.secretKey}\npublishableKey: ${created.publishableKey}\n`);
+    return 0;
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * `accounts set-login --account ACCT --email E`: gives the account (the first-start default one
+ * included) its owner login for the dashboard and the OAuth consent page. The password comes from
+ * stdin (src/cli/password.ts), never from argv. Exit 1 with a message for an unknown account, an
+ * email another account has, or no usable password.
+ */
+async function accountsSetLogin(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      account: { type: 'string' },
+      email: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      'data-dir': { type: 'string' },
+    },
+    strict: true,
+  });
+  if (!values.account) throw new ConfigError('accounts set-login needs --account');
+  if (!values.email) throw new ConfigError('accounts set-login needs --email (the password is read from stdin, never from the command line)');
+  const db = openDatabase(dataDirOf(values));
+  try {
+    const repo = new AccountsRepo(db);
+    const service = new AccountsService(repo);
+    const fail = (message: string, code = 1) => {
+      process.stderr.write(`skylark: ${message}\n`);
+      return code;
+    };
+    // Refused before the password is asked for; setLogin checks again (another process may race).
+    if (!repo.get(values.account)) return fail(`no such account: ${values.account}`);
+    const email = values.email.trim().toLowerCase();
+    const owner = repo.getByEmail(email);
+    if (owner && owner.id !== values.account) return fail(`an account with the email ${email} already exists`);
+    let password: string;
+    try {
+      password = await readPassword();
+    } catch (e) {
+      if (e instanceof PasswordInputError) return fail(e.message, e.exitCode);
+      throw e;
+    }
+    let account;
+    try {
+      account = await service.setLogin(values.account, values.email, password);
+    } catch (e) {
+      return fail((e as Error).message);
+    }
+    if (values.json) process.stdout.write(JSON.stringify({ account }) + '\n');
+    else process.stdout.write(`login set: ${account.email} signs in to ${account.id} (dashboard, OAuth consent)\n`);
     return 0;
   } finally {
     db.close();

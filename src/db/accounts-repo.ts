@@ -34,6 +34,8 @@ export class AccountsRepo {
   private readonly keysOf;
   private readonly revoke;
   private readonly setHash;
+  private readonly updateLogin;
+  private readonly endSessions;
 
   constructor(readonly db: Database) {
     this.insertAccount = db.prepare(
@@ -50,6 +52,8 @@ export class AccountsRepo {
     this.keysOf = db.prepare('SELECT * FROM api_keys WHERE account_id = ? ORDER BY seq DESC');
     this.revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
     this.setHash = db.prepare('UPDATE accounts SET password_hash = ? WHERE id = ? AND password_hash = ?');
+    this.updateLogin = db.prepare('UPDATE accounts SET owner_email = ?, password_hash = ? WHERE id = ?');
+    this.endSessions = db.prepare('DELETE FROM sessions WHERE account_id = ?');
   }
 
   insert(a: AccountRow): void {
@@ -81,6 +85,19 @@ export class AccountsRepo {
   /** Replaces the owner's password hash `from` with `to` (a rehash); false when it changed meanwhile. */
   replacePasswordHash(id: string, from: string, to: string): boolean {
     return this.setHash.run(to, id, from).changes === 1;
+  }
+
+  /**
+   * Sets the owner login (`email` stored as given: lower-case it first) and ends the account's owner
+   * sessions, in one transaction; false when the account does not exist.
+   * @throws SqliteError SQLITE_CONSTRAINT_UNIQUE when another account has `email`
+   */
+  setLogin(id: string, email: string, passwordHash: string): boolean {
+    return this.db.transaction(() => {
+      if (this.updateLogin.run(email, passwordHash, id).changes !== 1) return false;
+      this.endSessions.run(id);
+      return true;
+    })();
   }
   /** Marks a key revoked at `at` (ms); false when it was already revoked or does not exist. */
   revokeApiKey(id: string, at: number): boolean {

@@ -224,9 +224,16 @@ export class HttpServer {
     });
   }
 
-  /** Stops accepting connections (open keep-alive connections end with the process). */
+  /**
+   * Stops accepting connections and closes every open one at once: idle keep-alive connections,
+   * held requests (LL-HLS blocking reloads, part waits) and transfers in progress, whose
+   * `onAborted` handlers run. Closing the listen socket alone leaves uWS's connections on the
+   * event loop, and the process then never exits. Idempotent.
+   */
   close(): void {
     if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket);
     this.listenSocket = null;
+    // This uWS.js build has `TemplatedApp.close()` but its type declarations do not list it.
+    (this.app as uWS.TemplatedApp & { close(): void }).close();
   }
 }

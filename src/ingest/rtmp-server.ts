@@ -119,8 +119,8 @@ export class RtmpServer {
             break;
           case 'publish': {
             const streamId = streamIdOfApp(app);
-            // Never echo the app or stream name: a key typed into the wrong field would be logged.
-            if (!streamId) return refuse('unknown application (expected live/<stream id>)');
+            // The log redacts a stream key typed into the app (src/log/logger.ts).
+            if (!streamId) return refuse(`unknown application '${app.slice(0, 80)}'`);
             const key = e.streamName.split('?')[0]!;
             // A second publish on this connection replaces its first one.
             conn.route(null, true, false);

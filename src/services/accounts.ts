@@ -67,6 +67,33 @@ export class AccountsService {
     return { account: toAccountObject(row), secretKey, publishableKey };
   }
 
+  /**
+   * Gives the account its owner login (dashboard and OAuth consent page; PRODUCT.md §1
+   * `accounts set-login`), replacing an earlier one. As `create`: the email is stored lower-case
+   * and must not be another account's; the password is stored as a scrypt hash. Sessions opened
+   * with the earlier login end.
+   * @throws Error 'no such account: …' | 'an account with the email … already exists' |
+   *   'the email is empty' | 'the password is empty'
+   */
+  async setLogin(accountId: string, email: string, password: string): Promise<AccountObject> {
+    const normalized = email.trim().toLowerCase();
+    if (!normalized) throw new Error('the email is empty');
+    if (!password) throw new Error('the password is empty');
+    if (!this.repo.get(accountId)) throw new Error(`no such account: ${accountId}`);
+    const taken = () => new Error(`an account with the email ${normalized} already exists`);
+    const owner = this.repo.getByEmail(normalized);
+    if (owner && owner.id !== accountId) throw taken();
+    const passwordHash = await hashPassword(password);
+    try {
+      if (!this.repo.setLogin(accountId, normalized, passwordHash)) throw new Error(`no such account: ${accountId}`);
+    } catch (e) {
+      // Another process took the email while the password was being hashed.
+      if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw taken();
+      throw e;
+    }
+    return toAccountObject(this.repo.get(accountId)!);
+  }
+
   /** Whether no account exists yet (first start). */
   isEmpty(): boolean {
     return this.repo.count() === 0;

@@ -2,20 +2,65 @@
  * Starts a real Skylark for tests: in-process (`startInProcess`, every `/v2` JSON answer checked
  * against the OpenAPI document) or as the CLI child process (`startCli`), on free ports and a fresh
  * temporary data dir.
+ *
+ * Logs: with `SKYLARK_TEST_LOG_DIR` set, every test server logs at `debug` level into its own file
+ * there (`<test file>-<pid>-<n>-inprocess|cli.log`), which CI scans for secrets
+ * (scripts/scan-secrets.mjs); unset, in-process servers log errors to stderr and CLI servers log
+ * as their environment says, into `stderr()`.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { loadConfig } from '../../src/config/config.js';
-import { createLogger } from '../../src/log/logger.js';
+import { expect } from 'vitest';
+import { createLogger, type Logger } from '../../src/log/logger.js';
 import { startServer, type RunningServer } from '../../src/main.js';
 import { OpenApiChecker } from './platform.js';
 
 export const repoRoot = path.resolve(import.meta.dirname, '..', '..');
 const cli = path.join(repoRoot, 'bin', 'skylark.js');
+
+/** The directory test servers write their debug logs to (CI sets it), or null. */
+export const testLogDir: string | null = process.env.SKYLARK_TEST_LOG_DIR || null;
+let logFiles = 0;
+
+/** A log file under SKYLARK_TEST_LOG_DIR named after the running test file; null when unset. Writes after close() are dropped. */
+export function openTestLogFile(kind: string): { path: string; write(text: string): void; close(): void } | null {
+  if (!testLogDir) return null;
+  mkdirSync(testLogDir, { recursive: true });
+  let testPath: string | undefined;
+  try {
+    testPath = expect.getState().testPath;
+  } catch {
+    testPath = undefined;
+  }
+  const base = testPath ? path.basename(testPath).replace(/\.test\.ts$/, '') : 'test';
+  const file = path.join(testLogDir, `${base}-${process.pid}-${++logFiles}-${kind}.log`);
+  let fd: number | null = openSync(file, 'a');
+  return {
+    path: file,
+    write: (text) => {
+      if (fd !== null) writeSync(fd, text);
+    },
+    close: () => {
+      if (fd !== null) closeSync(fd);
+      fd = null;
+    },
+  };
+}
+
+/**
+ * The logger of a test server: with SKYLARK_TEST_LOG_DIR, every line from `debug` up into a file
+ * there; else `error` lines on stderr. `close()` ends the file (later lines are dropped).
+ */
+export function testLogger(kind = 'inprocess'): { log: Logger; close(): void } {
+  const file = openTestLogFile(kind);
+  if (!file) return { log: createLogger('error'), close: () => {} };
+  return { log: createLogger('debug', 'skylark', (line) => file.write(line)), close: () => file.close() };
+}
 
 /** A fresh temporary directory, removed by the returned cleanup. */
 export function tempDir(prefix = 'skylark-test-'): { dir: string; cleanup: () => void } {
@@ -46,7 +91,8 @@ export interface TestServer {
 export async function startInProcess(env: Record<string, string> = {}): Promise<TestServer> {
   const { dir, cleanup } = tempDir();
   const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: dir, SKYLARK_LOG_LEVEL: 'error', ...env });
-  const server = await startServer(config, createLogger('error'));
+  const logs = testLogger();
+  const server = await startServer(config, logs.log);
   const http = `http://127.0.0.1:${server.httpPort}`;
   const docRes = await fetch(`${http}/v2/openapi.json`);
   if (docRes.status !== 200) throw new Error(`GET /v2/openapi.json answered ${docRes.status}`);
@@ -63,6 +109,7 @@ export async function startInProcess(env: Record<string, string> = {}): Promise<
     checker,
     async close() {
       await server.close();
+      logs.close();
       cleanup();
       checker.detach();
       const left = checker.takeNew();
@@ -85,14 +132,32 @@ export interface CliServer {
   stop(): Promise<void>;
 }
 
-/** Starts `skylark serve` as a child process; resolves when it printed its listening line. */
+/**
+ * Starts `skylark serve` as a child process; resolves when it printed its listening line. With
+ * SKYLARK_TEST_LOG_DIR, the child logs at `debug` (unless `env` sets SKYLARK_LOG_LEVEL) and its
+ * stderr also goes to a file there, except the first-start `secretKey:`/`publishableKey:` lines
+ * (printed once by design, PRODUCT.md §1).
+ */
 export async function startCli(dataDir: string, env: Record<string, string> = {}): Promise<CliServer> {
+  const file = openTestLogFile('cli');
   const child = spawn(process.execPath, [cli, 'serve'], {
-    env: { ...process.env, SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: dataDir, ...env },
+    env: { ...process.env, SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: dataDir, ...(file ? { SKYLARK_LOG_LEVEL: 'debug' } : {}), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';
-  child.stderr!.on('data', (d) => (err += d));
+  let partial = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    err += d;
+    if (!file) return;
+    const lines = (partial + d.toString()).split('\n');
+    partial = lines.pop()!;
+    for (const l of lines) if (!FIRST_START_KEY_LINE.test(l)) file.write(l + '\n');
+  });
+  child.once('close', () => {
+    // Exited and its stdio drained.
+    if (partial && !FIRST_START_KEY_LINE.test(partial)) file?.write(partial);
+    file?.close();
+  });
   const line = await new Promise<string>((resolve, reject) => {
     const rl = createInterface({ input: child.stdout! });
     rl.once('line', resolve);
@@ -106,12 +171,15 @@ export async function startCli(dataDir: string, env: Record<string, string> = {}
     stderr: () => err,
     stop: () =>
       new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve();
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
       }),
   };
 }
+
+/** The lines of the first-start message that show the default account's keys. */
+const FIRST_START_KEY_LINE = /^(secretKey|publishableKey): /;
 
 /** fetch with a bearer key and JSON body. */
 export async function api(base: string, key: string | null, method: string, p: string, body?: unknown, headers: Record<string, string> = {}) {

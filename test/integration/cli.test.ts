@@ -1,6 +1,8 @@
 /**
- * The `skylark` CLI (PRODUCT.md §1, §9 "Keys CLI"): `accounts create` and `keys list|create|roll|revoke`
- * with `--json`, bad flags, and the CLI working while a server runs on the same data dir.
+ * The `skylark` CLI (PRODUCT.md §1, §9 "Keys CLI"): `accounts create`, `accounts set-login` and
+ * `keys list|create|roll|revoke` with `--json`, bad flags, and the CLI working while a server runs
+ * on the same data dir — the first-start default account gets a dashboard login from `set-login`
+ * (password on stdin) and signs in to a running `serve`.
  *
  * The CLI runs the compiled code (bin/skylark.js → dist/). This test does not build: run
  * `npx tsc -p tsconfig.build.json` first (`npm test` does it through `npm run build`).
@@ -8,11 +10,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
-import { api, repoRoot, runCli, tempDir } from '../helpers/server.js';
+import { api, repoRoot, runCli, startCli, tempDir, testLogger, waitFor, type CliServer } from '../helpers/server.js';
 import { loadConfig } from '../../src/config/config.js';
-import { createLogger } from '../../src/log/logger.js';
 import { startServer, type RunningServer } from '../../src/main.js';
 
 /** Runs the CLI expecting failure; resolves to its exit code and stderr. */
@@ -25,6 +26,41 @@ async function runCliFail(args: string[]): Promise<{ code: number; stderr: strin
     if (typeof err.code !== 'number') throw e;
     return { code: err.code, stderr: err.stderr ?? '', stdout: err.stdout ?? '' };
   }
+}
+
+/** Runs the CLI with `stdin` written to its standard input; resolves to its exit code and output. */
+function runCliWithInput(args: string[], stdin: string, env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(repoRoot, 'bin', 'skylark.js'), ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.on('error', () => {}); // the CLI may exit before reading (unknown account)
+    child.stdin.end(stdin);
+  });
+}
+
+/**
+ * Signs in to the dashboard of `base` as a browser would (GET the form for its session cookie and
+ * CSRF token, POST the credentials); resolves to the POST's status (303 signed in, 401 refused)
+ * and the signed-in session's cookie.
+ */
+async function dashboardSignIn(base: string, email: string, password: string): Promise<{ status: number; cookie: string }> {
+  const form = await fetch(`${base}/dashboard/login`);
+  const cookie = (form.headers.get('set-cookie') ?? '').split(';')[0]!;
+  const csrf = /name="csrf_token" value="([^"]+)"/.exec(await form.text())?.[1];
+  if (!cookie || !csrf) throw new Error('the dashboard login form gave no session cookie or CSRF token');
+  const res = await fetch(`${base}/dashboard/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { Cookie: cookie, 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ email, password, csrf_token: csrf, next: '/dashboard' }).toString(),
+  });
+  await res.arrayBuffer();
+  return { status: res.status, cookie: (res.headers.get('set-cookie') ?? '').split(';')[0]! };
 }
 
 const tmp = tempDir('skylark-cli-');
@@ -174,13 +210,15 @@ describe('skylark keys', () => {
 describe('the CLI while a server runs on the same data dir', () => {
   let server: RunningServer;
   const t = tempDir('skylark-cli-serve-');
+  const logs = testLogger();
 
   beforeAll(async () => {
     const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: t.dir, SKYLARK_LOG_LEVEL: 'error' });
-    server = await startServer(config, createLogger('error'));
+    server = await startServer(config, logs.log);
   });
   afterAll(async () => {
     await server?.close();
+    logs.close();
     t.cleanup();
   });
 
@@ -199,5 +237,72 @@ describe('the CLI while a server runs on the same data dir', () => {
     const fresh = await api(base, rolled.key, 'GET', '/v2/streams');
     expect(fresh.status).toBe(200);
     expect(fresh.json.data.map((s: { id: string }) => s.id)).toEqual([created.json.id]);
+  });
+});
+
+describe('skylark accounts set-login', () => {
+  const t = tempDir('skylark-cli-login-');
+  let server: CliServer;
+  let account: string;
+
+  beforeAll(async () => {
+    server = await startCli(t.dir);
+    account = (await waitFor(() => /^Created the default account (acct_[A-Za-z0-9]+)\./m.exec(server.stderr())?.[1], 10_000, 20, 'the first-start message'))!;
+    await runCli(['accounts', 'create', '--name', 'Taken', '--email', 'taken@example.com', '--password', 'x', '--data-dir', t.dir]);
+  });
+  afterAll(async () => {
+    await server?.stop();
+    t.cleanup();
+  });
+
+  it('the first-start message shows the keys once and names the command, with the data dir', () => {
+    const err = server.stderr();
+    expect(err).toMatch(/^secretKey: svc_sk_[A-Za-z0-9]{32}$/m);
+    expect(err).toMatch(/^publishableKey: svc_pk_[A-Za-z0-9]{32}$/m);
+    expect(err).toContain(`npx skylark accounts set-login --account ${account} --email you@example.com --data-dir ${t.dir}\n`);
+  });
+
+  it('gives the default account a dashboard login while serve runs; the password comes from stdin', async () => {
+    expect((await dashboardSignIn(server.http, 'owner@example.com', 'first pass phrase')).status).toBe(401);
+    const r = await runCliWithInput(['accounts', 'set-login', '--account', account, '--email', 'Owner@Example.com', '--json', '--data-dir', t.dir], 'first pass phrase\nignored second line\n');
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).account).toMatchObject({ id: account, object: 'account', email: 'owner@example.com' });
+    expect(r.stdout + r.stderr).not.toContain('first pass phrase');
+    const signedIn = await dashboardSignIn(server.http, 'owner@example.com', 'first pass phrase');
+    expect(signedIn.status).toBe(303);
+    const page = await fetch(`${server.http}/dashboard`, { headers: { Cookie: signedIn.cookie }, redirect: 'manual' });
+    expect(page.status).toBe(200);
+    await page.arrayBuffer();
+    expect((await dashboardSignIn(server.http, 'owner@example.com', 'ignored second line')).status).toBe(401);
+  });
+
+  it('run again, replaces the login (CRLF line) and ends the sessions of the earlier one', async () => {
+    const before = await dashboardSignIn(server.http, 'owner@example.com', 'first pass phrase');
+    expect(before.status).toBe(303);
+    const r = await runCliWithInput(['accounts', 'set-login', '--account', account, '--email', 'owner@example.com', '--data-dir', t.dir], 'second pass phrase\r\n');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^login set: owner@example\.com signs in to acct_/);
+    expect((await dashboardSignIn(server.http, 'owner@example.com', 'first pass phrase')).status).toBe(401);
+    expect((await dashboardSignIn(server.http, 'owner@example.com', 'second pass phrase')).status).toBe(303);
+    const old = await fetch(`${server.http}/dashboard`, { headers: { Cookie: before.cookie }, redirect: 'manual' });
+    expect(old.status).toBe(303);
+    expect(old.headers.get('location')).toMatch(/\/dashboard\/login/);
+    await old.arrayBuffer();
+  });
+
+  it.each([
+    ['an unknown account', ['--account', 'acct_nope', '--email', 'x@example.com'], 'pw\n', 1, /no such account: acct_nope/],
+    ['an email another account has', ['--email', 'taken@example.com'], 'pw\n', 1, /an account with the email taken@example\.com already exists/],
+    ['an empty stdin', ['--email', 'x@example.com'], '', 1, /no password on stdin/],
+    ['an empty first line', ['--email', 'x@example.com'], '\nsecond\n', 1, /the password is empty/],
+    ['a password on the command line', ['--email', 'x@example.com', '--password', 'pw'], 'pw\n', 2, /password/],
+    ['no --email', [], 'pw\n', 2, /--email/],
+  ])('refuses %s with a message', async (_what, extra, stdin, code, message) => {
+    const args = ['accounts', 'set-login', ...(extra.includes('--account') ? [] : ['--account', account]), ...extra, '--data-dir', t.dir];
+    const r = await runCliWithInput(args, stdin);
+    expect(r.code).toBe(code);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect((await dashboardSignIn(server.http, 'owner@example.com', 'second pass phrase')).status).toBe(303); // untouched
   });
 });
