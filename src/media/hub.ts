@@ -187,6 +187,9 @@ export class StreamHub {
   /** The last audio sequence header pushed (AAC AudioSpecificConfig or E-RTMP SequenceStart), copied. */
   audioHeader: Uint8Array | null = null;
   private taps: AudioTap[] = [];
+  /** Taps of the encoded layers, by layer; each layer's last sequence header (copied). */
+  private readonly encodedTaps = new Map<Layer, AudioTap[]>();
+  private readonly encodedHeaders = new Map<Layer, Uint8Array>();
   private publish: Publish | null = null;
   /** The ladder's codec process of the current publish (null: none, or it failed). */
   private transcoder: LadderTranscoder | null = null;
@@ -340,8 +343,9 @@ export class StreamHub {
         for (const l of this.layers) l.end();
       });
     } else for (const l of this.layers) l.end();
-    const taps = this.taps;
+    const taps = [...this.taps, ...[...this.encodedTaps.values()].flat()];
     this.taps = [];
+    this.encodedTaps.clear();
     for (const tap of taps) tap.end();
     const rec = this.recorder;
     this.recorder = null;
@@ -381,6 +385,26 @@ export class StreamHub {
   /** Layers the multivariant playlist lists: the passthrough once ready, the others unless failed. */
   listed(): Layer[] {
     return this.top.ready ? this.layers.filter((l) => l.o.passthrough || !l.failed) : [];
+  }
+
+  /**
+   * Subscribes to one layer's audio bodies, as its segmenter gets them: the passthrough layer's are
+   * the ingest's (`onAudio`), an encoded layer's come from the ladder's codec process (Enhanced RTMP
+   * `Opus` bodies for Opus, classic FLV for AAC/MP3). Returns the unsubscribe function.
+   */
+  onLayerAudio(layer: Layer, tap: AudioTap): () => void {
+    if (layer === this.top) return this.onAudio(tap);
+    this.encodedTaps.set(layer, [...(this.encodedTaps.get(layer) ?? []), tap]);
+    return () => {
+      const left = (this.encodedTaps.get(layer) ?? []).filter((t) => t !== tap);
+      if (left.length > 0) this.encodedTaps.set(layer, left);
+      else this.encodedTaps.delete(layer);
+    };
+  }
+
+  /** The last audio sequence header of `layer` (AudioSpecificConfig / OpusHead body), or null. */
+  layerHeader(layer: Layer): Uint8Array | null {
+    return layer === this.top ? this.audioHeader : (this.encodedHeaders.get(layer) ?? null);
   }
 
   /** Subscribes to the ingest audio (costs nothing per push without subscribers). Returns the unsubscribe function. */
@@ -515,6 +539,12 @@ export class StreamHub {
         if (this.transcoder !== t && this.draining !== t) return; // a replaced publish's late frames
         const layer = this.layers.find((l) => l.o.kbps === kbps && !l.o.passthrough);
         if (!layer || layer.failed || layer.ended) return;
+        const taps = this.encodedTaps.get(layer);
+        if (taps || !this.encodedHeaders.has(layer)) {
+          const tag = readAudioTag(body);
+          if (tag.kind === 'header') this.encodedHeaders.set(layer, body.slice());
+          if (taps) for (const tap of taps) tap.audio(ts, body, tag);
+        }
         const errors = layer.push(ts, body);
         if (errors.length > 0) this.segmenterErrors(null, errors);
       },
