@@ -168,7 +168,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
   features.push(registerDashboard(context, { streams, podcasts, listeners: listeners.registry, webhooks }));
   http.finish();
 
-  const rtmp = new RtmpServer(ingest, log.child('rtmp'), { ...INGEST_DEFAULTS, mergeReadsMs: config.ingestMergeMs });
+  const rtmp = new RtmpServer(ingest, log.child('rtmp'), { ...INGEST_DEFAULTS, mergeReadsMs: config.ingestMergeMs, limitSettings: config.limits, limits });
   let httpPort: number;
   let rtmpPort: number;
   try {

@@ -52,14 +52,24 @@ bool ParseSessionOptions(Napi::Env env, Napi::Value options, const char* who, rt
     Napi::TypeError::New(env, std::string(who) + ": options must be an object").ThrowAsJavaScriptException();
     return false;
   }
-  Napi::Value v = options.As<Napi::Object>().Get("maxMessageBytes");
+  Napi::Object o = options.As<Napi::Object>();
+  return UintOption(env, o, who, "maxMessageBytes", 1024, 0xFFFFFF, &out->max_message_bytes) &&
+         UintOption(env, o, who, "maxAudioMessageBytes", 16, 0xFFFFFF, &out->max_audio_message_bytes) &&
+         UintOption(env, o, who, "prePublishBytes", 4096, 1 << 30, &out->pre_publish_bytes);
+}
+
+bool UintOption(Napi::Env env, Napi::Object options, const char* who, const char* name, uint32_t lo, uint32_t hi,
+                uint32_t* out) {
+  Napi::Value v = options.Get(name);
   if (v.IsUndefined()) return true;
   const double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
-  if (!(d >= 1024 && d <= 0xFFFFFF) || std::floor(d) != d) {
-    Napi::TypeError::New(env, std::string(who) + ": maxMessageBytes must be an integer in 1024..16777215").ThrowAsJavaScriptException();
+  if (!(d >= lo && d <= hi) || std::floor(d) != d) {
+    Napi::TypeError::New(env, std::string(who) + ": " + name + " must be an integer in " + std::to_string(lo) + ".." +
+                                  std::to_string(hi))
+        .ThrowAsJavaScriptException();
     return false;
   }
-  out->max_message_bytes = static_cast<uint32_t>(d);
+  *out = static_cast<uint32_t>(d);
   return true;
 }
 

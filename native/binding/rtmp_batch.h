@@ -12,8 +12,9 @@
 namespace skylark::binding {
 
 // Two plain ArrayBuffers held by strong references, reused from batch to batch:
-//   meta  (Float64): [0] = audio bytes of the batch; per event i, [1+2i] = timestamp in ms (audio)
-//         or -1 (another event), [2+2i] = end offset of the audio body in `arena`;
+//   meta  (Float64): [0] = audio bytes of the batch; per event i, [1+2i] = timestamp in ms (audio;
+//         RtmpServer adds kind * 2^32, kind 0 sequence header / 1 coded frame / 2 other) or -1
+//         (another event), [2+2i] = end offset of the audio body in `arena`;
 //   arena (bytes):   the audio bodies back to back from 0.
 // They start at 128 events / 16 KiB, grow to fit a batch and shrink back after one over 1 MiB.
 class BatchBuffers {
@@ -29,10 +30,11 @@ class BatchBuffers {
     at_ = 0;
     slot_ = 0;
   }
-  void Audio(uint32_t timestamp_ms, const uint8_t* body, size_t size) {
+  // `kind` (RtmpServer only; 0 for RtmpSession): the timestamp slot holds timestamp + kind * 2^32.
+  void Audio(uint32_t timestamp_ms, const uint8_t* body, size_t size, uint32_t kind = 0) {
     if (size > 0) std::memcpy(arena_ + at_, body, size);
     at_ += size;
-    meta_[1 + 2 * slot_] = timestamp_ms;
+    meta_[1 + 2 * slot_] = static_cast<double>(timestamp_ms) + static_cast<double>(kind) * 4294967296.0;
     meta_[2 + 2 * slot_] = static_cast<double>(at_);
     ++slot_;
   }
@@ -51,9 +53,15 @@ class BatchBuffers {
   size_t arena_size_ = 0;
 };
 
-// Reads `options` (undefined, null or {maxMessageBytes?: integer 1024..16777215}) into `out`.
-// False with a pending TypeError ("<who>: ...") when it is wrong.
+// Reads `options` (undefined, null or {maxMessageBytes?: integer 1024..16777215,
+// maxAudioMessageBytes?: integer 16..16777215, prePublishBytes?: integer 4096..2^30}) into `out`
+// (absent fields keep their value). False with a pending TypeError ("<who>: ...") when it is wrong.
 bool ParseSessionOptions(Napi::Env env, Napi::Value options, const char* who, rtmp::SessionOptions* out);
+
+// One optional integer option `name` of `options` in lo..hi into `out` (absent: unchanged). False
+// with a pending TypeError ("<who>: <name> must be an integer in lo..hi") when it is wrong.
+bool UintOption(Napi::Env env, Napi::Object options, const char* who, const char* name, uint32_t lo, uint32_t hi,
+                uint32_t* out);
 
 // A control event (not audio) as the JS RtmpControlEvent object: {type: 'connect', app, tcUrl,
 // flashVer, fourCcList} | {type: 'publish', streamName, publishType, streamId} | {type:

@@ -7,7 +7,22 @@
 // RTMP session into the segmenter in C++, and JS hears only of parts and segments (docs/native-api.md
 // "RtmpServer"; docs/decisions.md "Ingest I/O").
 //
-//   new RtmpServer({ maxMessageBytes?, mergeReadsMs? }, dispatch)
+//   new RtmpServer({ maxMessageBytes?, maxAudioMessageBytes?, prePublishBytes?, maxConnections?,
+//                    maxConnectionsPerIp?, publishTimeoutMs?, mergeReadsMs? }, dispatch)
+//       Limits (each hit is reported as LIMIT with its cause):
+//       maxConnections (default 1000) / maxConnectionsPerIp (default 10): integers 1..1000000;
+//           connections open at once (accept to socket close), in total / per peer IP. One over a
+//           cap is closed at accept, before any session exists (rtmp_connections,
+//           rtmp_connections_per_ip).
+//       publishTimeoutMs: integer 100..3600000 (default 15000). A connection whose publish was not
+//           accepted (acceptPublish) this long after accept is closed (rtmp_publish_timeout);
+//           bytes do not reset it. Checked by the 1 s sweep. Afterwards only setTimeout applies.
+//       prePublishBytes: integer 4096..2^30 (default 65536). Until its publish is accepted, the
+//           bytes held for a connection (partial messages, refused before allocation; replies
+//           not yet written) stay within it, else it is closed (rtmp_prepublish_bytes).
+//       maxAudioMessageBytes: integer 16..16777215 (default: maxMessageBytes). A longer audio
+//           message is a session error message_too_large (delivered in the READ batch like any
+//           protocol error; JS closes) and reported once as audio_frame_bytes.
 //       mergeReadsMs: integer 0..1000 (default 0). With it, a routed connection (route(..., merge
 //       true)) is not read as its bytes arrive but every mergeReadsMs by one timer for all of them
 //       (merged reads, as SRS's `mr`): one wakeup carries several messages of every routed
@@ -23,6 +38,14 @@
 //     2 CLOSED      (id, reason: string, error: {code, message} | null) — the peer closed or the
 //                   socket failed (not sent for close() from JS)
 //     3 TIMEOUT     (id) — no bytes for setTimeout(id, ms); sent once per silent period
+//     4 LIMIT       (id, cause: string, remote: string) — a cap was hit: cause rtmp_connections |
+//                   rtmp_connections_per_ip (id 0: refused at accept, never announced) |
+//                   rtmp_publish_timeout | rtmp_prepublish_bytes (the server closed it: CLOSED
+//                   (id, "limit: <cause>", null) follows at once) | audio_frame_bytes (the READ
+//                   batch with the session's message_too_large error follows)
+//   READ audio slots carry each message's kind: meta[1+2i] = timestamp + kind * 2^32 with kind
+//     0 sequence header (AAC AudioSpecificConfig / E-RTMP SequenceStart), 1 coded frame, 2 anything
+//     else (E-RTMP SequenceEnd, MultichannelConfig, unparsable or multitrack headers).
 //   listen(host: string /* an IP literal */, port: number, backlog: number): number  — bound port;
 //       throws Error "listen <host>:<port>: EADDRINUSE ..." on failure
 //   close(): void                         — stops listening and closes every connection
@@ -54,13 +77,17 @@
 #include "binding/segmenter.h"
 #include "core/codec/flv_audio.h"
 #include "core/rtmp/session.h"
+#include "core/util/ids.h"
 
 namespace skylark::binding {
 namespace {
 
 using rtmp::Event;
 
-constexpr int kConnection = 0, kRead = 1, kClosed = 2, kTimeout = 3;
+constexpr int kConnection = 0, kRead = 1, kClosed = 2, kTimeout = 3, kLimit = 4;
+constexpr uint32_t kKindSequenceHeader = 0, kKindFrame = 1, kKindOther = 2;
+constexpr uint32_t kDefaultMaxConnections = 1000, kDefaultMaxConnectionsPerIp = 10;
+constexpr uint32_t kDefaultPublishTimeoutMs = 15000, kDefaultPrePublishBytes = 64 * 1024;
 constexpr uint32_t kBuffersChanged = 1, kSegmented = 2;
 constexpr size_t kReadBufferBytes = 64 * 1024;
 constexpr size_t kMaxQueuedWriteBytes = 1024 * 1024;  // a peer that does not read our replies
@@ -76,6 +103,11 @@ struct Conn {
   uv_tcp_t tcp;  // tcp.data = this
   RtmpServer* server = nullptr;
   uint32_t id = 0;
+  std::string remote;        // "ip:port"
+  std::string ip;            // the per-IP count's key
+  bool counted = false;      // in the connection counts (until the handle's close callback)
+  uint64_t accepted_at = 0;  // uv_now, ms: the publish deadline counts from here
+  bool audio_limit_sent = false;
   std::unique_ptr<rtmp::Session> session;
   bool closing = false;      // no more reads, writes or callbacks
   bool handle_open = true;   // uv_close not called yet
@@ -105,12 +137,16 @@ struct WriteReq {
   std::vector<uint8_t> bytes;
 };
 
-// An audio sequence header (AAC AudioSpecificConfig, E-RTMP SequenceStart), as the segmenter's
-// own tag parser reads it.
-bool IsSequenceHeader(const uint8_t* d, size_t n) {
+// What an audio message is, as the segmenter's own tag parser reads it: a sequence header (AAC
+// AudioSpecificConfig, E-RTMP SequenceStart), a coded frame, or anything else.
+uint32_t AudioKind(const uint8_t* d, size_t n) {
   codec::FlvAudioHeader h;
-  return codec::parse_flv_audio_header(d, n, &h) == codec::FlvAudioStatus::kOk &&
-         h.packet == codec::FlvAudioPacket::kSequenceHeader;
+  if (codec::parse_flv_audio_header(d, n, &h) != codec::FlvAudioStatus::kOk) return kKindOther;
+  switch (h.packet) {
+    case codec::FlvAudioPacket::kSequenceHeader: return kKindSequenceHeader;
+    case codec::FlvAudioPacket::kCodedFrame: return kKindFrame;
+    default: return kKindOther;
+  }
 }
 
 #define SK_THROW_TYPE(env, msg) \
@@ -139,8 +175,14 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
           .ThrowAsJavaScriptException();
       return;
     }
+    session_options_.pre_publish_bytes = kDefaultPrePublishBytes;
     if (!ParseSessionOptions(env, info[0], "RtmpServer", &session_options_)) return;
-    Napi::Value merge = info[0].As<Napi::Object>().Get("mergeReadsMs");
+    Napi::Object opts = info[0].As<Napi::Object>();
+    if (!UintOption(env, opts, "RtmpServer", "maxConnections", 1, 1000000, &max_connections_) ||
+        !UintOption(env, opts, "RtmpServer", "maxConnectionsPerIp", 1, 1000000, &max_connections_per_ip_) ||
+        !UintOption(env, opts, "RtmpServer", "publishTimeoutMs", 100, 3600000, &publish_timeout_ms_))
+      return;
+    Napi::Value merge = opts.Get("mergeReadsMs");
     if (!merge.IsUndefined()) {
       const double d = merge.IsNumber() ? merge.As<Napi::Number>().DoubleValue() : NAN;
       if (!(d >= 0 && d <= 1000) || std::floor(d) != d) {
@@ -495,6 +537,22 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
     Dispatch({Napi::Number::New(env, kClosed), Napi::Number::New(env, p.id), Napi::String::New(env, p.reason), err});
   }
 
+  // Tells JS a cap was hit (LIMIT). Only from libuv callbacks (never inside a JS call).
+  void DispatchLimit(uint32_t id, const char* cause, const std::string& remote) {
+    Napi::Env env = Env();
+    Napi::HandleScope scope(env);
+    Dispatch({Napi::Number::New(env, kLimit), Napi::Number::New(env, id), Napi::String::New(env, cause),
+              Napi::String::New(env, remote)});
+  }
+
+  // Closes a connection for a cap at once (no more reads, no grace): LIMIT, then CLOSED.
+  void LimitClose(Conn* c, const char* cause) {
+    if (c->closing) return;
+    BeginClose(c, /*graceful=*/false);
+    DispatchLimit(c->id, cause, c->remote);
+    NotifyClosed(PendingClose{c->id, std::string("limit: ") + cause, {}, {}});
+  }
+
   // Stops reading and closes the handle: after the queued writes and a FIN when graceful (forced
   // after kCloseGraceMs by the sweep), else at once.
   void BeginClose(Conn* c, bool graceful) {
@@ -583,22 +641,41 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
     c->session->push(data, n);
     auto& events = c->session->events();
     Flush(c, false);
-    if (events.empty() || c->closing) {
+    if (c->closing) {
       events.clear();
       return;
     }
+    const rtmp::Session& session = *c->session;
+    if (session.limit() == rtmp::Limit::kPrePublishBytes ||
+        (!session.publish_accepted() && session_options_.pre_publish_bytes > 0 &&
+         session.held_bytes() + c->tcp.write_queue_size > session_options_.pre_publish_bytes)) {
+      events.clear();
+      LimitClose(c, "rtmp_prepublish_bytes");
+      return;
+    }
+    if (session.limit() == rtmp::Limit::kAudioMessageBytes && !c->audio_limit_sent) {
+      c->audio_limit_sent = true;
+      DispatchLimit(c->id, "audio_frame_bytes", c->remote);
+      if (c->closing) {
+        events.clear();
+        return;
+      }
+    }
+    if (events.empty()) return;
     NativeSegmenterInput* seg = c->segmenter;
     const bool frames = seg == nullptr || c->deliver_frames;
     // Which events go to JS, and the arena bytes they need.
     size_t count = 0, audio_bytes = 0;
     bool control = false;
     to_js_.assign(events.size(), 1);
+    kinds_.resize(events.size());
     for (size_t i = 0; i < events.size(); ++i) {
       Event& e = events[i];
       if (e.type == Event::Type::kAudio) {
         c->audio_bytes += e.data.size;
         if (seg) seg->PushNative(e.timestamp, e.data.data.get(), e.data.size);
-        if (frames || IsSequenceHeader(e.data.data.get(), e.data.size)) {
+        kinds_[i] = static_cast<uint8_t>(AudioKind(e.data.data.get(), e.data.size));
+        if (frames || kinds_[i] == kKindSequenceHeader) {
           ++count;
           audio_bytes += e.data.size;
         } else {
@@ -625,7 +702,7 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
       Event& e = events[i];
       if (!to_js_[i]) continue;
       if (e.type == Event::Type::kAudio) {
-        batch_.Audio(e.timestamp, e.data.data.get(), e.data.size);
+        batch_.Audio(e.timestamp, e.data.data.get(), e.data.size, kinds_[i]);
       } else {
         batch_.Control();
         ctl.Set(k++, ControlEventToJs(env, e));
@@ -655,24 +732,52 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
       self->CloseHandle(c);  // not in conns_: freed by the close callback
       return;
     }
+    PeerName(&c->tcp, &c->ip, &c->remote);
+    // The caps, before anything is allocated for the connection.
+    const auto from_ip = self->per_ip_.find(c->ip);
+    const char* refused = nullptr;
+    if (self->open_ >= self->max_connections_) refused = "rtmp_connections";
+    else if (from_ip != self->per_ip_.end() && from_ip->second >= self->max_connections_per_ip_) refused = "rtmp_connections_per_ip";
+    const uint32_t id = refused ? 0 : self->ids_.next([self](uint32_t i) { return self->IdTaken(i); });
+    if (id == 0) {
+      c->closing = true;
+      self->CloseHandle(c);  // not in conns_: freed by the close callback
+      Napi::Env env = self->Env();
+      Napi::HandleScope scope(env);
+      self->DispatchLimit(0, refused ? refused : "rtmp_connections", c->remote);
+      return;
+    }
+    c->counted = true;
+    ++self->open_;
+    ++self->per_ip_[c->ip];
     uv_tcp_nodelay(&c->tcp, 1);
-    c->id = ++self->next_id_;
-    if (self->next_id_ >= 0x7fffffff) self->next_id_ = 0;
+    c->id = id;
     c->session = std::make_unique<rtmp::Session>(self->session_options_);
-    c->last_read = uv_now(self->loop_);
+    c->last_read = c->accepted_at = uv_now(self->loop_);
     self->conns_[c->id] = c;
     self->StartSweep();
-    std::string remote = PeerName(&c->tcp);
     uv_read_start(reinterpret_cast<uv_stream_t*>(&c->tcp), &RtmpServer::OnAlloc, &RtmpServer::OnRead);
     Napi::Env env = self->Env();
     Napi::HandleScope scope(env);
-    self->Dispatch({Napi::Number::New(env, kConnection), Napi::Number::New(env, c->id), Napi::String::New(env, remote)});
+    self->Dispatch({Napi::Number::New(env, kConnection), Napi::Number::New(env, c->id), Napi::String::New(env, c->remote)});
   }
 
-  static std::string PeerName(uv_tcp_t* tcp) {
+  // An id is in use while its connection exists or JS has yet to hear of its close.
+  bool IdTaken(uint32_t id) const {
+    if (conns_.count(id) != 0) return true;
+    for (const PendingClose& p : deferred_)
+      if (p.id == id) return true;
+    return false;
+  }
+
+  // The peer's IP and "ip:port" ("?" when unknown).
+  static void PeerName(uv_tcp_t* tcp, std::string* ip_out, std::string* remote_out) {
     sockaddr_storage addr{};
     int len = sizeof(addr);
-    if (uv_tcp_getpeername(tcp, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
+    if (uv_tcp_getpeername(tcp, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      *ip_out = *remote_out = "?";
+      return;
+    }
     char ip[64] = {0};
     int port = 0;
     if (addr.ss_family == AF_INET6) {
@@ -684,7 +789,8 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
       uv_ip4_name(a4, ip, sizeof(ip));
       port = ntohs(a4->sin_port);
     }
-    return std::string(ip) + ":" + std::to_string(port);
+    *ip_out = ip;
+    *remote_out = std::string(ip) + ":" + std::to_string(port);
   }
 
   static void OnAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
@@ -728,6 +834,11 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
     RtmpServer* self = c->server;
     auto it = self->conns_.find(c->id);
     if (it != self->conns_.end() && it->second == c) self->conns_.erase(it);
+    if (c->counted) {
+      --self->open_;
+      auto ip = self->per_ip_.find(c->ip);
+      if (ip != self->per_ip_.end() && --ip->second == 0) self->per_ip_.erase(ip);
+    }
     delete c;
     if (self->conns_.empty() && self->deferred_.empty() && !self->closed_) self->StopSweep();
     self->Unref();
@@ -747,18 +858,24 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
       for (const PendingClose& p : pending) self->NotifyClosed(p);
     }
     const uint64_t now = uv_now(self->loop_);
-    std::vector<uint32_t> timed_out;
+    std::vector<uint32_t> timed_out, late;
     for (auto& [id, c] : self->conns_) {
       if (c->closing) {
         if (now - c->closing_since >= kCloseGraceMs) self->CloseHandle(c);
+      } else if (!c->session->publish_accepted() && now - c->accepted_at >= self->publish_timeout_ms_) {
+        late.push_back(id);
       } else if (c->timeout_ms > 0 && !c->timeout_sent && now - c->last_read >= c->timeout_ms) {
         c->timeout_sent = true;
         timed_out.push_back(id);
       }
     }
-    if (timed_out.empty()) return;
+    if (timed_out.empty() && late.empty()) return;
     Napi::Env env = self->Env();
     Napi::HandleScope scope(env);
+    for (uint32_t id : late) {
+      auto it = self->conns_.find(id);
+      if (it != self->conns_.end()) self->LimitClose(it->second, "rtmp_publish_timeout");
+    }
     for (uint32_t id : timed_out) {
       auto it = self->conns_.find(id);
       if (it == self->conns_.end() || it->second->closing) continue;
@@ -787,6 +904,13 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
   std::unordered_map<uint32_t, Conn*> conns_;
   std::vector<PendingClose> deferred_;  // CLOSED notifications for the next sweep
   std::vector<uint8_t> to_js_;          // per event of a read: 1 = goes to JS
+  std::vector<uint8_t> kinds_;          // per audio event of a read: its kind (kKind*)
+  uint32_t max_connections_ = kDefaultMaxConnections;
+  uint32_t max_connections_per_ip_ = kDefaultMaxConnectionsPerIp;
+  uint32_t publish_timeout_ms_ = kDefaultPublishTimeoutMs;
+  uint32_t open_ = 0;                   // counted connections (accept to handle close)
+  std::unordered_map<std::string, uint32_t> per_ip_;
+  util::IdCounter ids_;                 // connection ids, never one in use
   uint64_t merge_ms_ = 0;               // merged reads of routed connections (0 = off)
   uv_timer_t merge_timer_{};
   bool merge_init_ = false, merge_running_ = false, merge_closing_ = false;
@@ -794,7 +918,6 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer> {
   uint64_t merge_ticks_ = 0;
   uint64_t next_regular_ = 0;            // loop time of the next regular merged read
   uint64_t timer_at_ = UINT64_MAX;       // loop time the merge timer is armed for
-  uint32_t next_id_ = 0;
   BatchBuffers batch_;  // the read's audio bodies for JS (binding/rtmp_batch.h)
 };
 

@@ -3,9 +3,12 @@
 // AAC-only MPEG-TS API, unchanged. probeAudioTag(data) — what an FLV audio tag carries.
 // See docs/native-api.md and native/core/segment/segmenter.h (timing and cutting policy).
 //
-//   new Segmenter({ container: 'ts'|'fmp4', targetDurationMs?, partTargetMs?, expectCodec? })
+//   new Segmenter({ container: 'ts'|'fmp4', targetDurationMs?, partTargetMs?, expectCodec?,
+//                   maxFrameBytes?, maxSegmentBytes? })
 //       targetDurationMs: integer 100..60000 (default 2000); partTargetMs: 0 (default, no parts) or
-//       an integer 50..targetDurationMs, fmp4 only; expectCodec: 'aac'|'mp3'|'opus' (opus needs fmp4)
+//       an integer 50..targetDurationMs, fmp4 only; expectCodec: 'aac'|'mp3'|'opus' (opus needs fmp4);
+//       maxFrameBytes: integer 0..16777215, maxSegmentBytes: integer 0..4294967295 (0 or unset = no
+//       cap; error events frame_too_large / segment_too_large, the frame dropped)
 //   new TsSegmenter({ targetDurationMs? })              // = the AAC-only TS segmenter of before
 //   pushAudio(timestampMs: number, data: Uint8Array): SegmentEvent[]
 //   flush(): SegmentEvent[]          // ends the open segment
@@ -93,6 +96,11 @@ bool ParseOptions(Napi::Env env, const Napi::CallbackInfo& info, bool legacy, se
     if (opt->container != segment::Container::kFmp4)
       return ThrowType(env, "partTargetMs (LL-HLS parts) needs container 'fmp4'");
   }
+  if (!IntOption(env, o, "maxFrameBytes", 0, 16777215, &opt->max_frame_bytes,
+                 "maxFrameBytes must be an integer from 0 (no cap) to 16777215") ||
+      !IntOption(env, o, "maxSegmentBytes", 0, 4294967295.0, &opt->max_segment_bytes,
+                 "maxSegmentBytes must be an integer from 0 (no cap) to 4294967295"))
+    return false;
   Napi::Value e = o.Get("expectCodec");
   if (!e.IsUndefined()) {
     const std::string codec = e.IsString() ? e.As<Napi::String>().Utf8Value() : "";

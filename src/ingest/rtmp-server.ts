@@ -9,7 +9,9 @@
  */
 import { lookup } from 'node:dns/promises';
 import net from 'node:net';
-import { RtmpListener, type RtmpConnection, type RtmpConnectionHandler, type SegmenterEvent } from '../native/index.js';
+import { AUDIO_TAG_HEADER_MAX_BYTES, RtmpListener, type RtmpConnection, type RtmpConnectionHandler, type SegmenterEvent } from '../native/index.js';
+import type { LimitSettings } from '../config/config.js';
+import type { Limits } from '../limits/limits.js';
 import type { Logger } from '../log/logger.js';
 import type { MediaConnection } from '../media/hub.js';
 import type { Publishing, PublishSink, Publisher } from './publishing.js';
@@ -24,23 +26,40 @@ type RouteTarget = Parameters<MediaConnection['route']>[0];
 
 /** Ingest limits. Times in ms. */
 export interface IngestOptions {
-  /** A connection that has not published within this time is closed. */
-  handshakeTimeoutMs: number;
   /** A publishing connection silent this long is considered gone. */
   idleTimeoutMs: number;
   maxMessageBytes: number;
   /** Merged reads of live (routed) publishers, ms (0 = read as bytes arrive); RtmpListener. */
   mergeReadsMs: number;
+  /** The RTMP caps (PRODUCT.md §13), enforced by the listener; unset: the listener's defaults. */
+  limitSettings?: Pick<LimitSettings, 'rtmpMaxConnections' | 'rtmpMaxConnectionsPerIp' | 'rtmpPublishTimeoutMs' | 'rtmpPrePublishBytes' | 'maxAudioFrameBytes'>;
+  /** Where cap hits are counted and logged. */
+  limits?: Limits;
 }
 
 /** Ingest defaults (docs/decisions.md "Ingest", "Ingest I/O"). */
-export const INGEST_DEFAULTS: IngestOptions = { handshakeTimeoutMs: 15_000, idleTimeoutMs: 30_000, maxMessageBytes: 1 << 20, mergeReadsMs: 100 };
+export const INGEST_DEFAULTS: IngestOptions = { idleTimeoutMs: 30_000, maxMessageBytes: 1 << 20, mergeReadsMs: 100 };
 
 export class RtmpServer {
   private readonly listener: RtmpListener;
 
   constructor(private readonly publishing: Publishing, private readonly log: Logger, private readonly opts: IngestOptions = INGEST_DEFAULTS) {
-    this.listener = new RtmpListener({ maxMessageBytes: opts.maxMessageBytes, mergeReadsMs: opts.mergeReadsMs }, (conn) => this.onConnection(conn));
+    const caps = opts.limitSettings;
+    this.listener = new RtmpListener(
+      {
+        maxMessageBytes: opts.maxMessageBytes,
+        mergeReadsMs: opts.mergeReadsMs,
+        ...(caps && {
+          maxConnections: caps.rtmpMaxConnections,
+          maxConnectionsPerIp: caps.rtmpMaxConnectionsPerIp,
+          publishTimeoutMs: caps.rtmpPublishTimeoutMs,
+          prePublishBytes: caps.rtmpPrePublishBytes,
+          maxAudioMessageBytes: caps.maxAudioFrameBytes + AUDIO_TAG_HEADER_MAX_BYTES,
+        }),
+        onLimit: (cause, remote) => opts.limits?.hit(cause, remote),
+      },
+      (conn) => this.onConnection(conn),
+    );
   }
 
   /**
@@ -69,7 +88,7 @@ export class RtmpServer {
     let route: RouteTarget | null = null;
     let app = '';
     let closed = false;
-    conn.setTimeout(this.opts.handshakeTimeoutMs);
+    // Until its publish is accepted, the listener's absolute publish deadline bounds the connection.
 
     const endSink = () => {
       const s = sink;
@@ -144,7 +163,7 @@ export class RtmpServer {
             break;
         }
       },
-      timeout: () => close(sink ? 'publisher silent' : 'no publish in time', 'warn'),
+      timeout: () => close('publisher silent', 'warn'),
       closed: (reason, error) => {
         if (closed) return;
         if (error) close(`${error.code}: ${error.message}`, 'warn');

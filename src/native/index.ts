@@ -48,10 +48,21 @@ const RAW_BUFFERS_CHANGED = 2;
 const RAW_CONTROL_EVENTS = 4;
 const NO_CONTROL_EVENTS: RtmpControlEvent[] = [];
 
+/** Caps of one RTMP session (bytes; see docs/native-api.md "RtmpSession"). */
+export interface RtmpSessionOptions {
+  /** Any one RTMP message, integer 1024..16777215 (default 1 MiB). */
+  maxMessageBytes?: number;
+  /** An audio message, integer 16..16777215 (default: maxMessageBytes); longer: error `message_too_large`. */
+  maxAudioMessageBytes?: number;
+  /** Bytes held (partial messages, untaken replies) until the publish is accepted, integer
+   *  4096..2^30 (RtmpSession default: no cap; RtmpListener default 65536); over: error `prepublish_limit`. */
+  prePublishBytes?: number;
+}
+
 /**
  * Sans-I/O RTMP server session: handshake, chunk streams, AMF0 commands (one per TCP connection).
  * Never throws for bad input (it becomes an `error` event); wrong argument types throw TypeError.
- * Constructor: `maxMessageBytes` (bytes) caps any one RTMP message (default 1 MiB).
+ * Constructor: RtmpSessionOptions (bytes).
  */
 export class RtmpSession {
   private readonly raw: RawRtmpSession;
@@ -60,7 +71,7 @@ export class RtmpSession {
   private outputPending = false;
   private iterating = false;
 
-  constructor(options?: { maxMessageBytes?: number }) {
+  constructor(options?: RtmpSessionOptions) {
     this.raw = new addon.RtmpSession(options);
     this.mapBuffers();
   }
@@ -179,8 +190,45 @@ const K_CONNECTION = 0;
 const K_READ = 1;
 const K_CLOSED = 2;
 const K_TIMEOUT = 3;
+const K_LIMIT = 4;
 const READ_BUFFERS_CHANGED = 1;
 const READ_SEGMENTED = 2;
+/** 2^32: a READ audio slot holds timestamp + kind * 2^32. */
+const KIND_UNIT = 4294967296;
+
+/** Audio message kind: an AAC AudioSpecificConfig or E-RTMP SequenceStart (e.g. OpusHead). */
+export const AUDIO_SEQUENCE_HEADER = 0;
+/** Audio message kind: coded audio (AAC raw_data_block, MP3 bytes, an Opus packet, ...). */
+export const AUDIO_FRAME = 1;
+/** Audio message kind: anything else — E-RTMP SequenceEnd, MultichannelConfig, an unknown
+ *  AACPacketType, a truncated or multitrack header. Never a reason to fail a publish by itself. */
+export const AUDIO_OTHER = 2;
+/** What an audio message carries, read by the native FLV / E-RTMP audio tag parser. */
+export type AudioKind = typeof AUDIO_SEQUENCE_HEADER | typeof AUDIO_FRAME | typeof AUDIO_OTHER;
+
+/** Longest FLV / E-RTMP audio tag header in front of the codec payload (E-RTMP: 1 byte + FourCC):
+ *  an audio message may be this much longer than the largest audio frame. */
+export const AUDIO_TAG_HEADER_MAX_BYTES = 5;
+
+/** Caps an RtmpListener enforces (the `limit` names of src/limits). */
+export type RtmpLimitCause = 'rtmp_connections' | 'rtmp_connections_per_ip' | 'rtmp_publish_timeout' | 'rtmp_prepublish_bytes' | 'audio_frame_bytes';
+
+/** Options of `new RtmpListener(...)`: RtmpSessionOptions per connection, connection caps and
+ *  the publish deadline (docs/native-api.md "RtmpServer"). */
+export interface RtmpListenerOptions extends RtmpSessionOptions {
+  /** Connections open at once (accept to socket close), integer 1..1000000 (default 1000). */
+  maxConnections?: number;
+  /** Connections open at once from one IP, integer 1..1000000 (default 10). */
+  maxConnectionsPerIp?: number;
+  /** A connection whose publish is not accepted this long after accept is closed (ms, absolute,
+   *  not reset by bytes), integer 100..3600000 (default 15000). */
+  publishTimeoutMs?: number;
+  /** Merged reads of routed connections, ms, integer 0..1000 (default 0 = off). */
+  mergeReadsMs?: number;
+  /** A cap was hit: refused at accept, closed (then `closed()` follows), or an oversized audio
+   *  message (then an `error` event follows). `remote` is `ip:port`. Must not throw. */
+  onLimit?: (cause: RtmpLimitCause, remote: string) => void;
+}
 
 /**
  * What one ingest connection tells its owner (RtmpListener's `onConnection` returns it). Every
@@ -192,9 +240,10 @@ export interface RtmpConnectionHandler {
    * One audio message (RTMP timestamp in ms, the whole FLV AUDIODATA body), in message order.
    * `segmented`: the connection is routed and the message was already pushed to its segmenter
    * (delivered because frames were asked for, or because it is a sequence header). `data` is a
-   * view of a Buffer that holds the read's bodies; it is never reused (see RtmpHandler).
+   * view of a Buffer that holds the read's bodies; it is never reused (see RtmpHandler). `kind`:
+   * what the tag header says it is (AUDIO_SEQUENCE_HEADER, AUDIO_FRAME, AUDIO_OTHER).
    */
-  audio(timestampMs: number, data: Buffer, segmented: boolean): void;
+  audio(timestampMs: number, data: Buffer, segmented: boolean, kind: AudioKind): void;
   /** Any other session event, in order with the audio. After `error` the session is dead. */
   event(e: RtmpControlEvent): void;
   /** Routed connections: what the segmenter made of the read's audio (parts, segments, errors);
@@ -219,10 +268,11 @@ export class RtmpConnection {
 
   constructor(
     private readonly raw: RawRtmpServer,
-    /** Listener-unique id. */
+    /** Unique among the listener's open connections (an id is reused only after its close). */
     readonly id: number,
     /** The peer, `ip:port`. */
     readonly remote: string,
+    private readonly forget: (c: RtmpConnection) => void,
   ) {}
 
   /** Answers the pending publish with NetStream.Publish.Start (written at once). */
@@ -259,26 +309,33 @@ export class RtmpConnection {
     if (!this.open) return;
     this.open = false;
     this.handler = null;
+    this.forget(this);
     this.raw.closeConnection(this.id);
   }
 }
 
 /**
  * The RTMP ingest listener: TCP accept and reads in C++ on Node's libuv loop, a native
- * RtmpSession per connection (RTMP 1.0 §5.2–§7). `maxMessageBytes` (bytes) caps any one message.
- * `mergeReadsMs` (0..1000, default 0): routed connections are read every that many ms by one
- * timer instead of as bytes arrive (fewer wakeups, that much more latency at most). Throws
- * TypeError for bad options.
+ * RtmpSession per connection (RTMP 1.0 §5.2–§7), with the caps of RtmpListenerOptions (bytes,
+ * ms, counts) enforced in C++ and reported to `onLimit`. `mergeReadsMs` (0..1000, default 0):
+ * routed connections are read every that many ms by one timer instead of as bytes arrive (fewer
+ * wakeups, that much more latency at most). Throws TypeError for bad options.
  */
 export class RtmpListener {
   private readonly raw: RawRtmpServer;
   private readonly conns = new Map<number, RtmpConnection>();
+  private readonly onLimit: ((cause: RtmpLimitCause, remote: string) => void) | undefined;
+  private readonly forget = (c: RtmpConnection) => {
+    if (this.conns.get(c.id) === c) this.conns.delete(c.id);
+  };
   private meta!: Float64Array;
   private arena!: ArrayBuffer;
 
-  constructor(options: { maxMessageBytes?: number; mergeReadsMs?: number }, private readonly onConnection: (c: RtmpConnection) => RtmpConnectionHandler) {
+  constructor(options: RtmpListenerOptions, private readonly onConnection: (c: RtmpConnection) => RtmpConnectionHandler) {
+    const { onLimit, ...native } = options;
+    this.onLimit = onLimit;
     const dispatch: RawDispatch = (kind, id, a, b, c, d) => this.dispatch(kind, id, a, b, c, d);
-    this.raw = new addon.RtmpServer(options, dispatch);
+    this.raw = new addon.RtmpServer(native, dispatch);
     this.mapBuffers();
   }
 
@@ -310,9 +367,13 @@ export class RtmpListener {
       return;
     }
     if (kind === K_CONNECTION) {
-      const conn = new RtmpConnection(this.raw, id, a as string);
+      const conn = new RtmpConnection(this.raw, id, a as string, this.forget);
       this.conns.set(id, conn);
       conn.handler = this.onConnection(conn);
+      return;
+    }
+    if (kind === K_LIMIT) {
+      this.onLimit?.(a as RtmpLimitCause, b as string);
       return;
     }
     const conn = this.conns.get(id);
@@ -349,10 +410,11 @@ export class RtmpListener {
       for (let i = 0; i < count; i++) {
         const h = conn.handler;
         if (!h) return; // closed by an earlier event of this read
-        const ts = meta[1 + 2 * i]!;
-        if (ts >= 0) {
+        const slot = meta[1 + 2 * i]!;
+        if (slot >= 0) {
+          const kind = (slot >= 2 * KIND_UNIT ? AUDIO_OTHER : slot >= KIND_UNIT ? AUDIO_FRAME : AUDIO_SEQUENCE_HEADER) as AudioKind;
           const end = meta[2 + 2 * i]!;
-          h.audio(ts, start === 0 && end === total ? bodies! : bodies!.subarray(start, end), segmented);
+          h.audio(slot - kind * KIND_UNIT, start === 0 && end === total ? bodies! : bodies!.subarray(start, end), segmented, kind);
           start = end;
         } else {
           h.event(control![k++]!);
@@ -403,6 +465,13 @@ export interface SegmenterOptions {
   partTargetMs?: number;
   /** When set, audio of any other codec is refused with an error event `codec_mismatch`. */
   expectCodec?: AudioCodec;
+  /** Largest frame (AAC raw_data_block, MP3 frame, Opus packet; bytes), integer 0..16777215;
+   *  larger: error `frame_too_large`, dropped. 0 / unset = no cap (AAC is always capped at 8184,
+   *  what one ADTS frame carries). */
+  maxFrameBytes?: number;
+  /** Frame bytes of one segment, integer 0..4294967295; a frame that would exceed it: error
+   *  `segment_too_large`, dropped. 0 / unset = no cap. */
+  maxSegmentBytes?: number;
 }
 
 /** Stable error codes of `{type: 'error'}` segmenter events (docs/native-api.md). */
@@ -414,7 +483,9 @@ export type SegmenterErrorCode =
   | 'bad_mp3_header'
   | 'unsupported_codec'
   | 'codec_mismatch'
-  | 'invalid_audio_tag';
+  | 'invalid_audio_tag'
+  | 'frame_too_large'
+  | 'segment_too_large';
 
 /** `config`: the stream's codec is known (first sequence header / MP3 frame, or a change). */
 export interface ConfigEvent {
@@ -501,11 +572,11 @@ export interface AudioTagProbe {
 }
 
 interface Addon {
-  RtmpSession: new (options?: { maxMessageBytes?: number }) => RawRtmpSession;
+  RtmpSession: new (options?: RtmpSessionOptions) => RawRtmpSession;
   TsSegmenter: new (options?: { targetDurationMs?: number }) => TsSegmenter;
   Segmenter: new (options: SegmenterOptions) => Segmenter;
   probeAudioTag: (data: Uint8Array) => AudioTagProbe;
-  RtmpServer: new (options: { maxMessageBytes?: number; mergeReadsMs?: number }, dispatch: RawDispatch) => RawRtmpServer;
+  RtmpServer: new (options: Omit<RtmpListenerOptions, 'onLimit'>, dispatch: RawDispatch) => RawRtmpServer;
   abiVersion: number;
 }
 

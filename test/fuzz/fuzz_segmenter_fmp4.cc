@@ -1,10 +1,12 @@
 // libFuzzer target: the Segmenter end to end (FLV/E-RTMP tag parsing, AAC/MP3/Opus configs and
 // frames, fMP4 init/fragment writers, LL-HLS parts, MPEG-TS for MP3/AAC). Input layout:
 //   byte 0   options: bits 0-1 target (100/500/1000/2000 ms), bits 2-3 parts (0/100/250/500 ms),
-//            bit 4 container TS instead of fMP4 (then no parts), bits 5-6 expectCodec (none/aac/mp3/opus)
+//            bit 4 container TS instead of fMP4 (then no parts), bits 5-6 expectCodec (none/aac/mp3/opus),
+//            bit 7 byte caps on (maxFrameBytes 2048, maxSegmentBytes 16384)
 //   then tags: [u16 length][u8 timestamp delta in 4 ms units; 0xFF = discontinuity() first][body]
 // Invariants: the bytes of each fMP4 segment equal its parts concatenated, fragments/init have
-// consistent box sizes, TS segments are whole 188-byte packets, sequences and part indices count up.
+// consistent box sizes, TS segments are whole 188-byte packets, sequences and part indices count up,
+// and with the caps no open segment holds more frame bytes than maxSegmentBytes.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -61,6 +63,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.part_target_ms = o.container == Container::kFmp4 ? kParts[(data[0] >> 2) & 3] : 0;
   if (o.part_target_ms > o.target_duration_ms) o.part_target_ms = o.target_duration_ms;
   o.expect = static_cast<AudioCodec>((data[0] >> 5) & 3);
+  if (data[0] & 0x80) {
+    o.max_frame_bytes = 2048;
+    o.max_segment_bytes = 16384;
+  }
   Segmenter seg(o);
   Checker c;
   c.ts = o.container == Container::kTs;
@@ -75,6 +81,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     else ts += delta * 4u;
     const size_t n = len < size - pos ? len : size - pos;
     seg.push_audio(ts, data + pos, n, ev);
+    if (o.max_segment_bytes != 0 && seg.open_frame_bytes() > o.max_segment_bytes) std::abort();
     c.check(ev);
     pos += n;
   }

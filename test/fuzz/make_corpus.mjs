@@ -1,5 +1,6 @@
 // Regenerates the seed corpora of the media fuzz targets from the FFmpeg-made fixtures
-// (test/fixtures/{aac,mp3,opus}): `node test/fuzz/make_corpus.mjs`. Seeds stay small (< 32 KB).
+// (test/fixtures/{aac,mp3,opus,rtmp}): `node test/fuzz/make_corpus.mjs`. Seeds stay small (< 32 KB; the
+// fuzz_pipeline ones, whole publishes, under the 64 KiB -max_len of scripts/native-fuzz.mjs).
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -104,3 +105,85 @@ write('fuzz_segmenter_fmp4', 'mp3_fmp4_parts', seed(0b0000_0101, mp3, 30));    /
 write('fuzz_segmenter_fmp4', 'mp3_ts', seed(0b0101_0001, mp3lsf, 40));         // expect mp3
 write('fuzz_segmenter_fmp4', 'opus_fmp4_parts', seed(0b0110_1101, opusTags, 60)); // expect opus
 write('fuzz_segmenter_fmp4', 'opus_mismatch', seed(0b0010_1100, opusTags, 10)); // expect aac
+write('fuzz_segmenter_fmp4', 'aac_ts_caps', seed(0b1001_0011, aac48, 60));      // 2000 ms, byte caps
+write('fuzz_segmenter_fmp4', 'opus_fmp4_parts_caps', seed(0b1000_1111, opusTags, 90)); // 2000/500 ms, byte caps
+
+// fuzz_pipeline: [options][records], records [op][u16 n][...] (see test/fuzz/fuzz_pipeline.cc). The
+// harness sends its own handshake, so the recorded FFmpeg publishes (test/fixtures/rtmp) go in
+// without theirs; MP3 and Opus publishes are built from the FFmpeg-made fixtures.
+const HANDSHAKE_BYTES = 1 + 2 * 1536;
+function amf(...values) {
+  const one = (v) => {
+    if (v === null) return Buffer.from([0x05]);
+    if (typeof v === 'number') { const b = Buffer.alloc(9); b.writeDoubleBE(v, 1); return b; }
+    if (typeof v === 'string') { const s = Buffer.from(v); return Buffer.concat([Buffer.from([2, s.length >> 8, s.length & 255]), s]); }
+    const parts = [Buffer.from([3])];
+    for (const [k, val] of Object.entries(v)) parts.push(Buffer.from([k.length >> 8, k.length & 255]), Buffer.from(k), one(val));
+    parts.push(Buffer.from([0, 0, 9]));
+    return Buffer.concat(parts);
+  };
+  return Buffer.concat(values.map(one));
+}
+function chunkHeader(csid, type, streamId, ts, length) {
+  const h = Buffer.alloc(12);
+  h[0] = csid;
+  h.writeUIntBE(ts, 1, 3);
+  h.writeUIntBE(length, 4, 3);
+  h[7] = type;
+  h.writeUInt32LE(streamId, 8);
+  return h;
+}
+function rtmpMessage(csid, type, streamId, ts, body, chunkSize) {
+  const out = [chunkHeader(csid, type, streamId, ts, body.length)];
+  for (let o = 0; o < body.length; o += chunkSize) {
+    if (o > 0) out.push(Buffer.from([0xc0 | csid]));
+    out.push(body.subarray(o, o + chunkSize));
+  }
+  return Buffer.concat(out);
+}
+function setChunkSize(n) {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n);
+  return rtmpMessage(2, 1, 0, 0, b, 128);
+}
+const publishPrefix = Buffer.concat([
+  setChunkSize(4096),
+  rtmpMessage(3, 20, 0, 0, amf('connect', 1, { app: 'live/stm_test', type: 'nonprivate', tcUrl: 'rtmp://127.0.0.1/live/stm_test' }), 4096),
+  rtmpMessage(3, 20, 0, 0, amf('createStream', 2, null), 4096),
+  rtmpMessage(3, 20, 1, 0, amf('publish', 3, null, 'sk_test_key', 'live'), 4096),
+]);
+const audio = (tags) => Buffer.concat(tags.map((t) => rtmpMessage(4, 8, 1, t.ts, t.body, 4096)));
+function records(options, ...recs) {
+  const parts = [Buffer.from([options])];
+  for (const r of recs) {
+    if (r.fill) {
+      parts.push(Buffer.from([2, r.fill >> 8, r.fill & 255, r.value]));
+      continue;
+    }
+    for (let o = 0; o < r.push.length; o += 65535) {
+      const piece = r.push.subarray(o, o + 65535);
+      parts.push(Buffer.from([r.bytewise ? 1 : 0, piece.length >> 8, piece.length & 255]), piece);
+    }
+  }
+  return Buffer.concat(parts);
+}
+const recorded = (name) => fs.readFileSync(path.join(fixtures, 'rtmp', name)).subarray(HANDSHAKE_BYTES);
+// options: bit 0 TS, bits 1-2 parts (0/100/250/500 ms), bit 3 audio message cap.
+write('fuzz_pipeline', 'aac48_fmp4', records(0x00, { push: recorded('ffmpeg-aac-48k.bin') }));
+write('fuzz_pipeline', 'aac44_parts500_cap', records(0x0e, { push: recorded('ffmpeg-aac-44k-mono.bin') }));
+write('fuzz_pipeline', 'aac_extts_ts_cap', records(0x09, { push: recorded('ffmpeg-aac-48k-extts.bin') }));
+write('fuzz_pipeline', 'aac48_bytewise_prefix', records(0x02, { push: recorded('ffmpeg-aac-48k.bin').subarray(0, 1500), bytewise: true }));
+write('fuzz_pipeline', 'mp3_ts_cap', records(0x09, { push: publishPrefix }, { push: audio(mp3.slice(0, 120)) }));
+write('fuzz_pipeline', 'mp3lsf_fmp4_parts100', records(0x02, { push: publishPrefix }, { push: audio(mp3lsf.slice(0, 80)) }));
+write('fuzz_pipeline', 'opus_fmp4_parts100_cap', records(0x0a, { push: publishPrefix }, { push: audio(opusTags.slice(0, 150)) }));
+// A 1 MiB E-RTMP Opus packet (what made a 50 MiB segment before the caps), then ordinary ones.
+const bigLength = 6 + 16383 * 64;
+write('fuzz_pipeline', 'opus_huge_packet', records(0x04,
+  { push: publishPrefix }, // the publish is accepted after this read, as the listener does
+  { push: Buffer.concat([audio(opusTags.slice(0, 3)), setChunkSize(0x7fffffff), chunkHeader(4, 8, 1, 60, bigLength), ex(1, 'Opus', Buffer.from([0xf8]))]) },
+  { fill: 16383, value: 0x00 },
+  { push: audio(opusTags.slice(3, 40).map((t) => ({ ts: t.ts + 60, body: t.body }))) }));
+// Before publishing: partial commands on two chunk streams past the 64 KiB pre-publish cap.
+const cmdBody = Buffer.alloc(60000, 0x41);
+const partialCmd = (csid, chunks) => rtmpMessage(csid, 20, 0, 0, cmdBody, 4096).subarray(0, 12 + chunks * 4097 - 1);
+write('fuzz_pipeline', 'prepublish_partials', records(0x00, { push: Buffer.concat([setChunkSize(4096), partialCmd(3, 10), partialCmd(4, 2)]) }));

@@ -424,7 +424,7 @@ TEST(error_events) {
   const std::vector<std::string> want = {
       "audio_before_sequence_header", "bad_audio_specific_config", "bad_audio_specific_config",
       "unsupported_codec", "unsupported_codec", "invalid_audio_tag", "invalid_audio_tag",
-      "invalid_audio_tag", "invalid_audio_tag", "bad_audio_specific_config"};
+      "invalid_audio_tag", "frame_too_large", "bad_audio_specific_config"};
   CHECK(codes == want);
   for (auto* e : r.of(Type::kError)) CHECK(!e->message.empty());
   CHECK_EQ(r.of(Type::kConfig).size(), 1u);

@@ -57,6 +57,7 @@ Mp3Status parse_mp3_header(const uint8_t* d, size_t size, Mp3Header* out) {
 size_t Mp3FrameSplitter::push(const uint8_t* data, size_t size, std::vector<Frame>& frames) {
   buf_.insert(buf_.end(), data, data + size);
   out_.clear();
+  if (out_.capacity() > kMaxPending) std::vector<uint8_t>().swap(out_);  // an outsized push grew it
   struct Span { size_t at; uint32_t size; Mp3Header h; };
   std::vector<Span> found;  // offsets into out_ (out_ may reallocate while we append)
   size_t pos = 0, skipped = 0;
@@ -93,6 +94,7 @@ size_t Mp3FrameSplitter::push(const uint8_t* data, size_t size, std::vector<Fram
     buf_.erase(buf_.begin(), buf_.end() - static_cast<ptrdiff_t>(kMaxPending));
     synced_ = false;
   }
+  if (buf_.capacity() > 2 * kMaxPending) buf_.shrink_to_fit();
   for (const Span& s : found) frames.push_back({out_.data() + s.at, s.size, s.h});
   return skipped;
 }

@@ -22,7 +22,18 @@ size_t basic_len(uint8_t b0) {
 }
 }  // namespace
 
-ChunkReader::ChunkReader(uint32_t max_message_bytes) : max_message_bytes_(max_message_bytes) {}
+ChunkReader::ChunkReader(uint32_t max_message_bytes, uint32_t max_audio_message_bytes)
+    : max_message_bytes_(max_message_bytes),
+      max_audio_bytes_(max_audio_message_bytes == 0 ? max_message_bytes
+                                                    : std::min(max_audio_message_bytes, max_message_bytes)),
+      audio_capped_(max_audio_message_bytes != 0),
+      budget_(default_inflight_budget()) {}
+
+uint64_t ChunkReader::default_inflight_budget() const {
+  const uint32_t largest = std::max({max_audio_bytes_, std::min(kMaxCommandMessageBytes, max_message_bytes_),
+                                     std::min(kMaxControlMessageBytes, max_message_bytes_)});
+  return uint64_t{largest} + kInflightSlackBytes;
+}
 
 ChunkReader::Result ChunkReader::fail(Status s, const char* msg) {
   phase_ = Phase::kError;
@@ -48,7 +59,7 @@ uint32_t ChunkReader::cap_for(uint8_t type) const {
     case kMsgSetPeerBandwidth:
       return kMaxControlMessageBytes;
     case kMsgAudio:
-      return max_message_bytes_;
+      return max_audio_bytes_;
     case kMsgDataAmf0:
     case kMsgDataAmf3:
     case kMsgCommandAmf0:
@@ -99,10 +110,17 @@ bool ChunkReader::begin_message(Stream& s) {
   s.discard = cap == 0;
   if (s.discard) return true;
   if (s.length > cap) {
-    fail(Status::kMessageTooLarge, "message length above the cap for its type");
+    if (s.type == kMsgAudio && audio_capped_) {
+      cap_hit_ = Cap::kAudioLength;
+      fail(Status::kMessageTooLarge, "audio message length above the audio message cap");
+    } else {
+      cap_hit_ = Cap::kMessageLength;
+      fail(Status::kMessageTooLarge, "message length above the cap for its type");
+    }
     return false;
   }
-  if (inflight_ + s.length > uint64_t{max_message_bytes_} + kInflightSlackBytes) {
+  if (inflight_ + s.length > budget_) {
+    cap_hit_ = Cap::kInflight;
     fail(Status::kMessageTooLarge, "too many bytes in partially received messages");
     return false;
   }

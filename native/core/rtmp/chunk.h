@@ -8,9 +8,10 @@
 // 4 bytes are peeked and kept only when they equal the stream's extended timestamp); the first
 // chunk on a chunk stream must be type 0; a header that changes length or type mid-message is an
 // error; at most kMaxChunkStreams distinct chunk streams; message lengths are checked against a
-// per-type cap BEFORE anything is allocated, and buffers are sized from the (capped) message
-// length, never from the chunk size; video, aggregate, shared-object and unknown messages are read
-// through and dropped chunk by chunk without buffering.
+// per-type cap (audio: its own, lower cap when set) and the bytes of all partially received
+// messages against an in-flight budget BEFORE anything is allocated, and buffers are sized from the
+// (capped) message length, never from the chunk size; video, aggregate, shared-object and unknown
+// messages are read through and dropped chunk by chunk without buffering.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -48,8 +49,9 @@ inline constexpr size_t kMaxChunkStreams = 64;              // distinct csids pe
 inline constexpr uint32_t kMaxControlMessageBytes = 64;     // types 1..6
 inline constexpr uint32_t kMaxCommandMessageBytes = 64 * 1024;  // AMF commands and data
 inline constexpr uint32_t kDefaultMaxMessageBytes = 1024 * 1024;  // audio (configurable)
-inline constexpr uint32_t kInflightSlackBytes = 256 * 1024;  // budget for messages being assembled
-                                                             // = maxMessageBytes + this slack
+inline constexpr uint32_t kInflightSlackBytes = 256 * 1024;  // default budget for messages being
+                                                             // assembled = the largest per-type
+                                                             // cap + this slack
 
 /** Reassembled message storage, handed on without copying (to JS as an external buffer). */
 struct OwnedBytes {
@@ -70,8 +72,13 @@ struct Message {
 class ChunkReader {
  public:
   enum class Result : uint8_t { kNeedMore, kMessage, kError };
+  /** Which cap a kMessageTooLarge error hit. */
+  enum class Cap : uint8_t { kNone, kMessageLength, kAudioLength, kInflight };
 
-  explicit ChunkReader(uint32_t max_message_bytes = kDefaultMaxMessageBytes);
+  /** `max_message_bytes` caps any one message; `max_audio_message_bytes` (0 = the same) caps audio
+   *  messages (type 8) alone. Control messages are capped at kMaxControlMessageBytes, commands and
+   *  data at kMaxCommandMessageBytes (both never above `max_message_bytes`). */
+  explicit ChunkReader(uint32_t max_message_bytes = kDefaultMaxMessageBytes, uint32_t max_audio_message_bytes = 0);
 
   /** Consumes bytes from `data` until a message completes (kMessage: `out` holds it and `used`
    *  says how much of `data` was consumed — call again with the rest), the input is exhausted
@@ -87,6 +94,18 @@ class ChunkReader {
   bool mid_message() const;
   util::Status status() const { return status_; }
   const std::string& error_message() const { return error_; }
+  /** The cap behind a kMessageTooLarge error (kNone otherwise). */
+  Cap cap_hit() const { return cap_hit_; }
+
+  /** Bytes allocated for partially received messages (their declared lengths). */
+  uint64_t inflight() const { return inflight_; }
+  /** Budget for inflight(), checked before each message buffer is allocated (kMessageTooLarge,
+   *  Cap::kInflight, when a new message would exceed it). Applies to messages started after the
+   *  call. */
+  void set_inflight_budget(uint64_t bytes) { budget_ = bytes; }
+  /** The budget set at construction: the largest per-type cap + kInflightSlackBytes. */
+  uint64_t default_inflight_budget() const;
+  uint64_t inflight_budget() const { return budget_; }
 
  private:
   struct Stream {
@@ -114,6 +133,10 @@ class ChunkReader {
   uint32_t cap_for(uint8_t type) const;
 
   uint32_t max_message_bytes_;
+  uint32_t max_audio_bytes_;  // <= max_message_bytes_
+  bool audio_capped_;         // an audio cap was given: audio over it is Cap::kAudioLength
+  uint64_t budget_;
+  Cap cap_hit_ = Cap::kNone;
   uint32_t chunk_size_ = kDefaultChunkSize;
   uint64_t inflight_ = 0;  // bytes allocated for messages being assembled
   Phase phase_ = Phase::kHeader;

@@ -1,6 +1,7 @@
 // RTMP server session; see session.h.
 #include "core/rtmp/session.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/util/bytes.h"
@@ -34,7 +35,10 @@ bool opt_string(const Amf0View& v, std::string_view fallback, std::string_view& 
 }  // namespace
 
 Session::Session(SessionOptions options)
-    : options_(options), reader_(options.max_message_bytes) {}
+    : options_(options), reader_(options.max_message_bytes, options.max_audio_message_bytes) {
+  if (options_.pre_publish_bytes > 0)
+    reader_.set_inflight_budget(std::min<uint64_t>(options_.pre_publish_bytes, reader_.default_inflight_budget()));
+}
 
 void Session::fail(Status code, std::string_view message) {
   if (state_ == State::kError) return;
@@ -44,6 +48,30 @@ void Session::fail(Status code, std::string_view message) {
   e.code = code;
   e.message.assign(message);
   events_.push_back(std::move(e));
+}
+
+// A chunk reader error: the cap it hit decides the code (and limit()).
+void Session::fail_reader() {
+  const ChunkReader::Cap cap = reader_.cap_hit();
+  if (cap == ChunkReader::Cap::kAudioLength) {
+    limit_ = Limit::kAudioMessageBytes;
+    return fail(reader_.status(), "audio message longer than the audio message cap");
+  }
+  if (cap == ChunkReader::Cap::kInflight && !accepted_ && options_.pre_publish_bytes > 0 &&
+      reader_.inflight_budget() < reader_.default_inflight_budget()) {
+    limit_ = Limit::kPrePublishBytes;
+    return fail(Status::kPrePublishLimit, "partial messages before the publish was accepted exceed the pre-publish cap");
+  }
+  fail(reader_.status(), reader_.error_message());
+}
+
+// Before a publish is accepted: partial messages and untaken replies within pre_publish_bytes.
+void Session::check_pre_publish() {
+  if (accepted_ || options_.pre_publish_bytes == 0 || state_ == State::kError) return;
+  if (held_bytes() > options_.pre_publish_bytes) {
+    limit_ = Limit::kPrePublishBytes;
+    fail(Status::kPrePublishLimit, "bytes held before the publish was accepted exceed the pre-publish cap");
+  }
 }
 
 void Session::push(const uint8_t* data, size_t size) {
@@ -56,7 +84,7 @@ void Session::push(const uint8_t* data, size_t size) {
       fail(Status::kHandshakeInvalid, "RTMP handshake: C0 is not version 3");
       return;
     }
-    if (!handshake_.done()) return;
+    if (!handshake_.done()) return check_pre_publish();
     state_ = State::kAwaitConnect;
   }
   while (state_ != State::kError) {
@@ -64,10 +92,7 @@ void Session::push(const uint8_t* data, size_t size) {
     ChunkReader::Result r = reader_.next(data + pos, size - pos, used, msg_);
     pos += used;
     cursor_ = bytes_in_ - size + pos;
-    if (r == ChunkReader::Result::kError) {
-      fail(reader_.status(), reader_.error_message());
-      return;
-    }
+    if (r == ChunkReader::Result::kError) return fail_reader();
     if (r == ChunkReader::Result::kNeedMore) break;
     on_message(msg_);
     msg_.body.data.reset();
@@ -86,7 +111,8 @@ void Session::push(const uint8_t* data, size_t size) {
     w.be32(static_cast<uint32_t>(bytes_in_));
     send_control(kMsgAck, b);
   }
-  if (out_.size() > kMaxOutputBytes) fail(Status::kOutputOverflow, "replies are not being taken");
+  if (out_.size() > kMaxOutputBytes) return fail(Status::kOutputOverflow, "replies are not being taken");
+  check_pre_publish();
 }
 
 void Session::end() {
@@ -390,6 +416,8 @@ bool Session::accept_publish() {
   amf0_end_object(w);
   send_command(kCsidStatus, publish_stream_id_);
   publish_ = PublishState::kPublishing;
+  accepted_ = true;
+  reader_.set_inflight_budget(reader_.default_inflight_budget());
   return true;
 }
 

@@ -9,6 +9,12 @@
 // commands (connect, createStream, publish, deleteStream, closeStream; releaseStream, FCPublish and
 // FCUnpublish as FFmpeg and OBS send them). Errors are sticky: after the first kError event every
 // later push() is counted in bytes_in() and otherwise ignored.
+//
+// Caps (SessionOptions): any one message (max_message_bytes), audio messages
+// (max_audio_message_bytes: message_too_large, limit() kAudioMessageBytes), and, until a publish is
+// accepted, the bytes the session holds — partial messages (their declared lengths, refused before
+// allocation) plus replies not yet taken — (pre_publish_bytes: prepublish_limit, limit()
+// kPrePublishBytes). After accept_publish() the in-flight budget is the largest per-type cap + 256 KiB.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -33,7 +39,12 @@ inline constexpr size_t kMaxMetadataValues = 256;
 
 struct SessionOptions {
   uint32_t max_message_bytes = kDefaultMaxMessageBytes;  // cap for any one message (audio)
+  uint32_t max_audio_message_bytes = 0;  // cap for an audio message (0 = max_message_bytes)
+  uint32_t pre_publish_bytes = 0;        // bytes held before accept_publish() (0 = no cap)
 };
+
+/** The cap that failed a session (Session::limit()). */
+enum class Limit : uint8_t { kNone, kAudioMessageBytes, kPrePublishBytes };
 
 /** A flat onMetaData value (nested objects/arrays and null are skipped). */
 struct MetaValue {
@@ -89,9 +100,18 @@ class Session {
   State state() const { return state_; }
   PublishState publish_state() const { return publish_; }
   bool failed() const { return state_ == State::kError; }
+  /** The cap behind the session's error, if one was (kNone otherwise). */
+  Limit limit() const { return limit_; }
+  /** Whether accept_publish() has answered a publish on this connection. */
+  bool publish_accepted() const { return accepted_; }
+  /** Bytes the session holds for the connection beyond its fixed size: partial messages (declared
+   *  lengths) and replies not yet taken from output(). */
+  uint64_t held_bytes() const { return reader_.inflight() + out_.size(); }
 
  private:
   void fail(util::Status code, std::string_view message);
+  void fail_reader();
+  void check_pre_publish();
   void on_message(Message& m);
   void on_control(const Message& m);
   void on_command(const Message& m, std::span<const uint8_t> amf);
@@ -106,6 +126,8 @@ class Session {
   SessionOptions options_;
   State state_ = State::kHandshake;
   PublishState publish_ = PublishState::kNone;
+  Limit limit_ = Limit::kNone;
+  bool accepted_ = false;
   ServerHandshake handshake_;
   ChunkReader reader_;
   uint32_t out_chunk_size_ = kDefaultChunkSize;

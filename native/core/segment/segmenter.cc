@@ -21,6 +21,9 @@ std::string format(const char* fmt, unsigned a, unsigned b = 0) {
   return buf;
 }
 
+/** Buffer capacity kept from one segment to the next (a 320 kbps 6 s segment is 240 KB). */
+constexpr size_t kKeepBufferBytes = 1024 * 1024;
+
 /** MP3 in HLS CODECS: the value Apple's HLS authoring spec and hls.js use for MPEG-1/2 Layer III. */
 constexpr const char* kMp3Codecs = "mp4a.40.34";
 
@@ -133,9 +136,9 @@ void Segmenter::on_aac(const codec::FlvAudioHeader& h, uint32_t ts, const uint8_
       if (!configured_ || cfg_.codec != AudioCodec::kAac)
         return error(out, kErrAudioBeforeSequenceHeader, "AAC audio before its sequence header (AudioSpecificConfig)");
       if (n == 0) return error(out, kErrInvalidAudioTag, "empty AAC frame");
-      if (n > codec::kAdtsMaxPayload && opt_.container == Container::kTs)
-        return error(out, kErrInvalidAudioTag, format("AAC frame of %u bytes exceeds the ADTS maximum %u",
-                                                      static_cast<unsigned>(n), static_cast<unsigned>(codec::kAdtsMaxPayload)));
+      if (n > codec::kAdtsMaxPayload)
+        return error(out, kErrFrameTooLarge, format("AAC frame of %u bytes exceeds the ADTS maximum %u",
+                                                    static_cast<unsigned>(n), static_cast<unsigned>(codec::kAdtsMaxPayload)));
       return on_frame(ts, p, n, cfg_.samples_per_frame, out);
     case codec::FlvAudioPacket::kSequenceEnd: return;
     case codec::FlvAudioPacket::kOther:
@@ -254,6 +257,9 @@ void Segmenter::on_config(TrackConfig&& c, std::vector<SegmenterEvent>& out) {
 
 void Segmenter::on_frame(uint32_t ts, const uint8_t* frame, size_t size, uint32_t samples,
                          std::vector<SegmenterEvent>& out) {
+  if (opt_.max_frame_bytes != 0 && size > opt_.max_frame_bytes)
+    return error(out, kErrFrameTooLarge, format("audio frame of %u bytes exceeds the cap of %u bytes",
+                                                static_cast<unsigned>(size), opt_.max_frame_bytes));
   if (!clock_started_) {
     clock_started_ = true;
     origin_pts_ = uint64_t{ts} * 90 + mux::ts::kPcrLead90k;
@@ -291,6 +297,11 @@ void Segmenter::on_frame(uint32_t ts, const uint8_t* frame, size_t size, uint32_
     }
   }
 
+  // After the clock: a jump may just have closed the open segment.
+  if (opt_.max_segment_bytes != 0 && seg_frame_bytes_ + size > opt_.max_segment_bytes)
+    return error(out, kErrSegmentTooLarge,
+                 format("audio frame of %u bytes would take the segment over its cap of %u bytes",
+                        static_cast<unsigned>(size), opt_.max_segment_bytes));
   if (seg_frames_ == 0) {
     seg_first_sample_ = part_first_sample_ = samples_;
     seg_discontinuity_ = next_discontinuity_;
@@ -301,6 +312,7 @@ void Segmenter::on_frame(uint32_t ts, const uint8_t* frame, size_t size, uint32_
   sizes_.push_back(static_cast<uint32_t>(size));
   durations_.push_back(samples);
   ++seg_frames_;
+  seg_frame_bytes_ += size;
   samples_ += samples;
   const uint64_t rate = cfg_.clock_rate;
   if ((samples_ - seg_first_sample_) * 1000 >= uint64_t{opt_.target_duration_ms} * rate) close_segment(out);
@@ -392,7 +404,10 @@ void Segmenter::close_segment(std::vector<SegmenterEvent>& out) {
   e.timescale = cfg_.clock_rate;
   e.discontinuity = seg_discontinuity_;
   seg_frames_ = 0;
+  seg_frame_bytes_ = 0;
   part_index_ = 0;
+  // Buffers keep their capacity for the next segment, unless an outsized one grew them.
+  if (raw_.capacity() > kKeepBufferBytes) std::vector<uint8_t>().swap(raw_);
 }
 
 }  // namespace skylark::segment

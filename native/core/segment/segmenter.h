@@ -37,9 +37,16 @@
 // discontinuity (PTS continue, re-timed at the new rate). A malformed one is an error event and the
 // previous config stays in force.
 //
+// Byte caps (SegmenterOptions; 0 = none): a frame (AAC raw_data_block, Opus packet, MP3 frame) over
+// max_frame_bytes is dropped with frame_too_large (AAC frames over 8184 bytes, what one ADTS frame
+// carries, always are); a frame that would take the open segment's frame bytes over
+// max_segment_bytes is dropped with segment_too_large. Dropped frames leave the sample clock
+// behind the RTMP clock, so a run of them past 1 s re-anchors the timeline as any gap does.
+//
 // Errors (the tag or the bytes are dropped, the segmenter goes on; one event per tag):
 //   audio_before_sequence_header, bad_audio_specific_config, bad_opus_head, bad_opus_packet,
-//   bad_mp3_header, unsupported_codec, codec_mismatch (with expected/received), invalid_audio_tag.
+//   bad_mp3_header, unsupported_codec, codec_mismatch (with expected/received), invalid_audio_tag,
+//   frame_too_large, segment_too_large.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -67,6 +74,8 @@ inline constexpr const char* kErrBadMp3Header = "bad_mp3_header";
 inline constexpr const char* kErrUnsupportedCodec = "unsupported_codec";
 inline constexpr const char* kErrCodecMismatch = "codec_mismatch";
 inline constexpr const char* kErrInvalidAudioTag = "invalid_audio_tag";
+inline constexpr const char* kErrFrameTooLarge = "frame_too_large";
+inline constexpr const char* kErrSegmentTooLarge = "segment_too_large";
 
 enum class Container : uint8_t { kTs, kFmp4 };
 using codec::AudioCodec;
@@ -77,6 +86,8 @@ struct SegmenterOptions {
   uint32_t part_target_ms = 0;           // fMP4 only; 0 = no parts
   AudioCodec expect = AudioCodec::kNone; // not kNone: any other codec is codec_mismatch
   bool aac_only = false;                 // the legacy TsSegmenter: other codecs are unsupported_codec
+  uint32_t max_frame_bytes = 0;          // larger frames: frame_too_large (0 = no cap)
+  uint32_t max_segment_bytes = 0;        // frame bytes of one segment: segment_too_large (0 = no cap)
 };
 
 struct SegmenterEvent {
@@ -123,6 +134,19 @@ class Segmenter {
    *  target, i.e. roughly how soon a frame will close it; 0 when unknown (not configured, nothing
    *  open). Ingest reads lazily while this is large (binding/rtmp_server.cc merged reads). */
   uint32_t ms_to_next_cut() const;
+
+  /** Bytes the segmenter holds for the open segment: its frames not yet written, the parts written
+   *  so far (fMP4 with parts) and MP3 bytes waiting for the rest of their frame. */
+  size_t held_bytes() const { return raw_.size() + seg_bytes_.size() + mp3_.pending(); }
+  /** Frame bytes in the open segment (what max_segment_bytes caps). */
+  size_t open_frame_bytes() const { return seg_frame_bytes_; }
+  /** Media time in the open segment, ms (0 when nothing is open). */
+  double open_media_ms() const {
+    return seg_frames_ == 0 || cfg_.clock_rate == 0 ? 0 : static_cast<double>(samples_ - seg_first_sample_) * 1000.0 / cfg_.clock_rate;
+  }
+  /** Frames in the open segment; parts written of it (fMP4 with parts). */
+  uint32_t open_frames() const { return seg_frames_; }
+  uint32_t open_parts() const { return part_index_; }
 
   const SegmenterOptions& options() const { return opt_; }
   uint32_t target_duration_ms() const { return opt_.target_duration_ms; }
@@ -181,6 +205,7 @@ class Segmenter {
   std::vector<uint32_t> durations_;
   // The open segment.
   uint32_t seg_frames_ = 0;
+  size_t seg_frame_bytes_ = 0;
   uint64_t seg_first_sample_ = 0;
   bool seg_discontinuity_ = false;
   std::vector<uint8_t> seg_bytes_;  // fMP4 with parts: the parts so far

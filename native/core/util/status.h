@@ -19,6 +19,7 @@ enum class Status : uint8_t {
   kStreamNameTooLong,    // stream_name_too_long
   kProtocolViolation,    // protocol_violation
   kOutputOverflow,       // output_overflow (peer never reads our replies)
+  kPrePublishLimit,      // prepublish_limit (more bytes held before the publish was accepted than allowed)
 };
 
 /** The stable snake_case code of `s` ("ok" / "need_more" for the non-errors). */
@@ -36,6 +37,7 @@ constexpr std::string_view status_code(Status s) {
     case Status::kStreamNameTooLong: return "stream_name_too_long";
     case Status::kProtocolViolation: return "protocol_violation";
     case Status::kOutputOverflow: return "output_overflow";
+    case Status::kPrePublishLimit: return "prepublish_limit";
   }
   return "unknown";
 }
