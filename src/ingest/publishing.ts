@@ -36,6 +36,8 @@ export interface PublishSink {
   audio(timestampMs: number, data: Uint8Array, segmented: boolean, tag?: AudioTag): void;
   /** The publisher stopped (unpublish, socket closed or failed). */
   end(): void;
+  /** The publish broke a cap of PRODUCT.md §13 (`frame_too_large`): `stream.error`; the caller then closes it. */
+  fail(error: { code: string; message: string }): void;
 }
 
 /** Settings of the media a publish makes. Durations in ms, sizes in bytes. */
@@ -231,6 +233,10 @@ export class Publishing {
         if (st.generation !== generation || st.publisher === null) return;
         st.publisher = null;
         this.publisherGone(streamId, st);
+      },
+      fail: (error) => {
+        if (st.generation !== generation) return;
+        this.d.port.onError(streamId, error);
       },
     };
   }

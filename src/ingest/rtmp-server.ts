@@ -88,6 +88,8 @@ export class RtmpServer {
     let route: RouteTarget | null = null;
     let app = '';
     let closed = false;
+    /** The connection's last error comes from an audio message over the cap. */
+    let tooLarge = false;
     // Until its publish is accepted, the listener's absolute publish deadline bounds the connection.
 
     const endSink = () => {
@@ -157,11 +159,16 @@ export class RtmpServer {
             endSink();
             break;
           case 'error':
+            // An audio frame over the cap (PRODUCT.md §13): the stream's owner hears why the publish ended.
+            if (tooLarge && sink) sink.fail({ code: 'frame_too_large', message: `An audio message was larger than ${this.opts.limitSettings?.maxAudioFrameBytes ?? 'the allowed'} bytes; the publish was ended.` });
             close(`${e.code}: ${e.message}`, 'warn');
             break;
           case 'metadata':
             break;
         }
+      },
+      limit: (cause) => {
+        if (cause === 'audio_frame_bytes') tooLarge = true;
       },
       timeout: () => close('publisher silent', 'warn'),
       closed: (reason, error) => {
@@ -195,6 +202,7 @@ function guarded(h: RtmpConnectionHandler, onError: (where: string, e: unknown) 
   return {
     audio: wrap('audio', h.audio),
     segmenterEvents: wrap('segmenterEvents', h.segmenterEvents),
+    limit: wrap('limit', (c: Parameters<NonNullable<RtmpConnectionHandler['limit']>>[0]) => h.limit?.(c)),
     event: wrap('event', h.event),
     timeout: wrap('timeout', h.timeout),
     closed: wrap('closed', h.closed),

@@ -252,6 +252,11 @@ export interface RtmpConnectionHandler {
   /** No bytes for the time given to setTimeout (once per silent period). */
   timeout(): void;
   /**
+   * The connection ran into a cap (reported to the listener's `onLimit` too), before the error or
+   * close it causes: e.g. `audio_frame_bytes` before the session's `message_too_large` error.
+   */
+  limit?(cause: RtmpLimitCause): void;
+  /**
    * The peer closed or the socket failed (not called after close()). `error`: the session's
    * error when the peer vanished mid-handshake or mid-message (`protocol_violation`,
    * `handshake_invalid`), else null.
@@ -374,6 +379,7 @@ export class RtmpListener {
     }
     if (kind === K_LIMIT) {
       this.onLimit?.(a as RtmpLimitCause, b as string);
+      if (id !== 0) this.conns.get(id)?.handler?.limit?.(a as RtmpLimitCause);
       return;
     }
     const conn = this.conns.get(id);
