@@ -9,11 +9,10 @@
  */
 import { lookup } from 'node:dns/promises';
 import net from 'node:net';
-import { AUDIO_TAG_HEADER_MAX_BYTES, RtmpListener, type RtmpConnection, type RtmpConnectionHandler, type SegmenterEvent } from '../native/index.js';
+import { AUDIO_TAG_HEADER_MAX_BYTES, RtmpListener, type RtmpConnection, type RtmpConnectionHandler } from '../native/index.js';
 import type { LimitSettings } from '../config/config.js';
 import type { Limits } from '../limits/limits.js';
 import type { Logger } from '../log/logger.js';
-import type { MediaConnection } from '../media/hub.js';
 import type { Publishing, PublishSink, Publisher } from './publishing.js';
 
 /** `live/<stream_id>` (a trailing slash allowed): the stream id, or null. */
@@ -21,8 +20,6 @@ export function streamIdOfApp(app: string): string | null {
   const m = /^live\/(stm_[A-Za-z0-9]+)\/?$/.exec(app);
   return m ? m[1]! : null;
 }
-
-type RouteTarget = Parameters<MediaConnection['route']>[0];
 
 /** Ingest limits. Times in ms. */
 export interface IngestOptions {
@@ -57,6 +54,7 @@ export class RtmpServer {
           maxAudioMessageBytes: caps.maxAudioFrameBytes + AUDIO_TAG_HEADER_MAX_BYTES,
         }),
         onLimit: (cause, remote) => opts.limits?.hit(cause, remote),
+        onCallbackError: (e) => this.log.error('rtmp callback failed', { err: e instanceof Error ? e.stack : String(e) }),
       },
       (conn) => this.onConnection(conn),
     );
@@ -85,7 +83,6 @@ export class RtmpServer {
   private onConnection(conn: RtmpConnection): RtmpConnectionHandler {
     const remote = conn.remote;
     let sink: PublishSink | null = null;
-    let route: RouteTarget | null = null;
     let app = '';
     let closed = false;
     /** The connection's last error comes from an audio message over the cap. */
@@ -95,7 +92,6 @@ export class RtmpServer {
     const endSink = () => {
       const s = sink;
       sink = null;
-      route = null;
       s?.end();
     };
     const close = (reason: string, level: 'warn' | 'info' = 'info') => {
@@ -113,9 +109,7 @@ export class RtmpServer {
         close('publish rejected: NetStream.Publish.Rejected');
       },
       route: (target, frames, merge) => {
-        if (closed) return;
-        route = target;
-        conn.route(target ? target.segmenter : null, frames, merge);
+        if (!closed) conn.route(target, frames, merge);
       },
       audioBytes: () => conn.audioBytes,
     };
@@ -127,10 +121,6 @@ export class RtmpServer {
     const handler: RtmpConnectionHandler = {
       audio: (timestampMs, data, segmented) => {
         if (!closed) sink?.audio(timestampMs, data, segmented);
-      },
-      segmenterEvents: (events: SegmenterEvent[]) => {
-        // Always applied, even after close: the segmenter has advanced on this audio already.
-        route?.onEvents(events);
       },
       event: (e) => {
         if (closed) return;
@@ -201,7 +191,6 @@ function guarded(h: RtmpConnectionHandler, onError: (where: string, e: unknown) 
     };
   return {
     audio: wrap('audio', h.audio),
-    segmenterEvents: wrap('segmenterEvents', h.segmenterEvents),
     limit: wrap('limit', (c: Parameters<NonNullable<RtmpConnectionHandler['limit']>>[0]) => h.limit?.(c)),
     event: wrap('event', h.event),
     timeout: wrap('timeout', h.timeout),

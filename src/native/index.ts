@@ -228,6 +228,11 @@ export interface RtmpListenerOptions extends RtmpSessionOptions {
   /** A cap was hit: refused at accept, closed (then `closed()` follows), or an oversized audio
    *  message (then an `error` event follows). `remote` is `ip:port`. Must not throw. */
   onLimit?: (cause: RtmpLimitCause, remote: string) => void;
+  /**
+   * An exception thrown by a handler, `onConnection` or `onLimit` (it never reaches native code,
+   * where it would end the process): default, rethrown on a later turn of the event loop.
+   */
+  onCallbackError?: (e: unknown) => void;
 }
 
 /**
@@ -246,9 +251,6 @@ export interface RtmpConnectionHandler {
   audio(timestampMs: number, data: Buffer, segmented: boolean, kind: AudioKind): void;
   /** Any other session event, in order with the audio. After `error` the session is dead. */
   event(e: RtmpControlEvent): void;
-  /** Routed connections: what the segmenter made of the read's audio (parts, segments, errors);
-   *  called before the read's `audio`/`event` calls. */
-  segmenterEvents(events: SegmenterEvent[]): void;
   /** No bytes for the time given to setTimeout (once per silent period). */
   timeout(): void;
   /**
@@ -264,12 +266,20 @@ export interface RtmpConnectionHandler {
   closed(reason: string, error: { code: string; message: string } | null): void;
 }
 
+/** Where a routed connection's audio goes: a native segmenter, and who takes its events. */
+export interface SegmenterRoute {
+  segmenter: Segmenter;
+  onEvents(events: SegmenterEvent[]): void;
+}
+
 /** One accepted RTMP connection of an RtmpListener (docs/native-api.md "RtmpServer"). */
 export class RtmpConnection {
   /** @internal */
   handler: RtmpConnectionHandler | null = null;
   /** @internal */
   open = true;
+  /** @internal Where the routed segmenter's events go (`route`). */
+  segmentSink: ((events: SegmenterEvent[]) => void) | null = null;
 
   constructor(
     private readonly raw: RawRtmpServer,
@@ -294,16 +304,20 @@ export class RtmpConnection {
     if (this.open) this.raw.setTimeout(this.id, ms);
   }
   /**
-   * From the next socket read on, every audio message goes to `segmenter` in C++ (no JS call per
-   * message); its events come to `handler.segmenterEvents`. `audio()` then hears only sequence
-   * headers — or every message when `frames` (taps, transcoder), flagged `segmented`.
-   * `null`: back to `audio()` for everything. `merge`: with the listener's `mergeReadsMs`, read
-   * the socket lazily (every mergeReadsMs) while the segmenter's next part/segment cut is further
-   * away than that (frames then reach `audio()` up to that late). Throws TypeError when
-   * `segmenter` is not a Segmenter.
+   * From the next socket read on, every audio message goes to `target.segmenter` in C++ (no JS
+   * call per message), and what it makes of a read's audio (parts, segments, errors) goes straight
+   * to `target.onEvents`, before that read's `audio`/`event` calls (so they belong to the route in
+   * effect when the audio was pushed). `audio()` then hears only sequence headers — or every
+   * message when `frames` (taps, transcoder), flagged `segmented`. `null`: back to `audio()` for
+   * everything. `merge`: with the listener's `mergeReadsMs`, read the socket lazily (every
+   * mergeReadsMs) while the segmenter's next part/segment cut is further away than that (frames
+   * then reach `audio()` up to that late). Throws TypeError when `target.segmenter` is not a
+   * Segmenter.
    */
-  route(segmenter: Segmenter | null, frames: boolean, merge = false): void {
-    if (this.open) this.raw.route(this.id, segmenter, frames, merge);
+  route(target: SegmenterRoute | null, frames: boolean, merge = false): void {
+    if (!this.open) return;
+    this.raw.route(this.id, target ? target.segmenter : null, frames, merge);
+    this.segmentSink = target ? target.onEvents : null;
   }
   /** FLV audio body bytes received so far (the ingest bitrate watch samples it). */
   get audioBytes(): number {
@@ -314,6 +328,7 @@ export class RtmpConnection {
     if (!this.open) return;
     this.open = false;
     this.handler = null;
+    this.segmentSink = null;
     this.forget(this);
     this.raw.closeConnection(this.id);
   }
@@ -337,9 +352,16 @@ export class RtmpListener {
   private arena!: ArrayBuffer;
 
   constructor(options: RtmpListenerOptions, private readonly onConnection: (c: RtmpConnection) => RtmpConnectionHandler) {
-    const { onLimit, ...native } = options;
+    const { onLimit, onCallbackError, ...native } = options;
     this.onLimit = onLimit;
-    const dispatch: RawDispatch = (kind, id, a, b, c, d) => this.dispatch(kind, id, a, b, c, d);
+    const onError = onCallbackError ?? ((e: unknown) => setImmediate(() => { throw e; }));
+    const dispatch: RawDispatch = (kind, id, a, b, c, d) => {
+      try {
+        this.dispatch(kind, id, a, b, c, d);
+      } catch (e) {
+        onError(e);
+      }
+    };
     this.raw = new addon.RtmpServer(native, dispatch);
     this.mapBuffers();
   }
@@ -402,7 +424,7 @@ export class RtmpListener {
     const segmented = (flags & READ_SEGMENTED) !== 0;
     // First: they come from this read's audio, pushed before any JS ran, so they belong to the
     // route in effect now (an event below may change it).
-    if (segEvents && segEvents.length > 0) conn.handler?.segmenterEvents(segEvents);
+    if (segEvents && segEvents.length > 0) conn.segmentSink?.(segEvents);
     if (count > 0) {
       const meta = this.meta;
       const total = meta[0]!;

@@ -59,7 +59,6 @@ function start(options: Omit<RtmpListenerOptions, 'onLimit'> = {}, onPublish?: (
         }
         if (e.type === 'error') conn.close();
       },
-      segmenterEvents: (events) => h.segmenterEvents.push(...events),
       timeout: () => {},
       closed: (reason, error) => h.closed.push({ reason, error }),
     };
@@ -293,7 +292,7 @@ describe('RtmpListener audio kind (4th argument of audio())', () => {
     const tags = opusTags('opus/sine48k_stereo_128k.ogg').slice(0, 120);
     const mid = tags[60]!.ts;
     const withConfig = [...tags.slice(0, 60), { ts: mid, body: exAudio(4, 'Opus', Buffer.from([0, 2])) }, ...tags.slice(60)];
-    const { port, heard } = start({}, (h) => h.conn.route(seg, false));
+    const { port, heard } = start({}, (h) => h.conn.route({ segmenter: seg, onEvents: (events) => h.segmenterEvents.push(...events) }, false));
     const c = connect(port);
     c.socket.write(publishPrefix());
     const h = await until(() => heard[0]?.events.some((e) => e.type === 'publish') && heard[0]);

@@ -50,7 +50,6 @@ function start(react: (h: Heard, e: RtmpControlEvent) => void = () => {}, option
         h.events.push(e);
         react(h, e);
       },
-      segmenterEvents: (events) => h.segmenterEvents.push(...events),
       timeout: () => h.timeouts++,
       closed: (reason, error) => h.closed.push({ reason, error }),
     };
@@ -121,7 +120,7 @@ describe('RtmpListener (native ingest I/O)', () => {
       (h, e) => {
         if (e.type === 'publish') {
           h.conn.acceptPublish();
-          h.conn.route(seg, frames, mergeReadsMs > 0);
+          h.conn.route({ segmenter: seg, onEvents: (events) => h.segmenterEvents.push(...events) }, frames, mergeReadsMs > 0);
         }
       },
       { mergeReadsMs },
@@ -171,7 +170,7 @@ describe('RtmpListener (native ingest I/O)', () => {
     expect(h.segmenterEvents.some((e) => e.type === 'part')).toBe(true);
     // route(null): back to plain delivery on the next read.
     h.conn.route(null, true);
-    expect(() => h.conn.route({} as unknown as Segmenter, false)).toThrow(TypeError);
+    expect(() => h.conn.route({ segmenter: {} as unknown as Segmenter, onEvents: () => {} }, false)).toThrow(TypeError);
   });
 
   it('a peer that vanishes mid-message: closed() with protocol_violation; a clean close: "peer closed"', async () => {
