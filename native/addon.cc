@@ -1,6 +1,11 @@
 // Module init only: per-instance addon state (so the addon loads in worker threads), exports.
 #include "binding/addon_state.h"
 
+namespace skylark::binding {
+// Registers class IcecastSource (binding/icecast_source.cc) on `exports`.
+void InitIcecastSource(Napi::Env env, Napi::Object exports, AddonState& state);
+}  // namespace skylark::binding
+
 namespace {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -11,6 +16,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   skylark::binding::InitTsSegmenter(env, exports, *state);
   skylark::binding::InitSegmenter(env, exports, *state);
   skylark::binding::InitRtmpServer(env, exports, *state);
+  skylark::binding::InitIcecastSource(env, exports, *state);
   exports.Set("abiVersion", Napi::Number::New(env, 1));
   return exports;
 }

@@ -612,6 +612,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 // src/native or dist/native → repository root is two levels up.
 const addonPath = path.resolve(here, '..', '..', 'build', 'Release', 'skylark.node');
 const addon = createRequire(import.meta.url)(addonPath) as Addon;
+/** The loaded addon object, for the other wrappers in src/native/ (each types its own class). */
+export const loadedAddon: object = addon;
 
 /** Constructor of TsSegmenter. `targetDurationMs` (ms) is the segment target (default 2000). */
 export const TsSegmenter = addon.TsSegmenter;
