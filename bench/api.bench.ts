@@ -52,7 +52,7 @@ export async function run(): Promise<BenchRow[]> {
   const rounds = Math.round(envNum('BENCH_API_ROUNDS', 3));
   const conns = Math.round(envNum('BENCH_API_CONNS', 50));
   const tmp = tempDir('skylark-bench-api-');
-  const srv = await startServer(loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: tmp.dir, SKYLARK_LOG_LEVEL: 'error' }), createLogger('error'));
+  const srv = await startServer(loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: tmp.dir, SKYLARK_LOG_LEVEL: 'error' }), createLogger('error'));
   let bare: uWS.us_listen_socket | null = null;
   try {
     srv.context.guard.limits.paid = 1e9;

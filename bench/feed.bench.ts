@@ -25,7 +25,7 @@ export async function run(): Promise<BenchRow[]> {
   const db = openDatabase(dir);
   try {
     const repo = new PodcastsRepo(db);
-    const urls = { baseUrl: 'https://api.example.com/v2', authUrl: 'https://api.example.com', ingestUrl: 'ingest.example.com:1935', cdnUrl: 'https://cdn.example.com' };
+    const urls = { baseUrl: 'https://api.example.com/v2', authUrl: 'https://api.example.com', ingestUrl: 'ingest.example.com:1935', icecastUrl: 'ingest.example.com:8000', cdnUrl: 'https://cdn.example.com' };
     const now = Date.now();
     db.prepare("INSERT INTO accounts (id, name, plan, default_region, created_at) VALUES ('acct_bench', 'Bench', 'paid', 'eu-west-1', ?)").run(now);
     const feedUrl = `${urls.cdnUrl}/feed/pod_bench.xml`;

@@ -317,6 +317,7 @@ export async function startSkylark(dataDir: string, extraEnv: Record<string, str
         SKYLARK_HTTP_PORT: '0',
         SKYLARK_RTMP_HOST: '127.0.0.1',
         SKYLARK_RTMP_PORT: '0',
+        SKYLARK_ICECAST_PORT: '0',
         SKYLARK_DATA_DIR: dataDir,
         SKYLARK_LOG_LEVEL: 'warn',
         ...extraEnv,

@@ -129,7 +129,7 @@ export async function run(): Promise<BenchRow[]> {
 async function startSkylark(dataDir: string): Promise<{ child: ChildProcess; http: string }> {
   const child = spawnWithFds([process.execPath, path.join(root, 'bin', 'skylark.js'), 'serve'], {
     cwd: root,
-    env: { ...process.env, SKYLARK_HTTP_HOST: '127.0.0.1', SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_HOST: '127.0.0.1', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: dataDir, SKYLARK_LOG_LEVEL: 'warn' },
+    env: { ...process.env, SKYLARK_HTTP_HOST: '127.0.0.1', SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_HOST: '127.0.0.1', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: dataDir, SKYLARK_LOG_LEVEL: 'warn' },
   });
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));

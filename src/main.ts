@@ -19,6 +19,7 @@ import { WriteRetry } from './services/write-retry.js';
 import { MediaRegistry } from './media/hub.js';
 import { ffmpegPath } from './media/ffmpeg.js';
 import { Publishing } from './ingest/publishing.js';
+import { ICECAST_DEFAULTS, IcecastServer } from './ingest/icecast-server.js';
 import path from 'node:path';
 import { HttpServer } from './http/server.js';
 import { Guard } from './auth/guard.js';
@@ -51,6 +52,8 @@ import { registerDashboard } from './dashboard/feature.js';
 export interface RunningServer {
   httpPort: number;
   rtmpPort: number;
+  /** The Icecast source ingest port as bound. */
+  icecastPort: number;
   urls: PublicUrls;
   db: Database;
   outbox: Outbox;
@@ -169,25 +172,35 @@ export async function startServer(config: Config, log: Logger, now: () => number
   http.finish();
 
   const rtmp = new RtmpServer(ingest, log.child('rtmp'), { ...INGEST_DEFAULTS, mergeReadsMs: config.ingestMergeMs, limitSettings: config.limits, limits });
+  const icecast = new IcecastServer(ingest, lifecycle, log.child('icecast'), limits, {
+    ...ICECAST_DEFAULTS,
+    maxConnections: config.limits.icecastMaxConnections,
+    maxConnectionsPerIp: config.limits.icecastMaxConnectionsPerIp,
+    maxAudioFrameBytes: config.limits.maxAudioFrameBytes,
+  });
   let httpPort: number;
   let rtmpPort: number;
+  let icecastPort: number;
   try {
     httpPort = await http.listen(config.httpHost, config.httpPort);
     rtmpPort = await rtmp.listen(config.rtmpHost, config.rtmpPort);
+    icecastPort = await icecast.listen(config.icecastHost, config.icecastPort);
   } catch (e) {
     http.close();
     await rtmp.close().catch(() => {});
+    await icecast.close().catch(() => {});
     writes.close();
     db.close();
     throw e;
   }
-  urls = resolvePublicUrls(config, httpPort, rtmpPort);
+  urls = resolvePublicUrls(config, httpPort, rtmpPort, icecastPort);
   ingest.recover();
   for (const f of features) await f.start?.();
 
   return {
     httpPort,
     rtmpPort,
+    icecastPort,
     urls,
     db,
     outbox,
@@ -196,6 +209,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
     async close() {
       http.close(); // closes every HTTP connection too (idle keep-alive, held LL-HLS reloads)
       await rtmp.close();
+      await icecast.close();
       await ingest.close(); // codec processes stop; recordings are closed and kept for the next run
       // Every feature gets to stop and the database is closed even when one of them fails.
       let failure: unknown = null;

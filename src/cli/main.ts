@@ -94,7 +94,7 @@ async function serve(args: string[]): Promise<number> {
   }
   const host = (h: string) => (h.includes(':') ? `[${h}]` : h);
   process.stdout.write(
-    JSON.stringify({ event: 'listening', http: `http://${host(config.httpHost)}:${server.httpPort}`, rtmp: `rtmp://${host(config.rtmpHost)}:${server.rtmpPort}` }) + '\n',
+    JSON.stringify({ event: 'listening', http: `http://${host(config.httpHost)}:${server.httpPort}`, rtmp: `rtmp://${host(config.rtmpHost)}:${server.rtmpPort}`, icecast: `http://${host(config.icecastHost)}:${server.icecastPort}` }) + '\n',
   );
   return stopGracefully(server, log, await stop, config.limits.shutdownTimeoutMs);
 }

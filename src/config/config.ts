@@ -12,10 +12,15 @@ export interface Config {
   httpPort: number;
   rtmpHost: string;
   rtmpPort: number;
+  /** The Icecast source ingest listener (PRODUCT.md §10). */
+  icecastHost: string;
+  icecastPort: number;
   dataDir: string;
   baseUrl?: string | undefined;
   authUrl?: string | undefined;
   ingestUrl?: string | undefined;
+  /** `host[:port]` of the Icecast ingest in `http://{icecast_url}/live/…`. */
+  icecastUrl?: string | undefined;
   cdnUrl?: string | undefined;
   webhooksAllowPrivate: boolean;
   trustedProxies: string[];
@@ -69,6 +74,10 @@ export interface LimitSettings {
   httpMaxHeld: number;
   /** HTTP requests held open at once per client IP address. */
   httpMaxHeldPerIp: number;
+  /** Icecast source connections open at once, in total. */
+  icecastMaxConnections: number;
+  /** Icecast source connections open at once from one IP address. */
+  icecastMaxConnectionsPerIp: number;
   /** Uploads and recordings stop before the data volume's free space falls under this (bytes). */
   minFreeDiskBytes: number;
   /** A graceful stop (SIGTERM) that takes longer than this exits anyway (ms). */
@@ -88,6 +97,8 @@ export const LIMIT_ENV_NAMES = {
   whepOfferTimeoutMs: 'SKYLARK_WHEP_OFFER_TIMEOUT_MS',
   httpMaxHeld: 'SKYLARK_HTTP_MAX_HELD',
   httpMaxHeldPerIp: 'SKYLARK_HTTP_MAX_HELD_PER_IP',
+  icecastMaxConnections: 'SKYLARK_ICECAST_MAX_CONNECTIONS',
+  icecastMaxConnectionsPerIp: 'SKYLARK_ICECAST_MAX_CONNECTIONS_PER_IP',
   minFreeDiskBytes: 'SKYLARK_MIN_FREE_DISK_BYTES',
   shutdownTimeoutMs: 'SKYLARK_SHUTDOWN_TIMEOUT_MS',
 } as const satisfies Record<keyof LimitSettings, string>;
@@ -105,6 +116,8 @@ export const LIMIT_DEFAULTS: LimitSettings = {
   whepOfferTimeoutMs: 10_000,
   httpMaxHeld: 50_000,
   httpMaxHeldPerIp: 200,
+  icecastMaxConnections: 200,
+  icecastMaxConnectionsPerIp: 10,
   minFreeDiskBytes: 256 * 1024 * 1024,
   shutdownTimeoutMs: 10_000,
 };
@@ -122,6 +135,8 @@ const LIMIT_MINIMUMS: LimitSettings = {
   whepOfferTimeoutMs: 1000,
   httpMaxHeld: 1,
   httpMaxHeldPerIp: 1,
+  icecastMaxConnections: 1,
+  icecastMaxConnectionsPerIp: 1,
   minFreeDiskBytes: 0,
   shutdownTimeoutMs: 1000,
 };
@@ -132,10 +147,13 @@ export const ENV_NAMES = {
   httpPort: 'SKYLARK_HTTP_PORT',
   rtmpHost: 'SKYLARK_RTMP_HOST',
   rtmpPort: 'SKYLARK_RTMP_PORT',
+  icecastHost: 'SKYLARK_ICECAST_HOST',
+  icecastPort: 'SKYLARK_ICECAST_PORT',
   dataDir: 'SKYLARK_DATA_DIR',
   baseUrl: 'SKYLARK_BASE_URL',
   authUrl: 'SKYLARK_AUTH_URL',
   ingestUrl: 'SKYLARK_INGEST_URL',
+  icecastUrl: 'SKYLARK_ICECAST_URL',
   cdnUrl: 'SKYLARK_CDN_URL',
   webhooksAllowPrivate: 'SKYLARK_WEBHOOKS_ALLOW_PRIVATE',
   trustedProxies: 'SKYLARK_TRUSTED_PROXIES',
@@ -156,10 +174,13 @@ const RawConfig = v.object({
   httpPort: v.optional(port, '8080'),
   rtmpHost: v.optional(v.pipe(v.string(), v.minLength(1)), '127.0.0.1'),
   rtmpPort: v.optional(port, '1935'),
+  icecastHost: v.optional(v.pipe(v.string(), v.minLength(1)), '127.0.0.1'),
+  icecastPort: v.optional(port, '8000'),
   dataDir: v.optional(v.pipe(v.string(), v.minLength(1)), './data'),
   baseUrl: v.optional(httpUrl),
   authUrl: v.optional(httpUrl),
   ingestUrl: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9.\-[\]:]+$/, 'must be host[:port]'))),
+  icecastUrl: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9.\-[\]:]+$/, 'must be host[:port]'))),
   cdnUrl: v.optional(httpUrl),
   webhooksAllowPrivate: v.optional(v.picklist(['0', '1', 'true', 'false']), '0'),
   trustedProxies: v.optional(v.string(), ''),
@@ -235,17 +256,20 @@ export interface PublicUrls {
   authUrl: string;
   /** `host[:port]` inside `rtmp://{ingest_url}/live/…`. */
   ingestUrl: string;
+  /** `host[:port]` inside `http://{icecast_url}/live/…` (the Icecast source ingest). */
+  icecastUrl: string;
   cdnUrl: string;
 }
 
 /** Fills unset public URLs from the bound addresses (ports as actually bound when 0 was asked). */
-export function resolvePublicUrls(config: Config, httpPort: number, rtmpPort: number): PublicUrls {
+export function resolvePublicUrls(config: Config, httpPort: number, rtmpPort: number, icecastPort = config.icecastPort): PublicUrls {
   const host = (h: string) => (h.includes(':') ? `[${h}]` : h === '0.0.0.0' ? '127.0.0.1' : h);
   const http = `http://${host(config.httpHost)}:${httpPort}`;
   return {
     baseUrl: config.baseUrl ?? `${http}/v2`,
     authUrl: config.authUrl ?? http,
     ingestUrl: config.ingestUrl ?? `${host(config.rtmpHost)}:${rtmpPort}`,
+    icecastUrl: config.icecastUrl ?? `${host(config.icecastHost)}:${icecastPort}`,
     cdnUrl: config.cdnUrl ?? http,
   };
 }

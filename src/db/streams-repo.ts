@@ -22,6 +22,8 @@ export interface StreamRow {
   created_at: number; // ms
   started_at: number | null;
   ended_at: number | null;
+  /** JSON NowPlaying, or null (PRODUCT.md §11). */
+  now_playing?: string | null;
 }
 
 /** Prepared statements over `streams`. */
@@ -37,6 +39,7 @@ export class StreamsRepo {
   private readonly liveAll;
   private readonly page;
   private readonly stamp;
+  private readonly setNp;
 
   constructor(readonly db: Database) {
     this.insertStmt = db.prepare(`INSERT INTO streams (id, account_id, title, titles, status, quality, codec, region, stream_key_hash,
@@ -53,6 +56,7 @@ export class StreamsRepo {
     this.toEnded = db.prepare("UPDATE streams SET status = 'ended', ended_at = ? WHERE id = ? AND status = 'live'");
     this.liveAll = db.prepare("SELECT * FROM streams WHERE status = 'live'");
     this.page = paginator<StreamRow>(db, 'streams', 'account_id = @accountId AND (@status IS NULL OR status = @status)');
+    this.setNp = db.prepare('UPDATE streams SET now_playing = ? WHERE id = ?');
     this.stamp = db.prepare('SELECT total_changes() * 4294967296 + (SELECT data_version FROM pragma_data_version)').pluck();
   }
 
@@ -83,6 +87,10 @@ export class StreamsRepo {
   }
   setStreamKey(id: string, hash: Buffer, enc: Buffer): void {
     this.setKey.run(hash, enc, id);
+  }
+  /** Sets the stream's now-playing JSON (null clears it); false when there is no such stream. */
+  setNowPlaying(id: string, json: string | null): boolean {
+    return this.setNp.run(json, id).changes === 1;
   }
   /** idle → live; false when the stream was not idle. */
   markLive(id: string, at: number): boolean {

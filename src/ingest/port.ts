@@ -28,6 +28,15 @@ export interface StreamError {
   [detail: string]: unknown;
 }
 
+/** What plays now (PRODUCT.md §11), as a source said it. Strings as given (≤ 256 characters). */
+export interface NowPlayingUpdate {
+  title: string;
+  artist?: string | null;
+  album?: string | null;
+  url?: string | null;
+  artworkUrl?: string | null;
+}
+
 /** The stream lifecycle, as ingest sees it. Times in ms since the epoch; windows in s. */
 export interface IngestPort {
   /**
@@ -45,6 +54,8 @@ export interface IngestPort {
   onEnded(streamId: string, atMs: number): void;
   /** `stream.error` with `error`. */
   onError(streamId: string, error: StreamError): void;
+  /** A source said what plays now (Icecast metadata call, stream tags): the stream's `nowPlaying`. */
+  onMetadata(streamId: string, np: NowPlayingUpdate): void;
   /**
    * The stream's recording is finished: make it a draft episode. Resolves once the recording was
    * handed over (its files may then be released); rejects when it could not be (kept for a retry).

@@ -15,7 +15,7 @@ import type { Limits } from '../limits/limits.js';
 import type { MediaConnection, MediaError, MediaRegistry, PublishFeed, StreamHub } from '../media/hub.js';
 import { readAudioTag, type AudioTag } from '../media/codec.js';
 import { Recorder, type Recording, type RecordingLeftover } from '../media/recorder.js';
-import type { IngestPort, PublishGrant } from './port.js';
+import type { IngestPort, NowPlayingUpdate, PublishGrant, StreamError } from './port.js';
 
 /** A connected publisher, as ingest sees it (one per accepted publish, any protocol). */
 export interface Publisher extends MediaConnection {
@@ -37,7 +37,7 @@ export interface PublishSink {
   /** The publisher stopped (unpublish, socket closed or failed). */
   end(): void;
   /** The publish broke a cap of PRODUCT.md §13 (`frame_too_large`): `stream.error`; the caller then closes it. */
-  fail(error: { code: string; message: string }): void;
+  fail(error: StreamError): void;
 }
 
 /** Settings of the media a publish makes. Durations in ms, sizes in bytes. */
@@ -104,6 +104,15 @@ export class Publishing {
     const d = this.d.port.authorizePublish(streamId, key);
     if (!d.ok) return d;
     return { ok: true, sink: this.attach(d.grant, publisher) };
+  }
+
+  /**
+   * A source said what plays now (an Icecast metadata call, tags in its stream): the stream's
+   * `nowPlaying` (PRODUCT.md §11). Ignored for a stream nobody publishes to.
+   */
+  nowPlaying(streamId: string, np: NowPlayingUpdate): void {
+    if (!this.streams.get(streamId)?.publisher) return;
+    this.d.port.onMetadata(streamId, np);
   }
 
   /** How the stream's publisher is routed (docs/decisions.md "Ingest I/O"); null when nobody publishes. */

@@ -13,7 +13,7 @@ import type { Database } from '../db/database.js';
 import type { Outbox } from '../events/outbox.js';
 import type { Logger } from '../log/logger.js';
 import type { PublicUrls } from '../config/config.js';
-import type { IngestPort, PublishDecision, StreamError } from '../ingest/port.js';
+import type { IngestPort, NowPlayingUpdate, PublishDecision, StreamError } from '../ingest/port.js';
 import type { Recording } from '../media/recorder.js';
 import { isAudioCodec } from '../media/codec.js';
 import { tokenMatches } from '../auth/secrets.js';
@@ -35,13 +35,17 @@ export interface LifecycleDeps {
   /** Whether a draft episode was already made from the stream's recording (a retried hand-over). */
   hasRecordingEpisode?: (streamId: string) => boolean;
   onRecording?: RecordingHandler;
+  now?: () => number;
 }
 
 export class StreamLifecycle implements IngestPort {
   private recordingHandler: RecordingHandler | undefined;
 
+  private readonly now: () => number;
+
   constructor(private readonly d: LifecycleDeps) {
     this.recordingHandler = d.onRecording;
+    this.now = d.now ?? Date.now;
   }
 
   /** Installs what makes draft episodes of recordings (the podcasts feature, registered later). */
@@ -115,6 +119,20 @@ export class StreamLifecycle implements IngestPort {
         throw e;
       }
       this.d.outbox.flush();
+    });
+  }
+
+  onMetadata(streamId: string, np: NowPlayingUpdate): void {
+    const value = JSON.stringify({
+      title: np.title,
+      artist: np.artist ?? null,
+      album: np.album ?? null,
+      url: np.url ?? null,
+      artworkUrl: np.artworkUrl ?? null,
+      startedAt: new Date(this.now()).toISOString(),
+    });
+    this.d.writes.run(streamId, 'now playing', () => {
+      this.d.streams.setNowPlaying(streamId, value);
     });
   }
 

@@ -90,7 +90,7 @@ export interface TestServer {
 /** Starts Skylark in this process on free ports with one paid account; its answers are checked against the OpenAPI document. */
 export async function startInProcess(env: Record<string, string> = {}): Promise<TestServer> {
   const { dir, cleanup } = tempDir();
-  const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: dir, SKYLARK_LOG_LEVEL: 'error', ...env });
+  const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: dir, SKYLARK_LOG_LEVEL: 'error', ...env });
   const logs = testLogger();
   const server = await startServer(config, logs.log);
   const http = `http://127.0.0.1:${server.httpPort}`;
@@ -141,7 +141,7 @@ export interface CliServer {
 export async function startCli(dataDir: string, env: Record<string, string> = {}): Promise<CliServer> {
   const file = openTestLogFile('cli');
   const child = spawn(process.execPath, [cli, 'serve'], {
-    env: { ...process.env, SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: dataDir, ...(file ? { SKYLARK_LOG_LEVEL: 'debug' } : {}), ...env },
+    env: { ...process.env, SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: dataDir, ...(file ? { SKYLARK_LOG_LEVEL: 'debug' } : {}), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';

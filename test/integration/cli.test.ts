@@ -213,7 +213,7 @@ describe('the CLI while a server runs on the same data dir', () => {
   const logs = testLogger();
 
   beforeAll(async () => {
-    const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: t.dir, SKYLARK_LOG_LEVEL: 'error' });
+    const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: t.dir, SKYLARK_LOG_LEVEL: 'error' });
     server = await startServer(config, logs.log);
   });
   afterAll(async () => {

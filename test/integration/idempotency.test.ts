@@ -22,7 +22,7 @@ let release: (() => void) | null = null;
 let slowRuns = 0;
 
 beforeAll(async () => {
-  srv = await startServer(loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: tmp.dir, SKYLARK_LOG_LEVEL: 'error' }), createLogger('error'), () => clock);
+  srv = await startServer(loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: tmp.dir, SKYLARK_LOG_LEVEL: 'error' }), createLogger('error'), () => clock);
   base = `http://127.0.0.1:${srv.httpPort}`;
   key = (await srv.accounts.create({ name: 'Idem', plan: 'paid', region: 'eu-west-1' })).secretKey;
   // A test-only POST whose handler waits until released (a request "in flight"), or fails with 500 on demand.

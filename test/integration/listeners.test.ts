@@ -192,7 +192,7 @@ describe('listener totals survive a restart', () => {
     }
     // Restart on the same data dir while the session is still open.
     await t2.server.close();
-    const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: t2.dataDir, SKYLARK_LOG_LEVEL: 'error' });
+    const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: t2.dataDir, SKYLARK_LOG_LEVEL: 'error' });
     const restarted = await startServer(config, createLogger('error'));
     onTestFinished(async () => {
       await restarted.close();

@@ -33,7 +33,7 @@ let accountId: string;
 let clientId: string;
 
 beforeAll(async () => {
-  const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: tmp.dir, SKYLARK_LOG_LEVEL: 'error', SKYLARK_TRUSTED_PROXIES: '127.0.0.1/32' });
+  const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: tmp.dir, SKYLARK_LOG_LEVEL: 'error', SKYLARK_TRUSTED_PROXIES: '127.0.0.1/32' });
   srv = await startServer(config, createLogger('error'), now);
   base = `http://127.0.0.1:${srv.httpPort}`;
   accountId = (await srv.accounts.create({ name: 'Owner Co', plan: 'paid', region: 'eu-west-1', email: EMAIL, password: PASSWORD })).account.id;

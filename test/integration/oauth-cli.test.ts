@@ -35,7 +35,7 @@ describe('skylark oauth-clients create', () => {
     expect(out.clientId).toMatch(/^client_[A-Za-z0-9]{24}$/);
     expect(out.clientSecret).toMatch(/^cs_[A-Za-z0-9]{40}$/);
     expect(out.client).toMatchObject({ object: 'oauth_client', name: 'Acme', public: false, redirectUris: ['https://acme.example/cb', 'http://127.0.0.1:8765/cb'] });
-    const srv = await startServer(loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: tmp.dir, SKYLARK_LOG_LEVEL: 'error' }), createLogger('error'));
+    const srv = await startServer(loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: tmp.dir, SKYLARK_LOG_LEVEL: 'error' }), createLogger('error'));
     try {
       const tokenUrl = `http://127.0.0.1:${srv.httpPort}/oauth/token`;
       const form = (secret: string) => ({

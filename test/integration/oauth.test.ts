@@ -34,7 +34,7 @@ let publicClient: { id: string };
 let checker: OpenApiChecker;
 
 async function start(urls: Record<string, string> = {}): Promise<RunningServer> {
-  const config = loadConfig({ ...urls, SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: tmp.dir, SKYLARK_LOG_LEVEL: 'error' });
+  const config = loadConfig({ ...urls, SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: tmp.dir, SKYLARK_LOG_LEVEL: 'error' });
   return startServer(config, createLogger('error'), now);
 }
 
@@ -538,7 +538,7 @@ describe('per-IP rate limit on /oauth/*', () => {
 describe('https auth URL', () => {
   it('session cookies get Secure and the __Host- prefix', async () => {
     const t = tempDir('skylark-oauth-https-');
-    const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: t.dir, SKYLARK_LOG_LEVEL: 'error', SKYLARK_AUTH_URL: 'https://auth.example' });
+    const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: t.dir, SKYLARK_LOG_LEVEL: 'error', SKYLARK_AUTH_URL: 'https://auth.example' });
     const s2 = await startServer(config, createLogger('error'));
     try {
       const c = new OAuthClients(new OAuthRepo(s2.db)).create({ name: 'x', redirectUris: [CALLBACK], public: false });

@@ -28,7 +28,7 @@ afterAll(() => {
 
 describe('episodes from stream recordings', () => {
   it('creates a draft with sourceStreamId and probed audio; checks recording.podcastId', async () => {
-    const urls = { baseUrl: 'http://h/v2', authUrl: 'http://h', ingestUrl: 'h:1935', cdnUrl: 'http://cdn' };
+    const urls = { baseUrl: 'http://h/v2', authUrl: 'http://h', ingestUrl: 'h:1935', icecastUrl: 'h:8000', cdnUrl: 'http://cdn' };
     db.prepare("INSERT INTO accounts (id, name, plan, default_region, created_at) VALUES ('acct_a', 'A', 'paid', 'eu-west-1', 0), ('acct_b', 'B', 'paid', 'eu-west-1', 0)").run();
     const repo = new PodcastsRepo(db);
     const media = new MediaStore(tmp.dir);

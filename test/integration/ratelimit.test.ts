@@ -21,7 +21,7 @@ let base: string;
 let checker: OpenApiChecker;
 
 beforeAll(async () => {
-  srv = await startServer(loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: tmp.dir, SKYLARK_LOG_LEVEL: 'error' }), createLogger('error'), now);
+  srv = await startServer(loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: tmp.dir, SKYLARK_LOG_LEVEL: 'error' }), createLogger('error'), now);
   base = `http://127.0.0.1:${srv.httpPort}`;
   checker = new OpenApiChecker((await api(base, null, 'GET', '/v2/openapi.json')).json);
   checker.observe(srv);

@@ -36,7 +36,7 @@ describe('retry schedule on an injected clock', () => {
     });
     await new Promise<void>((r) => rx!.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(rx.address() as AddressInfo).port}/hook`;
-    const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_DATA_DIR: tmp.dir, SKYLARK_WEBHOOKS_ALLOW_PRIVATE: '1' });
+    const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: tmp.dir, SKYLARK_WEBHOOKS_ALLOW_PRIVATE: '1' });
     server = await startServer(config, createLogger('error'), () => clock.t);
     const { secretKey } = await server.accounts.create({ name: 'Clock', plan: 'paid', region: 'eu-west-1' });
     const base = `http://127.0.0.1:${server.httpPort}`;
