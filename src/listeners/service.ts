@@ -32,7 +32,7 @@ export class ListenersService {
       const param = q.after !== undefined ? 'after' : 'before';
       const id = (q.after ?? q.before)!;
       const i = all.findIndex((s) => s.id === id);
-      if (i < 0) throw new ApiError(400, 'parameter_invalid', `No such listener for cursor '${param}': '${id}' (it may have left).`, param);
+      if (i < 0) throw new ApiError('parameter_invalid', `No such listener for cursor '${param}': '${id}' (it may have left).`, { param });
       if (param === 'after') {
         rows = all.slice(i + 1, i + 1 + q.limit);
         hasMore = all.length > i + 1 + q.limit;

@@ -100,7 +100,7 @@ export function registerPodcastRoutes(d: PodcastRoutesDeps): void {
     begin: (req: ApiRequest, p: Principal) => {
       episodes.checkUploadTarget(p.accountId, req.params[0]!, req.params[1]!);
       if (NOT_AUDIO_TYPES.test(req.headers.contentType)) {
-        throw new ApiError(415, 'unsupported_media_type', `Content-Type '${req.headers.contentType.slice(0, 100)}' is not audio; send the audio file as the raw body.`);
+        throw new ApiError('unsupported_media_type', `Content-Type '${req.headers.contentType.slice(0, 100)}' is not audio; send the audio file as the raw body.`);
       }
       return { tempPath: d.media.tempPath(), maxBytes: d.maxUploadBytes };
     },
