@@ -65,9 +65,9 @@ module.exports = {
     },
     {
       name: 'only-api-and-delivery-mount-routes',
-      comment: 'the HTTP server is used by api/ and dashboard/ (routes), the delivery rooms hls/, listen/, webrtc/, the OAuth pages, and the composition root',
+      comment: 'the HTTP server is used by api/ and dashboard/ (routes), the delivery rooms hls/, listen/, webrtc/, feed/, the OAuth pages, and the composition root',
       severity: 'error',
-      from: { path: '^src/', pathNot: ['^src/(http|api|dashboard|hls|listen|webrtc|oauth)/', '^src/(main|context)\\.ts$', '^src/auth/guard\\.ts$'] },
+      from: { path: '^src/', pathNot: ['^src/(http|api|dashboard|hls|listen|webrtc|feed|oauth)/', '^src/(main|context)\\.ts$', '^src/auth/guard\\.ts$'] },
       to: { path: '^src/http/', dependencyTypesNot: ['type-only'] },
     },
     {
