@@ -1,11 +1,12 @@
 /**
  * The API (`/v2`, spec and PRODUCT.md §9): every resource is a folder `src/api/<resource>/` with
- * `routes.ts` (one function `(s: ApiServices) => void` that registers its routes on `s.http`, each
- * with its scope from `s.guard` and its OpenAPI description), `schemas.ts` (the valibot schemas of
- * its requests and answers) and `openapi.ts` (its `RouteDoc`s, passed as the routes' `doc` option).
- * List routes answer through `listReply` (./lists.ts); errors are ApiErrors with a code of
- * src/errors/codes.ts. `mountApi` registers them all, from the one list below; the composition root
- * (src/main.ts) builds the services and calls it once, before `http.finish()`.
+ * `routes.ts` (one function `(s: ApiServices) => void` that registers its routes through
+ * `resourceRoutes` (./resource.ts): each with the resource's read or write scope and its OpenAPI
+ * description; list routes answer the list envelope of ./lists.ts), `schemas.ts` (the valibot
+ * schemas of its requests and answers) and `openapi.ts` (its `RouteDoc`s, passed as the routes'
+ * `doc` option). Errors are ApiErrors with a code of src/errors/codes.ts. `mountApi` registers every
+ * resource from the one list below; the composition root (src/main.ts) builds the services
+ * (./services.ts) and calls it once, before `http.finish()`.
  */
 import type { ApiServices } from './services.js';
 import { mountStreams } from './streams/routes.js';

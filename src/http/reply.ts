@@ -97,7 +97,7 @@ export function toApiError(e: unknown, requestId: string, log: (Pick<Logger, 'er
   if (e instanceof ApiError) return e;
   const sqlite = sqliteErrorOf(e);
   if (sqlite) {
-    log?.warn?.('database error answered', { requestId, code: sqlite.code, status: sqlite.status });
+    log?.warn?.('database error answered', { requestId, code: (e as { code: string }).code, status: sqlite.status, err: (e as Error).message });
     return sqlite;
   }
   log?.error('unhandled error', { requestId, err: e instanceof Error ? e.stack : String(e) });

@@ -4,33 +4,29 @@
  */
 import { notFound } from '../../errors/errors.js';
 import type { ApiServices } from '../services.js';
+import { resourceRoutes } from '../resource.js';
 import { ACCOUNT_DOCS as DOCS } from './openapi.js';
 
 /** Registers the account route. */
 export function mountAccount(s: ApiServices): void {
-  const { guard } = s;
-  s.http.api(
-    'get',
-    '/v2/account',
-    (_req, p) => {
-      const account = s.accounts.get(p.accountId);
-      if (!account) throw notFound('account', p.accountId);
-      const u = guard.usage(p.accountId);
-      return {
-        status: 200,
-        body: {
-          ...account,
-          usage: {
-            object: 'rate_limit_usage',
-            windowSeconds: u.windowS,
-            limit: u.limit,
-            used: u.used,
-            remaining: u.remaining,
-            resetsAt: new Date(s.now() + u.resetMs).toISOString(),
-          },
+  const r = resourceRoutes(s, { read: 'account:read' });
+  r.read('get', '/v2/account', DOCS.get, (_req, p) => {
+    const account = s.accounts.get(p.accountId);
+    if (!account) throw notFound('account', p.accountId);
+    const u = s.guard.usage(p.accountId);
+    return {
+      status: 200,
+      body: {
+        ...account,
+        usage: {
+          object: 'rate_limit_usage',
+          windowSeconds: u.windowS,
+          limit: u.limit,
+          used: u.used,
+          remaining: u.remaining,
+          resetsAt: new Date(s.now() + u.resetMs).toISOString(),
         },
-      };
-    },
-    { ...guard.scope('account:read'), doc: DOCS.get },
-  );
+      },
+    };
+  });
 }

@@ -4,26 +4,16 @@
  * has no events scope: reads take `webhooks:read`, redelivery `webhooks:write` (docs/webhooks.md).
  */
 import type { ApiServices } from '../services.js';
-import { parse, parsePageQuery, queryEnum } from '../validation.js';
-import { listReply } from '../lists.js';
+import { parse, queryEnum } from '../validation.js';
+import { resourceRoutes } from '../resource.js';
 import { EVENT_TYPES, Redeliver } from './schemas.js';
 import { EVENT_DOCS as DOCS } from './openapi.js';
 
 /** Registers the event routes. */
 export function mountEvents(s: ApiServices): void {
-  const { http, events } = s;
-  const read = s.guard.scope('webhooks:read');
-  const write = s.guard.scope('webhooks:write');
-
-  http.api(
-    'get',
-    '/v2/events',
-    (req, p) => {
-      const q = parsePageQuery(req.query);
-      return listReply('/v2/events', events.list(p.accountId, queryEnum(req.query, 'type', EVENT_TYPES), q), q);
-    },
-    { ...read, doc: DOCS.list },
-  );
-  http.api('get', '/v2/events/:id', (req, p) => ({ status: 200, body: events.get(p.accountId, req.params[0]!) }), { ...read, doc: DOCS.get });
-  http.api('post', '/v2/events/:id/redeliver', (req, p) => ({ status: 200, body: events.redeliver(p.accountId, req.params[0]!, parse(Redeliver, req.body).webhookId) }), { ...write, doc: DOCS.redeliver });
+  const { events } = s;
+  const r = resourceRoutes(s, { read: 'webhooks:read', write: 'webhooks:write' });
+  r.list('/v2/events', DOCS.list, (req, p, q) => events.list(p.accountId, queryEnum(req.query, 'type', EVENT_TYPES), q));
+  r.read('get', '/v2/events/:id', DOCS.get, (req, p) => ({ status: 200, body: events.get(p.accountId, req.params[0]!) }));
+  r.write('post', '/v2/events/:id/redeliver', DOCS.redeliver, (req, p) => ({ status: 200, body: events.redeliver(p.accountId, req.params[0]!, parse(Redeliver, req.body).webhookId) }));
 }

@@ -6,8 +6,8 @@
  * key; 201 `listener_token`).
  */
 import type { ApiServices } from '../services.js';
-import { parse, parsePageQuery } from '../validation.js';
-import { listReply } from '../lists.js';
+import { parse } from '../validation.js';
+import { resourceRoutes } from '../resource.js';
 import { CreateListenerToken } from './schemas.js';
 import { LISTENER_DOCS as DOCS } from './openapi.js';
 
@@ -17,45 +17,24 @@ const VIEWER_COUNT_SUNSET = 'Wed, 30 Sep 2026 00:00:00 GMT';
 
 /** Registers the listener routes. */
 export function mountListeners(s: ApiServices): void {
-  const { http, listeners } = s;
-  const read = s.guard.scope('streams:read');
-  const tokens = s.guard.scope('listener_tokens:write');
-
-  http.api(
-    'get',
-    '/v2/streams/:id/listeners',
-    (req, p) => {
-      const id = req.params[0]!;
-      const q = parsePageQuery(req.query);
-      return listReply(`/v2/streams/${id}/listeners`, listeners.list(p.accountId, id, q), q);
-    },
-    { ...read, doc: DOCS.list },
-  );
-  http.api('get', '/v2/streams/:id/stats', (req, p) => ({ status: 200, body: listeners.stats(p.accountId, req.params[0]!) }), { ...read, doc: DOCS.stats });
-  http.api(
-    'get',
-    '/v2/streams/:id/viewer_count',
-    (req, p) => {
-      const id = req.params[0]!;
-      return {
-        status: 200,
-        body: listeners.stats(p.accountId, id),
-        headers: {
-          Deprecation: VIEWER_COUNT_DEPRECATION,
-          Sunset: VIEWER_COUNT_SUNSET,
-          Link: `<${s.urls().baseUrl}/streams/${encodeURIComponent(id)}/stats>; rel="successor-version"`,
-        },
-      };
-    },
-    { ...read, doc: DOCS.viewerCount },
-  );
-  http.api(
-    'post',
-    '/v2/streams/:id/listener_tokens',
-    async (req, p) => {
-      parse(CreateListenerToken, req.body);
-      return { status: 201, body: await listeners.createToken(p.accountId, req.params[0]!) };
-    },
-    { ...tokens, doc: DOCS.token },
-  );
+  const { listeners } = s;
+  const r = resourceRoutes(s, { read: 'streams:read', write: 'listener_tokens:write' });
+  r.list('/v2/streams/:id/listeners', DOCS.list, (req, p, q) => listeners.list(p.accountId, req.params[0]!, q));
+  r.read('get', '/v2/streams/:id/stats', DOCS.stats, (req, p) => ({ status: 200, body: listeners.stats(p.accountId, req.params[0]!) }));
+  r.read('get', '/v2/streams/:id/viewer_count', DOCS.viewerCount, (req, p) => {
+    const id = req.params[0]!;
+    return {
+      status: 200,
+      body: listeners.stats(p.accountId, id),
+      headers: {
+        Deprecation: VIEWER_COUNT_DEPRECATION,
+        Sunset: VIEWER_COUNT_SUNSET,
+        Link: `<${s.urls().baseUrl}/streams/${encodeURIComponent(id)}/stats>; rel="successor-version"`,
+      },
+    };
+  });
+  r.write('post', '/v2/streams/:id/listener_tokens', DOCS.token, async (req, p) => {
+    parse(CreateListenerToken, req.body);
+    return { status: 201, body: await listeners.createToken(p.accountId, req.params[0]!) };
+  });
 }

@@ -8,8 +8,8 @@
 import { registerUploadRoute } from '../../http/upload.js';
 import { ApiError } from '../../errors/errors.js';
 import type { ApiServices } from '../services.js';
-import { parse, parsePageQuery, queryEnum } from '../validation.js';
-import { listReply } from '../lists.js';
+import { parse, queryEnum } from '../validation.js';
+import { resourceRoutes } from '../resource.js';
 import { CreateEpisode, CreatePodcast, EPISODE_STATUSES, PODCAST_STATUSES, PublishEpisode, UpdateEpisode, UpdatePodcast } from './schemas.js';
 import { PODCAST_DOCS as DOCS } from './openapi.js';
 
@@ -18,47 +18,22 @@ const NOT_AUDIO_TYPES = /^(text\/|image\/|application\/(json|xml|x-www-form-urle
 
 /** Registers every `/v2/podcasts…` route, each with its scope and OpenAPI description (./openapi.ts). */
 export function mountPodcasts(s: ApiServices): void {
-  const { http, podcasts, episodes } = s;
-  const read = s.guard.scope('podcasts:read');
-  const write = s.guard.scope('podcasts:write');
+  const { podcasts, episodes } = s;
+  const r = resourceRoutes(s, { read: 'podcasts:read', write: 'podcasts:write' });
+  r.list('/v2/podcasts', DOCS.list, (req, p, q) => podcasts.list(p.accountId, queryEnum(req.query, 'status', PODCAST_STATUSES), q));
+  r.write('post', '/v2/podcasts', DOCS.create, (req, p) => ({ status: 201, body: podcasts.create(p.accountId, parse(CreatePodcast, req.body)) }));
+  r.read('get', '/v2/podcasts/:id', DOCS.get, (req, p) => ({ status: 200, body: podcasts.get(p.accountId, req.params[0]!) }));
+  r.write('patch', '/v2/podcasts/:id', DOCS.update, (req, p) => ({ status: 200, body: podcasts.update(p.accountId, req.params[0]!, parse(UpdatePodcast, req.body)) }));
+  r.write('post', '/v2/podcasts/:id/publish', DOCS.publish, (req, p) => ({ status: 200, body: episodes.publish(p.accountId, req.params[0]!, parse(PublishEpisode, req.body)) }));
 
-  http.api(
-    'get',
-    '/v2/podcasts',
-    (req, p) => {
-      const q = parsePageQuery(req.query);
-      return listReply('/v2/podcasts', podcasts.list(p.accountId, queryEnum(req.query, 'status', PODCAST_STATUSES), q), q);
-    },
-    { ...read, doc: DOCS.list },
-  );
-  http.api('post', '/v2/podcasts', (req, p) => ({ status: 201, body: podcasts.create(p.accountId, parse(CreatePodcast, req.body)) }), { ...write, doc: DOCS.create });
-  http.api('get', '/v2/podcasts/:id', (req, p) => ({ status: 200, body: podcasts.get(p.accountId, req.params[0]!) }), { ...read, doc: DOCS.get });
-  http.api('patch', '/v2/podcasts/:id', (req, p) => ({ status: 200, body: podcasts.update(p.accountId, req.params[0]!, parse(UpdatePodcast, req.body)) }), { ...write, doc: DOCS.update });
-  http.api('post', '/v2/podcasts/:id/publish', (req, p) => ({ status: 200, body: episodes.publish(p.accountId, req.params[0]!, parse(PublishEpisode, req.body)) }), { ...write, doc: DOCS.publish });
+  r.list('/v2/podcasts/:id/episodes', DOCS.listEpisodes, (req, p, q) => episodes.list(p.accountId, req.params[0]!, queryEnum(req.query, 'status', EPISODE_STATUSES), q));
+  r.write('post', '/v2/podcasts/:id/episodes', DOCS.createEpisode, (req, p) => ({ status: 201, body: episodes.create(p.accountId, req.params[0]!, parse(CreateEpisode, req.body)) }));
+  r.read('get', '/v2/podcasts/:id/episodes/:eid', DOCS.getEpisode, (req, p) => ({ status: 200, body: episodes.get(p.accountId, req.params[0]!, req.params[1]!) }));
+  r.write('patch', '/v2/podcasts/:id/episodes/:eid', DOCS.updateEpisode, (req, p) => ({ status: 200, body: episodes.update(p.accountId, req.params[0]!, req.params[1]!, parse(UpdateEpisode, req.body)) }));
+  r.write('del', '/v2/podcasts/:id/episodes/:eid', DOCS.deleteEpisode, (req, p) => ({ status: 200, body: episodes.delete(p.accountId, req.params[0]!, req.params[1]!) }));
 
-  http.api(
-    'get',
-    '/v2/podcasts/:id/episodes',
-    (req, p) => {
-      const id = req.params[0]!;
-      const q = parsePageQuery(req.query);
-      return listReply(`/v2/podcasts/${id}/episodes`, episodes.list(p.accountId, id, queryEnum(req.query, 'status', EPISODE_STATUSES), q), q);
-    },
-    { ...read, doc: DOCS.listEpisodes },
-  );
-  http.api('post', '/v2/podcasts/:id/episodes', (req, p) => ({ status: 201, body: episodes.create(p.accountId, req.params[0]!, parse(CreateEpisode, req.body)) }), { ...write, doc: DOCS.createEpisode });
-  http.api('get', '/v2/podcasts/:id/episodes/:eid', (req, p) => ({ status: 200, body: episodes.get(p.accountId, req.params[0]!, req.params[1]!) }), { ...read, doc: DOCS.getEpisode });
-  http.api(
-    'patch',
-    '/v2/podcasts/:id/episodes/:eid',
-    (req, p) => ({ status: 200, body: episodes.update(p.accountId, req.params[0]!, req.params[1]!, parse(UpdateEpisode, req.body)) }),
-    { ...write, doc: DOCS.updateEpisode },
-  );
-  http.api('del', '/v2/podcasts/:id/episodes/:eid', (req, p) => ({ status: 200, body: episodes.delete(p.accountId, req.params[0]!, req.params[1]!) }), { ...write, doc: DOCS.deleteEpisode });
-
-  registerUploadRoute(http, 'put', '/v2/podcasts/:id/episodes/:eid/audio', {
-    guard: write.guard,
-    scope: write.scope,
+  registerUploadRoute(s.http, 'put', '/v2/podcasts/:id/episodes/:eid/audio', {
+    ...r.writeScope,
     doc: DOCS.uploadAudio,
     begin: (req, p) => {
       episodes.checkUploadTarget(p.accountId, req.params[0]!, req.params[1]!);

@@ -9,8 +9,8 @@ import type { WithDeprecation } from '../../services/streams.js';
 import type { StreamObject } from '../../services/stream-object.js';
 import type { Principal } from '../../auth/api-keys.js';
 import type { ApiServices } from '../services.js';
-import { parse, parsePageQuery, queryEnum } from '../validation.js';
-import { listReply } from '../lists.js';
+import { parse, queryEnum } from '../validation.js';
+import { resourceRoutes } from '../resource.js';
 import { CreateStream, STREAM_STATUSES, UpdateStream } from './schemas.js';
 import { STREAM_DOCS as DOCS } from './openapi.js';
 
@@ -30,22 +30,12 @@ const secret = (p: Principal) => p.kind === 'secret_key';
 
 /** Registers the stream routes. */
 export function mountStreams(s: ApiServices): void {
-  const { http, streams } = s;
-  const read = s.guard.scope('streams:read');
-  const write = s.guard.scope('streams:write');
-
-  http.api(
-    'get',
-    '/v2/streams',
-    (req, p) => {
-      const q = parsePageQuery(req.query);
-      return listReply('/v2/streams', streams.list(p.accountId, queryEnum(req.query, 'status', STREAM_STATUSES), q, secret(p)), q);
-    },
-    { ...read, doc: DOCS.list },
-  );
-  http.api('post', '/v2/streams', (req, p) => withDeprecation(201, streams.create(p.accountId, parse(CreateStream, req.body))), { ...write, doc: DOCS.create });
-  http.api('get', '/v2/streams/:id', (req, p) => ({ status: 200, body: streams.get(p.accountId, req.params[0]!, secret(p)) }), { ...read, doc: DOCS.get });
-  http.api('patch', '/v2/streams/:id', (req, p) => withDeprecation(200, streams.update(p.accountId, req.params[0]!, parse(UpdateStream, req.body), secret(p))), { ...write, doc: DOCS.update });
-  http.api('del', '/v2/streams/:id', (req, p) => ({ status: 200, body: streams.delete(p.accountId, req.params[0]!) }), { ...write, doc: DOCS.delete });
-  http.api('post', '/v2/streams/:id/reset_stream_key', (req, p) => ({ status: 200, body: streams.resetStreamKey(p.accountId, req.params[0]!) }), { ...write, doc: DOCS.resetStreamKey });
+  const { streams } = s;
+  const r = resourceRoutes(s, { read: 'streams:read', write: 'streams:write' });
+  r.list('/v2/streams', DOCS.list, (req, p, q) => streams.list(p.accountId, queryEnum(req.query, 'status', STREAM_STATUSES), q, secret(p)));
+  r.write('post', '/v2/streams', DOCS.create, (req, p) => withDeprecation(201, streams.create(p.accountId, parse(CreateStream, req.body))));
+  r.read('get', '/v2/streams/:id', DOCS.get, (req, p) => ({ status: 200, body: streams.get(p.accountId, req.params[0]!, secret(p)) }));
+  r.write('patch', '/v2/streams/:id', DOCS.update, (req, p) => withDeprecation(200, streams.update(p.accountId, req.params[0]!, parse(UpdateStream, req.body), secret(p))));
+  r.write('del', '/v2/streams/:id', DOCS.delete, (req, p) => ({ status: 200, body: streams.delete(p.accountId, req.params[0]!) }));
+  r.write('post', '/v2/streams/:id/reset_stream_key', DOCS.resetStreamKey, (req, p) => ({ status: 200, body: streams.resetStreamKey(p.accountId, req.params[0]!) }));
 }
