@@ -2,7 +2,7 @@
  * The import rules of the house (docs/architecture.md, STYLE.md "The shape of Skylark"), checked
  * by `npm run lint:imports` as part of `npm test`. A rule names what must never import what.
  */
-const lib = (name) => `^node_modules/(${name})/`;
+const lib = (name) => `(^|/)node_modules/(${name})/`;
 
 /** A runtime library may be imported only from its one home folder. */
 const home = (name, library, folders) => ({
@@ -65,9 +65,9 @@ module.exports = {
     },
     {
       name: 'only-api-and-delivery-mount-routes',
-      comment: 'the HTTP server is used by api/ and dashboard/ (routes), the delivery rooms hls/, listen/, webrtc/, the OAuth pages, and the composition root',
+      comment: 'the HTTP server is used by api/ and dashboard/ (routes), the delivery rooms hls/, listen/, webrtc/, feed/, the OAuth pages, and the composition root',
       severity: 'error',
-      from: { path: '^src/', pathNot: ['^src/(http|api|dashboard|hls|listen|webrtc|oauth)/', '^src/(main|context)\\.ts$', '^src/auth/guard\\.ts$'] },
+      from: { path: '^src/', pathNot: ['^src/(http|api|dashboard|hls|listen|webrtc|feed|oauth)/', '^src/(main|context)\\.ts$', '^src/auth/guard\\.ts$'] },
       to: { path: '^src/http/', dependencyTypesNot: ['type-only'] },
     },
     {
@@ -118,6 +118,6 @@ module.exports = {
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'], extensions: ['.ts', '.js', '.mjs', '.cjs', '.json', '.node'] },
-    exclude: { path: '^(dist|build|node_modules)/' },
+    exclude: { path: '^(dist|build)/' },
   },
 };

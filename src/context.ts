@@ -1,7 +1,8 @@
 /**
- * What the composition root hands to each feature module (webhooks, podcasts, …): shared
- * infrastructure, created once in `startServer`. A feature registers its routes and background work
- * and returns how to stop it.
+ * What the composition root hands to the feature modules that are not API resources (listeners,
+ * idempotency, OAuth, the dashboard): shared infrastructure, created once in `startServer`. A
+ * feature registers its routes and background work and returns how to stop it (`Feature`). The API
+ * resources are given `ApiServices` instead (src/api/services.ts).
  */
 import type { Config, PublicUrls } from './config/config.js';
 import type { Database } from './db/database.js';
@@ -36,7 +37,11 @@ export interface AppContext {
   now: () => number;
 }
 
-/** A started feature: `start` runs after listening (URLs known), `close` at shutdown. */
+/**
+ * Background work the composition root starts and stops (the listeners room, the publication
+ * scheduler, webhook delivery, …): `start` runs after listening (URLs known), in order; `close` at
+ * shutdown, in reverse order.
+ */
 export interface Feature {
   start?(): void | Promise<void>;
   close?(): void | Promise<void>;

@@ -1,7 +1,9 @@
 /**
- * Composition root: opens the database, wires services, the HTTP server (API + HLS) and the RTMP
- * ingest server, registers the feature modules and starts listening. `startServer` is what
- * `skylark serve` and the tests run.
+ * Composition root: opens the database, builds the repositories and services, the HTTP server
+ * with the delivery rooms (HLS, WHEP, feeds and episode audio), the API (`mountApi`, once) and the
+ * other feature modules (OAuth, idempotency, the dashboard), the background features (listeners,
+ * the publication scheduler, webhook delivery) and the RTMP ingest server, then starts listening.
+ * `startServer` is what `skylark serve` and the tests run.
  */
 import type { Config, PublicUrls } from './config/config.js';
 import { resolvePublicUrls } from './config/config.js';
@@ -9,43 +11,42 @@ import { openDatabase, SERVER_BUSY_TIMEOUT_MS, type Database } from './db/databa
 import { MIGRATIONS } from './db/migrations.js';
 import { AccountsRepo } from './db/accounts-repo.js';
 import { StreamsRepo } from './db/streams-repo.js';
-import { EventsRepo } from './db/events-repo.js';
+import { EventsRepo, EventsQuery } from './db/events-repo.js';
+import { PodcastsRepo } from './db/podcasts-repo.js';
+import { WebhooksRepo } from './db/webhooks-repo.js';
+import { OAuthRepo } from './db/oauth-repo.js';
 import { Outbox } from './events/outbox.js';
 import { loadNodeSecret } from './auth/secrets.js';
+import { Guard } from './auth/guard.js';
 import { AccountsService } from './services/accounts.js';
 import { StreamsService } from './services/streams.js';
 import { StreamLifecycle } from './services/lifecycle.js';
 import { WriteRetry } from './services/write-retry.js';
+import { PodcastsService, recordingPodcastCheck } from './services/podcasts.js';
+import { EpisodesService } from './services/episodes.js';
+import { PublishScheduler } from './services/scheduler.js';
+import { WebhooksService } from './services/webhooks.js';
+import { EventsService } from './services/events.js';
+import { MediaStore } from './media-files/store.js';
 import { MediaRegistry } from './media/hub.js';
 import { ffmpegPath } from './media/ffmpeg.js';
 import { Publishing } from './ingest/publishing.js';
 import { ICECAST_DEFAULTS, IcecastServer } from './ingest/icecast-server.js';
+import { INGEST_DEFAULTS, RtmpServer } from './ingest/rtmp-server.js';
 import path from 'node:path';
 import { HttpServer } from './http/server.js';
-import { Guard } from './auth/guard.js';
-import { OAuthRepo } from './db/oauth-repo.js';
-import { registerStreamRoutes } from './api/streams/routes.js';
-import { INGEST_DEFAULTS, RtmpServer } from './ingest/rtmp-server.js';
+import { mountApi } from './api/index.js';
+import { FeedService } from './feed/feed-service.js';
+import { registerFeedRoutes } from './feed/routes.js';
 import type { Logger } from './log/logger.js';
 import { Limits } from './limits/limits.js';
 import type { AppContext, Feature } from './context.js';
-// [features:imports] — one import line per feature module below this line
 import { createListeners } from './listeners/feature.js';
 import { registerHlsRoutes } from './hls/routes.js';
 import { registerWhep } from './webrtc/whep.js';
-import { registerListenerRoutes } from './api/listeners/routes.js';
 import { registerOAuth } from './oauth/routes.js';
-import { registerAccountRoutes } from './api/account/routes.js';
 import { registerIdempotency } from './idempotency/feature.js';
-import { registerOpenApi } from './api/openapi/routes.js';
-import { registerPodcasts } from './api/podcasts/feature.js';
 import { createDelivery, type Delivery } from './webhooks/index.js';
-import { WebhooksRepo } from './db/webhooks-repo.js';
-import { EventsQuery } from './db/events-repo.js';
-import { WebhooksService } from './services/webhooks.js';
-import { EventsService } from './services/events.js';
-import { registerWebhookRoutes } from './api/webhooks/routes.js';
-import { registerEventRoutes } from './api/events/routes.js';
 import { registerDashboard } from './dashboard/feature.js';
 
 /** A running server. Ports as bound. */
@@ -73,6 +74,8 @@ export async function startServer(config: Config, log: Logger, now: () => number
   const nodeSecret = loadNodeSecret(config.dataDir);
   const accountsRepo = new AccountsRepo(db);
   const streamsRepo = new StreamsRepo(db);
+  const podcastsRepo = new PodcastsRepo(db);
+  const webhooksRepo = new WebhooksRepo(db);
   const outbox = new Outbox(new EventsRepo(db), now);
   const media = new MediaRegistry();
   const limits = new Limits(log.child('limits'), now);
@@ -82,10 +85,8 @@ export async function startServer(config: Config, log: Logger, now: () => number
     return urls;
   };
 
-  // Set once the listeners feature exists (registered below): events and stream objects carry the count.
+  // Set once the listeners room exists (built below): events and stream objects carry the count.
   let listenerCount: (streamId: string) => number = () => 0;
-  // Set once the podcasts feature exists (registered below): the streams side calls into it.
-  let checkRecordingPodcast: ((accountId: string, podcastId: string) => void) | undefined;
   const writes = new WriteRetry(db, log.child('db'), limits, SERVER_BUSY_TIMEOUT_MS);
   const lifecycle = new StreamLifecycle({ db, streams: streamsRepo, outbox, log: log.child('live'), urls: getUrls, writes, listenerCount: (id) => listenerCount(id) });
   const ingest = new Publishing({
@@ -106,6 +107,8 @@ export async function startServer(config: Config, log: Logger, now: () => number
       minFreeDiskBytes: config.limits.minFreeDiskBytes,
     },
   });
+
+  // Services (PRODUCT.md §2, §5, §6): what the API, the dashboard and the feed call.
   const accounts = new AccountsService(accountsRepo, now);
   const streams = new StreamsService({
     streams: streamsRepo,
@@ -114,8 +117,25 @@ export async function startServer(config: Config, log: Logger, now: () => number
     urls: getUrls,
     live: { listenerCount: (id) => listenerCount(id), endNow: (id) => ingest.endNow(id), disconnectPublisher: (id) => ingest.disconnectPublisher(id) },
     now,
-    checkRecordingPodcast: (accountId, podcastId) => checkRecordingPodcast?.(accountId, podcastId),
+    checkRecordingPodcast: recordingPodcastCheck(podcastsRepo),
   });
+  // Podcasts: every change of a schedule pokes the publication scheduler (a Feature, started below).
+  const podcastsLog = log.child('podcasts');
+  const episodeMedia = new MediaStore(config.dataDir);
+  const scheduler = new PublishScheduler({ nextDueAt: () => podcastsRepo.nextDueAt(), publishDue: () => episodes.publishDue(), now, log: podcastsLog });
+  const poke = () => scheduler.poke();
+  const podcasts = new PodcastsService({ repo: podcastsRepo, urls: getUrls, now, onScheduleChange: poke });
+  const episodes = new EpisodesService({ repo: podcastsRepo, outbox, media: episodeMedia, urls: getUrls, now, onScheduleChange: poke });
+  lifecycle.setRecordingHandler(
+    (r) => episodes.createFromRecording(r),
+    (streamId) => episodes.hasRecordingOf(streamId),
+  );
+  const feed = new FeedService({ repo: podcastsRepo, recordingStreams: (id) => streamsRepo.recordingInto(id), urls: getUrls, now });
+  // Webhooks: a test event or a redelivery wakes the delivery engine (created below) at once.
+  let delivery: Delivery | null = null;
+  const wake = (id: string) => delivery?.engine.wake(id);
+  const webhooks = new WebhooksService({ db, repo: webhooksRepo, outbox, nodeSecret, allowPrivate: config.webhooksAllowPrivate, wake, now });
+  const events = new EventsService({ db, events: new EventsQuery(db), webhooks: webhooksRepo, wake, now });
 
   const http = new HttpServer({ maxJsonBodyBytes: config.maxJsonBodyBytes, log: log.child('http'), limits });
   const guard = new Guard(accountsRepo, { oauth: new OAuthRepo(db), nodeSecret, urls: getUrls, now, trustedProxies: config.trustedProxies });
@@ -136,39 +156,42 @@ export async function startServer(config: Config, log: Logger, now: () => number
     now,
   };
 
-  registerStreamRoutes(http, streams, guard);
   const features: Feature[] = [];
-  // [features:register] — one `features.push(registerX(context));` line per feature module below this line
   const listeners = createListeners(context);
   features.push(listeners);
   listenerCount = (id) => listeners.registry.listenerCount(id);
+
+  // Delivery rooms: HLS, WebRTC (WHEP), the podcast feeds and episode audio.
   registerHlsRoutes(http, media, { access: listeners.access, hold: listeners.held });
   const whep = registerWhep({ http, media, registry: listeners.registry, tokens: listeners.tokens, access: listeners.access, trusted: listeners.trusted, config, log: log.child('webrtc'), urls: getUrls, limits });
   features.push({ close: () => whep.close() });
-  registerListenerRoutes(http, listeners.service, guard, getUrls);
+  registerFeedRoutes(http, { feed, repo: podcastsRepo, media: episodeMedia, log: podcastsLog });
+
+  // The API (`/v2`): every resource from one list (src/api/index.ts).
+  mountApi({
+    http,
+    guard,
+    urls: getUrls,
+    now,
+    log,
+    limits,
+    accounts,
+    streams,
+    listeners: listeners.service,
+    podcasts,
+    episodes,
+    episodeMedia,
+    uploads: { maxBytes: config.maxUploadBytes, minFreeDiskBytes: config.limits.minFreeDiskBytes },
+    webhooks,
+    events,
+  });
   features.push(registerIdempotency(context));
   features.push(registerOAuth(context));
-  features.push(registerAccountRoutes(context));
-  features.push(registerOpenApi(context));
-  const podcasts = registerPodcasts(context);
-  checkRecordingPodcast = podcasts.checkRecordingPodcast;
-  lifecycle.setRecordingHandler(
-    (r) => podcasts.episodes.createFromRecording(r),
-    (streamId) => podcasts.episodes.hasRecordingOf(streamId),
-  );
-  features.push(podcasts);
-  const webhooksRepo = new WebhooksRepo(db);
-  let delivery: Delivery | null = null;
-  const wake = (id: string) => delivery?.engine.wake(id);
-  const webhooks = {
-    webhooks: new WebhooksService({ db, repo: webhooksRepo, outbox, nodeSecret, allowPrivate: config.webhooksAllowPrivate, wake, now }),
-    events: new EventsService({ db, events: new EventsQuery(db), webhooks: webhooksRepo, wake, now }),
-  };
-  delivery = createDelivery({ db, repo: webhooksRepo, outbox, log: log.child('webhooks'), now, allowPrivate: config.webhooksAllowPrivate, secretOf: (row) => webhooks.webhooks.secretOf(row) });
+  features.push({ start: () => episodeMedia.clearTemp() }); // uploads cut off by the last shutdown
+  features.push(scheduler);
+  delivery = createDelivery({ db, repo: webhooksRepo, outbox, log: log.child('webhooks'), now, allowPrivate: config.webhooksAllowPrivate, secretOf: (row) => webhooks.secretOf(row) });
   features.push(delivery);
-  registerWebhookRoutes(http, webhooks.webhooks, guard);
-  registerEventRoutes(http, webhooks.events, guard);
-  features.push(registerDashboard(context, { streams, podcasts, listeners: listeners.registry, webhooks }));
+  features.push(registerDashboard(context, { streams, podcasts: { podcasts, episodes }, listeners: listeners.registry, webhooks: { webhooks, events } }));
   http.finish();
 
   const rtmp = new RtmpServer(ingest, log.child('rtmp'), { ...INGEST_DEFAULTS, mergeReadsMs: config.ingestMergeMs, limitSettings: config.limits, limits });

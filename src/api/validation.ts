@@ -38,7 +38,7 @@ export function parsePageQuery(q: URLSearchParams): PageQuery {
   const after = q.get('after') ?? undefined;
   const before = q.get('before') ?? undefined;
   if (after !== undefined && before !== undefined) {
-    throw new ApiError(400, 'parameter_invalid', 'Use either after or before, not both.', 'before');
+    throw new ApiError('parameter_invalid', 'Use either after or before, not both.', { param: 'before' });
   }
   if (after === '') throw paramInvalid('after', 'after must be an object id.');
   if (before === '') throw paramInvalid('before', 'before must be an object id.');

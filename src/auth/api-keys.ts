@@ -53,8 +53,8 @@ export function allows(p: Principal, scope: Scope): boolean {
 export function requireScope(p: Principal, scope: Scope): void {
   if (!allows(p, scope)) {
     const who = p.kind === 'oauth_token' ? 'access token' : 'key';
-    throw new ApiError(403, 'insufficient_scope', `This ${who} lacks the '${scope}' permission required for this request.`, undefined, {
-      'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${scope}"`,
+    throw new ApiError('insufficient_scope', `This ${who} lacks the '${scope}' permission required for this request.`, {
+      headers: { 'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${scope}"` },
     });
   }
 }
@@ -70,9 +70,9 @@ export function apiKeyRecord(id: string, accountId: string, type: KeyType, key: 
 }
 
 /** A 401 with `code` and the RFC 6750 §3 `WWW-Authenticate` challenge (`error="invalid_token"` unless the token is missing). */
-export const unauthorized = (code: string, message: string) =>
-  new ApiError(401, code, message, undefined, {
-    'WWW-Authenticate': code === 'missing_token' ? 'Bearer' : `Bearer error="invalid_token", error_description="${message.replace(/"/g, "'")}"`,
+export const unauthorized = (code: 'missing_token' | 'invalid_token' | 'token_expired' | 'key_revoked', message: string) =>
+  new ApiError(code, message, {
+    headers: { 'WWW-Authenticate': code === 'missing_token' ? 'Bearer' : `Bearer error="invalid_token", error_description="${message.replace(/"/g, "'")}"` },
   });
 
 /**

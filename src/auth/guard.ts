@@ -190,7 +190,7 @@ export class Guard {
     writeRateLimitHeaders(req.responseHeaders, plan, this.limits.windowS, d, this.now());
     if (!d.allowed) {
       const s = req.responseHeaders['Retry-After'];
-      throw new ApiError(429, 'rate_limit_exceeded', `Too many requests: the ${plan} plan allows ${this.limits[plan]} per ${this.limits.windowS} s. Retry after ${s} s.`);
+      throw new ApiError('rate_limit_exceeded', `Too many requests: the ${plan} plan allows ${this.limits[plan]} per ${this.limits.windowS} s. Retry after ${s} s.`);
     }
   }
 

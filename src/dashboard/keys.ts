@@ -16,7 +16,7 @@ const TYPE_LABEL = { secret: 'Secret', publishable: 'Publishable' } as const;
 export function registerKeyPages(router: Router, accounts: AccountsService, db: Database): void {
   const keyOf = (accountId: string, id: string) => {
     const k = KEY_ID.test(id) ? accounts.listKeys(accountId).find((x) => x.id === id) : undefined;
-    if (!k) throw new ApiError(404, 'resource_missing', `No such API key: '${id}'.`);
+    if (!k) throw new ApiError('resource_missing', `No such API key: '${id}'.`);
     return k;
   };
   const masked = (k: { prefix: string; last4: string }) => `${k.prefix}…${k.last4}`;
@@ -55,7 +55,7 @@ ${tableWrap('API keys', ['Type', 'Key', 'Created', 'Status', 'Actions'], rows, '
 
   router.post('/dashboard/keys', () => '/dashboard/keys', (r) => {
     const type = r.form.get('type');
-    if (type !== 'secret' && type !== 'publishable') throw new ApiError(400, 'parameter_invalid', 'Choose a key type: secret or publishable.');
+    if (type !== 'secret' && type !== 'publishable') throw new ApiError('parameter_invalid', 'Choose a key type: secret or publishable.');
     const { key } = accounts.createKey(r.account.id, type);
     return r.redirect('/dashboard/keys', { secret: { label: `New ${type} key`, value: key } });
   });
@@ -76,7 +76,7 @@ ${tableWrap('API keys', ['Type', 'Key', 'Created', 'Status', 'Actions'], rows, '
         }),
       );
     }
-    if (k.revokedAt) throw new ApiError(409, 'key_revoked', 'This key is already revoked.');
+    if (k.revokedAt) throw new ApiError('key_revoked', 'This key is already revoked.', { status: 409 });
     // What AccountsService.rollKey does (revoke, then a new key of the same type, in one
     // transaction); rollKey takes the key string, which the dashboard never has: only the id.
     const fresh = db.transaction(() => {
@@ -105,7 +105,7 @@ ${tableWrap('API keys', ['Type', 'Key', 'Created', 'Status', 'Actions'], rows, '
     try {
       accounts.revokeKey(k.id, r.account.id);
     } catch {
-      throw new ApiError(409, 'key_revoked', 'This key is already revoked.');
+      throw new ApiError('key_revoked', 'This key is already revoked.', { status: 409 });
     }
     return r.redirect('/dashboard/keys', { notice: `Key ${masked(k)} was revoked.` });
   });

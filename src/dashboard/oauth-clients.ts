@@ -49,12 +49,12 @@ ${tableWrap('OAuth clients', ['Name', 'Client ID', 'Type', 'Redirect URIs', 'Cre
       .split(/\r?\n/)
       .map((u) => u.trim())
       .filter(Boolean);
-    if (uris.length > MAX_REDIRECT_URIS) throw new ApiError(400, 'parameter_invalid', `At most ${MAX_REDIRECT_URIS} redirect URIs.`);
+    if (uris.length > MAX_REDIRECT_URIS) throw new ApiError('parameter_invalid', `At most ${MAX_REDIRECT_URIS} redirect URIs.`);
     let created: ReturnType<OAuthClients['create']>;
     try {
       created = clients.create({ name: (r.form.get('name') ?? '').slice(0, 100), redirectUris: uris, public: r.form.get('type') === 'public', accountId: r.account.id });
     } catch (e) {
-      throw new ApiError(400, 'parameter_invalid', `Not registered: ${(e as Error).message}.`);
+      throw new ApiError('parameter_invalid', `Not registered: ${(e as Error).message}.`);
     }
     return r.redirect('/dashboard/oauth-clients', {
       notice: `Registered ${created.client.name}: client id ${created.clientId}.`,

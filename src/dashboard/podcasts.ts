@@ -186,7 +186,7 @@ ${e.description ? `<p>${esc(e.description)}</p>` : ''}
     let publishAt: string | undefined;
     if (r.form.get('when') === 'schedule') {
       publishAt = localToIso(r.form.get('publish_at') ?? '', r.form.get('tz_offset'));
-      if (!publishAt) throw new ApiError(400, 'parameter_invalid', 'Choose the date and time to publish at.', 'publishAt');
+      if (!publishAt) throw new ApiError('parameter_invalid', 'Choose the date and time to publish at.', { param: 'publishAt' });
     }
     const e = d.episodes.publish(r.account.id, podcastId, parse(PublishEpisode, { episodeId, ...(publishAt ? { publishAt } : {}) }));
     return r.redirect(`/dashboard/podcasts/${podcastId}/episodes/${episodeId}`, {
@@ -226,9 +226,9 @@ ${e.description ? `<p>${esc(e.description)}</p>` : ''}
   registerUploadRoute<Signed>(d.http, 'put', '/dashboard/podcasts/:id/episodes/:eid/audio', {
     guard: (req: ApiRequest) => {
       const signed = d.gate.signedByCookie(req.headers.cookie ?? '');
-      if (!signed) throw new ApiError(401, 'not_signed_in', 'Sign in to the dashboard again.');
+      if (!signed) throw new ApiError('not_signed_in', 'Sign in to the dashboard again.');
       if (!d.gate.sameOrigin(req.headers.origin) || !d.gate.sessions.checkCsrf(signed.session, req.headers.csrfToken)) {
-        throw new ApiError(403, 'csrf_failed', 'The upload was not sent by this dashboard (CSRF check failed). Reload the page.');
+        throw new ApiError('csrf_failed', 'The upload was not sent by this dashboard (CSRF check failed). Reload the page.');
       }
       return signed;
     },

@@ -4,12 +4,15 @@
  * service errors (ApiError) turned into a flash message on the page the form came from.
  */
 import type { HttpServer, WebReply, WebRequest } from '../http/server.js';
-import { ApiError } from '../errors/errors.js';
+import { ApiError, ERROR_CODES, type ErrorCode } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import type { AssetUrls } from './assets.js';
 import { errorBody, layout, type Flash, type PageFrame, type Section } from './html.js';
 import { htmlHeaders, seeOther, type Gate, type Signed } from './gate.js';
 import type { PublicUrls } from '../config/config.js';
+
+/** The answer of a JSON dashboard route (polled by page scripts) without a session. */
+const NOT_SIGNED_IN_BODY = JSON.stringify({ error: 'not_signed_in' satisfies ErrorCode });
 
 /** What a dashboard handler sees. */
 export interface DashRequest extends Signed {
@@ -88,7 +91,7 @@ export class Router {
       const params = matchParams(pattern, req.url) ?? [];
       const signed = this.gate.signed(req);
       if (!signed) {
-        if (isJson) return { status: 401, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' }, body: '{"error":"not_signed_in"}' };
+        if (isJson) return { status: ERROR_CODES.not_signed_in.status, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' }, body: NOT_SIGNED_IN_BODY };
         if (method === 'get') return seeOther(`/dashboard/login?next=${encodeURIComponent(req.url)}`);
         return seeOther('/dashboard/login');
       }

@@ -52,6 +52,8 @@ export const ERROR_CODES = {
   too_many_pending_offers: { status: 429, description: 'Too many WHEP offers from this address (or in all) are waiting to connect; retry after `Retry-After`.' },
   internal_error: { status: 500, description: 'Something failed on the server; quote the request id.' },
   listener_capacity: { status: 503, description: 'The node serves as many listeners as it can; retry later.' },
+  too_many_held_requests: { status: 503, description: 'The node (or this address) holds as many waiting LL-HLS requests (blocking reloads, part waits) as it may; retry after `Retry-After`.' },
+  ice_gathering_timeout: { status: 503, description: 'The server could not gather its ICE candidates for a WHEP answer in time; retry.' },
   database_busy: { status: 503, description: 'The database is busy (locked by another process) or cannot be written; retry after `Retry-After`.' },
   insufficient_storage: { status: 507, description: 'The data volume is too full to take this (its free-space floor would be crossed).' },
 } as const satisfies Record<string, CodeSpec>;

@@ -25,7 +25,7 @@
  */
 import type { DeferredReply, HttpServer, RawReply, RawRequestInfo } from '../http/server.js';
 import { errorBody, headerBytes, STATUS_200, statusLine } from '../http/server.js';
-import { ApiError } from '../errors/errors.js';
+import { ApiError, type ErrorCode } from '../errors/errors.js';
 import type { Layer, MediaRegistry, StreamHub } from '../media/hub.js';
 import { fill, mediaTemplate, multivariantTemplate, targetDurationSeconds, type Template } from './playlists.js';
 
@@ -50,7 +50,7 @@ const JSON_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cac
  * An access decision: go on with `query` (ASCII, no `?`; '' for none) after every URI handed out
  * — `private` for a token stream (answered `Cache-Control: private, no-store`) — or refuse.
  */
-export type HlsDecision = { ok: true; query: string; private: boolean } | { ok: false; status: 401 | 403 | 404 | 503; code: string; message: string };
+export type HlsDecision = { ok: true; query: string; private: boolean } | { ok: false; status: 401 | 403 | 404 | 503; code: ErrorCode; message: string };
 
 /** What decides who may play and who is counted (implemented by src/listeners/hls-access.ts). */
 export interface HlsAccess {
@@ -116,14 +116,18 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, opts: 
   const { access, hold } = opts;
   const multiCache = new WeakMap<StreamHub, Cached>();
   const mediaCache = new WeakMap<Layer, Cached>();
-  const refuse = (status: number, code: string, message: string, requestId: string, retryAfter?: string): RawReply => ({
-    status: statusLine(status),
-    headers: status === 401 ? [...JSON_HEADERS, ['WWW-Authenticate', 'Bearer realm="listener"']] : retryAfter ? [...JSON_HEADERS, ['Retry-After', retryAfter]] : JSON_HEADERS,
-    body: Buffer.from(JSON.stringify(errorBody(new ApiError(status, code, message), requestId))),
-  });
-  const notFound = (what: string, requestId: string) => refuse(404, 'resource_missing', what, requestId);
+  /** The error envelope of `code` (its status from src/errors/codes.ts, or `status` where the table allows it). */
+  const refuse = (code: ErrorCode, message: string, requestId: string, opts: { status?: number; retryAfter?: string } = {}): RawReply => {
+    const err = new ApiError(code, message, { status: opts.status });
+    return {
+      status: statusLine(err.status),
+      headers: err.status === 401 ? [...JSON_HEADERS, ['WWW-Authenticate', 'Bearer realm="listener"']] : opts.retryAfter ? [...JSON_HEADERS, ['Retry-After', opts.retryAfter]] : JSON_HEADERS,
+      body: Buffer.from(JSON.stringify(errorBody(err, requestId))),
+    };
+  };
+  const notFound = (what: string, requestId: string) => refuse('resource_missing', what, requestId);
   /** 503 + `Retry-After: 1`: a request that would be held, over the held caps. */
-  const busy = (requestId: string) => refuse(503, 'too_many_held_requests', 'Too many requests held open; retry in a second.', requestId, '1');
+  const busy = (requestId: string) => refuse('too_many_held_requests', 'Too many requests held open; retry in a second.', requestId, { retryAfter: '1' });
   const playlistHeaders = (ended: boolean, target: number, lowLatency: boolean): ReadonlyArray<readonly [Uint8Array, Uint8Array]> => {
     const maxAge = Math.floor(target / 2);
     const cache = ended ? 'public, max-age=60' : lowLatency ? 'no-cache' : maxAge > 0 ? `public, max-age=${maxAge}` : 'no-cache';
@@ -150,7 +154,7 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, opts: 
   const admit = (id: string, query: string, info: RawRequestInfo, layer: Layer, requestId: string): RawReply | { query: string; private: boolean } => {
     if (!access) return { query: '', private: false };
     const d = access.media(id, query, info, timeoutMs(layer));
-    return d.ok ? d : refuse(d.status, d.code, d.message, requestId);
+    return d.ok ? d : refuse(d.code, d.message, requestId, { status: d.status });
   };
   /**
    * Answers with `reply` once `layer.has(msn, part)` (or the layer ends, or the wait times out):
@@ -182,7 +186,7 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, opts: 
       const c = multivariant(hub);
       if (!access) return { status: STATUS_200, headers: c.headers, body: c.template.plain };
       const d = access.enter(id!, query);
-      if (!d.ok) return refuse(d.status, d.code, d.message, requestId);
+      if (!d.ok) return refuse(d.code, d.message, requestId, { status: d.status });
       return { status: STATUS_200, headers: d.private ? PLAYLIST_PRIVATE : c.headers, body: fill(c.template, d.query) };
     });
 
@@ -205,10 +209,10 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, opts: 
         return { status: STATUS_200, headers: PLAYLIST_NOW[admitted.private ? 1 : 0], body: fill(mediaPlaylist(layer).template, admitted.query) };
       };
       if (block) {
-        if (!layer.lowLatency) return refuse(400, 'parameter_invalid', 'This layer does not support blocking playlist reload.', requestId);
-        if (Number.isNaN(block.msn) || Number.isNaN(block.part ?? 0)) return refuse(400, 'parameter_invalid', '_HLS_msn and _HLS_part must be integers.', requestId);
+        if (!layer.lowLatency) return refuse('parameter_invalid', 'This layer does not support blocking playlist reload.', requestId);
+        if (Number.isNaN(block.msn) || Number.isNaN(block.part ?? 0)) return refuse('parameter_invalid', '_HLS_msn and _HLS_part must be integers.', requestId);
         // §6.2.5.2: a request more than two segments ahead of the playlist is refused.
-        if (block.msn > layer.nextSequence + 2) return refuse(400, 'parameter_invalid', `_HLS_msn ${block.msn} is too far ahead of the playlist.`, requestId);
+        if (block.msn > layer.nextSequence + 2) return refuse('parameter_invalid', `_HLS_msn ${block.msn} is too far ahead of the playlist.`, requestId);
         return when(layer, block.msn, block.part, info, render, current);
       }
       // A ladder layer whose codec process has not cut its first segment (part) yet: wait for it.

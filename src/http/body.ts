@@ -37,7 +37,7 @@ export function drainAllowance(maxBytes: number): number {
 }
 
 /** 413 `body_too_large` for a body over `max` bytes. */
-export const tooLarge = (max: number) => new ApiError(413, 'body_too_large', `The request body is larger than the limit of ${max} bytes.`);
+export const tooLarge = (max: number) => new ApiError('body_too_large', `The request body is larger than the limit of ${max} bytes.`);
 
 /**
  * Whether a request announces a body (`Content-Length` other than 0, or any `Transfer-Encoding`).

@@ -9,9 +9,9 @@
 import { close, openSync, read } from 'node:fs';
 import type uWS from 'uWebSockets.js';
 import parseRange from 'range-parser';
-import { ApiError } from '../errors/errors.js';
+import type { ApiError } from '../errors/errors.js';
 import { newRequestId } from '../ids.js';
-import { endHead, errorBody, statusLine } from './reply.js';
+import { endHead, errorBody, statusLine, toApiError } from './reply.js';
 import type { HttpServer } from './server.js';
 
 /** What a handler sees: copied out of uWS's request. */
@@ -85,7 +85,7 @@ export function registerBytesRoute(
         answer = resolve({ method: method === 'get' ? 'GET' : 'HEAD', params, requestId });
       } catch (e) {
         onError?.(e, requestId);
-        answer = { kind: 'error', error: new ApiError(500, 'internal_error', 'An internal error occurred. Quote the request id when you report it.') };
+        answer = { kind: 'error', error: toApiError(e, requestId, undefined) };
       }
       answerRequest(res, method === 'head', answer, h, requestId);
     }, { kind: 'raw' });

@@ -6,7 +6,7 @@
  * into uWS: a reply that cannot be serialized answers 500.
  */
 import type uWS from 'uWebSockets.js';
-import { ApiError } from '../errors/errors.js';
+import { ApiError, internalError } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 
 /** What a JSON API handler answers. */
@@ -86,13 +86,34 @@ export function errorBody(e: ApiError, requestId: string) {
 }
 
 /**
- * The ApiError a failure answers with: itself, or 500 `internal_error` without details for
- * anything else (logged with the request id, never shown).
+ * The ApiError a failure answers with: itself; for a SQLite error that reached the HTTP layer
+ * (better-sqlite3's `SqliteError`, recognised by its `code` alone: http/ does not import the
+ * driver), 503 `database_busy` with `Retry-After: 1` when the database is locked by another
+ * connection (`SQLITE_BUSY*`, `SQLITE_LOCKED*`: the busy timeout ran out) or 507
+ * `insufficient_storage` when its volume is full (`SQLITE_FULL`), both logged as warnings; else
+ * 500 `internal_error` without details (logged with the request id, never shown).
  */
-export function toApiError(e: unknown, requestId: string, log: Pick<Logger, 'error'> | undefined): ApiError {
+export function toApiError(e: unknown, requestId: string, log: (Pick<Logger, 'error'> & Partial<Pick<Logger, 'warn'>>) | undefined): ApiError {
   if (e instanceof ApiError) return e;
+  const sqlite = sqliteErrorOf(e);
+  if (sqlite) {
+    log?.warn?.('database error answered', { requestId, code: (e as { code: string }).code, status: sqlite.status, err: (e as Error).message });
+    return sqlite;
+  }
   log?.error('unhandled error', { requestId, err: e instanceof Error ? e.stack : String(e) });
-  return new ApiError(500, 'internal_error', 'An internal error occurred. Quote the request id when you report it.');
+  return internalError();
+}
+
+/** The answer to a SQLite busy/locked/full error (see `toApiError`), or null for anything else. */
+function sqliteErrorOf(e: unknown): ApiError | null {
+  if (!(e instanceof Error)) return null;
+  const code = (e as Error & { code?: unknown }).code;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return null;
+  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
+    return new ApiError('database_busy', 'The database is busy; retry in a second.', { headers: { 'Retry-After': '1' } });
+  }
+  if (code === 'SQLITE_FULL') return new ApiError('insufficient_storage', 'The server does not have enough free disk space to store this change. Try again later or contact the operator.');
+  return null;
 }
 
 // Constant header names and values, encoded once (uWS copies a JS string into UTF-8 on every call).

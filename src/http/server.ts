@@ -182,13 +182,13 @@ export class HttpServer {
       this.app.any(p, (res, req) => {
         const method = req.getMethod().toUpperCase();
         const url = req.getUrl();
-        this.refuseRequest(res, req, { aborted: false, method, url }, new ApiError(405, 'method_not_allowed', `${method} is not allowed on ${url}; use ${allow}.`, undefined, { Allow: allow }));
+        this.refuseRequest(res, req, { aborted: false, method, url }, new ApiError('method_not_allowed', `${method} is not allowed on ${url}; use ${allow}.`, { headers: { Allow: allow } }));
       });
     }
     this.app.any('/*', (res, req) => {
       const method = req.getMethod().toUpperCase();
       const url = req.getUrl();
-      this.refuseRequest(res, req, { aborted: false, method, url }, new ApiError(404, 'route_not_found', `Unrecognized request URL (${method} ${url}).`));
+      this.refuseRequest(res, req, { aborted: false, method, url }, new ApiError('route_not_found', `Unrecognized request URL (${method} ${url}).`));
     });
   }
 

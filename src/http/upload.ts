@@ -56,7 +56,7 @@ export interface UploadRouteOptions<C> {
 
 /** 507 `insufficient_storage` (the node's data volume is (nearly) full). */
 const insufficientStorage = () =>
-  new ApiError(507, 'insufficient_storage', 'The server does not have enough free disk space to store this upload. Try again later or contact the operator.');
+  new ApiError('insufficient_storage', 'The server does not have enough free disk space to store this upload. Try again later or contact the operator.');
 
 /** Free bytes of the volume holding `dir` (`statfs`), or Infinity when it cannot be measured (a full disk then still fails with ENOSPC). */
 function freeBytes(dir: string): number {
@@ -123,12 +123,12 @@ export function registerUploadRoute<C>(http: HttpServer, method: 'put' | 'post',
     /** Refuses a body not read yet: drained (up to the largest allowance: uploads are big), then answered. */
     const refuseUnread = (e: unknown) => new RequestBody(res, req, { maxBytes: 0, drainBytes: DRAIN_MAX_BYTES, onAbort }).refuse((close) => fail(e, close));
 
-    if (badParam) return refuseUnread(new ApiError(404, 'resource_missing', 'The URL holds a malformed percent-encoded segment.'));
+    if (badParam) return refuseUnread(new ApiError('resource_missing', 'The URL holds a malformed percent-encoded segment.'));
     let ctx: C;
     let target: { tempPath: string; maxBytes: number };
     try {
       ctx = opts.guard(request);
-      if (!announcesBody(req)) throw new ApiError(400, 'body_missing', 'The request has no body: send the file as the raw request body.');
+      if (!announcesBody(req)) throw new ApiError('body_missing', 'The request has no body: send the file as the raw request body.');
       target = opts.begin(request, ctx);
     } catch (e) {
       return refuseUnread(e);
@@ -197,7 +197,7 @@ export function registerUploadRoute<C>(http: HttpServer, method: 'put' | 'post',
             tempPath = null;
             if (size === 0) {
               rmSync(p, { force: true });
-              return fail(new ApiError(400, 'body_missing', 'The request body is empty: send the file as the raw request body.'), false);
+              return fail(new ApiError('body_missing', 'The request body is empty: send the file as the raw request body.'), false);
             }
             let reply: Promise<ApiReply>;
             try {

@@ -38,7 +38,7 @@ export class IdempotencyStore implements IdempotencyHook {
   begin(req: ApiRequest): ReturnType<IdempotencyHook['begin']> {
     const key = req.headers.idempotencyKey;
     if (key.length > IDEMPOTENCY_KEY_MAX) {
-      throw new ApiError(400, 'idempotency_key_invalid', `The Idempotency-Key header must be at most ${IDEMPOTENCY_KEY_MAX} characters.`);
+      throw new ApiError('idempotency_key_invalid', `The Idempotency-Key header must be at most ${IDEMPOTENCY_KEY_MAX} characters.`);
     }
     const now = this.now();
     this.purge(now);
@@ -56,7 +56,6 @@ export class IdempotencyStore implements IdempotencyHook {
       } else {
         if (old.method !== req.method || old.path !== path || !timingSafeEqual(old.body_hash, bodyHash)) {
           throw new ApiError(
-            400,
             'idempotency_key_reused',
             `This Idempotency-Key was already used with a different request (${old.method} ${old.path} with other parameters). Use a new key for a new request.`,
           );
@@ -88,7 +87,7 @@ export class IdempotencyStore implements IdempotencyHook {
 }
 
 const inUse = () =>
-  new ApiError(409, 'idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry after it finished.');
+  new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry after it finished.');
 
 /** JSON with object keys sorted at every level (the body as parsed, so formatting does not matter). */
 export function canonicalJson(v: unknown): string {

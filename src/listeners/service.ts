@@ -9,11 +9,11 @@ import type { PageQuery } from '../db/paginate.js';
 import type { ListenerTokens } from '../auth/listener-tokens.js';
 import type { ListenerObject, ListenerRegistry, StreamStats } from './registry.js';
 
-/** A page of listeners, newest first (PRODUCT.md §9). */
+/** A page of listeners, newest first (PRODUCT.md §9); the API wraps it in the list envelope. */
 export interface ListenerPage {
   data: ListenerObject[];
+  /** Whether more listeners lie further in the direction of travel. */
   hasMore: boolean;
-  nextCursor: string | null;
 }
 
 export class ListenersService {
@@ -32,7 +32,7 @@ export class ListenersService {
       const param = q.after !== undefined ? 'after' : 'before';
       const id = (q.after ?? q.before)!;
       const i = all.findIndex((s) => s.id === id);
-      if (i < 0) throw new ApiError(400, 'parameter_invalid', `No such listener for cursor '${param}': '${id}' (it may have left).`, param);
+      if (i < 0) throw new ApiError('parameter_invalid', `No such listener for cursor '${param}': '${id}' (it may have left).`, { param });
       if (param === 'after') {
         rows = all.slice(i + 1, i + 1 + q.limit);
         hasMore = all.length > i + 1 + q.limit;
@@ -45,9 +45,7 @@ export class ListenersService {
       rows = all.slice(0, q.limit);
       hasMore = all.length > q.limit;
     }
-    const data = rows.map((s) => this.registry.object(s));
-    const cursorItem = q.before !== undefined ? data[0] : data[data.length - 1];
-    return { data, hasMore, nextCursor: hasMore && cursorItem ? cursorItem.id : null };
+    return { data: rows.map((s) => this.registry.object(s)), hasMore };
   }
 
   /** `/stats` of a stream. @throws ApiError 404 */

@@ -218,7 +218,7 @@ export class EpisodesService {
       info = await this.probe(tempPath);
     } catch (e) {
       rmSync(tempPath, { force: true });
-      if (e instanceof NotAudioError) throw new ApiError(415, 'unsupported_media_type', `The body is not an audio file Skylark accepts: ${e.message}`);
+      if (e instanceof NotAudioError) throw new ApiError('unsupported_media_type', `The body is not an audio file Skylark accepts: ${e.message}`);
       throw e;
     }
     const fileName = this.d.media.newFileName(id, info.ext);
@@ -271,7 +271,7 @@ export class EpisodesService {
         const row = this.d.repo.getEpisode(input.episodeId, podcastId, accountId);
         if (!row) throw notFound('episode', input.episodeId, 'episodeId');
         if (row.status === 'published') throw conflict('The episode is already published.');
-        if (!row.audio_file) throw new ApiError(400, 'episode_audio_missing', 'The episode has no audio: upload it with PUT /podcasts/{id}/episodes/{eid}/audio first.', 'episodeId');
+        if (!row.audio_file) throw new ApiError('episode_audio_missing', 'The episode has no audio: upload it with PUT /podcasts/{id}/episodes/{eid}/audio first.', { param: 'episodeId' });
         out = { ...row, updated_at: now };
         if (at !== null) {
           out.status = 'scheduled';

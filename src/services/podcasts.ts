@@ -257,9 +257,9 @@ export class PodcastsService {
 export function recordingPodcastCheck(repo: PodcastsRepo): (accountId: string, podcastId: string) => void {
   return (accountId, podcastId) => {
     const row = repo.getPodcast(podcastId, accountId);
-    if (!row) throw new ApiError(400, 'parameter_invalid', `No such podcast: '${podcastId}'.`, 'recording.podcastId');
+    if (!row) throw new ApiError('parameter_invalid', `No such podcast: '${podcastId}'.`, { param: 'recording.podcastId' });
     if (row.status === 'archived') {
-      throw new ApiError(400, 'parameter_invalid', `The podcast '${podcastId}' is archived and takes no new episodes.`, 'recording.podcastId');
+      throw new ApiError('parameter_invalid', `The podcast '${podcastId}' is archived and takes no new episodes.`, { param: 'recording.podcastId' });
     }
   };
 }

@@ -6,7 +6,11 @@
  * re-arms, and a row is published once even if two ticks race. After a restart, `start()`
  * publishes anything that fell due while the server was down, at once. With nothing scheduled no
  * timer is armed (an idle server is not woken): every change of a schedule pokes.
+ *
+ * A Feature of the composition root (src/main.ts): started after listening, closed at shutdown.
+ * Pokes before `start` are ignored: the start publishes what is due and arms for the rest.
  */
+import type { Feature } from '../context.js';
 import type { Logger } from '../log/logger.js';
 
 /** Longest single wait (ms) while something is scheduled: the timer re-checks at least this often (clock changes). */
@@ -21,21 +25,23 @@ export interface SchedulerDeps {
   log: Logger;
 }
 
-export class PublishScheduler {
+export class PublishScheduler implements Feature {
   private timer: NodeJS.Timeout | null = null;
   private armedFor: number | null = null;
+  private started = false;
   private closed = false;
 
   constructor(private readonly d: SchedulerDeps) {}
 
   /** Publishes what is already due and arms the timer. */
   start(): void {
+    this.started = true;
     this.tick();
   }
 
   /** Re-arms after a schedule was added, moved or removed. */
   poke(): void {
-    if (this.closed) return;
+    if (this.closed || !this.started) return;
     const next = this.d.nextDueAt();
     if (next !== null && this.armedFor !== null && next >= this.armedFor && this.timer) return; // already armed early enough
     this.arm(next);

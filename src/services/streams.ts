@@ -207,7 +207,7 @@ export class StreamsService {
   /** Replaces the stream key; the current publisher is disconnected. @throws ApiError 404, 409 when ended */
   resetStreamKey(accountId: string, id: string): StreamObject {
     const row = this.row(accountId, id);
-    if (row.status === 'ended') throw new ApiError(409, 'stream_ended', 'The stream has ended; its key can no longer be used.');
+    if (row.status === 'ended') throw new ApiError('stream_ended', 'The stream has ended; its key can no longer be used.');
     const key = makeStreamKey(row.region as Region);
     const hash = hashToken(key);
     const enc = encryptSecret(this.d.nodeSecret, key);

@@ -79,7 +79,7 @@ export class WebhooksService {
   async create(accountId: string, input: CreateWebhookInput): Promise<WebhookObject> {
     const url = await this.checkUrl(input.url);
     if (this.d.repo.count(accountId) >= MAX_WEBHOOKS_PER_ACCOUNT) {
-      throw new ApiError(400, 'webhook_limit_reached', `An account may have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one first.`);
+      throw new ApiError('webhook_limit_reached', `An account may have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one first.`);
     }
     const secret = newSigningSecret();
     const row: WebhookRow = {
@@ -159,7 +159,7 @@ export class WebhooksService {
    */
   test(accountId: string, id: string): ApiEvent {
     const row = this.row(accountId, id);
-    if (row.status !== 'active') throw new ApiError(409, 'webhook_disabled', 'The webhook is disabled; enable it (PATCH status=active) to send a test event.');
+    if (row.status !== 'active') throw new ApiError('webhook_disabled', 'The webhook is disabled; enable it (PATCH status=active) to send a test event.');
     let event: ApiEvent;
     try {
       this.d.db.transaction(() => {
@@ -187,7 +187,7 @@ export class WebhooksService {
       return raw;
     } catch (e) {
       if (e instanceof DestinationError) {
-        if (e.code === 'url_not_allowed') throw new ApiError(400, 'url_not_allowed', e.message, 'url');
+        if (e.code === 'url_not_allowed') throw new ApiError('url_not_allowed', e.message, { param: 'url' });
         throw paramInvalid('url', e.message);
       }
       throw e;

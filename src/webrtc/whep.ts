@@ -21,7 +21,7 @@ import { RTCPeerConnection, RTCRtpCodecParameters, RtpHeader, RtpPacket, type RT
 import type { BlockList } from 'node:net';
 import type { HttpServer, RawBodyRequest, RawReply } from '../http/server.js';
 import { errorBody, statusLine } from '../http/server.js';
-import { ApiError } from '../errors/errors.js';
+import { ApiError, internalError } from '../errors/errors.js';
 import type { Config, PublicUrls } from '../config/config.js';
 import type { Logger } from '../log/logger.js';
 import type { ListenerTokens } from '../auth/listener-tokens.js';
@@ -205,7 +205,7 @@ class Whep {
     } catch (e) {
       if (!(e instanceof ApiError)) {
         this.d.log.error('whep request failed', { requestId: req.requestId, err: e instanceof Error ? e.stack : String(e) });
-        e = new ApiError(500, 'internal_error', 'An internal error occurred. Quote the request id when you report it.');
+        e = internalError();
       }
       const err = e as ApiError;
       return {
@@ -219,26 +219,28 @@ class Whep {
   private async offer(req: RawBodyRequest): Promise<RawReply> {
     const streamId = req.params[0]!;
     if (!/^application\/sdp\s*(;|$)/i.test(req.headers['content-type'] ?? '')) {
-      throw new ApiError(415, 'unsupported_media_type', 'A WHEP offer is an SDP body with Content-Type: application/sdp (RFC 9725 §4.2).');
+      throw new ApiError('unsupported_media_type', 'A WHEP offer is an SDP body with Content-Type: application/sdp (RFC 9725 §4.2).');
     }
     const policy = this.d.access.policy(streamId);
-    if (!policy) throw new ApiError(404, 'resource_missing', `No such stream: '${streamId}'.`);
+    if (!policy) throw new ApiError('resource_missing', `No such stream: '${streamId}'.`);
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1] ?? new URLSearchParams(req.query).get('token') ?? '';
     let key = '';
     if (policy.playback === 'token' || bearer) {
       const t = bearer ? await this.d.tokens.verify(bearer) : null;
       const valid = t?.ok === true && t.claims.streamId === streamId;
       if (!valid && policy.playback === 'token') {
-        throw new ApiError(401, bearer ? 'invalid_token' : 'missing_token', bearer ? 'The listener token is invalid, expired or for another stream.' : 'This stream needs a listener token (Authorization: Bearer <token>).', undefined, {
-          'WWW-Authenticate': bearer ? 'Bearer error="invalid_token"' : 'Bearer',
-        });
+        throw new ApiError(
+          bearer ? 'invalid_token' : 'missing_token',
+          bearer ? 'The listener token is invalid, expired or for another stream.' : 'This stream needs a listener token (Authorization: Bearer <token>).',
+          { headers: { 'WWW-Authenticate': bearer ? 'Bearer error="invalid_token"' : 'Bearer' } },
+        );
       }
       if (valid && t?.ok) key = `${t.claims.subject}:`;
     }
     const hub = this.d.media.get(streamId);
-    if (!hub || hub.ended) throw new ApiError(409, 'stream_not_live', `Stream '${streamId}' is not live.`);
+    if (!hub || hub.ended) throw new ApiError('stream_not_live', `Stream '${streamId}' is not live.`);
     const sdp = req.body.toString('utf8');
-    if (!/^v=0/m.test(sdp) || !/^m=audio /m.test(sdp)) throw new ApiError(400, 'invalid_sdp', 'The offer must be an SDP with an audio m-line.');
+    if (!/^v=0/m.test(sdp) || !/^m=audio /m.test(sdp)) throw new ApiError('invalid_sdp', 'The offer must be an SDP with an audio m-line.');
     if (this.d.registry.total() >= MAX_LISTENERS) throw capacity();
 
     // Everything below holds sockets: count it against the pending caps first.
@@ -248,13 +250,11 @@ class Whep {
       this.d.limits.hit(slot === 'total' ? 'whep_pending' : 'whep_pending_per_ip', ip, { streamId });
       const retry = String(Math.max(1, Math.ceil(this.d.config.limits.whepOfferTimeoutMs / 1000)));
       throw new ApiError(
-        429,
         'too_many_pending_offers',
         slot === 'total'
           ? 'This node holds as many unconnected WebRTC offers as it may; connect an answered one or retry later.'
           : 'Too many unconnected WebRTC offers from your address; connect or DELETE an answered one, or retry later.',
-        undefined,
-        { 'Retry-After': retry },
+        { headers: { 'Retry-After': retry } },
       );
     }
     let peer: Peer;
@@ -293,14 +293,14 @@ class Whep {
     try {
       await pc.setRemoteDescription({ type: 'offer', sdp });
       transceiver = pc.getTransceivers().find((t) => t.kind === 'audio');
-      if (!transceiver) throw new ApiError(400, 'invalid_sdp', 'The offer has no audio m-line.');
+      if (!transceiver) throw new ApiError('invalid_sdp', 'The offer has no audio m-line.');
       transceiver.setDirection('sendonly');
       await pc.setLocalDescription(await pc.createAnswer());
-      if (!(await gathered(pc, timeoutMs))) throw new ApiError(503, 'ice_gathering_timeout', 'The server could not gather its ICE candidates in time; try again.');
+      if (!(await gathered(pc, timeoutMs))) throw new ApiError('ice_gathering_timeout', 'The server could not gather its ICE candidates in time; try again.');
     } catch (e) {
       pc.close().catch(() => {});
       if (e instanceof ApiError) throw e;
-      throw new ApiError(400, 'invalid_sdp', `The offer could not be negotiated: ${(e as Error).message}`);
+      throw new ApiError('invalid_sdp', `The offer could not be negotiated: ${(e as Error).message}`);
     }
     return new Peer(streamId, hub, pc, transceiver, client, this, timeoutMs);
   }
@@ -348,7 +348,7 @@ class Whep {
   private delete(req: RawBodyRequest): RawReply {
     const [streamId, id] = req.params as [string, string];
     const peer = this.peers.get(id);
-    if (!peer || peer.streamId !== streamId) throw new ApiError(404, 'resource_missing', `No such WHEP session: '${id}'.`);
+    if (!peer || peer.streamId !== streamId) throw new ApiError('resource_missing', `No such WHEP session: '${id}'.`);
     peer.close('DELETE');
     return { status: '200 OK', headers: CORS, body: new Uint8Array(0) };
   }
@@ -389,7 +389,7 @@ class Whep {
 }
 
 /** 503 `listener_capacity`: the node tracks as many listeners as it may. */
-const capacity = () => new ApiError(503, 'listener_capacity', 'This node serves as many listeners as it can; try again later.');
+const capacity = () => new ApiError('listener_capacity', 'This node serves as many listeners as it can; try again later.');
 
 /** Resolves true once ICE gathering is complete (non-trickle answer), false after `timeoutMs`. */
 function gathered(pc: RTCPeerConnection, timeoutMs: number): Promise<boolean> {

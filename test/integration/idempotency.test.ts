@@ -32,7 +32,7 @@ beforeAll(async () => {
     '/v2/test_slow',
     async (req) => {
       slowRuns++;
-      if ((req.body as { fail?: boolean }).fail) throw new ApiError(500, 'internal_error', 'boom');
+      if ((req.body as { fail?: boolean }).fail) throw new ApiError('internal_error', 'boom');
       await new Promise<void>((r) => (release = r));
       return { status: 201, body: { object: 'slow', run: slowRuns } };
     },

@@ -1,12 +1,11 @@
-/** Request schemas of the listener endpoints (PRODUCT.md §4). */
+/** Request schemas of the listener endpoints (PRODUCT.md §4), and the objects they answer. */
 import * as v from 'valibot';
+import { timestamp } from '../openapi/schemas.js';
 
 /** `POST /streams/{id}/listener_tokens` takes no parameters (an empty body or `{}`). */
 export const CreateListenerToken = v.strictObject({});
 
-// ── Answers (for the OpenAPI document; src/api/openapi/registry.ts) ──
-
-const iso = v.pipe(v.string(), v.isoTimestamp());
+// ── Answers (for the OpenAPI document; ./openapi.ts) ──
 
 /** The listener object (`lst_…`, PRODUCT.md §4). */
 export const ListenerObject = v.object({
@@ -15,8 +14,8 @@ export const ListenerObject = v.object({
   streamId: v.string(),
   protocol: v.picklist(['hls', 'webrtc']),
   country: v.nullable(v.string()),
-  connectedAt: iso,
-  lastSeenAt: iso,
+  connectedAt: timestamp,
+  lastSeenAt: timestamp,
   durationSeconds: v.number(),
   userAgent: v.nullable(v.string()),
 });
@@ -37,5 +36,5 @@ export const ListenerTokenObject = v.object({
   object: v.literal('listener_token'),
   token: v.string(),
   streamId: v.string(),
-  expiresAt: iso,
+  expiresAt: timestamp,
 });

@@ -1,20 +1,22 @@
 /**
- * Builds the OpenAPI 3.1 document of `/v2` from the routes the HTTP server registered (their
- * scopes from the Guard) and the registry's descriptions (src/api/openapi/registry.ts). Request
+ * Builds the OpenAPI 3.1 document of `/v2` from the routes the HTTP server registered: their
+ * scopes (from the Guard) and their `doc` option (a RouteDoc, src/api/openapi/registry.ts). Request
  * bodies are the very valibot schemas that validate requests. Every operation lists its error
- * answers with their `code`s: the standard ones follow from what the route is (authenticated →
+ * answers with their `code`s (src/errors/codes.ts): the standard ones follow from what the route is (authenticated →
  * 401/403/429, path parameters → 404, a body → 400/413, POST → Idempotency-Key errors), plus the
  * route's own. A route with a raw body (`rawBody`, e.g. an audio upload) lists its media types.
  */
 import type { RouteInfo } from '../../http/server.js';
-import { registeredDoc, type RouteDoc, type SchemaRef } from './registry.js';
+import type { RouteDoc, SchemaRef } from './registry.js';
+import type { ErrorCode } from '../../errors/errors.js';
 import { AnyObject, ErrorEnvelope, jsonSchemaOf, type JsonSchema } from './schemas.js';
 import { OAUTH_SCOPES } from '../../auth/scopes.js';
 
 /** The API version the document describes (spec "Versioning"). */
 export const API_VERSION = '2.4.1';
 
-const STD_ERRORS: Record<number, { description: string; codes: string[] }> = {
+/** The errors every operation of a kind answers (see `operation`), by status: a description and the codes (src/errors/codes.ts). */
+export const STD_ERRORS: Record<number, { description: string; codes: ErrorCode[] }> = {
   400: { description: 'Invalid request', codes: ['invalid_json', 'parameter_invalid', 'param_required', 'parameter_unknown'] },
   401: { description: 'Not authenticated', codes: ['missing_token', 'invalid_token', 'token_expired', 'key_revoked'] },
   403: { description: 'The key or token lacks the scope', codes: ['insufficient_scope'] },
@@ -55,7 +57,7 @@ export function buildOpenApi(routes: readonly RouteInfo[], urls: { baseUrl: stri
   const undocumented: string[] = [];
   for (const r of routes) {
     if (r.kind !== 'api' || !r.pattern.startsWith('/v2/') || r.method === 'HEAD' || r.method === 'OPTIONS') continue;
-    const doc = (r.doc as RouteDoc | undefined) ?? registeredDoc(r.method, r.pattern);
+    const doc = r.doc as RouteDoc | undefined;
     if (!doc) undocumented.push(`${r.method} ${r.pattern}`);
     const path = openApiPath(r.pattern);
     (paths[path] ??= {})[r.method.toLowerCase()] = operation(r, doc, path);
@@ -124,8 +126,8 @@ function operation(r: RouteInfo, doc: RouteDoc | undefined, path: string): Recor
       content: { 'application/json': { schema: schemaOf(res.schema) } },
     };
   }
-  const errors: Record<number, Set<string>> = {};
-  const add = (status: number, codes: string[]) => {
+  const errors: Record<number, Set<ErrorCode>> = {};
+  const add = (status: number, codes: ErrorCode[]) => {
     const set = (errors[status] ??= new Set());
     for (const c of codes) set.add(c);
   };

@@ -1,13 +1,14 @@
 /**
- * The OpenAPI registry: how a route describes itself for `GET /v2/openapi.json`. A resource either
- * passes `doc` in its route options (`http.api('get', '/v2/x', h, { ...guard.scope('x:read'), doc })`)
- * or calls `documentRoute('GET', '/v2/x', doc)` from its own module. Either way the document is built
- * from the routes the HTTP server actually registered, so a route without a doc still appears (with
- * its scope and the standard errors) and the OpenAPI test names it as undocumented.
+ * How a route describes itself for `GET /v2/openapi.json`: every resource passes a `RouteDoc` as
+ * the `doc` option of its routes (`http.api('get', '/v2/x', h, { ...guard.scope('x:read'), doc })`),
+ * written in its own `src/api/<resource>/openapi.ts`. The document is built from the routes the
+ * HTTP server actually registered, so a route without a doc still appears (with its scope and the
+ * standard errors) and the OpenAPI test names it as undocumented.
  *
  * Schemas are valibot schemas (converted by src/api/openapi/schemas.ts) or plain JSON Schema objects
  * marked with `{ json: … }`.
  */
+import type { ErrorCode } from '../../errors/errors.js';
 
 /** A valibot schema (opaque here: only src/api/openapi/schemas.ts converts it) or `{ json }` for literal JSON Schema. */
 export type SchemaRef = { valibot: unknown } | { json: Record<string, unknown> };
@@ -35,22 +36,10 @@ export interface RouteDoc {
   errorDescriptions?: Record<number, string>;
   /** The success answer(s): status → description and schema. */
   responses: Record<number, { description: string; schema?: SchemaRef; headers?: Record<string, { description: string; schema: Record<string, unknown> }> }>;
-  /** Error answers beyond the standard ones the generator adds, with the `code`s they carry. */
-  errors?: Record<number, string[]>;
+  /** Error answers beyond the standard ones the generator adds, with the `code`s they carry (src/errors/codes.ts). */
+  errors?: Record<number, ErrorCode[]>;
   /** No key needed (the route has no guard). */
   public?: boolean;
-}
-
-const docs = new Map<string, RouteDoc>();
-
-/** Describes `METHOD pattern` (pattern as registered, e.g. `/v2/streams/:id`; method as HTTP spells it). */
-export function documentRoute(method: string, pattern: string, doc: RouteDoc): void {
-  docs.set(`${method.toUpperCase()} ${pattern}`, doc);
-}
-
-/** The doc registered for `METHOD pattern`, if any. */
-export function registeredDoc(method: string, pattern: string): RouteDoc | undefined {
-  return docs.get(`${method.toUpperCase()} ${pattern}`);
 }
 
 /** `{ valibot: schema }` */

@@ -1,67 +1,24 @@
 /**
- * OpenAPI descriptions of the Podcasts and Episodes routes (src/api/podcasts/routes.ts), passed as
- * the routes' `doc` option. Request bodies are the schemas that validate them (./schemas.ts); the
- * answer schemas below describe `toPodcastObject` / `toEpisodeObject` (src/services/podcasts.ts,
- * src/services/episodes.ts). Errors: the generator adds the standard ones (401/403/429, 400 for a
+ * OpenAPI descriptions of the Podcasts and Episodes routes (./routes.ts), passed as the routes'
+ * `doc` option. Request bodies are the schemas that validate them, answers the podcast and episode
+ * objects (./schemas.ts). Errors: the generator adds the standard ones (401/403/429, 400 for a
  * body or query, 404 for path parameters, 413, Idempotency-Key errors on POST, 500); each route
  * lists its own here.
  */
-import * as v from 'valibot';
 import { valibot, type RouteDoc } from '../openapi/registry.js';
 import { Deleted, listOf } from '../openapi/schemas.js';
-import { CreateEpisode, CreatePodcast, EPISODE_STATUSES, EPISODE_TYPES, PODCAST_STATUSES, PublishEpisode, UpdateEpisode, UpdatePodcast } from './schemas.js';
-
-const id = (prefix: string) => v.pipe(v.string(), v.regex(new RegExp(`^${prefix}_[A-Za-z0-9]+$`)));
-const timestamp = v.pipe(v.string(), v.isoTimestamp());
-const nullableString = v.nullable(v.string());
-const count = v.pipe(v.number(), v.integer(), v.minValue(0));
-
-/** The podcast object (spec "Podcasts", PRODUCT.md §5, §9). */
-export const PodcastObjectSchema = v.object({
-  id: id('pod'),
-  object: v.literal('podcast'),
-  title: v.string(),
-  description: v.string(),
-  author: nullableString,
-  language: v.string(),
-  category: nullableString,
-  explicit: v.boolean(),
-  imageUrl: nullableString,
-  ownerEmail: nullableString,
-  ownerName: nullableString,
-  link: nullableString,
-  type: v.picklist(['episodic', 'serial']),
-  locked: v.boolean(),
-  status: v.picklist(PODCAST_STATUSES),
-  episodeCount: count,
-  feedUrl: v.string(),
-  podcastGuid: v.pipe(v.string(), v.regex(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)),
-  metadata: v.record(v.string(), v.string()),
-  createdAt: timestamp,
-  updatedAt: timestamp,
-});
-
-/** The episode object (spec "Podcasts", PRODUCT.md §5, §9). */
-export const EpisodeObjectSchema = v.object({
-  id: id('ep'),
-  object: v.literal('episode'),
-  podcastId: id('pod'),
-  title: v.string(),
-  description: v.string(),
-  status: v.picklist(EPISODE_STATUSES),
-  audioUrl: nullableString,
-  audio: v.nullable(v.object({ mimeType: v.string(), sizeBytes: count, durationSeconds: v.nullable(v.number()) })),
-  guid: nullableString,
-  season: v.nullable(v.pipe(v.number(), v.integer())),
-  episodeNumber: v.nullable(v.pipe(v.number(), v.integer())),
-  episodeType: v.picklist(EPISODE_TYPES),
-  explicit: v.boolean(),
-  publishAt: v.nullable(timestamp),
-  publishedAt: v.nullable(timestamp),
-  sourceStreamId: nullableString,
-  createdAt: timestamp,
-  updatedAt: timestamp,
-});
+import { pageQueryDoc } from '../lists.js';
+import {
+  CreateEpisode,
+  CreatePodcast,
+  EPISODE_STATUSES,
+  EpisodeObjectSchema,
+  PODCAST_STATUSES,
+  PodcastObjectSchema,
+  PublishEpisode,
+  UpdateEpisode,
+  UpdatePodcast,
+} from './schemas.js';
 
 /** Media types the audio upload takes (what the probe recognises: MP3, AAC/M4A, Ogg, FLAC, WAV, WebM). */
 export const AUDIO_UPLOAD_TYPES = [
@@ -81,18 +38,12 @@ const podcast = valibot(PodcastObjectSchema);
 const episode = valibot(EpisodeObjectSchema);
 const podcastId = { id: 'The podcast id (`pod_…`).' };
 const episodeIds = { id: 'The podcast id (`pod_…`).', eid: 'The episode id (`ep_…`).' };
-const pageQuery = (what: string): NonNullable<RouteDoc['query']> => [
-  { name: 'limit', description: 'Page size, 1 to 100.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
-  { name: 'after', description: `Return ${what} older than this id (next page).`, schema: { type: 'string' } },
-  { name: 'before', description: `Return ${what} newer than this id (previous page); not with \`after\`.`, schema: { type: 'string' } },
-];
-
-/** The descriptions, by route (keys used in routes.ts). */
+/** The descriptions, by route (keys used in ./routes.ts). */
 export const PODCAST_DOCS = {
   list: {
     summary: 'List podcasts',
     description: 'Newest first. `hasMore` and `nextCursor` continue in the direction of travel.',
-    query: [...pageQuery('podcasts'), { name: 'status', description: 'Only podcasts in this state.', schema: { type: 'string', enum: [...PODCAST_STATUSES] } }],
+    query: [...pageQueryDoc('podcasts'), { name: 'status', description: 'Only podcasts in this state.', schema: { type: 'string', enum: [...PODCAST_STATUSES] } }],
     responses: { 200: { description: 'A list envelope of podcasts.', schema: valibot(listOf(PodcastObjectSchema)) } },
   },
   create: {
@@ -128,7 +79,7 @@ export const PODCAST_DOCS = {
     summary: 'List episodes',
     description: 'Newest first, drafts and scheduled episodes included.',
     params: podcastId,
-    query: [...pageQuery('episodes'), { name: 'status', description: 'Only episodes in this state.', schema: { type: 'string', enum: [...EPISODE_STATUSES] } }],
+    query: [...pageQueryDoc('episodes'), { name: 'status', description: 'Only episodes in this state.', schema: { type: 'string', enum: [...EPISODE_STATUSES] } }],
     responses: { 200: { description: 'A list envelope of episodes.', schema: valibot(listOf(EpisodeObjectSchema)) } },
   },
   createEpisode: {

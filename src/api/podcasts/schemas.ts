@@ -1,10 +1,12 @@
 /**
  * Request schemas of the Podcasts and Episodes resources (spec "Podcasts", PRODUCT.md §5, §9
- * "Podcasts"). Unknown body fields → 400 `parameter_unknown` (strict objects).
+ * "Podcasts"), and the objects they answer. Unknown body fields → 400 `parameter_unknown` (strict
+ * objects).
  */
 import * as v from 'valibot';
 import { isAppleCategory } from '../../feed/categories.js';
 import { METADATA_MAX_KEYS } from '../../services/podcasts.js';
+import { count, nullableString, objectId, timestamp } from '../openapi/schemas.js';
 
 export { METADATA_MAX_KEYS };
 
@@ -97,4 +99,53 @@ export const PublishEpisode = v.strictObject({
       v.check((s) => Number.isFinite(Date.parse(s)), 'must be a valid timestamp'),
     ),
   ),
+});
+
+// ── Answers (for the OpenAPI document; ./openapi.ts): `toPodcastObject` / `toEpisodeObject` (src/services/podcasts.ts, src/services/episodes.ts) ──
+
+/** The podcast object (spec "Podcasts", PRODUCT.md §5, §9). */
+export const PodcastObjectSchema = v.object({
+  id: objectId('pod'),
+  object: v.literal('podcast'),
+  title: v.string(),
+  description: v.string(),
+  author: nullableString,
+  language: v.string(),
+  category: nullableString,
+  explicit: v.boolean(),
+  imageUrl: nullableString,
+  ownerEmail: nullableString,
+  ownerName: nullableString,
+  link: nullableString,
+  type: v.picklist(['episodic', 'serial']),
+  locked: v.boolean(),
+  status: v.picklist(PODCAST_STATUSES),
+  episodeCount: count,
+  feedUrl: v.string(),
+  podcastGuid: v.pipe(v.string(), v.regex(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)),
+  metadata: v.record(v.string(), v.string()),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+
+/** The episode object (spec "Podcasts", PRODUCT.md §5, §9). */
+export const EpisodeObjectSchema = v.object({
+  id: objectId('ep'),
+  object: v.literal('episode'),
+  podcastId: objectId('pod'),
+  title: v.string(),
+  description: v.string(),
+  status: v.picklist(EPISODE_STATUSES),
+  audioUrl: nullableString,
+  audio: v.nullable(v.object({ mimeType: v.string(), sizeBytes: count, durationSeconds: v.nullable(v.number()) })),
+  guid: nullableString,
+  season: v.nullable(v.pipe(v.number(), v.integer())),
+  episodeNumber: v.nullable(v.pipe(v.number(), v.integer())),
+  episodeType: v.picklist(EPISODE_TYPES),
+  explicit: v.boolean(),
+  publishAt: v.nullable(timestamp),
+  publishedAt: v.nullable(timestamp),
+  sourceStreamId: nullableString,
+  createdAt: timestamp,
+  updatedAt: timestamp,
 });

@@ -4,13 +4,15 @@
  * is checked before any body is read (401/403 first), then the body is validated (400), then the
  * service runs (404 for another account's stream).
  */
-import type { HttpServer, ApiReply, ApiRequest } from '../../http/server.js';
-import type { StreamsService, WithDeprecation } from '../../services/streams.js';
-import type { Principal } from '../../auth/api-keys.js';
-import type { Guard } from '../../auth/guard.js';
-import { parse, parsePageQuery, queryEnum } from '../validation.js';
-import { CreateStream, STREAM_STATUSES, UpdateStream } from './schemas.js';
+import type { ApiReply } from '../../http/server.js';
+import type { WithDeprecation } from '../../services/streams.js';
 import type { StreamObject } from '../../services/stream-object.js';
+import type { Principal } from '../../auth/api-keys.js';
+import type { ApiServices } from '../services.js';
+import { parse, queryEnum } from '../validation.js';
+import { resourceRoutes } from '../resource.js';
+import { CreateStream, STREAM_STATUSES, UpdateStream } from './schemas.js';
+import { STREAM_DOCS as DOCS } from './openapi.js';
 
 /** `quality=ultra_low` answers carry these (RFC 9745 Deprecation; RFC 7234 §5.5 Warning). */
 const ULTRA_LOW_HEADERS = {
@@ -18,47 +20,22 @@ const ULTRA_LOW_HEADERS = {
   Warning: '299 - "quality=ultra_low is deprecated and will be removed in v2.5.0; use quality=low"',
 };
 
-/** Registers the stream routes on `http`. */
-export function registerStreamRoutes(http: HttpServer, streams: StreamsService, guard: Guard): void {
-  const read = guard.scope('streams:read');
-  const write = guard.scope('streams:write');
-  const withDeprecation = (status: number, r: WithDeprecation<StreamObject>): ApiReply => ({
-    status,
-    body: r.value,
-    headers: r.deprecated.length ? ULTRA_LOW_HEADERS : undefined,
-  });
-  /** Stream keys are shown to secret keys only (PRODUCT.md §2). */
-  const secret = (p: Principal) => p.kind === 'secret_key';
+const withDeprecation = (status: number, r: WithDeprecation<StreamObject>): ApiReply => ({
+  status,
+  body: r.value,
+  headers: r.deprecated.length ? ULTRA_LOW_HEADERS : undefined,
+});
+/** Stream keys are shown to secret keys only (PRODUCT.md §2). */
+const secret = (p: Principal) => p.kind === 'secret_key';
 
-  http.api(
-    'get',
-    '/v2/streams',
-    (req, p) => {
-      const q = parsePageQuery(req.query);
-      const status = queryEnum(req.query, 'status', STREAM_STATUSES);
-      const page = streams.list(p.accountId, status, q, secret(p));
-      // PRODUCT.md §9 "Lists": continue with the last item going `after`, the first going `before`.
-      const cursorItem = q.before !== undefined ? page.data[0] : page.data[page.data.length - 1];
-      return {
-        status: 200,
-        body: { object: 'list', url: '/v2/streams', data: page.data, hasMore: page.hasMore, nextCursor: page.hasMore && cursorItem ? cursorItem.id : null },
-      };
-    },
-    read,
-  );
-
-  http.api('post', '/v2/streams', (req, p) => withDeprecation(201, streams.create(p.accountId, parse(CreateStream, req.body))), write);
-
-  http.api('get', '/v2/streams/:id', (req, p) => ({ status: 200, body: streams.get(p.accountId, req.params[0]!, secret(p)) }), read);
-
-  http.api(
-    'patch',
-    '/v2/streams/:id',
-    (req, p) => withDeprecation(200, streams.update(p.accountId, req.params[0]!, parse(UpdateStream, req.body), secret(p))),
-    write,
-  );
-
-  http.api('del', '/v2/streams/:id', (req, p) => ({ status: 200, body: streams.delete(p.accountId, req.params[0]!) }), write);
-
-  http.api('post', '/v2/streams/:id/reset_stream_key', (req, p) => ({ status: 200, body: streams.resetStreamKey(p.accountId, req.params[0]!) }), write);
+/** Registers the stream routes. */
+export function mountStreams(s: ApiServices): void {
+  const { streams } = s;
+  const r = resourceRoutes(s, { read: 'streams:read', write: 'streams:write' });
+  r.list('/v2/streams', DOCS.list, (req, p, q) => streams.list(p.accountId, queryEnum(req.query, 'status', STREAM_STATUSES), q, secret(p)));
+  r.write('post', '/v2/streams', DOCS.create, (req, p) => withDeprecation(201, streams.create(p.accountId, parse(CreateStream, req.body))));
+  r.read('get', '/v2/streams/:id', DOCS.get, (req, p) => ({ status: 200, body: streams.get(p.accountId, req.params[0]!, secret(p)) }));
+  r.write('patch', '/v2/streams/:id', DOCS.update, (req, p) => withDeprecation(200, streams.update(p.accountId, req.params[0]!, parse(UpdateStream, req.body), secret(p))));
+  r.write('del', '/v2/streams/:id', DOCS.delete, (req, p) => ({ status: 200, body: streams.delete(p.accountId, req.params[0]!) }));
+  r.write('post', '/v2/streams/:id/reset_stream_key', DOCS.resetStreamKey, (req, p) => ({ status: 200, body: streams.resetStreamKey(p.accountId, req.params[0]!) }));
 }

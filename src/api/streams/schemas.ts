@@ -1,9 +1,11 @@
 /**
- * Request schemas of the Streams resource (spec "POST /streams request body", PRODUCT.md §2, §9).
- * The same schemas validate requests and (later) generate the OpenAPI document.
+ * Request schemas of the Streams resource (spec "POST /streams request body", PRODUCT.md §2, §9),
+ * and the stream object it answers. The same schemas validate requests and describe them in the
+ * OpenAPI document (./openapi.ts).
  */
 import * as v from 'valibot';
 import { LANGUAGE_TITLES, METADATA_MAX_KEYS } from '../../services/streams.js';
+import { count, nullableString, objectId, timestamp } from '../openapi/schemas.js';
 
 export { LANGUAGE_TITLES, METADATA_MAX_KEYS };
 
@@ -62,3 +64,31 @@ export const UpdateStream = v.strictObject({
 });
 
 export const STREAM_STATUSES = ['idle', 'live', 'ended'] as const;
+
+// ── Answers (for the OpenAPI document; ./openapi.ts) ──
+
+/** spec "Stream", PRODUCT.md §2, §9. `streamKey` only for secret keys. */
+export const StreamObject = v.object({
+  id: objectId('stm'),
+  object: v.literal('stream'),
+  title: v.string(),
+  title_en: nullableString,
+  title_ru: nullableString,
+  title_de: nullableString,
+  title_fr: nullableString,
+  status: v.picklist(STREAM_STATUSES),
+  quality: v.picklist(QUALITIES),
+  codec: v.picklist(CODECS),
+  region: v.picklist(REGION_IDS),
+  rtmpUrl: v.string(),
+  streamKey: v.optional(v.pipe(v.string(), v.regex(/^sk_[a-z0-9]+_[A-Za-z0-9]+$/))),
+  hlsUrl: v.string(),
+  listenerCount: count,
+  reconnectWindow: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(300)),
+  recording: v.nullable(v.object({ podcastId: v.string() })),
+  playback: v.picklist(['public', 'token']),
+  createdAt: timestamp,
+  startedAt: v.nullable(timestamp),
+  endedAt: v.nullable(timestamp),
+  metadata: v.record(v.string(), v.string()),
+});

@@ -3,9 +3,10 @@
  * `events` lists event types of the spec or `"*"` (all); an unknown type is a 400 naming it.
  */
 import * as v from 'valibot';
-import { EVENT_TYPES, type EventType } from '../../events/outbox.js';
+import { EVENT_TYPES } from '../../events/outbox.js';
 
 export { EVENT_TYPES };
+
 export const WEBHOOK_STATUSES = ['active', 'disabled'] as const;
 export const DESCRIPTION_MAX = 500;
 export const URL_MAX = 2048;
@@ -37,8 +38,7 @@ export const UpdateWebhook = v.strictObject({
   status: v.optional(v.picklist(WEBHOOK_STATUSES, 'must be active or disabled')),
 });
 
-
-// ── Response shapes (OpenAPI only; src/api/webhooks/openapi.ts) ──
+// ── Answers (for the OpenAPI document; ./openapi.ts) ──
 
 /** The webhook object (spec "Webhook"); `signingSecret` only in the create and roll answers. */
 export const WebhookObjectSchema = v.object({
@@ -50,35 +50,4 @@ export const WebhookObjectSchema = v.object({
   status: v.picklist(WEBHOOK_STATUSES),
   createdAt: v.string(),
   signingSecret: v.optional(v.string()),
-});
-
-/** The event object (spec "Event"). */
-export const EventObjectSchema = v.object({
-  id: v.string(),
-  object: v.literal('event'),
-  type: v.picklist(EVENT_TYPES as EventType[]),
-  created: v.number(),
-  livemode: v.boolean(),
-  data: v.object({ object: v.record(v.string(), v.unknown()) }),
-});
-
-/** An event with its deliveries (GET /events/{id}, PRODUCT.md §9). */
-export const EventWithDeliveriesSchema = v.object({
-  ...EventObjectSchema.entries,
-  deliveries: v.array(
-    v.object({
-      webhookId: v.string(),
-      status: v.picklist(['pending', 'delivered', 'undelivered']),
-      nextAttemptAt: v.nullable(v.string()),
-      attempts: v.array(
-        v.object({
-          attemptedAt: v.string(),
-          responseStatus: v.nullable(v.number()),
-          durationMs: v.number(),
-          error: v.nullable(v.string()),
-          responseBody: v.nullable(v.string()),
-        }),
-      ),
-    }),
-  ),
 });

@@ -105,7 +105,7 @@ export function registerApiRoute(host: RouteHost, idempotencyOf: () => Idempoten
     // An answer given before the body was read drains it first (src/http/body.ts), so it reaches the client.
     const refuse = (e: unknown) => (body ? body.refuse((close) => replies.error(res, state, e, requestId, extra, close)) : replies.error(res, state, e, requestId, extra));
     // A malformed %-escape in a path segment names no object: answer like any unknown id would.
-    if (bad) return refuse(new ApiError(404, 'resource_missing', 'The URL holds a malformed percent-encoded segment.'));
+    if (bad) return refuse(new ApiError('resource_missing', 'The URL holds a malformed percent-encoded segment.'));
     let ctx: unknown;
     if (guard) {
       try {
@@ -237,8 +237,8 @@ function parseJsonObject(bytes: Buffer): unknown {
   try {
     body = JSON.parse(text);
   } catch (e) {
-    return new ApiError(400, 'invalid_json', `The request body is not valid JSON: ${(e as Error).message}`);
+    return new ApiError('invalid_json', `The request body is not valid JSON: ${(e as Error).message}`);
   }
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return new ApiError(400, 'invalid_json', 'The request body must be a JSON object.');
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return new ApiError('invalid_json', 'The request body must be a JSON object.');
   return body;
 }

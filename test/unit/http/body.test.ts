@@ -205,6 +205,6 @@ describe('RequestBody', () => {
 });
 
 it('maps 507 to the error type api_error (the node, not the request, is at fault)', () => {
-  expect(new ApiError(507, 'insufficient_storage', 'full').type).toBe('api_error');
-  expect(new ApiError(413, 'body_too_large', 'big').type).toBe('invalid_request_error');
+  expect(new ApiError('insufficient_storage', 'full').type).toBe('api_error');
+  expect(new ApiError('body_too_large', 'big').type).toBe('invalid_request_error');
 });

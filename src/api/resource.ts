@@ -1,0 +1,74 @@
+/**
+ * How every resource registers its routes (src/api/index.ts): each route needs the resource's read
+ * or write scope (checked by the Guard before any body is read: 401/429/403 first) and carries its
+ * OpenAPI description (`doc`, from the resource's `openapi.ts`); list routes read the page query
+ * (`limit`, `after`, `before`) and answer the list envelope (./lists.ts).
+ */
+import type { ApiReply, ApiRequest, HttpMethod } from '../http/server.js';
+import type { Principal, Scope } from '../auth/api-keys.js';
+import type { ScopedRoute } from '../auth/guard.js';
+import type { PageQuery } from '../db/paginate.js';
+import type { ApiServices } from './services.js';
+import type { RouteDoc } from './openapi/registry.js';
+import { parsePageQuery } from './validation.js';
+import { listReply, type ListPage } from './lists.js';
+
+/** A route's handler: the request and who it acts for. */
+export type ResourceHandler = (req: ApiRequest, p: Principal) => ApiReply | Promise<ApiReply>;
+type Register = (method: HttpMethod, pattern: string, doc: RouteDoc, handler: ResourceHandler) => void;
+
+/** The registrar of one resource's routes. */
+export interface ResourceRoutes {
+  /** The read scope's guard (for routes registered otherwise, e.g. an upload). */
+  readonly readScope: ScopedRoute;
+  /** The write scope's guard; throws when the resource has none. */
+  readonly writeScope: ScopedRoute;
+  /** Registers a route needing the read scope. */
+  read: Register;
+  /** Registers a route needing the write scope. @throws Error when the resource has no write scope */
+  write: Register;
+  /**
+   * Registers `GET pattern` (read scope) answering the list envelope of `page(req, p, q)`, whose
+   * `url` is the path with its parameters filled in. @throws ApiError 400 for a bad page query
+   */
+  list<T extends { id: string }>(pattern: string, doc: RouteDoc, page: (req: ApiRequest, p: Principal, q: PageQuery) => ListPage<T>): void;
+}
+
+/** The registrar of a resource whose routes need `scopes.read` or `scopes.write`. */
+export function resourceRoutes(s: ApiServices, scopes: { read: Scope; write?: Scope }): ResourceRoutes {
+  const readScope = s.guard.scope(scopes.read);
+  const write = scopes.write && s.guard.scope(scopes.write);
+  const writeScope = () => {
+    if (!write) throw new Error(`the resource of ${scopes.read} has no write scope`);
+    return write;
+  };
+  const register =
+    (scoped: () => ScopedRoute): Register =>
+    (method, pattern, doc, handler) =>
+      s.http.api(method, pattern, handler, { ...scoped(), doc });
+  return {
+    readScope,
+    get writeScope() {
+      return writeScope();
+    },
+    read: register(() => readScope),
+    write: register(writeScope),
+    list(pattern, doc, page) {
+      s.http.api(
+        'get',
+        pattern,
+        (req, p) => {
+          const q = parsePageQuery(req.query);
+          return listReply(pathOf(pattern, req.params), page(req, p, q), q);
+        },
+        { ...readScope, doc },
+      );
+    },
+  };
+}
+
+/** `pattern` with its `:name` parameters filled in from `params`, in order (`/v2/streams/:id/listeners` → `/v2/streams/stm_1/listeners`). */
+function pathOf(pattern: string, params: readonly string[]): string {
+  let i = 0;
+  return pattern.includes(':') ? pattern.replace(/:[A-Za-z0-9_]+/g, () => params[i++] ?? '') : pattern;
+}

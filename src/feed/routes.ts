@@ -1,0 +1,52 @@
+/**
+ * The feed room's delivery routes (PRODUCT.md §5), public and cacheable, answered through the byte
+ * routes of src/http/files.ts (conditional requests, ranges, HEAD):
+ * - `GET|HEAD /feed/<podcast_id>.xml`: the podcast feed, rendered by the FeedService
+ *   (./feed-service.ts);
+ * - `GET|HEAD /media/<podcast_id>/<file>`: an episode's audio file, public once the episode is
+ *   published (drafts and scheduled episodes stay private: 404).
+ * Registered by the composition root, like the HLS routes.
+ */
+import type { HttpServer } from '../http/server.js';
+import { registerBytesRoute, type Answer } from '../http/files.js';
+import { notFound } from '../errors/errors.js';
+import type { PodcastsRepo } from '../db/podcasts-repo.js';
+import { AUDIO_FILE_NAME, PODCAST_ID, type MediaStore } from '../media-files/store.js';
+import type { Logger } from '../log/logger.js';
+import type { FeedService } from './feed-service.js';
+
+/** Audio `Cache-Control` max-age (s): file names change on every upload, deletion should not linger long. */
+const AUDIO_MAX_AGE = 3600;
+
+export interface FeedRoutesDeps {
+  feed: FeedService;
+  /** Episode audio rows by file name. */
+  repo: PodcastsRepo;
+  /** Where the audio files are. */
+  media: MediaStore;
+  /** Where an unexpected error (answered 500) is logged. */
+  log: Logger;
+}
+
+/** Registers the feed and episode audio routes on `http`. */
+export function registerFeedRoutes(http: HttpServer, d: FeedRoutesDeps): void {
+  const onError = (e: unknown, requestId: string) => d.log.error('unhandled error', { requestId, err: e instanceof Error ? e.stack : String(e) });
+  registerBytesRoute(http, '/feed/:file', (req) => d.feed.answer(req.params[0]!), onError);
+  registerBytesRoute(http, '/media/:podcast/:file', (req) => audioAnswer(d, req.params[0]!, req.params[1]!), onError);
+}
+
+/** The answer for `/media/<podcastId>/<file>`: the file of a published episode (ETag from its name and size), else 404. */
+function audioAnswer(d: FeedRoutesDeps, podcastId: string, file: string): Answer {
+  const row = PODCAST_ID.test(podcastId) && AUDIO_FILE_NAME.test(file) ? d.repo.audioFile(file) : undefined;
+  if (!row || row.podcast_id !== podcastId || row.status !== 'published') return { kind: 'error', error: notFound('episode audio', file.slice(0, 80), 'file') };
+  return {
+    kind: 'file',
+    path: d.media.filePath(podcastId, file),
+    size: row.audio_size,
+    etag: `"${file.slice(0, file.lastIndexOf('.'))}-${row.audio_size.toString(16)}"`,
+    lastModified: row.audio_updated_at,
+    contentType: row.audio_mime,
+    cacheControl: `public, max-age=${AUDIO_MAX_AGE}`,
+    headers: { 'Access-Control-Allow-Origin': '*' },
+  };
+}
