@@ -18,6 +18,12 @@ export interface StreamObject {
   rtmpUrl: string;
   streamKey?: string;
   hlsUrl: string;
+  /** Icecast-style progressive listening of the passthrough layer (PRODUCT.md §10). */
+  listenUrl: string;
+  /** Where an Icecast source client publishes (PUT/SOURCE, user `source`, the stream key as password). */
+  icecastUrl: string;
+  /** What plays now (PRODUCT.md §11), or null. */
+  nowPlaying: NowPlaying | null;
   listenerCount: number;
   reconnectWindow: number;
   recording: { podcastId: string } | null;
@@ -27,6 +33,19 @@ export interface StreamObject {
   endedAt: string | null;
   metadata: Record<string, string>;
 }
+
+/** What plays now (PRODUCT.md §11). `startedAt` ISO 8601. */
+export interface NowPlaying {
+  title: string;
+  artist: string | null;
+  album: string | null;
+  url: string | null;
+  artworkUrl: string | null;
+  startedAt: string;
+}
+
+/** The listening file extension of a codec (PRODUCT.md §10). */
+export const LISTEN_EXT: Record<string, string> = { mp3: 'mp3', aac: 'aac', opus: 'opus' };
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -48,6 +67,9 @@ export function toStreamObject(row: StreamRow, urls: PublicUrls, listenerCount: 
     rtmpUrl: `rtmp://${urls.ingestUrl}/live/${row.id}`,
     ...(streamKey !== undefined ? { streamKey } : {}),
     hlsUrl: `${urls.cdnUrl}/hls/${row.id}/index.m3u8`,
+    listenUrl: `${urls.cdnUrl}/listen/${row.id}.${LISTEN_EXT[row.codec] ?? row.codec}`,
+    icecastUrl: `http://${urls.icecastUrl}/live/${row.id}`,
+    nowPlaying: row.now_playing ? (JSON.parse(row.now_playing) as NowPlaying) : null,
     listenerCount,
     reconnectWindow: row.reconnect_window,
     recording: row.recording === null ? null : (JSON.parse(row.recording) as { podcastId: string }),

@@ -212,9 +212,9 @@ output.icecast(%mp3(bitrate=128), host="127.0.0.1", port=${port}, user="source",
     expect(await r.text()).toContain('<return>1</return>');
     const bad = await fetch(`http://127.0.0.1:${port}/admin/metadata?mount=/live/${s.id}&mode=updinfo&song=x`, { headers: { Authorization: `Basic ${Buffer.from('source:sk_euw1_wrong').toString('base64')}` } });
     expect(bad.status).toBe(401);
-    await waitFor(() => (t.server.db.prepare('SELECT now_playing FROM streams WHERE id = ?').get(s.id) as { now_playing: string | null }).now_playing, 5000, 50, 'stored');
-    const np = JSON.parse((t.server.db.prepare('SELECT now_playing FROM streams WHERE id = ?').get(s.id) as { now_playing: string }).now_playing);
-    expect(np).toMatchObject({ title: 'Sinnerman', artist: 'Nina Simone' });
+    const np = await waitFor(async () => (await api(t.http, t.secretKey, 'GET', `/v2/streams/${s.id}`)).json.nowPlaying, 5000, 50, 'nowPlaying');
+    expect(np).toMatchObject({ title: 'Sinnerman', artist: 'Nina Simone', album: null });
+    expect(Date.parse(np.startedAt)).toBeGreaterThan(0);
     src.kill('SIGKILL');
   }, 60_000);
 });

@@ -83,6 +83,18 @@ export const StreamObject = v.object({
   rtmpUrl: v.string(),
   streamKey: v.optional(v.pipe(v.string(), v.regex(/^sk_[a-z0-9]+_[A-Za-z0-9]+$/))),
   hlsUrl: v.string(),
+  listenUrl: v.string(),
+  icecastUrl: v.string(),
+  nowPlaying: v.nullable(
+    v.object({
+      title: v.string(),
+      artist: nullableString,
+      album: nullableString,
+      url: nullableString,
+      artworkUrl: nullableString,
+      startedAt: timestamp,
+    }),
+  ),
   listenerCount: count,
   reconnectWindow: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(300)),
   recording: v.nullable(v.object({ podcastId: v.string() })),
