@@ -12,8 +12,12 @@ import type { StreamRow } from '../db/streams-repo.js';
 import type { PublicUrls } from '../config/config.js';
 import { audioUrlOf } from '../services/episodes.js';
 import { feedUrlOf } from '../services/podcasts.js';
+import { LISTEN_EXT } from '../services/stream-object.js';
 import { renderFeed, type LiveItemInput } from './render.js';
 import type { Answer } from '../http/files.js';
+
+/** MIME type of the listening URL by codec (PRODUCT.md §10). */
+const LISTEN_MIME: Record<string, string> = { mp3: 'audio/mpeg', aac: 'audio/aac', opus: 'audio/ogg' };
 
 /** Ended streams stay in the feed as `liveItem status="ended"` this long (ms) after they end. */
 export const ENDED_LIVE_ITEM_MS = 24 * 3600 * 1000;
@@ -54,7 +58,7 @@ export class FeedService {
     const now = this.d.now();
     const live = this.liveItems(id, urls, now);
     const stamp = this.d.repo.feedStamp(id);
-    const liveSig = live.map((l) => `${l.id}:${l.status}:${l.start}:${l.end}:${l.title}`).join(',');
+    const liveSig = live.map((l) => `${l.id}:${l.status}:${l.start}:${l.end}:${l.title}:${l.listenUrl}`).join(',');
     const key = `${podcast.updated_at}|${stamp.published}|${stamp.lastChange}|${urls.cdnUrl}|${liveSig}`;
     let c = this.cache.get(id);
     if (!c || c.key !== key) {
@@ -95,6 +99,8 @@ export class FeedService {
         start: s.started_at ?? s.created_at,
         end: s.status === 'ended' ? s.ended_at : null,
         hlsUrl: `${urls.cdnUrl}/hls/${s.id}/index.m3u8`,
+        listenUrl: `${urls.cdnUrl}/listen/${s.id}.${LISTEN_EXT[s.codec] ?? s.codec}`,
+        listenType: LISTEN_MIME[s.codec] ?? 'audio/mpeg',
       });
     }
     return out;

@@ -6,7 +6,8 @@
  * Channel: title, link, description, language, generator, lastBuildDate, atom:link rel=self,
  * itunes:author, itunes:owner (name, email), itunes:image + image, itunes:category (with
  * subcategory), itunes:explicit, itunes:type, itunes:complete (archived), podcast:guid,
- * podcast:locked, podcast:liveItem (pending/live/ended). Item: title, description, guid
+ * podcast:locked, podcast:liveItem (pending/live/ended; the listening URL as enclosure, HLS as
+ * podcast:alternateEnclosure). Item: title, description, guid
  * (isPermaLink=false), pubDate, enclosure (url, length, type), itunes:title, itunes:duration,
  * itunes:episode, itunes:season, itunes:episodeType, itunes:explicit, podcast:season, podcast:episode.
  */
@@ -28,8 +29,11 @@ export interface LiveItemInput {
   status: 'pending' | 'live' | 'ended';
   start: number;
   end: number | null;
-  /** The HLS playlist URL (the liveItem's enclosure and content link). */
+  /** The HLS playlist URL (the liveItem's `podcast:alternateEnclosure` and content link). */
   hlsUrl: string;
+  /** Icecast-style progressive listening (the liveItem's enclosure, PRODUCT.md §10) and its MIME type. */
+  listenUrl: string;
+  listenType: string;
 }
 
 /** Everything one feed shows. `episodes` are the published ones, newest first. */
@@ -107,8 +111,10 @@ export function renderFeed(f: FeedInput): Uint8Array {
     });
     text(li, 'title', live.title);
     li.ele('guid', { isPermaLink: 'false' }).txt(live.id);
-    li.ele('enclosure', { url: live.hlsUrl, type: 'application/x-mpegURL', length: '0' });
-    li.ele('podcast:contentLink', { href: live.hlsUrl }).txt(clean(`Listen live: ${live.title}`));
+    // The enclosure every podcast app plays (one long audio response); HLS as the alternate.
+    li.ele('enclosure', { url: live.listenUrl, type: live.listenType, length: '0' });
+    li.ele('podcast:alternateEnclosure', { type: 'application/x-mpegURL', length: '0', title: 'HLS' }).ele('podcast:source', { uri: live.hlsUrl, contentType: 'application/x-mpegURL' });
+    li.ele('podcast:contentLink', { href: live.listenUrl }).txt(clean(`Listen live: ${live.title}`));
     if (author) text(li, 'author', p.owner_email ? `${p.owner_email} (${author})` : author);
   }
 

@@ -110,7 +110,10 @@ describe('feed', () => {
     expect(li.status).toBe('pending');
     expect(li.title).toBe('Live tonight');
     expect(li.guid).toBe(stream.id);
-    expect(li.enclosure.url).toBe(stream.hlsUrl);
+    // PRODUCT.md §10: the listening URL is the enclosure, the HLS the alternate enclosure.
+    expect(li.enclosure.url).toBe(stream.listenUrl);
+    expect(li.enclosure.type).toBe('audio/aac');
+    expect(li.alternativeEnclosures?.[0]?.source[0]?.uri).toBe(stream.hlsUrl);
     expect(li.start).toBeInstanceOf(Date);
     // items: the published episodes only, newest first
     expect(f.items.map((i) => i.title)).toEqual(['Bonus', 'Pilot', 'Trailer']);
