@@ -1,6 +1,7 @@
 /**
  * Streams pages: the list with status badges and a create form; a stream's page with the OBS ingest
- * settings (Server = `rtmpUrl`, Stream key hidden until revealed, copy buttons), the live listener
+ * settings (Server = `rtmpUrl`, Stream key hidden until revealed, copy buttons), the listen URL and
+ * the Icecast source settings (server, port, mount, user, password hidden until revealed), the live listener
  * count, a listeners-over-time chart and the countries of the listeners (kept current by
  * `assets/stream.js` polling `/dashboard/streams/:id/live.json`), the recent `stream.error` events
  * and an hls.js player. Mutations go through StreamsService, like `/v2/streams`.
@@ -129,6 +130,8 @@ ${page.hasMore && last ? `<p><a href="/dashboard/streams?after=${esc(last.id)}">
     const csrf = r.session.csrfToken;
     const countries = countriesHtml(l.countries);
     const errors = errorsHtml(l.errors);
+    const ice = new URL(s.icecastUrl);
+    const icecast = { host: ice.hostname.replace(/^\[|\]$/g, ''), port: ice.port || '80', mount: ice.pathname };
     return r.page(
       s.title,
       'streams',
@@ -143,7 +146,18 @@ ${page.hasMore && last ? `<p><a href="/dashboard/streams?after=${esc(last.id)}">
 ${copyField('ingest-server', 'Server', s.rtmpUrl)}
 ${copyField('ingest-key', 'Stream key', s.streamKey ?? '', { secret: true })}
 ${copyField('hls-url', 'HLS playback URL', s.hlsUrl)}
+${copyField('listen-url', 'Listen URL (Icecast-style: VLC, smart speakers, podcast apps)', s.listenUrl)}
 <div class="actions">${postButton(`/dashboard/streams/${s.id}/reset_key`, csrf, 'Reset stream key…', { cls: 'btn btn-small' })}</div>
+</section>
+
+<section class="card" aria-labelledby="icecast-source">
+<h2 id="icecast-source">Icecast source settings (BUTT, Mixxx, Liquidsoap, ezstream)</h2>
+<p class="muted small">Server type <em>Icecast</em>; send ${esc(s.codec === 'mp3' ? 'MP3' : s.codec === 'aac' ? 'AAC (ADTS)' : 'Ogg Opus')}. The password is the stream key.</p>
+${copyField('icecast-server', 'Icecast server', icecast.host)}
+${copyField('icecast-port', 'Icecast port', icecast.port)}
+${copyField('icecast-mount', 'Mount', icecast.mount)}
+${copyField('icecast-user', 'User', 'source')}
+${copyField('icecast-password', 'Source password', s.streamKey ?? '', { secret: true })}
 </section>
 
 <section class="card" aria-labelledby="listeners">

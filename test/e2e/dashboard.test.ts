@@ -190,17 +190,26 @@ describe('dashboard', () => {
     await page.getByRole('button', { name: 'Create stream' }).click();
     await page.waitForURL(/\/dashboard\/streams\/stm_[A-Za-z0-9]+$/);
     const streamId = page.url().split('/').pop()!;
-    const server = await page.getByLabel('Server').inputValue();
+    const server = await page.getByLabel('Server', { exact: true }).inputValue();
     expect(server).toMatch(new RegExp(`^rtmp://127\\.0\\.0\\.1:${t.server.rtmpPort}/live/${streamId}$`));
     // The stream key is hidden until revealed.
     const keyInput = page.getByLabel('Stream key');
     expect(await keyInput.getAttribute('type')).toBe('password');
-    await page.getByRole('button', { name: 'Show' }).click();
+    await page.locator('[data-reveal="ingest-key"]').click();
     expect(await keyInput.getAttribute('type')).toBe('text');
     const streamKey = await keyInput.inputValue();
     expect(streamKey).toMatch(/^sk_euw1_/);
-    await page.getByRole('button', { name: 'Hide' }).click();
+    await page.locator('[data-reveal="ingest-key"]').click();
     expect(await keyInput.getAttribute('type')).toBe('password');
+    // The Icecast source settings (PRODUCT.md §10) and the listen URL, next to the OBS ones.
+    expect(await page.getByLabel('Icecast server').inputValue()).toBe('127.0.0.1');
+    expect(await page.getByLabel('Icecast port').inputValue()).toBe(String(t.server.icecastPort));
+    expect(await page.getByLabel('Mount').inputValue()).toBe(`/live/${streamId}`);
+    expect(await page.getByLabel('User').inputValue()).toBe('source');
+    const icePassword = page.getByLabel('Source password');
+    expect(await icePassword.getAttribute('type')).toBe('password');
+    expect(await icePassword.inputValue()).toBe(streamKey);
+    expect(await page.getByLabel(/^Listen URL/).inputValue()).toBe(`${t.http}/listen/${streamId}.aac`);
     expect(await page.locator('#stream-status').textContent()).toBe('idle');
     expect(await page.locator('#listener-count').textContent()).toBe('0');
 
