@@ -31,6 +31,7 @@ import type { AppContext, Feature } from './context.js';
 // [features:imports] — one import line per feature module below this line
 import { createListeners } from './listeners/feature.js';
 import { registerHlsRoutes } from './hls/routes.js';
+import { registerListenRoutes } from './listen/routes.js';
 import { registerWhep } from './webrtc/whep.js';
 import { registerListenerRoutes } from './api/listeners/routes.js';
 import { registerOAuth } from './oauth/routes.js';
@@ -140,6 +141,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
   features.push(listeners);
   listenerCount = (id) => listeners.registry.listenerCount(id);
   registerHlsRoutes(http, media, { access: listeners.access, hold: listeners.held });
+  features.push(registerListenRoutes(http, media, { ctx: context, listeners }));
   const whep = registerWhep({ http, media, registry: listeners.registry, tokens: listeners.tokens, access: listeners.access, trusted: listeners.trusted, config, log: log.child('webrtc'), urls: getUrls, limits });
   features.push({ close: () => whep.close() });
   registerListenerRoutes(http, listeners.service, guard, getUrls);

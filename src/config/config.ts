@@ -69,6 +69,10 @@ export interface LimitSettings {
   httpMaxHeld: number;
   /** HTTP requests held open at once per client IP address. */
   httpMaxHeldPerIp: number;
+  /** Progressive (Icecast-style) listening connections open at once, in total. */
+  listenMaxConnections: number;
+  /** Progressive listening connections open at once per client IP address. */
+  listenMaxConnectionsPerIp: number;
   /** Uploads and recordings stop before the data volume's free space falls under this (bytes). */
   minFreeDiskBytes: number;
   /** A graceful stop (SIGTERM) that takes longer than this exits anyway (ms). */
@@ -88,6 +92,8 @@ export const LIMIT_ENV_NAMES = {
   whepOfferTimeoutMs: 'SKYLARK_WHEP_OFFER_TIMEOUT_MS',
   httpMaxHeld: 'SKYLARK_HTTP_MAX_HELD',
   httpMaxHeldPerIp: 'SKYLARK_HTTP_MAX_HELD_PER_IP',
+  listenMaxConnections: 'SKYLARK_LISTEN_MAX_CONNECTIONS',
+  listenMaxConnectionsPerIp: 'SKYLARK_LISTEN_MAX_CONNECTIONS_PER_IP',
   minFreeDiskBytes: 'SKYLARK_MIN_FREE_DISK_BYTES',
   shutdownTimeoutMs: 'SKYLARK_SHUTDOWN_TIMEOUT_MS',
 } as const satisfies Record<keyof LimitSettings, string>;
@@ -105,6 +111,8 @@ export const LIMIT_DEFAULTS: LimitSettings = {
   whepOfferTimeoutMs: 10_000,
   httpMaxHeld: 50_000,
   httpMaxHeldPerIp: 200,
+  listenMaxConnections: 20_000,
+  listenMaxConnectionsPerIp: 100,
   minFreeDiskBytes: 256 * 1024 * 1024,
   shutdownTimeoutMs: 10_000,
 };
@@ -122,6 +130,8 @@ const LIMIT_MINIMUMS: LimitSettings = {
   whepOfferTimeoutMs: 1000,
   httpMaxHeld: 1,
   httpMaxHeldPerIp: 1,
+  listenMaxConnections: 1,
+  listenMaxConnectionsPerIp: 1,
   minFreeDiskBytes: 0,
   shutdownTimeoutMs: 1000,
 };
