@@ -312,8 +312,17 @@ export class Mount {
     } catch {
       // already gone
     }
-    l.c.left(reason);
+    this.left(l, reason);
     this.idle();
+  }
+
+  /** Tells the client's owner; its fault must not stop the loop over the other listeners. */
+  private left(l: Listener, reason: LeaveReason): void {
+    try {
+      l.c.left(reason);
+    } catch (e) {
+      this.o.onError?.(e as Error);
+    }
   }
 
   /** The client went away. */
@@ -335,7 +344,7 @@ export class Mount {
       } catch {
         // already gone
       }
-      l.c.left('ended');
+      this.left(l, 'ended');
     }
     this.dispose();
   }
