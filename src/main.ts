@@ -43,6 +43,7 @@ import { Limits } from './limits/limits.js';
 import type { AppContext, Feature } from './context.js';
 import { createListeners } from './listeners/feature.js';
 import { registerHlsRoutes } from './hls/routes.js';
+import { registerListenRoutes } from './listen/routes.js';
 import { registerWhep } from './webrtc/whep.js';
 import { registerOAuth } from './oauth/routes.js';
 import { registerIdempotency } from './idempotency/feature.js';
@@ -163,6 +164,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
 
   // Delivery rooms: HLS, WebRTC (WHEP), the podcast feeds and episode audio.
   registerHlsRoutes(http, media, { access: listeners.access, hold: listeners.held });
+  features.push(registerListenRoutes(http, media, { ctx: context, listeners }));
   const whep = registerWhep({ http, media, registry: listeners.registry, tokens: listeners.tokens, access: listeners.access, trusted: listeners.trusted, config, log: log.child('webrtc'), urls: getUrls, limits });
   features.push({ close: () => whep.close() });
   registerFeedRoutes(http, { feed, repo: podcastsRepo, media: episodeMedia, log: podcastsLog });

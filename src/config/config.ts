@@ -78,6 +78,10 @@ export interface LimitSettings {
   icecastMaxConnections: number;
   /** Icecast source connections open at once from one IP address. */
   icecastMaxConnectionsPerIp: number;
+  /** Progressive (Icecast-style) listening connections open at once, in total. */
+  listenMaxConnections: number;
+  /** Progressive listening connections open at once per client IP address. */
+  listenMaxConnectionsPerIp: number;
   /** Uploads and recordings stop before the data volume's free space falls under this (bytes). */
   minFreeDiskBytes: number;
   /** A graceful stop (SIGTERM) that takes longer than this exits anyway (ms). */
@@ -99,6 +103,8 @@ export const LIMIT_ENV_NAMES = {
   httpMaxHeldPerIp: 'SKYLARK_HTTP_MAX_HELD_PER_IP',
   icecastMaxConnections: 'SKYLARK_ICECAST_MAX_CONNECTIONS',
   icecastMaxConnectionsPerIp: 'SKYLARK_ICECAST_MAX_CONNECTIONS_PER_IP',
+  listenMaxConnections: 'SKYLARK_LISTEN_MAX_CONNECTIONS',
+  listenMaxConnectionsPerIp: 'SKYLARK_LISTEN_MAX_CONNECTIONS_PER_IP',
   minFreeDiskBytes: 'SKYLARK_MIN_FREE_DISK_BYTES',
   shutdownTimeoutMs: 'SKYLARK_SHUTDOWN_TIMEOUT_MS',
 } as const satisfies Record<keyof LimitSettings, string>;
@@ -118,6 +124,8 @@ export const LIMIT_DEFAULTS: LimitSettings = {
   httpMaxHeldPerIp: 200,
   icecastMaxConnections: 200,
   icecastMaxConnectionsPerIp: 10,
+  listenMaxConnections: 20_000,
+  listenMaxConnectionsPerIp: 100,
   minFreeDiskBytes: 256 * 1024 * 1024,
   shutdownTimeoutMs: 10_000,
 };
@@ -137,6 +145,8 @@ const LIMIT_MINIMUMS: LimitSettings = {
   httpMaxHeldPerIp: 1,
   icecastMaxConnections: 1,
   icecastMaxConnectionsPerIp: 1,
+  listenMaxConnections: 1,
+  listenMaxConnectionsPerIp: 1,
   minFreeDiskBytes: 0,
   shutdownTimeoutMs: 1000,
 };

@@ -9,7 +9,7 @@ export interface ListenerRow {
   id: string;
   account_id: string;
   stream_id: string;
-  protocol: 'hls' | 'webrtc';
+  protocol: 'hls' | 'webrtc' | 'icecast';
   country: string | null;
   user_agent: string | null;
   connected_at: number;

@@ -50,6 +50,7 @@ export const ERROR_CODES = {
   // 429 / 5xx — try again
   rate_limit_exceeded: { status: 429, description: 'Too many requests in the window; retry after `Retry-After` seconds.' },
   too_many_pending_offers: { status: 429, description: 'Too many WHEP offers from this address (or in all) are waiting to connect; retry after `Retry-After`.' },
+  too_many_connections: { status: 429, description: 'Too many progressive listening connections from this address (or in all); retry after `Retry-After`.' },
   internal_error: { status: 500, description: 'Something failed on the server; quote the request id.' },
   listener_capacity: { status: 503, description: 'The node serves as many listeners as it can; retry later.' },
   too_many_held_requests: { status: 503, description: 'The node (or this address) holds as many waiting LL-HLS requests (blocking reloads, part waits) as it may; retry after `Retry-After`.' },

@@ -3,7 +3,8 @@
  * the scope map and OpenAPI), the 404/405 fallbacks, listen and close; each route kind is a thin
  * registration over the body reader (./body.ts) and the reply writers (./reply.ts): `api` JSON
  * (./routes/api.ts), `raw` bytes for HLS (./routes/raw.ts), `web` forms and HTML
- * (./routes/web.ts), `rawBody` for WHEP (./routes/raw-body.ts), and `stream` for handlers that
+ * (./routes/web.ts), `rawBody` for WHEP (./routes/raw-body.ts), `progressive` for long streamed
+ * GET/HEAD answers (Icecast-style listening, ./routes/progressive.ts), and `stream` for handlers that
  * drive uWS themselves (uploads ./upload.ts, files ./files.ts). Follows the uWS rules (STYLE.md):
  * request data copied before any await, onAborted before anything async, writes corked, bytes not
  * strings.
@@ -21,6 +22,7 @@ import { registerApiRoute, type ApiHandler, type ApiRequest, type ApiRouteOption
 import { registerRawRoute, type DeferredReply, type RawRequestInfo } from './routes/raw.js';
 import { WEB_MAX_BODY_BYTES, registerWebRoute, type WebRequest } from './routes/web.js';
 import { registerRawBodyRoute, type RawBodyRequest } from './routes/raw-body.js';
+import { registerProgressiveRoute, type ProgressiveHandler } from './routes/progressive.js';
 
 export type { HttpMethod } from './request.js';
 export type { ApiReply, WebReply, RawReply, ObservedResponse } from './reply.js';
@@ -29,6 +31,7 @@ export type { ApiRequest, ApiHandler, GuardedApiHandler, ApiRouteOptions, Idempo
 export type { DeferredReply, RawRequestInfo } from './routes/raw.js';
 export type { WebRequest } from './routes/web.js';
 export type { RawBodyRequest } from './routes/raw-body.js';
+export type { ProgressiveAnswer, ProgressiveHandler, ProgressiveRequest, ProgressiveSink, ProgressiveStream } from './routes/progressive.js';
 
 /** Options of a `stream()` route. */
 export interface StreamRouteOptions {
@@ -131,6 +134,20 @@ export class HttpServer {
   rawBody(method: 'post' | 'patch' | 'del' | 'options', pattern: string, handler: (req: RawBodyRequest) => RawReply | Promise<RawReply>, opts: { maxBodyBytes: number; headers: string[] }): void {
     this.addRoute(method, pattern, 'raw');
     registerRawBodyRoute(this.host, method, pattern, handler, opts);
+  }
+
+  /**
+   * Registers a progressive GET and HEAD route (Icecast-style listening): the handler runs
+   * synchronously (params raw, query, headers and peer readable only then) and answers a raw reply
+   * or `{ stream }`; for a stream the server writes status and headers, then hands `open` a sink
+   * for the body (chunked) and calls what `open` returned when the client goes away. HEAD answers
+   * the headers only, without `Content-Length`. A throwing handler answers 500.
+   */
+  progressive(pattern: string, handler: ProgressiveHandler): void {
+    for (const method of ['get', 'head'] as const) {
+      this.addRoute(method, pattern, 'raw');
+      registerProgressiveRoute(this.host, method, pattern, handler);
+    }
   }
 
   /**

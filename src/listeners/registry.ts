@@ -1,7 +1,8 @@
 /**
- * Who listens (PRODUCT.md §4): one entry per HLS session (a server-minted `sid`, or a listener
- * token's subject) or WebRTC peer. `listener.joined` on the first media request, `listener.left`
- * after 3 target durations without a request (HLS) or when the peer closes (WebRTC). Events are
+ * Who listens (PRODUCT.md §4, §10): one entry per HLS session (a server-minted `sid`, or a listener
+ * token's subject), WebRTC peer or progressive (Icecast-style) connection. `listener.joined` on the
+ * first media request (HLS) or on connect, `listener.left` after 3 target durations without a
+ * request (HLS) or when the peer or connection closes (WebRTC, Icecast). Events are
  * durable (outbox) and the sessions persist in SQLite (stats survive restarts).
  *
  * The hot path (a segment GET of a known session) is `touch`: two map lookups and a number store.
@@ -22,7 +23,8 @@ import type { ListenerRow, ListenersRepo } from '../db/listeners-repo.js';
 import type { Database } from '../db/database.js';
 import type { Logger } from '../log/logger.js';
 
-export type ListenerProtocol = 'hls' | 'webrtc';
+/** How a listener listens: an HLS session, a WebRTC (WHEP) peer, or a progressive (Icecast-style) connection. */
+export type ListenerProtocol = 'hls' | 'webrtc' | 'icecast';
 
 /** The listener object of the API (`lst_…`). Times ISO 8601. */
 export interface ListenerObject {

@@ -43,15 +43,26 @@ export function adtsFrame(c: AdtsConfig, raw: Uint8Array): Buffer {
   if (raw.length > ADTS_MAX_PAYLOAD_BYTES) {
     throw new RangeError(`AAC frame of ${raw.length} bytes does not fit ADTS (at most ${ADTS_MAX_PAYLOAD_BYTES} bytes)`);
   }
-  const len = raw.length + ADTS_HEADER_BYTES;
-  const out = Buffer.allocUnsafe(len);
-  out[0] = 0xff;
-  out[1] = 0xf1; // MPEG-4, layer 0, no CRC
-  out[2] = (c.profile << 6) | (c.samplingIndex << 2) | (c.channelConfig >> 2);
-  out[3] = ((c.channelConfig & 3) << 6) | (len >> 11);
-  out[4] = (len >> 3) & 0xff;
-  out[5] = ((len & 7) << 5) | 0x1f;
-  out[6] = 0xfc;
-  out.set(raw, ADTS_HEADER_BYTES);
+  const out = Buffer.allocUnsafe(raw.length + ADTS_HEADER_BYTES);
+  writeAdtsFrame(c, raw, out, 0);
   return out;
+}
+
+/**
+ * Writes one ADTS frame (7-byte header without CRC, then `raw`) into `out` at `offset`, for
+ * writers that size their buffer first (progressive listening). The caller checks
+ * `raw.length <= ADTS_MAX_PAYLOAD_BYTES` (8184) and that `out` has `raw.length + 7` bytes there.
+ * @returns the offset after the frame
+ */
+export function writeAdtsFrame(c: AdtsConfig, raw: Uint8Array, out: Uint8Array, offset: number): number {
+  const len = raw.length + ADTS_HEADER_BYTES;
+  out[offset] = 0xff;
+  out[offset + 1] = 0xf1; // MPEG-4, layer 0, no CRC
+  out[offset + 2] = (c.profile << 6) | (c.samplingIndex << 2) | (c.channelConfig >> 2);
+  out[offset + 3] = ((c.channelConfig & 3) << 6) | (len >> 11);
+  out[offset + 4] = (len >> 3) & 0xff;
+  out[offset + 5] = ((len & 7) << 5) | 0x1f;
+  out[offset + 6] = 0xfc;
+  out.set(raw, offset + ADTS_HEADER_BYTES);
+  return offset + len;
 }

@@ -67,6 +67,26 @@ export interface LayerOptions {
   createSegmenter: () => LayerSegmenter;
 }
 
+/**
+ * One new piece of a layer's output, as progressive listening takes it (src/listen/): an LL-HLS
+ * part on layers with parts, a finished segment on the others. `data` is the layer's own buffer
+ * (shared with HLS; never modified).
+ */
+export interface LayerMedia {
+  data: Uint8Array;
+  durationMs: number;
+  /** `Layer.initVersion` of the init section it needs (fMP4). */
+  initVersion: number;
+}
+
+/** A subscriber to a layer's output (`Layer.onMedia`). Exceptions it throws are swallowed. */
+export interface LayerMediaListener {
+  /** A new part (layers with parts) or segment (others), in order. */
+  media(m: LayerMedia): void;
+  /** The layer ended (its last media came before). */
+  end(): void;
+}
+
 /** Segments kept past the window, so that a player that just read the playlist can still fetch them. */
 export const RETAIN_EXTRA = 4;
 /** Segments (newest) whose parts stay listed: parts older than ~3 target durations are dropped (§4.4.4.9). */
@@ -110,6 +130,7 @@ export class Layer {
   private totalMs = 0;
   private peakBps = 0;
   private waiters: Waiter[] = [];
+  private mediaListeners: LayerMediaListener[] = [];
 
   constructor(readonly o: LayerOptions) {
     this.segmenter = o.createSegmenter();
@@ -146,13 +167,64 @@ export class Layer {
     this.segmenter.discontinuity();
   }
 
-  /** The stream ended: EXT-X-ENDLIST, and every waiter is answered. */
+  /** The stream ended: EXT-X-ENDLIST, and every waiter is answered; media subscribers hear `end`. */
   end(): void {
     if (this.ended) return;
     this.flush();
     this.ended = true;
     this.version++;
     this.wake(true);
+    const subs = this.mediaListeners;
+    this.mediaListeners = [];
+    for (const l of subs) {
+      try {
+        l.end();
+      } catch {
+        // A subscriber's fault stays its own (this runs under native ingest callbacks).
+      }
+    }
+  }
+
+  /**
+   * Subscribes to the layer's new media: each LL-HLS part (layers with parts) or finished segment
+   * (others) as `apply` takes it in, then `end`. Costs nothing per frame, and nothing at all
+   * without subscribers. Returns the unsubscribe function. On an ended layer, `end` is called at once.
+   */
+  onMedia(l: LayerMediaListener): () => void {
+    if (this.ended) {
+      l.end();
+      return () => {};
+    }
+    this.mediaListeners = [...this.mediaListeners, l];
+    return () => {
+      this.mediaListeners = this.mediaListeners.filter((x) => x !== l);
+    };
+  }
+
+  /**
+   * The newest retained media covering at least `minMs` of audio (less when less is retained),
+   * oldest first, in the units `onMedia` hands out where they are still kept: the parts of the
+   * newest segments and of the one in progress, whole segments before them. What a progressive
+   * listener's burst is built from.
+   */
+  recentMedia(minMs: number): LayerMedia[] {
+    const out: LayerMedia[] = [];
+    let ms = 0;
+    const take = (data: Uint8Array, durationMs: number, initVersion: number): boolean => {
+      out.push({ data, durationMs, initVersion });
+      ms += durationMs;
+      return ms >= minMs;
+    };
+    done: {
+      for (let i = this.openParts.length - 1; i >= 0; i--) if (take(this.openParts[i]!.data, this.openParts[i]!.durationMs, this.initVersion)) break done;
+      for (let i = this.segments.length - 1; i >= 0; i--) {
+        const s = this.segments[i]!;
+        if (this.lowLatency && s.parts.length > 0) {
+          for (let j = s.parts.length - 1; j >= 0; j--) if (take(s.parts[j]!.data, s.parts[j]!.durationMs, s.initVersion)) break done;
+        } else if (take(s.data, s.durationMs, s.initVersion)) break done;
+      }
+    }
+    return out.reverse();
   }
 
   /**
@@ -229,6 +301,7 @@ export class Layer {
   apply(events: LayerSegmenterEvent[]): LayerError[] {
     const errors: LayerError[] = [];
     let changed = false;
+    const media: LayerMedia[] | null = this.mediaListeners.length > 0 ? [] : null;
     for (const e of events) {
       if (e.type === 'config') {
         if (this.codecs !== null && (e.codecs !== this.codecs || e.sampleRate !== this.sampleRate || e.channels !== this.channels)) {
@@ -245,6 +318,7 @@ export class Layer {
       } else if (e.type === 'part') {
         this.openParts.push({ sequence: e.sequence, index: e.partIndex, data: e.data, durationMs: e.durationMs });
         this.maxPartMs = Math.max(this.maxPartMs, e.durationMs);
+        if (media && this.lowLatency) media.push({ data: e.data, durationMs: e.durationMs, initVersion: this.initVersion });
         changed = true;
       } else if (e.type === 'segment') {
         const discontinuity = (e.discontinuity || this.pendingDiscontinuity) && this.segments.length > 0;
@@ -252,6 +326,8 @@ export class Layer {
         if (discontinuity) this.discontinuitySequence++;
         const parts = this.openParts.filter((p) => p.sequence === e.sequence);
         this.openParts = [];
+        // Layers with parts handed out the segment's parts already (a segment is its parts' bytes).
+        if (media && (!this.lowLatency || parts.length === 0)) media.push({ data: e.data, durationMs: e.durationMs, initVersion: this.initVersion });
         this.segments.push({ sequence: e.sequence, data: e.data, durationMs: e.durationMs, discontinuity, discontinuitySequence: this.discontinuitySequence, parts, initVersion: this.initVersion });
         if (this.segments.length > this.o.windowSegments + RETAIN_EXTRA) this.segments.shift();
         const stale = this.segments.length - PART_SEGMENTS - 1;
@@ -268,7 +344,20 @@ export class Layer {
       this.version++;
       this.wake(false);
     }
+    if (media && media.length > 0) this.emit(media);
     return errors;
+  }
+
+  private emit(media: LayerMedia[]): void {
+    for (const l of this.mediaListeners) {
+      for (const m of media) {
+        try {
+          l.media(m);
+        } catch {
+          // A subscriber's fault stays its own (this runs under native ingest callbacks).
+        }
+      }
+    }
   }
 
   private wake(all: boolean): void {

@@ -83,6 +83,83 @@ export class OggOpusWriter {
   }
 }
 
+/** Ogg page header bytes before the lacing values (RFC 3533 §6). */
+export const OGG_PAGE_HEADER_BYTES = 27;
+/** Lacing values one Ogg page holds at most (RFC 3533 §6: `page_segments` is one byte). */
+export const OGG_MAX_LACING = 255;
+/** Page header flags (RFC 3533 §6 `header_type_flag`). */
+export const OGG_BOS = 0x02;
+export const OGG_EOS = 0x04;
+
+/** Lacing values a packet of `bytes` takes: one per full 255 bytes, plus its final (< 255) one. */
+export const oggLacing = (bytes: number) => Math.floor(bytes / 255) + 1;
+
+/** Bytes of one Ogg page holding exactly `packets` (whole packets, no continuation). */
+export function oggPageBytes(packets: readonly Uint8Array[]): number {
+  let n = OGG_PAGE_HEADER_BYTES;
+  for (const p of packets) n += oggLacing(p.length) + p.length;
+  return n;
+}
+
+/** Where a page belongs: its logical stream, sequence number, granule position, flags. */
+export interface OggPageInfo {
+  serial: number;
+  sequence: number;
+  /** Granule position (for Opus: 48 kHz samples through the last packet completed on the page). */
+  granule: bigint;
+  /** `OGG_BOS`, `OGG_EOS` or 0. */
+  flags: number;
+}
+
+/**
+ * Writes one Ogg page holding `packets` whole (RFC 3533 §6) into `out` at `offset`, CRC included.
+ * The caller sizes `out` with `oggPageBytes(packets)`.
+ * @returns the offset after the page
+ * @throws RangeError when the packets need more than 255 lacing values
+ */
+export function writeOggPage(out: Uint8Array, offset: number, packets: readonly Uint8Array[], info: OggPageInfo): number {
+  let lacing = 0;
+  for (const p of packets) lacing += oggLacing(p.length);
+  if (lacing > OGG_MAX_LACING) throw new RangeError(`${lacing} lacing values do not fit one Ogg page`);
+  const v = new DataView(out.buffer, out.byteOffset + offset);
+  out[offset] = 0x4f; // O
+  out[offset + 1] = 0x67; // g
+  out[offset + 2] = 0x67; // g
+  out[offset + 3] = 0x53; // S
+  out[offset + 4] = 0; // version
+  out[offset + 5] = info.flags;
+  v.setBigInt64(6, info.granule, true);
+  v.setUint32(14, info.serial >>> 0, true);
+  v.setUint32(18, info.sequence >>> 0, true);
+  v.setUint32(22, 0, true);
+  out[offset + 26] = lacing;
+  let l = offset + OGG_PAGE_HEADER_BYTES;
+  for (const p of packets) {
+    for (let left = p.length; ; left -= 255) {
+      out[l++] = Math.min(left, 255);
+      if (left < 255) break;
+    }
+  }
+  let o = l;
+  for (const p of packets) {
+    out.set(p, o);
+    o += p.length;
+  }
+  v.setUint32(22, oggCrc(out.subarray(offset, o)), true);
+  return o;
+}
+
+/** An OpusTags packet (RFC 7845 §5.2) with `vendor` and no user comments. */
+export function opusTagsPacket(vendor = 'skylark'): Buffer {
+  const v = Buffer.from(vendor, 'utf8');
+  const b = Buffer.alloc(8 + 4 + v.length + 4);
+  b.write('OpusTags', 0, 'latin1');
+  b.writeUInt32LE(v.length, 8);
+  v.copy(b, 12);
+  b.writeUInt32LE(0, 12 + v.length);
+  return b;
+}
+
 function u32le(n: number): Buffer {
   const b = Buffer.alloc(4);
   b.writeUInt32LE(n);

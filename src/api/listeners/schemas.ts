@@ -12,7 +12,7 @@ export const ListenerObject = v.object({
   id: v.string(),
   object: v.literal('listener'),
   streamId: v.string(),
-  protocol: v.picklist(['hls', 'webrtc']),
+  protocol: v.picklist(['hls', 'webrtc', 'icecast']),
   country: v.nullable(v.string()),
   connectedAt: timestamp,
   lastSeenAt: timestamp,

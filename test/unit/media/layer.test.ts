@@ -59,4 +59,42 @@ describe('Layer', () => {
     l.end();
     expect(await late).toBe('woken');
   });
+
+  it('hands each new part (layers with parts) or segment (classic) to media subscribers, then the end', () => {
+    for (const partTargetMs of [500, 0]) {
+      const l = layer(partTargetMs);
+      const got: Array<{ data: Uint8Array; durationMs: number; initVersion: number }> = [];
+      let ended = 0;
+      l.onMedia({ media: () => { throw new Error('a faulty subscriber'); }, end: () => { throw new Error('again'); } });
+      const off = l.onMedia({ media: (m) => got.push(m), end: () => ended++ });
+      for (const t of tags) expect(l.push(t.timestampMs, t.body)).toEqual([]);
+      l.end();
+      expect(ended).toBe(1);
+      expect(l.segments[0]!.sequence).toBe(0); // ~10 s: every segment is still retained
+      // The subscriber saw the whole output in order: parts (each ≤ a part target + a frame), or segments.
+      expect(Buffer.concat(got.map((m) => m.data))).toEqual(Buffer.concat(l.segments.map((s) => s.data)));
+      if (partTargetMs) {
+        expect(got.length).toBe(l.segments.reduce((n, s) => n + s.parts.length, 0) + 4 * (l.segments.length - 3)); // older segments' parts were cleared
+        expect(got.every((m) => m.durationMs <= 500 + 1024 / 48 + 1e-6)).toBe(true);
+      } else expect(got.map((m) => m.data)).toEqual(l.segments.map((s) => s.data));
+      expect(got.every((m) => m.initVersion === 1)).toBe(true);
+      off();
+      let late = 0;
+      l.onMedia({ media: () => {}, end: () => late++ });
+      expect(late).toBe(1); // an ended layer says so at once
+    }
+  });
+
+  it('recentMedia: the newest retained units covering the asked duration, oldest first', () => {
+    const l = layer();
+    for (const t of tags) l.push(t.timestampMs, t.body);
+    const r = l.recentMedia(3000);
+    const ms = r.reduce((n, m) => n + m.durationMs, 0);
+    expect(ms).toBeGreaterThanOrEqual(3000);
+    expect(ms - r[0]!.durationMs).toBeLessThan(3000);
+    expect(r.at(-1)!.data).toBe((l.openParts.at(-1) ?? l.segments.at(-1)!.parts.at(-1)!).data);
+    const everything = l.recentMedia(1e9);
+    expect(Buffer.concat(everything.map((m) => m.data))).toEqual(Buffer.concat([...l.segments.map((s) => s.data), ...l.openParts.map((p) => p.data)]));
+  });
 });
+
