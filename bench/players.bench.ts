@@ -25,7 +25,7 @@
  * - icecast: every listener received ≥ 95 % of 16,000 B/s between its first and last arrival of
  *   the window (from 5 s after its first byte: the burst-on-connect is not the steady rate).
  *
- * A step not held while a client's event-loop delay p99 exceeded the delivery allowance is marked
+ * A step not held while a client's event-loop delay p99 exceeded half the delivery allowance is marked
  * "load client behind": the client (or the shared box) failed first, not the server.
  *
  * CPU per listener-second and per request are the server's CPU over the window minus its idle CPU
@@ -358,11 +358,11 @@ function evaluate(
     if (late) why.push(`${late} later than ${allowance} ms`);
     quality = `${due.length} ${what} in the window, ${delays.length - late}/${due.length * n} in time (≤ ${allowance} ms after first listed), delay p50/p99/max ${p50.toFixed(0)}/${p99.toFixed(0)}/${worst.toFixed(0)} ms`;
   }
-  // A client whose event loop ran later than the delivery allowance cannot tell a late server from its own lag.
+  // A client whose event loop ran later than half the delivery allowance cannot tell a late server from its own lag.
   const lagP99 = Math.max(...outs.map((o) => o.lagP99Ms));
-  const budget = t.mode === 'icecast' ? 1000 : t.mode === 'hlsjs-ll' ? Math.max(...outs.map((o) => o.targetMs), 525) + 500 : 2 * Math.max(...outs.map((o) => o.targetMs), 2000);
-  const clientLimited = why.length > 0 && !(lagP99 <= budget);
-  if (clientLimited) why.push(`the load client ran behind (event-loop delay p99 ${lagP99.toFixed(0)} ms > ${budget} ms): this step measured the client and the box, not the server`);
+  const allowanceMs = t.mode === 'icecast' ? 1000 : t.mode === 'hlsjs-ll' ? Math.max(...outs.map((o) => o.targetMs), 525) + 500 : 2 * Math.max(...outs.map((o) => o.targetMs), 2000);
+  const clientLimited = why.length > 0 && !(lagP99 <= allowanceMs / 2);
+  if (clientLimited) why.push(`the load client ran behind (event-loop delay p99 ${lagP99.toFixed(0)} ms > ${allowanceMs / 2} ms): this step measured the client and the box, not the server`);
   const idleUs = (m.idlePct / 100) * m.windowS * 1e6;
   const above = Math.max(0, m.serverUs - idleUs);
   const requests = outs.reduce((a, o) => a + o.requests, 0);
