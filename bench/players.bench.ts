@@ -26,7 +26,8 @@
  *   the window (from 5 s after its first byte: the burst-on-connect is not the steady rate).
  *
  * A step not held while a client's event-loop delay p99 exceeded half the delivery allowance is marked
- * "load client behind": the client (or the shared box) failed first, not the server.
+ * "load client behind": the client (or the shared box) failed first, not the server; one not held
+ * while the whole box was ≥ 190 % of 200 busy is marked "box saturated".
  *
  * CPU per listener-second and per request are the server's CPU over the window minus its idle CPU
  * (publisher running, no listeners, measured before the first step), divided by listener-seconds or
@@ -72,8 +73,10 @@ interface Step {
   held: boolean;
   /** Why it was not held (empty when held). */
   why: string[];
-  /** The load client ran behind by more than the delivery allowance: the step measured the client (or the box), not the server. */
+  /** The load client ran behind by more than half the delivery allowance: the step measured the client (or the box), not the server. */
   clientLimited: boolean;
+  /** Not held while the whole box was ≥ 190 % of 200 busy. */
+  boxLimited: boolean;
   windowS: number;
   serverUs: number;
   idleUs: number;
@@ -363,6 +366,9 @@ function evaluate(
   const allowanceMs = t.mode === 'icecast' ? 1000 : t.mode === 'hlsjs-ll' ? Math.max(...outs.map((o) => o.targetMs), 525) + 500 : 2 * Math.max(...outs.map((o) => o.targetMs), 2000);
   const clientLimited = why.length > 0 && !(lagP99 <= allowanceMs / 2);
   if (clientLimited) why.push(`the load client ran behind (event-loop delay p99 ${lagP99.toFixed(0)} ms > ${allowanceMs / 2} ms): this step measured the client and the box, not the server`);
+  // The whole box busy: the server, the clients and the neighbours shared too little CPU.
+  const boxLimited = why.length > 0 && m.boxPct >= 190;
+  if (boxLimited) why.push(`the box was saturated (${m.boxPct.toFixed(0)} % of 200 busy): the server got what the neighbours left`);
   const idleUs = (m.idlePct / 100) * m.windowS * 1e6;
   const above = Math.max(0, m.serverUs - idleUs);
   const requests = outs.reduce((a, o) => a + o.requests, 0);
@@ -373,6 +379,7 @@ function evaluate(
     held: why.length === 0,
     why,
     clientLimited,
+    boxLimited,
     windowS: m.windowS,
     serverUs: m.serverUs,
     idleUs,
@@ -497,7 +504,8 @@ async function icecast(work: string): Promise<ModeResult> {
 /** The step a mode's numbers are quoted at: the largest held, else the first measured. */
 const quoted = (m: ModeResult | undefined) => (m ? (m.steps.filter((s) => s.held).pop() ?? m.steps[0]) : undefined);
 const heldN = (m: ModeResult) => m.steps.filter((s) => s.held).pop()?.n ?? 0;
-const stepsNote = (m: ModeResult) => m.steps.map((s) => `${s.n}${s.held ? '✓' : s.clientLimited ? '✗ (load client behind)' : '✗'}`).join(' ') || 'no step ran';
+const stepsNote = (m: ModeResult) =>
+  m.steps.map((s) => `${s.n}${s.held ? '✓' : `✗${s.clientLimited ? ' (load client behind)' : ''}${s.boxLimited ? ' (box saturated)' : ''}`}`).join(' ') || 'no step ran';
 
 function rows(results: ModeResult[]): BenchRow[] {
   const out: BenchRow[] = [];
