@@ -355,7 +355,7 @@ function playlistMicro(): BenchRow[] {
   for (let i = 0; i < N; i++) bytes += mediaTemplate(hub.top).plain.byteLength;
   const renderNs = ((performance.now() - t0) * 1e6) / N;
   return [
-    { group: GROUP_HLS, name: 'per-session media playlist: template fill (6 segments, sid)', value: fillNs, unit: 'ns/op', note: `${fill(t, q).byteLength} B; rendering the playlist from the hub instead: ${renderNs.toFixed(0)} ns/op${bytes < 0 ? '' : ''}` },
+    { group: 'HLS playlists: per-session template fill (micro)', name: 'per-session media playlist: template fill (6 segments, sid)', value: fillNs, unit: 'ns/op', note: `${fill(t, q).byteLength} B; rendering the playlist from the hub instead: ${renderNs.toFixed(0)} ns/op${bytes < 0 ? '' : ''}` },
   ];
 }
 

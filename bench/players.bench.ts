@@ -11,8 +11,8 @@
  * - `icecast` against Icecast 2 (/work/shared/peers/icecast.xml.tmpl) with one MP3 128 kbps mount fed
  *   by FFmpeg; and against Skylark's `/listen/<id>.mp3` on the MP3 stream when that endpoint answers.
  *
- * Per mode, listener counts step up (doubling) until one is not held or the mode's time budget
- * would be overrun. A step: arrivals spread evenly over a ramp (1,000/s; Icecast 300/s), a
+ * Per mode, listener counts step up (doubling) until one is not held or the mode's share of the
+ * time budget would be overrun. A step: arrivals spread evenly over a ramp (1,000/s; Icecast 300/s), a
  * settling time, then a measuring window in which the bench reads the server's CPU
  * (/proc/PID/stat utime+stime of the process and its children), its VmRSS, and the whole box's
  * busy time, while every client process reads its own CPU and event-loop delay. HELD means: every
@@ -36,8 +36,8 @@
  *
  * Environment: BENCH_PLAYERS_MODES ("hlsjs-ll,classic,icecast"), BENCH_PLAYERS_STEPS_LL
  * ("500,1000,2000,4000,8000"), BENCH_PLAYERS_STEPS_CLASSIC and BENCH_PLAYERS_STEPS_ICECAST
- * ("1000,2000,4000,8000,16000"), BENCH_PLAYERS_WINDOW_S (10), BENCH_PLAYERS_BUDGET_S (150, per
- * mode), BENCH_PLAYERS_HINTS (1: hlsjs-ll listeners also request preload-hinted parts),
+ * ("1000,2000,4000,8000,16000"), BENCH_PLAYERS_WINDOW_S (10), BENCH_PLAYERS_BUDGET_S (420: the
+ * steps of all modes together, shared evenly by the modes still to run), BENCH_PLAYERS_HINTS (1: hlsjs-ll listeners also request preload-hinted parts),
  * BENCH_PLAYERS_DEBUG (1: log the first objects a listener missed).
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -53,7 +53,8 @@ const root = path.resolve(import.meta.dirname, '..');
 const log = (msg: string) => process.stderr.write(`[players] ${msg}\n`);
 const steps = (name: string, dflt: string) => (process.env[name] || dflt).split(',').map(Number).filter((n) => n > 0);
 const WINDOW_S = Number(process.env.BENCH_PLAYERS_WINDOW_S || 10);
-const BUDGET_MS = Number(process.env.BENCH_PLAYERS_BUDGET_S || 150) * 1000;
+/** Time the steps of all modes may take together, shared evenly by the modes still to run (what one leaves over goes to the next). */
+const budget = { leftMs: Number(process.env.BENCH_PLAYERS_BUDGET_S || 420) * 1000, modesLeft: 1 };
 const MODES = (process.env.BENCH_PLAYERS_MODES || 'hlsjs-ll,classic,icecast').split(',').map((s) => s.trim());
 const HINTS = process.env.BENCH_PLAYERS_HINTS === '1';
 /**
@@ -241,6 +242,7 @@ async function runMode(t: Target, label: string): Promise<{ steps: Step[]; idleP
   const base = await idle(t.pid, 8000);
   log(`${label}: idle ${base.pct.toFixed(2)} % of a core, RSS ${base.rssMb.toFixed(0)} MB`);
   const t0 = Date.now();
+  const shareMs = budget.leftMs / Math.max(1, budget.modesLeft);
   const out: Step[] = [];
   for (const n of t.stepsFrom) {
     const procs = n > 2000 ? 2 : 1;
@@ -249,8 +251,8 @@ async function runMode(t: Target, label: string): Promise<{ steps: Step[]; idleP
     const from = startAt + rampMs + t.settleMs;
     const to = from + WINDOW_S * 1000;
     const exitAt = to + 1000;
-    if (exitAt + 4000 - t0 > BUDGET_MS) {
-      log(`${label}: ${n} listeners would overrun the mode's ${BUDGET_MS / 1000} s budget; stopping here`);
+    if (exitAt + 4000 - t0 > shareMs) {
+      log(`${label}: ${n} listeners would overrun the mode's ${(shareMs / 1000).toFixed(0)} s share of the time budget; stopping here`);
       break;
     }
     log(`${label}: ${n} listeners in ${procs} client process(es), ramp ${(rampMs / 1000).toFixed(1)} s, window ${WINDOW_S} s`);
@@ -285,6 +287,8 @@ async function runMode(t: Target, label: string): Promise<{ steps: Step[]; idleP
     await sleep(3000);
     if (!step.held) break;
   }
+  budget.leftMs = Math.max(0, budget.leftMs - (Date.now() - t0));
+  budget.modesLeft--;
   return { steps: out, idlePct: base.pct };
 }
 
@@ -464,6 +468,7 @@ async function skylarkMp3(work: string, wantClassic: boolean, wantListen: boolea
       const st = await headStatus(url);
       if (st !== 200) log(`progressive: ${url} answered ${st || 'nothing'}; no Skylark progressive rows`);
       else {
+        budget.modesLeft++;
         const r = await runMode({ mode: 'icecast', server: 'skylark', url, pid: sky.pid, probe: null, stepsFrom: steps('BENCH_PLAYERS_STEPS_ICECAST', '1000,2000,4000,8000,16000'), settleMs: 6000 }, 'skylark /listen');
         results.push({ key: 'listen', label: 'progressive MP3 128k (Skylark /listen)', server: 'skylark', ...r });
       }
@@ -557,6 +562,9 @@ function rows(results: ModeResult[]): BenchRow[] {
   return out;
 }
 
+/** bench/run.ts gives this part this long (the steps' budget plus each server's start and idle measurement). */
+export const timeoutMs = 15 * 60_000;
+
 export async function run(): Promise<BenchRow[]> {
   const work = mkdtempSync(path.join(tmpdir(), 'skylark-bench-players-'));
   chmodSync(work, 0o755);
@@ -570,6 +578,7 @@ export async function run(): Promise<BenchRow[]> {
       results.push({ key, label, server, steps: [], idlePct: NaN, failed: (e as Error).message });
     }
   };
+  budget.modesLeft = ['hlsjs-ll', 'classic', 'icecast'].filter((m) => MODES.includes(m)).length;
   try {
     if (MODES.includes('hlsjs-ll')) await attempt('hlsjs-ll', 'hls.js LL-HLS', 'skylark', () => skylarkLl(work));
     if (MODES.includes('classic') || MODES.includes('listen')) await attempt('classic', 'classic HLS', 'skylark', () => skylarkMp3(work, MODES.includes('classic'), MODES.includes('listen') || MODES.includes('icecast')));
