@@ -539,10 +539,14 @@ abstract class Listener implements Timed {
     const now = Date.now();
     if (this.run.cfg.probe || now < this.run.cfg.from - 3000) {
       this.run.retries++;
-      setTimeout(() => {
-        this.dead = false;
-        this.start();
-      }, 250);
+      const again: Timed = {
+        wakeAt: 0,
+        wake: () => {
+          this.dead = false;
+          this.start();
+        },
+      };
+      this.run.wheel.schedule(again, now + 250);
       return;
     }
     if (now < this.run.cfg.exitAt) {
