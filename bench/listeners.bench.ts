@@ -16,9 +16,13 @@
  * (b) WebRTC listeners per Skylark process: werift peers in client processes doing WHEP against an
  *     AAC stream (one shared codec process); HELD while packet loss stays < 1 %; CPU per listener.
  *
+ * Part (a) is superseded by bench/players.bench.ts (a load client per player behaviour, with
+ * CPU per listener-second and per request) and runs only when asked for
+ * (`BENCH_LISTENERS_PARTS=hls,icecast,webrtc`); by default this file measures (b).
+ *
  * Environment: BENCH_LISTENERS_HLS_STEPS ("5000,10000,15000,18000"), BENCH_LISTENERS_ICECAST_STEPS
- * ("5000,10000,15000"), BENCH_LISTENERS_WEBRTC_STEPS ("100,250,500"), BENCH_LISTENERS_WINDOW_S (16),
- * BENCH_LISTENERS_PARTS ("hls,icecast,webrtc").
+ * ("5000,10000,15000"), BENCH_LISTENERS_WEBRTC_STEPS ("250,500"), BENCH_LISTENERS_WINDOW_S (16),
+ * BENCH_LISTENERS_PARTS ("webrtc"; any of hls, icecast, webrtc).
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,7 +39,7 @@ const root = path.resolve(import.meta.dirname, '..');
 const log = (msg: string) => process.stderr.write(`[listeners] ${msg}\n`);
 const steps = (name: string, dflt: string) => (process.env[name] || dflt).split(',').map(Number).filter((n) => n > 0);
 const WINDOW_S = Number(process.env.BENCH_LISTENERS_WINDOW_S || 16);
-const PARTS = (process.env.BENCH_LISTENERS_PARTS || 'hls,icecast,webrtc').split(',');
+const PARTS = (process.env.BENCH_LISTENERS_PARTS || 'webrtc').split(',');
 const PER_PROCESS = 5000;
 const TARGET_S = 2;
 const GROUP_HLS = 'Listeners held: HLS (Skylark) vs Icecast 128 kbps, loopback';
@@ -351,7 +355,7 @@ function playlistMicro(): BenchRow[] {
   for (let i = 0; i < N; i++) bytes += mediaTemplate(hub.top).plain.byteLength;
   const renderNs = ((performance.now() - t0) * 1e6) / N;
   return [
-    { group: GROUP_HLS, name: 'per-session media playlist: template fill (6 segments, sid)', value: fillNs, unit: 'ns/op', note: `${fill(t, q).byteLength} B; rendering the playlist from the hub instead: ${renderNs.toFixed(0)} ns/op${bytes < 0 ? '' : ''}` },
+    { group: 'HLS playlists: per-session template fill (micro)', name: 'per-session media playlist: template fill (6 segments, sid)', value: fillNs, unit: 'ns/op', note: `${fill(t, q).byteLength} B; rendering the playlist from the hub instead: ${renderNs.toFixed(0)} ns/op${bytes < 0 ? '' : ''}` },
   ];
 }
 

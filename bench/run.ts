@@ -38,8 +38,9 @@ for (const part of parts) {
   const t0 = performance.now();
   process.stderr.write(`\n── ${part.name} ──\n`);
   try {
-    const mod = (await import(pathToFileURL(part.file).href)) as { run?: () => Promise<BenchRow[]> };
+    const mod = (await import(pathToFileURL(part.file).href)) as { run?: () => Promise<BenchRow[]>; timeoutMs?: number };
     if (typeof mod.run !== 'function') throw new Error(`${path.basename(part.file)} exports no run()`);
+    if (typeof mod.timeoutMs === 'number' && mod.timeoutMs > 0) part.timeoutMs = mod.timeoutMs; // a part may ask for longer
     let timer: NodeJS.Timeout | undefined;
     const got = await Promise.race([
       mod.run(),

@@ -84,8 +84,9 @@ export function formatReport(rows: BenchRow[], failures: Array<{ part: string; e
   out.push('');
   out.push(`Machine: ${m.nproc} CPU (${m.cpuModel}), ${m.memGiB} GiB, ${m.kernel}, load average at start ${m.loadAvg}`);
   out.push(`Versions: ${Object.entries(m.versions).map(([k, v]) => `${k} ${v}`).join('; ')}`);
+  // Groups in the order their rows came, except that a group with a `headline` row comes first.
   const groups = new Map<string, BenchRow[]>();
-  for (const r of rows) groups.set(r.group, [...(groups.get(r.group) ?? []), r]);
+  for (const r of [...rows.filter((x) => x.headline), ...rows.filter((x) => !x.headline)]) groups.set(r.group, [...(groups.get(r.group) ?? []), r]);
   for (const [group, rs] of groups) {
     out.push('');
     out.push(`## ${group}`);

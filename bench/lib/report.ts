@@ -6,6 +6,8 @@ export interface BenchRow {
   unit: string;
   peer?: { name: string; value: number };
   note?: string;
+  /** The row's group is printed first in the report (the headline numbers). */
+  headline?: boolean;
 }
 
 /** A bench file's entry point: `export async function run(): Promise<BenchRow[]>`. */
