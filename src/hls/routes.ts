@@ -6,9 +6,13 @@
  *   exists, the layer ends, or 3 target durations pass;
  * - `/hls/<stream_id>/<layer>/<seq>.m4s|.ts`, `<seq>.<part>.m4s`, `init-<v>.mp4` — segments, parts,
  *   init sections. A request for the part a preload hint names waits for it (§6.2.6).
- * Everything comes from memory: playlists pre-rendered once per layer change as templates (a
- * session's `?sid=`/`?token=` spliced in with one allocation), media bytes are the native buffers
- * themselves. Segments, parts and init sections of public streams are immutable (cached a year);
+ * Everything comes from memory: playlists pre-rendered once per layer change, media bytes are the
+ * native buffers themselves. Public streams (PRODUCT.md §12): the multivariant playlist hands out
+ * variant URIs with the listener's `?sid=`, so every media playlist request names its session; the
+ * media playlist itself and every segment, part and init URI in it are the same for every
+ * listener (the same bytes, shareable by any cache; a blocking reload's answer depends only on the
+ * path and `_HLS_msn`/`_HLS_part`). Token streams carry `?token=` on every URI (spliced into the
+ * pre-rendered playlist with one allocation). Segments, parts and init sections of public streams are immutable (cached a year);
  * playlists live ≤ half a target duration (blocking reloads and LL-HLS layers: no-cache). Every
  * object of a token stream is `private, no-store` (PRODUCT.md §12): a shared cache keyed on the
  * path must never hand a gated stream to someone else.
@@ -57,11 +61,16 @@ export interface HlsAccess {
   /** Multivariant fetch: checks the token; mints a session id for the variant URIs. */
   enter(streamId: string, query: string): HlsDecision;
   /**
-   * A media request (media playlist, segment, part, init): checks the token and joins or touches
-   * the session named by the query (`sid`, or the token's subject). `timeoutMs`: inactivity after
-   * which the listener leaves (3 target durations). The query is what the playlist's URIs carry.
+   * A media playlist request: checks the token and joins or touches the session named by the
+   * query (`sid`, or the token's subject). `timeoutMs`: inactivity after which the listener leaves
+   * (3 target durations).
    */
   media(streamId: string, query: string, info: RawRequestInfo, timeoutMs: number): HlsDecision;
+  /**
+   * A media object request (segment, part, init): a token stream's token is checked; nothing is
+   * tracked (public objects carry no per-listener query, PRODUCT.md §12).
+   */
+  object(streamId: string, query: string): HlsDecision;
 }
 
 /**
@@ -201,12 +210,13 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, opts: 
       const render = (): RawReply => {
         if (!layer.ready) return notFound(`HLS layer '${name}' of stream '${id}' has no segment yet.`, requestId);
         const c = mediaPlaylist(layer);
-        return { status: STATUS_200, headers: admitted.private ? PLAYLIST_PRIVATE : c.headers, body: fill(c.template, admitted.query) };
+        return admitted.private ? { status: STATUS_200, headers: PLAYLIST_PRIVATE, body: fill(c.template, admitted.query) } : { status: STATUS_200, headers: c.headers, body: c.template.plain };
       };
       /** Over the held caps: the playlist as it is now (rfc8216bis §6.2.5.2), never cached under the blocking query. */
       const current = (): RawReply => {
         if (!layer.ready) return busy(requestId);
-        return { status: STATUS_200, headers: PLAYLIST_NOW[admitted.private ? 1 : 0], body: fill(mediaPlaylist(layer).template, admitted.query) };
+        const t = mediaPlaylist(layer).template;
+        return { status: STATUS_200, headers: PLAYLIST_NOW[admitted.private ? 1 : 0], body: admitted.private ? fill(t, admitted.query) : t.plain };
       };
       if (block) {
         if (!layer.lowLatency) return refuse('parameter_invalid', 'This layer does not support blocking playlist reload.', requestId);
@@ -225,9 +235,12 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, opts: 
       const layer = hub?.layer(name!);
       const m = /^(?:(\d{1,15})(?:\.(\d{1,4}))?\.(m4s|ts)|init-(\d{1,9})\.mp4)$/.exec(file!);
       if (!hub || !layer || !m) return notFound(`No such file '${name}/${file}' for stream '${id}'.`, requestId);
-      const admitted = admit(id!, query, info, layer, requestId);
-      if ('status' in admitted) return admitted;
-      const p = admitted.private ? 1 : 0;
+      let p: 0 | 1 = 0;
+      if (access) {
+        const d = access.object(id!, query);
+        if (!d.ok) return refuse(d.code, d.message, requestId, { status: d.status });
+        if (d.private) p = 1;
+      }
       if (m[4] !== undefined) {
         if (!layer.init || Number(m[4]) !== layer.initVersion) return notFound(`No such init section '${name}/${file}'.`, requestId);
         return { status: STATUS_200, headers: INIT_HEADERS[p], body: layer.init };

@@ -1,9 +1,12 @@
 /**
- * HLS access and session tracking (PRODUCT.md §4): implements `HlsAccess` for src/hls/routes.ts.
+ * HLS access and session tracking (PRODUCT.md §4, §12): implements `HlsAccess` for src/hls/routes.ts.
  *
  * - Session ids: the multivariant fetch mints `sid` (16 random base62 + an 8-character HMAC tag
  *   under the node secret, so a client cannot make the server track ids it invented); the variant
- *   URI carries `?sid=…`, the media playlist carries it into every segment URI. A player that
+ *   URIs carry `?sid=…`, so every media playlist request names its session. Media objects
+ *   (segments, parts, init sections) of public streams carry no per-listener query — the same URI
+ *   for every listener, so any shared cache can serve them — and cost no tracking: a listener is
+ *   present while its player polls its media playlist (blocking reloads included). A player that
  *   re-fetches playlists or switches layers keeps its sid and is counted once.
  * - Token streams (`playback: "token"`): every playlist and segment needs `?token=<listener JWT>`
  *   for this stream (401 without, 403 invalid/expired/other stream); the token is carried into
@@ -55,6 +58,9 @@ export function queryParam(query: string, name: string): string {
   return end < 0 ? query.slice(start) : query.slice(start, end);
 }
 
+/** The answer for every media object of a public stream (shared: allocation-free on the hot path). */
+const PUBLIC_OBJECT: HlsDecision = Object.freeze({ ok: true, query: '', private: false }) as HlsDecision;
+
 export class HlsListenerAccess implements HlsAccess {
   private readonly policies = new Map<string, { p: StreamPolicy | null; until: number }>();
   private readonly sidKey: Buffer;
@@ -105,6 +111,15 @@ export class HlsListenerAccess implements HlsAccess {
     return { ok: true, query: `sid=${this.mintSid(streamId)}`, private: gated };
   }
 
+  object(streamId: string, query: string): HlsDecision {
+    const pol = this.policy(streamId);
+    if (!pol) return { ok: false, status: 404, code: 'resource_missing', message: `No live HLS for stream '${streamId}'.` };
+    if (pol.playback !== 'token') return PUBLIC_OBJECT;
+    const token = queryParam(query, 'token');
+    const t = this.checkToken(streamId, token, true)!;
+    return t.ok ? { ok: true, query: `token=${token}`, private: true } : t;
+  }
+
   media(streamId: string, query: string, info: RawRequestInfo, timeoutMs: number): HlsDecision {
     const pol = this.policy(streamId);
     if (!pol) return { ok: false, status: 404, code: 'resource_missing', message: `No live HLS for stream '${streamId}'.` };
@@ -152,7 +167,7 @@ export class HlsListenerAccess implements HlsAccess {
    */
   private checkToken(streamId: string, token: string, required: boolean): ({ ok: true; subject: string }) | (HlsDecision & { ok: false }) | null {
     if (token === '') return required ? { ok: false, status: 401, code: 'missing_token', message: 'This stream needs a listener token: add ?token=<token> to the playlist URL.' } : null;
-    const r = this.d.tokens.verifySync(token);
+    const r = this.d.tokens.verifySync(token); // cached per token by ListenerTokens
     if (r.ok && r.claims.streamId === streamId) return { ok: true, subject: r.claims.subject };
     if (!required) return null;
     if (!r.ok && r.reason === 'expired') return { ok: false, status: 403, code: 'token_expired', message: 'The listener token has expired; get a new one.' };

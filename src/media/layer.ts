@@ -98,7 +98,10 @@ interface Waiter {
   msn: number;
   part: number | undefined;
   done: () => void;
-  timer: NodeJS.Timeout;
+  /** When it is answered anyway (ms, `Date.now()` clock). */
+  deadline: number;
+  /** Answered or cancelled: skipped when met in the list. */
+  gone: boolean;
 }
 
 export class Layer {
@@ -129,7 +132,13 @@ export class Layer {
   private totalBytes = 0;
   private totalMs = 0;
   private peakBps = 0;
+  /**
+   * Held blocking requests in arrival order. They all wait the same time, so their deadlines come
+   * in list order: one timer per layer, armed for the oldest; cancelling only marks a waiter
+   * (`gone`) and the list sheds marked ones as it is walked (no per-waiter timer, no O(n) cancel).
+   */
   private waiters: Waiter[] = [];
+  private waitTimer: NodeJS.Timeout | null = null;
   private mediaListeners: LayerMediaListener[] = [];
 
   constructor(readonly o: LayerOptions) {
@@ -268,21 +277,48 @@ export class Layer {
       done();
       return () => {};
     }
-    const w: Waiter = {
-      msn,
-      part,
-      done,
-      timer: setTimeout(() => {
-        this.waiters = this.waiters.filter((x) => x !== w);
-        done();
-      }, WAIT_TARGETS * this.o.targetDurationMs),
-    };
-    w.timer.unref();
+    const w: Waiter = { msn, part, done, deadline: Date.now() + WAIT_TARGETS * this.o.targetDurationMs, gone: false };
     this.waiters.push(w);
+    if (!this.waitTimer) this.armWaitTimer();
     return () => {
-      clearTimeout(w.timer);
-      this.waiters = this.waiters.filter((x) => x !== w);
+      w.gone = true;
     };
+  }
+
+  /** Held blocking requests (for diagnostics and tests). */
+  get waiting(): number {
+    let n = 0;
+    for (const w of this.waiters) if (!w.gone) n++;
+    return n;
+  }
+
+  /** Arms the one timer for the oldest live waiter's deadline (none when nobody waits). */
+  private armWaitTimer(): void {
+    let i = 0;
+    while (i < this.waiters.length && this.waiters[i]!.gone) i++;
+    if (i > 0) this.waiters = this.waiters.slice(i);
+    const first = this.waiters[0];
+    if (!first) return;
+    this.waitTimer = setTimeout(() => this.expireWaiters(), Math.max(0, first.deadline - Date.now()));
+    this.waitTimer.unref();
+  }
+
+  /** Answers every waiter whose deadline passed (with the playlist as it is), then re-arms. */
+  private expireWaiters(): void {
+    this.waitTimer = null;
+    const now = Date.now();
+    let i = 0;
+    const due: Waiter[] = [];
+    for (; i < this.waiters.length; i++) {
+      const w = this.waiters[i]!;
+      if (w.gone) continue;
+      if (w.deadline > now) break;
+      w.gone = true;
+      due.push(w);
+    }
+    this.waiters = this.waiters.slice(i);
+    this.armWaitTimer();
+    for (const w of due) w.done();
   }
 
   /** Peak and average bitrate of the segments so far (bits/s); nominal + 10 % before the first. */
@@ -362,13 +398,20 @@ export class Layer {
 
   private wake(all: boolean): void {
     if (this.waiters.length === 0) return;
-    const keep: Waiter[] = [];
     const due: Waiter[] = [];
-    for (const w of this.waiters) (all || this.has(w.msn, w.part) ? due : keep).push(w);
-    this.waiters = keep;
-    for (const w of due) {
-      clearTimeout(w.timer);
-      w.done();
+    const keep: Waiter[] = [];
+    for (const w of this.waiters) {
+      if (w.gone) continue;
+      if (all || this.has(w.msn, w.part)) {
+        w.gone = true;
+        due.push(w);
+      } else keep.push(w);
     }
+    this.waiters = keep;
+    if (keep.length === 0 && this.waitTimer) {
+      clearTimeout(this.waitTimer);
+      this.waitTimer = null;
+    }
+    for (const w of due) w.done();
   }
 }

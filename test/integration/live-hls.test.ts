@@ -71,13 +71,15 @@ describe('live AAC over RTMP to HLS', () => {
       expect(media.text).toContain('#EXT-X-TARGETDURATION:2');
       expect(media.text).toMatch(/#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=[\d.]+/);
       expect(media.text).toMatch(/#EXT-X-PART-INF:PART-TARGET=0\.5\d*/);
-      expect(media.text).toMatch(/#EXT-X-PART:DURATION=[\d.]+,URI="\d+\.\d+\.m4s\?sid=[^"]+",INDEPENDENT=YES/);
-      expect(media.text).toMatch(/#EXT-X-PRELOAD-HINT:TYPE=PART,URI="\d+\.\d+\.m4s\?sid=[^"]+"/);
+      // PRODUCT.md §12: media object URIs are the same for every listener (no session id on them).
+      expect(media.text).toMatch(/#EXT-X-PART:DURATION=[\d.]+,URI="\d+\.\d+\.m4s",INDEPENDENT=YES/);
+      expect(media.text).toMatch(/#EXT-X-PRELOAD-HINT:TYPE=PART,URI="\d+\.\d+\.m4s"/);
       for (const d of media.text.matchAll(/#EXTINF:([\d.]+),/g)) expect(Math.abs(Number(d[1]) - 2)).toBeLessThanOrEqual(0.5);
 
-      // Init + one segment: immutable, audio only (no phantom video track). URIs carry the session id.
+      // Init + one segment: immutable, audio only (no phantom video track), the same URI for everyone.
       const init = /#EXT-X-MAP:URI="([^"]+)"/.exec(media.text)![1]!;
-      const segName = media.text.split('\n').find((l) => /^\d+\.m4s\?sid=[A-Za-z0-9_.-]+$/.test(l))!;
+      expect(init).toMatch(/^init-\d+\.mp4$/);
+      const segName = media.text.split('\n').find((l) => /^\d+\.m4s$/.test(l))!;
       const [initRes, seg] = await Promise.all([fetch(new URL(init, mediaUrl)), fetch(new URL(segName, mediaUrl))]);
       expect(initRes.status).toBe(200);
       expect(seg.status).toBe(200);
