@@ -4,7 +4,7 @@
  * - Multivariant: one variant per ladder layer, top first (`BANDWIDTH`, `AVERAGE-BANDWIDTH`,
  *   `CODECS`, §4.3.4.2).
  * - Media: `EXT-X-TARGETDURATION`, `EXT-X-MEDIA-SEQUENCE`, `EXT-X-DISCONTINUITY-SEQUENCE`, the
- *   live window, `EXT-X-MAP` for fMP4, `EXT-X-ENDLIST` once ended; for LL-HLS layers also
+ *   live window with `EXT-X-PROGRAM-DATE-TIME` on every segment, `EXT-X-MAP` for fMP4, `EXT-X-ENDLIST` once ended; for LL-HLS layers also
  *   `EXT-X-SERVER-CONTROL` (CAN-BLOCK-RELOAD, PART-HOLD-BACK), `EXT-X-PART-INF`, the parts of the
  *   newest segments and of the one in progress, and `EXT-X-PRELOAD-HINT` for the next part.
  *   Classic players ignore the LL-HLS tags and read the same playlist.
@@ -104,6 +104,7 @@ export function mediaTemplate(layer: Layer): Template {
       map = s.initVersion;
       lines.push(`#EXT-X-MAP:URI="${initFile(map)}${SLOT}"`);
     }
+    lines.push(`#EXT-X-PROGRAM-DATE-TIME:${new Date(s.programDateMs).toISOString()}`);
     if (ll) for (const p of s.parts) lines.push(`#EXT-X-PART:DURATION=${seconds(p.durationMs)},URI="${partFile(p.sequence, p.index)}${SLOT}",INDEPENDENT=YES`);
     lines.push(`#EXTINF:${(s.durationMs / 1000).toFixed(3)},`, `${segmentFile(layer, s.sequence)}${SLOT}`);
   }

@@ -49,6 +49,13 @@ export interface Segment {
   parts: Part[];
   /** `Layer.initVersion` of the init section this segment needs (fMP4). */
   initVersion: number;
+  /**
+   * Wall-clock time of its first sample (ms since the epoch; `EXT-X-PROGRAM-DATE-TIME`): anchored
+   * when a timeline starts (the first segment after a discontinuity) to when its audio arrived,
+   * then each segment's start is the previous start plus the previous duration, so the dates agree
+   * with `EXTINF` exactly.
+   */
+  programDateMs: number;
 }
 
 /** Layer settings. Durations in ms, bitrate in kbps. */
@@ -139,6 +146,8 @@ export class Layer {
    */
   private waiters: Waiter[] = [];
   private waitTimer: NodeJS.Timeout | null = null;
+  /** When the open segment's first part arrived, minus the part's duration (ms), or null. */
+  private openStartMs: number | null = null;
   private mediaListeners: LayerMediaListener[] = [];
 
   constructor(readonly o: LayerOptions) {
@@ -352,6 +361,7 @@ export class Layer {
           this.initVersion++;
         }
       } else if (e.type === 'part') {
+        if (this.openParts.length === 0 || this.openParts[0]!.sequence !== e.sequence) this.openStartMs = Date.now() - e.durationMs;
         this.openParts.push({ sequence: e.sequence, index: e.partIndex, data: e.data, durationMs: e.durationMs });
         this.maxPartMs = Math.max(this.maxPartMs, e.durationMs);
         if (media && this.lowLatency) media.push({ data: e.data, durationMs: e.durationMs, initVersion: this.initVersion });
@@ -362,9 +372,12 @@ export class Layer {
         if (discontinuity) this.discontinuitySequence++;
         const parts = this.openParts.filter((p) => p.sequence === e.sequence);
         this.openParts = [];
+        const prev = this.segments[this.segments.length - 1];
+        const programDateMs = prev && !discontinuity ? prev.programDateMs + prev.durationMs : (parts.length > 0 && this.openStartMs !== null ? this.openStartMs : Date.now() - e.durationMs);
+        this.openStartMs = null;
         // Layers with parts handed out the segment's parts already (a segment is its parts' bytes).
         if (media && (!this.lowLatency || parts.length === 0)) media.push({ data: e.data, durationMs: e.durationMs, initVersion: this.initVersion });
-        this.segments.push({ sequence: e.sequence, data: e.data, durationMs: e.durationMs, discontinuity, discontinuitySequence: this.discontinuitySequence, parts, initVersion: this.initVersion });
+        this.segments.push({ sequence: e.sequence, data: e.data, durationMs: e.durationMs, discontinuity, discontinuitySequence: this.discontinuitySequence, parts, initVersion: this.initVersion, programDateMs });
         if (this.segments.length > this.o.windowSegments + RETAIN_EXTRA) this.segments.shift();
         const stale = this.segments.length - PART_SEGMENTS - 1;
         if (stale >= 0 && this.segments[stale]!.parts.length > 0) this.segments[stale]!.parts = [];

@@ -75,6 +75,17 @@ describe('live AAC over RTMP to HLS', () => {
       expect(media.text).toMatch(/#EXT-X-PART:DURATION=[\d.]+,URI="\d+\.\d+\.m4s",INDEPENDENT=YES/);
       expect(media.text).toMatch(/#EXT-X-PRELOAD-HINT:TYPE=PART,URI="\d+\.\d+\.m4s"/);
       for (const d of media.text.matchAll(/#EXTINF:([\d.]+),/g)) expect(Math.abs(Number(d[1]) - 2)).toBeLessThanOrEqual(0.5);
+      // EXT-X-PROGRAM-DATE-TIME on every segment, in step with EXTINF (PRODUCT.md §11), near now.
+      const lines = media.text.split('\n');
+      const dated: Array<{ at: number; dur: number }> = [];
+      lines.forEach((l, i) => {
+        if (!l.startsWith('#EXT-X-PROGRAM-DATE-TIME:')) return;
+        const inf = lines.slice(i).find((x) => x.startsWith('#EXTINF:'))!;
+        dated.push({ at: Date.parse(l.slice('#EXT-X-PROGRAM-DATE-TIME:'.length)), dur: Number(/#EXTINF:([\d.]+)/.exec(inf)![1]) * 1000 });
+      });
+      expect(dated.length).toBe((media.text.match(/#EXTINF/g) ?? []).length);
+      for (let i = 1; i < dated.length; i++) expect(Math.abs(dated[i]!.at - (dated[i - 1]!.at + dated[i - 1]!.dur))).toBeLessThanOrEqual(1);
+      expect(Math.abs(dated[dated.length - 1]!.at + dated[dated.length - 1]!.dur - Date.now())).toBeLessThan(5000);
 
       // Init + one segment: immutable, audio only (no phantom video track), the same URI for everyone.
       const init = /#EXT-X-MAP:URI="([^"]+)"/.exec(media.text)![1]!;
