@@ -1,46 +1,70 @@
 /**
- * RTMP bytes parsed per second by the native core (RtmpSession): a long synthetic publish — the
- * recorded FFmpeg fixture's AAC audio bodies re-chunked as FFmpeg does (chunk size 4096, type-1
- * headers with timestamp deltas on csid 4), ~4 MB per session — through a fresh session each round
- * (handshake, connect, publish, accept included), driven the way src/ingest/rtmp-server.ts does:
- * `pushTo(read, handler)`, the handler touching each audio body, then `takeOutput()` when
- * `hasOutput`. Two read patterns: 64 KiB socket-sized reads (many messages per read), and one
- * message per read (what a live publisher looks like: one read per ~21 ms AAC frame), where the
- * per-call cost dominates. `npx tsx bench/rtmp-parse.bench.ts` prints the rows.
+ * RTMP bytes parsed per second, on a long synthetic publish: the recorded FFmpeg fixture's AAC
+ * audio bodies re-chunked as FFmpeg does (chunk size 4096, type-1 headers with 21 ms timestamp
+ * deltas on csid 4), ~4 MB per session, through a fresh session each round (handshake, connect,
+ * publish, accept included).
+ *
+ * 1. The native core alone (`bench/native/rtmp_parse_bench.cc`, built here with CMake in Release
+ *    into .build/native-bench): the session driven as the I/O layer (native/io) drives it, in
+ *    64 KiB socket-sized reads and in one read per message (a live publisher: one read per ~21 ms
+ *    AAC frame), events drained and each audio body touched. No JS, no socket.
+ * 2. The whole ingest read path over loopback: an `RtmpListener` on 127.0.0.1 and one client
+ *    socket in this process writing the same bytes — kernel TCP, the native reads, the session,
+ *    and the READ batches into JS (every audio message to the handler, which touches each body),
+ *    or routed into a native Segmenter (container 'ts', JS hears only segments).
+ *
+ * `npx tsx bench/rtmp-parse.bench.ts` prints the rows.
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Bench } from 'tinybench';
-import { RtmpSession, type RtmpHandler } from '../src/native/index.js';
+import { RtmpListener, Segmenter, type RtmpConnectionHandler, type SegmenterEvent } from '../src/native/index.js';
+import { commandName, publishedAudio, readMessages } from '../test/unit/native/rtmp-messages.js';
 import type { BenchRow } from './lib/report.js';
 
-const FIXTURE = path.resolve(import.meta.dirname, '..', 'test', 'fixtures', 'rtmp', 'ffmpeg-aac-48k.bin');
+const root = path.resolve(import.meta.dirname, '..');
+const FIXTURE = path.join(root, 'test', 'fixtures', 'rtmp', 'ffmpeg-aac-48k.bin');
 const TARGET_BYTES = 4 * 1024 * 1024;
-const READ_SIZE = 64 * 1024;
+const SECONDS = 2;
 
-/** The fixture's handshake + commands up to and including publish, and its audio bodies. */
-function fromFixture(): { preamble: Buffer; bodies: Buffer[] } {
-  const bytes = readFileSync(FIXTURE);
-  const s = new RtmpSession();
-  let preambleEnd = 0;
-  const bodies: Buffer[] = [];
-  for (let i = 0; i < bytes.length; i++) {
-    for (const ev of s.push(bytes.subarray(i, i + 1))) {
-      if (ev.type === 'publish' && preambleEnd === 0) preambleEnd = i + 1;
-      if (ev.type === 'audio') bodies.push(Buffer.from(ev.data));
-    }
-  }
-  return { preamble: bytes.subarray(0, preambleEnd), bodies };
+/** What one row of the C++ bench prints. */
+interface NativeResult {
+  name: string;
+  reads: number;
+  bytesPerRound: number;
+  rounds: number;
+  seconds: number;
+  mbPerSec: number;
+  messagesPerSec: number;
 }
 
-/** Audio messages chunked at 4096 on csid 4, message stream 1: a type-0 header, then type-1
- *  headers (21 ms deltas), type-3 continuation chunks; preceded by Set Chunk Size 4096. */
-function audioStream(bodies: Buffer[], targetBytes: number): Buffer {
+/** Builds bench/native/rtmp_parse_bench.cc (Release) and runs it on the fixture. */
+function runNative(): NativeResult[] {
+  const dir = path.join(root, '.build', 'native-bench');
+  const quiet = { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] as ['ignore', 'ignore', 'inherit'] };
+  execFileSync('cmake', ['-S', 'native', '-B', dir, '-DSKYLARK_BENCH=ON', '-DCMAKE_BUILD_TYPE=Release'], quiet);
+  execFileSync('cmake', ['--build', dir, '--target', 'rtmp_parse_bench', '-j', '2'], quiet);
+  const out = execFileSync(path.join(dir, 'rtmp_parse_bench'), [FIXTURE, String(SECONDS)], { encoding: 'utf8' });
+  return out.trim().split('\n').map((line) => JSON.parse(line) as NativeResult);
+}
+
+/** The fixture's bytes up to and including its publish command, and its audio bodies (read by the
+ *  test suite's reference chunk reader). */
+function fromFixture(): { preamble: Buffer; bodies: Buffer[] } {
+  const bytes = readFileSync(FIXTURE);
+  const publish = readMessages(bytes).find((m) => commandName(m) === 'publish')!;
+  return { preamble: bytes.subarray(0, publish.end), bodies: publishedAudio(bytes).map((m) => m.body) };
+}
+
+/** Set Chunk Size 4096, then the audio messages (as bench/native/rtmp_parse_bench.cc builds them). */
+function audioStream(bodies: Buffer[]): { stream: Buffer; messages: number } {
   const chunk = 4096;
   const parts: Buffer[] = [Buffer.from([0x02, 0, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0, 0, 0, 0x10, 0])];
   let total = 0;
-  for (let n = 0; total < targetBytes; n++) {
+  let n = 0;
+  for (; total < TARGET_BYTES; n++) {
     const body = bodies[n === 0 ? 0 : 1 + ((n - 1) % (bodies.length - 1))]!;
     const h = Buffer.alloc(n === 0 ? 12 : 8);
     h[0] = n === 0 ? 0x04 : 0x44;
@@ -55,82 +79,102 @@ function audioStream(bodies: Buffer[], targetBytes: number): Buffer {
     }
     total += h.length + body.length;
   }
-  return Buffer.concat(parts);
+  return { stream: Buffer.concat(parts), messages: n };
 }
 
-/** The chunked audio stream cut into reads: fixed-size, or one whole message per read. */
-function cut(stream: Buffer, readSize: number | 'message'): Buffer[] {
-  const reads: Buffer[] = [];
-  if (readSize !== 'message') {
-    for (let off = 0; off < stream.length; off += readSize) reads.push(stream.subarray(off, off + readSize));
-    return reads;
-  }
-  // Set Chunk Size (16 bytes), then per message: a 12- or 8-byte header and its body (< 4096 bytes).
-  reads.push(stream.subarray(0, 16));
-  for (let off = 16; off < stream.length; ) {
-    const h = (stream[off]! >> 6) === 0 ? 12 : 8;
-    const len = stream.readUIntBE(off + 4, 3);
-    reads.push(stream.subarray(off, off + h + len));
-    off += h + len;
-  }
-  return reads;
-}
-
-async function measure(name: string, preamble: Buffer, stream: Buffer, readSize: number | 'message'): Promise<BenchRow> {
-  const reads = cut(stream, readSize);
-  const perRound = preamble.length + stream.length;
-  let audioEvents = 0;
+/**
+ * Rounds of one connection to an RtmpListener on loopback writing `bytes` and then its FIN (the
+ * publish accepted on its event; `routed`: then routed into a TS Segmenter), each until the
+ * server has read it all (the peer's close comes after its last byte); for SECONDS after one
+ * warm-up round. Returns the audio messages JS heard and the segments made, per round.
+ */
+async function measureListener(bytes: Buffer, routed: boolean) {
+  let audio = 0;
+  let segments = 0;
   let checksum = 0;
-  let rounds = 0;
-  let session: RtmpSession;
-  const handler: RtmpHandler = {
-    audio: (_ts, data) => {
-      audioEvents++;
-      checksum += data[data.length - 1]!;
-    },
-    event: (e) => {
-      if (e.type === 'publish') session.acceptPublish();
-      else if (e.type === 'error') throw new Error(`${e.code}: ${e.message}`);
-    },
-  };
-
-  const bench = new Bench({ time: 2000, warmupTime: 300 });
-  bench.add(name, () => {
-    const s = (session = new RtmpSession());
-    s.pushTo(preamble, handler);
-    s.takeOutput();
-    for (const r of reads) {
-      s.pushTo(r, handler);
-      if (s.hasOutput) s.takeOutput();
-    }
-    rounds++;
+  let closed: () => void = () => {};
+  const listener = new RtmpListener({}, (conn) => {
+    const segmenter = new Segmenter({ container: 'ts', targetDurationMs: 2000, expectCodec: 'aac' });
+    const onEvents = (events: SegmenterEvent[]) => {
+      for (const e of events) if (e.type === 'segment') segments++;
+    };
+    const handler: RtmpConnectionHandler = {
+      audio: (ts, data, segmented) => {
+        audio++;
+        checksum += data[data.length - 1]!;
+        // Read before the route (the sequence header and the frames of the publish's read): to
+        // the segmenter from JS, as ingest does.
+        if (routed && !segmented) onEvents(segmenter.pushAudio(ts, data));
+      },
+      event: (e) => {
+        if (e.type === 'error') throw new Error(`${e.code}: ${e.message}`);
+        if (e.type !== 'publish') return;
+        conn.acceptPublish();
+        if (routed) conn.route({ segmenter, onEvents }, false);
+      },
+      timeout: () => {},
+      closed: () => {
+        for (const e of segmenter.flush()) if (e.type === 'segment') segments++;
+        closed();
+      },
+    };
+    return handler;
   });
-  await bench.run();
-  const r = bench.tasks[0]!.result;
-  if (r.state !== 'completed') throw new Error(`bench ${r.state}`);
-  if (checksum === 0) throw new Error('no audio');
-  const roundsPerSec = r.throughput.mean;
-  const messages = audioEvents / rounds;
-  const mbPerSec = (roundsPerSec * perRound) / 1e6;
-  const messagesPerSec = Math.round(roundsPerSec * messages);
-  return {
-    group: 'ingest',
-    name,
-    value: Number(mbPerSec.toFixed(1)),
-    unit: 'MB/s',
-    note: `${messagesPerSec} audio messages/s (${(1e6 / messagesPerSec).toFixed(2)} µs each); ${(perRound / 1e6).toFixed(1)} MB per session in ${
-      readSize === 'message' ? 'one read per message' : `${readSize / 1024} KiB reads`
-    } (${reads.length} reads), events included`,
+  const port = listener.listen('127.0.0.1', 0);
+  const round = async () => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.on('error', () => {});
+    socket.resume(); // the replies
+    const done = new Promise<void>((resolve) => (closed = resolve));
+    socket.end(bytes);
+    await done;
+    socket.destroy();
   };
+  await round();
+  audio = segments = 0;
+  let rounds = 0;
+  const t0 = performance.now();
+  let elapsed = 0;
+  while (elapsed < SECONDS * 1000) {
+    await round();
+    rounds++;
+    elapsed = performance.now() - t0;
+  }
+  listener.close();
+  if (checksum === 0) throw new Error('no audio');
+  return { rounds, seconds: elapsed / 1000, audioPerRound: audio / rounds, segmentsPerRound: segments / rounds };
 }
 
 export async function run(): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  for (const r of runNative()) {
+    rows.push({
+      group: 'ingest',
+      name: r.name === '64 KiB reads' ? 'RTMP bytes parsed (native core)' : 'RTMP parse, one message per read',
+      value: r.mbPerSec,
+      unit: 'MB/s',
+      note: `${Math.round(r.messagesPerSec)} audio messages/s (${(1e6 / r.messagesPerSec).toFixed(2)} µs each); ${(r.bytesPerRound / 1e6).toFixed(1)} MB per session in ${r.name} (${r.reads} reads), C++ only (bench/native/rtmp_parse_bench.cc), events drained`,
+    });
+  }
   const { preamble, bodies } = fromFixture();
-  const stream = audioStream(bodies, TARGET_BYTES);
-  return [
-    await measure('RTMP bytes parsed (native core)', preamble, stream, READ_SIZE),
-    await measure('RTMP parse, one message per read', preamble, stream, 'message'),
-  ];
+  const { stream, messages } = audioStream(bodies);
+  const bytes = Buffer.concat([preamble, stream]);
+  for (const routed of [false, true]) {
+    const m = await measureListener(bytes, routed);
+    if (!routed && m.audioPerRound !== messages) throw new Error(`heard ${m.audioPerRound} of ${messages} audio messages per round`);
+    const mbPerSec = (bytes.length * m.rounds) / m.seconds / 1e6;
+    const perSec = (messages * m.rounds) / m.seconds;
+    rows.push({
+      group: 'ingest',
+      name: routed ? 'RTMP ingest over loopback, routed to a TS segmenter' : 'RTMP ingest over loopback, every message to JS',
+      value: Number(mbPerSec.toFixed(1)),
+      unit: 'MB/s',
+      note: `${Math.round(perSec)} audio messages/s (${(1e6 / perSec).toFixed(2)} µs each); RtmpListener on 127.0.0.1, one in-process client writing ${(bytes.length / 1e6).toFixed(1)} MB per connection${
+        routed ? `, ${Math.round(m.segmentsPerRound)} TS segments made per connection` : ''
+      }`,
+    });
+  }
+  return rows;
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

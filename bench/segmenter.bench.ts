@@ -1,7 +1,7 @@
 /**
  * The native segmenters fed recorded audio tags in a loop, as one continuous stream (timestamps keep
- * running): AAC → MPEG-TS (the TsSegmenter path), AAC → fMP4 with 500 ms LL-HLS parts, and Opus
- * (E-RTMP tags built from the Ogg Opus fixture) → fMP4 with and without parts. Segments and parts
+ * running): AAC → MPEG-TS (container 'ts', as ingest runs it), AAC → fMP4 with 500 ms LL-HLS parts,
+ * and Opus (E-RTMP tags built from the Ogg Opus fixture) → fMP4 with and without parts. Segments and parts
  * produced per second and MB/s of FLV audio in. Includes the JS → native calls and the event objects,
  * i.e. what the ingest path pays per stream layer. `npx tsx bench/segmenter.bench.ts` prints the rows.
  */
@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Bench } from 'tinybench';
-import { Segmenter, TsSegmenter, type SegmenterOptions } from '../src/native/index.js';
+import { Segmenter, type SegmenterOptions } from '../src/native/index.js';
 import { opusTagsFromOgg, type Tag } from '../test/helpers/ogg.js';
 import type { BenchRow } from './lib/report.js';
 
@@ -82,7 +82,7 @@ export async function run(): Promise<BenchRow[]> {
   const fmp4 = (o: Partial<SegmenterOptions>) => () => new Segmenter({ container: 'fmp4', targetDurationMs: 2000, ...o });
   const cases: Array<Case & { label: string; withParts: boolean }> = [
     { name: 'ts-aac', label: 'HLS segments produced (native, 2 s AAC 128 kbps)', withParts: false,
-      make: () => new TsSegmenter({ targetDurationMs: 2000 }), ...aacCase },
+      make: () => new Segmenter({ container: 'ts', targetDurationMs: 2000, expectCodec: 'aac' }), ...aacCase },
     { name: 'fmp4-aac-parts', label: 'fMP4 AAC 128 kbps, 2 s segments + 500 ms parts', withParts: true,
       make: fmp4({ partTargetMs: 500 }), ...aacCase },
     { name: 'fmp4-opus', label: 'fMP4 Opus 128 kbps, 2 s segments', withParts: false,

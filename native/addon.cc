@@ -12,8 +12,6 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   auto* state = new skylark::binding::AddonState();
   // Instance data is deleted by Node when the environment tears down (cleanup hook).
   env.SetInstanceData<skylark::binding::AddonState>(state);
-  skylark::binding::InitRtmpSession(env, exports, *state);
-  skylark::binding::InitTsSegmenter(env, exports, *state);
   skylark::binding::InitSegmenter(env, exports, *state);
   skylark::binding::InitRtmpServer(env, exports, *state);
   skylark::binding::InitIcecastSource(env, exports, *state);

@@ -1,4 +1,4 @@
-// Prints the addon's C++ sources for binding.gyp: addon.cc, every binding/*.cc and core/**/*.cc.
+// Prints the addon's C++ sources for binding.gyp: addon.cc, every binding/*.cc, io/*.cc and core/**/*.cc.
 // Kept as a script so that adding a file under native/ never needs an edit of binding.gyp.
 'use strict';
 const fs = require('node:fs');
@@ -14,5 +14,6 @@ function walk(dir) {
 }
 out.push('native/addon.cc');
 walk(path.join(root, 'binding'));
+walk(path.join(root, 'io'));
 walk(path.join(root, 'core'));
 process.stdout.write(out.join(' '));

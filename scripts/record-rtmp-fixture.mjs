@@ -1,18 +1,18 @@
 // Records the raw client→server bytes of a real FFmpeg RTMP publish into test/fixtures/rtmp/.
-// A node:net server on 127.0.0.1:0, driven by the addon's RtmpSession (handshake, replies,
-// acceptPublish), keeps every byte the client sent and writes them to the fixture file.
+// A node:net server on 127.0.0.1:0 keeps every byte the client sends and passes the connection on
+// to the native ingest listener (RtmpListener, which answers the handshake and commands and
+// accepts the publish), then writes the bytes to the fixture file.
 //
-//   node scripts/record-rtmp-fixture.mjs            # both fixtures
-// Needs the addon built (npx node-gyp rebuild) and ffmpeg on PATH (or FFMPEG=/path/to/ffmpeg).
+//   node --import tsx scripts/record-rtmp-fixture.mjs     # all fixtures
+// Needs the addon built (npm run build:native) and ffmpeg on PATH (or FFMPEG=/path/to/ffmpeg).
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { RtmpListener } from '../src/native/index.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const { RtmpSession } = createRequire(import.meta.url)(path.join(root, 'build/Release/skylark.node'));
 const ffmpeg = process.env.FFMPEG ?? 'ffmpeg';
 const MAX_FIXTURE_BYTES = 200 * 1024;
 
@@ -31,21 +31,31 @@ function record({ file, extra }) {
     const counts = { audio: 0, events: [] };
     let serverClosed = false;
     let onServerClosed = () => {};
+    const listener = new RtmpListener({}, (conn) => ({
+      audio: () => counts.audio++,
+      event: (ev) => {
+        counts.events.push(ev.type === 'error' ? `error:${ev.code}` : ev.type);
+        if (ev.type === 'publish') conn.acceptPublish();
+        if (ev.type === 'error') conn.close();
+      },
+      timeout: () => {},
+      closed: () => {},
+    }));
+    const upstream = listener.listen('127.0.0.1', 0);
     const server = net.createServer((socket) => {
-      const session = new RtmpSession();
+      const rtmp = net.connect({ host: '127.0.0.1', port: upstream });
       socket.on('data', (chunk) => {
         received.push(Buffer.from(chunk));
-        for (const ev of session.push(chunk)) {
-          if (ev.type === 'audio') counts.audio++;
-          else counts.events.push(ev.type === 'error' ? `error:${ev.code}` : ev.type);
-          if (ev.type === 'publish') session.acceptPublish();
-          if (ev.type === 'error') socket.destroy();
-        }
-        const out = session.takeOutput();
-        if (out) socket.write(out);
+        rtmp.write(chunk);
       });
+      rtmp.pipe(socket);
       socket.on('error', () => {});
-      socket.on('close', () => server.close());
+      rtmp.on('error', () => {});
+      socket.on('close', () => {
+        rtmp.destroy();
+        listener.close();
+        server.close();
+      });
     });
     server.on('close', () => { serverClosed = true; onServerClosed(); });
     server.listen(0, '127.0.0.1', () => {

@@ -2,8 +2,6 @@
 #include "binding/rtmp_batch.h"
 
 #include <algorithm>
-#include <cmath>
-#include <string>
 #include <string_view>
 
 namespace skylark::binding {
@@ -44,33 +42,6 @@ Napi::Value BatchBuffers::Pair(Napi::Env env) {
   a.Set(0u, meta_ref_.Value());
   a.Set(1u, arena_ref_.Value());
   return a;
-}
-
-bool ParseSessionOptions(Napi::Env env, Napi::Value options, const char* who, rtmp::SessionOptions* out) {
-  if (options.IsUndefined() || options.IsNull()) return true;
-  if (!options.IsObject()) {
-    Napi::TypeError::New(env, std::string(who) + ": options must be an object").ThrowAsJavaScriptException();
-    return false;
-  }
-  Napi::Object o = options.As<Napi::Object>();
-  return UintOption(env, o, who, "maxMessageBytes", 1024, 0xFFFFFF, &out->max_message_bytes) &&
-         UintOption(env, o, who, "maxAudioMessageBytes", 16, 0xFFFFFF, &out->max_audio_message_bytes) &&
-         UintOption(env, o, who, "prePublishBytes", 4096, 1 << 30, &out->pre_publish_bytes);
-}
-
-bool UintOption(Napi::Env env, Napi::Object options, const char* who, const char* name, uint32_t lo, uint32_t hi,
-                uint32_t* out) {
-  Napi::Value v = options.Get(name);
-  if (v.IsUndefined()) return true;
-  const double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
-  if (!(d >= lo && d <= hi) || std::floor(d) != d) {
-    Napi::TypeError::New(env, std::string(who) + ": " + name + " must be an integer in " + std::to_string(lo) + ".." +
-                                  std::to_string(hi))
-        .ThrowAsJavaScriptException();
-    return false;
-  }
-  *out = static_cast<uint32_t>(d);
-  return true;
 }
 
 Napi::Object ControlEventToJs(Napi::Env env, const rtmp::Event& e) {

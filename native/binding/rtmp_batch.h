@@ -1,6 +1,6 @@
-// What RtmpSession (binding/rtmp_session.cc) and RtmpServer (binding/rtmp_server.cc) share: the
-// batch buffers that carry a read's audio bodies to JS without an object per message, and the
-// control events (connect, publish, ...) as JS objects. Layout: docs/native-api.md "RtmpSession".
+// The batch buffers that carry a read's audio bodies to JS without an object per message (RtmpServer,
+// binding/rtmp_server.cc, and any binding that hands JS a batch of audio messages), and RTMP
+// control events (connect, publish, ...) as JS objects. Layout: docs/native-api.md "RtmpServer".
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -13,8 +13,8 @@ namespace skylark::binding {
 
 // Two plain ArrayBuffers held by strong references, reused from batch to batch:
 //   meta  (Float64): [0] = audio bytes of the batch; per event i, [1+2i] = timestamp in ms (audio;
-//         RtmpServer adds kind * 2^32, kind 0 sequence header / 1 coded frame / 2 other) or -1
-//         (another event), [2+2i] = end offset of the audio body in `arena`;
+//         plus kind * 2^32 when the caller gives one: RtmpServer's 0 sequence header / 1 coded
+//         frame / 2 other) or -1 (another event), [2+2i] = end offset of the audio body in `arena`;
 //   arena (bytes):   the audio bodies back to back from 0.
 // They start at 128 events / 16 KiB, grow to fit a batch and shrink back after one over 1 MiB.
 class BatchBuffers {
@@ -30,7 +30,7 @@ class BatchBuffers {
     at_ = 0;
     slot_ = 0;
   }
-  // `kind` (RtmpServer only; 0 for RtmpSession): the timestamp slot holds timestamp + kind * 2^32.
+  // `kind` (0 when the caller has none): the timestamp slot holds timestamp + kind * 2^32.
   void Audio(uint32_t timestamp_ms, const uint8_t* body, size_t size, uint32_t kind = 0) {
     if (size > 0) std::memcpy(arena_ + at_, body, size);
     at_ += size;
@@ -52,16 +52,6 @@ class BatchBuffers {
   uint8_t* arena_ = nullptr;
   size_t arena_size_ = 0;
 };
-
-// Reads `options` (undefined, null or {maxMessageBytes?: integer 1024..16777215,
-// maxAudioMessageBytes?: integer 16..16777215, prePublishBytes?: integer 4096..2^30}) into `out`
-// (absent fields keep their value). False with a pending TypeError ("<who>: ...") when it is wrong.
-bool ParseSessionOptions(Napi::Env env, Napi::Value options, const char* who, rtmp::SessionOptions* out);
-
-// One optional integer option `name` of `options` in lo..hi into `out` (absent: unchanged). False
-// with a pending TypeError ("<who>: <name> must be an integer in lo..hi") when it is wrong.
-bool UintOption(Napi::Env env, Napi::Object options, const char* who, const char* name, uint32_t lo, uint32_t hi,
-                uint32_t* out);
 
 // A control event (not audio) as the JS RtmpControlEvent object: {type: 'connect', app, tcUrl,
 // flashVer, fourCcList} | {type: 'publish', streamName, publishType, streamId} | {type:

@@ -1,7 +1,6 @@
 // class Segmenter — one per live stream layer: FLV audio (AAC, MP3, Opus; classic and Enhanced
-// RTMP) in; MPEG-TS or fMP4/CMAF segments and LL-HLS parts out. class TsSegmenter — the earlier
-// AAC-only MPEG-TS API, unchanged. probeAudioTag(data) — what an FLV audio tag carries.
-// See docs/native-api.md and native/core/segment/segmenter.h (timing and cutting policy).
+// RTMP) in; MPEG-TS or fMP4/CMAF segments and LL-HLS parts out. See docs/native-api.md
+// "Segmenter" and native/core/segment/segmenter.h (timing and cutting policy).
 //
 //   new Segmenter({ container: 'ts'|'fmp4', targetDurationMs?, partTargetMs?, expectCodec?,
 //                   maxFrameBytes?, maxSegmentBytes? })
@@ -9,25 +8,21 @@
 //       an integer 50..targetDurationMs, fmp4 only; expectCodec: 'aac'|'mp3'|'opus' (opus needs fmp4);
 //       maxFrameBytes: integer 0..16777215, maxSegmentBytes: integer 0..4294967295 (0 or unset = no
 //       cap; error events frame_too_large / segment_too_large, the frame dropped)
-//   new TsSegmenter({ targetDurationMs? })              // = the AAC-only TS segmenter of before
-//   pushAudio(timestampMs: number, data: Uint8Array): SegmentEvent[]
-//   flush(): SegmentEvent[]          // ends the open segment
+//   pushAudio(timestampMs: number, data: Uint8Array): SegmenterEvent[]
+//   flush(): SegmenterEvent[]        // ends the open segment
 //   discontinuity(): void            // the next audio starts a segment flagged discontinuity
-//   probeAudioTag(data: Uint8Array): { codec: string, packetType: 'sequence_header'|'frame'|'end'|'other' }
 //
 // Finished bytes (segments, parts, init segments) are external Buffers that own their memory (no
 // copy). Wrong argument types throw TypeError; media problems never throw (error events).
 #include "binding/segmenter.h"
 
 #include <cmath>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "core/codec/flv_audio.h"
+#include "binding/guards.h"
 #include "core/segment/segmenter.h"
-#include "core/segment/ts_segmenter.h"
 
 namespace skylark::binding {
 namespace {
@@ -51,55 +46,32 @@ Napi::Buffer<uint8_t> ExternalBuffer(Napi::Env env, std::vector<uint8_t>&& bytes
                                     owned);
 }
 
-bool ThrowType(Napi::Env env, const char* msg) {
-  Napi::TypeError::New(env, msg).ThrowAsJavaScriptException();
-  return false;
-}
-
-// An optional integer option in [lo, hi]; false (and a pending TypeError) when invalid.
-bool IntOption(Napi::Env env, Napi::Object o, const char* name, double lo, double hi, uint32_t* out,
-               const char* msg) {
-  Napi::Value v = o.Get(name);
-  if (v.IsUndefined()) return true;
-  double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
-  if (!(d >= lo && d <= hi) || d != std::floor(d)) return ThrowType(env, msg);
-  *out = static_cast<uint32_t>(d);
-  return true;
-}
-
 // Parses the Segmenter options; false with a pending TypeError when they are wrong.
-bool ParseOptions(Napi::Env env, const Napi::CallbackInfo& info, bool legacy, segment::SegmenterOptions* opt) {
-  if (legacy) {
-    opt->container = segment::Container::kTs;
-    opt->aac_only = true;
-  }
-  if (info.Length() == 0 || info[0].IsUndefined()) {
-    return legacy ? true : ThrowType(env, "options must be an object with container 'ts' or 'fmp4'");
-  }
-  if (!info[0].IsObject()) return ThrowType(env, "options must be an object");
+bool ParseOptions(const Napi::CallbackInfo& info, segment::SegmenterOptions* opt) {
+  Napi::Env env = info.Env();
+  if (info.Length() == 0 || info[0].IsUndefined())
+    return ThrowTypeError(env, "options must be an object with container 'ts' or 'fmp4'");
+  if (!ArgObject(info, 0, "options must be an object")) return false;
   Napi::Object o = info[0].As<Napi::Object>();
-  if (!IntOption(env, o, "targetDurationMs", 100, 60000, &opt->target_duration_ms,
-                 "targetDurationMs must be an integer from 100 to 60000"))
+  if (!OptionalInteger(env, o, "targetDurationMs", 100, 60000, &opt->target_duration_ms,
+                       "targetDurationMs must be an integer from 100 to 60000"))
     return false;
-  if (legacy) return true;
   Napi::Value c = o.Get("container");
   const std::string container = c.IsString() ? c.As<Napi::String>().Utf8Value() : "";
   if (container == "ts") opt->container = segment::Container::kTs;
   else if (container == "fmp4") opt->container = segment::Container::kFmp4;
-  else return ThrowType(env, "container must be 'ts' or 'fmp4'");
-  if (!IntOption(env, o, "partTargetMs", 0, 60000, &opt->part_target_ms,
-                 "partTargetMs must be 0 or an integer from 50 to targetDurationMs"))
-    return false;
+  else return ThrowTypeError(env, "container must be 'ts' or 'fmp4'");
+  constexpr const char* kParts = "partTargetMs must be 0 or an integer from 50 to targetDurationMs";
+  if (!OptionalInteger(env, o, "partTargetMs", 0, 60000, &opt->part_target_ms, kParts)) return false;
   if (opt->part_target_ms != 0) {
-    if (opt->part_target_ms < 50 || opt->part_target_ms > opt->target_duration_ms)
-      return ThrowType(env, "partTargetMs must be 0 or an integer from 50 to targetDurationMs");
+    if (opt->part_target_ms < 50 || opt->part_target_ms > opt->target_duration_ms) return ThrowTypeError(env, kParts);
     if (opt->container != segment::Container::kFmp4)
-      return ThrowType(env, "partTargetMs (LL-HLS parts) needs container 'fmp4'");
+      return ThrowTypeError(env, "partTargetMs (LL-HLS parts) needs container 'fmp4'");
   }
-  if (!IntOption(env, o, "maxFrameBytes", 0, 16777215, &opt->max_frame_bytes,
-                 "maxFrameBytes must be an integer from 0 (no cap) to 16777215") ||
-      !IntOption(env, o, "maxSegmentBytes", 0, 4294967295.0, &opt->max_segment_bytes,
-                 "maxSegmentBytes must be an integer from 0 (no cap) to 4294967295"))
+  if (!OptionalInteger(env, o, "maxFrameBytes", 0, 16777215, &opt->max_frame_bytes,
+                       "maxFrameBytes must be an integer from 0 (no cap) to 16777215") ||
+      !OptionalInteger(env, o, "maxSegmentBytes", 0, 4294967295.0, &opt->max_segment_bytes,
+                       "maxSegmentBytes must be an integer from 0 (no cap) to 4294967295"))
     return false;
   Napi::Value e = o.Get("expectCodec");
   if (!e.IsUndefined()) {
@@ -107,14 +79,14 @@ bool ParseOptions(Napi::Env env, const Napi::CallbackInfo& info, bool legacy, se
     if (codec == "aac") opt->expect = codec::AudioCodec::kAac;
     else if (codec == "mp3") opt->expect = codec::AudioCodec::kMp3;
     else if (codec == "opus") opt->expect = codec::AudioCodec::kOpus;
-    else return ThrowType(env, "expectCodec must be 'aac', 'mp3' or 'opus'");
+    else return ThrowTypeError(env, "expectCodec must be 'aac', 'mp3' or 'opus'");
     if (opt->expect == codec::AudioCodec::kOpus && opt->container != segment::Container::kFmp4)
-      return ThrowType(env, "Opus is carried only in container 'fmp4'");
+      return ThrowTypeError(env, "Opus is carried only in container 'fmp4'");
   }
   return true;
 }
 
-// Re-entrancy guard (nothing we call runs JS, but a finalizer or a future callback must not nest).
+// Re-entrancy guard: a call from JS and a push from the RTMP server (PushNative) never nest.
 struct Busy {
   explicit Busy(bool& f) : flag(f), entered(!f) { flag = true; }
   ~Busy() { if (entered) flag = false; }
@@ -122,57 +94,57 @@ struct Busy {
   bool entered;
 };
 
-template <bool kLegacy>
-class SegmenterWrap : public Napi::ObjectWrap<SegmenterWrap<kLegacy>>, public NativeSegmenterInput {
-  using Base = Napi::ObjectWrap<SegmenterWrap<kLegacy>>;
-  static constexpr const char* kName = kLegacy ? "TsSegmenter" : "Segmenter";
-
+class SegmenterWrap : public Napi::ObjectWrap<SegmenterWrap>, public NativeSegmenterInput {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return Base::DefineClass(env, kName,
-                             {Base::template InstanceMethod<&SegmenterWrap::PushAudio>("pushAudio"),
-                              Base::template InstanceMethod<&SegmenterWrap::Flush>("flush"),
-                              Base::template InstanceMethod<&SegmenterWrap::Discontinuity>("discontinuity")});
+    return DefineClass(env, "Segmenter",
+                       {InstanceMethod<&SegmenterWrap::PushAudio>("pushAudio"),
+                        InstanceMethod<&SegmenterWrap::Flush>("flush"),
+                        InstanceMethod<&SegmenterWrap::Discontinuity>("discontinuity")});
   }
 
-  explicit SegmenterWrap(const Napi::CallbackInfo& info) : Base(info) {
+  explicit SegmenterWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SegmenterWrap>(info) {
     segment::SegmenterOptions opt;
-    if (!ParseOptions(info.Env(), info, kLegacy, &opt)) return;
+    if (!ParseOptions(info, &opt)) return;
     core_ = std::make_unique<segment::Segmenter>(opt);
   }
 
  private:
-  bool Ready(Napi::Env env) {
-    if (core_) return true;
-    Napi::Error::New(env, std::string(kName) + " was not constructed").ThrowAsJavaScriptException();
-    return false;
+  // The core exists (the constructor did not throw) and no call on it is running.
+  static bool Usable(Napi::Env env, const std::unique_ptr<segment::Segmenter>& core, const Busy& busy) {
+    if (!core) {
+      Napi::Error::New(env, "Segmenter was not constructed").ThrowAsJavaScriptException();
+      return false;
+    }
+    if (!busy.entered) {
+      Napi::Error::New(env, "Segmenter is busy (re-entrant call)").ThrowAsJavaScriptException();
+      return false;
+    }
+    return true;
   }
 
   Napi::Value PushAudio(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    if (!Ready(env)) return env.Undefined();
-    if (info.Length() < 1 || !info[0].IsNumber()) { ThrowType(env, "timestampMs must be a number"); return env.Undefined(); }
-    if (info.Length() < 2 || !info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) { ThrowType(env, "data must be a Uint8Array"); return env.Undefined(); }
-    double ts = info[0].As<Napi::Number>().DoubleValue();
-    if (!std::isfinite(ts)) { ThrowType(env, "timestampMs must be finite"); return env.Undefined(); }
+    double ts = 0;
+    const uint8_t* data = nullptr;
+    size_t size = 0;
+    SK_GUARD(ArgNumber(info, 0, "timestampMs must be a number", &ts));
+    SK_GUARD(ArgBytes(info, 1, "data must be a Uint8Array", &data, &size));
+    SK_GUARD(Require(info.Env(), std::isfinite(ts), "timestampMs must be finite"));
     Busy busy(busy_);
-    if (!busy.entered) { Napi::Error::New(env, std::string(kName) + " is busy (re-entrant call)").ThrowAsJavaScriptException(); return env.Undefined(); }
-    Napi::Uint8Array data = info[1].As<Napi::Uint8Array>();
+    SK_GUARD(Usable(info.Env(), core_, busy));
     // RTMP timestamps are a 32-bit ms clock: reduce modulo 2^32 (negative values wrap too).
     const uint32_t ts32 = static_cast<uint32_t>(static_cast<int64_t>(std::fmod(std::floor(ts), 4294967296.0)));
     events_.clear();
-    core_->push_audio(ts32, data.Data(), data.ByteLength(), events_);
-    return ToArray(env);
+    core_->push_audio(ts32, data, size, events_);
+    return ToArray(info.Env());
   }
 
   Napi::Value Flush(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    if (!Ready(env)) return env.Undefined();
     Busy busy(busy_);
-    if (!busy.entered) { Napi::Error::New(env, std::string(kName) + " is busy (re-entrant call)").ThrowAsJavaScriptException(); return env.Undefined(); }
+    SK_GUARD(Usable(info.Env(), core_, busy));
     events_.clear();
     core_->flush(events_);
-    return ToArray(env);
+    return ToArray(info.Env());
   }
 
   Napi::Value Discontinuity(const Napi::CallbackInfo& info) {
@@ -233,13 +205,11 @@ class SegmenterWrap : public Napi::ObjectWrap<SegmenterWrap<kLegacy>>, public Na
         o.Set("pts90k", Napi::Number::New(env, static_cast<double>(e.pts90k)));
         if (!part) o.Set("discontinuity", Napi::Boolean::New(env, e.discontinuity));
         o.Set("frames", Napi::Number::New(env, e.frames));
-        if (!kLegacy) {
-          o.Set("independent", Napi::Boolean::New(env, e.independent));
-          if (!part && parts) o.Set("parts", Napi::Number::New(env, e.part_index));
-          if (fmp4) {
-            o.Set("baseMediaDecodeTime", Napi::Number::New(env, static_cast<double>(e.base_media_decode_time)));
-            o.Set("timescale", Napi::Number::New(env, e.timescale));
-          }
+        o.Set("independent", Napi::Boolean::New(env, e.independent));
+        if (!part && parts) o.Set("parts", Napi::Number::New(env, e.part_index));
+        if (fmp4) {
+          o.Set("baseMediaDecodeTime", Napi::Number::New(env, static_cast<double>(e.base_media_decode_time)));
+          o.Set("timescale", Napi::Number::New(env, e.timescale));
         }
         break;
       }
@@ -262,34 +232,7 @@ class SegmenterWrap : public Napi::ObjectWrap<SegmenterWrap<kLegacy>>, public Na
   bool busy_ = false;
 };
 
-Napi::Value ProbeAudioTag(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
-    ThrowType(env, "data must be a Uint8Array");
-    return env.Undefined();
-  }
-  Napi::Uint8Array data = info[0].As<Napi::Uint8Array>();
-  const codec::AudioTagProbe p = codec::probe_audio_tag(data.Data(), data.ByteLength());
-  Napi::Object o = Napi::Object::New(env);
-  o.Set("codec", p.codec_name);
-  const char* type = "other";
-  switch (p.packet) {
-    case codec::FlvAudioPacket::kSequenceHeader: type = "sequence_header"; break;
-    case codec::FlvAudioPacket::kCodedFrame: type = "frame"; break;
-    case codec::FlvAudioPacket::kSequenceEnd: type = "end"; break;
-    case codec::FlvAudioPacket::kOther: break;
-  }
-  o.Set("packetType", type);
-  return o;
-}
-
 }  // namespace
-
-void InitTsSegmenter(Napi::Env env, Napi::Object exports, AddonState& state) {
-  Napi::Function ts = SegmenterWrap<true>::Define(env);
-  state.tsSegmenter = Napi::Persistent(ts);
-  exports.Set("TsSegmenter", ts);
-}
 
 NativeSegmenterInput* UnwrapSegmenter(Napi::Env env, Napi::Value value) {
   AddonState* state = env.GetInstanceData<AddonState>();
@@ -297,14 +240,13 @@ NativeSegmenterInput* UnwrapSegmenter(Napi::Env env, Napi::Value value) {
   Napi::Object o = value.As<Napi::Object>();
   bool is = false;
   if (napi_instanceof(env, o, state->segmenter.Value(), &is) != napi_ok || !is) return nullptr;
-  return SegmenterWrap<false>::Unwrap(o);
+  return SegmenterWrap::Unwrap(o);
 }
 
 void InitSegmenter(Napi::Env env, Napi::Object exports, AddonState& state) {
-  Napi::Function ctor = SegmenterWrap<false>::Define(env);
+  Napi::Function ctor = SegmenterWrap::Define(env);
   state.segmenter = Napi::Persistent(ctor);
   exports.Set("Segmenter", ctor);
-  exports.Set("probeAudioTag", Napi::Function::New<ProbeAudioTag>(env, "probeAudioTag"));
 }
 
 }  // namespace skylark::binding

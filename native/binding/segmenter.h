@@ -1,5 +1,5 @@
-// classes Segmenter and TsSegmenter, function probeAudioTag: the JS face of segment::Segmenter
-// (docs/native-api.md "Segmenter", "TsSegmenter", "probeAudioTag").
+// class Segmenter: the JS face of segment::Segmenter (docs/native-api.md "Segmenter"), and what the
+// RTMP server's routes push into it from C++.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -9,15 +9,15 @@
 namespace skylark::binding {
 
 // What the native RTMP server (binding/rtmp_server.cc) feeds a JS Segmenter object with, without
-// a JS call per message: PushNative() keeps the segmenter's events until TakeEvents() turns them
-// into the same event objects pushAudio() returns.
+// a JS call per message: PushNative() keeps the segmenter's events until TakeNativeEvents() turns
+// them into the same event objects pushAudio() returns.
 class NativeSegmenterInput {
  public:
   virtual ~NativeSegmenterInput() = default;
   // One FLV AUDIODATA body (RTMP timestamp in ms). False when the segmenter is busy (a JS call on
   // it is running: the frame is not pushed).
   virtual bool PushNative(uint32_t timestamp_ms, const uint8_t* data, size_t size) = 0;
-  // Whether PushNative() left events for TakeEvents().
+  // Whether PushNative() left events for TakeNativeEvents().
   virtual bool HasNativeEvents() const = 0;
   // The kept events as a JS array of SegmenterEvent objects (then none are kept).
   virtual Napi::Value TakeNativeEvents(Napi::Env env) = 0;
@@ -25,8 +25,7 @@ class NativeSegmenterInput {
   virtual uint32_t MsToNextCut() const = 0;
 };
 
-// The native face of a JS `Segmenter` instance (class Segmenter, not TsSegmenter), or nullptr
-// when `value` is anything else.
+// The native face of a JS `Segmenter` instance, or nullptr when `value` is anything else.
 NativeSegmenterInput* UnwrapSegmenter(Napi::Env env, Napi::Value value);
 
 }  // namespace skylark::binding

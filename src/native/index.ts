@@ -1,7 +1,10 @@
 /**
- * The only module that loads the C++ addon (`build/Release/skylark.node`). See docs/native-api.md.
- * The classes are sans-I/O: bytes in, events out; protocol problems come back as `error` events.
+ * The only module that loads the C++ addon (`build/Release/skylark.node`, or `build/Debug/` when
+ * only that is built, or the file `SKYLARK_ADDON` names: resolveAddonPath). See docs/native-api.md.
+ * `Segmenter` is sans-I/O (bytes in, events out); `RtmpListener` owns the ingest sockets. Protocol
+ * and media problems come back as `error` events, never as throws.
  */
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -18,159 +21,15 @@ export type RtmpEvent =
 /** Every RtmpEvent but audio (a handful per connection). */
 export type RtmpControlEvent = Exclude<RtmpEvent, { type: 'audio' }>;
 
-/**
- * What `RtmpSession.pushTo` calls, in the order the messages completed. `data` is a view into one
- * Buffer that holds all audio bodies of that push (a slice of Node's Buffer pool when small): it
- * is never reused or overwritten, so a consumer may keep it, but it pins that shared memory.
- */
-export interface RtmpHandler {
-  /** One audio message: RTMP timestamp (ms) and the whole FLV AUDIODATA body. */
-  audio(timestampMs: number, data: Buffer): void;
-  /** Any other event. After an `error` event the session is dead (sticky). */
-  event(e: RtmpControlEvent): void;
-}
-
-/** The addon's class (native/binding/rtmp_session.cc); only the wrapper below uses it. */
-interface RawRtmpSession {
-  /** (events << 3) | RAW_* flags; the batch is in buffers() until the next push(). */
-  push(data: Uint8Array): number;
-  /** [meta (Float64 slots), arena (audio bodies)]. */
-  buffers(): [ArrayBuffer, ArrayBuffer];
-  takeEvents(): RtmpControlEvent[];
-  takeOutput(): Buffer | null;
-  acceptPublish(): void;
-  rejectPublish(code: string, description: string): void;
-  end(): RtmpEvent[];
-  readonly bytesIn: number;
-}
-const RAW_OUTPUT_PENDING = 1;
-const RAW_BUFFERS_CHANGED = 2;
-const RAW_CONTROL_EVENTS = 4;
-const NO_CONTROL_EVENTS: RtmpControlEvent[] = [];
-
-/** Caps of one RTMP session (bytes; see docs/native-api.md "RtmpSession"). */
+/** Caps of each connection's RTMP session (bytes; see docs/native-api.md "RTMP session"). */
 export interface RtmpSessionOptions {
   /** Any one RTMP message, integer 1024..16777215 (default 1 MiB). */
   maxMessageBytes?: number;
   /** An audio message, integer 16..16777215 (default: maxMessageBytes); longer: error `message_too_large`. */
   maxAudioMessageBytes?: number;
-  /** Bytes held (partial messages, untaken replies) until the publish is accepted, integer
-   *  4096..2^30 (RtmpSession default: no cap; RtmpListener default 65536); over: error `prepublish_limit`. */
+  /** Bytes held (partial messages, replies not written yet) until the publish is accepted, integer
+   *  4096..2^30 (default 65536); over: the connection is closed (`rtmp_prepublish_bytes`). */
   prePublishBytes?: number;
-}
-
-/**
- * Sans-I/O RTMP server session: handshake, chunk streams, AMF0 commands (one per TCP connection).
- * Never throws for bad input (it becomes an `error` event); wrong argument types throw TypeError.
- * Constructor: RtmpSessionOptions (bytes).
- */
-export class RtmpSession {
-  private readonly raw: RawRtmpSession;
-  private meta!: Float64Array;
-  private arena!: ArrayBuffer;
-  private outputPending = false;
-  private iterating = false;
-
-  constructor(options?: RtmpSessionOptions) {
-    this.raw = new addon.RtmpSession(options);
-    this.mapBuffers();
-  }
-
-  /**
-   * The fast path: feeds socket bytes and calls `handler` for each event they completed, in
-   * order (audio without an event object; see RtmpHandler). The handler may call acceptPublish,
-   * rejectPublish and takeOutput, not push/pushTo (TypeError: re-entrant call).
-   */
-  pushTo(data: Uint8Array, handler: RtmpHandler): void {
-    if (this.iterating) throw new TypeError('RtmpSession.push: re-entrant call');
-    const r = this.raw.push(data);
-    if (r === 0) return;
-    if (r & RAW_OUTPUT_PENDING) this.outputPending = true;
-    if (r & RAW_BUFFERS_CHANGED) this.mapBuffers();
-    const count = Math.floor(r / 8);
-    if (count === 0) return;
-    const meta = this.meta;
-    const control = r & RAW_CONTROL_EVENTS ? this.raw.takeEvents() : NO_CONTROL_EVENTS;
-    const total = meta[0]!;
-    // One copy of the batch's bodies out of the (reused) arena: small batches are a slice of
-    // Node's Buffer pool, so a message costs no ArrayBuffer of its own.
-    let bodies: Buffer | null = null;
-    if (total > 0) {
-      bodies = Buffer.allocUnsafe(total);
-      bodies.set(new Uint8Array(this.arena, 0, total));
-    }
-    this.iterating = true;
-    try {
-      let start = 0;
-      let k = 0;
-      for (let i = 0; i < count; i++) {
-        const ts = meta[1 + 2 * i]!;
-        if (ts >= 0) {
-          const end = meta[2 + 2 * i]!;
-          handler.audio(ts, start === 0 && end === total ? bodies! : bodies!.subarray(start, end));
-          start = end;
-        } else {
-          handler.event(control[k++]!);
-        }
-      }
-    } finally {
-      this.iterating = false;
-    }
-  }
-
-  /** Feeds socket bytes; returns the events they completed (an object per event: tests, tools). */
-  push(data: Uint8Array): RtmpEvent[] {
-    const events: RtmpEvent[] = [];
-    this.pushTo(data, {
-      audio: (timestamp, d) => events.push({ type: 'audio', timestamp, data: d }),
-      event: (e) => events.push(e),
-    });
-    return events;
-  }
-
-  /** Bytes to write to the socket, or null when there are none (no native call then). */
-  takeOutput(): Buffer | null {
-    if (!this.outputPending) return null;
-    this.outputPending = false;
-    return this.raw.takeOutput();
-  }
-
-  /** Whether takeOutput() has bytes. */
-  get hasOutput(): boolean {
-    return this.outputPending;
-  }
-
-  /** Answers the pending publish with NetStream.Publish.Start. */
-  acceptPublish(): void {
-    this.raw.acceptPublish();
-    this.outputPending = true;
-  }
-
-  /** Answers the pending (or refuses the running) publish with an error onStatus, e.g.
-   *  NetStream.Publish.BadName or NetStream.Publish.Rejected. Write takeOutput(), then end the socket. */
-  rejectPublish(code: string, description: string): void {
-    this.raw.rejectPublish(code, description);
-    this.outputPending = true;
-  }
-
-  /**
-   * The socket closed: returns `[{type:'error', code:'protocol_violation'|'handshake_invalid'}]`
-   * when the peer vanished mid-message or mid-handshake, else `[]`.
-   */
-  end(): RtmpEvent[] {
-    return this.raw.end();
-  }
-
-  /** Bytes received so far. */
-  get bytesIn(): number {
-    return this.raw.bytesIn;
-  }
-
-  private mapBuffers(): void {
-    const [meta, arena] = this.raw.buffers();
-    this.meta = new Float64Array(meta);
-    this.arena = arena;
-  }
 }
 
 /** The addon's listener class (native/binding/rtmp_server.cc); only RtmpListener below uses it. */
@@ -245,7 +104,9 @@ export interface RtmpConnectionHandler {
    * One audio message (RTMP timestamp in ms, the whole FLV AUDIODATA body), in message order.
    * `segmented`: the connection is routed and the message was already pushed to its segmenter
    * (delivered because frames were asked for, or because it is a sequence header). `data` is a
-   * view of a Buffer that holds the read's bodies; it is never reused (see RtmpHandler). `kind`:
+   * view of a Buffer that holds the read's bodies: never reused or overwritten, so it stays valid
+   * after the call, but a kept view pins the whole read's bodies (docs/native-api.md "Audio
+   * bodies"). `kind`:
    * what the tag header says it is (AUDIO_SEQUENCE_HEADER, AUDIO_FRAME, AUDIO_OTHER).
    */
   audio(timestampMs: number, data: Buffer, segmented: boolean, kind: AudioKind): void;
@@ -335,8 +196,8 @@ export class RtmpConnection {
 }
 
 /**
- * The RTMP ingest listener: TCP accept and reads in C++ on Node's libuv loop, a native
- * RtmpSession per connection (RTMP 1.0 §5.2–§7), with the caps of RtmpListenerOptions (bytes,
+ * The RTMP ingest listener: TCP accept and reads in C++ on Node's libuv loop (native/io), a native
+ * RTMP session per connection (RTMP 1.0 §5.2–§7), with the caps of RtmpListenerOptions (bytes,
  * ms, counts) enforced in C++ and reported to `onLimit`. `mergeReadsMs` (0..1000, default 0):
  * routed connections are read every that many ms by one timer instead of as bytes arrive (fewer
  * wakeups, that much more latency at most). Throws TypeError for bad options.
@@ -458,27 +319,6 @@ export class RtmpListener {
   }
 }
 
-/** Events of the AAC → MPEG-TS segmenter (see docs/native-api.md "TsSegmenter"). */
-export type SegmentEvent =
-  | { type: 'config'; codec: 'aac'; codecs: string; sampleRate: number; channels: number; audioObjectType: number }
-  | {
-      type: 'segment';
-      sequence: number;
-      data: Buffer;
-      durationMs: number;
-      pts90k: number;
-      discontinuity: boolean;
-      frames: number;
-    }
-  | { type: 'error'; code: string; message: string };
-
-/** Per-stream segmenter: FLV AAC audio in, MPEG-TS segments cut on audio duration out. */
-export interface TsSegmenter {
-  pushAudio(timestampMs: number, data: Uint8Array): SegmentEvent[];
-  flush(): SegmentEvent[];
-  discontinuity(): void;
-}
-
 /** Audio codecs the segmenter takes. */
 export type AudioCodec = 'aac' | 'mp3' | 'opus';
 /** Output containers: MPEG-TS (AAC, MP3) or fragmented MP4 / CMAF (AAC, MP3, Opus; LL-HLS parts). */
@@ -592,32 +432,54 @@ export interface Segmenter {
   discontinuity(): void;
 }
 
-/** What an FLV audio tag carries (for the ingest codec check). */
-export interface AudioTagProbe {
-  /** 'aac' | 'mp3' | 'opus', else the FLV SoundFormat name or E-RTMP FourCC; 'unknown' if empty. */
-  codec: AudioCodec | (string & {});
-  packetType: 'sequence_header' | 'frame' | 'end' | 'other';
-}
-
 interface Addon {
-  RtmpSession: new (options?: RtmpSessionOptions) => RawRtmpSession;
-  TsSegmenter: new (options?: { targetDurationMs?: number }) => TsSegmenter;
   Segmenter: new (options: SegmenterOptions) => Segmenter;
-  probeAudioTag: (data: Uint8Array) => AudioTagProbe;
   RtmpServer: new (options: Omit<RtmpListenerOptions, 'onLimit'>, dispatch: RawDispatch) => RawRtmpServer;
   abiVersion: number;
 }
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-// src/native or dist/native → repository root is two levels up.
-const addonPath = path.resolve(here, '..', '..', 'build', 'Release', 'skylark.node');
+/** The addon file could not be found (`code` 'addon_not_found'); the message names every path tried. */
+export class AddonNotFoundError extends Error {
+  readonly code = 'addon_not_found';
+  constructor(
+    message: string,
+    /** The paths looked for, in order. */
+    readonly tried: string[],
+  ) {
+    super(message);
+    this.name = 'AddonNotFoundError';
+  }
+}
+
+/**
+ * The addon file to load: the file `env.SKYLARK_ADDON` names when set (relative to the current
+ * directory), else `<root>/build/Release/skylark.node`, else `<root>/build/Debug/skylark.node`
+ * (`node-gyp rebuild --debug`). `exists` is injectable for tests.
+ * @throws AddonNotFoundError naming what it looked for when that file (or neither build) exists
+ */
+export function resolveAddonPath(root: string, env: NodeJS.ProcessEnv = process.env, exists: (p: string) => boolean = existsSync): string {
+  const named = env.SKYLARK_ADDON;
+  if (named) {
+    const file = path.resolve(named);
+    if (exists(file)) return file;
+    throw new AddonNotFoundError(`SKYLARK_ADDON names ${file}, which does not exist`, [file]);
+  }
+  const tried = ['Release', 'Debug'].map((type) => path.join(root, 'build', type, 'skylark.node'));
+  const found = tried.find((file) => exists(file));
+  if (found) return found;
+  throw new AddonNotFoundError(
+    `the native addon is not built: looked for ${tried.join(' and ')} (npm run build:native builds it; SKYLARK_ADDON may name another skylark.node)`,
+    tried,
+  );
+}
+
+// src/native or dist/native → the repository root is two levels up.
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The addon file this process loaded (see resolveAddonPath). */
+export const addonPath = resolveAddonPath(root);
 const addon = createRequire(import.meta.url)(addonPath) as Addon;
 /** The loaded addon object, for the other wrappers in src/native/ (each types its own class). */
 export const loadedAddon: object = addon;
 
-/** Constructor of TsSegmenter. `targetDurationMs` (ms) is the segment target (default 2000). */
-export const TsSegmenter = addon.TsSegmenter;
 /** Constructor of Segmenter (see SegmenterOptions). Throws TypeError for invalid options. */
 export const Segmenter = addon.Segmenter;
-/** Classifies one FLV AUDIODATA body: codec and packet type. Pure; never throws for bad bytes. */
-export const probeAudioTag = addon.probeAudioTag;

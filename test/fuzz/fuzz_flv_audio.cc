@@ -1,5 +1,5 @@
 // libFuzzer target: the FLV / Enhanced RTMP AUDIODATA header parser and the tag probe
-// (probeAudioTag) on arbitrary bytes. Invariants: the payload offset never passes the input, the
+// (codec::probe_audio_tag) on arbitrary bytes. Invariants: the payload offset never passes the input, the
 // probe's codec name is NUL-terminated printable text, a codec we take has its canonical name.
 #include <cstddef>
 #include <cstdint>

@@ -306,7 +306,16 @@ TEST(probe_audio_tag_classic_and_enhanced) {
   CHECK(p.codec == AudioCodec::kNone && std::string(p.codec_name) == "fLaC");
   p = probe({0x95, 0x01, 'O', 'p', 'u', 's', 0});  // multitrack
   CHECK(p.multitrack && p.codec == AudioCodec::kOpus && p.packet == FlvAudioPacket::kOther);
-  CHECK(std::string(probe({}).codec_name) == "unknown");
+  CHECK(std::string(probe({0xAF, 0x00, 0x11, 0x90}).codec_name) == "aac");
+  p = probe({0x91, 'm', 'p', '4', 'a', 0, 0, 0});
+  CHECK(std::string(p.codec_name) == "aac" && p.packet == FlvAudioPacket::kCodedFrame);
+  p = probe({0x91, '.', 'm', 'p', '3', 0, 0, 0});
+  CHECK(std::string(p.codec_name) == "mp3" && p.packet == FlvAudioPacket::kCodedFrame);
+  CHECK(probe({0x91, 'f', 'L', 'a', 'C', 0, 0, 0}).packet == FlvAudioPacket::kCodedFrame);
+  p = probe({0x3E, 0x00});
+  CHECK(p.codec == AudioCodec::kNone && p.packet == FlvAudioPacket::kCodedFrame);  // classic codecs: frames
+  p = probe({});
+  CHECK(std::string(p.codec_name) == "unknown" && p.packet == FlvAudioPacket::kOther);
   CHECK(std::string(probe({0x91, 'O', 'p'}).codec_name) == "unknown");  // truncated FourCC
   CHECK(std::string(probe({0x91, 0x01, 'p', 'u', 's'}).codec_name) == "?pus");
 }

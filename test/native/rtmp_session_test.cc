@@ -17,17 +17,34 @@ using Type = Event::Type;
 
 namespace {
 struct Summary {
-  std::string app, stream;
-  size_t audio = 0, errors = 0, metadata = 0, unpublish = 0;
+  std::string app, stream, publish_type;
+  size_t audio = 0, errors = 0, metadata = 0, unpublish = 0, four_ccs = 0;
+  uint32_t publish_stream_id = 0;
+  double audiocodecid = -1;  // onMetaData
   std::vector<uint32_t> ts;
   std::vector<Bytes> bodies;
+  Type last_type = Type::kError;  // the last event's type, and its stream id
+  uint32_t last_stream_id = 0;
 };
 Summary summarize(const std::vector<Event>& ev) {
   Summary s;
   for (auto& e : ev) {
-    if (e.type == Type::kConnect) s.app = e.app;
-    if (e.type == Type::kPublish) s.stream = e.stream_name;
-    if (e.type == Type::kMetadata) ++s.metadata;
+    s.last_type = e.type;
+    s.last_stream_id = e.stream_id;
+    if (e.type == Type::kConnect) {
+      s.app = e.app;
+      s.four_ccs = e.four_cc_list.size();
+    }
+    if (e.type == Type::kPublish) {
+      s.stream = e.stream_name;
+      s.publish_type = e.publish_type;
+      s.publish_stream_id = e.stream_id;
+    }
+    if (e.type == Type::kMetadata) {
+      ++s.metadata;
+      for (const MetaValue& v : e.metadata)
+        if (v.key == "audiocodecid" && v.kind == MetaValue::Kind::kNumber) s.audiocodecid = v.number;
+    }
     if (e.type == Type::kUnpublish) ++s.unpublish;
     if (e.type == Type::kError) ++s.errors;
     if (e.type == Type::kAudio) {
@@ -53,7 +70,17 @@ TEST(session_fixture_whole_bytewise_and_random_splits) {
     CHECK(whole.audio > 100);
     CHECK(!whole.bodies.empty() && whole.bodies[0].size() >= 2 && whole.bodies[0][0] == 0xAF &&
           whole.bodies[0][1] == 0x00);  // AAC sequence header first
+    size_t frames = 0;  // then AAC raw frames only
+    for (size_t i = 1; i < whole.bodies.size(); ++i)
+      frames += whole.bodies[i].size() >= 2 && whole.bodies[i][0] == 0xAF && whole.bodies[i][1] == 0x01;
+    CHECK_EQ(frames, whole.bodies.size() - 1);
+    CHECK_EQ(whole.four_ccs, 0u);  // FFmpeg sends no E-RTMP fourCcList
+    CHECK(whole.publish_type == "live");
+    CHECK_EQ(whole.publish_stream_id, 1u);
+    CHECK(whole.audiocodecid == 10);  // onMetaData: AAC
     for (size_t i = 1; i < whole.ts.size(); ++i) CHECK(whole.ts[i] >= whole.ts[i - 1]);
+    CHECK(!whole.ts.empty() && whole.ts.back() > 2500);
+    CHECK(whole.last_type == Type::kUnpublish && whole.last_stream_id == 1);  // the last event
     if (std::string(name).find("extts") != std::string::npos) {  // a real extended timestamp
       CHECK(whole.ts.size() > 1 && whole.ts[1] > 0xFFFFFFu && whole.ts.back() > 20000000u);
     }
@@ -180,6 +207,57 @@ TEST(session_reject_publish) {
   more.message(4, kMsgAudio, 1, 0, Bytes{0xAF, 0x00, 0x11, 0x90});
   s.push(more.bytes.data(), more.bytes.size());
   CHECK(s.events().empty());
+}
+
+TEST(session_reject_running_publish) {
+  // Media refused after the accept (e.g. a codec the stream does not take): onStatus level error.
+  Client c = rtmp_test::publisher();
+  Session s;
+  s.push(c.bytes.data(), c.bytes.size());
+  CHECK(s.accept_publish());
+  const size_t before = replies(s).size();
+  CHECK(s.reject_publish("NetStream.Publish.Rejected", "This stream accepts aac audio, not mp3."));
+  auto m = replies(s);
+  CHECK_EQ(m.size(), before + 1);
+  if (m.empty()) return;
+  std::vector<Amf0Node> n;
+  CHECK(amf0_decode_all(m.back().body.span(), n) == Status::kOk);
+  CHECK(amf0_root(n, 0).str() == "onStatus");
+  CHECK(amf0_root(n, 3).get("level").str() == "error");
+  CHECK(amf0_root(n, 3).get("code").str() == "NetStream.Publish.Rejected");
+  CHECK_EQ(m.back().stream_id, 1u);
+  // Audio after it is dropped.
+  s.events().clear();
+  Client more;
+  more.message(4, kMsgAudio, 1, 0, Bytes{0xAF, 0x01, 0x21});
+  s.push(more.bytes.data(), more.bytes.size());
+  CHECK(s.events().empty());
+}
+
+TEST(session_audio_and_control_events_in_message_order) {
+  // Audio, FCUnpublish, audio: the second audio is dropped (no longer publishing); order kept.
+  Client c = rtmp_test::publisher();
+  c.message(4, kMsgAudio, 1, 0, Bytes{0xAF, 0x01, 0x21});
+  c.message(4, kMsgAudio, 1, 21, Bytes{0xAF, 0x01, 0x22}, 1);
+  c.command(Amf().str("FCUnpublish").num(6).null().str("sk_euw1_testkey").b);
+  c.message(4, kMsgAudio, 1, 21, Bytes{0xAF, 0x01, 0x23}, 1);
+  for (size_t step : {c.bytes.size(), size_t{1}}) {
+    std::vector<Type> types;
+    for (const Event& e : run(c.bytes, step)) types.push_back(e.type);
+    CHECK((types == std::vector<Type>{Type::kConnect, Type::kPublish, Type::kAudio, Type::kAudio, Type::kUnpublish}));
+  }
+  // Replies: none for audio (after the accept's, the session's output stays empty).
+  Session s;
+  Client pub = rtmp_test::publisher();
+  s.push(pub.bytes.data(), pub.bytes.size());
+  s.accept_publish();
+  s.events().clear();
+  s.output().clear();
+  Client audio;
+  audio.message(4, kMsgAudio, 1, 0, Bytes{0xAF, 0x01, 0x21});
+  s.push(audio.bytes.data(), audio.bytes.size());
+  CHECK_EQ(s.events().size(), 1u);
+  CHECK(s.output().empty());
 }
 
 TEST(session_ping_window_ack_and_metadata) {

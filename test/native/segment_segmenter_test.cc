@@ -8,14 +8,23 @@
 #include <vector>
 
 #include "check.h"
-#include "core/segment/ts_segmenter.h"
+#include "core/segment/segmenter.h"
 
 using namespace skylark;
 using segment::SegmenterEvent;
-using segment::TsSegmenter;
+using segment::Segmenter;
 using Type = SegmenterEvent::Type;
 
 namespace {
+
+// AAC into MPEG-TS as ingest runs it: container TS, any other codec refused (codec_mismatch).
+segment::SegmenterOptions ts_aac(uint32_t target_duration_ms = segment::kDefaultTargetDurationMs) {
+  segment::SegmenterOptions o;
+  o.container = segment::Container::kTs;
+  o.target_duration_ms = target_duration_ms;
+  o.expect = codec::AudioCodec::kAac;
+  return o;
+}
 
 struct Tag {
   uint32_t ts;
@@ -174,7 +183,7 @@ const uint8_t kSeqLc48Stereo[] = {0xAF, 0x00, 0x11, 0x90};
 TEST(fixture_48k_segments_and_round_trip) {
   auto tags = read_flv_audio("aac/sine48k_stereo_128k.flv");
   CHECK(tags.size() > 400);
-  TsSegmenter s;
+  Segmenter s(ts_aac());
   Run r;
   for (auto& t : tags) s.push_audio(t.ts, t.body.data(), t.body.size(), r.events);
   s.flush(r.events);
@@ -216,7 +225,7 @@ TEST(fixture_48k_segments_and_round_trip) {
 
 TEST(fixture_44k1_mono) {
   auto tags = read_flv_audio("aac/sine44k1_mono_64k.flv");
-  TsSegmenter s;
+  Segmenter s(ts_aac());
   Run r;
   for (auto& t : tags) s.push_audio(t.ts, t.body.data(), t.body.size(), r.events);
   s.flush(r.events);
@@ -242,7 +251,7 @@ TEST(fixture_44k1_mono) {
 TEST(cut_points_for_other_targets) {
   auto tags = read_flv_audio("aac/sine48k_stereo_128k.flv");
   for (uint32_t target : {1000u, 2000u, 4000u, 6000u}) {
-    TsSegmenter s(target);
+    Segmenter s(ts_aac(target));
     Run r;
     for (auto& t : tags) s.push_audio(t.ts, t.body.data(), t.body.size(), r.events);
     auto segs = r.segments();  // no flush: all cut on duration
@@ -257,7 +266,7 @@ TEST(cut_points_for_other_targets) {
 
 TEST(flush_emits_partial_then_nothing) {
   auto tags = read_flv_audio("aac/sine48k_stereo_128k.flv");
-  TsSegmenter s;
+  Segmenter s(ts_aac());
   Run r;
   for (size_t i = 0; i < 31; ++i) s.push_audio(tags[i].ts, tags[i].body.data(), tags[i].body.size(), r.events);
   CHECK(r.segments().empty());
@@ -272,7 +281,7 @@ TEST(flush_emits_partial_then_nothing) {
 
 TEST(discontinuity_continues_pts_and_flags_next_segment) {
   auto tags = read_flv_audio("aac/sine48k_stereo_128k.flv");
-  TsSegmenter s;
+  Segmenter s(ts_aac());
   Run r;
   const size_t half = 150;
   for (size_t i = 0; i < half; ++i) s.push_audio(tags[i].ts, tags[i].body.data(), tags[i].body.size(), r.events);
@@ -297,7 +306,7 @@ TEST(discontinuity_continues_pts_and_flags_next_segment) {
 }
 
 TEST(discontinuity_before_any_audio_is_ignored) {
-  TsSegmenter s;
+  Segmenter s(ts_aac());
   Run r;
   s.discontinuity();
   const uint8_t seq44_mono[] = {0xAF, 0x00, 0x12, 0x08};
@@ -315,7 +324,7 @@ TEST(timestamp_jumps) {
   const uint8_t frame[] = {0xAF, 0x01, 0x21, 0x10, 0x04};
   // Forward jump of 5 s after 50 frames: closes the segment, PTS follow, next flagged.
   {
-    TsSegmenter s;
+    Segmenter s(ts_aac());
     Run r;
     s.push_audio(1000, kSeqLc48Stereo, sizeof kSeqLc48Stereo, r.events);
     for (int i = 0; i < 50; ++i) s.push_audio(1000 + i * 64 / 3, frame, sizeof frame, r.events);
@@ -332,7 +341,7 @@ TEST(timestamp_jumps) {
   }
   // Jitter within ±1 s and a backward jump: pure sample clock, no cut, no discontinuity.
   {
-    TsSegmenter s;
+    Segmenter s(ts_aac());
     Run r;
     s.push_audio(0, kSeqLc48Stereo, sizeof kSeqLc48Stereo, r.events);
     for (int i = 0; i < 300; ++i) {
@@ -350,7 +359,7 @@ TEST(timestamp_jumps) {
   }
   // RTMP 32-bit wrap: continues smoothly.
   {
-    TsSegmenter s;
+    Segmenter s(ts_aac());
     Run r;
     const uint32_t start = 0xFFFFFFFFu - 1000;
     s.push_audio(start, kSeqLc48Stereo, sizeof kSeqLc48Stereo, r.events);
@@ -365,7 +374,7 @@ TEST(timestamp_jumps) {
 TEST(config_change_mid_stream) {
   const uint8_t frame[] = {0xAF, 0x01, 0x21, 0x10, 0x04};
   const uint8_t seq44_mono[] = {0xAF, 0x00, 0x12, 0x08};
-  TsSegmenter s;
+  Segmenter s(ts_aac());
   Run r;
   s.push_audio(0, kSeqLc48Stereo, sizeof kSeqLc48Stereo, r.events);
   for (int i = 0; i < 10; ++i) s.push_audio(i * 21, frame, sizeof frame, r.events);
@@ -394,7 +403,7 @@ TEST(config_change_mid_stream) {
 }
 
 TEST(error_events) {
-  TsSegmenter s;
+  Segmenter s(ts_aac());
   Run r;
   const uint8_t frame[] = {0xAF, 0x01, 0x21, 0x10, 0x04};
   s.push_audio(0, frame, sizeof frame, r.events);
@@ -423,7 +432,7 @@ TEST(error_events) {
   for (auto* e : r.of(Type::kError)) codes.push_back(e->code);
   const std::vector<std::string> want = {
       "audio_before_sequence_header", "bad_audio_specific_config", "bad_audio_specific_config",
-      "unsupported_codec", "unsupported_codec", "invalid_audio_tag", "invalid_audio_tag",
+      "unsupported_codec", "codec_mismatch", "invalid_audio_tag", "invalid_audio_tag",
       "invalid_audio_tag", "frame_too_large", "bad_audio_specific_config"};
   CHECK(codes == want);
   for (auto* e : r.of(Type::kError)) CHECK(!e->message.empty());
@@ -435,7 +444,7 @@ TEST(error_events) {
 
 TEST(byte_soup_never_crashes) {
   // Arbitrary tag bodies after a valid config (ASan/UBSan watch the reads).
-  TsSegmenter s;
+  Segmenter s(ts_aac());
   std::vector<SegmenterEvent> ev;
   s.push_audio(0, kSeqLc48Stereo, sizeof kSeqLc48Stereo, ev);
   uint32_t x = 12345;

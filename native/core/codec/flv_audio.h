@@ -51,8 +51,8 @@ enum class AudioCodec : uint8_t { kNone = 0, kAac, kMp3, kOpus };
 /** "aac" / "mp3" / "opus" ("" for kNone). */
 const char* audio_codec_name(AudioCodec c);
 
-/** What a tag is, for the JS codec check (probeAudioTag). `codec_name` is "aac", "mp3", "opus"
- *  for the codecs we take; otherwise a stable name of what was sent: the FLV SoundFormat name
+/** What a tag is, named for the segmenter's codec_mismatch event (`received`). `codec_name` is
+ *  "aac", "mp3", "opus" for the codecs we take; otherwise a stable name of what was sent: the FLV SoundFormat name
  *  ("pcm", "adpcm", "pcm_le", "nellymoser", "g711a", "g711u", "speex", "device", "flv:<n>") or the
  *  enhanced RTMP FourCC as text ("fLaC", "ac-3", ...; non-printable bytes as '?'), "unknown" for an
  *  empty or truncated tag. Multitrack tags report the first track's FourCC and packet kOther. */

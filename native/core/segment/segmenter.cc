@@ -80,11 +80,6 @@ void Segmenter::push_audio(uint32_t ts, const uint8_t* data, size_t size, std::v
   }
   const AudioCodec c = h.is_aac() ? AudioCodec::kAac : h.is_mp3() ? AudioCodec::kMp3
                      : h.is_opus() ? AudioCodec::kOpus : AudioCodec::kNone;
-  if (opt_.aac_only && c != AudioCodec::kAac) {
-    if (h.enhanced())
-      return error(out, kErrUnsupportedCodec, "audio codec is not AAC (enhanced RTMP FourCC is not 'mp4a')");
-    return error(out, kErrUnsupportedCodec, format("audio codec is not AAC (FLV SoundFormat %u)", h.sound_format));
-  }
   if (opt_.expect != AudioCodec::kNone && c != opt_.expect) {
     SegmenterEvent& e = out.emplace_back();
     e.type = SegmenterEvent::Type::kError;

@@ -85,7 +85,6 @@ struct SegmenterOptions {
   uint32_t target_duration_ms = kDefaultTargetDurationMs;  // 0 = default
   uint32_t part_target_ms = 0;           // fMP4 only; 0 = no parts
   AudioCodec expect = AudioCodec::kNone; // not kNone: any other codec is codec_mismatch
-  bool aac_only = false;                 // the legacy TsSegmenter: other codecs are unsupported_codec
   uint32_t max_frame_bytes = 0;          // larger frames: frame_too_large (0 = no cap)
   uint32_t max_segment_bytes = 0;        // frame bytes of one segment: segment_too_large (0 = no cap)
 };

@@ -9,12 +9,12 @@ import path from 'node:path';
 import { FlvReader, flvAudioTag, flvHeader } from '../../../src/media/flv.js';
 import { LadderTranscoder, transcoderArgs } from '../../../src/media/transcoder.js';
 import { ffmpegPath } from '../../../src/media/ffmpeg.js';
-import { TsSegmenter } from '../../../src/native/index.js';
+import { Segmenter } from '../../../src/native/index.js';
 
 const fixture = path.resolve(import.meta.dirname, '../../fixtures/aac/sine48k_stereo_128k.flv');
 
 function segmentsOf(tags: Array<{ ts: number; body: Uint8Array }>) {
-  const seg = new TsSegmenter({ targetDurationMs: 2000 });
+  const seg = new Segmenter({ container: 'ts', expectCodec: 'aac', targetDurationMs: 2000 });
   const out: Array<{ sequence: number; durationMs: number; pts90k: number }> = [];
   for (const t of tags) for (const e of seg.pushAudio(t.ts, t.body)) if (e.type === 'segment') out.push(e);
   for (const e of seg.flush()) if (e.type === 'segment') out.push(e);

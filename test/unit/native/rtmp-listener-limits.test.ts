@@ -22,6 +22,7 @@ import {
   type RtmpListenerOptions,
   type SegmenterEvent,
 } from '../../../src/native/index.js';
+import { until } from './listener-harness.js';
 import { AUDIO_CSID, CHUNK_SIZE, HANDSHAKE, audioMessages, exAudio, flvAudioTags, header, message, opusTags, publishPrefix } from './rtmp-client-bytes.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -81,15 +82,6 @@ function connect(port: number, localAddress = '127.0.0.1') {
   return { socket, connected, isClosed: () => closed };
 }
 
-async function until<T>(fn: () => T | undefined | null | false, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Open fds of this process and its resident set (bytes), from /proc. */

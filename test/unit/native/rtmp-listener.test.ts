@@ -1,96 +1,32 @@
-// RtmpListener (native/binding/rtmp_server.cc): real TCP on 127.0.0.1, port 0, fed the recorded
+// RtmpListener (native/binding/rtmp_server.cc over native/io): real TCP on 127.0.0.1, port 0, fed the recorded
 // FFmpeg publishes of test/fixtures/rtmp. Checks what JS hears, routing into a Segmenter without a
 // JS call per message, timeouts, closes from either side, and argument errors.
 import { readFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  RtmpListener,
-  RtmpSession,
-  Segmenter,
-  type RtmpConnection,
-  type RtmpConnectionHandler,
-  type RtmpControlEvent,
-  type SegmenterEvent,
-} from '../../../src/native/index.js';
+import { RtmpListener, Segmenter, type RtmpConnectionHandler, type SegmenterEvent } from '../../../src/native/index.js';
+import { closeAll, connect, startListener as start, until } from './listener-harness.js';
+import { publishedAudio } from './rtmp-messages.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const fixture = (name: string) => readFileSync(path.join(here, '../../fixtures/rtmp', name));
 const FFMPEG_48K = fixture('ffmpeg-aac-48k.bin');
 const HANDSHAKE_IN = 1 + 2 * 1536; // C0 C1 C2
 
-/** Everything one connection told its handler. */
-interface Heard {
-  conn: RtmpConnection;
-  audio: Array<{ ts: number; bytes: number; segmented: boolean; header: boolean }>;
-  events: RtmpControlEvent[];
-  segmenterEvents: SegmenterEvent[];
-  timeouts: number;
-  closed: Array<{ reason: string; error: { code: string; message: string } | null }>;
-}
-
+afterEach(closeAll);
 const listeners: RtmpListener[] = [];
-const sockets: net.Socket[] = [];
 afterEach(() => {
-  for (const s of sockets.splice(0)) s.destroy();
   for (const l of listeners.splice(0)) l.close();
 });
 
-/** A listener on 127.0.0.1:0; `onHeard(h)` for each connection; `react` may act on events. */
-function start(react: (h: Heard, e: RtmpControlEvent) => void = () => {}, options: { mergeReadsMs?: number } = {}) {
-  const heard: Heard[] = [];
-  const listener = new RtmpListener(options, (conn) => {
-    const h: Heard = { conn, audio: [], events: [], segmenterEvents: [], timeouts: 0, closed: [] };
-    heard.push(h);
-    const handler: RtmpConnectionHandler = {
-      audio: (ts, data, segmented) => h.audio.push({ ts, bytes: data.length, segmented, header: data[0]! >> 4 === 10 && data[1] === 0 }),
-      event: (e) => {
-        h.events.push(e);
-        react(h, e);
-      },
-      timeout: () => h.timeouts++,
-      closed: (reason, error) => h.closed.push({ reason, error }),
-    };
-    return handler;
-  });
-  listeners.push(listener);
-  const port = listener.listen('127.0.0.1', 0);
-  return { listener, port, heard };
-}
-
-/** Connects and collects what the server writes back. */
-function connect(port: number) {
-  const socket = net.connect({ host: '127.0.0.1', port });
-  sockets.push(socket);
-  const received: Buffer[] = [];
-  socket.on('data', (d) => received.push(d));
-  socket.on('error', () => {});
-  const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-  return { socket, received: () => Buffer.concat(received), ended };
-}
-
-async function until<T>(fn: () => T | undefined | null | false, ms = 5000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-/** Audio messages in a fixture, from a sans-I/O session (the reference). */
+/** Audio messages in a fixture, from the TypeScript reference reader (test/unit/native/rtmp-messages.ts). */
 function referenceAudio(bytes: Buffer) {
-  const s = new RtmpSession();
-  const out: Array<{ ts: number; bytes: number }> = [];
-  for (const e of s.push(bytes)) if (e.type === 'audio') out.push({ ts: e.timestamp, bytes: e.data.length });
-  return out;
+  return publishedAudio(bytes).map((m) => ({ ts: m.timestamp, bytes: m.body.length }));
 }
 
 describe('RtmpListener (native ingest I/O)', () => {
-  it('hears a recorded FFmpeg publish like RtmpSession does, replies on the socket, counts audio bytes', async () => {
+  it('hears a recorded FFmpeg publish like the reference reader does, replies on the socket, counts audio bytes', async () => {
     const { port, heard } = start((h, e) => {
       if (e.type === 'publish') h.conn.acceptPublish();
     });
@@ -142,14 +78,8 @@ describe('RtmpListener (native ingest I/O)', () => {
       expect(routed.every((a) => a.segmented && a.header)).toBe(true);
       // The same segments a JS-fed segmenter makes of the same audio (here: the routed part only).
       const jsSeg = new Segmenter({ container: 'fmp4', targetDurationMs: 2000, partTargetMs: 500, expectCodec: 'aac' });
-      const s2 = new RtmpSession();
       const expected: SegmenterEvent[] = [];
-      let count = 0;
-      for (const e of s2.push(FFMPEG_48K)) {
-        if (e.type !== 'audio') continue;
-        if (count++ < before) continue;
-        expected.push(...jsSeg.pushAudio(e.timestamp, e.data));
-      }
+      for (const m of publishedAudio(FFMPEG_48K).slice(before)) expected.push(...jsSeg.pushAudio(m.timestamp, m.body));
       const kinds = (evs: SegmenterEvent[]) => evs.map((e) => (e.type === 'part' ? `p${e.sequence}.${e.partIndex}` : e.type === 'segment' ? `s${e.sequence}` : e.type));
       await until(() => h.segmenterEvents.length >= expected.length);
       expect(kinds(h.segmenterEvents)).toEqual(kinds(expected));

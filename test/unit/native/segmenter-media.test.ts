@@ -1,7 +1,7 @@
 // Segmenter (native addon): every ingest codec into every container it supports, checked with
 // ffmpeg/ffprobe on real media made by FFmpeg: AAC → fMP4, MP3 → TS and fMP4, Opus (E-RTMP tags
 // built from Ogg Opus, test/helpers/ogg.ts) → fMP4, and LL-HLS parts (decodable one after the other;
-// concatenated == segment). Plus the option guards, probeAudioTag and the codec_mismatch event.
+// concatenated == segment). Plus the option guards and the codec_mismatch event.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,7 +10,6 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   Segmenter,
-  probeAudioTag,
   type ConfigEvent,
   type PartEvent,
   type SegmentDoneEvent,
@@ -253,19 +252,5 @@ describe('Segmenter API', () => {
     expect(s.pushAudio(0, exAudioTag(0, 'Opus', head))[0]).toMatchObject({ type: 'config', codec: 'opus' });
     expect(s.pushAudio(0, exAudioTag(0, 'Opus', head.subarray(0, 10)))[0]).toMatchObject({ code: 'bad_opus_head' });
     expect(new Segmenter({ container: 'ts' }).pushAudio(0, exAudioTag(0, 'Opus', head))[0]).toMatchObject({ code: 'unsupported_codec' });
-  });
-
-  it('probeAudioTag names codec and packet type for classic and enhanced tags', () => {
-    expect(probeAudioTag(Buffer.from([0xaf, 0x00, 0x11, 0x90]))).toEqual({ codec: 'aac', packetType: 'sequence_header' });
-    expect(probeAudioTag(Buffer.from([0xaf, 0x01, 0x21]))).toEqual({ codec: 'aac', packetType: 'frame' });
-    expect(probeAudioTag(Buffer.from([0x2f, 0xff, 0xfb]))).toEqual({ codec: 'mp3', packetType: 'frame' });
-    expect(probeAudioTag(exAudioTag(0, 'Opus', Buffer.alloc(19)))).toEqual({ codec: 'opus', packetType: 'sequence_header' });
-    expect(probeAudioTag(exAudioTag(1, 'mp4a', Buffer.alloc(3)))).toEqual({ codec: 'aac', packetType: 'frame' });
-    expect(probeAudioTag(exAudioTag(1, '.mp3', Buffer.alloc(3)))).toEqual({ codec: 'mp3', packetType: 'frame' });
-    expect(probeAudioTag(exAudioTag(2, 'Opus', Buffer.alloc(0)))).toEqual({ codec: 'opus', packetType: 'end' });
-    expect(probeAudioTag(exAudioTag(1, 'fLaC', Buffer.alloc(3)))).toEqual({ codec: 'fLaC', packetType: 'frame' });
-    expect(probeAudioTag(Buffer.from([0x3e, 0x00]))).toEqual({ codec: 'pcm_le', packetType: 'frame' });
-    expect(probeAudioTag(new Uint8Array(0))).toEqual({ codec: 'unknown', packetType: 'other' });
-    expect(() => probeAudioTag([1, 2] as unknown as Uint8Array)).toThrow(TypeError);
   });
 });

@@ -1,11 +1,12 @@
-// TsSegmenter (native addon) fed the FLV fixtures' audio tags; its output checked by ffprobe/ffmpeg.
+// Segmenter with container 'ts' (the ingest's AAC → MPEG-TS path, expectCodec 'aac') fed the FLV
+// fixtures' audio tags; its output checked by ffprobe/ffmpeg.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { TsSegmenter, type SegmentEvent } from '../../../src/native/index.js';
+import { Segmenter, type SegmenterEvent } from '../../../src/native/index.js';
 
 const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../fixtures/aac');
 const FIXTURE_48K = path.join(fixtures, 'sine48k_stereo_128k.flv');
@@ -30,12 +31,15 @@ function readFlvAudio(file: string): Tag[] {
   return tags;
 }
 
-type Seg = Extract<SegmentEvent, { type: 'segment' }>;
-const segmentsOf = (ev: SegmentEvent[]): Seg[] => ev.filter((e): e is Seg => e.type === 'segment');
+type Seg = Extract<SegmenterEvent, { type: 'segment' }>;
+const segmentsOf = (ev: SegmenterEvent[]): Seg[] => ev.filter((e): e is Seg => e.type === 'segment');
 
-function run(tags: Tag[], target?: number): SegmentEvent[] {
-  const s = target === undefined ? new TsSegmenter() : new TsSegmenter({ targetDurationMs: target });
-  const ev: SegmentEvent[] = [];
+/** An AAC → MPEG-TS segmenter (target: the default 2000 ms when undefined). */
+const tsSegmenter = (targetDurationMs?: number) => new Segmenter({ container: 'ts', expectCodec: 'aac', targetDurationMs });
+
+function run(tags: Tag[], target?: number): SegmenterEvent[] {
+  const s = tsSegmenter(target);
+  const ev: SegmenterEvent[] = [];
   for (const t of tags) ev.push(...s.pushAudio(t.timestamp, t.body));
   ev.push(...s.flush());
   return ev;
@@ -65,7 +69,7 @@ function writeHls(segs: Seg[]): string {
   return dir;
 }
 
-describe('TsSegmenter', () => {
+describe("Segmenter, container 'ts', AAC", () => {
   const tags48 = readFlvAudio(FIXTURE_48K);
   const events48 = run(tags48);
   const segs48 = segmentsOf(events48);
@@ -160,8 +164,8 @@ describe('TsSegmenter', () => {
   });
 
   it('flush ends the open segment; discontinuity flags the next one and PTS carry on', () => {
-    const s = new TsSegmenter();
-    const ev: SegmentEvent[] = [];
+    const s = tsSegmenter();
+    const ev: SegmenterEvent[] = [];
     const first = tags48.slice(0, 150);
     for (const t of first) ev.push(...s.pushAudio(t.timestamp, t.body));
     ev.push(...s.flush());
@@ -183,7 +187,7 @@ describe('TsSegmenter', () => {
   });
 
   it('reports media problems as error events and goes on', () => {
-    const s = new TsSegmenter();
+    const s = tsSegmenter();
     const raw = tags48.find((t) => t.body[1] === 1)!;
     const seq = tags48.find((t) => t.body[1] === 0)!;
     expect(s.pushAudio(0, raw.body)).toEqual([
@@ -193,7 +197,10 @@ describe('TsSegmenter', () => {
       { type: 'error', code: 'bad_audio_specific_config', message: expect.any(String) },
     ]);
     expect(s.pushAudio(0, Buffer.from([0x2f, 0xff, 0xfb, 0x90, 0x00]))).toEqual([
-      { type: 'error', code: 'unsupported_codec', message: expect.stringContaining('SoundFormat 2') },
+      { type: 'error', code: 'codec_mismatch', message: expect.stringContaining('mp3'), expected: 'aac', received: 'mp3' },
+    ]);
+    expect(new Segmenter({ container: 'ts' }).pushAudio(0, Buffer.from([0x3f, 0x00, 0x00]))).toEqual([
+      { type: 'error', code: 'unsupported_codec', message: expect.stringContaining('SoundFormat 3') },
     ]);
     expect(s.pushAudio(0, new Uint8Array(0))).toEqual([
       { type: 'error', code: 'invalid_audio_tag', message: expect.any(String) },
@@ -206,11 +213,11 @@ describe('TsSegmenter', () => {
   });
 
   it('throws TypeError for wrong arguments', () => {
-    const s = new TsSegmenter();
+    const s = tsSegmenter();
     expect(() => s.pushAudio('0' as unknown as number, new Uint8Array(1))).toThrow(TypeError);
     expect(() => s.pushAudio(0, 'x' as unknown as Uint8Array)).toThrow(TypeError);
     expect(() => s.pushAudio(0, new Uint16Array(2) as unknown as Uint8Array)).toThrow(TypeError);
-    expect(() => new TsSegmenter({ targetDurationMs: 0 })).toThrow(TypeError);
-    expect(() => new TsSegmenter({ targetDurationMs: 'x' as unknown as number })).toThrow(TypeError);
+    expect(() => tsSegmenter(0)).toThrow(TypeError);
+    expect(() => tsSegmenter('x' as unknown as number)).toThrow(TypeError);
   });
 });
