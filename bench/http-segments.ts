@@ -320,6 +320,16 @@ export async function startSkylark(dataDir: string, extraEnv: Record<string, str
         SKYLARK_ICECAST_PORT: '0',
         SKYLARK_DATA_DIR: dataDir,
         SKYLARK_LOG_LEVEL: 'warn',
+        // Every bench client comes from 127.0.0.1: the per-address caps (PRODUCT.md §13) would
+        // refuse it long before the node is loaded.
+        SKYLARK_RTMP_MAX_CONNECTIONS_PER_IP: '100000',
+        SKYLARK_RTMP_MAX_CONNECTIONS: '100000',
+        SKYLARK_HTTP_MAX_HELD_PER_IP: '1000000',
+        SKYLARK_HTTP_MAX_HELD: '1000000',
+        SKYLARK_LISTEN_MAX_CONNECTIONS_PER_IP: '1000000',
+        SKYLARK_LISTEN_MAX_CONNECTIONS: '1000000',
+        SKYLARK_WHEP_MAX_PENDING_PER_IP: '100000',
+        SKYLARK_WHEP_MAX_PENDING: '100000',
         ...extraEnv,
       },
     });

@@ -15,6 +15,7 @@
 // throw (an error event, sticky); wrong JS arguments throw a TypeError.
 #include "binding/addon_state.h"
 #include "binding/rtmp_batch.h"
+#include "binding/guards.h"
 #include "core/icecast/source_stream.h"
 
 #include <cmath>
@@ -28,15 +29,6 @@ namespace {
 using icecast::SourceItem;
 using icecast::SourceNotice;
 
-#define SK_THROW_TYPE(env, msg) \
-  do { Napi::TypeError::New(env, msg).ThrowAsJavaScriptException(); return env.Undefined(); } while (0)
-#define SK_REQUIRE(env, cond, msg) do { if (!(cond)) SK_THROW_TYPE(env, msg); } while (0)
-
-bool ThrowType(Napi::Env env, const char* msg) {
-  Napi::TypeError::New(env, msg).ThrowAsJavaScriptException();
-  return false;
-}
-
 // Reads the constructor arguments into `out`; false with a pending TypeError when they are wrong.
 bool ParseArgs(const Napi::CallbackInfo& info, icecast::SourceStreamOptions* out) {
   Napi::Env env = info.Env();
@@ -44,16 +36,11 @@ bool ParseArgs(const Napi::CallbackInfo& info, icecast::SourceStreamOptions* out
   if (codec == "mp3") out->codec = icecast::SourceCodec::kMp3;
   else if (codec == "aac") out->codec = icecast::SourceCodec::kAac;
   else if (codec == "opus") out->codec = icecast::SourceCodec::kOpus;
-  else return ThrowType(env, "IcecastSource: codec must be 'mp3', 'aac' or 'opus'");
+  else return ThrowTypeError(env, "IcecastSource: codec must be 'mp3', 'aac' or 'opus'");
   if (info.Length() < 2 || info[1].IsUndefined() || info[1].IsNull()) return true;
-  if (!info[1].IsObject()) return ThrowType(env, "IcecastSource: options must be an object");
-  Napi::Value v = info[1].As<Napi::Object>().Get("maxFrameBytes");
-  if (v.IsUndefined()) return true;
-  const double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
-  if (!(d >= icecast::kMinMaxFrameBytes && d <= icecast::kMaxMaxFrameBytes) || std::floor(d) != d)
-    return ThrowType(env, "IcecastSource: maxFrameBytes must be an integer in 1024..1048576");
-  out->max_frame_bytes = static_cast<uint32_t>(d);
-  return true;
+  if (!ArgObject(info, 1, "IcecastSource: options must be an object")) return false;
+  return OptionalIntegerFor("IcecastSource", env, info[1].As<Napi::Object>(), "maxFrameBytes", icecast::kMinMaxFrameBytes,
+                            icecast::kMaxMaxFrameBytes, &out->max_frame_bytes);
 }
 
 /** IcecastSource(codec, options?) — one Icecast source connection (PUT / SOURCE request body). */
@@ -70,16 +57,12 @@ class IcecastSource : public Napi::ObjectWrap<IcecastSource> {
    *  tags/error items of the batch). The batch is valid until the next push(). */
   Napi::Value Push(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    napi_typedarray_type type;
+    const uint8_t* data = nullptr;
     size_t length = 0;
-    void* data = nullptr;
-    SK_REQUIRE(env, info.Length() >= 1 && info[0].IsTypedArray() &&
-                        napi_get_typedarray_info(env, info[0], &type, &length, &data, nullptr, nullptr) == napi_ok &&
-                        type == napi_uint8_array,
-               "IcecastSource.push: data must be a Uint8Array");
-    SK_REQUIRE(env, !busy_, "IcecastSource.push: re-entrant call");
+    SK_GUARD(ArgBytes(info, 0, "IcecastSource.push: data must be a Uint8Array", &data, &length));
+    SK_GUARD(Require(env, !busy_, "IcecastSource.push: re-entrant call"));
     busy_ = true;
-    stream_->push(static_cast<const uint8_t*>(data), length);
+    stream_->push(data, length);
     busy_ = false;
     events_taken_ = false;
     const icecast::SourceBatch& b = stream_->batch();
