@@ -6,10 +6,9 @@
 import type uWS from 'uWebSockets.js';
 import { ApiError } from '../../errors/errors.js';
 import { newRequestId } from '../../ids.js';
-import { RequestBody } from '../body.js';
 import { errorBody, type ApiReply, type ReqState } from '../reply.js';
 import { decodedParams, httpMethod, paramCount, type HttpMethod } from '../request.js';
-import type { RouteHost } from './host.js';
+import { bodyReader, type RouteHost } from './host.js';
 
 /**
  * What a JSON API handler sees: everything copied out of uWS's stack-allocated request (the query
@@ -94,13 +93,7 @@ export function registerApiRoute(host: RouteHost, idempotencyOf: () => Idempoten
     const extra = request.responseHeaders;
     // Only routes that read a body need a reader (GETs skip the header look-ups and onData).
     const body = readBody
-      ? new RequestBody(res, req, {
-          maxBytes,
-          onAbort: () => {
-            state.aborted = true;
-          },
-          onTooLarge: () => host.limits?.hit('http_body_bytes', request.remoteAddress, { maxBytes }),
-        })
+      ? bodyReader(host, res, req, state, maxBytes, () => request.remoteAddress)
       : null;
     // An answer given before the body was read drains it first (src/http/body.ts), so it reaches the client.
     const refuse = (e: unknown) => (body ? body.refuse((close) => replies.error(res, state, e, requestId, extra, close)) : replies.error(res, state, e, requestId, extra));

@@ -3,6 +3,7 @@ import type uWS from 'uWebSockets.js';
 import type { Limits } from '../../limits/limits.js';
 import type { Logger } from '../../log/logger.js';
 import type { Replies } from '../reply.js';
+import { RequestBody } from '../body.js';
 
 export interface RouteHost {
   readonly app: uWS.TemplatedApp;
@@ -12,4 +13,19 @@ export interface RouteHost {
   readonly limits: Limits | undefined;
   /** The JSON body cap (bytes); also the drain cap of requests refused by the 404/405 fallbacks. */
   readonly maxJsonBodyBytes: number;
+}
+
+/**
+ * The capped body reader of one request (src/http/body.ts) for a route kind: the client going away
+ * marks `state.aborted`; a body over `maxBytes` is counted as `http_body_bytes` for the client at
+ * `remoteAddress()` (read only then).
+ */
+export function bodyReader(host: RouteHost, res: uWS.HttpResponse, req: uWS.HttpRequest, state: { aborted: boolean }, maxBytes: number, remoteAddress: () => string): RequestBody {
+  return new RequestBody(res, req, {
+    maxBytes,
+    onAbort: () => {
+      state.aborted = true;
+    },
+    onTooLarge: () => host.limits?.hit('http_body_bytes', remoteAddress(), { maxBytes }),
+  });
 }

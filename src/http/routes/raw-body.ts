@@ -3,10 +3,9 @@
  * (src/http/body.ts), the named headers copied out, a raw answer given at once or later.
  */
 import { newRequestId } from '../../ids.js';
-import { RequestBody } from '../body.js';
 import type { RawReply, ReqState } from '../reply.js';
 import { httpMethod, paramCount, remoteAddressOf, safeDecode } from '../request.js';
-import type { RouteHost } from './host.js';
+import { bodyReader, type RouteHost } from './host.js';
 
 /** A request of a `rawBody` route (WHEP): everything copied out of uWS, the body read. */
 export interface RawBodyRequest {
@@ -57,13 +56,7 @@ export function registerRawBodyRoute(
       if (r instanceof Promise) r.then((out) => replies.raw(res, state, false, out, requestId), (e) => replies.error(res, state, e, requestId));
       else replies.raw(res, state, false, r, requestId);
     };
-    const body = new RequestBody(res, req, {
-      maxBytes,
-      onAbort: () => {
-        state.aborted = true;
-      },
-      onTooLarge: () => host.limits?.hit('http_body_bytes', request.remoteAddress, { maxBytes }),
-    });
+    const body = bodyReader(host, res, req, state, maxBytes, () => request.remoteAddress);
     body.buffer(
       (bytes) => {
         request.body = bytes;

@@ -4,10 +4,10 @@
  * `X-Request-ID`.
  */
 import { newRequestId } from '../../ids.js';
-import { RequestBody, announcesBody } from '../body.js';
+import { announcesBody } from '../body.js';
 import type { ReqState, WebReply } from '../reply.js';
 import { remoteAddressOf } from '../request.js';
-import type { RouteHost } from './host.js';
+import { bodyReader, type RouteHost } from './host.js';
 
 /** What a form/HTML handler (the OAuth endpoints) sees. */
 export interface WebRequest {
@@ -73,13 +73,7 @@ export function registerWebRoute(host: RouteHost, method: 'get' | 'post', patter
       });
       return run();
     }
-    const body = new RequestBody(res, req, {
-      maxBytes,
-      onAbort: () => {
-        state.aborted = true;
-      },
-      onTooLarge: () => host.limits?.hit('http_body_bytes', request.remoteAddress, { maxBytes }),
-    });
+    const body = bodyReader(host, res, req, state, maxBytes, () => request.remoteAddress);
     body.buffer(
       (bytes) => {
         request.body = bytes;
