@@ -11,6 +11,9 @@
 //       cap; error events frame_too_large / segment_too_large, the frame dropped)
 //   new TsSegmenter({ targetDurationMs? })              // = the AAC-only TS segmenter of before
 //   pushAudio(timestampMs: number, data: Uint8Array): SegmentEvent[]
+//   pushMetadata(timestampMs: number, fields: { title: string, artist?, album?, url?: string | null }): void
+//                                    // a now-playing change (Segmenter only): timed ID3 in the part /
+//                                    // segment of the first pending frame at or after timestampMs
 //   flush(): SegmentEvent[]          // ends the open segment
 //   discontinuity(): void            // the next audio starts a segment flagged discontinuity
 //   probeAudioTag(data: Uint8Array): { codec: string, packetType: 'sequence_header'|'frame'|'end'|'other' }
@@ -26,6 +29,7 @@
 #include <vector>
 
 #include "core/codec/flv_audio.h"
+#include "core/mux/id3/tag.h"
 #include "core/segment/segmenter.h"
 #include "core/segment/ts_segmenter.h"
 
@@ -129,8 +133,14 @@ class SegmenterWrap : public Napi::ObjectWrap<SegmenterWrap<kLegacy>>, public Na
 
  public:
   static Napi::Function Define(Napi::Env env) {
+    if (kLegacy)
+      return Base::DefineClass(env, kName,
+                               {Base::template InstanceMethod<&SegmenterWrap::PushAudio>("pushAudio"),
+                                Base::template InstanceMethod<&SegmenterWrap::Flush>("flush"),
+                                Base::template InstanceMethod<&SegmenterWrap::Discontinuity>("discontinuity")});
     return Base::DefineClass(env, kName,
                              {Base::template InstanceMethod<&SegmenterWrap::PushAudio>("pushAudio"),
+                              Base::template InstanceMethod<&SegmenterWrap::PushMetadata>("pushMetadata"),
                               Base::template InstanceMethod<&SegmenterWrap::Flush>("flush"),
                               Base::template InstanceMethod<&SegmenterWrap::Discontinuity>("discontinuity")});
   }
@@ -163,6 +173,45 @@ class SegmenterWrap : public Napi::ObjectWrap<SegmenterWrap<kLegacy>>, public Na
     events_.clear();
     core_->push_audio(ts32, data.Data(), data.ByteLength(), events_);
     return ToArray(env);
+  }
+
+  // fields.<name>: a string (required) or, when `optional`, also null/undefined (= absent). Reads at
+  // most what kMaxChars characters take in UTF-8 (the core cuts at kMaxChars characters; V8 writes
+  // only whole characters, and lone surrogates as U+FFFD). False with a pending TypeError.
+  static bool MetadataField(Napi::Env env, Napi::Object fields, const char* name, bool optional, std::string* out) {
+    Napi::Value v = fields.Get(name);
+    if (env.IsExceptionPending()) return false;  // a throwing getter
+    if (optional && (v.IsUndefined() || v.IsNull())) return true;
+    if (!v.IsString())
+      return ThrowType(env, optional ? "fields.artist, fields.album and fields.url must be strings, null or undefined"
+                                     : "fields.title must be a string");
+    char buf[mux::id3::max_text_bytes(mux::id3::kMaxChars) + 1];
+    size_t len = 0;
+    if (napi_get_value_string_utf8(env, v, buf, sizeof buf, &len) != napi_ok) return ThrowType(env, "unreadable string");
+    out->assign(buf, len);
+    return true;
+  }
+
+  Napi::Value PushMetadata(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Ready(env)) return env.Undefined();
+    if (info.Length() < 1 || !info[0].IsNumber()) { ThrowType(env, "timestampMs must be a number"); return env.Undefined(); }
+    const double ts = info[0].As<Napi::Number>().DoubleValue();
+    if (!std::isfinite(ts)) { ThrowType(env, "timestampMs must be finite"); return env.Undefined(); }
+    if (info.Length() < 2 || !info[1].IsObject()) {
+      ThrowType(env, "fields must be an object { title, artist?, album?, url? }");
+      return env.Undefined();
+    }
+    Napi::Object fields = info[1].As<Napi::Object>();
+    std::string title, artist, album, url;
+    if (!MetadataField(env, fields, "title", false, &title) || !MetadataField(env, fields, "artist", true, &artist) ||
+        !MetadataField(env, fields, "album", true, &album) || !MetadataField(env, fields, "url", true, &url))
+      return env.Undefined();
+    Busy busy(busy_);
+    if (!busy.entered) { Napi::Error::New(env, std::string(kName) + " is busy (re-entrant call)").ThrowAsJavaScriptException(); return env.Undefined(); }
+    const uint32_t ts32 = static_cast<uint32_t>(static_cast<int64_t>(std::fmod(std::floor(ts), 4294967296.0)));
+    core_->push_metadata(ts32, mux::id3::NowPlaying{title, artist, album, url});
+    return env.Undefined();
   }
 
   Napi::Value Flush(const Napi::CallbackInfo& info) {
@@ -233,6 +282,19 @@ class SegmenterWrap : public Napi::ObjectWrap<SegmenterWrap<kLegacy>>, public Na
         o.Set("pts90k", Napi::Number::New(env, static_cast<double>(e.pts90k)));
         if (!part) o.Set("discontinuity", Napi::Boolean::New(env, e.discontinuity));
         o.Set("frames", Napi::Number::New(env, e.frames));
+        if (!kLegacy && !e.metadata.empty()) {
+          Napi::Array marks = Napi::Array::New(env, e.metadata.size());
+          for (size_t k = 0; k < e.metadata.size(); ++k) {
+            const segment::MetadataMark& m = e.metadata[k];
+            Napi::Object mo = Napi::Object::New(env);
+            mo.Set("id", Napi::Number::New(env, m.id));
+            mo.Set("timestampMs", Napi::Number::New(env, m.timestamp_ms));
+            mo.Set("pts90k", Napi::Number::New(env, static_cast<double>(m.pts90k)));
+            if (fmp4) mo.Set("presentationTime", Napi::Number::New(env, static_cast<double>(m.presentation_time)));
+            marks.Set(static_cast<uint32_t>(k), mo);
+          }
+          o.Set("metadata", marks);
+        }
         if (!kLegacy) {
           o.Set("independent", Napi::Boolean::New(env, e.independent));
           if (!part && parts) o.Set("parts", Napi::Number::New(env, e.part_index));
