@@ -250,6 +250,18 @@ TEST(mp3_ts_pmt_declares_id3_and_the_pes_lands_in_its_segment) {
     CHECK_EQ(s->metadata.size(), s->sequence == 1 ? 1u : 0u);
   }
   check_only_marked_differ(a, base, false);
+  // Continuity counters run on per PID across all segments (the ID3 PID's included).
+  std::map<int, int> next_cc;
+  int id3_packets = 0;
+  for (auto* s : segs)
+    for (size_t i = 0; i + 188 <= s->data.size(); i += 188) {
+      const uint8_t* p = &s->data[i];
+      const int pid = ((p[1] & 0x1F) << 8) | p[2];
+      if (next_cc.count(pid)) CHECK_EQ(p[3] & 0x0F, next_cc[pid]);
+      next_cc[pid] = ((p[3] & 0x0F) + 1) & 15;
+      id3_packets += pid == 0x101;
+    }
+  CHECK(id3_packets >= 1);
   if (segs.size() < 2 || segs[1]->metadata.empty()) return;
   const MetadataMark& m = segs[1]->metadata[0];
   const uint64_t expect = segs[1]->pts90k + 30ull * 1152 * 90000 / 44100;  // ±1 tick of rounding
