@@ -9,6 +9,9 @@
 //       maxFrameBytes: integer 0..16777215, maxSegmentBytes: integer 0..4294967295 (0 or unset = no
 //       cap; error events frame_too_large / segment_too_large, the frame dropped)
 //   pushAudio(timestampMs: number, data: Uint8Array): SegmenterEvent[]
+//   pushMetadata(timestampMs: number, fields: { title: string, artist?, album?, url?: string | null }): void
+//                                    // a now-playing change: timed ID3 in the part / segment of the
+//                                    // first pending frame at or after timestampMs
 //   flush(): SegmenterEvent[]        // ends the open segment
 //   discontinuity(): void            // the next audio starts a segment flagged discontinuity
 //
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "binding/guards.h"
+#include "core/mux/id3/tag.h"
 #include "core/segment/segmenter.h"
 
 namespace skylark::binding {
@@ -99,6 +103,7 @@ class SegmenterWrap : public Napi::ObjectWrap<SegmenterWrap>, public NativeSegme
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "Segmenter",
                        {InstanceMethod<&SegmenterWrap::PushAudio>("pushAudio"),
+                        InstanceMethod<&SegmenterWrap::PushMetadata>("pushMetadata"),
                         InstanceMethod<&SegmenterWrap::Flush>("flush"),
                         InstanceMethod<&SegmenterWrap::Discontinuity>("discontinuity")});
   }
@@ -137,6 +142,39 @@ class SegmenterWrap : public Napi::ObjectWrap<SegmenterWrap>, public NativeSegme
     events_.clear();
     core_->push_audio(ts32, data, size, events_);
     return ToArray(info.Env());
+  }
+
+  // fields.<name>: a string (required) or, when `optional`, also null/undefined (= absent). Reads at
+  // most what kMaxChars characters take in UTF-8 (the core cuts at kMaxChars characters; V8 writes
+  // only whole characters, and lone surrogates as U+FFFD). False with a pending TypeError.
+  static bool MetadataField(Napi::Env env, Napi::Object fields, const char* name, bool optional, std::string* out) {
+    Napi::Value v = fields.Get(name);
+    if (env.IsExceptionPending()) return false;  // a throwing getter
+    if (optional && (v.IsUndefined() || v.IsNull())) return true;
+    if (!v.IsString())
+      return ThrowTypeError(env, optional ? "fields.artist, fields.album and fields.url must be strings, null or undefined"
+                                          : "fields.title must be a string");
+    char buf[mux::id3::max_text_bytes(mux::id3::kMaxChars) + 1];
+    size_t len = 0;
+    if (napi_get_value_string_utf8(env, v, buf, sizeof buf, &len) != napi_ok) return ThrowTypeError(env, "unreadable string");
+    out->assign(buf, len);
+    return true;
+  }
+
+  Napi::Value PushMetadata(const Napi::CallbackInfo& info) {
+    double ts = 0;
+    SK_GUARD(ArgNumber(info, 0, "timestampMs must be a number", &ts));
+    SK_GUARD(Require(info.Env(), std::isfinite(ts), "timestampMs must be finite"));
+    SK_GUARD(ArgObject(info, 1, "fields must be an object { title, artist?, album?, url? }"));
+    Napi::Object fields = info[1].As<Napi::Object>();
+    std::string title, artist, album, url;
+    SK_GUARD(MetadataField(info.Env(), fields, "title", false, &title) && MetadataField(info.Env(), fields, "artist", true, &artist) &&
+             MetadataField(info.Env(), fields, "album", true, &album) && MetadataField(info.Env(), fields, "url", true, &url));
+    Busy busy(busy_);
+    SK_GUARD(Usable(info.Env(), core_, busy));
+    const uint32_t ts32 = static_cast<uint32_t>(static_cast<int64_t>(std::fmod(std::floor(ts), 4294967296.0)));
+    core_->push_metadata(ts32, mux::id3::NowPlaying{title, artist, album, url});
+    return info.Env().Undefined();
   }
 
   Napi::Value Flush(const Napi::CallbackInfo& info) {
@@ -205,6 +243,19 @@ class SegmenterWrap : public Napi::ObjectWrap<SegmenterWrap>, public NativeSegme
         o.Set("pts90k", Napi::Number::New(env, static_cast<double>(e.pts90k)));
         if (!part) o.Set("discontinuity", Napi::Boolean::New(env, e.discontinuity));
         o.Set("frames", Napi::Number::New(env, e.frames));
+        if (!e.metadata.empty()) {
+          Napi::Array marks = Napi::Array::New(env, e.metadata.size());
+          for (size_t k = 0; k < e.metadata.size(); ++k) {
+            const segment::MetadataMark& m = e.metadata[k];
+            Napi::Object mo = Napi::Object::New(env);
+            mo.Set("id", Napi::Number::New(env, m.id));
+            mo.Set("timestampMs", Napi::Number::New(env, m.timestamp_ms));
+            mo.Set("pts90k", Napi::Number::New(env, static_cast<double>(m.pts90k)));
+            if (fmp4) mo.Set("presentationTime", Napi::Number::New(env, static_cast<double>(m.presentation_time)));
+            marks.Set(static_cast<uint32_t>(k), mo);
+          }
+          o.Set("metadata", marks);
+        }
         o.Set("independent", Napi::Boolean::New(env, e.independent));
         if (!part && parts) o.Set("parts", Napi::Number::New(env, e.part_index));
         if (fmp4) {

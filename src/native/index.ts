@@ -372,6 +372,26 @@ export interface ConfigEvent {
   init?: Buffer;
 }
 
+/** A now-playing change (`Segmenter.pushMetadata`) as written into a part / segment. */
+export interface SegmenterMetadataMark {
+  /** The change's number, from 1 (fmp4: the emsg `id`; the same change in a part and its segment). */
+  id: number;
+  /** The timestamp it was pushed with (RTMP clock, ms, modulo 2^32). */
+  timestampMs: number;
+  /** PTS of the audio frame it is presented with (90 kHz, same timeline as the events' `pts90k`). */
+  pts90k: number;
+  /** fmp4 only: the emsg presentation_time, in `timescale` units (the frame's decode time). */
+  presentationTime?: number;
+}
+
+/** The fields of `Segmenter.pushMetadata` (PRODUCT.md §11). UTF-8; each cut to 256 characters. */
+export interface SegmenterMetadataFields {
+  title: string;
+  artist?: string | null;
+  album?: string | null;
+  url?: string | null;
+}
+
 /** `part`: one LL-HLS part (fmp4 with partTargetMs), emitted as soon as it closes. */
 export interface PartEvent {
   type: 'part';
@@ -387,6 +407,8 @@ export interface PartEvent {
   independent: true;
   baseMediaDecodeTime: number;
   timescale: number;
+  /** Now-playing changes it carries (an emsg each before its moof), in presentation order; absent when none. */
+  metadata?: SegmenterMetadataMark[];
 }
 
 /** `segment`: a finished, immutable media segment. */
@@ -407,6 +429,9 @@ export interface SegmentDoneEvent {
   /** fmp4 only: tfdt of the first frame, in `timescale` units. */
   baseMediaDecodeTime?: number;
   timescale?: number;
+  /** Now-playing changes it carries (fmp4: those of its parts; ts: an ID3 PES each), in
+   *  presentation order; absent when none. */
+  metadata?: SegmenterMetadataMark[];
 }
 
 export interface SegmenterErrorEvent {
@@ -426,6 +451,17 @@ export type SegmenterEvent = ConfigEvent | PartEvent | SegmentDoneEvent | Segmen
 export interface Segmenter {
   /** One FLV AUDIODATA body with its RTMP timestamp (ms). */
   pushAudio(timestampMs: number, data: Uint8Array): SegmenterEvent[];
+  /**
+   * A now-playing change at `timestampMs` on the pushAudio clock (RTMP ms). It is presented with
+   * the first audio frame not yet written out whose timestamp is ≥ it, or, when none is pending,
+   * with the next frame pushed, and goes out with that frame's part and segment as timed ID3
+   * (ID3v2.4 TIT2/TPE1/TALB/WXXX): fmp4 an `emsg` (scheme https://aomedia.org/emsg/ID3) before
+   * the part's `moof`; ts (MP3) an ID3 PES declared in the PMT (Apple timed metadata). Those
+   * events list it in `metadata`. Strings are cut to 256 characters; content never throws.
+   * @throws TypeError when timestampMs is not a finite number, fields not an object, title not a
+   *   string, or artist/album/url not a string, null or undefined
+   */
+  pushMetadata(timestampMs: number, fields: SegmenterMetadataFields): void;
   /** Ends the open segment (and part). */
   flush(): SegmenterEvent[];
   /** The next audio starts a new segment flagged `discontinuity`. */

@@ -395,12 +395,15 @@ TEST(mp3_in_ts_declares_mpeg_audio_stream_types) {
     CHECK(segs.size() >= 2);
     for (auto* s : segs) {
       CHECK(s->data.size() % 188 == 0);
-      // Packet 1 is the PMT: section at byte 5; stream_type at section offset 12.
+      // Packet 1 is the PMT: section at byte 5; after the 17-byte program info (the timed ID3
+      // metadata_pointer_descriptor) the audio stream, then the ID3 stream (stream_type 0x15).
       const uint8_t* pmt = s->data.data() + 188;
       CHECK_EQ(pmt[5], 0x02);
-      CHECK_EQ(pmt[5 + 12], c.stream_type);
-      CHECK_EQ(((pmt[5 + 8] & 0x1F) << 8 | pmt[5 + 9]), ((pmt[5 + 13] & 0x1F) << 8 | pmt[5 + 14]));  // PCR PID = audio PID
-      CHECK_EQ(pmt[5 + 2], 0x12);  // one stream only
+      CHECK_EQ(((pmt[5 + 10] & 0x0F) << 8 | pmt[5 + 11]), 17);
+      CHECK_EQ(pmt[5 + 29], c.stream_type);
+      CHECK_EQ(((pmt[5 + 8] & 0x1F) << 8 | pmt[5 + 9]), ((pmt[5 + 30] & 0x1F) << 8 | pmt[5 + 31]));  // PCR PID = audio PID
+      CHECK_EQ(pmt[5 + 34], 0x15);
+      CHECK_EQ(pmt[5 + 2], 55);  // audio + ID3, no other stream
       // The PES payload starts with an MP3 sync word.
       const uint8_t* p = s->data.data() + 2 * 188;
       const size_t af = (p[3] & 0x20) ? 1 + p[4] : 0;

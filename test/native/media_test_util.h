@@ -1,9 +1,12 @@
 // Test helpers for the media tests: FLV audio tags from a fixture, Ogg Opus packets, E-RTMP tag
-// builders and a small ISOBMFF box reader (for round trips: write boxes, parse them back).
+// builders, a small ISOBMFF box reader (for round trips: write boxes, parse them back), an emsg
+// reader (ISO/IEC 23009-1 §5.10.3.3, as hls.js `parseEmsg` reads it) and an ID3v2.4 tag reader
+// (as hls.js / @svta/cml-id3 `getId3Frames` walks it).
 #pragma once
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "check.h"
@@ -105,7 +108,118 @@ inline const Box* find(const std::vector<Box>& boxes, const std::string& path) {
   return found;
 }
 
-/** One parsed fragment (moof + mdat). */
+/** One parsed emsg box (version 0 or 1). */
+struct ParsedEmsg {
+  uint8_t version = 0;
+  uint32_t timescale = 0;
+  uint64_t presentation_time = 0;  // version 1
+  uint32_t presentation_time_delta = 0;  // version 0
+  uint32_t event_duration = 0;
+  uint32_t id = 0;
+  std::string scheme_id_uri, value;
+  std::vector<uint8_t> message_data;
+  bool ok = false;  // the strings are terminated inside the box
+};
+
+/** Parses an emsg box body (after the 8-byte box header). */
+inline ParsedEmsg parse_emsg(const uint8_t* body, size_t size) {
+  ParsedEmsg e;
+  if (size < 4) return e;
+  e.version = body[0];
+  size_t at = 4;
+  auto cstr = [&](std::string& out) {
+    for (size_t k = at; k < size; ++k)
+      if (body[k] == 0) {
+        out.assign(reinterpret_cast<const char*>(body + at), k - at);
+        at = k + 1;
+        return true;
+      }
+    return false;
+  };
+  if (e.version == 1) {
+    if (size < at + 20) return e;
+    e.timescale = be32(body + at);
+    e.presentation_time = be64(body + at + 4);
+    e.event_duration = be32(body + at + 12);
+    e.id = be32(body + at + 16);
+    at += 20;
+    if (!cstr(e.scheme_id_uri) || !cstr(e.value)) return e;
+  } else if (e.version == 0) {
+    if (!cstr(e.scheme_id_uri) || !cstr(e.value) || size < at + 16) return e;
+    e.timescale = be32(body + at);
+    e.presentation_time_delta = be32(body + at + 4);
+    e.event_duration = be32(body + at + 8);
+    e.id = be32(body + at + 12);
+    at += 16;
+  } else {
+    return e;
+  }
+  e.message_data.assign(body + at, body + size);
+  e.ok = true;
+  return e;
+}
+
+/** One frame of an ID3v2.4 tag. */
+struct Id3Frame {
+  std::string id;
+  uint16_t flags = 0;
+  std::vector<uint8_t> body;
+  // Text frames (T***): the encoding byte and the text. WXXX: the description and the URL.
+  uint8_t encoding = 0xFF;
+  std::string text, description, url;
+};
+struct Id3Tag {
+  bool ok = false;
+  uint8_t major = 0, revision = 0, flags = 0;
+  uint32_t size = 0;  // sync-safe size from the header: bytes after it
+  std::vector<Id3Frame> frames;
+  const Id3Frame* find(const std::string& id) const {
+    for (const auto& f : frames) if (f.id == id) return &f;
+    return nullptr;
+  }
+};
+
+inline bool syncsafe_ok(const uint8_t* p) { return p[0] < 0x80 && p[1] < 0x80 && p[2] < 0x80 && p[3] < 0x80; }
+inline uint32_t syncsafe(const uint8_t* p) { return uint32_t(p[0]) << 21 | p[1] << 14 | p[2] << 7 | p[3]; }
+
+/** Reads a whole ID3v2.4 tag (no padding, no footer): header, then frames that fill it exactly. */
+inline Id3Tag read_id3(const uint8_t* p, size_t n) {
+  Id3Tag t;
+  if (n < 10 || std::memcmp(p, "ID3", 3) != 0 || !syncsafe_ok(p + 6)) return t;
+  t.major = p[3];
+  t.revision = p[4];
+  t.flags = p[5];
+  t.size = syncsafe(p + 6);
+  if (10 + size_t(t.size) != n) return t;
+  size_t at = 10;
+  while (at < n) {
+    if (n - at < 10 || !syncsafe_ok(p + at + 4)) return t;
+    Id3Frame f;
+    f.id.assign(reinterpret_cast<const char*>(p + at), 4);
+    const size_t size = syncsafe(p + at + 4);
+    f.flags = uint16_t(p[at + 8] << 8 | p[at + 9]);
+    if (n - at - 10 < size) return t;
+    f.body.assign(p + at + 10, p + at + 10 + size);
+    if (!f.body.empty() && (f.id[0] == 'T' || f.id == "WXXX")) {
+      f.encoding = f.body[0];
+      std::string rest(f.body.begin() + 1, f.body.end());
+      if (f.id == "WXXX") {
+        const size_t nul = rest.find('\0');
+        if (nul == std::string::npos) return t;
+        f.description = rest.substr(0, nul);
+        f.url = rest.substr(nul + 1);
+      } else {
+        f.text = rest;
+      }
+    }
+    t.frames.push_back(std::move(f));
+    at += 10 + size;
+  }
+  t.ok = true;
+  return t;
+}
+
+/** One parsed fragment (moof + mdat), with the emsg boxes just before its moof. */
 struct ParsedFragment {
   uint32_t sequence_number = 0;
   uint64_t tfdt = 0;
@@ -114,6 +228,8 @@ struct ParsedFragment {
   size_t mdat_payload = 0;
   bool data_offset_ok = false;
   bool has_sbgp = false;
+  std::vector<ParsedEmsg> events;
+  size_t moof_offset = 0;  // in the parsed buffer
 };
 
 
@@ -152,15 +268,21 @@ inline bool parse_boxes(const uint8_t* data, size_t size, size_t base, std::vect
   return true;
 }
 
+// A run of ([emsg...] moof mdat) groups; false when the structure is wrong.
 inline bool parse_fragments(const std::vector<uint8_t>& bytes, std::vector<ParsedFragment>& out) {
   std::vector<Box> top;
   if (!parse_boxes(bytes.data(), bytes.size(), 0, top)) return false;
-  if (top.size() % 2 != 0) return false;
   for (size_t i = 0; i < top.size(); i += 2) {
+    ParsedFragment f;
+    for (; i < top.size() && top[i].type == "emsg"; ++i) {
+      f.events.push_back(parse_emsg(top[i].body, top[i].body_size));
+      if (!f.events.back().ok) return false;
+    }
+    if (i + 1 >= top.size()) return false;
     const Box& moof = top[i];
     const Box& mdat = top[i + 1];
     if (moof.type != "moof" || mdat.type != "mdat") return false;
-    ParsedFragment f;
+    f.moof_offset = moof.offset;
     const Box* mfhd = find(moof.children, "mfhd");
     const Box* tfhd = find(moof.children, "traf/tfhd");
     const Box* tfdt = find(moof.children, "traf/tfdt");
@@ -189,6 +311,16 @@ inline bool parse_fragments(const std::vector<uint8_t>& bytes, std::vector<Parse
     out.push_back(std::move(f));
   }
   return true;
+}
+
+/** `bytes` without its top-level emsg boxes (what the fragments are without timed metadata). */
+inline std::vector<uint8_t> strip_emsg(const std::vector<uint8_t>& bytes) {
+  std::vector<Box> top;
+  std::vector<uint8_t> out;
+  if (!parse_boxes(bytes.data(), bytes.size(), 0, top)) return bytes;
+  for (const Box& b : top)
+    if (b.type != "emsg") out.insert(out.end(), bytes.begin() + b.offset, bytes.begin() + b.offset + b.size);
+  return out;
 }
 
 inline std::vector<Tag> opus_tags_from_ogg(const std::string& rel) {

@@ -52,6 +52,48 @@ void Segmenter::error(std::vector<SegmenterEvent>& out, const char* code, std::s
   e.message = std::move(message);
 }
 
+void Segmenter::push_metadata(uint32_t timestamp_ms, const mux::id3::NowPlaying& fields) {
+  PendingMetadata m;
+  if (++metadata_id_ == 0) metadata_id_ = 1;  // ids count from 1 (and wrap after 2^32 - 1 changes)
+  m.id = metadata_id_;
+  m.timestamp_ms = timestamp_ms;
+  m.tag = mux::id3::now_playing_tag(fields);
+  // The first frame not yet written whose RTMP timestamp is at or after the change (modulo 2^32).
+  for (size_t i = 0; i < frame_ts_.size(); ++i)
+    if (static_cast<int32_t>(frame_ts_[i] - timestamp_ms) >= 0) return attach_metadata(std::move(m), i);
+  // None: the next frame pushed. A change already waiting for it is superseded.
+  if (has_meta_next_) meta_bytes_ -= meta_next_.tag.size();
+  meta_bytes_ += m.tag.size();
+  meta_next_ = std::move(m);
+  has_meta_next_ = true;
+}
+
+void Segmenter::attach_metadata(PendingMetadata&& m, size_t frame) {
+  m.frame = frame;
+  meta_bytes_ += m.tag.size();
+  auto it = std::lower_bound(meta_.begin(), meta_.end(), frame,
+                             [](const PendingMetadata& x, size_t f) { return x.frame < f; });
+  if (it != meta_.end() && it->frame == frame) {  // one change per frame: the later call wins
+    meta_bytes_ -= it->tag.size();
+    *it = std::move(m);
+    return;
+  }
+  meta_.insert(it, std::move(m));
+  if (meta_.size() > kMaxMetadataPerFragment) {  // the earliest is superseded within the fragment
+    meta_bytes_ -= meta_.front().tag.size();
+    meta_.erase(meta_.begin());
+  }
+}
+
+void Segmenter::clear_unwritten() {
+  raw_.clear();
+  sizes_.clear();
+  durations_.clear();
+  frame_ts_.clear();
+  for (const auto& m : meta_) meta_bytes_ -= m.tag.size();
+  meta_.clear();
+}
+
 void Segmenter::discontinuity() {
   pending_discontinuity_ = true;
   mp3_.reset();
@@ -306,6 +348,13 @@ void Segmenter::on_frame(uint32_t ts, const uint8_t* frame, size_t size, uint32_
   raw_.insert(raw_.end(), frame, frame + size);
   sizes_.push_back(static_cast<uint32_t>(size));
   durations_.push_back(samples);
+  frame_ts_.push_back(ts);
+  if (has_meta_next_) {
+    has_meta_next_ = false;
+    meta_bytes_ -= meta_next_.tag.size();
+    attach_metadata(std::move(meta_next_), sizes_.size() - 1);
+    meta_next_ = {};
+  }
   ++seg_frames_;
   seg_frame_bytes_ += size;
   samples_ += samples;
@@ -314,7 +363,7 @@ void Segmenter::on_frame(uint32_t ts, const uint8_t* frame, size_t size, uint32_
   else if (parts() && (samples_ - part_first_sample_) * 1000 >= uint64_t{opt_.part_target_ms} * rate) close_part(out);
 }
 
-void Segmenter::write_fragment(std::vector<uint8_t>& dst, uint64_t first_sample) {
+void Segmenter::write_fragment(std::vector<uint8_t>& dst, uint64_t first_sample, std::vector<MetadataMark>& marks) {
   mux::fmp4::Fragment f;
   f.sequence_number = ++fragment_sequence_;
   f.base_media_decode_time = origin_dts_ + first_sample;
@@ -322,14 +371,31 @@ void Segmenter::write_fragment(std::vector<uint8_t>& dst, uint64_t first_sample)
   f.sizes = sizes_.data();
   f.durations = durations_.data();
   f.count = sizes_.size();
+  // The changes of these frames: an emsg each before the moof, at its frame's decode time.
+  events_scratch_.clear();
+  uint64_t sample = first_sample;
+  size_t next = 0;
+  for (const auto& m : meta_) {
+    if (m.frame >= f.count) break;  // cannot happen: changes are attached to frames of raw_
+    for (; next < m.frame; ++next) sample += durations_[next];
+    mux::fmp4::EventMessage& em = events_scratch_.emplace_back();
+    em.timescale = cfg_.clock_rate;
+    em.presentation_time = origin_dts_ + sample;
+    em.id = m.id;
+    em.scheme_id_uri = mux::fmp4::kId3EventScheme;
+    em.message_data = m.tag.data();
+    em.message_size = m.tag.size();
+    marks.push_back({m.id, m.timestamp_ms, pts_at(sample), em.presentation_time});
+  }
+  f.events = events_scratch_.data();
+  f.event_count = events_scratch_.size();
   const size_t at = dst.size();
   dst.resize(at + mux::fmp4::fragment_size(f));
   util::ByteWriter w(dst.data() + at, dst.size() - at);
   mux::fmp4::write_fragment(w, f);
   if (!w.ok() || w.size() != dst.size() - at) dst.resize(at);  // cannot happen: sizes computed above
-  raw_.clear();
-  sizes_.clear();
-  durations_.clear();
+  events_scratch_.clear();
+  clear_unwritten();
 }
 
 uint32_t Segmenter::ms_to_next_cut() const {
@@ -356,8 +422,9 @@ void Segmenter::close_part(std::vector<SegmenterEvent>& out) {
   e.pts90k = pts_at(part_first_sample_);
   e.base_media_decode_time = origin_dts_ + part_first_sample_;
   e.timescale = cfg_.clock_rate;
-  write_fragment(e.data, part_first_sample_);
+  write_fragment(e.data, part_first_sample_, e.metadata);
   seg_bytes_.insert(seg_bytes_.end(), e.data.begin(), e.data.end());
+  seg_marks_.insert(seg_marks_.end(), e.metadata.begin(), e.metadata.end());
   part_first_sample_ = samples_;
 }
 
@@ -366,6 +433,7 @@ void Segmenter::flush(std::vector<SegmenterEvent>& out) { close_segment(out); }
 void Segmenter::close_segment(std::vector<SegmenterEvent>& out) {
   if (seg_frames_ == 0) return;
   std::vector<uint8_t> data;
+  std::vector<MetadataMark> marks;
   if (opt_.container == Container::kTs) {
     mux::ts::FrameClock clock;
     clock.origin_pts90k = origin_pts_;
@@ -375,17 +443,24 @@ void Segmenter::close_segment(std::vector<SegmenterEvent>& out) {
     mux::ts::AudioFrames frames{raw_.data(), sizes_.data(), sizes_.size()};
     mux::ts::TsAudioFormat format;
     if (cfg_.codec == AudioCodec::kAac) format = {mux::ts::kStreamTypeAdtsAac, &cfg_.asc};
-    else format = {cfg_.mp3.ts_stream_type(), nullptr};
-    data = ts_.write(format, frames, clock);
-    raw_.clear();
-    sizes_.clear();
-    durations_.clear();
+    else format = {cfg_.mp3.ts_stream_type(), nullptr, /*timed_metadata=*/true};
+    ts_meta_scratch_.clear();
+    if (format.timed_metadata)
+      for (const auto& m : meta_) {
+        ts_meta_scratch_.push_back({m.frame, m.tag.data(), m.tag.size()});
+        marks.push_back({m.id, m.timestamp_ms, clock.pts_of(m.frame), 0});
+      }
+    data = ts_.write(format, frames, clock, ts_meta_scratch_.data(), ts_meta_scratch_.size());
+    ts_meta_scratch_.clear();
+    clear_unwritten();
   } else if (parts()) {
     close_part(out);
     data = std::move(seg_bytes_);
     seg_bytes_ = {};
+    marks = std::move(seg_marks_);
+    seg_marks_.clear();
   } else {
-    write_fragment(data, seg_first_sample_);
+    write_fragment(data, seg_first_sample_, marks);
   }
   SegmenterEvent& e = out.emplace_back();
   e.type = SegmenterEvent::Type::kSegment;
@@ -398,6 +473,7 @@ void Segmenter::close_segment(std::vector<SegmenterEvent>& out) {
   e.base_media_decode_time = origin_dts_ + seg_first_sample_;
   e.timescale = cfg_.clock_rate;
   e.discontinuity = seg_discontinuity_;
+  e.metadata = std::move(marks);
   seg_frames_ = 0;
   seg_frame_bytes_ = 0;
   part_index_ = 0;

@@ -43,6 +43,27 @@
 // max_segment_bytes is dropped with segment_too_large. Dropped frames leave the sample clock
 // behind the RTMP clock, so a run of them past 1 s re-anchors the timeline as any gap does.
 //
+// Timed metadata (push_metadata; PRODUCT.md §11 "Now playing"): a now-playing change becomes one
+// ID3v2.4 tag (mux/id3) presented with one audio frame: the first frame not yet written out (the
+// open part with parts, else the open segment) whose RTMP timestamp is >= the change's, or, when
+// no such frame is pending, the next frame pushed. It is written with that frame:
+//   * fMP4: an `emsg` box (version 1, scheme https://aomedia.org/emsg/ID3, value "", timescale =
+//     the track timescale, presentation_time = that frame's decode time (tfdt units),
+//     event_duration 0xFFFFFFFF, id = the change's number) just before the `moof` of the fragment
+//     holding the frame, i.e. at the start of that LL-HLS part. A segment is still exactly its parts
+//     concatenated, so it carries the emsg before the moof of that same fragment (AOM ID3-in-CMAF:
+//     presentation_time within the fragment's interval); hls.js reads every top-level emsg of a
+//     part or a segment. Without parts the fragment is the segment.
+//   * MPEG-TS, MP3: an ID3 PES (stream_id 0xBD, PTS = the frame's PTS) on its own PID, just before
+//     the audio PES that holds that frame; the PMT of every MP3 segment declares that stream
+//     (mux/ts/psi.h), with or without metadata. AAC in MPEG-TS (no HLS layer uses it: AAC layers are
+//     fMP4) keeps its audio-only PMT and drops changes.
+// The part / segment events list the changes they carry (`metadata`). At most one change per frame
+// (a later one for the same frame replaces it) and kMaxMetadataPerFragment per fragment (fMP4) or
+// segment (TS): one more drops the earliest-presented change of that fragment (it would be
+// superseded within the fragment anyway). Strings are cut to 256 characters (mux/id3/text.h).
+// Nothing else changes: output without changes is byte for byte what it was.
+//
 // Errors (the tag or the bytes are dropped, the segmenter goes on; one event per tag):
 //   audio_before_sequence_header, bad_audio_specific_config, bad_opus_head, bad_opus_packet,
 //   bad_mp3_header, unsupported_codec, codec_mismatch (with expected/received), invalid_audio_tag,
@@ -58,6 +79,7 @@
 #include "core/codec/mp3.h"
 #include "core/codec/opus.h"
 #include "core/mux/fmp4/boxes.h"
+#include "core/mux/id3/tag.h"
 #include "core/mux/ts/segment_writer.h"
 
 namespace skylark::segment {
@@ -77,6 +99,9 @@ inline constexpr const char* kErrInvalidAudioTag = "invalid_audio_tag";
 inline constexpr const char* kErrFrameTooLarge = "frame_too_large";
 inline constexpr const char* kErrSegmentTooLarge = "segment_too_large";
 
+/** Changes kept per fragment (fMP4: a part, or a segment without parts) or segment (TS). */
+inline constexpr size_t kMaxMetadataPerFragment = 4;
+
 enum class Container : uint8_t { kTs, kFmp4 };
 using codec::AudioCodec;
 
@@ -87,6 +112,14 @@ struct SegmenterOptions {
   AudioCodec expect = AudioCodec::kNone; // not kNone: any other codec is codec_mismatch
   uint32_t max_frame_bytes = 0;          // larger frames: frame_too_large (0 = no cap)
   uint32_t max_segment_bytes = 0;        // frame bytes of one segment: segment_too_large (0 = no cap)
+};
+
+/** One now-playing change as written into a part / segment. */
+struct MetadataMark {
+  uint32_t id = 0;                 // the change's number (from 1; the fMP4 emsg id)
+  uint32_t timestamp_ms = 0;       // as pushed (RTMP clock, ms)
+  uint64_t pts90k = 0;             // PTS of the frame it is presented with (90 kHz, not wrapped)
+  uint64_t presentation_time = 0;  // fMP4: emsg presentation_time (timescale units); TS: 0
 };
 
 struct SegmenterEvent {
@@ -110,6 +143,7 @@ struct SegmenterEvent {
   bool discontinuity = false;    // kSegment only
   bool independent = true;       // always (audio frames are all sync samples)
   uint32_t frames = 0;
+  std::vector<MetadataMark> metadata;  // now-playing changes it carries, in presentation order
   // kError
   const char* code = "";
   std::string message;
@@ -122,6 +156,9 @@ class Segmenter {
 
   /** One FLV AUDIODATA body with its RTMP timestamp (ms, 32-bit clock); appends events to `out`. */
   void push_audio(uint32_t timestamp_ms, const uint8_t* data, size_t size, std::vector<SegmenterEvent>& out);
+  /** A now-playing change at `timestamp_ms` on the push_audio clock (see "Timed metadata" above).
+   *  Emits nothing itself: the change goes out with the part / segment of its frame. */
+  void push_metadata(uint32_t timestamp_ms, const mux::id3::NowPlaying& fields);
   /** Closes the open segment (emitted when it holds audio). */
   void flush(std::vector<SegmenterEvent>& out);
   /** The next audio closes the open segment and starts a new one flagged discontinuity; PTS carry
@@ -135,8 +172,13 @@ class Segmenter {
   uint32_t ms_to_next_cut() const;
 
   /** Bytes the segmenter holds for the open segment: its frames not yet written, the parts written
-   *  so far (fMP4 with parts) and MP3 bytes waiting for the rest of their frame. */
-  size_t held_bytes() const { return raw_.size() + seg_bytes_.size() + mp3_.pending(); }
+   *  so far (fMP4 with parts), MP3 bytes waiting for the rest of their frame and ID3 tags not yet
+   *  written (at most kMaxMetadataPerFragment + 1 of ≤ mux::id3::kMaxNowPlayingTagSize bytes). */
+  size_t held_bytes() const { return raw_.size() + seg_bytes_.size() + mp3_.pending() + meta_bytes_; }
+  /** Now-playing changes waiting for their frame to be written. */
+  size_t pending_metadata() const { return meta_.size() + (has_meta_next_ ? 1 : 0); }
+  /** Bytes of their ID3 tags (part of held_bytes()). */
+  size_t pending_metadata_bytes() const { return meta_bytes_; }
   /** Frame bytes in the open segment (what max_segment_bytes caps). */
   size_t open_frame_bytes() const { return seg_frame_bytes_; }
   /** Media time in the open segment, ms (0 when nothing is open). */
@@ -172,7 +214,16 @@ class Segmenter {
                 std::vector<SegmenterEvent>& out);
   void close_part(std::vector<SegmenterEvent>& out);
   void close_segment(std::vector<SegmenterEvent>& out);
-  void write_fragment(std::vector<uint8_t>& dst, uint64_t first_sample);
+  void write_fragment(std::vector<uint8_t>& dst, uint64_t first_sample, std::vector<MetadataMark>& marks);
+  /** A change waiting to be written with frame `frame` of raw_ (or, for meta_next_, the next frame). */
+  struct PendingMetadata {
+    uint32_t id = 0;
+    uint32_t timestamp_ms = 0;
+    size_t frame = 0;
+    std::vector<uint8_t> tag;
+  };
+  void attach_metadata(PendingMetadata&& m, size_t frame);
+  void clear_unwritten();  // raw_, sizes_, durations_, frame_ts_ and the changes attached to them
   void error(std::vector<SegmenterEvent>& out, const char* code, std::string message);
   /** PTS of the next frame on the sample clock. */
   uint64_t next_pts() const { return origin_pts_ + samples_ * 90000 / cfg_.clock_rate; }
@@ -202,12 +253,23 @@ class Segmenter {
   std::vector<uint8_t> raw_;
   std::vector<uint32_t> sizes_;
   std::vector<uint32_t> durations_;
+  std::vector<uint32_t> frame_ts_;  // their RTMP timestamps (where a change lands)
+  // Now-playing changes: attached to frames not yet written (by frame, ascending), or for the next
+  // frame pushed; the bytes of their tags.
+  std::vector<PendingMetadata> meta_;
+  PendingMetadata meta_next_;
+  bool has_meta_next_ = false;
+  size_t meta_bytes_ = 0;
+  uint32_t metadata_id_ = 0;
+  std::vector<mux::fmp4::EventMessage> events_scratch_;
+  std::vector<mux::ts::TsMetadata> ts_meta_scratch_;
   // The open segment.
   uint32_t seg_frames_ = 0;
   size_t seg_frame_bytes_ = 0;
   uint64_t seg_first_sample_ = 0;
   bool seg_discontinuity_ = false;
   std::vector<uint8_t> seg_bytes_;  // fMP4 with parts: the parts so far
+  std::vector<MetadataMark> seg_marks_;  // fMP4 with parts: the changes those parts carry
   // The open part (fMP4 with parts).
   uint64_t part_first_sample_ = 0;
   uint32_t part_index_ = 0;

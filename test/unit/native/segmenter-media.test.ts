@@ -136,7 +136,7 @@ describe('Segmenter: MP3 → TS and fMP4', () => {
     const tags = readFlvAudio(file);
     const srcSec = Number(tool('ffprobe', ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', file]).stdout.toString());
     for (const container of ['ts', 'fmp4'] as const) {
-      it(`${path.basename(file)} → ${container}: config, ffprobe one mp3 stream, full duration decoded`, () => {
+      it(`${path.basename(file)} → ${container}: config, ffprobe one mp3 stream (ts: + the timed ID3 stream), full duration decoded`, () => {
         const ev = run(tags, { container, targetDurationMs: 2000, expectCodec: 'mp3' });
         expect(ev.filter((e) => e.type === 'error')).toEqual([]);
         const [config] = configsOf(ev);
@@ -147,8 +147,9 @@ describe('Segmenter: MP3 → TS and fMP4', () => {
         for (const s of segs.slice(0, -1)) expect(Math.abs(s.durationMs - 2000)).toBeLessThan((spf * 1000) / rate);
         const playlist = writeHls(segmentMedia(segs, container === 'ts' ? 'ts' : 'm4s'), config!.init);
         const streams = probeStreams(playlist);
-        expect(streams).toHaveLength(1);
+        expect(streams).toHaveLength(container === 'ts' ? 2 : 1); // TS: the PMT declares timed ID3 (segmenter-metadata.test.ts)
         expect(streams[0]).toMatchObject({ codec_type: 'audio', codec_name: 'mp3', sample_rate: String(rate), channels });
+        if (container === 'ts') expect(streams[1]).toMatchObject({ codec_type: 'data', codec_name: 'timed_id3' });
         const sec = decodedSeconds(playlist, rate);
         expect(Math.abs(sec - (tags.length * spf) / rate)).toBeLessThanOrEqual(0.1);
         expect(Math.abs(sec - srcSec)).toBeLessThanOrEqual(0.1);

@@ -3,7 +3,8 @@
 // §8.6.1.2 stts, §8.7.4 stsc, §8.7.3 stsz, §8.7.5 stco, §8.9.3 sgpd, §8.9.2 sbgp, §8.8.1 mvex,
 // §8.8.3 trex, §8.8.4 moof, §8.8.5 mfhd, §8.8.6 traf, §8.8.7 tfhd, §8.8.12 tfdt, §8.8.8 trun,
 // §8.1.1 mdat; §12.2.3 AudioSampleEntry), ISO/IEC 14496-14 §5.6 esds with ISO/IEC 14496-1 §7.2.6
-// descriptors, and the Opus-in-ISOBMFF spec §4.3.1-4.3.2 (Opus sample entry, dOps).
+// descriptors, the Opus-in-ISOBMFF spec §4.3.1-4.3.2 (Opus sample entry, dOps), and ISO/IEC 23009-1
+// §5.10.3.3 emsg.
 #include "core/mux/fmp4/boxes.h"
 
 #include <iterator>
@@ -291,6 +292,23 @@ size_t payload_size(const Fragment& f) {
 
 }  // namespace
 
+size_t emsg_size(const EventMessage& e) {
+  return kFullBox + 4 + 8 + 4 + 4 + e.scheme_id_uri.size() + 1 + e.value.size() + 1 + e.message_size;
+}
+
+void write_emsg(ByteWriter& w, const EventMessage& e) {
+  full_box(w, emsg_size(e), "emsg", 1, 0);
+  w.be32(e.timescale);
+  w.be64(e.presentation_time);
+  w.be32(e.event_duration);
+  w.be32(e.id);
+  w.str(e.scheme_id_uri);
+  w.u8(0);
+  w.str(e.value);
+  w.u8(0);
+  w.bytes(e.message_data, e.message_size);
+}
+
 size_t init_segment_size(const AudioTrack& t) { return ftyp_size() + moov_size(t); }
 
 std::vector<uint8_t> write_init_segment(const AudioTrack& t) {
@@ -302,9 +320,14 @@ std::vector<uint8_t> write_init_segment(const AudioTrack& t) {
   return out;
 }
 
-size_t fragment_size(const Fragment& f) { return moof_size(f) + kBox + payload_size(f); }
+size_t fragment_size(const Fragment& f) {
+  size_t events = 0;
+  for (size_t i = 0; i < f.event_count; ++i) events += emsg_size(f.events[i]);
+  return events + moof_size(f) + kBox + payload_size(f);
+}
 
 void write_fragment(ByteWriter& w, const Fragment& f) {
+  for (size_t i = 0; i < f.event_count; ++i) write_emsg(w, f.events[i]);
   const size_t moof = moof_size(f);
   const size_t payload = payload_size(f);
   box(w, moof, "moof");

@@ -35,4 +35,26 @@ size_t packetize_pes(util::ByteWriter& w, ContinuityCounter& cc, const uint8_t* 
   });
 }
 
+size_t packetize_plain_pes(util::ByteWriter& w, ContinuityCounter& cc, uint16_t pid, const uint8_t* pes, size_t size) {
+  size_t n = 0;
+  for (size_t pos = 0; pos < size; pos += kPacketPayloadMax, ++n) {
+    const size_t payload = size - pos < kPacketPayloadMax ? size - pos : kPacketPayloadMax;
+    const bool adaptation = payload < kPacketPayloadMax;
+    w.u8(kSyncByte);
+    w.u8(static_cast<uint8_t>((pos == 0 ? 0x40 : 0x00) | ((pid >> 8) & 0x1F)));
+    w.u8(static_cast<uint8_t>(pid));
+    w.u8(static_cast<uint8_t>((adaptation ? 0x30 : 0x10) | cc.next()));
+    if (adaptation) {
+      const size_t af_length = kPacketPayloadMax - 1 - payload;
+      w.u8(static_cast<uint8_t>(af_length));
+      if (af_length > 0) {
+        w.u8(0x00);  // no flags
+        w.fill(0xFF, af_length - 1);
+      }
+    }
+    w.bytes(pes + pos, payload);
+  }
+  return n;
+}
+
 }  // namespace skylark::mux::ts

@@ -110,6 +110,15 @@ struct PacketizeParams {
 size_t packetize_pes(util::ByteWriter& w, ContinuityCounter& cc, const uint8_t* pes, size_t header_size,
                      const PesFrames& f, const PacketizeParams& p);
 
+/** TS packets of a PES of `pes_size` bytes on a PID that carries no PCR (e.g. timed ID3): full
+ *  184-byte payloads, the last one padded with adaptation-field stuffing. */
+constexpr size_t count_plain_pes_packets(size_t pes_size) {
+  return (pes_size + kPacketPayloadMax - 1) / kPacketPayloadMax;
+}
+/** Writes that PES (payload_unit_start_indicator on the first packet, no PCR, no
+ *  random_access_indicator); returns the packet count. */
+size_t packetize_plain_pes(util::ByteWriter& w, ContinuityCounter& cc, uint16_t pid, const uint8_t* pes, size_t size);
+
 /** Writes the 6-byte program_clock_reference (33-bit base, 6 reserved bits, 9-bit extension 0). */
 void write_pcr(util::ByteWriter& w, uint64_t pcr90k);
 

@@ -2,6 +2,14 @@
 // (AAC as ADTS built from the AudioSpecificConfig, MP3 frames as they are) in PES packets (PTS only) on the audio PID, the first packet of each PES with a PCR and the
 // first of the segment with random_access_indicator. Continuity counters carry on across the
 // segments of one writer. Size first (plan the PES packets, count TS packets), allocate once, write.
+//
+// Timed ID3 (TsAudioFormat::timed_metadata): the PMT also declares the ID3 stream on the metadata
+// PID (psi.h), in every segment whether or not it carries a tag, so the PMT never changes when
+// metadata appears. A tag attached to frame i is one PES (stream_id 0xBD, PTS = frame i's PTS, the
+// whole tag) on the metadata PID with its own continuity counter, written just before the audio
+// PES that holds frame i. The audio PES and their packets are the same with or without tags: a
+// segment with tags is the segment without them plus the tags' packets, and the segments after it
+// are unchanged.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -52,31 +60,46 @@ struct TsAudioFormat {
   uint8_t stream_type = kStreamTypeAdtsAac;
   const codec::AudioSpecificConfig* adts = nullptr;  // AAC: an ADTS header per frame from this config
                                                       // (must be ADTS-compatible); nullptr: frames as-is
+  bool timed_metadata = false;                        // the PMT declares the timed ID3 stream
+};
+
+/** A whole ID3 tag presented with frame `frame` of the segment (ignored unless the format has
+ *  timed_metadata). Tags are given in frame order; one that is out of order, past the last frame
+ *  or larger than a PES carries (kPesMaxPayload) is left out. */
+struct TsMetadata {
+  size_t frame = 0;
+  const uint8_t* tag = nullptr;
+  size_t size = 0;
 };
 
 class TsSegmentWriter {
  public:
-  explicit TsSegmentWriter(uint16_t pmt_pid = kDefaultPmtPid, uint16_t audio_pid = kDefaultAudioPid)
-      : pmt_pid_(pmt_pid), audio_pid_(audio_pid) {}
+  explicit TsSegmentWriter(uint16_t pmt_pid = kDefaultPmtPid, uint16_t audio_pid = kDefaultAudioPid,
+                           uint16_t metadata_pid = kDefaultMetadataPid)
+      : pmt_pid_(pmt_pid), audio_pid_(audio_pid), metadata_pid_(metadata_pid) {}
 
   /** Returns the segment bytes (a multiple of 188). `asc` must be ADTS-compatible; frames non-empty. */
   std::vector<uint8_t> write(const codec::AudioSpecificConfig& asc, const AacFrames& frames,
                              const FrameClock& clock) {
     return write(TsAudioFormat{kStreamTypeAdtsAac, &asc}, frames, clock);
   }
-  /** Same for any audio format (MP3: {kStreamTypeMpeg1Audio or kStreamTypeMpeg2Audio, nullptr}). */
-  std::vector<uint8_t> write(const TsAudioFormat& format, const AudioFrames& frames, const FrameClock& clock);
+  /** Same for any audio format (MP3: {kStreamTypeMpeg1Audio or kStreamTypeMpeg2Audio, nullptr}),
+   *  with `metadata_count` timed ID3 tags. */
+  std::vector<uint8_t> write(const TsAudioFormat& format, const AudioFrames& frames, const FrameClock& clock,
+                             const TsMetadata* metadata = nullptr, size_t metadata_count = 0);
 
   uint16_t audio_pid() const { return audio_pid_; }
   uint16_t pmt_pid() const { return pmt_pid_; }
+  uint16_t metadata_pid() const { return metadata_pid_; }
 
  private:
-  uint16_t pmt_pid_, audio_pid_;
-  ContinuityCounter pat_cc_, pmt_cc_, audio_cc_;
+  uint16_t pmt_pid_, audio_pid_, metadata_pid_;
+  ContinuityCounter pat_cc_, pmt_cc_, audio_cc_, metadata_cc_;
   PesPlanner planner_;
-  std::vector<uint32_t> es_sizes_, counts_;  // scratch, reused
-  std::vector<uint64_t> pts_;                // scratch, reused
-  std::vector<uint8_t> pes_;                 // scratch: one PES, reused
+  std::vector<uint32_t> es_sizes_, counts_;              // scratch, reused
+  std::vector<uint64_t> pts_;                             // scratch, reused
+  std::vector<uint8_t> pes_;                              // scratch: one PES, reused
+  std::vector<const TsMetadata*> tags_;                   // scratch: the tags written, in order
 };
 
 }  // namespace skylark::mux::ts
