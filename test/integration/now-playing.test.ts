@@ -285,7 +285,8 @@ describe('chapters of a recorded stream', () => {
     pub.kill('SIGKILL');
     await waitFor(async () => (await v2('GET', `/streams/${s.id}`)).json.status === 'ended', 10_000, 100, 'ended');
 
-    const ep = await waitFor(async () => (await v2('GET', `/podcasts/${pod.json.id}/episodes`)).json.data.find((e: any) => e.sourceStreamId === s.id), 30_000, 200, 'the recorded episode');
+    // The draft exists first; its audio is attached once probed.
+    const ep = await waitFor(async () => (await v2('GET', `/podcasts/${pod.json.id}/episodes`)).json.data.find((e: any) => e.sourceStreamId === s.id && e.audio !== null), 30_000, 200, 'the recorded episode');
     expect(ep.status).toBe('draft');
     expect(ep.chaptersUrl).toBe(`${t.http}/media/${pod.json.id}/${ep.id}.chapters.json`);
     expect((await fetch(ep.chaptersUrl)).status).toBe(404); // a draft's chapters are not public
