@@ -76,7 +76,8 @@ export function registerListenRoutes(http: HttpServer, media: MediaRegistry, d: 
   const nowPlaying = d.nowPlaying ?? ((id: string) => titleOf(id) || null);
   // A change of what plays now reaches the next metadata block, not one up to TITLE_TTL_MS later.
   const unsubscribe = ctx.outbox.subscribe((e) => {
-    if (e.type === 'stream.now_playing') titles.delete((e.data.object as { id: string }).id);
+    const o = e.type === 'stream.now_playing' ? (e.data.object as { id?: unknown } | null) : null;
+    if (typeof o?.id === 'string') titles.delete(o.id);
   });
 
   const refuse = (status: number, code: ErrorCode, message: string, requestId: string, extra: ReadonlyArray<readonly [string, string]> = []): RawReply => ({
