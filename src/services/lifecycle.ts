@@ -18,7 +18,7 @@ import type { IngestPort, NowPlayingUpdate, PublishDecision, StreamError } from 
 import type { Recording } from '../media/recorder.js';
 import { isAudioCodec } from '../media/codec.js';
 import { tokenMatches } from '../auth/secrets.js';
-import { ladderKbps, toStreamObject, type NowPlaying } from './stream-object.js';
+import { ladderKbps, sameNowPlaying, toStreamObject, type NowPlaying } from './stream-object.js';
 import type { WriteRetry } from './write-retry.js';
 import type { ChaptersDocument, PlayLog } from './play-log.js';
 
@@ -186,13 +186,3 @@ export class StreamLifecycle implements IngestPort {
   }
 }
 
-/** Whether the stored now-playing JSON says the same as `np` (its time aside). */
-function sameNowPlaying(stored: string | null | undefined, np: NowPlaying): boolean {
-  if (!stored) return false;
-  try {
-    const o = JSON.parse(stored) as Partial<NowPlaying>;
-    return o.title === np.title && (o.artist ?? null) === np.artist && (o.album ?? null) === np.album && (o.url ?? null) === np.url && (o.artworkUrl ?? null) === np.artworkUrl;
-  } catch {
-    return false;
-  }
-}

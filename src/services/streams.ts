@@ -12,7 +12,7 @@ import type { PublicUrls } from '../config/config.js';
 import { decryptSecret, encryptSecret, hashToken } from '../auth/secrets.js';
 import { REGIONS, type Region } from './accounts.js';
 import type { AccountsRepo } from '../db/accounts-repo.js';
-import { toStreamObject, type NowPlaying, type StreamObject } from './stream-object.js';
+import { sameNowPlaying, toStreamObject, type NowPlaying, type StreamObject } from './stream-object.js';
 import type { PlayLog, TrackObject } from './play-log.js';
 
 /** The language titles a stream may carry besides `title` (PRODUCT.md §2). */
@@ -255,9 +255,7 @@ export class StreamsService {
     this.cache.delete(id);
     const after = this.row(accountId, id);
     // A write SQLite could not take at once is retried in order: answer what it will store.
-    const stored = after.now_playing ? (JSON.parse(after.now_playing) as NowPlaying) : null;
-    const same = stored !== null && stored.title === np.title && stored.artist === np.artist && stored.album === np.album && stored.url === np.url && stored.artworkUrl === np.artworkUrl;
-    return this.render(same ? after : { ...after, now_playing: JSON.stringify(asked) }, withKey);
+    return this.render(sameNowPlaying(after.now_playing, np) ? after : { ...after, now_playing: JSON.stringify(asked) }, withKey);
   }
 
   /** A page of the stream's play log, newest first. @throws ApiError 400 (unknown cursor), 404 */
