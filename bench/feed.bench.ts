@@ -43,7 +43,7 @@ export async function run(): Promise<BenchRow[]> {
           audio_file: `ep_bench${i}-abcdefgh.mp3`, audio_mime: 'audio/mpeg', audio_size: 40_000_000 + i, audio_duration: 3600 + i,
           audio_updated_at: now, guid: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, season: 1 + Math.floor(i / 100),
           episode_number: i + 1, episode_type: 'full', explicit: 0, publish_at: null, published_at: now - (EPISODES - i) * 86_400_000,
-          source_stream_id: null, created_at: now, updated_at: now,
+          source_stream_id: null, chapters: null, created_at: now, updated_at: now,
         };
         repo.insertEpisode(row);
       }

@@ -21,6 +21,8 @@ import { Guard } from './auth/guard.js';
 import { AccountsService } from './services/accounts.js';
 import { StreamsService } from './services/streams.js';
 import { StreamLifecycle } from './services/lifecycle.js';
+import { PlayLog } from './services/play-log.js';
+import { TracksRepo } from './db/tracks-repo.js';
 import { WriteRetry } from './services/write-retry.js';
 import { PodcastsService, recordingPodcastCheck } from './services/podcasts.js';
 import { EpisodesService } from './services/episodes.js';
@@ -89,7 +91,8 @@ export async function startServer(config: Config, log: Logger, now: () => number
   // Set once the listeners room exists (built below): events and stream objects carry the count.
   let listenerCount: (streamId: string) => number = () => 0;
   const writes = new WriteRetry(db, log.child('db'), limits, SERVER_BUSY_TIMEOUT_MS);
-  const lifecycle = new StreamLifecycle({ db, streams: streamsRepo, outbox, log: log.child('live'), urls: getUrls, writes, listenerCount: (id) => listenerCount(id) });
+  const playLog = new PlayLog({ repo: new TracksRepo(db), outbox, writes, log: log.child('live') });
+  const lifecycle = new StreamLifecycle({ db, streams: streamsRepo, outbox, log: log.child('live'), urls: getUrls, writes, listenerCount: (id) => listenerCount(id), playLog, now });
   const ingest = new Publishing({
     port: lifecycle,
     media,
@@ -116,9 +119,10 @@ export async function startServer(config: Config, log: Logger, now: () => number
     accounts: accountsRepo,
     nodeSecret,
     urls: getUrls,
-    live: { listenerCount: (id) => listenerCount(id), endNow: (id) => ingest.endNow(id), disconnectPublisher: (id) => ingest.disconnectPublisher(id) },
+    live: { listenerCount: (id) => listenerCount(id), endNow: (id) => ingest.endNow(id), disconnectPublisher: (id) => ingest.disconnectPublisher(id), nowPlaying: (id, np) => ingest.nowPlaying(id, np) },
     now,
     checkRecordingPodcast: recordingPodcastCheck(podcastsRepo),
+    playLog,
   });
   // Podcasts: every change of a schedule pokes the publication scheduler (a Feature, started below).
   const podcastsLog = log.child('podcasts');
@@ -157,10 +161,15 @@ export async function startServer(config: Config, log: Logger, now: () => number
     now,
   };
 
-  const features: Feature[] = [];
+  // The play log stops after the listeners room (features stop in reverse): their last events count.
+  const features: Feature[] = [{ close: () => playLog.close() }];
   const listeners = createListeners(context);
   features.push(listeners);
   listenerCount = (id) => listeners.registry.listenerCount(id);
+  playLog.setListeners({
+    countries: (id) => listeners.registry.active(id).map((s) => s.country),
+    settle: () => listeners.registry.flush(),
+  });
 
   // Delivery rooms: HLS, WebRTC (WHEP), the podcast feeds and episode audio.
   registerHlsRoutes(http, media, { access: listeners.access, hold: listeners.held });

@@ -3,11 +3,13 @@
  * settings (Server = `rtmpUrl`, Stream key hidden until revealed, copy buttons), the listen URL and
  * the Icecast source settings (server, port, mount, user, password hidden until revealed), the live listener
  * count, a listeners-over-time chart and the countries of the listeners (kept current by
- * `assets/stream.js` polling `/dashboard/streams/:id/live.json`), the recent `stream.error` events
+ * `assets/stream.js` polling `/dashboard/streams/:id/live.json`), what plays now and the play log
+ * (kept current by the same poll) with a form that sets the title, the recent `stream.error` events
  * and an hls.js player. Mutations go through StreamsService, like `/v2/streams`.
  */
 import { parse } from '../api/validation.js';
-import { CreateStream, CODECS, QUALITIES } from '../api/streams/schemas.js';
+import { CreateStream, CODECS, NOW_PLAYING_MAX, QUALITIES, SetNowPlaying } from '../api/streams/schemas.js';
+import type { TrackObject } from '../services/play-log.js';
 import type { StreamsService } from '../services/streams.js';
 import type { StreamObject } from '../services/stream-object.js';
 import type { EventsService } from '../services/events.js';
@@ -28,6 +30,10 @@ export interface StreamLive {
   totalListeners: number;
   averageListenDurationSeconds: number;
   countries: StreamStats['countries'];
+  /** What plays now (PRODUCT.md §11), or null. */
+  nowPlaying: StreamObject['nowPlaying'];
+  /** The newest tracks of the play log. */
+  tracks: TrackObject[];
   errors: StreamErrorItem[];
   /** Server time of this sample (ISO). */
   at: string;
@@ -43,6 +49,8 @@ export interface StreamErrorItem {
 
 /** Recent errors shown at most. */
 const ERRORS_SHOWN = 10;
+/** Newest tracks of the play log shown. */
+const TRACKS_SHOWN = 20;
 /** `stream.error` events of the account scanned for this stream's (newest first). */
 const ERRORS_SCANNED = 100;
 
@@ -80,6 +88,8 @@ export function registerStreamPages(router: Router, d: StreamPagesDeps): void {
       totalListeners: st.totalListeners,
       averageListenDurationSeconds: st.averageListenDurationSeconds,
       countries: st.countries,
+      nowPlaying: s.nowPlaying,
+      tracks: d.streams.tracks(accountId, id, { limit: TRACKS_SHOWN }).data,
       errors: errorsOf(accountId, id),
       at: new Date(d.now()).toISOString(),
     };
@@ -176,6 +186,19 @@ ${copyField('icecast-password', 'Source password', s.streamKey ?? '', { secret: 
 <div id="countries">${countries}</div>
 </section>
 
+<section class="card" aria-labelledby="now-playing-title">
+<h2 id="now-playing-title">Now playing</h2>
+<p id="now-playing" class="now-playing" aria-live="polite">${nowPlayingHtml(l.nowPlaying)}</p>
+<form method="post" action="/dashboard/streams/${esc(s.id)}/now_playing" class="grid-form">${csrfField(csrf)}
+<div class="field span-2"><label for="np-title">Track title</label><input id="np-title" name="title" required maxlength="${NOW_PLAYING_MAX}"></div>
+<div class="field"><label for="np-artist">Artist</label><input id="np-artist" name="artist" maxlength="${NOW_PLAYING_MAX}"></div>
+<div class="field field-end"><button type="submit" class="btn btn-primary">Set track</button></div>
+</form>
+<p class="muted small">While the stream is live. DJ software sets it too: the Icecast metadata update, or <code>title</code>/<code>artist</code> in RTMP metadata.</p>
+<h3>Play log</h3>
+<div id="play-log">${tracksHtml(l.tracks)}</div>
+</section>
+
 <section class="card" aria-labelledby="player-title">
 <h2 id="player-title">Player</h2>
 <audio id="player" controls preload="none" aria-labelledby="player-title"></audio>
@@ -208,6 +231,15 @@ ${copyField('icecast-password', 'Source password', s.streamKey ?? '', { secret: 
   });
 
   router.json('/dashboard/streams/:id/live.json', (r) => live(r.account.id, r.params[0]!));
+
+  router.post('/dashboard/streams/:id/now_playing', (p) => `/dashboard/streams/${p[0]}`, (r) => {
+    const input: Record<string, unknown> = { title: r.form.get('title') ?? '' };
+    const artist = r.form.get('artist')?.trim();
+    if (artist) input.artist = artist;
+    const s = d.streams.setNowPlaying(r.account.id, r.params[0]!, parse(SetNowPlaying, input), false);
+    const np = s.nowPlaying!;
+    return r.redirect(`/dashboard/streams/${s.id}`, { notice: `Now playing: ${np.artist ? `${np.artist} – ` : ''}${np.title}.` });
+  });
 
   // A listener token for the page's player (token streams), by POST with the CSRF token: it is a
   // credential, so it is answered as JSON and never put in the page's URL.
@@ -276,6 +308,27 @@ export function countriesHtml(countries: StreamStats['countries']): string {
       return `<li><span class="bar-label">${esc(name)}</span><meter min="0" max="${max}" value="${c.listeners}" aria-label="${esc(name)}">${c.listeners}</meter><span class="bar-value">${c.listeners}</span></li>`;
     })
     .join('')}</ul>`;
+}
+
+/** What plays now, as the page shows it. */
+export function nowPlayingHtml(np: StreamObject['nowPlaying']): string {
+  if (!np) return '<span class="muted">Nothing set.</span>';
+  return `<strong>${esc(np.title)}</strong>${np.artist ? ` — ${esc(np.artist)}` : ''}${np.album ? ` <span class="muted">(${esc(np.album)})</span>` : ''} <span class="muted small">since ${time(np.startedAt)}</span>`;
+}
+
+/** The play log's newest tracks as a table. */
+export function tracksHtml(tracks: TrackObject[]): string {
+  return tableWrap(
+    'Play log',
+    ['Started', 'Track', 'Listeners at start', 'Peak', 'Countries', 'Ended'],
+    tracks.map(
+      (t) =>
+        `<tr><td>${time(t.startedAt)}</td><td>${t.artist ? `${esc(t.artist)} – ` : ''}<strong>${esc(t.title)}</strong></td><td class="num">${t.listenersAtStart}</td><td class="num">${t.peakListeners}</td><td>${esc(
+          t.countries.map((c) => `${c.country ?? 'Unknown'} ${c.listeners}`).join(', '),
+        )}</td><td>${time(t.endedAt)}</td></tr>`,
+    ),
+    'No tracks yet: set what plays now, or let your DJ software send it.',
+  );
 }
 
 /** The recent `stream.error` events as a table. */

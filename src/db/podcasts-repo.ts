@@ -59,6 +59,8 @@ export interface EpisodeRow {
   publish_at: number | null;
   published_at: number | null;
   source_stream_id: string | null;
+  /** Podcasting 2.0 JSON chapters of a recorded stream's tracks (the document as served), or null. */
+  chapters: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -73,6 +75,14 @@ export interface AudioFileRow {
   status: EpisodeStatus;
 }
 
+/** What the chapters route needs to answer for one episode. */
+export interface EpisodeChaptersRow {
+  podcast_id: string;
+  status: EpisodeStatus;
+  chapters: string | null;
+  updated_at: number;
+}
+
 /** Aggregate that changes whenever a podcast's feed could change (the feed cache key). */
 export interface FeedStamp {
   published: number;
@@ -82,7 +92,7 @@ export interface FeedStamp {
 const PODCAST_COLS = `id, account_id, title, description, author, language, category, explicit, image_url, owner_email, owner_name,
   link, type, locked, metadata, status, podcast_guid, feed_url, created_at, updated_at`;
 const EPISODE_COLS = `id, account_id, podcast_id, title, description, status, audio_file, audio_mime, audio_size, audio_duration,
-  audio_updated_at, guid, season, episode_number, episode_type, explicit, publish_at, published_at, source_stream_id, created_at, updated_at`;
+  audio_updated_at, guid, season, episode_number, episode_type, explicit, publish_at, published_at, source_stream_id, chapters, created_at, updated_at`;
 const params = (cols: string) => cols.split(',').map((c) => `@${c.trim()}`).join(', ');
 
 /** Prepared statements over `podcasts` and `episodes`. */
@@ -119,6 +129,7 @@ export class PodcastsRepo {
       publishedCount: db.prepare(`SELECT COUNT(*) FROM episodes WHERE podcast_id = ? AND status = 'published'`).pluck(),
       stamp: db.prepare(`SELECT COUNT(*) AS published, COALESCE(MAX(updated_at), 0) AS lastChange FROM episodes WHERE podcast_id = ? AND status = 'published'`),
       audio: db.prepare(`SELECT podcast_id, audio_file, audio_mime, audio_size, audio_updated_at, status FROM episodes WHERE audio_file = ?`),
+      chapters: db.prepare(`SELECT podcast_id, status, chapters, updated_at FROM episodes WHERE id = ?`),
     };
     this.podcastPage = paginator<PodcastWithCount>(db, 'podcasts_v', 'account_id = @accountId AND (@status IS NULL OR status = @status)');
     this.episodePage = paginator<EpisodeRow>(db, 'episodes', 'account_id = @accountId AND podcast_id = @podcastId AND (@status IS NULL OR status = @status)');
@@ -213,6 +224,10 @@ export class PodcastsRepo {
   }
   publishedCount(podcastId: string): number {
     return this.s.publishedCount.get(podcastId) as number;
+  }
+  /** What the chapters route needs of episode `id`: its podcast, state, chapters and last change; undefined when none. */
+  chapters(id: string): EpisodeChaptersRow | undefined {
+    return this.s.chapters.get(id) as EpisodeChaptersRow | undefined;
   }
   /** Count and newest change of the published episodes (what the feed shows). */
   feedStamp(podcastId: string): FeedStamp {

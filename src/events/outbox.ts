@@ -6,22 +6,24 @@
 import { newId } from '../ids.js';
 import type { EventsRepo } from '../db/events-repo.js';
 
-/** The event types of the spec. */
+/** The event types: the spec's, and `stream.now_playing` (PRODUCT.md §11). */
 export type EventType =
   | 'stream.started'
   | 'stream.ended'
   | 'stream.error'
+  | 'stream.now_playing'
   | 'listener.joined'
   | 'listener.left'
   | 'podcast.published'
   | 'podcast.deleted'
   | 'webhook.test';
 
-/** Every event type of the spec (spec "Event types"), in its order. */
+/** Every event type (spec "Event types", in its order, then `stream.now_playing` of PRODUCT.md §11). */
 export const EVENT_TYPES: readonly EventType[] = [
   'stream.started',
   'stream.ended',
   'stream.error',
+  'stream.now_playing',
   'listener.joined',
   'listener.left',
   'podcast.published',

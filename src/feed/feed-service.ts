@@ -10,7 +10,7 @@ import { notFound } from '../errors/errors.js';
 import type { PodcastsRepo } from '../db/podcasts-repo.js';
 import type { StreamRow } from '../db/streams-repo.js';
 import type { PublicUrls } from '../config/config.js';
-import { audioUrlOf } from '../services/episodes.js';
+import { audioUrlOf, chaptersUrlOf } from '../services/episodes.js';
 import { feedUrlOf } from '../services/podcasts.js';
 import { LISTEN_EXT } from '../services/stream-object.js';
 import { renderFeed, type LiveItemInput } from './render.js';
@@ -68,6 +68,7 @@ export class FeedService {
         feedUrl: feedUrlOf(urls, id),
         episodes: this.d.repo.publishedEpisodes(id),
         audioUrl: (e) => audioUrlOf(urls, e.podcast_id, e.audio_file!),
+        chaptersUrl: (e) => chaptersUrlOf(urls, e.podcast_id, e.id),
         liveItems: live,
         lastModified,
       });

@@ -9,7 +9,8 @@
  * podcast:locked, podcast:liveItem (pending/live/ended; the listening URL as enclosure, HLS as
  * podcast:alternateEnclosure). Item: title, description, guid
  * (isPermaLink=false), pubDate, enclosure (url, length, type), itunes:title, itunes:duration,
- * itunes:episode, itunes:season, itunes:episodeType, itunes:explicit, podcast:season, podcast:episode.
+ * itunes:episode, itunes:season, itunes:episodeType, itunes:explicit, podcast:season, podcast:episode,
+ * podcast:chapters (JSON chapters of a recorded stream's tracks, PRODUCT.md §11).
  */
 import { create } from 'xmlbuilder2';
 import type { EpisodeRow, PodcastRow } from '../db/podcasts-repo.js';
@@ -21,6 +22,9 @@ export const NS = {
   atom: 'http://www.w3.org/2005/Atom',
   content: 'http://purl.org/rss/1.0/modules/content/',
 } as const;
+
+/** The MIME type of Podcasting 2.0 JSON chapters (podcast-namespace `chapters/jsonChapters.md`). */
+export const CHAPTERS_TYPE = 'application/json+chapters';
 
 /** A stream recording into the podcast, as `podcast:liveItem` shows it. Times in ms. */
 export interface LiveItemInput {
@@ -43,6 +47,8 @@ export interface FeedInput {
   episodes: EpisodeRow[];
   /** Enclosure URL of an episode (its `audioUrl`). */
   audioUrl: (e: EpisodeRow) => string;
+  /** Its chapters' URL (`chaptersUrl`), for an episode with chapters. */
+  chaptersUrl?: (e: EpisodeRow) => string;
   liveItems: LiveItemInput[];
   /** Last change of anything in the feed (ms): `lastBuildDate`. */
   lastModified: number;
@@ -134,6 +140,7 @@ export function renderFeed(f: FeedInput): Uint8Array {
     if (p.image_url) it.ele('itunes:image', { href: clean(p.image_url) });
     if (e.season !== null) text(it, 'podcast:season', e.season);
     if (e.episode_number !== null) text(it, 'podcast:episode', e.episode_number);
+    if (e.chapters && f.chaptersUrl) it.ele('podcast:chapters', { url: f.chaptersUrl(e), type: CHAPTERS_TYPE });
   }
   return Buffer.from(doc.end({ prettyPrint: false }), 'utf8');
 }

@@ -4,9 +4,12 @@
  * - `GET|HEAD /feed/<podcast_id>.xml`: the podcast feed, rendered by the FeedService
  *   (./feed-service.ts);
  * - `GET|HEAD /media/<podcast_id>/<file>`: an episode's audio file, public once the episode is
- *   published (drafts and scheduled episodes stay private: 404).
+ *   published (drafts and scheduled episodes stay private: 404);
+ * - `GET|HEAD /media/<podcast_id>/<episode_id>.chapters.json`: its Podcasting 2.0 JSON chapters
+ *   (`application/json+chapters`, PRODUCT.md §11), public on the same terms.
  * Registered by the composition root, like the HLS routes.
  */
+import { createHash } from 'node:crypto';
 import type { HttpServer } from '../http/server.js';
 import { registerBytesRoute, type Answer } from '../http/files.js';
 import { notFound } from '../errors/errors.js';
@@ -14,6 +17,7 @@ import type { PodcastsRepo } from '../db/podcasts-repo.js';
 import { AUDIO_FILE_NAME, PODCAST_ID, type MediaStore } from '../media-files/store.js';
 import type { Logger } from '../log/logger.js';
 import type { FeedService } from './feed-service.js';
+import { CHAPTERS_TYPE } from './render.js';
 
 /** Audio `Cache-Control` max-age (s): file names change on every upload, deletion should not linger long. */
 const AUDIO_MAX_AGE = 3600;
@@ -32,7 +36,27 @@ export interface FeedRoutesDeps {
 export function registerFeedRoutes(http: HttpServer, d: FeedRoutesDeps): void {
   const onError = (e: unknown, requestId: string) => d.log.error('unhandled error', { requestId, err: e instanceof Error ? e.stack : String(e) });
   registerBytesRoute(http, '/feed/:file', (req) => d.feed.answer(req.params[0]!), onError);
-  registerBytesRoute(http, '/media/:podcast/:file', (req) => audioAnswer(d, req.params[0]!, req.params[1]!), onError);
+  registerBytesRoute(http, '/media/:podcast/:file', (req) => (CHAPTERS_FILE.test(req.params[1]!) ? chaptersAnswer(d, req.params[0]!, req.params[1]!) : audioAnswer(d, req.params[0]!, req.params[1]!)), onError);
+}
+
+/** `<episode_id>.chapters.json` */
+const CHAPTERS_FILE = /^(ep_[A-Za-z0-9]{1,64})\.chapters\.json$/;
+
+/** The answer for `/media/<podcastId>/<episode_id>.chapters.json`: the chapters of a published episode that has them, else 404. */
+function chaptersAnswer(d: FeedRoutesDeps, podcastId: string, file: string): Answer {
+  const id = CHAPTERS_FILE.exec(file)![1]!;
+  const row = PODCAST_ID.test(podcastId) ? d.repo.chapters(id) : undefined;
+  if (!row || row.podcast_id !== podcastId || row.status !== 'published' || !row.chapters) return { kind: 'error', error: notFound('episode chapters', file.slice(0, 80), 'file') };
+  const body = Buffer.from(row.chapters, 'utf8');
+  return {
+    kind: 'bytes',
+    body,
+    etag: `"${createHash('sha1').update(body).digest('base64url')}"`,
+    lastModified: row.updated_at,
+    contentType: CHAPTERS_TYPE,
+    cacheControl: `public, max-age=${AUDIO_MAX_AGE}`,
+    headers: { 'Access-Control-Allow-Origin': '*' },
+  };
 }
 
 /** The answer for `/media/<podcastId>/<file>`: the file of a published episode (ETag from its name and size), else 404. */

@@ -107,11 +107,15 @@ export class Publishing {
   }
 
   /**
-   * A source said what plays now (an Icecast metadata call, tags in its stream): the stream's
-   * `nowPlaying` (PRODUCT.md §11). Ignored for a stream nobody publishes to.
+   * What plays now changed (PRODUCT.md §11) — the one way in for every source: an Icecast
+   * metadata call or tags in its stream, an RTMP `onMetaData` `title`, the API. The stream's media
+   * hub carries it in its layers (aligned to the latest ingest audio), and the lifecycle makes it
+   * the stream's `nowPlaying`. Ignored for a stream that nobody publishes to and that is not live.
    */
   nowPlaying(streamId: string, np: NowPlayingUpdate): void {
-    if (!this.streams.get(streamId)?.publisher) return;
+    const s = this.streams.get(streamId);
+    if (!s?.publisher && this.d.port.streamState(streamId)?.status !== 'live') return;
+    s?.hub.setNowPlaying({ title: np.title, artist: np.artist ?? null, album: np.album ?? null, url: np.url ?? null });
     this.d.port.onMetadata(streamId, np);
   }
 

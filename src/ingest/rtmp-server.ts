@@ -3,7 +3,8 @@
  * sans-I/O RTMP session per connection) and what each connection means to ingest. The RTMP app
  * must be `live/<stream_id>` and the stream name its key (OBS "Server" + "Stream key"); a publish
  * goes to `Publishing`, which attaches it to the stream's media hub — once live, its audio reaches
- * the passthrough segmenter without a JS call per message (docs/decisions.md "Ingest I/O"). Bad
+ * the passthrough segmenter without a JS call per message (docs/decisions.md "Ingest I/O"); its
+ * `onMetaData` `title`/`artist`/`album` is what plays now (PRODUCT.md §11). Bad
  * input closes that one connection with one warning line (remote address and reason, never the
  * stream key). No exception leaves a native callback: each is caught and logged.
  */
@@ -14,6 +15,7 @@ import type { LimitSettings } from '../config/config.js';
 import type { Limits } from '../limits/limits.js';
 import type { Logger } from '../log/logger.js';
 import type { Publishing, PublishSink, Publisher } from './publishing.js';
+import type { NowPlayingUpdate } from './port.js';
 
 /** `live/<stream_id>` (a trailing slash allowed): the stream id, or null. */
 export function streamIdOfApp(app: string): string | null {
@@ -84,6 +86,8 @@ export class RtmpServer {
     const remote = conn.remote;
     let sink: PublishSink | null = null;
     let app = '';
+    /** The stream of the accepted publish (its `onMetaData` title is what plays now). */
+    let publishedTo: string | null = null;
     let closed = false;
     /** The connection's last error comes from an audio message over the cap. */
     let tooLarge = false;
@@ -139,6 +143,7 @@ export class RtmpServer {
             const d = this.publishing.publish(streamId, key, publisher);
             if (!d.ok) return refuse(d.reason);
             sink = d.sink;
+            publishedTo = streamId;
             conn.acceptPublish();
             conn.setTimeout(this.opts.idleTimeoutMs);
             this.log.info('publish started', { remote, streamId });
@@ -153,8 +158,12 @@ export class RtmpServer {
             if (tooLarge && sink) sink.fail({ code: 'frame_too_large', message: `An audio message was larger than ${this.opts.limitSettings?.maxAudioFrameBytes ?? 'the allowed'} bytes; the publish was ended.` });
             close(`${e.code}: ${e.message}`, 'warn');
             break;
-          case 'metadata':
+          case 'metadata': {
+            // PRODUCT.md §11: `@setDataFrame`/`onMetaData` carrying `title` (FFmpeg `-metadata title=…`).
+            const np = nowPlayingOf(e.values);
+            if (np && sink && publishedTo) this.publishing.nowPlaying(publishedTo, np);
             break;
+          }
         }
       },
       limit: (cause) => {
@@ -176,6 +185,24 @@ export class RtmpServer {
       }
     });
   }
+}
+
+/** Longest now-playing text taken from a publisher (PRODUCT.md §11). */
+const NOW_PLAYING_MAX = 256;
+
+/**
+ * What plays now from `onMetaData` values: `title` (required), `artist`, `album` — strings only,
+ * trimmed, at most 256 characters; other keys are ignored. Null without a title.
+ */
+export function nowPlayingOf(values: Record<string, number | string | boolean>): NowPlayingUpdate | null {
+  const text = (k: string): string | null => {
+    const v = Object.hasOwn(values, k) ? values[k] : undefined;
+    if (typeof v !== 'string') return null;
+    const t = v.trim().slice(0, NOW_PLAYING_MAX);
+    return t === '' ? null : t;
+  };
+  const title = text('title');
+  return title === null ? null : { title, artist: text('artist'), album: text('album') };
 }
 
 /** The same handler, with every callback's exception caught and given to `onError` (never into native code). */

@@ -45,7 +45,7 @@ const CONTENT_TYPES: Record<string, string> = { mp3: 'audio/mpeg', aac: 'audio/a
 const JSON_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-cache, no-store'], ['Access-Control-Allow-Origin', '*']] as const;
 /** Seconds a client over a connection cap is told to wait. */
 const RETRY_AFTER_S = '5';
-/** How long a stream's title is cached (ms). */
+/** How long a stream's title is cached (ms); a `stream.now_playing` event drops it at once. */
 const TITLE_TTL_MS = 2000;
 /** A mount logs its first read-back failure, then every this-many. */
 const LOG_EVERY = 100;
@@ -74,6 +74,11 @@ export function registerListenRoutes(http: HttpServer, media: MediaRegistry, d: 
     return title;
   };
   const nowPlaying = d.nowPlaying ?? ((id: string) => titleOf(id) || null);
+  // A change of what plays now reaches the next metadata block, not one up to TITLE_TTL_MS later.
+  const unsubscribe = ctx.outbox.subscribe((e) => {
+    const o = e.type === 'stream.now_playing' ? (e.data.object as { id?: unknown } | null) : null;
+    if (typeof o?.id === 'string') titles.delete(o.id);
+  });
 
   const refuse = (status: number, code: ErrorCode, message: string, requestId: string, extra: ReadonlyArray<readonly [string, string]> = []): RawReply => ({
     status: statusLine(status),
@@ -204,6 +209,7 @@ export function registerListenRoutes(http: HttpServer, media: MediaRegistry, d: 
 
   return {
     close() {
+      unsubscribe();
       for (const m of [...mounts.values()]) m.close();
       mounts.clear();
     },

@@ -102,6 +102,19 @@ export interface AudioTap {
 /** A segmenter error of one pushed frame (the frame was dropped). */
 export type HubError = LayerError;
 
+/** What plays now, as the layers carry it (PRODUCT.md §11: timed ID3 `TIT2`, `TPE1`, `TALB`, `WXXX`). */
+export interface NowPlayingFields {
+  title: string;
+  artist?: string | null;
+  album?: string | null;
+  url?: string | null;
+}
+
+/** A segmenter that carries timed metadata at an ingest timestamp (ms): the native Segmenter's `pushMetadata`, where built. */
+interface MetadataSegmenter {
+  pushMetadata?(timestampMs: number, fields: NowPlayingFields): void;
+}
+
 /**
  * What media needs of a publisher's connection (the RTMP listener's, an Icecast source's): to
  * have its audio routed natively into a segmenter, and its byte count.
@@ -199,6 +212,13 @@ export class StreamHub {
   private dropLog = { at: 0, suppressed: 0 };
   /** A publisher was attached before (the next one continues the timeline with a discontinuity). */
   private attachedBefore = false;
+  /** What plays now, as last set (PRODUCT.md §11); null before the first change. */
+  nowPlaying: NowPlayingFields | null = null;
+  /** The latest ingest timestamp of this publish seen here (ms, the publisher's clock), and when (ms, wall clock); null before its first audio. */
+  private ingestTs: number | null = null;
+  private ingestAt = 0;
+  /** A change came before the publish's first audio: the layers get it with that audio. */
+  private nowPlayingPending = false;
   private readonly nominalKbps: number;
 
   constructor(
@@ -261,6 +281,7 @@ export class StreamHub {
     }
     if (this.attachedBefore) this.discontinuity();
     this.attachedBefore = true;
+    this.ingestTs = null; // a new publisher's clock
     const p: Publish = { conn, gone: false, live: false, routed: 'no', merged: false, bitrate: new BitrateMonitor({ nominalKbps: this.nominalKbps }), bytesSeen: 0, failed: false };
     this.publish = p;
     this.transcoder?.close();
@@ -308,8 +329,26 @@ export class StreamHub {
     if (spike) this.events.error({ code: 'bitrate_spike', message: `Ingest bitrate ${spike.measuredKbps} kbps is over 1.5 × the nominal ${spike.nominalKbps} kbps.`, ...spike });
   }
 
+  /**
+   * What plays now changed (PRODUCT.md §11): kept as `nowPlaying` and, where the layers' segmenter
+   * carries timed metadata (`pushMetadata`), handed to every layer at ingest timestamp `atMs` (ms,
+   * the publisher's clock) — by default the latest this hub saw, moved on by the wall-clock time
+   * since (natively routed audio does not pass through JS). Before the publish's first audio the
+   * layers get it with that audio. The same fields as now change nothing.
+   */
+  setNowPlaying(fields: NowPlayingFields, atMs?: number): void {
+    const np = { title: fields.title, artist: fields.artist ?? null, album: fields.album ?? null, url: fields.url ?? null };
+    const cur = this.nowPlaying;
+    if (cur && cur.title === np.title && cur.artist === np.artist && cur.album === np.album && cur.url === np.url) return;
+    this.nowPlaying = np;
+    const ts = atMs ?? (this.ingestTs === null ? null : this.ingestTs + Math.max(0, Date.now() - this.ingestAt));
+    this.nowPlayingPending = ts === null;
+    if (ts !== null) this.pushMetadata(ts);
+  }
+
   /** Feeds one ingest body to the taps and the passthrough layer (tests and tools; publishers use `attach`). */
   pushAudio(timestampMs: number, data: Uint8Array): HubError[] {
+    this.sawIngest(timestampMs);
     const tag = readAudioTag(data);
     this.tapAudio(timestampMs, data, tag);
     const errors = this.top.push(timestampMs, data);
@@ -419,6 +458,7 @@ export class StreamHub {
   }
 
   private feed(p: Publish, ts: number, data: Uint8Array, tag: AudioTag, segmented: boolean): void {
+    this.sawIngest(ts);
     this.tapAudio(ts, data, tag);
     if (!segmented) {
       const errors = this.top.push(ts, data);
@@ -426,6 +466,31 @@ export class StreamHub {
     }
     this.transcoder?.push(ts, data, tag);
     this.recorder?.push(data, tag);
+  }
+
+  /** An ingest timestamp (ms) passed by: the clock `setNowPlaying` aligns to; a change waiting for audio goes now. */
+  private sawIngest(ts: number): void {
+    this.ingestTs = ts;
+    this.ingestAt = Date.now();
+    if (this.nowPlayingPending) {
+      this.nowPlayingPending = false;
+      this.pushMetadata(ts);
+    }
+  }
+
+  /** Hands `nowPlaying` to every layer's segmenter that carries timed metadata. */
+  private pushMetadata(ts: number): void {
+    const np = this.nowPlaying;
+    if (!np) return;
+    for (const l of this.layers) {
+      const seg = l.segmenterHandle as LayerSegmenter & MetadataSegmenter;
+      if (typeof seg.pushMetadata !== 'function') continue;
+      try {
+        seg.pushMetadata(ts, np);
+      } catch (e) {
+        this.opts.log?.warn('now playing not carried by a layer', { streamId: this.streamId, layer: l.name, err: (e as Error).message });
+      }
+    }
   }
 
   private tapAudio(ts: number, data: Uint8Array, tag: AudioTag): void {

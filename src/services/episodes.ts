@@ -12,6 +12,7 @@ import { UnknownCursorError, type PageQuery } from '../db/paginate.js';
 import type { EpisodeRow, EpisodeStatus, EpisodeType, PodcastsRepo } from '../db/podcasts-repo.js';
 import type { Outbox } from '../events/outbox.js';
 import type { PublicUrls } from '../config/config.js';
+import type { ChaptersDocument } from './play-log.js';
 
 /** A validated `POST /podcasts/{id}/episodes` body (api/podcasts/schemas.ts validates it). */
 export interface CreateEpisodeInput {
@@ -56,6 +57,12 @@ export interface EpisodeObject {
   publishAt: string | null;
   publishedAt: string | null;
   sourceStreamId: string | null;
+  /**
+   * Podcasting 2.0 JSON chapters (`application/json+chapters`) at
+   * `{cdn_url}/media/<podcast_id>/<episode_id>.chapters.json` — one per track of the recorded stream
+   * (PRODUCT.md §11); public once published. Null when the episode has none.
+   */
+  chaptersUrl: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -64,6 +71,9 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 
 /** `{cdn_url}/media/<podcast_id>/<file name>`. */
 export const audioUrlOf = (urls: PublicUrls, podcastId: string, fileName: string) => `${urls.cdnUrl}/media/${podcastId}/${fileName}`;
+
+/** `{cdn_url}/media/<podcast_id>/<episode_id>.chapters.json`. */
+export const chaptersUrlOf = (urls: PublicUrls, podcastId: string, episodeId: string) => `${urls.cdnUrl}/media/${podcastId}/${episodeId}.chapters.json`;
 
 /** Renders a row as the API object. */
 export function toEpisodeObject(row: EpisodeRow, urls: PublicUrls): EpisodeObject {
@@ -84,6 +94,7 @@ export function toEpisodeObject(row: EpisodeRow, urls: PublicUrls): EpisodeObjec
     publishAt: iso(row.publish_at),
     publishedAt: iso(row.published_at),
     sourceStreamId: row.source_stream_id,
+    chaptersUrl: row.chapters ? chaptersUrlOf(urls, row.podcast_id, row.id) : null,
     createdAt: iso(row.created_at)!,
     updatedAt: iso(row.updated_at)!,
   };
@@ -333,17 +344,18 @@ export class EpisodesService {
     return n;
   }
 
-  /**
-   * Creates a draft episode from a finished stream recording (PRODUCT.md §3 "Recording"): the file
-   * at `filePath` is probed, moved (or copied when `keepSource`) into the media store, and the draft
-   * carries `sourceStreamId`. For the recording side to call when a recording stream ends.
-   * @throws ApiError 404 (podcast), 415 (not audio)
-   */
   /** Whether a draft episode was already made from stream `streamId`'s recording. */
   hasRecordingOf(streamId: string): boolean {
     return this.d.repo.hasEpisodeFromStream(streamId);
   }
 
+  /**
+   * Creates a draft episode from a finished stream recording (PRODUCT.md §3 "Recording", §11): the
+   * file at `filePath` is probed, moved (or copied when `keepSource`) into the media store, and the
+   * draft carries `sourceStreamId` and the `chapters` of the stream's tracks (served at
+   * `chaptersUrl` once published). For the recording side to call when a recording stream ends.
+   * @throws ApiError 404 (podcast), 415 (not audio)
+   */
   async createFromRecording(args: {
     accountId: string;
     podcastId: string;
@@ -351,6 +363,7 @@ export class EpisodesService {
     title: string;
     filePath: string;
     keepSource?: boolean;
+    chapters?: ChaptersDocument | null;
   }): Promise<EpisodeObject> {
     const podcast = this.d.repo.getPodcast(args.podcastId, args.accountId);
     if (!podcast) throw notFound('podcast', args.podcastId);
@@ -364,7 +377,10 @@ export class EpisodesService {
         rmSync(args.filePath, { force: true });
       }
     }
-    const row = this.newRow(args.accountId, args.podcastId, args.title.slice(0, 200) || 'Recording', { source_stream_id: args.streamId });
+    const row = this.newRow(args.accountId, args.podcastId, args.title.slice(0, 200) || 'Recording', {
+      source_stream_id: args.streamId,
+      chapters: args.chapters && args.chapters.chapters.length > 0 ? JSON.stringify(args.chapters) : null,
+    });
     this.d.repo.tx(() => {
       this.d.repo.insertEpisode(row);
       this.touchPodcast(args.podcastId);
@@ -412,6 +428,7 @@ export class EpisodesService {
       publish_at: null,
       published_at: null,
       source_stream_id: null,
+      chapters: null,
       created_at: now,
       updated_at: now,
       ...extra,

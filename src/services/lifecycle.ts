@@ -1,7 +1,8 @@
 /**
- * The stream lifecycle (PRODUCT.md §2, §9 "Ingest", "Events"): who may publish, `idle` → `live`
- * (`stream.started`), `live` → `ended` (`stream.ended`), `stream.error`, and what becomes of a
- * recording. Each state move and its event commit in one transaction (the outbox). Implements
+ * The stream lifecycle (PRODUCT.md §2, §9 "Ingest", "Events", §11): who may publish, `idle` → `live`
+ * (`stream.started`), `live` → `ended` (`stream.ended`), `stream.error`, what plays now
+ * (`stream.now_playing`, the play log's tracks), and what becomes of a recording (a draft episode
+ * with its chapters). Each change and its event commit in one transaction (the outbox). Implements
  * ingest's port; knows no media, no HTTP and no SQL text.
  *
  * Ingest calls arrive from socket reads and timers: nothing here throws. A write SQLite cannot take
@@ -17,11 +18,12 @@ import type { IngestPort, NowPlayingUpdate, PublishDecision, StreamError } from 
 import type { Recording } from '../media/recorder.js';
 import { isAudioCodec } from '../media/codec.js';
 import { tokenMatches } from '../auth/secrets.js';
-import { ladderKbps, toStreamObject } from './stream-object.js';
+import { ladderKbps, sameNowPlaying, toStreamObject, type NowPlaying } from './stream-object.js';
 import type { WriteRetry } from './write-retry.js';
+import type { ChaptersDocument, PlayLog } from './play-log.js';
 
-/** Makes a draft episode of a finished recording (the podcasts side). */
-export type RecordingHandler = (r: { accountId: string; podcastId: string; streamId: string; title: string; filePath: string }) => Promise<unknown>;
+/** Makes a draft episode of a finished recording (the podcasts side), with the chapters of its tracks (null: none). */
+export type RecordingHandler = (r: { accountId: string; podcastId: string; streamId: string; title: string; filePath: string; chapters: ChaptersDocument | null }) => Promise<unknown>;
 
 export interface LifecycleDeps {
   db: Database;
@@ -35,6 +37,8 @@ export interface LifecycleDeps {
   /** Whether a draft episode was already made from the stream's recording (a retried hand-over). */
   hasRecordingEpisode?: (streamId: string) => boolean;
   onRecording?: RecordingHandler;
+  /** The play log: tracks start at now-playing changes and end with the stream. */
+  playLog?: PlayLog;
   now?: () => number;
 }
 
@@ -91,10 +95,15 @@ export class StreamLifecycle implements IngestPort {
   }
 
   onEnded(streamId: string, atMs: number): void {
-    this.write(streamId, 'stream.ended', () => {
-      if (!this.d.streams.markEnded(streamId, atMs)) return;
-      const row = this.d.streams.getAny(streamId)!;
-      this.d.outbox.record(row.account_id, 'stream.ended', { object: this.object(row) });
+    this.d.writes.run(streamId, 'stream.ended', () => {
+      let after: (() => void) | undefined;
+      this.transact(() => {
+        if (!this.d.streams.markEnded(streamId, atMs)) return;
+        const row = this.d.streams.getAny(streamId)!;
+        after = this.d.playLog?.end(streamId, atMs);
+        this.d.outbox.record(row.account_id, 'stream.ended', { object: this.object(row) });
+      });
+      after?.();
     });
   }
 
@@ -111,28 +120,48 @@ export class StreamLifecycle implements IngestPort {
    * are announced after the commit, and forgotten when the transaction failed.
    */
   private write(streamId: string, what: string, change: () => void): void {
-    this.d.writes.run(streamId, what, () => {
-      try {
-        this.d.db.transaction(change)();
-      } catch (e) {
-        this.d.outbox.discard();
-        throw e;
-      }
-      this.d.outbox.flush();
-    });
+    this.d.writes.run(streamId, what, () => this.transact(change));
   }
 
+  /** Runs `change` in one transaction; its events are announced after the commit, forgotten on failure. @throws what the transaction threw */
+  private transact(change: () => void): void {
+    try {
+      this.d.db.transaction(change)();
+    } catch (e) {
+      this.d.outbox.discard();
+      throw e;
+    }
+    this.d.outbox.flush();
+  }
+
+  /**
+   * What plays now changed (PRODUCT.md §11; an ingest source or the API, through ingest): the
+   * stream's `nowPlaying` (its `startedAt` now), a new track in the play log (the running one ends),
+   * and `stream.now_playing`, in one transaction. The same values as now are not a change; an
+   * ended or deleted stream takes none.
+   */
   onMetadata(streamId: string, np: NowPlayingUpdate): void {
-    const value = JSON.stringify({
+    const atMs = this.now();
+    const value: NowPlaying = {
       title: np.title,
       artist: np.artist ?? null,
       album: np.album ?? null,
       url: np.url ?? null,
       artworkUrl: np.artworkUrl ?? null,
-      startedAt: new Date(this.now()).toISOString(),
-    });
+      startedAt: new Date(atMs).toISOString(),
+    };
+    const json = JSON.stringify(value);
     this.d.writes.run(streamId, 'now playing', () => {
-      this.d.streams.setNowPlaying(streamId, value);
+      this.d.playLog?.settle(); // listener events so far belong to the track that ends
+      let after: (() => void) | undefined;
+      this.transact(() => {
+        const row = this.d.streams.getAny(streamId);
+        if (!row || row.status === 'ended' || sameNowPlaying(row.now_playing, value)) return;
+        this.d.streams.setNowPlaying(streamId, json);
+        after = this.d.playLog?.change({ accountId: row.account_id, streamId, title: value.title, artist: value.artist, album: value.album, url: value.url, artworkUrl: value.artworkUrl }, atMs);
+        this.d.outbox.record(row.account_id, 'stream.now_playing', { object: this.object({ ...row, now_playing: json }) });
+      });
+      after?.();
     });
   }
 
@@ -147,7 +176,8 @@ export class StreamLifecycle implements IngestPort {
       this.d.log.info('recording already saved as an episode', { streamId });
       return;
     }
-    await this.recordingHandler({ accountId: row.account_id, podcastId: target.podcastId, streamId, title: row.title, filePath: recording.path });
+    const chapters = row.started_at !== null ? (this.d.playLog?.chapters(streamId, row.started_at) ?? null) : null;
+    await this.recordingHandler({ accountId: row.account_id, podcastId: target.podcastId, streamId, title: row.title, filePath: recording.path, chapters });
     this.d.log.info('recording saved as a draft episode', { streamId, podcastId: target.podcastId });
   }
 
@@ -155,3 +185,4 @@ export class StreamLifecycle implements IngestPort {
     return toStreamObject(row, this.d.urls(), this.d.listenerCount(row.id));
   }
 }
+

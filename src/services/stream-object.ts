@@ -44,6 +44,17 @@ export interface NowPlaying {
   startedAt: string;
 }
 
+/** Whether a stored now-playing JSON value says the same as `np` (its `startedAt` aside). */
+export function sameNowPlaying(stored: string | null | undefined, np: Omit<NowPlaying, 'startedAt'>): boolean {
+  if (!stored) return false;
+  try {
+    const o = JSON.parse(stored) as Partial<NowPlaying>;
+    return o.title === np.title && (o.artist ?? null) === np.artist && (o.album ?? null) === np.album && (o.url ?? null) === np.url && (o.artworkUrl ?? null) === np.artworkUrl;
+  } catch {
+    return false;
+  }
+}
+
 /** The listening file extension of a codec (PRODUCT.md §10). */
 export const LISTEN_EXT: Record<string, string> = { mp3: 'mp3', aac: 'aac', opus: 'opus' };
 

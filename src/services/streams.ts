@@ -1,6 +1,6 @@
 /**
- * The Streams resource (spec "Streams", PRODUCT.md §2, §9): create, read, list, update, delete,
- * reset the stream key. Knows no HTTP and no SQL text.
+ * The Streams resource (spec "Streams", PRODUCT.md §2, §9, §11): create, read, list, update,
+ * delete, reset the stream key, set what plays now, read the play log. Knows no HTTP and no SQL text.
  */
 import { mergeMetadata } from './metadata.js';
 import { ApiError, notFound, paramInvalid } from '../errors/errors.js';
@@ -12,7 +12,8 @@ import type { PublicUrls } from '../config/config.js';
 import { decryptSecret, encryptSecret, hashToken } from '../auth/secrets.js';
 import { REGIONS, type Region } from './accounts.js';
 import type { AccountsRepo } from '../db/accounts-repo.js';
-import { toStreamObject, type StreamObject } from './stream-object.js';
+import { sameNowPlaying, toStreamObject, type NowPlaying, type StreamObject } from './stream-object.js';
+import type { PlayLog, TrackObject } from './play-log.js';
 
 /** The language titles a stream may carry besides `title` (PRODUCT.md §2). */
 export const LANGUAGE_TITLES = ['title_en', 'title_ru', 'title_de', 'title_fr'] as const;
@@ -51,6 +52,20 @@ export interface LiveControl {
   endNow(streamId: string): void;
   /** Disconnects the current publisher (after a key reset); the reconnect window applies. */
   disconnectPublisher(streamId: string): void;
+  /**
+   * What plays now changed (PRODUCT.md §11): handed to ingest like a source's metadata (the media
+   * hub, then the lifecycle: `nowPlaying`, a track, `stream.now_playing`).
+   */
+  nowPlaying(streamId: string, np: NowPlayingInput): void;
+}
+
+/** A validated `POST /streams/{id}/now_playing` body (api/streams/schemas.ts validates it). */
+export interface NowPlayingInput {
+  title: string;
+  artist?: string | null;
+  album?: string | null;
+  url?: string | null;
+  artworkUrl?: string | null;
 }
 
 /** Result of a write whose input used a deprecated value. */
@@ -67,6 +82,8 @@ export interface StreamsDeps {
   live: LiveControl;
   /** Refuses a `recording.podcastId` that is not a live podcast of the account. @throws ApiError 400 */
   checkRecordingPodcast?: (accountId: string, podcastId: string) => void;
+  /** The play log (`GET /streams/{id}/tracks`). */
+  playLog?: PlayLog;
   now?: () => number;
 }
 
@@ -215,6 +232,37 @@ export class StreamsService {
     this.cache.delete(id);
     this.d.live.disconnectPublisher(id);
     return this.render({ ...row, stream_key_hash: hash, stream_key_enc: enc }, true);
+  }
+
+  /**
+   * Sets what plays now on a live stream (PRODUCT.md §11), through the same path as an ingest
+   * source's metadata. Answers the stream with its `nowPlaying` (`startedAt` now; unchanged when the
+   * values are those playing already).
+   * @throws ApiError 404, 409 `stream_not_live`
+   */
+  setNowPlaying(accountId: string, id: string, input: NowPlayingInput, withKey: boolean): StreamObject {
+    const row = this.row(accountId, id);
+    if (row.status !== 'live') throw new ApiError('stream_not_live', `The stream is ${row.status}: what plays now can be set while it is live.`);
+    const np = {
+      title: input.title,
+      artist: input.artist || null,
+      album: input.album || null,
+      url: input.url || null,
+      artworkUrl: input.artworkUrl || null,
+    };
+    const asked: NowPlaying = { ...np, startedAt: new Date(this.now()).toISOString() };
+    this.d.live.nowPlaying(id, np);
+    this.cache.delete(id);
+    const after = this.row(accountId, id);
+    // A write SQLite could not take at once is retried in order: answer what it will store.
+    return this.render(sameNowPlaying(after.now_playing, np) ? after : { ...after, now_playing: JSON.stringify(asked) }, withKey);
+  }
+
+  /** A page of the stream's play log, newest first. @throws ApiError 400 (unknown cursor), 404 */
+  tracks(accountId: string, id: string, q: PageQuery): { data: TrackObject[]; hasMore: boolean } {
+    this.row(accountId, id);
+    if (!this.d.playLog) return { data: [], hasMore: false };
+    return this.d.playLog.list(accountId, id, q);
   }
 
   private row(accountId: string, id: string): StreamRow {

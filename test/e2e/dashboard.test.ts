@@ -2,7 +2,8 @@
  * The dashboard in a real browser (issue 8): headless Chromium (playwright-core, Debian's
  * /usr/bin/chromium) signs in as an account owner and drives every page: creates, rolls and revokes
  * an API key (the secret shown once, never in a URL); creates a stream, publishes to it with FFmpeg
- * and watches the listener count go from 0 to 1 while the page's hls.js player plays; adds a webhook
+ * and watches the listener count go from 0 to 1 while the page's hls.js player plays, sets what plays
+ * now with the page's form and sees the play log (and a change made through the API) appear; adds a webhook
  * endpoint pointing at a real node:http receiver, sends a test event and sees the attempt appear (and
  * a failed one highlighted, then redelivered); uploads an episode with the progress bar, publishes
  * it and finds it in the feed; registers an OAuth client. Screenshots of each page at 375 and 1440
@@ -34,6 +35,8 @@ let browser: BrowserContext;
 let page: Page;
 let profile: string;
 let accountId: string;
+/** A secret key of the owner's account (the API beside the dashboard). */
+let ownerKey: string;
 const tmp = tempDir('skylark-dash-');
 
 /** The webhook receiver: records requests; answers `status`. */
@@ -53,6 +56,7 @@ beforeAll(async () => {
   t = await startInProcess({ SKYLARK_WEBHOOKS_ALLOW_PRIVATE: '1' });
   const owner = await t.server.accounts.create({ name: 'Night Radio', plan: 'paid', region: 'eu-west-1', email: EMAIL, password: PASSWORD });
   accountId = owner.account.id;
+  ownerKey = owner.secretKey;
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/webhooks`;
   mkdirSync(SHOTS, { recursive: true });
@@ -241,6 +245,22 @@ describe('dashboard', () => {
       // Stop: the listener leaves (3 target durations later) and the page shows 0 again.
       await page.getByRole('button', { name: 'Stop' }).click();
       await page.waitForFunction(() => document.getElementById('listener-count')!.textContent === '0', undefined, { timeout: 20_000 });
+
+      // Now playing (PRODUCT.md §11): the form sets it (CSRF like every form); the play log shows
+      // the track; a change made elsewhere (the API) reaches the page through its live poll.
+      expect(await page.locator('#now-playing').textContent()).toContain('Nothing set');
+      await page.getByLabel('Track title').fill('Round Midnight');
+      await page.getByLabel('Artist').fill('Thelonious Monk');
+      await page.getByRole('button', { name: 'Set track' }).click();
+      await page.waitForURL(new RegExp(`/dashboard/streams/${streamId}$`));
+      expect(await page.locator('.flash-notice').textContent()).toContain('Round Midnight');
+      expect(await page.locator('#now-playing').textContent()).toContain('Round Midnight — Thelonious Monk');
+      expect(await page.locator('#play-log tbody tr').count()).toBe(1);
+      expect((await api(t.http, ownerKey, 'POST', `/v2/streams/${streamId}/now_playing`, { title: 'Straight, No Chaser' })).status).toBe(200);
+      await page.waitForFunction(() => document.getElementById('now-playing')!.textContent.includes('Straight, No Chaser'), undefined, { timeout: 10_000 });
+      await page.waitForFunction(() => document.querySelectorAll('#play-log tbody tr').length === 2, undefined, { timeout: 10_000 });
+      expect(await page.locator('#play-log tbody tr').first().textContent()).toContain('Straight, No Chaser');
+      await shoot('stream-now-playing');
     } finally {
       ff.kill('SIGINT');
       await exited(ff);

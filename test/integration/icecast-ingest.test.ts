@@ -3,7 +3,8 @@
  * FFmpeg's `icecast://` output for MP3, ADTS and Ogg Opus, libshout's `shout`, ezstream and
  * Liquidsoap. Each makes the stream `live`, and its HLS decodes; wrong credentials → 401; another
  * codec's `Content-Type` → 415 and `stream.error` `codec_mismatch`; the newest source wins over an
- * RTMP publisher; the admin `updinfo` call sets the stream's now-playing title.
+ * RTMP publisher; the admin `updinfo` call sets the stream's now-playing title, and Liquidsoap's
+ * metadata updates (a playlist of tagged MP3s) move `nowPlaying` and the play log (PRODUCT.md §11).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -186,6 +187,47 @@ output.icecast(%mp3(bitrate=128), host="127.0.0.1", port=${port}, user="source",
     await waitFor(async () => (await status(t, s.id)) === 'live', 30_000, 200, `liquidsoap live: ${out.slice(-500)}`);
     await waitFor(() => hasSegment(s.hlsUrl), 15_000, 200, 'liquidsoap segment');
     expect(await decodeHls(s.hlsUrl)).toEqual({ code: 0, errors: '' });
+    p.kill('SIGTERM');
+  }, 90_000);
+
+  it("Liquidsoap's metadata updates from a playlist of tagged MP3s: nowPlaying and the play log follow them", async () => {
+    const s = await stream(t, 'mp3');
+    const files = [
+      ['one.mp3', 'Track One', 'Artist A'],
+      ['two.mp3', 'Track Two', 'Artist B'],
+    ].map(([name, title, artist]) => {
+      const f = path.join(tmp.dir, name!);
+      spawnSync(ffmpegPath(), ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', 'sine=duration=4', '-ac', '2', '-ar', '44100', '-c:a', 'libmp3lame', '-b:a', '128k', '-metadata', `title=${title}`, '-metadata', `artist=${artist}`, f]);
+      return f;
+    });
+    const list = path.join(tmp.dir, 'list.m3u');
+    writeFileSync(list, `${files.join('\n')}\n`);
+    const script = path.join(tmp.dir, 'playlist.liq');
+    writeFileSync(
+      script,
+      `settings.init.allow_root.set(true)
+settings.log.stdout.set(true)
+radio = playlist(mode="normal", reload_mode="never", "${list}")
+output.icecast(%mp3(bitrate=128), host="127.0.0.1", port=${port}, user="source", password="${s.streamKey}", mount="/live/${s.id}", fallible=true, radio)
+`,
+    );
+    const p = spawn('liquidsoap', [script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(p);
+    let out = '';
+    p.stdout!.on('data', (d) => (out += d));
+    p.stderr!.on('data', (d) => (out += d));
+    const np = () => api(t.http, t.secretKey, 'GET', `/v2/streams/${s.id}`).then((r) => r.json.nowPlaying as { title: string; artist: string | null } | null);
+    await waitFor(async () => (await np())?.title === 'Track One', 30_000, 100, `Track One (${out.slice(-500)})`);
+    expect(await np()).toMatchObject({ title: 'Track One', artist: 'Artist A' });
+    await waitFor(async () => (await np())?.title === 'Track Two', 20_000, 100, `Track Two (${out.slice(-500)})`);
+    expect(await np()).toMatchObject({ title: 'Track Two', artist: 'Artist B' });
+    const tracks = (await api(t.http, t.secretKey, 'GET', `/v2/streams/${s.id}/tracks`)).json.data as Array<{ title: string; artist: string; startedAt: string; endedAt: string | null }>;
+    const oldestFirst = [...tracks].reverse();
+    expect(oldestFirst.slice(0, 2).map((x) => [x.artist, x.title])).toEqual([
+      ['Artist A', 'Track One'],
+      ['Artist B', 'Track Two'],
+    ]);
+    expect(oldestFirst[0]!.endedAt).toBe(oldestFirst[1]!.startedAt);
     p.kill('SIGTERM');
   }, 90_000);
 

@@ -92,6 +92,8 @@ export const PODCAST_DOCS = {
   },
   getEpisode: {
     summary: 'Retrieve an episode',
+    description:
+      'A draft made from a recorded stream carries `chaptersUrl`: Podcasting 2.0 JSON chapters (`application/json+chapters`), one per track of the stream, public once the episode is published.',
     params: episodeIds,
     responses: { 200: { description: 'The episode.', schema: episode } },
   },

@@ -146,6 +146,8 @@ export const EpisodeObjectSchema = v.object({
   publishAt: v.nullable(timestamp),
   publishedAt: v.nullable(timestamp),
   sourceStreamId: nullableString,
+  /** Podcasting 2.0 JSON chapters of a recorded stream's tracks (PRODUCT.md §11); null when none. */
+  chaptersUrl: nullableString,
   createdAt: timestamp,
   updatedAt: timestamp,
 });

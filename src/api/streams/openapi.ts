@@ -5,7 +5,7 @@
 import { valibot, type RouteDoc } from '../openapi/registry.js';
 import { Deleted, listOf } from '../openapi/schemas.js';
 import { pageQueryDoc } from '../lists.js';
-import { CreateStream, UpdateStream, STREAM_STATUSES, StreamObject } from './schemas.js';
+import { CreateStream, UpdateStream, STREAM_STATUSES, StreamObject, SetNowPlaying, TrackObject } from './schemas.js';
 
 const stream = valibot(StreamObject);
 const id = { id: 'The stream id (`stm_…`).' };
@@ -50,5 +50,22 @@ export const STREAM_DOCS = {
     description: 'The old key stops working at once; the answer carries the new one.',
     params: id,
     responses: { 200: { description: 'The stream with its new `streamKey`.', schema: stream } },
+  },
+  setNowPlaying: {
+    summary: 'Set what plays now',
+    description:
+      'Sets the live stream\'s `nowPlaying` (its `startedAt` now), the same change an Icecast source\'s metadata call or an RTMP `onMetaData` `title` makes: the HLS layers and the listening output\'s `StreamTitle` carry it, `stream.now_playing` is sent, and a new track starts in the play log. The same values as now are no change (the stream is answered as it is).',
+    params: id,
+    body: { schema: valibot(SetNowPlaying), description: '`title` (1–256 characters) is required; `artist` and `album` at most 256; `url` and `artworkUrl` http(s) URLs.' },
+    responses: { 200: { description: 'The stream with its new `nowPlaying`.', schema: stream } },
+    errors: { 409: ['stream_not_live'] },
+  },
+  tracks: {
+    summary: 'List the play log',
+    description:
+      'The stream\'s tracks, newest first: one per now-playing change, ended by the next change or the stream\'s end. `listenersAtStart` is the live listener count at the change; `peakListeners` and `countries` (distinct listeners per country heard during the track) are current while it runs.',
+    params: id,
+    query: pageQueryDoc('tracks'),
+    responses: { 200: { description: 'A list envelope of tracks.', schema: valibot(listOf(TrackObject)) } },
   },
 } satisfies Record<string, RouteDoc>;

@@ -1,5 +1,6 @@
 /**
- * Routes of the Streams resource under `/v2/streams` (spec "Streams", PRODUCT.md §2, §9).
+ * Routes of the Streams resource under `/v2/streams` (spec "Streams", PRODUCT.md §2, §9), with what
+ * plays now and the play log (`…/now_playing`, `…/tracks`, PRODUCT.md §11).
  * Scopes: reads need `streams:read`, writes `streams:write` (publishable keys read only). The key
  * is checked before any body is read (401/403 first), then the body is validated (400), then the
  * service runs (404 for another account's stream).
@@ -11,7 +12,7 @@ import type { Principal } from '../../auth/api-keys.js';
 import type { ApiServices } from '../services.js';
 import { parse, queryEnum } from '../validation.js';
 import { resourceRoutes } from '../resource.js';
-import { CreateStream, STREAM_STATUSES, UpdateStream } from './schemas.js';
+import { CreateStream, SetNowPlaying, STREAM_STATUSES, UpdateStream } from './schemas.js';
 import { STREAM_DOCS as DOCS } from './openapi.js';
 
 /** `quality=ultra_low` answers carry these (RFC 9745 Deprecation; RFC 7234 §5.5 Warning). */
@@ -38,4 +39,6 @@ export function mountStreams(s: ApiServices): void {
   r.write('patch', '/v2/streams/:id', DOCS.update, (req, p) => withDeprecation(200, streams.update(p.accountId, req.params[0]!, parse(UpdateStream, req.body), secret(p))));
   r.write('del', '/v2/streams/:id', DOCS.delete, (req, p) => ({ status: 200, body: streams.delete(p.accountId, req.params[0]!) }));
   r.write('post', '/v2/streams/:id/reset_stream_key', DOCS.resetStreamKey, (req, p) => ({ status: 200, body: streams.resetStreamKey(p.accountId, req.params[0]!) }));
+  r.write('post', '/v2/streams/:id/now_playing', DOCS.setNowPlaying, (req, p) => ({ status: 200, body: streams.setNowPlaying(p.accountId, req.params[0]!, parse(SetNowPlaying, req.body), secret(p)) }));
+  r.list('/v2/streams/:id/tracks', DOCS.tracks, (req, p, q) => streams.tracks(p.accountId, req.params[0]!, q));
 }

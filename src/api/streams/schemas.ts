@@ -65,6 +65,20 @@ export const UpdateStream = v.strictObject({
 
 export const STREAM_STATUSES = ['idle', 'live', 'ended'] as const;
 
+/** Longest now-playing text (title, artist, album; PRODUCT.md §11). */
+export const NOW_PLAYING_MAX = 256;
+const npText = v.pipe(v.string(), v.trim(), v.maxLength(NOW_PLAYING_MAX, `must be at most ${NOW_PLAYING_MAX} characters`));
+const npUrl = v.pipe(v.string(), v.maxLength(2048, 'must be at most 2048 characters'), v.url('must be a URL'), v.regex(/^https?:\/\//, 'must be an http(s) URL'));
+
+/** `POST /streams/{id}/now_playing` (PRODUCT.md §11): `title` required; the others may be null or left out. */
+export const SetNowPlaying = v.strictObject({
+  title: v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(NOW_PLAYING_MAX, `must be at most ${NOW_PLAYING_MAX} characters`)),
+  artist: v.optional(v.nullable(npText)),
+  album: v.optional(v.nullable(npText)),
+  url: v.optional(v.nullable(npUrl)),
+  artworkUrl: v.optional(v.nullable(npUrl)),
+});
+
 // ── Answers (for the OpenAPI document; ./openapi.ts) ──
 
 /** spec "Stream", PRODUCT.md §2, §9. `streamKey` only for secret keys. */
@@ -103,4 +117,21 @@ export const StreamObject = v.object({
   startedAt: v.nullable(timestamp),
   endedAt: v.nullable(timestamp),
   metadata: v.record(v.string(), v.string()),
+});
+
+/** One track of the play log (PRODUCT.md §11): `countries` counts the distinct listeners per country heard during it. */
+export const TrackObject = v.object({
+  id: objectId('trk'),
+  object: v.literal('track'),
+  streamId: objectId('stm'),
+  title: v.string(),
+  artist: nullableString,
+  album: nullableString,
+  url: nullableString,
+  artworkUrl: nullableString,
+  startedAt: timestamp,
+  endedAt: v.nullable(timestamp),
+  listenersAtStart: count,
+  peakListeners: count,
+  countries: v.array(v.object({ country: nullableString, listeners: count })),
 });

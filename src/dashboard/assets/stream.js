@@ -1,6 +1,7 @@
 // Skylark dashboard, stream page: polls the session-authenticated live.json every 2 s for the
-// status, listener counts, countries and recent errors; draws the listeners-over-time chart (inline
-// SVG) from those samples; plays the stream with hls.js (served by Skylark) on "Play".
+// status, listener counts, countries, what plays now, the play log and recent errors; draws the
+// listeners-over-time chart (inline SVG) from those samples; plays the stream with hls.js (served by
+// Skylark) on "Play".
 (function () {
   'use strict';
   var root = document.getElementById('stream-page');
@@ -81,6 +82,58 @@
     box.replaceChildren(wrap);
   }
 
+  var lastNowPlaying = null;
+  function renderNowPlaying(np) {
+    var key = np ? JSON.stringify(np) : '';
+    if (key === lastNowPlaying) return;
+    lastNowPlaying = key;
+    var box = $('now-playing');
+    if (!np) { box.replaceChildren(el('span', { class: 'muted' }, 'Nothing set.')); return; }
+    var nodes = [el('strong', {}, np.title)];
+    if (np.artist) nodes.push(document.createTextNode(' \u2014 ' + np.artist));
+    if (np.album) { nodes.push(document.createTextNode(' ')); nodes.push(el('span', { class: 'muted' }, '(' + np.album + ')')); }
+    nodes.push(document.createTextNode(' '));
+    var since = el('span', { class: 'muted small' }, 'since ');
+    since.appendChild(el('time', { datetime: np.startedAt }, isoText(np.startedAt)));
+    nodes.push(since);
+    box.replaceChildren.apply(box, nodes);
+  }
+
+  var lastTracks = null;
+  function renderTracks(tracks) {
+    var key = JSON.stringify(tracks);
+    if (key === lastTracks) return;
+    lastTracks = key;
+    var box = $('play-log');
+    if (!tracks.length) { box.replaceChildren(el('p', { class: 'muted' }, 'No tracks yet: set what plays now, or let your DJ software send it.')); return; }
+    var wrap = el('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Play log' });
+    var table = el('table');
+    var head = el('tr');
+    ['Started', 'Track', 'Listeners at start', 'Peak', 'Countries', 'Ended'].forEach(function (h) { head.appendChild(el('th', { scope: 'col' }, h)); });
+    table.appendChild(el('thead')).appendChild(head);
+    var body = table.appendChild(el('tbody'));
+    var timeCell = function (iso) {
+      var td = el('td');
+      if (iso) td.appendChild(el('time', { datetime: iso }, isoText(iso)));
+      else td.appendChild(el('span', { class: 'muted' }, '\u2014'));
+      return td;
+    };
+    tracks.forEach(function (t) {
+      var tr = el('tr');
+      tr.appendChild(timeCell(t.startedAt));
+      var track = el('td', {}, t.artist ? t.artist + ' \u2013 ' : '');
+      track.appendChild(el('strong', {}, t.title));
+      tr.appendChild(track);
+      tr.appendChild(el('td', { class: 'num' }, String(t.listenersAtStart)));
+      tr.appendChild(el('td', { class: 'num' }, String(t.peakListeners)));
+      tr.appendChild(el('td', {}, t.countries.map(function (c) { return (c.country || 'Unknown') + ' ' + c.listeners; }).join(', ')));
+      tr.appendChild(timeCell(t.endedAt));
+      body.appendChild(tr);
+    });
+    wrap.appendChild(table);
+    box.replaceChildren(wrap);
+  }
+
   function renderChart() {
     var chart = $('listeners-chart');
     var W = 600, H = 180, L = 34, R = 8, T = 10, B = 22;
@@ -128,6 +181,8 @@
     $('total-count').textContent = String(d.totalListeners);
     $('avg-duration').textContent = duration(d.averageListenDurationSeconds);
     renderCountries(d.countries);
+    renderNowPlaying(d.nowPlaying);
+    renderTracks(d.tracks);
     renderErrors(d.errors);
     samples.push({ t: Date.parse(d.at), n: d.listenerCount });
     if (samples.length > MAX_SAMPLES) samples.shift();

@@ -18,7 +18,7 @@ const podcast = (over: Partial<PodcastRow> = {}): PodcastRow => ({
 const episode = (i: number, over: Partial<EpisodeRow> = {}): EpisodeRow => ({
   id: `ep_${i}`, account_id: 'acct_1', podcast_id: 'pod_1', title: `E${i}`, description: '', status: 'published', audio_file: `ep_${i}-abcdefgh.mp3`,
   audio_mime: 'audio/mpeg', audio_size: 1000 + i, audio_duration: 61.6, audio_updated_at: 0, guid: `g-${i}`, season: null, episode_number: null,
-  episode_type: 'full', explicit: 0, publish_at: null, published_at: 1_700_000_000_000 - i * 1000, source_stream_id: null, created_at: 0, updated_at: 0,
+  episode_type: 'full', explicit: 0, publish_at: null, published_at: 1_700_000_000_000 - i * 1000, source_stream_id: null, chapters: null, created_at: 0, updated_at: 0,
   ...over,
 });
 const render = (p: PodcastRow, eps: EpisodeRow[]) =>

@@ -40,7 +40,7 @@ beforeEach(async () => {
     accounts,
     nodeSecret,
     urls: () => urls,
-    live: { listenerCount: () => listeners, endNow: () => {}, disconnectPublisher: () => {} },
+    live: { listenerCount: () => listeners, endNow: () => {}, disconnectPublisher: () => {}, nowPlaying: () => {} },
   });
   // Count the SQLite reads of stream rows.
   const get = repo.get.bind(repo);
