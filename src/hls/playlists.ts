@@ -4,7 +4,8 @@
  * - Multivariant: one variant per ladder layer, top first (`BANDWIDTH`, `AVERAGE-BANDWIDTH`,
  *   `CODECS`, §4.3.4.2).
  * - Media: `EXT-X-TARGETDURATION`, `EXT-X-MEDIA-SEQUENCE`, `EXT-X-DISCONTINUITY-SEQUENCE`, the
- *   live window with `EXT-X-PROGRAM-DATE-TIME` on every segment, `EXT-X-MAP` for fMP4, `EXT-X-ENDLIST` once ended; for LL-HLS layers also
+ *   live window with `EXT-X-PROGRAM-DATE-TIME` on every segment, an `EXT-X-DATERANGE`
+ *   (`CLASS="com.skylark.now-playing"`) per now-playing change in it, `EXT-X-MAP` for fMP4, `EXT-X-ENDLIST` once ended; for LL-HLS layers also
  *   `EXT-X-SERVER-CONTROL` (CAN-BLOCK-RELOAD, PART-HOLD-BACK), `EXT-X-PART-INF`, the parts of the
  *   newest segments and of the one in progress, and `EXT-X-PRELOAD-HINT` for the next part.
  *   Classic players ignore the LL-HLS tags and read the same playlist.
@@ -14,6 +15,7 @@
  * that a session's playlist is one allocation and a few memcpy's (`fill`).
  */
 import type { Layer, StreamHub } from '../media/hub.js';
+import type { DateRange } from '../media/layer.js';
 
 const enc = new TextEncoder();
 /** Marks where a URI's query goes in a template (never appears in a playlist otherwise). */
@@ -75,6 +77,19 @@ export function partTargetSeconds(layer: Layer): number {
   return Math.ceil(Math.max(layer.o.partTargetMs + 25, layer.maxPartMs)) / 1000;
 }
 
+/** A quoted-string attribute value (RFC 8216 §4.2): no `"`, CR or LF. */
+const quoted = (v: string) => `"${v.replace(/"/g, "'").replace(/[\r\n\u0000-\u001f]/g, ' ')}"`;
+
+/** The `EXT-X-DATERANGE` of a now-playing change (PRODUCT.md §11). */
+function dateRange(d: DateRange): string {
+  const f = d.fields;
+  let line = `#EXT-X-DATERANGE:ID="np-${d.id}",CLASS="com.skylark.now-playing",START-DATE="${new Date(Math.round(d.startMs)).toISOString()}",X-TITLE=${quoted(f.title)}`;
+  if (f.artist) line += `,X-ARTIST=${quoted(f.artist)}`;
+  if (f.album) line += `,X-ALBUM=${quoted(f.album)}`;
+  if (f.url) line += `,X-URL=${quoted(f.url)}`;
+  return line;
+}
+
 const seconds = (ms: number) => (ms / 1000).toFixed(5).replace(/0+$/, '').replace(/\.$/, '.0');
 
 /** File name of a segment (`12.m4s`, `12.ts`), a part (`12.3.m4s`) and an init section (`init-2.mp4`). */
@@ -97,6 +112,7 @@ export function mediaTemplate(layer: Layer): Template {
     `#EXT-X-DISCONTINUITY-SEQUENCE:${first ? first.discontinuitySequence - (first.discontinuity ? 1 : 0) : 0}`,
   );
   if (layer.o.container === 'fmp4') lines.push('#EXT-X-INDEPENDENT-SEGMENTS');
+  for (const d of layer.dateRanges) lines.push(dateRange(d));
   let map = -1;
   for (const s of segs) {
     if (s.discontinuity) lines.push('#EXT-X-DISCONTINUITY');

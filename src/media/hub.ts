@@ -9,7 +9,7 @@
  * layer's segmenter (`MediaConnection.route`), whose handle never leaves media
  * (docs/decisions.md "Ingest I/O"). Imports no other app folder but native/.
  */
-import { Layer, type LayerSegmenter, type LayerError } from './layer.js';
+import { Layer, type LayerSegmenter, type LayerError, type NowPlayingFields } from './layer.js';
 import { LadderTranscoder } from './transcoder.js';
 import { BitrateMonitor } from './bitrate.js';
 import { Recorder, type Recording, type RecordingLeftover, type RecordingStop } from './recorder.js';
@@ -102,18 +102,7 @@ export interface AudioTap {
 /** A segmenter error of one pushed frame (the frame was dropped). */
 export type HubError = LayerError;
 
-/** What plays now, as the layers carry it (PRODUCT.md §11: timed ID3 `TIT2`, `TPE1`, `TALB`, `WXXX`). */
-export interface NowPlayingFields {
-  title: string;
-  artist?: string | null;
-  album?: string | null;
-  url?: string | null;
-}
-
-/** A segmenter that carries timed metadata at an ingest timestamp (ms): the native Segmenter's `pushMetadata`, where built. */
-interface MetadataSegmenter {
-  pushMetadata?(timestampMs: number, fields: NowPlayingFields): void;
-}
+export type { NowPlayingFields } from './layer.js';
 
 /**
  * What media needs of a publisher's connection (the RTMP listener's, an Icecast source's): to
@@ -483,10 +472,8 @@ export class StreamHub {
     const np = this.nowPlaying;
     if (!np) return;
     for (const l of this.layers) {
-      const seg = l.segmenterHandle as LayerSegmenter & MetadataSegmenter;
-      if (typeof seg.pushMetadata !== 'function') continue;
       try {
-        seg.pushMetadata(ts, np);
+        l.pushMetadata(ts, np);
       } catch (e) {
         this.opts.log?.warn('now playing not carried by a layer', { streamId: this.streamId, layer: l.name, err: (e as Error).message });
       }

@@ -9,9 +9,34 @@
 /** Segmenter events a layer understands (the native Segmenter's; docs/native-api.md). */
 export type LayerSegmenterEvent =
   | { type: 'config'; codec: string; codecs: string; sampleRate: number; channels: number; init?: Uint8Array }
-  | { type: 'part'; sequence: number; partIndex: number; data: Uint8Array; durationMs: number }
-  | { type: 'segment'; sequence: number; data: Uint8Array; durationMs: number; discontinuity: boolean }
+  | { type: 'part'; sequence: number; partIndex: number; data: Uint8Array; durationMs: number; pts90k?: number; metadata?: MetadataMark[] }
+  | { type: 'segment'; sequence: number; data: Uint8Array; durationMs: number; discontinuity: boolean; pts90k?: number; metadata?: MetadataMark[] }
   | { type: 'error'; code: string; message: string; expected?: string; received?: string };
+
+/** A now-playing change as a part/segment carries it (the native Segmenter's metadata mark). */
+export interface MetadataMark {
+  id: number;
+  /** As pushed (ms, modulo 2^32). */
+  timestampMs: number;
+  /** PTS of the frame it is presented with (90 kHz). */
+  pts90k: number;
+}
+
+/** What plays now, as the layers carry it (PRODUCT.md §11: timed ID3 `TIT2`, `TPE1`, `TALB`, `WXXX`). */
+export interface NowPlayingFields {
+  title: string;
+  artist?: string | null;
+  album?: string | null;
+  url?: string | null;
+}
+
+/** A change in the layer's timeline (`EXT-X-DATERANGE`): when it is presented (ms since the epoch) and what. */
+export interface DateRange {
+  /** Unique in the layer (the segmenter's change number). */
+  id: number;
+  startMs: number;
+  fields: NowPlayingFields;
+}
 
 /** A segmenter error of one pushed frame (the frame was dropped). */
 export interface LayerError {
@@ -148,6 +173,12 @@ export class Layer {
   private waitTimer: NodeJS.Timeout | null = null;
   /** When the open segment's first part arrived, minus the part's duration (ms), or null. */
   private openStartMs: number | null = null;
+  /** PTS (90 kHz) of the open segment's first part. */
+  private openStartPts: number | null = null;
+  /** Changes pushed to the segmenter and not yet seen in its output, by the timestamp pushed (mod 2^32). */
+  private readonly pendingMeta = new Map<number, NowPlayingFields>();
+  /** The changes presented in the retained timeline, oldest first (`EXT-X-DATERANGE`). */
+  dateRanges: DateRange[] = [];
   private mediaListeners: LayerMediaListener[] = [];
 
   constructor(readonly o: LayerOptions) {
@@ -173,6 +204,20 @@ export class Layer {
    */
   get segmenterHandle(): LayerSegmenter {
     return this.segmenter;
+  }
+
+  /**
+   * A now-playing change at ingest timestamp `timestampMs` (ms): the segmenter writes it as timed
+   * ID3 into the part/segment of the frame it lands on (where it can: the native Segmenter's
+   * `pushMetadata`); the layer lists it as an `EXT-X-DATERANGE` once that part or segment is out.
+   */
+  pushMetadata(timestampMs: number, fields: NowPlayingFields): void {
+    const seg = this.segmenter as LayerSegmenter & { pushMetadata?(ts: number, f: NowPlayingFields): void };
+    if (typeof seg.pushMetadata !== 'function') return;
+    seg.pushMetadata(timestampMs, fields);
+    const key = ((Math.floor(timestampMs) % 4294967296) + 4294967296) % 4294967296;
+    if (this.pendingMeta.size >= 64) this.pendingMeta.delete(this.pendingMeta.keys().next().value!);
+    this.pendingMeta.set(key, fields);
   }
 
   /** The publisher left: close the open segment. */
@@ -361,7 +406,13 @@ export class Layer {
           this.initVersion++;
         }
       } else if (e.type === 'part') {
-        if (this.openParts.length === 0 || this.openParts[0]!.sequence !== e.sequence) this.openStartMs = Date.now() - e.durationMs;
+        if (this.openParts.length === 0 || this.openParts[0]!.sequence !== e.sequence) {
+          this.openStartMs = Date.now() - e.durationMs;
+          this.openStartPts = e.pts90k ?? null;
+        }
+        if (e.metadata && e.pts90k !== undefined && this.openStartMs !== null && this.openStartPts !== null) {
+          this.dated(e.metadata, this.programDateOfOpen(), this.openStartPts);
+        }
         this.openParts.push({ sequence: e.sequence, index: e.partIndex, data: e.data, durationMs: e.durationMs });
         this.maxPartMs = Math.max(this.maxPartMs, e.durationMs);
         if (media && this.lowLatency) media.push({ data: e.data, durationMs: e.durationMs, initVersion: this.initVersion });
@@ -375,10 +426,15 @@ export class Layer {
         const prev = this.segments[this.segments.length - 1];
         const programDateMs = prev && !discontinuity ? prev.programDateMs + prev.durationMs : (parts.length > 0 && this.openStartMs !== null ? this.openStartMs : Date.now() - e.durationMs);
         this.openStartMs = null;
+        this.openStartPts = null;
+        if (e.metadata && e.pts90k !== undefined) this.dated(e.metadata, programDateMs, e.pts90k);
         // Layers with parts handed out the segment's parts already (a segment is its parts' bytes).
         if (media && (!this.lowLatency || parts.length === 0)) media.push({ data: e.data, durationMs: e.durationMs, initVersion: this.initVersion });
         this.segments.push({ sequence: e.sequence, data: e.data, durationMs: e.durationMs, discontinuity, discontinuitySequence: this.discontinuitySequence, parts, initVersion: this.initVersion, programDateMs });
         if (this.segments.length > this.o.windowSegments + RETAIN_EXTRA) this.segments.shift();
+        // A change stays listed while the window holds its time, and the last one before it always.
+        const windowStart = this.window()[0]?.programDateMs ?? 0;
+        while (this.dateRanges.length > 1 && this.dateRanges[1]!.startMs <= windowStart) this.dateRanges.shift();
         const stale = this.segments.length - PART_SEGMENTS - 1;
         if (stale >= 0 && this.segments[stale]!.parts.length > 0) this.segments[stale]!.parts = [];
         this.nextSequence = e.sequence + 1;
@@ -406,6 +462,24 @@ export class Layer {
           // A subscriber's fault stays its own (this runs under native ingest callbacks).
         }
       }
+    }
+  }
+
+  /** Wall-clock start of the open segment, as its segment will be dated (ms). */
+  private programDateOfOpen(): number {
+    const prev = this.segments[this.segments.length - 1];
+    return prev && !this.pendingDiscontinuity ? prev.programDateMs + prev.durationMs : (this.openStartMs ?? Date.now());
+  }
+
+  /** Records the changes `marks` (from a part or segment starting at `startPts`, dated `startMs`) as date ranges, once each. */
+  private dated(marks: MetadataMark[], startMs: number, startPts: number): void {
+    for (const m of marks) {
+      if (this.dateRanges.some((d) => d.id === m.id)) continue;
+      const fields = this.pendingMeta.get(m.timestampMs);
+      if (!fields) continue;
+      this.pendingMeta.delete(m.timestampMs);
+      this.dateRanges.push({ id: m.id, startMs: startMs + (m.pts90k - startPts) / 90, fields });
+      this.version++;
     }
   }
 

@@ -24,7 +24,7 @@ window.startHls = (url, config) => {
   if (window.hls) window.hls.destroy();
   const hls = new Hls(config);
   window.hls = hls;
-  const log = (window.hlsLog = { errors: [], switched: [], played: [], loaded: [], playError: null, manifestLevels: 0 });
+  const log = (window.hlsLog = { errors: [], switched: [], played: [], loaded: [], metadata: [], playError: null, manifestLevels: 0 });
   const now = () => performance.timeOrigin + performance.now();
   hls.on(Hls.Events.ERROR, (_, d) => log.errors.push({ type: d.type, details: d.details, fatal: d.fatal, at: now() }));
   hls.on(Hls.Events.LEVEL_SWITCHED, (_, d) => log.switched.push({ level: d.level, at: now(), currentTime: audio.currentTime }));
@@ -32,6 +32,10 @@ window.startHls = (url, config) => {
   hls.on(Hls.Events.FRAG_LOADED, (_, d) => {
     const st = (d.part || d.frag).stats;
     log.loaded.push({ level: d.frag.level, sn: d.frag.sn, part: d.part ? d.part.index : null, bytes: st.total, ms: Math.round(st.loading.end - st.loading.start), at: now() });
+  });
+  // Timed ID3 (emsg in fMP4, an ID3 PES in TS) as hls.js hands it over: the raw tags, with when they came.
+  hls.on(Hls.Events.FRAG_PARSING_METADATA, (_, d) => {
+    for (const s of d.samples) log.metadata.push({ level: d.frag.level, sn: d.frag.sn, pts: s.pts, bytes: Array.from(s.data), at: now() });
   });
   hls.on(Hls.Events.MANIFEST_PARSED, (_, d) => {
     log.manifestLevels = d.levels.length;
@@ -61,6 +65,7 @@ window.hlsState = () => {
     switched: log.switched,
     played: log.played,
     loaded: log.loaded.slice(-50),
+    metadata: log.metadata,
     playError: log.playError,
   };
 };
@@ -131,6 +136,8 @@ export interface HlsState {
   played: Array<{ level: number; sn: number; at: number; currentTime: number }>;
   /** The last 50 fragments (or parts) loaded: size and load time. */
   loaded: Array<{ level: number; sn: number; part: number | null; bytes: number; ms: number; at: number }>;
+  /** Timed ID3 samples hls.js parsed (`FRAG_PARSING_METADATA`): the raw tag bytes, its pts (s), when. */
+  metadata: Array<{ level: number; sn: number; pts: number; bytes: number[]; at: number }>;
   playError: string | null;
 }
 
