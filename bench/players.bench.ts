@@ -419,7 +419,9 @@ async function withSkylark<T>(work: string, codec: 'aac' | 'mp3', body: (s: { pi
   const children: ChildProcess[] = [sky.child];
   try {
     const key = await createAccount(dataDir, sky.defaultSecretKey);
-    const s = await api(sky.http, key, 'POST', '/v2/streams', { title: `Bench players ${codec}`, codec, reconnectWindow: 300 });
+    // AAC: a `low` latency stream (LL-HLS parts) for the hls.js LL client; MP3: `standard` (classic HLS).
+    const latencyMode = codec === 'aac' ? 'low' : 'standard';
+    const s = await api(sky.http, key, 'POST', '/v2/streams', { title: `Bench players ${codec}`, codec, reconnectWindow: 300, latencyMode });
     if (!s.id) throw new Error(`POST /v2/streams failed: ${JSON.stringify(s)}`);
     const args = codec === 'aac' ? ['-ac', '2', '-c:a', 'aac', '-b:a', '128k', '-f', 'flv'] : ['-ac', '2', '-ar', '44100', '-c:a', 'libmp3lame', '-b:a', '128k', '-f', 'flv'];
     children.push(ffmpegPublish(`${s.rtmpUrl}/${s.streamKey}`, args));

@@ -81,13 +81,16 @@ export interface SkylarkStream {
   hlsUrl: string;
 }
 
-/** Creates a stream with `POST /v2/streams` (AAC, medium, the given reconnect window). @throws Error on a non-201 */
-export async function createStream(http: string, secretKey: string, title: string, reconnectWindow = 5): Promise<SkylarkStream> {
+/**
+ * Creates a stream with `POST /v2/streams` (AAC, medium, the given reconnect window, `latencyMode`
+ * low by default: the benches measure LL-HLS first parts). @throws Error on a non-201
+ */
+export async function createStream(http: string, secretKey: string, title: string, reconnectWindow = 5, latencyMode: 'standard' | 'low' = 'low'): Promise<SkylarkStream> {
   for (let attempt = 0; ; attempt++) {
     const res = await fetch(`${http}/v2/streams`, {
       method: 'POST',
       headers: { Authorization: `Bearer ${secretKey}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ title, codec: 'aac', quality: 'medium', reconnectWindow }),
+      body: JSON.stringify({ title, codec: 'aac', quality: 'medium', reconnectWindow, latencyMode }),
       signal: AbortSignal.timeout(10_000),
     });
     const body = (await res.json()) as Partial<SkylarkStream>;

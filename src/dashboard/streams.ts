@@ -114,6 +114,7 @@ export function registerStreamPages(router: Router, d: StreamPagesDeps): void {
 <div class="field"><label for="stream-codec">Codec</label><select id="stream-codec" name="codec">${CODECS.map((c) => `<option value="${c}">${c.toUpperCase()}</option>`).join('')}</select></div>
 <div class="field"><label for="stream-quality">Quality</label><select id="stream-quality" name="quality">${QUALITIES.map((q) => `<option value="${q}"${q === 'medium' ? ' selected' : ''}>${q}</option>`).join('')}</select></div>
 <div class="field"><label for="stream-playback">Playback</label><select id="stream-playback" name="playback"><option value="public">Public</option><option value="token">Listener token required</option></select></div>
+<div class="field"><label for="stream-latency">Latency</label><select id="stream-latency" name="latencyMode"><option value="standard">Standard (classic HLS, ~6 s, cheapest per listener)</option><option value="low">Low (LL-HLS, ~2 s, more server work per listener)</option></select></div>
 <div class="field field-end"><button type="submit" class="btn btn-primary">Create stream</button></div>
 </form>
 </section>
@@ -126,7 +127,7 @@ ${page.hasMore && last ? `<p><a href="/dashboard/streams?after=${esc(last.id)}">
 
   router.post('/dashboard/streams', () => '/dashboard/streams', (r) => {
     const input: Record<string, unknown> = { title: r.form.get('title') ?? '' };
-    for (const k of ['codec', 'quality', 'playback'] as const) {
+    for (const k of ['codec', 'quality', 'playback', 'latencyMode'] as const) {
       const v = r.form.get(k);
       if (v) input[k] = v;
     }
@@ -218,6 +219,7 @@ ${copyField('icecast-password', 'Source password', s.streamKey ?? '', { secret: 
 <dt>Audio</dt><dd>${esc(s.codec.toUpperCase())}, ${esc(s.quality)}</dd>
 <dt>Region</dt><dd>${esc(s.region)}</dd>
 <dt>Playback</dt><dd>${esc(s.playback)}</dd>
+<dt>Latency</dt><dd>${s.latencyMode === 'low' ? 'low (LL-HLS)' : 'standard (classic HLS)'}</dd>
 <dt>Reconnect window</dt><dd>${s.reconnectWindow} s</dd>
 <dt>Created</dt><dd>${time(s.createdAt)}</dd>
 <dt>Started</dt><dd id="started-at">${time(s.startedAt)}</dd>

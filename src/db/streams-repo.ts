@@ -19,6 +19,8 @@ export interface StreamRow {
   reconnect_window: number; // seconds
   recording: string | null; // JSON {podcastId}
   playback: 'public' | 'token';
+  /** `standard` (classic HLS) or `low` (LL-HLS), PRODUCT.md §3. */
+  latency_mode: 'standard' | 'low';
   created_at: number; // ms
   started_at: number | null;
   ended_at: number | null;
@@ -43,13 +45,13 @@ export class StreamsRepo {
 
   constructor(readonly db: Database) {
     this.insertStmt = db.prepare(`INSERT INTO streams (id, account_id, title, titles, status, quality, codec, region, stream_key_hash,
-      stream_key_enc, metadata, reconnect_window, recording, playback, created_at, started_at, ended_at)
+      stream_key_enc, metadata, reconnect_window, recording, playback, latency_mode, created_at, started_at, ended_at)
       VALUES (@id, @account_id, @title, @titles, @status, @quality, @codec, @region, @stream_key_hash, @stream_key_enc, @metadata,
-      @reconnect_window, @recording, @playback, @created_at, @started_at, @ended_at)`);
+      @reconnect_window, @recording, @playback, @latency_mode, @created_at, @started_at, @ended_at)`);
     this.byId = db.prepare('SELECT * FROM streams WHERE id = ? AND account_id = ?');
     this.byIdAnyAccount = db.prepare('SELECT * FROM streams WHERE id = ?');
     this.updateStmt = db.prepare(`UPDATE streams SET title = @title, titles = @titles, quality = @quality, metadata = @metadata,
-      reconnect_window = @reconnect_window, recording = @recording, playback = @playback WHERE id = @id`);
+      reconnect_window = @reconnect_window, recording = @recording, playback = @playback, latency_mode = @latency_mode WHERE id = @id`);
     this.deleteStmt = db.prepare('DELETE FROM streams WHERE id = ?');
     this.setKey = db.prepare('UPDATE streams SET stream_key_hash = ?, stream_key_enc = ? WHERE id = ?');
     this.toLive = db.prepare("UPDATE streams SET status = 'live', started_at = ? WHERE id = ? AND status = 'idle'");

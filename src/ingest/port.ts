@@ -16,6 +16,8 @@ export interface PublishGrant {
   ladderKbps: number[];
   /** Whether the stream records into a podcast. */
   recording: boolean;
+  /** `low`: LL-HLS parts on the fMP4 layers; `standard`: classic HLS (PRODUCT.md §3). */
+  latencyMode: 'standard' | 'low';
 }
 
 /** The answer to a publish: granted, or refused with a reason for the log (never the key). */

@@ -43,7 +43,7 @@ export interface PublishSink {
 /** Settings of the media a publish makes. Durations in ms, sizes in bytes. */
 export interface PublishingOptions {
   segmentDurationMs: number;
-  /** LL-HLS part target for fMP4 layers (0 = classic HLS only). */
+  /** LL-HLS part target for fMP4 layers of `low` latency streams (0 = classic HLS only). */
   partTargetMs: number;
   windowSegments: number;
   /** Whether streams get the ladder's encoded layers (false: the passthrough layer only). */
@@ -261,7 +261,8 @@ export class Publishing {
     return {
       codec: grant.codec,
       targetDurationMs: o.segmentDurationMs,
-      partTargetMs: o.partTargetMs,
+      // The stream's latency mode (PRODUCT.md §3): parts only for `low`.
+      partTargetMs: grant.latencyMode === 'low' ? o.partTargetMs : 0,
       windowSegments: o.windowSegments,
       ladder: o.abrLadder ? grant.ladderKbps : grant.ladderKbps.slice(0, 1),
       maxFrameBytes: o.maxAudioFrameBytes,

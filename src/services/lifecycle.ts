@@ -69,7 +69,7 @@ export class StreamLifecycle implements IngestPort {
     if (!tokenMatches(key, row.stream_key_hash)) return { ok: false, reason: `wrong stream key for ${row.id}` };
     if (row.status === 'ended') return { ok: false, reason: `stream ${row.id} has ended` };
     if (!isAudioCodec(row.codec)) return { ok: false, reason: `stream ${row.id} has an unknown codec` };
-    return { ok: true, grant: { streamId: row.id, codec: row.codec, ladderKbps: ladderKbps(row.quality, row.codec), recording: row.recording !== null } };
+    return { ok: true, grant: { streamId: row.id, codec: row.codec, ladderKbps: ladderKbps(row.quality, row.codec), recording: row.recording !== null, latencyMode: row.latency_mode } };
   }
 
   streamState(streamId: string): { status: 'idle' | 'live' | 'ended'; reconnectWindowS: number } | null {

@@ -28,6 +28,8 @@ export interface StreamObject {
   reconnectWindow: number;
   recording: { podcastId: string } | null;
   playback: 'public' | 'token';
+  /** `standard` (classic HLS) or `low` (LL-HLS: parts, blocking reload, preload hints). */
+  latencyMode: 'standard' | 'low';
   createdAt: string;
   startedAt: string | null;
   endedAt: string | null;
@@ -85,6 +87,7 @@ export function toStreamObject(row: StreamRow, urls: PublicUrls, listenerCount: 
     reconnectWindow: row.reconnect_window,
     recording: row.recording === null ? null : (JSON.parse(row.recording) as { podcastId: string }),
     playback: row.playback,
+    latencyMode: row.latency_mode,
     createdAt: new Date(row.created_at).toISOString(),
     startedAt: iso(row.started_at),
     endedAt: iso(row.ended_at),

@@ -33,6 +33,8 @@ export interface CreateStreamInput extends LanguageTitles<string> {
   reconnectWindow?: number;
   recording?: { podcastId: string } | null;
   playback?: 'public' | 'token';
+  /** `standard` (classic HLS; the default) or `low` (LL-HLS). */
+  latencyMode?: 'standard' | 'low';
 }
 
 /** A validated `PATCH /streams/{id}` body: `null` clears a language title or removes a metadata key. */
@@ -43,6 +45,8 @@ export interface UpdateStreamInput extends LanguageTitles<string | null> {
   reconnectWindow?: number;
   recording?: { podcastId: string } | null;
   playback?: 'public' | 'token';
+  /** Takes effect when the stream next starts a timeline (its next publish after being idle). */
+  latencyMode?: 'standard' | 'low';
 }
 
 /** What the live side offers the resource: counts and the power to stop a publisher. */
@@ -150,6 +154,7 @@ export class StreamsService {
       reconnect_window: input.reconnectWindow ?? DEFAULT_RECONNECT_WINDOW,
       recording: input.recording ? JSON.stringify(input.recording) : null,
       playback: input.playback ?? 'public',
+      latency_mode: input.latencyMode ?? 'standard',
       created_at: this.now(),
       started_at: null,
       ended_at: null,
@@ -207,6 +212,7 @@ export class StreamsService {
     if (input.reconnectWindow !== undefined) row.reconnect_window = input.reconnectWindow;
     if (input.recording !== undefined) row.recording = input.recording === null ? null : JSON.stringify(input.recording);
     if (input.playback !== undefined) row.playback = input.playback;
+    if (input.latencyMode !== undefined) row.latency_mode = input.latencyMode;
     this.d.streams.update(row);
     this.cache.delete(id);
     return { value: this.render(row, withKey), deprecated };

@@ -50,7 +50,7 @@ afterAll(async () => {
 
 /** Creates a `high` stream of `codec`, publishes it for `seconds`, and waits until every layer has `segments` segments. */
 async function liveStream(codec: 'aac' | 'mp3' | 'opus', seconds: number, segments = 2): Promise<{ hlsUrl: string; layers: string[] }> {
-  const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: `hls.js ${codec}`, codec, quality: 'high', reconnectWindow: 1 })).json;
+  const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: `hls.js ${codec}`, codec, quality: 'high', reconnectWindow: 1, latencyMode: 'low' })).json;
   const url = `${s.rtmpUrl}/${s.streamKey}`;
   if (codec === 'aac') publishers.push(publish(url, { seconds, codecArgs: ['-ac', '2', '-c:a', 'aac', '-b:a', '256k'] }));
   else if (codec === 'mp3') publishers.push(publish(url, { seconds, codecArgs: ['-ac', '2', '-ar', '44100', '-c:a', 'libmp3lame', '-b:a', '256k'] }));

@@ -48,7 +48,7 @@ describe('now playing in HLS, read by hls.js', () => {
 
   for (const codec of ['aac', 'mp3'] as const) {
     it(`${codec === 'aac' ? 'AAC in fMP4 (emsg)' : 'MP3 in MPEG-TS (ID3 PES)'}: the title reaches hls.js; the playlist dates it`, async () => {
-      const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: `Now playing ${codec}`, codec, reconnectWindow: 0 })).json;
+      const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: `Now playing ${codec}`, codec, reconnectWindow: 0, latencyMode: codec === 'aac' ? 'low' : 'standard' })).json;
       publishers.push(publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 60, codecArgs: codec === 'aac' ? ['-ac', '2', '-c:a', 'aac', '-b:a', '128k'] : ['-ac', '2', '-ar', '44100', '-c:a', 'libmp3lame', '-b:a', '128k'] }));
       await waitFor(async () => (await fetch(s.hlsUrl)).status === 200, 20_000, 200, 'HLS');
       await p.play(s.hlsUrl, codec === 'aac' ? { lowLatencyMode: true } : {});

@@ -23,7 +23,7 @@ let mediaUrl = '';
 
 beforeAll(async () => {
   t = await startInProcess({ SKYLARK_TRUSTED_PROXIES: '127.0.0.1/32', SKYLARK_HTTP_MAX_HELD_PER_IP: String(PER_IP), SKYLARK_HTTP_MAX_HELD: String(TOTAL) });
-  const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Held', reconnectWindow: 60 })).json;
+  const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Held', reconnectWindow: 60, latencyMode: 'low' })).json;
   pub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 60 });
   const master = await waitFor(async () => {
     const r = await fetch(s.hlsUrl);

@@ -107,7 +107,7 @@ afterAll(async () => {
 
 describe('routed ingest with the ladder off', () => {
   it("switches 'segmenter' → 'frames' (WHEP peer) → 'segmenter' without a gap in the HLS", async () => {
-    const created = await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Routing', codec: 'aac', reconnectWindow: 1 });
+    const created = await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Routing', codec: 'aac', reconnectWindow: 1, latencyMode: 'low' });
     expect(created.status).toBe(201);
     const stream = created.json;
     const getStream = async () => (await api(t.http, t.secretKey, 'GET', `/v2/streams/${stream.id}`)).json;

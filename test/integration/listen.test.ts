@@ -36,7 +36,7 @@ const streams = new Map<'mp3' | 'aac' | 'opus', Promise<Live>>();
 /** Creates a stream of `codec`, publishes it for `seconds`, resolves once its listen URL answers 200. */
 async function liveStream(codec: 'aac' | 'mp3' | 'opus', seconds: number, extra: Record<string, unknown> = {}): Promise<Live & { rtmpUrl: string; streamKey: string; pub: ChildProcess | ErtmpPublisher }> {
   const title = `Radio ${codec}`;
-  const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title, codec, quality: codec === 'mp3' ? 'medium' : 'low', reconnectWindow: 1, ...extra })).json;
+  const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title, codec, quality: codec === 'mp3' ? 'medium' : 'low', reconnectWindow: 1, latencyMode: codec === 'mp3' ? 'standard' : 'low', ...extra })).json;
   const url = `${s.rtmpUrl}/${s.streamKey}`;
   let pub: ChildProcess | ErtmpPublisher;
   if (codec === 'aac') pub = publish(url, { seconds, codecArgs: ['-ac', '2', '-c:a', 'aac', '-b:a', '64k'] });

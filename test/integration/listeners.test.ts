@@ -55,7 +55,7 @@ const events = (streamId: string) =>
 
 describe('listeners', () => {
   it('tracks HLS sessions with countries, lists them, reports stats, and records joined/left', async () => {
-    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Counted', reconnectWindow: 2 })).json;
+    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Counted', reconnectWindow: 2, latencyMode: 'low' })).json;
     const pub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 40 });
     try {
       await waitFor(async () => (await fetch(s.hlsUrl)).status === 200, 20_000, 200, 'HLS');
@@ -155,7 +155,7 @@ describe('listeners', () => {
   });
 
   it('mints listener tokens for secret and publishable keys', async () => {
-    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Tokens' })).json;
+    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Tokens', latencyMode: 'low' })).json;
     for (const key of [t.secretKey, t.publishableKey]) {
       const r = await api(t.http, key, 'POST', `/v2/streams/${s.id}/listener_tokens`);
       expect(r.status).toBe(201);
@@ -178,7 +178,7 @@ describe('listener totals survive a restart', () => {
     onTestFinished(async () => {
       if (!closed) await t2.close();
     });
-    const s = (await api(t2.http, t2.secretKey, 'POST', '/v2/streams', { title: 'Durable', reconnectWindow: 1 })).json;
+    const s = (await api(t2.http, t2.secretKey, 'POST', '/v2/streams', { title: 'Durable', reconnectWindow: 1, latencyMode: 'low' })).json;
     const pub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 12 });
     try {
       await waitFor(async () => (await fetch(s.hlsUrl)).status === 200, 20_000, 200, 'HLS');

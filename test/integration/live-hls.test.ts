@@ -39,7 +39,7 @@ describe('live AAC over RTMP to HLS', () => {
   });
 
   it('publishes, goes live, serves decodable HLS, and ends after the reconnect window', async () => {
-    const created = await api(server.http, key, 'POST', '/v2/streams', { title: 'Sine', reconnectWindow: 2 });
+    const created = await api(server.http, key, 'POST', '/v2/streams', { title: 'Sine', reconnectWindow: 2, latencyMode: 'low' });
     expect(created.status).toBe(201);
     const stream = created.json;
     expect(stream.rtmpUrl).toBe(`${server.rtmp}/live/${stream.id}`);

@@ -49,7 +49,7 @@ const partsOf = (playlist: string): PartRef[] => [...playlist.matchAll(/#EXT-X-P
 
 beforeAll(async () => {
   t = await startInProcess();
-  stream = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'LL-HLS', reconnectWindow: 1 })).json;
+  stream = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'LL-HLS', reconnectWindow: 1, latencyMode: 'low' })).json;
   pub = publish(`${stream.rtmpUrl}/${stream.streamKey}`, { seconds: 40 });
   const master = await waitFor(async () => {
     const r = await text(stream.hlsUrl);

@@ -126,7 +126,10 @@ async function probeSegment(file: string): Promise<{ firstPts: number; duration:
   const r = await run(ffprobe, ['-v', 'error', '-show_entries', 'packet=pts_time,duration_time:stream=codec_name,sample_rate,codec_type', '-of', 'json', file]);
   expect(r.code, r.stderr).toBe(0);
   const j = JSON.parse(r.stdout) as { packets: Array<{ pts_time: string; duration_time?: string }>; streams: Array<{ codec_name: string; sample_rate: string; codec_type: string }> };
-  expect(j.streams.map((s) => s.codec_type)).toEqual(['audio']); // no phantom video track
+  // No phantom video track: the audio, and in MPEG-TS the timed ID3 stream the PMT declares for
+  // now playing (PRODUCT.md §11; ffprobe: a `timed_id3` data stream).
+  const kinds = j.streams.map((s) => (s.codec_type === 'data' ? `data:${s.codec_name}` : s.codec_type));
+  expect(kinds.filter((k) => k !== 'data:timed_id3')).toEqual(['audio']);
   expect(j.packets.length).toBeGreaterThan(0);
   // FFmpeg 5.1's MP4 demuxer gives Opus packets no duration: then take it from the PTS steps.
   const pts = j.packets.map((p) => Number(p.pts_time));
@@ -185,7 +188,8 @@ describe.each(CASES)('$codec through the ladder', (c) => {
         const info = await run(ffprobe, ['-v', 'error', '-show_entries', 'stream=codec_name,sample_rate,codec_type', '-of', 'json', l.url]);
         expect(info.code, info.stderr).toBe(0);
         const j = JSON.parse(info.stdout);
-        expect(j.streams.map((x: any) => [x.codec_type, x.codec_name, Number(x.sample_rate)])).toEqual([['audio', c.codecName, c.sampleRate]]);
+        const streams = j.streams.filter((x: any) => !(x.codec_type === 'data' && x.codec_name === 'timed_id3'));
+        expect(streams.map((x: any) => [x.codec_type, x.codec_name, Number(x.sample_rate)])).toEqual([['audio', c.codecName, c.sampleRate]]);
       }),
     );
   });

@@ -57,7 +57,7 @@ afterAll(async () => {
 
 describe('token-gated playback', () => {
   it('refuses HLS and WHEP without a valid token and serves it with one', async () => {
-    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Members only', playback: 'token', reconnectWindow: 1 })).json;
+    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Members only', playback: 'token', reconnectWindow: 1, latencyMode: 'low' })).json;
     expect(s.playback).toBe('token');
     const other = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Other' })).json;
     const pub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 30 });
@@ -127,7 +127,7 @@ describe('token-gated playback', () => {
   });
 
   it('serves public streams without a token', async () => {
-    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Open', reconnectWindow: 1 })).json;
+    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Open', reconnectWindow: 1, latencyMode: 'low' })).json;
     expect(s.playback).toBe('public');
     const pub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 20 });
     try {

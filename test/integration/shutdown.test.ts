@@ -165,7 +165,7 @@ describe('skylark serve on SIGTERM', () => {
     const srv = await startCli(tmp.dir);
     server = srv;
     const key = await waitFor(() => /^secretKey: (svc_sk_\w+)$/m.exec(srv.stderr())?.[1], 10_000, 20, 'the first-start key');
-    const s = (await api(srv.http, key, 'POST', '/v2/streams', { title: 'stop me' })).json;
+    const s = (await api(srv.http, key, 'POST', '/v2/streams', { title: 'stop me', latencyMode: 'low' })).json;
     const publisher = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 60 });
     publishers.push(publisher);
     await waitFor(async () => (await api(srv.http, key, 'GET', `/v2/streams/${s.id}`)).json.status === 'live', 20_000, 100, 'live');

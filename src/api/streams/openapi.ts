@@ -24,7 +24,11 @@ export const STREAM_DOCS = {
   },
   create: {
     summary: 'Create a stream',
-    body: { schema: valibot(CreateStream), description: '`metadata`: up to 16 keys. `quality=ultra_low` is a deprecated alias of `low`.' },
+    body: {
+      schema: valibot(CreateStream),
+      description:
+        '`metadata`: up to 16 keys. `quality=ultra_low` is a deprecated alias of `low`. `latencyMode`: `standard` (classic HLS, the default; one playlist poll and one segment per 2 s per listener) or `low` (LL-HLS: ~0.5 s parts, blocking playlist reload, preload hints; ~4 requests per listener-second, several times the CPU per listener).',
+    },
     responses: { 201: { description: 'The new stream (status `idle`). `streamKey` for secret keys only.', schema: stream, headers: deprecationHeaders } },
   },
   get: {

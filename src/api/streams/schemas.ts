@@ -27,6 +27,8 @@ const metadataValue = v.pipe(v.string('metadata values must be strings'), v.maxL
 const reconnectWindow = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(300));
 const recording = v.nullable(v.pipe(plainObject, v.strictObject({ podcastId: v.pipe(v.string(), v.regex(/^pod_[A-Za-z0-9]+$/, 'must be a podcast id (pod_…)')) })));
 const playback = v.picklist(['public', 'token'], 'must be public or token');
+export const LATENCY_MODES = ['standard', 'low'] as const;
+const latencyMode = v.picklist(LATENCY_MODES, 'must be standard or low');
 
 export const CreateStream = v.strictObject({
   title,
@@ -47,6 +49,7 @@ export const CreateStream = v.strictObject({
   reconnectWindow: v.optional(reconnectWindow),
   recording: v.optional(recording),
   playback: v.optional(playback),
+  latencyMode: v.optional(latencyMode),
 });
 
 export const UpdateStream = v.strictObject({
@@ -61,6 +64,7 @@ export const UpdateStream = v.strictObject({
   reconnectWindow: v.optional(reconnectWindow),
   recording: v.optional(recording),
   playback: v.optional(playback),
+  latencyMode: v.optional(latencyMode),
 });
 
 export const STREAM_STATUSES = ['idle', 'live', 'ended'] as const;
@@ -113,6 +117,7 @@ export const StreamObject = v.object({
   reconnectWindow: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(300)),
   recording: v.nullable(v.object({ podcastId: v.string() })),
   playback: v.picklist(['public', 'token']),
+  latencyMode: v.picklist(LATENCY_MODES),
   createdAt: timestamp,
   startedAt: v.nullable(timestamp),
   endedAt: v.nullable(timestamp),
