@@ -143,6 +143,9 @@ function stripDirectives(query: string): string {
     .join('&');
 }
 
+/** A listener of `layer` leaves after this long without a media playlist request (ms): 3 target durations (PRODUCT.md §4). */
+export const listenerTimeoutMs = (layer: Layer): number => 3 * targetDurationSeconds(layer) * 1000;
+
 /** Registers the HLS routes on `http` (see the module comment for `access` and `hold`). */
 export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, opts: HlsRouteOptions = {}): void {
   const { access, hold } = opts;
@@ -181,7 +184,7 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, opts: 
     }
     return c;
   };
-  const timeoutMs = (layer: Layer) => 3 * targetDurationSeconds(layer) * 1000;
+  const timeoutMs = listenerTimeoutMs;
   /** Token check and listener accounting for a media request: the refusal, or the query and privacy to answer with. */
   const admit = (id: string, query: string, info: RawRequestInfo, layer: Layer, requestId: string): RawReply | { query: string; private: boolean } => {
     if (!access) return { query: '', private: false };
