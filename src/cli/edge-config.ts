@@ -107,7 +107,9 @@ export function nginxEdgeConfig(o: EdgeConfigOptions): string {
   const accessLog = o.accessLog ? safePath(o.accessLog, '--access-log') : null;
   const scheme = tls ? 'https' : 'http';
 
-  const syslog = logTo ? `access_log syslog:server=${logTo.host}:${logTo.port},tag=skylark,nohostname skylark_edge;` : '# (no --log-to: the origin counts only the listeners whose requests reach it)';
+  const syslog = logTo
+    ? `access_log syslog:server=${logTo.host}:${logTo.port},tag=skylark,nohostname skylark_edge if=$skylark_edge_log;`
+    : '# (no --log-to: the origin counts only the listeners whose requests reach it)';
   const fileLog = accessLog ? `access_log ${accessLog} skylark_edge_file;` : '';
   const lock = [
     'proxy_cache skylark_edge;',
@@ -158,9 +160,16 @@ http {
     # Objects by URI path, blocking-reload playlists by path + _HLS_msn + _HLS_part (see the locations).
     proxy_cache_path ${dir}/cache levels=1:2 keys_zone=skylark_edge:32m max_size=${maxSize} inactive=10m use_temp_path=off;
 
-    # One line per media playlist request, sent to the origin's edge log receiver (RFC 3164 over UDP):
-    # the session id, the client's own address, its user agent, the path, the status, the time (s.ms).
-    # The query is not sent: a listener token never travels in a log line.
+    # Media playlist requests are logged to the origin's edge log receiver (RFC 3164 over UDP): the
+    # session id, the client's own address, its user agent, the path, the status, the time (s.ms).
+    # The query is not sent: a listener token never travels in a log line. Logged: every request but
+    # the blocking reloads for parts other than a segment's first, i.e. one line per listener per
+    # segment (a listener leaves after 3 target durations without one), not one per part.
+    map $arg__HLS_part $skylark_edge_log {
+        ""      1;
+        "0"     1;
+        default 0;
+    }
     log_format skylark_edge escape=json '{"v":1,"t":$msec,"s":$status,"a":"$remote_addr","u":"$uri","sid":"$arg_sid","ua":"$http_user_agent","c":"$upstream_cache_status"}';
     log_format skylark_edge_file '$msec $remote_addr "$request" $status $body_bytes_sent cache=$upstream_cache_status upstream=$upstream_addr';
 ${

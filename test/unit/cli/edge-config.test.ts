@@ -35,7 +35,9 @@ describe('skylark edge-config', () => {
     expect(playlists).toContain('proxy_cache_key $uri?_HLS_msn=$arg__HLS_msn&_HLS_part=$arg__HLS_part;');
     expect(playlists).not.toMatch(/proxy_cache_key[^\n]*sid/);
     expect(playlists).toContain('proxy_cache_lock on;');
-    expect(playlists).toContain('access_log syslog:server=10.0.0.5:5514,tag=skylark,nohostname skylark_edge;');
+    expect(playlists).toContain('access_log syslog:server=10.0.0.5:5514,tag=skylark,nohostname skylark_edge if=$skylark_edge_log;');
+    // One line per listener per segment: every request but the reloads for a segment's later parts.
+    expect(conf).toMatch(/map \$arg__HLS_part \$skylark_edge_log \{\n\s+""\s+1;\n\s+"0"\s+1;\n\s+default 0;\n\s+\}/);
     for (const l of [objects, playlists]) {
       expect(l).toContain('proxy_cache_bypass $arg_token;');
       expect(l).toContain('proxy_no_cache $arg_token;');
