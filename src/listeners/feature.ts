@@ -57,6 +57,9 @@ export function createListeners(ctx: AppContext): Listeners {
  */
 export function createEdgeLog(ctx: AppContext, listeners: Listeners, layerTimeoutMs: (streamId: string, layer: string) => number | null): EdgeLogReceiver | null {
   if (ctx.config.edgeLogHost === undefined || ctx.config.edgeLogPort === undefined) return null;
+  if (ctx.config.trustedProxies.length === 0) {
+    ctx.log.warn('the edge log receiver is on but SKYLARK_TRUSTED_PROXIES is empty: every line will be dropped; list the edges there', { setting: 'SKYLARK_TRUSTED_PROXIES' });
+  }
   return new EdgeLogReceiver({
     registry: listeners.registry,
     access: listeners.access,
