@@ -132,7 +132,8 @@ export function nginxEdgeConfig(o: EdgeConfigOptions): string {
 # The origin must list this edge's address in SKYLARK_TRUSTED_PROXIES (X-Forwarded-For and the log lines).
 ${o.user ? `user ${o.user};` : '# Started as root, the worker processes run as nginx\'s default user (nobody): it must be able to reach the cache dir.'}
 worker_processes auto;
-worker_rlimit_nofile 65536;
+# Each listener holds one or two connections: above a few thousand per worker, raise the open-file
+# limit (worker_rlimit_nofile, or the service manager's LimitNOFILE).
 pid ${dir}/nginx.pid;
 lock_file ${dir}/nginx.lock;
 error_log ${dir}/error.log warn;

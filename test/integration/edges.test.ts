@@ -111,6 +111,8 @@ describe.skipIf(!nginx)('two nginx edges from skylark edge-config (PRODUCT.md §
     expect(['MISS', 'HIT']).toContain(first.headers.get('x-cache-status'));
     expect(second.headers.get('x-cache-status')).toBe('HIT');
     expect(bytes.byteLength).toBeGreaterThan(0);
+    // A token request is never cached (nor waits on another listener's cache lock).
+    expect((await fetch(`${media.origin}${media.pathname}?token=x`)).headers.get('x-cache-status')).toBe('BYPASS');
     // The multivariant playlist mints a session per listener: never cached.
     expect((await fetch(`${edges[0]!.url}/hls/${stream.id}/index.m3u8`)).headers.get('x-cache-status')).toBeNull();
   });
