@@ -43,8 +43,9 @@ import { registerFeedRoutes } from './feed/routes.js';
 import type { Logger } from './log/logger.js';
 import { Limits } from './limits/limits.js';
 import type { AppContext, Feature } from './context.js';
-import { createListeners } from './listeners/feature.js';
-import { registerHlsRoutes } from './hls/routes.js';
+import { createEdgeLog, createListeners } from './listeners/feature.js';
+import type { EdgeLogReceiver } from './listeners/edge-log.js';
+import { listenerTimeoutMs, registerHlsRoutes } from './hls/routes.js';
 import { registerListenRoutes } from './listen/routes.js';
 import { registerWhep } from './webrtc/whep.js';
 import { registerOAuth } from './oauth/routes.js';
@@ -58,6 +59,10 @@ export interface RunningServer {
   rtmpPort: number;
   /** The Icecast source ingest port as bound. */
   icecastPort: number;
+  /** The edge log receiver's UDP port as bound (PRODUCT.md §12), or null when it is off. */
+  edgeLogPort: number | null;
+  /** The edge log receiver (its counts: tests, diagnostics), or null when it is off. */
+  edgeLog: EdgeLogReceiver | null;
   urls: PublicUrls;
   db: Database;
   outbox: Outbox;
@@ -173,6 +178,13 @@ export async function startServer(config: Config, log: Logger, now: () => number
 
   // Delivery rooms: HLS, WebRTC (WHEP), the podcast feeds and episode audio.
   registerHlsRoutes(http, media, { access: listeners.access, hold: listeners.held });
+  // Listeners behind nginx edges (PRODUCT.md §12): counted from the edges' access log lines, with
+  // the same timeout as a direct request to the same layer.
+  const edgeLog = createEdgeLog(context, listeners, (id, name) => {
+    const layer = media.get(id)?.layer(name);
+    return layer && !layer.failed ? listenerTimeoutMs(layer) : null;
+  });
+  if (edgeLog) features.push({ close: () => edgeLog.close() });
   features.push(registerListenRoutes(http, media, { ctx: context, listeners }));
   const whep = registerWhep({ http, media, registry: listeners.registry, tokens: listeners.tokens, access: listeners.access, trusted: listeners.trusted, config, log: log.child('webrtc'), urls: getUrls, limits });
   features.push({ close: () => whep.close() });
@@ -215,11 +227,14 @@ export async function startServer(config: Config, log: Logger, now: () => number
   let httpPort: number;
   let rtmpPort: number;
   let icecastPort: number;
+  let edgeLogPort: number | null = null;
   try {
     httpPort = await http.listen(config.httpHost, config.httpPort);
     rtmpPort = await rtmp.listen(config.rtmpHost, config.rtmpPort);
     icecastPort = await icecast.listen(config.icecastHost, config.icecastPort);
+    if (edgeLog) edgeLogPort = await edgeLog.listen(config.edgeLogHost!, config.edgeLogPort!);
   } catch (e) {
+    await edgeLog?.close();
     http.close();
     await rtmp.close().catch(() => {});
     await icecast.close().catch(() => {});
@@ -235,6 +250,8 @@ export async function startServer(config: Config, log: Logger, now: () => number
     httpPort,
     rtmpPort,
     icecastPort,
+    edgeLogPort,
+    edgeLog,
     urls,
     db,
     outbox,

@@ -25,12 +25,16 @@
  *   (src/controller/base-playlist-controller.ts): after the first media playlist, a blocking reload
  *   `?<sid>&_HLS_msn=M&_HLS_part=P` for the part after the last one listed (the next segment's
  *   part 0 when the last part closes a segment) is sent as soon as the previous reload answers; the
- *   parts each reload newly lists are fetched on a second connection (a browser's second
- *   HTTP/1.1 connection to the host). hls.js parses `EXT-X-PRELOAD-HINT` but never requests it;
+ *   parts each reload newly lists are fetched, by their URIs as listed (no session query: a
+ *   relative URI does not inherit the playlist URL's query), on a second connection (a browser's
+ *   second HTTP/1.1 connection to the host). hls.js parses `EXT-X-PRELOAD-HINT` but never requests it;
  *   with `hints` the hinted part is also requested at once, in parallel with the reload, as
  *   players that use hints do (AVPlayer). It starts 3 parts back from the live edge.
  * - `icecast`: one GET of a progressive stream (an Icecast mount, or any endpoint sending a body
  *   until close or chunked), counting body bytes.
+ *
+ * With `forwardedFor`, each listener sends `X-Forwarded-For: <its address>` on every request: the
+ * client address a trusting server or edge (nginx realip) takes for it, e.g. for countries.
  *
  * A `probe` run (one listener in the bench process) records when each segment or part is first
  * listed: a classic probe polls the playlist every 100 ms, an LL probe chains blocking reloads;
@@ -70,6 +74,12 @@ export interface PlayerConfig {
   probe?: boolean;
   /** Connects in flight at most (a burst of SYNs beyond a server's listen backlog only causes retransmits). */
   maxConnecting?: number;
+  /**
+   * `X-Forwarded-For` per listener: listener number `order` (its place in the arrival order of all
+   * processes) sends `forwardedFor[order % length]` on every request — public client addresses
+   * for a server or edge that trusts this client's address (countries behind a proxy).
+   */
+  forwardedFor?: string[];
 }
 
 /** What a client process reports (one JSON line on stdout). */
@@ -492,9 +502,9 @@ class Run {
     this.entryReq = Buffer.from(this.request(this.path), 'latin1');
   }
 
-  /** The request bytes of a GET of `path` on a keep-alive connection. */
-  request(path: string): string {
-    return `GET ${path} HTTP/1.1\r\nHost: ${this.hostHeader}\r\nUser-Agent: skylark-bench-player\r\n\r\n`;
+  /** The request bytes of a GET of `path` on a keep-alive connection; `extra`: more header lines, each ending in CRLF. */
+  request(path: string, extra = ''): string {
+    return `GET ${path} HTTP/1.1\r\nHost: ${this.hostHeader}\r\nUser-Agent: skylark-bench-player\r\n${extra}\r\n`;
   }
 
   err(kind: string): void {
@@ -512,8 +522,25 @@ abstract class Listener implements Timed {
   started = false;
   /** Flat [key, t − from, …] of completed media objects. */
   readonly done: number[] = [];
+  /** Header lines this listener adds to every request ('' or `X-Forwarded-For: …\r\n`). */
+  protected readonly hdr: string;
+  /** The multivariant (or stream) GET of this listener. */
+  protected readonly entryReq: Buffer;
 
-  constructor(protected readonly run: Run) {}
+  /** `order`: this listener's place in the arrival order of all processes. */
+  constructor(
+    protected readonly run: Run,
+    order: number,
+  ) {
+    const ff = run.cfg.forwardedFor;
+    this.hdr = ff && ff.length > 0 ? `X-Forwarded-For: ${ff[order % ff.length]}\r\n` : '';
+    this.entryReq = this.hdr ? Buffer.from(run.request(run.path, this.hdr), 'latin1') : run.entryReq;
+  }
+
+  /** This listener's GET of `path`. */
+  protected req(path: string): string {
+    return this.run.request(path, this.hdr);
+  }
 
   abstract start(): void;
   abstract wake(now: number): void;
@@ -617,12 +644,12 @@ class ClassicListener extends Listener {
     this.queue = [];
     this.queueSeq = [];
     this.conn = this.connect(() =>
-      this.conn!.send(this.run.entryReq, true, (st, body) => {
+      this.conn!.send(this.entryReq, true, (st, body) => {
         if (st !== 200) return this.fail(`multivariant ${st}`);
         const v = variantOf(this.run, body);
         if (!v) return this.fail('no variant');
         this.dir = v.dir;
-        this.playlistReq = Buffer.from(this.run.request(`${v.dir}index.m3u8${v.query ? `?${v.query}` : ''}`), 'latin1');
+        this.playlistReq = Buffer.from(this.req(`${v.dir}index.m3u8${v.query ? `?${v.query}` : ''}`), 'latin1');
         this.started = true;
         this.poll();
       }),
@@ -689,7 +716,7 @@ class ClassicListener extends Listener {
     const uri = this.queue.shift();
     if (uri === undefined) return this.next();
     const seq = this.queueSeq.shift()!;
-    this.conn!.send(this.run.request(this.dir + uri), false, (st) => {
+    this.conn!.send(this.req(this.dir + uri), false, (st) => {
       if (st !== 200) this.run.err(`segment ${st}`);
       else this.record(seq, Date.now());
       this.fetch();
@@ -718,7 +745,6 @@ class LlListener extends Listener {
   private media: HttpConn | null = null;
   private mediaUp = false;
   private dir = '';
-  private query = '';
   /** `GET <dir>index.m3u8?<sid>&_HLS_msn=` */
   private reloadHead = '';
   /** The newest part queued for fetching (a hinted part is queued before it is listed). */
@@ -729,6 +755,8 @@ class LlListener extends Listener {
   private part = -1;
   private queue: number[] = [];
   private initUri = '';
+  /** The query the listed part URIs carry ('' for a public stream; `?token=…` for a token stream). */
+  private partQuery = '';
   private partTargetMs = 1000;
   private first = true;
 
@@ -739,15 +767,14 @@ class LlListener extends Listener {
     this.queue = [];
     this.mediaUp = false;
     this.pl = this.connect(() =>
-      this.pl!.send(this.run.entryReq, true, (st, body) => {
+      this.pl!.send(this.entryReq, true, (st, body) => {
         if (st !== 200) return this.fail(`multivariant ${st}`);
         const v = variantOf(this.run, body);
         if (!v) return this.fail('no variant');
         this.dir = v.dir;
-        this.query = v.query;
         this.reloadHead = `GET ${v.dir}index.m3u8?${v.query ? `${v.query}&` : ''}_HLS_msn=`;
         this.started = true;
-        this.pl!.send(this.run.request(`${v.dir}index.m3u8${v.query ? `?${v.query}` : ''}`), true, (st2, b2) => this.playlist(st2, b2));
+        this.pl!.send(this.req(`${v.dir}index.m3u8${v.query ? `?${v.query}` : ''}`), true, (st2, b2) => this.playlist(st2, b2));
       }),
     );
     if (!this.run.cfg.probe)
@@ -768,7 +795,7 @@ class LlListener extends Listener {
 
   private reload(): void {
     const tail = this.part >= 0 ? `${this.msn}&_HLS_part=${this.part}` : `${this.msn}`;
-    this.pl!.send(`${this.reloadHead}${tail} HTTP/1.1\r\nHost: ${this.run.hostHeader}\r\nUser-Agent: skylark-bench-player\r\n\r\n`, true, (st, body) => this.playlist(st, body));
+    this.pl!.send(`${this.reloadHead}${tail} HTTP/1.1\r\nHost: ${this.run.hostHeader}\r\nUser-Agent: skylark-bench-player\r\n${this.hdr}\r\n`, true, (st, body) => this.playlist(st, body));
   }
 
   private playlist(st: number, s: string): void {
@@ -797,6 +824,12 @@ class LlListener extends Listener {
         const dot = s.indexOf('.', u + 5);
         const p = intAt(s, dot + 1);
         if (m < 0 || p < 0) return;
+        if (keys.length === 0) {
+          // Part URIs are resolved against the playlist URL, whose query they do not inherit: as listed.
+          const end = s.indexOf('"', u + 5);
+          const q = s.indexOf('?', u + 5);
+          this.partQuery = q >= 0 && q < end ? s.slice(q, end) : '';
+        }
         lastPartKey = m * 1000 + p;
         keys.push(lastPartKey);
       } else if (startsAt(s, a, '#EXT-X-PRELOAD-HINT:')) {
@@ -865,8 +898,8 @@ class LlListener extends Listener {
     if (this.dead || !this.mediaUp || !this.media || this.media.busy) return;
     const key = this.queue.shift();
     if (key === undefined) return;
-    const uri = key === INIT ? this.dir + this.initUri : `${this.dir}${Math.floor(key / 1000)}.${key % 1000}.m4s${this.query ? `?${this.query}` : ''}`;
-    this.media.send(this.run.request(uri), false, (st) => {
+    const uri = key === INIT ? this.dir + this.initUri : `${this.dir}${Math.floor(key / 1000)}.${key % 1000}.m4s${this.partQuery}`;
+    this.media.send(this.req(uri), false, (st) => {
       if (st !== 200) this.run.err(`${key === INIT ? 'init' : 'part'} ${st}`);
       else if (key !== INIT) this.record(key, Date.now());
       this.pump();
@@ -889,7 +922,7 @@ class StreamListener extends Listener {
     this.mLast = 0;
     this.mBytes = 0;
     this.conn = this.connect(() =>
-      this.conn!.send(this.run.entryReq, false, (st) => {
+      this.conn!.send(this.entryReq, false, (st) => {
         if (st !== 200) return this.fail(`stream ${st}`);
         this.started = true;
       }),
@@ -947,9 +980,9 @@ export class PlayerRun {
   start(): void {
     const { cfg } = this.run;
     for (let i = 0; i < cfg.count; i++) {
-      const l = cfg.mode === 'classic' ? new ClassicListener(this.run) : cfg.mode === 'hlsjs-ll' ? new LlListener(this.run) : new StreamListener(this.run);
-      this.all.push(l);
       const order = i * cfg.stride + cfg.index;
+      const l = cfg.mode === 'classic' ? new ClassicListener(this.run, order) : cfg.mode === 'hlsjs-ll' ? new LlListener(this.run, order) : new StreamListener(this.run, order);
+      this.all.push(l);
       this.run.wheel.schedule(new Arrival(this.run, l), cfg.startAt + (order * cfg.rampMs) / Math.max(1, cfg.total));
     }
     const atFrom = Math.max(0, cfg.from - Date.now());

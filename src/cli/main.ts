@@ -1,6 +1,6 @@
 /**
- * The `skylark` command line (PRODUCT.md §1, §9): `serve`, `accounts create|set-login`,
- * `keys list|create|roll|revoke`, `oauth-clients create`.
+ * The `skylark` command line (PRODUCT.md §1, §9, §12): `serve`, `accounts create|set-login`,
+ * `keys list|create|roll|revoke`, `oauth-clients create`, `edge-config`.
  * Arguments are parsed by node:util parseArgs; every command takes `--data-dir` (or SKYLARK_DATA_DIR)
  * and works while `serve` runs on the same data dir. `main` resolves to the exit code; bin/skylark.js
  * exits with it.
@@ -17,6 +17,7 @@ import { startServer, type RunningServer } from '../main.js';
 import { OAuthRepo } from '../db/oauth-repo.js';
 import { OAuthClients } from '../oauth/clients.js';
 import { PasswordInputError, readPassword } from './password.js';
+import { EdgeConfigError, nginxEdgeConfig } from './edge-config.js';
 
 const USAGE = `usage: skylark <command> [options]
 
@@ -33,6 +34,12 @@ commands:
   keys revoke --key KEY
   oauth-clients create --name N --redirect-uri U [--redirect-uri U2 …] [--public]
                        [--account ACCT] [--json]   (prints clientId, clientSecret)
+  edge-config --origin URL --listen HOST:PORT --cache-dir DIR [--log-to HOST:PORT]
+              [--trust-forwarded-from CIDR …] [--user USER] [--cache-max-size 2g]
+              [--access-log FILE]
+                  prints an nginx.conf for a caching edge in front of this origin
+                  (run it with: nginx -c FILE); --log-to is the origin's edge log
+                  receiver (SKYLARK_EDGE_LOG_HOST:SKYLARK_EDGE_LOG_PORT)
 
 options for every command: --data-dir DIR (SKYLARK_DATA_DIR, default ./data)
 serve stops gracefully on SIGTERM or SIGINT (within --shutdown-timeout-ms, then exit 0);
@@ -59,6 +66,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'accounts' && sub === 'set-login') return await accountsSetLogin(argv.slice(2));
     if (command === 'keys' && sub && ['list', 'create', 'roll', 'revoke'].includes(sub)) return keys(sub, argv.slice(2));
     if (command === 'oauth-clients' && sub === 'create') return oauthClientsCreate(argv.slice(2));
+    if (command === 'edge-config') return edgeConfig(argv.slice(1));
     process.stderr.write(`skylark: unknown command '${argv.slice(0, 2).join(' ')}'\n${USAGE}`);
     return 2;
   } catch (e) {
@@ -94,7 +102,14 @@ async function serve(args: string[]): Promise<number> {
   }
   const host = (h: string) => (h.includes(':') ? `[${h}]` : h);
   process.stdout.write(
-    JSON.stringify({ event: 'listening', http: `http://${host(config.httpHost)}:${server.httpPort}`, rtmp: `rtmp://${host(config.rtmpHost)}:${server.rtmpPort}`, icecast: `http://${host(config.icecastHost)}:${server.icecastPort}` }) + '\n',
+    JSON.stringify({
+      event: 'listening',
+      http: `http://${host(config.httpHost)}:${server.httpPort}`,
+      rtmp: `rtmp://${host(config.rtmpHost)}:${server.rtmpPort}`,
+      icecast: `http://${host(config.icecastHost)}:${server.icecastPort}`,
+      // The edge log receiver (PRODUCT.md §12) as `host:port`, what `edge-config --log-to` takes.
+      ...(server.edgeLogPort !== null ? { edgeLog: `${host(config.edgeLogHost!)}:${server.edgeLogPort}` } : {}),
+    }) + '\n',
   );
   return stopGracefully(server, log, await stop, config.limits.shutdownTimeoutMs);
 }
@@ -333,5 +348,45 @@ function oauthClientsCreate(args: string[]): number {
     return 0;
   } finally {
     db.close();
+  }
+}
+
+/**
+ * `edge-config`: prints the nginx.conf of a caching edge in front of this origin (PRODUCT.md §12,
+ * src/cli/edge-config.ts). Exit 2 with a message naming a missing or malformed option.
+ */
+function edgeConfig(args: string[]): number {
+  const { values } = parseArgs({
+    args,
+    options: {
+      origin: { type: 'string' },
+      listen: { type: 'string' },
+      'cache-dir': { type: 'string' },
+      'log-to': { type: 'string' },
+      'trust-forwarded-from': { type: 'string', multiple: true },
+      user: { type: 'string' },
+      'cache-max-size': { type: 'string' },
+      'access-log': { type: 'string' },
+    },
+    strict: true,
+  });
+  for (const need of ['origin', 'listen', 'cache-dir'] as const) if (!values[need]) throw new ConfigError(`edge-config needs --${need}`);
+  try {
+    process.stdout.write(
+      nginxEdgeConfig({
+        origin: values.origin!,
+        listen: values.listen!,
+        cacheDir: values['cache-dir']!,
+        logTo: values['log-to'],
+        trustForwardedFrom: values['trust-forwarded-from'],
+        user: values.user,
+        cacheMaxSize: values['cache-max-size'],
+        accessLog: values['access-log'],
+      }),
+    );
+    return 0;
+  } catch (e) {
+    if (e instanceof EdgeConfigError) throw new ConfigError(e.message);
+    throw e;
   }
 }

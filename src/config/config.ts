@@ -24,6 +24,13 @@ export interface Config {
   cdnUrl?: string | undefined;
   webhooksAllowPrivate: boolean;
   trustedProxies: string[];
+  /**
+   * The edge log receiver (PRODUCT.md §12): UDP syslog lines from nginx edges, accepted only from
+   * `trustedProxies`. Both set (either setting turns it on; the other takes its default,
+   * 127.0.0.1 / 5514), or both undefined (off). Port 0 = a free port.
+   */
+  edgeLogHost?: string | undefined;
+  edgeLogPort?: number | undefined;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** HLS segment target duration (ms). */
   segmentDurationMs: number;
@@ -167,6 +174,8 @@ export const ENV_NAMES = {
   cdnUrl: 'SKYLARK_CDN_URL',
   webhooksAllowPrivate: 'SKYLARK_WEBHOOKS_ALLOW_PRIVATE',
   trustedProxies: 'SKYLARK_TRUSTED_PROXIES',
+  edgeLogHost: 'SKYLARK_EDGE_LOG_HOST',
+  edgeLogPort: 'SKYLARK_EDGE_LOG_PORT',
   logLevel: 'SKYLARK_LOG_LEVEL',
   segmentDurationMs: 'SKYLARK_SEGMENT_DURATION_MS',
   partDurationMs: 'SKYLARK_PART_DURATION_MS',
@@ -194,6 +203,8 @@ const RawConfig = v.object({
   cdnUrl: v.optional(httpUrl),
   webhooksAllowPrivate: v.optional(v.picklist(['0', '1', 'true', 'false']), '0'),
   trustedProxies: v.optional(v.string(), ''),
+  edgeLogHost: v.optional(v.pipe(v.string(), v.minLength(1))),
+  edgeLogPort: v.optional(port),
   logLevel: v.optional(v.picklist(['debug', 'info', 'warn', 'error']), 'info'),
   segmentDurationMs: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(500), v.maxValue(10000)), '2000'),
   partDurationMs: v.optional(
@@ -205,6 +216,9 @@ const RawConfig = v.object({
   liveWindowSegments: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(3), v.maxValue(100)), '6'),
   maxUploadBytes: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'must be a positive integer of bytes'), v.transform(Number), v.minValue(1)), '500000000'),
 });
+
+/** The edge log receiver's address when only one of its two settings is given. */
+export const EDGE_LOG_DEFAULTS = { host: '127.0.0.1', port: 5514 } as const;
 
 /** One limit's value: a non-negative integer, at least `min`. */
 const limitValue = (min: number) =>
@@ -248,6 +262,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     limits[key] = r.output;
   }
   const o = res.output;
+  const edgeLog = o.edgeLogHost !== undefined || o.edgeLogPort !== undefined;
   return {
     limits,
     ...o,
@@ -255,6 +270,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     webhooksAllowPrivate: o.webhooksAllowPrivate === '1' || o.webhooksAllowPrivate === 'true',
     abrLadder: o.abrLadder === '1' || o.abrLadder === 'true',
     trustedProxies: o.trustedProxies.split(',').map((s) => s.trim()).filter(Boolean),
+    edgeLogHost: edgeLog ? (o.edgeLogHost ?? EDGE_LOG_DEFAULTS.host) : undefined,
+    edgeLogPort: edgeLog ? (o.edgeLogPort ?? EDGE_LOG_DEFAULTS.port) : undefined,
     maxJsonBodyBytes: 1024 * 1024,
   };
 }

@@ -13,9 +13,15 @@
  * listener (the same bytes, shareable by any cache; a blocking reload's answer depends only on the
  * path and `_HLS_msn`/`_HLS_part`). Token streams carry `?token=` on every URI (spliced into the
  * pre-rendered playlist with one allocation). Segments, parts and init sections of public streams are immutable (cached a year);
- * playlists live ≤ half a target duration (blocking reloads and LL-HLS layers: no-cache). Every
- * object of a token stream is `private, no-store` (PRODUCT.md §12): a shared cache keyed on the
- * path must never hand a gated stream to someone else.
+ * playlists live ≤ half a target duration (LL-HLS layers: no-cache). A multivariant playlist that
+ * carries a freshly minted `sid` is `private` (a shared cache must not hand one session to many).
+ * A blocking reload answered because the requested segment (part) exists is shareable for one
+ * target duration (`public, max-age=<target>`): an edge keys it on the path and
+ * `_HLS_msn`/`_HLS_part` and fetches it once for all its listeners (PRODUCT.md §12); answered for
+ * any other reason (the wait timed out, a held cap was hit) it is `no-store`, so no cache keeps a
+ * playlist without the part under the query that asked for it. Every object of a token stream is
+ * `private, no-store` (PRODUCT.md §12): a shared cache keyed on the path must never hand a gated
+ * stream to someone else.
  *
  * Listener sessions and token-gated playback go through an optional `HlsAccess` (the listeners
  * feature): it mints the session id on the multivariant fetch, checks listener tokens, and counts
@@ -100,6 +106,23 @@ interface Cached {
   headers: ReadonlyArray<readonly [Uint8Array, Uint8Array]>;
 }
 
+type HeaderList = ReadonlyArray<readonly [Uint8Array, Uint8Array]>;
+
+/** Headers of a blocking reload answered with the part it asked for, by target duration (s): shareable for one target duration. */
+const BLOCKING_HIT = new Map<number, HeaderList>();
+const blockingHit = (targetSeconds: number): HeaderList => {
+  let h = BLOCKING_HIT.get(targetSeconds);
+  if (!h) BLOCKING_HIT.set(targetSeconds, (h = objectHeaders(M3U8, `public, max-age=${targetSeconds}`)));
+  return h;
+};
+/** Multivariant headers by max-age (s) when the body carries a minted session id: never in a shared cache. */
+const MULTIVARIANT_SESSION = new Map<number, HeaderList>();
+const multivariantSession = (maxAge: number): HeaderList => {
+  let h = MULTIVARIANT_SESSION.get(maxAge);
+  if (!h) MULTIVARIANT_SESSION.set(maxAge, (h = objectHeaders(M3U8, maxAge > 0 ? `private, max-age=${maxAge}` : 'private, no-cache')));
+  return h;
+};
+
 /** `_HLS_msn` / `_HLS_part` of a query, or null without `_HLS_msn`; NaN marks a malformed value. */
 function blockingParams(query: string): { msn: number; part: number | undefined } | null {
   if (!query.includes('_HLS_')) return null;
@@ -119,6 +142,9 @@ function stripDirectives(query: string): string {
     .filter((kv) => !kv.startsWith('_HLS_'))
     .join('&');
 }
+
+/** A listener of `layer` leaves after this long without a media playlist request (ms): 3 target durations (PRODUCT.md §4). */
+export const listenerTimeoutMs = (layer: Layer): number => 3 * targetDurationSeconds(layer) * 1000;
 
 /** Registers the HLS routes on `http` (see the module comment for `access` and `hold`). */
 export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, opts: HlsRouteOptions = {}): void {
@@ -158,7 +184,7 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, opts: 
     }
     return c;
   };
-  const timeoutMs = (layer: Layer) => 3 * targetDurationSeconds(layer) * 1000;
+  const timeoutMs = listenerTimeoutMs;
   /** Token check and listener accounting for a media request: the refusal, or the query and privacy to answer with. */
   const admit = (id: string, query: string, info: RawRequestInfo, layer: Layer, requestId: string): RawReply | { query: string; private: boolean } => {
     if (!access) return { query: '', private: false };
@@ -196,7 +222,8 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, opts: 
       if (!access) return { status: STATUS_200, headers: c.headers, body: c.template.plain };
       const d = access.enter(id!, query);
       if (!d.ok) return refuse(d.code, d.message, requestId, { status: d.status });
-      return { status: STATUS_200, headers: d.private ? PLAYLIST_PRIVATE : c.headers, body: fill(c.template, d.query) };
+      const headers = d.private ? PLAYLIST_PRIVATE : d.query === '' ? c.headers : multivariantSession(Math.floor(targetDurationSeconds(hub.top) / 2));
+      return { status: STATUS_200, headers, body: fill(c.template, d.query) };
     });
 
     http.raw(method, '/hls/:id/:layer/index.m3u8', ([id, name], rawQuery, requestId, info) => {
@@ -223,7 +250,13 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, opts: 
         if (Number.isNaN(block.msn) || Number.isNaN(block.part ?? 0)) return refuse('parameter_invalid', '_HLS_msn and _HLS_part must be integers.', requestId);
         // §6.2.5.2: a request more than two segments ahead of the playlist is refused.
         if (block.msn > layer.nextSequence + 2) return refuse('parameter_invalid', `_HLS_msn ${block.msn} is too far ahead of the playlist.`, requestId);
-        return when(layer, block.msn, block.part, info, render, current);
+        /** The answer to the blocking reload: shareable when it lists what was asked for (PRODUCT.md §12), else `no-store`. */
+        const answer = (): RawReply => {
+          if (admitted.private || layer.ended || !layer.ready) return render();
+          const t = mediaPlaylist(layer).template;
+          return { status: STATUS_200, headers: layer.has(block.msn, block.part) ? blockingHit(targetDurationSeconds(layer)) : PLAYLIST_NOW[0], body: t.plain };
+        };
+        return when(layer, block.msn, block.part, info, answer, current);
       }
       // A ladder layer whose codec process has not cut its first segment (part) yet: wait for it.
       if (!layer.ready) return when(layer, layer.nextSequence, layer.lowLatency ? 0 : undefined, info, render, () => busy(requestId));

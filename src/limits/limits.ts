@@ -31,7 +31,8 @@ export type LimitCause =
   | 'icecast_connections_per_ip'
   | 'listen_connections'
   | 'listen_connections_per_ip'
-  | 'listen_slow_client';
+  | 'listen_slow_client'
+  | 'edge_log_untrusted';
 
 /** How often one cause may write a log line (ms). */
 export const LIMIT_LOG_EVERY_MS = 60_000;

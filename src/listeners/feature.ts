@@ -1,8 +1,9 @@
 /**
  * Listeners (PRODUCT.md §3–§4, §13): listener sessions of every protocol (the registry), listener
  * tokens, who may play a stream (token-gated playback, session ids), the held-request caps, and
- * the listener/stats/token service the API serves. The delivery rooms (hls/, webrtc/) and the API
- * are given these by the composition root; this room imports none of them.
+ * the listener/stats/token service the API serves, and the edge log receiver (PRODUCT.md §12).
+ * The delivery rooms (hls/, webrtc/) and the API are given these by the composition root; this
+ * room imports none of them.
  */
 import type { BlockList } from 'node:net';
 import type { AppContext, Feature } from '../context.js';
@@ -13,6 +14,7 @@ import { HlsListenerAccess } from './hls-access.js';
 import { ListenersService } from './service.js';
 import { trustedProxies } from './geo.js';
 import { HeldRequests } from './held.js';
+import { EdgeLogReceiver } from './edge-log.js';
 
 /** The listeners room, built: what the delivery rooms and the API are given. */
 export interface Listeners extends Feature {
@@ -46,4 +48,25 @@ export function createListeners(ctx: AppContext): Listeners {
       registry.close();
     },
   };
+}
+
+/**
+ * The edge log receiver (PRODUCT.md §12) when `SKYLARK_EDGE_LOG_HOST`/`SKYLARK_EDGE_LOG_PORT` turn
+ * it on, else null. `layerTimeoutMs`: a listener's timeout on a served layer (null: no such layer).
+ * `listen()` binds it (the composition root, with the other listeners); `close()` stops it.
+ */
+export function createEdgeLog(ctx: AppContext, listeners: Listeners, layerTimeoutMs: (streamId: string, layer: string) => number | null): EdgeLogReceiver | null {
+  if (ctx.config.edgeLogHost === undefined || ctx.config.edgeLogPort === undefined) return null;
+  if (ctx.config.trustedProxies.length === 0) {
+    ctx.log.warn('the edge log receiver is on but SKYLARK_TRUSTED_PROXIES is empty: every line will be dropped; list the edges there', { setting: 'SKYLARK_TRUSTED_PROXIES' });
+  }
+  return new EdgeLogReceiver({
+    registry: listeners.registry,
+    access: listeners.access,
+    trusted: listeners.trusted,
+    limits: ctx.limits,
+    log: ctx.log.child('edge-log'),
+    layerTimeoutMs,
+    now: ctx.now,
+  });
 }

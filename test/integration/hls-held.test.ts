@@ -74,10 +74,10 @@ function expectAnsweredNow(a: Answer, msn: number) {
   expect(a.body).toMatch(/#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES/);
   expect(lists(a, msn)).toBe(false);
 }
-/** Asserts a held blocking reload answered once segment `msn` appeared. */
+/** Asserts a held blocking reload answered once segment `msn` appeared (shareable: PRODUCT.md §12, 2 s target duration). */
 function expectHeld(a: Answer, msn: number) {
   expect(a.status).toBe(200);
-  expect(a.cacheControl).toBe('no-cache');
+  expect(a.cacheControl).toBe('public, max-age=2');
   expect(lists(a, msn)).toBe(true);
 }
 
@@ -145,7 +145,7 @@ describe('held HLS requests', () => {
     const timedOut = await Promise.all(Array.from({ length: PER_IP }, () => reload(msn, '198.51.100.7')));
     for (const a of timedOut) {
       expect(a.status).toBe(200);
-      expect(a.cacheControl).toBe('no-cache'); // held, then answered by the timeout
+      expect(a.cacheControl).toBe('no-store'); // held, then answered by the timeout: no cache keeps it
       expect(lists(a, msn)).toBe(false);
     }
     const hits = limit('http_held_per_ip');

@@ -134,9 +134,10 @@ describe('token-gated playback', () => {
       await waitFor(async () => (await fetch(s.hlsUrl)).status === 200, 20_000, 200, 'HLS');
       const mv = await (await fetch(s.hlsUrl)).text();
       expect(mv).toMatch(/a128\/index\.m3u8\?sid=/);
-      // Public streams keep their cacheable headers (2 s target duration: playlists ≤ 1 s).
+      // Public streams keep their cacheable headers (2 s target duration: playlists ≤ 1 s); the
+      // multivariant playlist carries the listener's own session id: private.
       expect(await cacheControls(s.hlsUrl)).toEqual({
-        multivariant: 'public, max-age=1',
+        multivariant: 'private, max-age=1',
         media: 'no-cache',
         segment: 'public, max-age=31536000, immutable',
         part: 'public, max-age=31536000, immutable',

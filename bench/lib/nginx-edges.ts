@@ -1,0 +1,176 @@
+/**
+ * Caching nginx edges in front of a Skylark origin (PRODUCT.md §12), for test/integration/edges.test.ts
+ * and the edges rows of bench/players.bench.ts: each edge runs Debian's nginx, in the foreground,
+ * on the config that `skylark edge-config` prints (the CLI itself, from dist/), with its
+ * `--access-log` on so that the origin fetches can be counted.
+ *
+ * Counting origin fetches: an access log line whose `$upstream_addr` is not `-` is a request the
+ * edge passed to the origin (a retry would list more than one address: each counts). Lines are
+ * keyed like the edge's cache: media objects by path, blocking reloads by path + `_HLS_msn` +
+ * `_HLS_part`; anything else (non-blocking playlists, the multivariant playlist, the API) is
+ * "passed through".
+ */
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const root = path.resolve(import.meta.dirname, '..', '..');
+
+export interface EdgeOptions {
+  /** The origin's base URL (`http://host:port`). */
+  origin: string;
+  /** The edge's listen address (a loopback alias such as 127.0.0.2). */
+  host: string;
+  /** The edge's port (default: a free one on `host`). */
+  port?: number;
+  /** The origin's edge log receiver, `host:port` (`--log-to`). */
+  logTo?: string;
+  /** `--trust-forwarded-from` CIDRs: whose X-Forwarded-For the edge believes. */
+  trustForwardedFrom?: string[];
+  /** A directory of its own (cache, temp files, logs, the config). */
+  dir: string;
+}
+
+/** Origin fetches an edge made, by what its cache keys them on. */
+export interface OriginFetches {
+  /** Media objects (segments, parts, init sections) by path. */
+  objects: Map<string, number>;
+  /** Blocking reloads by `path?_HLS_msn=M&_HLS_part=P`. */
+  blocking: Map<string, number>;
+  /** Requests passed through (non-blocking playlists, the multivariant playlist, anything else). */
+  passed: number;
+  /** Every origin fetch. */
+  total: number;
+  /** Requests the edge answered (access log lines). */
+  requests: number;
+}
+
+export interface Edge {
+  /** `http://host:port` */
+  url: string;
+  host: string;
+  port: number;
+  dir: string;
+  /** The nginx master's pid (its workers are its children). */
+  pid: number;
+  /** The generated config text. */
+  config: string;
+  /** Origin fetches between `from` and `to` (epoch ms; default: all). */
+  originFetches(from?: number, to?: number): OriginFetches;
+  /** Stops nginx (SIGTERM, then SIGKILL after 5 s). */
+  stop(): Promise<void>;
+}
+
+/** A free TCP port on `host`. */
+function freePortOn(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, host, () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Whether nginx can be run here (on PATH or in /usr/sbin). */
+export function nginxBinary(): string | null {
+  for (const p of ['/usr/sbin/nginx', '/usr/bin/nginx', '/usr/local/sbin/nginx']) if (existsSync(p)) return p;
+  return null;
+}
+
+/**
+ * Starts one edge: `skylark edge-config` → `<dir>/nginx.conf` → `nginx -c … -g 'daemon off;'`.
+ * Resolves once it accepts connections.
+ * @throws Error when nginx is missing, the config is refused, or it does not come up within 10 s
+ */
+export async function startEdge(o: EdgeOptions): Promise<Edge> {
+  const nginx = nginxBinary();
+  if (!nginx) throw new Error('nginx is not installed (apt-get install -y nginx)');
+  mkdirSync(o.dir, { recursive: true });
+  chmodSync(o.dir, 0o755); // started as root, nginx's workers (nobody) must reach the cache dir
+  const port = o.port ?? (await freePortOn(o.host));
+  const accessLog = path.join(o.dir, 'access.log');
+  const args = ['edge-config', '--origin', o.origin, '--listen', `${o.host}:${port}`, '--cache-dir', o.dir, '--access-log', accessLog];
+  if (o.logTo) args.push('--log-to', o.logTo);
+  for (const c of o.trustForwardedFrom ?? []) args.push('--trust-forwarded-from', c);
+  const { stdout: config } = await promisify(execFile)(process.execPath, [path.join(root, 'bin', 'skylark.js'), ...args]);
+  const file = path.join(o.dir, 'nginx.conf');
+  writeFileSync(file, config);
+  const child: ChildProcess = spawn(nginx, ['-c', file, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`nginx exited: ${stderr.trim() || readText(path.join(o.dir, 'error.log'))}`);
+    if (await accepts(o.host, port)) break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`nginx did not listen on ${o.host}:${port} within 10 s: ${stderr.trim()}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url: `http://${o.host}:${port}`,
+    host: o.host,
+    port,
+    dir: o.dir,
+    pid: child.pid!,
+    config,
+    originFetches: (from = 0, to = Infinity) => countFetches(readText(accessLog), from, to),
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+        child.kill('SIGTERM');
+        await exited;
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+const readText = (f: string) => {
+  try {
+    return readFileSync(f, 'utf8');
+  } catch {
+    return '';
+  }
+};
+
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, host);
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+/**
+ * Counts the origin fetches in an access log of the `skylark_edge_file` format:
+ * `$msec $remote_addr "$request" $status $body_bytes_sent cache=$upstream_cache_status upstream=$upstream_addr`.
+ */
+export function countFetches(log: string, from: number, to: number): OriginFetches {
+  const out: OriginFetches = { objects: new Map(), blocking: new Map(), passed: 0, total: 0, requests: 0 };
+  for (const l of log.split('\n')) {
+    const m = /^(\d+\.\d+) \S+ "(?:GET|HEAD) (\S+) [^"]*" \d+ \d+ cache=\S* upstream=(.*)$/.exec(l);
+    if (!m) continue;
+    const at = Number(m[1]) * 1000;
+    if (at < from || at > to) continue;
+    out.requests++;
+    if (m[3] === '-') continue;
+    const n = m[3]!.split(/[,:] /).length; // one address per attempt (", " between attempts, " : " between upstream groups)
+    out.total += n;
+    const u = new URL(m[2]!, 'http://edge');
+    const add = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + n);
+    if (/^\/hls\/[^/]+\/[^/]+\/[^/]+\.(?:m4s|ts|mp4)$/.test(u.pathname)) add(out.objects, u.pathname);
+    else if (u.pathname.endsWith('/index.m3u8') && u.searchParams.has('_HLS_msn')) add(out.blocking, `${u.pathname}?_HLS_msn=${u.searchParams.get('_HLS_msn')}&_HLS_part=${u.searchParams.get('_HLS_part') ?? ''}`);
+    else out.passed += n;
+  }
+  return out;
+}

@@ -1,0 +1,238 @@
+/**
+ * `skylark edge-config` (PRODUCT.md §12): a complete `nginx.conf` for a stock nginx (Debian's
+ * package: `proxy_cache`, `realip`, syslog access logs) in front of a Skylark origin.
+ *
+ * What the edge does (decisions: docs/edges.md):
+ * - Media objects (`/hls/<id>/<layer>/<file>.m4s|.ts|.mp4`): cached by URI path
+ *   (`proxy_cache_key $uri`), kept as long as the origin says (a year, immutable), dropped 10 min
+ *   after their last use; `proxy_cache_lock on`: concurrent misses of one object become one origin
+ *   fetch; `proxy_cache_use_stale updating`.
+ * - Media playlists (`/hls/<id>/<layer>/index.m3u8`): cached by path + `_HLS_msn` + `_HLS_part`
+ *   (never the session id), with the same lock, so a blocking reload is fetched once per edge and
+ *   answered to every listener waiting on it. The origin's `Cache-Control` decides what is kept: a
+ *   blocking reload that lists its part for one target duration, a timed-out one never
+ *   (`no-store`); a non-blocking LL-HLS playlist never (`no-cache`), a classic one for half a
+ *   target duration. Every media playlist request sends one access log line to the origin
+ *   (`--log-to`), which counts the listener from it (sid, client address, user agent).
+ * - Token streams (`?token=`): never cached (`proxy_cache_bypass`/`proxy_no_cache $arg_token`, and
+ *   the origin answers `private, no-store` anyway).
+ * - Everything else (the multivariant playlist, which mints a session id per listener; `/v2`,
+ *   `/listen`, `/whep`, feeds, the dashboard): passed through unbuffered.
+ * - Every answer carries `X-Cache-Status: $upstream_cache_status`; the origin gets
+ *   `X-Forwarded-For: <client address>` (list the edge in `SKYLARK_TRUSTED_PROXIES`) over
+ *   keep-alive upstream connections.
+ * - The pid file, error log, lock file, temp and cache directories all live under `--cache-dir`, so
+ *   `nginx -c FILE` runs as root (workers as `nobody`, or `--user`) or unprivileged alike.
+ */
+import path from 'node:path';
+import { isIP } from 'node:net';
+
+/** What `skylark edge-config` is given. */
+export interface EdgeConfigOptions {
+  /** The origin's HTTP base URL (`http(s)://host[:port]`, no path). */
+  origin: string;
+  /** Where the edge listens: `host:port` (`[v6]:port`). */
+  listen: string;
+  /** Directory for the cache, temp files, pid file and error log (made absolute). */
+  cacheDir: string;
+  /** The origin's edge log receiver (`SKYLARK_EDGE_LOG_HOST`:`SKYLARK_EDGE_LOG_PORT`), `host:port`; none = no log lines. */
+  logTo?: string | undefined;
+  /**
+   * CIDRs (or addresses) whose `X-Forwarded-For` the edge believes (nginx `realip`): a load
+   * balancer or CDN in front of the edge. The client address it yields is what the origin gets
+   * and what the log line carries.
+   */
+  trustForwardedFrom?: string[] | undefined;
+  /** nginx worker user when started as root (default: nginx's own, `nobody`). */
+  user?: string | undefined;
+  /** Largest cache on disk (nginx size, e.g. `2g`). */
+  cacheMaxSize?: string | undefined;
+  /** Also write every request, with its cache status and upstream address, to this file. */
+  accessLog?: string | undefined;
+}
+
+/** Thrown for an option nginx could not take as given; the message names it. */
+export class EdgeConfigError extends Error {}
+
+/** Characters allowed in a path or name written into the config unquoted. */
+const SAFE = /^[\w@%+=:,./-]+$/;
+
+/** `host:port` → [host, port] (IPv6 in brackets). @throws EdgeConfigError */
+function hostPort(s: string, what: string): { host: string; port: number } {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(s.trim());
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || !(port > 0 && port < 65536)) throw new EdgeConfigError(`${what} must be host:port (got '${s}')`);
+  return { host: m[1]!, port };
+}
+
+/** An absolute, config-safe path. @throws EdgeConfigError */
+function safePath(p: string, what: string): string {
+  const abs = path.resolve(p);
+  if (!SAFE.test(abs)) throw new EdgeConfigError(`${what} may hold only letters, digits and @%+=:,./_- (got '${p}')`);
+  return abs;
+}
+
+/** A CIDR or address as nginx's `set_real_ip_from` takes it. @throws EdgeConfigError */
+function cidr(s: string): string {
+  const [addr, len, ...rest] = s.trim().split('/');
+  const family = isIP(addr ?? '');
+  const max = family === 4 ? 32 : 128;
+  if (!family || rest.length > 0 || (len !== undefined && !(/^\d{1,3}$/.test(len) && Number(len) <= max))) throw new EdgeConfigError(`--trust-forwarded-from must be an IP address or CIDR (got '${s}')`);
+  return s.trim();
+}
+
+/**
+ * The nginx.conf text for `o` (see the module comment).
+ * @throws EdgeConfigError naming the option that nginx could not take
+ */
+export function nginxEdgeConfig(o: EdgeConfigOptions): string {
+  let origin: URL;
+  try {
+    origin = new URL(o.origin);
+  } catch {
+    throw new EdgeConfigError(`--origin must be an http(s):// URL (got '${o.origin}')`);
+  }
+  if (!/^https?:$/.test(origin.protocol) || (origin.pathname !== '/' && origin.pathname !== '') || origin.search || origin.username) {
+    throw new EdgeConfigError(`--origin must be http(s)://host[:port] without a path (got '${o.origin}')`);
+  }
+  const tls = origin.protocol === 'https:';
+  const upstream = `${origin.hostname.includes(':') && !origin.hostname.startsWith('[') ? `[${origin.hostname}]` : origin.hostname}:${origin.port || (tls ? 443 : 80)}`;
+  const listen = hostPort(o.listen, '--listen');
+  const dir = safePath(o.cacheDir, '--cache-dir');
+  const logTo = o.logTo ? hostPort(o.logTo, '--log-to') : null;
+  const trusted = (o.trustForwardedFrom ?? []).map(cidr);
+  if (o.user !== undefined && !/^[a-z_][a-z0-9_-]{0,31}$/i.test(o.user)) throw new EdgeConfigError(`--user must be a user name (got '${o.user}')`);
+  const maxSize = o.cacheMaxSize ?? '2g';
+  if (!/^\d{1,9}[kKmMgG]?$/.test(maxSize)) throw new EdgeConfigError(`--cache-max-size must be an nginx size such as 2g (got '${maxSize}')`);
+  const accessLog = o.accessLog ? safePath(o.accessLog, '--access-log') : null;
+  const scheme = tls ? 'https' : 'http';
+
+  const syslog = logTo
+    ? `access_log syslog:server=${logTo.host}:${logTo.port},tag=skylark,nohostname skylark_edge if=$skylark_edge_log;`
+    : '# (no --log-to: the origin counts only the listeners whose requests reach it)';
+  const fileLog = accessLog ? `access_log ${accessLog} skylark_edge_file;` : '';
+  const lock = [
+    'proxy_cache skylark_edge;',
+    'proxy_cache_lock on;',
+    '# Long enough for a blocking reload the origin holds (≤ 3 target durations of ≤ 10 s):',
+    '# one fetch per key even while the origin waits for the part.',
+    'proxy_cache_lock_timeout 35s;',
+    'proxy_cache_lock_age 35s;',
+    'proxy_read_timeout 40s;',
+    '# Token streams (?token=) are never cached: each request reaches the origin, which checks the token.',
+    'proxy_cache_bypass $arg_token;',
+    'proxy_no_cache $arg_token;',
+  ];
+  const ind = (lines: string[], n: number) => lines.map((l) => (l ? ' '.repeat(n) + l : l)).join('\n');
+
+  const text = `# Skylark edge (PRODUCT.md §12), made by:
+#   skylark edge-config --origin ${o.origin} --listen ${o.listen} --cache-dir ${o.cacheDir}${o.logTo ? ` --log-to ${o.logTo}` : ''}${trusted.map((c) => ` --trust-forwarded-from ${c}`).join('')}
+# Run it with Debian's nginx:  nginx -c <this file>        (add -g 'daemon off;' to stay in the foreground)
+# Reload after editing:        nginx -c <this file> -s reload
+# The origin must list this edge's address in SKYLARK_TRUSTED_PROXIES (X-Forwarded-For and the log lines).
+${o.user ? `user ${o.user};` : '# Started as root, the worker processes run as nginx\'s default user (nobody): it must be able to reach the cache dir.'}
+worker_processes auto;
+# Each listener holds one or two connections: above a few thousand per worker, raise the open-file
+# limit (worker_rlimit_nofile, or the service manager's LimitNOFILE).
+pid ${dir}/nginx.pid;
+lock_file ${dir}/nginx.lock;
+error_log ${dir}/error.log warn;
+
+events {
+    worker_connections 16384;
+}
+
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    tcp_nodelay on;
+    keepalive_timeout 65s;
+    # LL-HLS players make several requests a second on one connection.
+    keepalive_requests 1000000;
+    server_tokens off;
+    client_max_body_size 0;
+    client_body_temp_path ${dir}/temp-body;
+    proxy_temp_path ${dir}/temp-proxy;
+    fastcgi_temp_path ${dir}/temp-fastcgi;
+    uwsgi_temp_path ${dir}/temp-uwsgi;
+    scgi_temp_path ${dir}/temp-scgi;
+
+    # Objects by URI path, blocking-reload playlists by path + _HLS_msn + _HLS_part (see the locations).
+    proxy_cache_path ${dir}/cache levels=1:2 keys_zone=skylark_edge:32m max_size=${maxSize} inactive=10m use_temp_path=off;
+
+    # Media playlist requests are logged to the origin's edge log receiver (RFC 3164 over UDP): the
+    # session id, the client's own address, its user agent, the path, the status, the time (s.ms).
+    # The query is not sent: a listener token never travels in a log line. Logged: every request but
+    # the blocking reloads for parts other than a segment's first, i.e. one line per listener per
+    # segment (a listener leaves after 3 target durations without one), not one per part.
+    map $arg__HLS_part $skylark_edge_log {
+        ""      1;
+        "0"     1;
+        default 0;
+    }
+    log_format skylark_edge escape=json '{"v":1,"t":$msec,"s":$status,"a":"$remote_addr","u":"$uri","sid":"$arg_sid","ua":"$http_user_agent","c":"$upstream_cache_status"}';
+    log_format skylark_edge_file '$msec $remote_addr "$request" $status $body_bytes_sent cache=$upstream_cache_status upstream=$upstream_addr';
+${
+  trusted.length
+    ? `
+    # The client address comes from X-Forwarded-For when the request comes from these (a load balancer or CDN in front):
+${trusted.map((c) => `    set_real_ip_from ${c};`).join('\n')}
+    real_ip_header X-Forwarded-For;
+    real_ip_recursive on;
+`
+    : `
+    # To believe X-Forwarded-For from a load balancer or CDN in front of this edge, run edge-config with
+    # --trust-forwarded-from CIDR (nginx realip: set_real_ip_from, real_ip_header X-Forwarded-For).
+`
+}
+    upstream skylark_origin {
+        server ${upstream};
+        keepalive 64;
+        keepalive_requests 1000000;
+        keepalive_timeout 60s;
+    }
+
+    server {
+        listen ${listen.host}:${listen.port} backlog=4096;
+
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        proxy_set_header Host $host;
+        # The client's own address (after realip): the origin trusts it from this edge (SKYLARK_TRUSTED_PROXIES).
+        proxy_set_header X-Forwarded-For $remote_addr;
+        proxy_set_header X-Forwarded-Proto $scheme;${tls ? `\n        proxy_ssl_server_name on;\n        proxy_ssl_name ${origin.hostname};` : ''}
+        add_header X-Cache-Status $upstream_cache_status always;
+        ${fileLog}
+
+        # Segments, parts, init sections: the same URI for every listener, immutable.
+        location ~ ^/hls/[^/]+/[^/]+/[^/]+\\.(?:m4s|ts|mp4)$ {
+            proxy_pass ${scheme}://skylark_origin;
+${ind(lock, 12)}
+            proxy_cache_key $uri;
+            proxy_cache_use_stale updating;
+        }
+
+        # Media playlists. A blocking reload (_HLS_msn, _HLS_part) is fetched once per key and shared by
+        # every listener asking for it; the session id (sid) is not part of the key.
+        location ~ ^/hls/[^/]+/[^/]+/index\\.m3u8$ {
+            proxy_pass ${scheme}://skylark_origin;
+${ind(lock, 12)}
+            proxy_cache_key $uri?_HLS_msn=$arg__HLS_msn&_HLS_part=$arg__HLS_part;
+            ${syslog}${fileLog ? `\n            ${fileLog}` : ''}
+        }
+
+        # Everything else: the multivariant playlist (a session id per listener), the API, progressive
+        # listening, WHEP, feeds, episode audio, the dashboard: passed through, not cached, not buffered.
+        location / {
+            proxy_pass ${scheme}://skylark_origin;
+            proxy_buffering off;
+            proxy_request_buffering off;
+            proxy_read_timeout 1h;
+            proxy_send_timeout 1h;
+        }
+    }
+}
+`;
+  return text.replace(/^[ \t]+$/gm, '').replace(/\n{3,}/g, '\n\n').replace(/\n*$/, '\n');
+}

@@ -1,0 +1,152 @@
+/**
+ * The edge log receiver (PRODUCT.md §12) over real UDP, against a live stream published by FFmpeg:
+ * lines framed as nginx sends them (`access_log syslog:…,tag=skylark,nohostname` with the
+ * `skylark_edge` format of `skylark edge-config`) from a trusted edge address
+ * (SKYLARK_TRUSTED_PROXIES=127.0.0.2/32; the test's socket is bound to 127.0.0.2):
+ * - a media playlist line with a sid this node minted joins that listener with the country of the
+ *   line's client address and the line's user agent; more lines and direct requests of the same
+ *   sid are the same listener (counted once); it leaves 3 target durations after its last line;
+ * - lines from an address outside the trusted proxies are dropped and counted as the
+ *   `edge_log_untrusted` limit; forged sids, refused requests (4xx), objects, token streams and
+ *   malformed or oversized datagrams count nobody;
+ * - `skylark serve` adds the receiver's address to its listening line.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import dgram from 'node:dgram';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { api, repoRoot, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
+import { exited, publish } from '../helpers/publish.js';
+
+let t: TestServer;
+let pub: ChildProcess;
+let stream: any;
+let edge: dgram.Socket;
+let stranger: dgram.Socket;
+
+/** One datagram as nginx 1.22 sends it (RFC 3164, no hostname, tag `skylark`). */
+function line(fields: { a: string; u: string; sid: string; ua?: string; s?: number }): Buffer {
+  const json = JSON.stringify({ v: 1, t: Date.now() / 1000, s: fields.s ?? 200, a: fields.a, u: fields.u, sid: fields.sid, ua: fields.ua ?? 'EdgePlayer/1.0', c: 'HIT' });
+  const d = new Date();
+  const mon = d.toLocaleString('en-US', { month: 'short' });
+  const stamp = `${mon} ${String(d.getDate()).padStart(2, ' ')} ${d.toTimeString().slice(0, 8)}`;
+  return Buffer.from(`<190>${stamp} skylark: ${json}`);
+}
+
+const port = () => t.server.edgeLogPort!;
+const send = (sock: dgram.Socket, msg: Buffer) => new Promise<void>((resolve, reject) => sock.send(msg, port(), '127.0.0.1', (e) => (e ? reject(e) : resolve())));
+const stats = async (id: string) => (await api(t.http, t.secretKey, 'GET', `/v2/streams/${id}/stats`)).json;
+const listeners = async (id: string) => (await api(t.http, t.secretKey, 'GET', `/v2/streams/${id}/listeners?limit=100`)).json.data as any[];
+const counts = () => t.server.edgeLog!.stats();
+
+/** A fresh session id minted by the multivariant playlist, and the media playlist path. */
+async function mint(hlsUrl: string): Promise<{ sid: string; path: string }> {
+  const body = await (await fetch(hlsUrl)).text();
+  const uri = body.split('\n').find((l) => l && !l.startsWith('#'))!;
+  const u = new URL(uri, hlsUrl);
+  return { sid: u.searchParams.get('sid')!, path: u.pathname };
+}
+
+const bound = (address: string) =>
+  new Promise<dgram.Socket>((resolve) => {
+    const s = dgram.createSocket('udp4');
+    s.bind(0, address, () => resolve(s));
+  });
+
+beforeAll(async () => {
+  t = await startInProcess({ SKYLARK_TRUSTED_PROXIES: '127.0.0.2/32', SKYLARK_EDGE_LOG_HOST: '127.0.0.1', SKYLARK_EDGE_LOG_PORT: '0' });
+  stream = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Behind edges', reconnectWindow: 1 })).json;
+  pub = publish(`${stream.rtmpUrl}/${stream.streamKey}`, { seconds: 60 });
+  await waitFor(async () => (await fetch(stream.hlsUrl)).status === 200, 20_000, 200, 'HLS');
+  edge = await bound('127.0.0.2');
+  stranger = await bound('127.0.0.1');
+}, 60_000);
+afterAll(async () => {
+  edge?.close();
+  stranger?.close();
+  pub?.kill('SIGKILL');
+  if (pub) await exited(pub);
+  await t?.close();
+});
+
+describe('edge log receiver', () => {
+  it('is off unless configured, and binds the address asked for', () => {
+    expect(port()).toBeGreaterThan(0);
+  });
+
+  it('counts a listener from its edge log lines once, with its own country and user agent, alongside direct requests', async () => {
+    const a = await mint(stream.hlsUrl);
+    for (let i = 0; i < 3; i++) await send(edge, line({ a: '8.8.8.8', u: a.path, sid: a.sid, ua: 'EdgePlayer/1.0 (US)' }));
+    await waitFor(async () => (await stats(stream.id)).listenerCount === 1, 5000, 50, 'one listener');
+    // The same session straight to the origin (a player that left the edge): still one listener.
+    expect((await fetch(`${new URL(a.path, t.http)}?sid=${a.sid}`)).status).toBe(200);
+    const b = await mint(stream.hlsUrl);
+    await send(edge, line({ a: '81.2.69.160', u: b.path, sid: b.sid, ua: 'EdgePlayer/1.0 (GB)' }));
+    await waitFor(async () => (await stats(stream.id)).listenerCount === 2, 5000, 50, 'two listeners');
+    const s = await stats(stream.id);
+    expect(s.countries).toEqual(expect.arrayContaining([{ country: 'US', listeners: 1 }, { country: 'GB', listeners: 1 }]));
+    const list = await listeners(stream.id);
+    expect(list.map((l) => [l.country, l.userAgent, l.protocol]).sort()).toEqual([
+      ['GB', 'EdgePlayer/1.0 (GB)', 'hls'],
+      ['US', 'EdgePlayer/1.0 (US)', 'hls'],
+    ]);
+    // Without lines (or requests), both leave after 3 target durations (2 s segments: 6 s).
+    await waitFor(async () => (await stats(stream.id)).listenerCount === 0, 15_000, 250, 'both to leave');
+    expect((await stats(stream.id)).totalListeners).toBe(2);
+  }, 30_000);
+
+  it('drops lines from untrusted senders, forged sids, refusals, objects, token streams and garbage', async () => {
+    const before = t.server.context.limits.count('edge_log_untrusted');
+    const c0 = counts();
+    const total0 = (await stats(stream.id)).totalListeners;
+    const c = await mint(stream.hlsUrl);
+    await send(stranger, line({ a: '8.8.8.8', u: c.path, sid: c.sid })); // not a trusted proxy
+    await send(edge, line({ a: '8.8.8.8', u: c.path, sid: 'AAAAAAAAAAAAAAAAAAAAAAAA' })); // not minted here
+    await send(edge, line({ a: '8.8.8.8', u: c.path, sid: c.sid, s: 404 })); // refused by the origin
+    await send(edge, line({ a: '8.8.8.8', u: c.path.replace('index.m3u8', '3.m4s'), sid: c.sid })); // a media object
+    await send(edge, line({ a: '8.8.8.8', u: c.path.replace(stream.id, 'stm_nosuchstream0000000'), sid: c.sid }));
+    await send(edge, Buffer.from('<190>Nov 23 18:55:12 skylark: not json'));
+    await send(edge, Buffer.from('hello'));
+    await send(edge, Buffer.concat([line({ a: '8.8.8.8', u: c.path, sid: c.sid }).subarray(0, 60), Buffer.alloc(5000, 0x20)]));
+    const tok = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'tok', playback: 'token' })).json;
+    await send(edge, line({ a: '8.8.8.8', u: `/hls/${tok.id}/a128/index.m3u8`, sid: c.sid }));
+    // A marker line after them: once it counts, the lines before it were read.
+    const m = await mint(stream.hlsUrl);
+    await send(edge, line({ a: '5.9.0.1', u: m.path, sid: m.sid }));
+    await waitFor(async () => (await stats(stream.id)).totalListeners === total0 + 1, 5000, 50, 'the marker listener');
+    expect(t.server.context.limits.count('edge_log_untrusted')).toBe(before + 1);
+    const c1 = counts();
+    expect(c1.untrusted - c0.untrusted).toBe(1);
+    expect(c1.malformed - c0.malformed).toBe(3);
+    expect(c1.ignored - c0.ignored).toBe(5);
+    expect(c1.joined - c0.joined).toBe(1);
+    expect((await listeners(stream.id)).map((l) => l.country)).toEqual(['DE']);
+  });
+
+  it('skylark serve prints the receiver address in its listening line', async () => {
+    const { dir, cleanup } = tempDir();
+    const child = spawn(process.execPath, [path.join(repoRoot, 'bin', 'skylark.js'), 'serve'], {
+      env: { ...process.env, SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: dir, SKYLARK_EDGE_LOG_PORT: '0', SKYLARK_LOG_LEVEL: 'error' },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    try {
+      const first = await new Promise<string>((resolve, reject) => {
+        createInterface({ input: child.stdout! }).once('line', resolve);
+        child.once('exit', (code) => reject(new Error(`serve exited with ${code}`)));
+      });
+      const listening = JSON.parse(first);
+      expect(listening.edgeLog).toMatch(/^127\.0\.0\.1:\d+$/);
+      // It answers: a datagram to it from an untrusted sender is read and dropped (no crash).
+      const s = await bound('127.0.0.1');
+      await new Promise<void>((r) => s.send(line({ a: '8.8.8.8', u: '/hls/x/a128/index.m3u8', sid: 'x' }), Number(listening.edgeLog.split(':')[1]), '127.0.0.1', () => r()));
+      s.close();
+      expect(child.exitCode).toBeNull();
+    } finally {
+      child.kill('SIGTERM');
+      await exited(child);
+      cleanup();
+    }
+  });
+});
