@@ -176,7 +176,7 @@ export async function run(): Promise<BenchRow[]> {
     });
     children.push(sky.child);
     const key = await createAccount(dataDir, sky.defaultSecretKey);
-    const s = await api(sky.http, key, 'POST', '/v2/streams', { title: 'Bench edges', codec: 'aac', reconnectWindow: 300 });
+    const s = await api(sky.http, key, 'POST', '/v2/streams', { title: 'Bench edges', codec: 'aac', reconnectWindow: 300, latencyMode: 'low' });
     if (!s.id) throw new Error(`POST /v2/streams failed: ${JSON.stringify(s)}`);
     children.push(
       spawn('ffmpeg', ['-hide_banner', '-nostdin', '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000', '-t', '3600', '-ac', '2', '-c:a', 'aac', '-b:a', '128k', '-f', 'flv', `${s.rtmpUrl}/${s.streamKey}`], { stdio: 'ignore' }),

@@ -57,7 +57,7 @@ const bound = (address: string) =>
 
 beforeAll(async () => {
   t = await startInProcess({ SKYLARK_TRUSTED_PROXIES: '127.0.0.2/32', SKYLARK_EDGE_LOG_HOST: '127.0.0.1', SKYLARK_EDGE_LOG_PORT: '0' });
-  stream = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Behind edges', reconnectWindow: 1 })).json;
+  stream = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Behind edges', reconnectWindow: 1, latencyMode: 'low' })).json;
   pub = publish(`${stream.rtmpUrl}/${stream.streamKey}`, { seconds: 60 });
   await waitFor(async () => (await fetch(stream.hlsUrl)).status === 200, 20_000, 200, 'HLS');
   edge = await bound('127.0.0.2');
@@ -110,7 +110,7 @@ describe('edge log receiver', () => {
     await send(edge, Buffer.from('<190>Nov 23 18:55:12 skylark: not json'));
     await send(edge, Buffer.from('hello'));
     await send(edge, Buffer.concat([line({ a: '8.8.8.8', u: c.path, sid: c.sid }).subarray(0, 60), Buffer.alloc(5000, 0x20)]));
-    const tok = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'tok', playback: 'token' })).json;
+    const tok = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'tok', playback: 'token', latencyMode: 'low' })).json;
     await send(edge, line({ a: '8.8.8.8', u: `/hls/${tok.id}/a128/index.m3u8`, sid: c.sid }));
     // A marker line after them: once it counts, the lines before it were read.
     const m = await mint(stream.hlsUrl);

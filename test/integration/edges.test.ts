@@ -72,7 +72,7 @@ function runClient(cfg: PlayerConfig): Promise<PlayerReport> {
 beforeAll(async () => {
   if (!nginx) return;
   t = await startInProcess({ SKYLARK_TRUSTED_PROXIES: '127.0.0.0/8', SKYLARK_EDGE_LOG_HOST: '127.0.0.1', SKYLARK_EDGE_LOG_PORT: '0', SKYLARK_ABR_LADDER: '0' });
-  stream = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Behind two edges', reconnectWindow: 5 })).json;
+  stream = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Behind two edges', reconnectWindow: 5, latencyMode: 'low' })).json;
   pub = publish(`${stream.rtmpUrl}/${stream.streamKey}`, { seconds: 170 });
   for (const host of ['127.0.0.2', '127.0.0.3']) {
     const d = tempDir('skylark-edge-');

@@ -27,7 +27,7 @@ const hintOf = (playlist: string) => {
 
 /** A live stream (`body` of POST /streams) and its media playlist URL as a new session gets it. */
 async function live(body: Record<string, unknown>, query = ''): Promise<{ stream: any; pub: ChildProcess }> {
-  const stream = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Edge cache', ...body })).json;
+  const stream = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Edge cache', latencyMode: 'low', ...body })).json;
   const pub = publish(`${stream.rtmpUrl}/${stream.streamKey}`, { seconds: 60 });
   pubs.push(pub);
   await waitFor(async () => {
@@ -98,7 +98,7 @@ describe('Cache-Control for shared caches (PRODUCT.md §12)', () => {
   }, 30_000);
 
   it('token streams: blocking reloads stay private, no-store', async () => {
-    const stream0 = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'tok', playback: 'token', reconnectWindow: 1 })).json;
+    const stream0 = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'tok', playback: 'token', reconnectWindow: 1, latencyMode: 'low' })).json;
     const token = (await api(t.http, t.publishableKey, 'POST', `/v2/streams/${stream0.id}/listener_tokens`)).json.token as string;
     const pub = publish(`${stream0.rtmpUrl}/${stream0.streamKey}`, { seconds: 60 });
     pubs.push(pub);
