@@ -9,10 +9,13 @@
  * publisher stops: the stream stays live inside its reconnect window, so the hub keeps its segments
  * and the playlist stops changing. The newest full-length segment and the media playlist are the
  * targets; their bytes are written to nginx's static dir. Every URL is checked (200, same bytes)
- * before and after every wrk run.
+ * before and after every wrk run. The '+titles' rows do the same with a second stream whose title
+ * was set through the API every 10 s while it was published (`POST /v2/streams/{id}/now_playing`),
+ * so its objects carry what now-playing adds (EXT-X-DATERANGE, timed ID3): same run, same rounds.
  *
  * Settings (environment): BENCH_HTTP_SECONDS (10), BENCH_HTTP_ROUNDS (3; each row is the median),
  * BENCH_HTTP_CONNS ("100,1000"), BENCH_HTTP_WARMUP_SECONDS (2; 0 = none), BENCH_HTTP_THREADS (1),
+ * BENCH_HTTP_TITLES (1: also the '+titles' rows; 0: without),
  * SKYLARK_BENCH_CPU_PROF (a directory: runs Skylark with `node --cpu-prof` into it).
  */
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync, existsSync, statSync } from 'node:fs';
@@ -36,7 +39,8 @@ const envNum = (name: string, dflt: number) => {
 };
 
 interface Target {
-  kind: 'segment' | 'playlist';
+  /** 'segment' | 'playlist', with ' +titles' for the stream whose title changed every 10 s. */
+  kind: string;
   bytes: Uint8Array;
   skylark: string;
   nginx: string | null;
@@ -54,6 +58,7 @@ export async function run(): Promise<BenchRow[]> {
   const rounds = Math.max(1, Math.round(envNum('BENCH_HTTP_ROUNDS', 3)));
   const warmup = envNum('BENCH_HTTP_WARMUP_SECONDS', 2);
   const threads = Math.max(1, Math.round(envNum('BENCH_HTTP_THREADS', 1)));
+  const titles = (process.env.BENCH_HTTP_TITLES ?? '1') !== '0';
   const connsList = (process.env.BENCH_HTTP_CONNS || '100,1000').split(',').map((s) => Number(s.trim())).filter((n) => n > 0);
 
   if (!have('wrk')) throw new Error('wrk is not installed: apt-get install -y wrk');
@@ -90,7 +95,10 @@ export async function run(): Promise<BenchRow[]> {
     const results = new Map<string, { skylark: Measured[]; nginx: Measured[] }>();
     const sizes: Record<string, string> = {};
     for (let r = 0; r < rounds; r++) {
-      const targets = await prepareRound(sky.http, secretKey, nginx, r);
+      // Two streams per round: a plain one, and one whose title changed every 10 s while it was
+      // published (issue 16: metadata must not cost the listener path): its playlist carries
+      // EXT-X-DATERANGE and PROGRAM-DATE-TIME tags, its segments the timed ID3.
+      const targets = [...(await prepareRound(sky.http, secretKey, nginx, r)), ...(titles ? await prepareRound(sky.http, secretKey, nginx, r, { titlesEveryMs: 10_000 }) : [])];
       if (r === 0) {
         // Response sizes on the wire, as wrk reads them.
         for (const t of targets) {
@@ -147,7 +155,9 @@ export async function run(): Promise<BenchRow[]> {
  * window, so the playlist stops changing and the segments stay). The newest full segment and the
  * playlist are copied to nginx under new names (open_file_cache never sees a rewritten file).
  */
-export async function prepareRound(http: string, secretKey: string, nginx: { base: string; dir: string } | null, round: number): Promise<Target[]> {
+export async function prepareRound(http: string, secretKey: string, nginx: { base: string; dir: string } | null, round: number, o: { titlesEveryMs?: number } = {}): Promise<Target[]> {
+  const suffix = o.titlesEveryMs ? ' +titles' : '';
+  const tag = o.titlesEveryMs ? `t${round}` : `${round}`;
   const created = await fetch(`${http}/v2/streams`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${secretKey}`, 'Content-Type': 'application/json' },
@@ -158,23 +168,36 @@ export async function prepareRound(http: string, secretKey: string, nginx: { bas
   if (created.status !== 201 || !stream.rtmpUrl || !stream.streamKey || !stream.hlsUrl) {
     throw new Error(`POST /v2/streams answered ${created.status}: ${JSON.stringify(stream).slice(0, 500)}`);
   }
-  const { mediaUrl, playlist } = await publishUntilSegments(`${stream.rtmpUrl}/${stream.streamKey}`, stream.hlsUrl, 3);
+  let titlesSent = 0;
+  const setTitle = async () => {
+    const res = await fetch(`${http}/v2/streams/${stream.id}/now_playing`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${secretKey}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ title: `Track ${titlesSent + 1} of round ${round + 1}`, artist: 'Bench Artist', album: 'Bench Album' }),
+      signal: AbortSignal.timeout(5000),
+    });
+    if (res.status !== 200) throw new Error(`POST now_playing answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
+    titlesSent++;
+  };
+  // 6 segments (12 s) with titles: the first at going live, the next 10 s later.
+  const { mediaUrl, playlist } = await publishUntilSegments(`${stream.rtmpUrl}/${stream.streamKey}`, stream.hlsUrl, o.titlesEveryMs ? 6 : 3, o.titlesEveryMs ? { everyMs: o.titlesEveryMs, run: setTitle } : undefined);
+  if (o.titlesEveryMs && (titlesSent < 2 || !playlist.includes('#EXT-X-DATERANGE'))) throw new Error(`the +titles stream got ${titlesSent} titles and its playlist ${playlist.includes('#EXT-X-DATERANGE') ? 'has' : 'has no'} EXT-X-DATERANGE`);
   const seg = pickFullSegment(playlist, mediaUrl);
   const segBody = await get(seg.url);
   if (segBody.status !== 200) throw new Error(`segment ${seg.url} answered ${segBody.status}`);
   const playlistBytes = new TextEncoder().encode(playlist);
-  log(`round ${round + 1}: segment ${seg.url} (${seg.durationS} s, ${segBody.body.byteLength} B); playlist ${playlistBytes.byteLength} B, ${seg.count} segments`);
+  log(`round ${round + 1}${suffix}: segment ${seg.url} (${seg.durationS} s, ${segBody.body.byteLength} B); playlist ${playlistBytes.byteLength} B, ${seg.count} segments${o.titlesEveryMs ? `, ${titlesSent} titles` : ''}`);
   let nginxSeg: string | null = null;
   let nginxPl: string | null = null;
   if (nginx) {
-    writeFileSync(path.join(nginx.dir, 'static', `seg-${round}.ts`), segBody.body);
-    writeFileSync(path.join(nginx.dir, 'static', `index-${round}.m3u8`), playlistBytes);
-    nginxSeg = `${nginx.base}/static/seg-${round}.ts`;
-    nginxPl = `${nginx.base}/static/index-${round}.m3u8`;
+    writeFileSync(path.join(nginx.dir, 'static', `seg-${tag}.ts`), segBody.body);
+    writeFileSync(path.join(nginx.dir, 'static', `index-${tag}.m3u8`), playlistBytes);
+    nginxSeg = `${nginx.base}/static/seg-${tag}.ts`;
+    nginxPl = `${nginx.base}/static/index-${tag}.m3u8`;
   }
   const targets: Target[] = [
-    { kind: 'segment', bytes: segBody.body, skylark: seg.url, nginx: nginxSeg },
-    { kind: 'playlist', bytes: playlistBytes, skylark: mediaUrl, nginx: nginxPl },
+    { kind: `segment${suffix}`, bytes: segBody.body, skylark: seg.url, nginx: nginxSeg },
+    { kind: `playlist${suffix}`, bytes: playlistBytes, skylark: mediaUrl, nginx: nginxPl },
   ];
   for (const t of targets) {
     for (const url of [t.skylark, t.nginx]) {
@@ -246,7 +269,8 @@ function toRows(
     { name: 'wrk CPU', unit: '% core', get: (m) => m.wrk.wrkCpuPercent ?? NaN },
     { name: 'other load on the box', unit: '% core', get: (m) => m.boxCpu - m.serverCpu - (m.wrk.wrkCpuPercent ?? NaN) },
   ];
-  for (const kind of ['segment', 'playlist'] as const) {
+  const kinds = [...new Set([...results.keys()].map((k) => k.split('|')[0]!))];
+  for (const kind of kinds) {
     for (const conns of connsList) {
       const slot = results.get(`${kind}|${conns}`);
       if (!slot || !slot.skylark.length) continue;
@@ -269,15 +293,34 @@ function toRows(
     }
   }
   // Derived, as in RESULTS.md: a 2 s-segment listener fetches one segment and one playlist per 2 s.
-  for (const conns of connsList) {
-    const s = results.get(`segment|${conns}`);
-    const p = results.get(`playlist|${conns}`);
-    if (!s?.skylark.length || !p?.skylark.length) continue;
-    const est = (a: Measured[], b: Measured[]) => 2 / (1 / median(a.map((m) => m.wrk.reqPerSec)) + 1 / median(b.map((m) => m.wrk.reqPerSec)));
-    const row: BenchRow = { group, name: `listeners (2 s segments) at ${conns} conns, estimate`, value: est(s.skylark, p.skylark), unit: 'listeners' };
-    if (s.nginx.length && p.nginx.length) row.peer = { name: 'nginx', value: est(s.nginx, p.nginx) };
-    row.note = '2 / (1/segment req/s + 1/playlist req/s)';
-    rows.push(row);
+  for (const suffix of ['', ' +titles']) {
+    for (const conns of connsList) {
+      const s = results.get(`segment${suffix}|${conns}`);
+      const p = results.get(`playlist${suffix}|${conns}`);
+      if (!s?.skylark.length || !p?.skylark.length) continue;
+      const est = (a: Measured[], b: Measured[]) => 2 / (1 / median(a.map((m) => m.wrk.reqPerSec)) + 1 / median(b.map((m) => m.wrk.reqPerSec)));
+      const row: BenchRow = { group, name: `listeners (2 s segments${suffix}) at ${conns} conns, estimate`, value: est(s.skylark, p.skylark), unit: 'listeners' };
+      if (s.nginx.length && p.nginx.length) row.peer = { name: 'nginx', value: est(s.nginx, p.nginx) };
+      row.note = '2 / (1/segment req/s + 1/playlist req/s)';
+      rows.push(row);
+    }
+  }
+  // Titles against none, Skylark only, same run (issue 16): per server CPU-second.
+  for (const kind of ['segment', 'playlist']) {
+    for (const conns of connsList) {
+      const a = results.get(`${kind}|${conns}`)?.skylark ?? [];
+      const b = results.get(`${kind} +titles|${conns}`)?.skylark ?? [];
+      if (!a.length || !b.length) continue;
+      const perCpu = (ms: Measured[]) => median(ms.map((m) => (m.serverCpu > 0 ? m.wrk.reqPerSec / (m.serverCpu / 100) : NaN)));
+      rows.push({
+        group,
+        name: `${kind} ${conns} conns: req per server CPU-second, titles every 10 s`,
+        value: perCpu(b),
+        unit: 'req/CPU-s',
+        peer: { name: 'no titles', value: perCpu(a) },
+        note: `req/s with titles ${Math.round(median(b.map((m) => m.wrk.reqPerSec)))}, without ${Math.round(median(a.map((m) => m.wrk.reqPerSec)))}`,
+      });
+    }
   }
   if (notes.length) rows.push({ group, name: 'notes', value: NaN, unit: '', note: notes.join('; ') });
   return rows;
@@ -381,7 +424,7 @@ export async function createAccount(dataDir: string, fallback: string | null): P
 }
 
 /** Publishes a real AAC stream with FFmpeg until the media playlist lists `n` segments, stops it, and returns the settled playlist. */
-async function publishUntilSegments(publishUrl: string, hlsUrl: string, n: number): Promise<{ mediaUrl: string; playlist: string }> {
+async function publishUntilSegments(publishUrl: string, hlsUrl: string, n: number, every?: { everyMs: number; run: () => Promise<void> }): Promise<{ mediaUrl: string; playlist: string }> {
   const ff = spawnWithFds([
     'ffmpeg', '-hide_banner', '-nostdin', '-loglevel', 'error', '-re',
     '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000',
@@ -389,6 +432,8 @@ async function publishUntilSegments(publishUrl: string, hlsUrl: string, n: numbe
   ]);
   let ffErr = '';
   ff.stderr!.on('data', (d) => (ffErr += d));
+  let ticker: NodeJS.Timeout | undefined;
+  let tickerErr: Error | null = null;
   try {
     const deadline = Date.now() + 20_000 + n * 3000;
     let mediaUrl: string | null = null;
@@ -405,11 +450,19 @@ async function publishUntilSegments(publishUrl: string, hlsUrl: string, n: numbe
           mediaUrl = new URL(uri, hlsUrl).toString();
         }
         const mp = await get(mediaUrl);
+        if (every && !ticker && mp.status === 200) {
+          // Live: the first call now, then one every `everyMs`.
+          const tick = () => every.run().catch((e: Error) => (tickerErr = e));
+          await tick();
+          ticker = setInterval(tick, every.everyMs);
+        }
+        if (tickerErr) throw tickerErr;
         if (mp.status === 200 && (Buffer.from(mp.body).toString('utf8').match(/#EXTINF:/g) ?? []).length >= n) break;
       } catch {
         /* not up yet */
       }
     }
+    clearInterval(ticker);
     await stop(ff, 'SIGINT', 5000); // the publisher leaves; the stream waits in its reconnect window
     // The hub flushes the open (partial) segment when the publisher goes; wait until the playlist settles.
     let prev = '';
@@ -422,6 +475,7 @@ async function publishUntilSegments(publishUrl: string, hlsUrl: string, n: numbe
     }
     throw new Error('the media playlist kept changing after the publisher stopped');
   } finally {
+    clearInterval(ticker);
     await stop(ff, 'SIGKILL', 1000);
   }
 }

@@ -25,132 +25,18 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ChildProcess } from 'node:child_process';
 import type { BenchRow } from './lib/report.js';
-import { boxTicks, childPids, CLK_TCK, processTicks, sleep, stop } from './lib/proc.js';
+import { CLK_TCK, sleep, stop } from './lib/proc.js';
 import { createAccount, startSkylark } from './http-segments.js';
 import { ReplayPool, readFlvAudio, type PublishTarget } from './lib/rtmp-replayer.js';
-import { createStream, nginxRtmpMissing, skylarkTarget, startNginxRtmp, startReplayer, type SkylarkStream } from './lib/ingest-servers.js';
+import { createStream, nginxRtmpMissing, skylarkTarget, startNginxRtmp, type SkylarkStream } from './lib/ingest-servers.js';
+import { envNum, f1, median, runPhase, ticksOf, type Phase, type Server, type Window } from './lib/ingest-phase.js';
 import { mapLimit, nginxHlsOk, pollFirstPlayable, skylarkHlsOk, type FirstPlayable } from './lib/ingest-hls.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const FLV = path.join(root, 'test', 'fixtures', 'aac', 'sine48k_stereo_128k.flv');
 const log = (msg: string) => process.stderr.write(`[ingest] ${msg}\n`);
 
-const envNum = (name: string, dflt: number) => {
-  const v = process.env[name];
-  const n = v === undefined || v === '' ? NaN : Number(v);
-  return Number.isFinite(n) && n >= 0 ? n : dflt;
-};
-
-const median = (xs: number[]) => {
-  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (!s.length) return NaN;
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-};
-const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 1 ? 3 : x < 10 ? 2 : 1) : '–');
-
 type Who = 'skylark' | 'nginx';
-
-interface Server {
-  who: Who;
-  pid: number;
-  /** Builds the replayer targets of N streams; `hls` checks stream i. */
-  prepare(n: number, label: string): Promise<{ targets: PublishTarget[]; hls: (i: number) => Promise<{ ok: boolean; why?: string }> }>;
-}
-
-/** One window's CPU (% of one core) and the replayer's pool counters at its end. */
-interface Window {
-  server: number;
-  /** Of `server`: the server's child processes (Skylark: ladder FFmpeg; nginx: its worker). */
-  children: number;
-  replayer: number;
-  box: number;
-  maxLateMs: number;
-  publishing: number;
-}
-
-interface Phase {
-  who: Who;
-  n: number;
-  published: number;
-  failed: string[];
-  windows: Window[];
-  hlsOk: number;
-  hlsWhy: string[];
-  dropped: number;
-  dropReasons: string[];
-  publishMs: number;
-}
-
-/** CPU ticks of a process and (separately) of its direct children. */
-function ticksOf(pid: number): { self: number; children: number } {
-  let children = 0;
-  for (const c of childPids(pid)) children += processTicks(c) ?? 0;
-  return { self: processTicks(pid) ?? 0, children };
-}
-
-async function measureWindow(serverPid: number, replayerPid: number, seconds: number): Promise<Omit<Window, 'maxLateMs' | 'publishing'>> {
-  const t0 = performance.now();
-  const s0 = ticksOf(serverPid);
-  const r0 = processTicks(replayerPid) ?? 0;
-  const b0 = boxTicks();
-  await sleep(seconds * 1000);
-  const secs = (performance.now() - t0) / 1000;
-  const s1 = ticksOf(serverPid);
-  const r1 = processTicks(replayerPid) ?? 0;
-  const b1 = boxTicks();
-  const pct = (ticks: number) => (ticks / CLK_TCK / secs) * 100;
-  const cores = Math.round((b1.total - b0.total) / CLK_TCK / secs);
-  return {
-    server: pct(s1.self + s1.children - s0.self - s0.children),
-    children: pct(s1.children - s0.children),
-    replayer: pct(r1 - r0),
-    box: b1.total > b0.total ? ((b1.busy - b0.busy) / (b1.total - b0.total)) * 100 * cores : NaN,
-  };
-}
-
-async function runPhase(server: Server, n: number, o: { workDir: string; warmup: number; windowS: number; windows: number; tickMs: number }): Promise<Phase> {
-  const label = `${server.who}-${n}`;
-  const { targets, hls } = await server.prepare(n, label);
-  const rep = await startReplayer(o.workDir, label, FLV, targets, o.tickMs);
-  const phase: Phase = {
-    who: server.who,
-    n,
-    published: rep.ready.ok,
-    failed: rep.ready.failed.map((f) => f.reason),
-    windows: [],
-    hlsOk: 0,
-    hlsWhy: [],
-    dropped: 0,
-    dropReasons: [],
-    publishMs: median(rep.ready.publishMs),
-  };
-  try {
-    log(`${label}: ${rep.ready.ok}/${n} publishing (connect → Publish.Start median ${f1(phase.publishMs)} ms)${rep.ready.failedCount ? `; FAILED ${rep.ready.failedCount}: ${phase.failed.slice(0, 3).join('; ')}` : ''}`);
-    await sleep(o.warmup * 1000);
-    await rep.stats(); // resets the lateness maximum: the windows report their own
-    for (let w = 0; w < o.windows; w++) {
-      const m = await measureWindow(server.pid, rep.pid, o.windowS);
-      const st = await rep.stats();
-      const win: Window = { ...m, maxLateMs: st.maxLateMs, publishing: st.publishing };
-      phase.windows.push(win);
-      phase.dropped = st.dropped;
-      phase.dropReasons = st.reasons;
-      log(
-        `${label} window ${w + 1}/${o.windows}: server ${f1(win.server)} % (children ${f1(win.children)}), ` +
-          `per stream ${f1(win.server / n)} %, replayer ${f1(win.replayer)} %, box ${f1(win.box)} % of 200, ` +
-          `publishing ${win.publishing}, max write lateness ${f1(win.maxLateMs)} ms`,
-      );
-    }
-    const checks = await mapLimit(targets, 16, (_, i) => hls(i));
-    phase.hlsOk = checks.filter((c) => c.ok).length;
-    phase.hlsWhy = [...new Set(checks.filter((c) => !c.ok).map((c) => c.why ?? '?'))].slice(0, 3);
-    log(`${label}: HLS OK ${phase.hlsOk}/${n}${phase.hlsWhy.length ? ` (${phase.hlsWhy.join('; ')})` : ''}${phase.dropped ? `; ${phase.dropped} publishers DROPPED: ${phase.dropReasons.join('; ')}` : ''}`);
-  } finally {
-    await rep.stop();
-  }
-  return phase;
-}
 
 export async function run(): Promise<BenchRow[]> {
   const nList = (process.env.BENCH_INGEST_N || '1,50,200').split(',').map((s) => Math.round(Number(s.trim()))).filter((x) => x > 0);
@@ -236,7 +122,7 @@ export async function run(): Promise<BenchRow[]> {
         try {
           // N=1 spends ~0.2 % of a core: one window 6× as long (60 s by default) instead of W
           // windows, so a 100 Hz clock tick is 0.017 % of the result rather than 0.1 %.
-          phases.push(await runPhase(server, n, { workDir: work, warmup, windowS: n === 1 ? windowS * 6 : windowS, windows: n === 1 ? 1 : windows, tickMs }));
+          phases.push(await runPhase(server, n, { workDir: work, flv: FLV, log, warmup, windowS: n === 1 ? windowS * 6 : windowS, windows: n === 1 ? 1 : windows, tickMs }));
         } catch (e) {
           notes.push(`${server.who} N=${n} failed: ${(e as Error).message}`);
           log(`${server.who} N=${n} FAILED: ${(e as Error).message}`);
@@ -302,7 +188,7 @@ export async function run(): Promise<BenchRow[]> {
             return { targets: streams.map(skylarkTarget), hls: (i) => skylarkHlsOk(streams[i]!.hlsUrl) };
           },
         };
-        const p = await runPhase(server2, ladderN, { workDir: work, warmup, windowS, windows: 1, tickMs });
+        const p = await runPhase(server2, ladderN, { workDir: work, flv: FLV, log, warmup, windowS, windows: 1, tickMs });
         const w = p.windows[0];
         const group = 'ABR ladder cost (Skylark, ladder on: 128 passthrough + 64 encoded per stream)';
         if (w) {

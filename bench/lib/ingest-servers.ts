@@ -11,6 +11,7 @@ import { freePort, have, sleep, spawnWithFds, stop } from './proc.js';
 import { get } from './http-check.js';
 import type { PublishTarget } from './rtmp-replayer.js';
 import type { PoolStats } from './rtmp-replayer.js';
+import type { IcecastTarget } from './icecast-replayer.js';
 
 const root = path.resolve(import.meta.dirname, '..', '..');
 const NGINX_RTMP_MODULE = '/usr/lib/nginx/modules/ngx_rtmp_module.so';
@@ -79,6 +80,8 @@ export interface SkylarkStream {
   rtmpUrl: string;
   streamKey: string;
   hlsUrl: string;
+  /** `http://host:port/live/<id>`: where an Icecast source sends. */
+  icecastUrl: string;
 }
 
 /**
@@ -111,10 +114,19 @@ export function skylarkTarget(s: SkylarkStream): PublishTarget {
   return { host: u.hostname, port: Number(u.port || 1935), app: u.pathname.replace(/^\//, ''), name: s.streamKey, tcUrl: s.rtmpUrl };
 }
 
-/** The replayer child process: publishes to every target; `ready` when all started (or failed). */
-export async function startReplayer(workDir: string, label: string, flv: string, targets: PublishTarget[], tickMs: number) {
+/** The Icecast source target of a Skylark stream (icecastUrl is http://host:port/live/<id>). */
+export function skylarkIcecastTarget(s: SkylarkStream): IcecastTarget {
+  const u = new URL(s.icecastUrl);
+  return { host: u.hostname, port: Number(u.port || 80), streamId: s.id, key: s.streamKey };
+}
+
+/**
+ * The replayer child process: publishes to every target over RTMP (`PublishTarget`s) or, with
+ * `protocol` 'icecast', as Icecast sources (`IcecastTarget`s); `ready` when all started (or failed).
+ */
+export async function startReplayer(workDir: string, label: string, flv: string, targets: PublishTarget[] | IcecastTarget[], tickMs: number, protocol: 'rtmp' | 'icecast' = 'rtmp') {
   const cfgFile = path.join(workDir, `replay-${label}.json`);
-  writeFileSync(cfgFile, JSON.stringify({ flv, tickMs, concurrency: 32, targets }));
+  writeFileSync(cfgFile, JSON.stringify({ flv, protocol, tickMs, concurrency: 32, targets }));
   const child: ChildProcess = spawnWithFds([process.execPath, '--import', 'tsx', path.join(root, 'bench', 'lib', 'ingest-replay-child.ts'), cfgFile], { cwd: root, fds: 4096 });
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
