@@ -278,6 +278,8 @@ export class HttpConn {
   private chunkLine = 0;
   private closed = false;
   onBytes: ((n: number, now: number) => void) | null = null;
+  /** A progressive stream: a chunked response is answered at its head, as one until close is. */
+  progressive = false;
 
   /** Counts this connection while its connect is in flight (`inFlight(+1)` now, `inFlight(-1)` once on connect or close). */
   private connecting = true;
@@ -395,6 +397,14 @@ export class HttpConn {
             this.st = St.ChunkSize;
             this.need = 0;
             this.chunkLine = 0;
+            if (this.progressive) {
+              // A chunked progressive stream (Skylark /listen) counts as answered at its head too.
+              const now = Date.now();
+              if (now >= this.wire.from && now <= this.wire.to) this.wire.requests++;
+              const done = this.done;
+              this.done = null;
+              done?.(this.status, '');
+            }
           } else if (this.status === 204 || this.status === 304) {
             this.complete();
           } else {
@@ -928,6 +938,7 @@ class StreamListener extends Listener {
       }),
     );
     this.conn.onBytes = (n, now) => this.bytes(n, now);
+    this.conn.progressive = true;
   }
 
   teardown(): void {
