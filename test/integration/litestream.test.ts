@@ -1,6 +1,6 @@
 /**
- * Disaster recovery of the one writer (docs/backup.md): Litestream (`@flydotio/litestream`, a
- * devDependency that ships the binary) replicates `skylark.db` continuously to a local file
+ * Disaster recovery of the one writer (docs/backup.md): Litestream (`@flydotio/litestream-linux-x64`, a
+ * optional dependency that ships the binary) replicates `skylark.db` continuously to a local file
  * replica while `skylark serve` runs; the node secret (`secret.key`, written once at first start)
  * is copied beside the replica once. Then the disaster: the server is killed (SIGKILL) and its data
  * dir destroyed. `litestream restore` into a new data dir plus the saved secret brings a node back
@@ -40,7 +40,7 @@ function litestreamBinary(): string | null {
 }
 
 const LITESTREAM = litestreamBinary();
-if (!LITESTREAM) process.stderr.write('litestream.test.ts: no Litestream binary (npm ci installs @flydotio/litestream): the backup test is skipped\n');
+if (!LITESTREAM) process.stderr.write('litestream.test.ts: no Litestream binary (npm ci installs @flydotio/litestream-linux-x64 on Linux x64): the backup test is skipped\n');
 
 const tmp = tempDir('skylark-litestream-');
 const children: ChildProcess[] = [];
