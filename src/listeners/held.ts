@@ -3,13 +3,15 @@
  * (rfc8216bis §6.2.5.2, §6.2.6) — capped per client address and in total (PRODUCT.md §13:
  * `httpMaxHeldPerIp`, `httpMaxHeld`). Implements `HoldGate` for src/hls/routes.ts. The client
  * address is the socket peer, or the `X-Forwarded-For` client when the peer is a trusted proxy
- * (src/listeners/geo.ts); it is kept in memory only while the request is held.
+ * (src/listeners/geo.ts); it is kept in memory only while the request is held. The counts are
+ * node-wide: every HTTP thread counts into the same shared memory (src/listeners/shared-counter.ts).
  */
 import type { BlockList } from 'node:net';
 import type { HoldGate } from '../hls/routes.js';
 import type { RawRequestInfo } from '../http/server.js';
-import { PerAddressCounter, type Limits } from '../limits/limits.js';
+import type { Limits } from '../limits/limits.js';
 import { clientAddress } from './geo.js';
+import { SharedAddressCounter, type SharedCounterMemory } from './shared-counter.js';
 
 export interface HeldRequestsDeps {
   /** Requests held at once, in total. */
@@ -17,14 +19,21 @@ export interface HeldRequestsDeps {
   /** Requests held at once per client address. */
   maxPerAddress: number;
   trusted: BlockList;
-  limits: Limits;
+  limits: Pick<Limits, 'hit'>;
+  /** The counts of another thread's `HeldRequests` (`memory`), to count into the same cells; new ones when absent. */
+  memory?: SharedCounterMemory | undefined;
 }
 
 export class HeldRequests implements HoldGate {
-  private readonly counter: PerAddressCounter;
+  private readonly counter: SharedAddressCounter;
 
   constructor(private readonly d: HeldRequestsDeps) {
-    this.counter = new PerAddressCounter(d.maxTotal, d.maxPerAddress);
+    this.counter = new SharedAddressCounter(d.maxTotal, d.maxPerAddress, d.memory);
+  }
+
+  /** The shared counts (hand them to the other threads' `HeldRequests`). */
+  get memory(): SharedCounterMemory {
+    return this.counter.memory;
   }
 
   /**

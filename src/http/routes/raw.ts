@@ -5,7 +5,7 @@
 import type uWS from 'uWebSockets.js';
 import { newRequestId } from '../../ids.js';
 import { writeRaw, type RawReply } from '../reply.js';
-import { paramCount } from '../request.js';
+import { paramCount, remoteAddressOf } from '../request.js';
 import type { RouteHost } from './host.js';
 
 /**
@@ -36,7 +36,7 @@ class RawInfo implements RawRequestInfo {
     return this.req ? this.req.getHeader(name) : '';
   }
   remoteAddress(): string {
-    return this.res ? Buffer.from(this.res.getRemoteAddressAsText()).toString() : '';
+    return this.res && this.req ? remoteAddressOf(this.res, this.req) : '';
   }
 }
 
