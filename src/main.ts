@@ -194,7 +194,8 @@ export async function startServer(config: Config, log: Logger, now: () => number
     return layer && !layer.failed ? listenerTimeoutMs(layer) : null;
   });
   if (edgeLog) features.push({ close: () => edgeLog.close() });
-  features.push(registerListenRoutes(http, media, { ctx: context, listeners }));
+  const listen = registerListenRoutes(http, media, { ctx: context, listeners, shared: threadCount > 1, counts: mainCounts });
+  features.push(listen);
   const whep = registerWhep({ http, media, registry: listeners.registry, tokens: listeners.tokens, access: listeners.access, trusted: listeners.trusted, config, log: log.child('webrtc'), urls: getUrls, limits });
   features.push({ close: () => whep.close() });
   registerFeedRoutes(http, { feed, repo: podcastsRepo, media: episodeMedia, log: podcastsLog });
@@ -254,6 +255,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
         source: hlsSource,
         registry: listeners.registry,
         policy: (id) => listeners.access.policy(id),
+        listen,
         log: log.child('http-threads'),
         limits,
         init: {
@@ -264,7 +266,6 @@ export async function startServer(config: Config, log: Logger, now: () => number
           heldMemory: listeners.held.memory,
           httpMaxHeld: config.limits.httpMaxHeld,
           httpMaxHeldPerIp: config.limits.httpMaxHeldPerIp,
-          listenMemory: listeners.held.memory,
           listenMaxConnections: config.limits.listenMaxConnections,
           listenMaxConnectionsPerIp: config.limits.listenMaxConnectionsPerIp,
         },

@@ -22,6 +22,8 @@ export interface LayerUpdate {
   lowLatency: boolean;
   /** Longest a held request waits (ms): 3 target durations. */
   waitMs: number;
+  /** Audio per part (LL-HLS) or segment (ms): what progressive listening's burst must outlast. */
+  unitMs: number;
   version: number;
   failed: boolean;
   ready: boolean;
@@ -72,14 +74,13 @@ export class MirrorLayer implements HlsLayerView {
   version = -1;
   initVersion = 0;
   init: Uint8Array | null = null;
+  unitMs = 2000;
   private waitMs = 6000;
   private firstSegment = 0;
   private readonly segments: Uint8Array[] = [];
   private readonly parts = new Map<number, Uint8Array[]>();
   private template: Template = { plain: new Uint8Array(0), slots: new Uint32Array(0) };
   private readonly waiters = new Waiters((msn, part) => this.has(msn, part));
-  /** Listeners of new media (progressive listening, src/listen/): parts on LL-HLS layers, segments on the others. */
-  private mediaListeners: Array<(data: Uint8Array, sequence: number, index: number | null) => void> = [];
 
   constructor(name: string) {
     this.name = name;
@@ -120,22 +121,9 @@ export class MirrorLayer implements HlsLayerView {
     return this.template;
   }
 
-  /** The retained segment sequence numbers, oldest first (progressive listening's burst). */
-  segmentRange(): { first: number; next: number } {
-    return { first: this.firstSegment, next: this.firstSegment + this.segments.length };
-  }
-
-  /** The parts of segment `sequence` retained here. */
-  partsOf(sequence: number): readonly Uint8Array[] {
-    return this.parts.get(sequence) ?? [];
-  }
-
-  /** Subscribes to new media as it arrives (see `mediaListeners`); returns the unsubscribe function. */
-  onMedia(fn: (data: Uint8Array, sequence: number, index: number | null) => void): () => void {
-    this.mediaListeners = [...this.mediaListeners, fn];
-    return () => {
-      this.mediaListeners = this.mediaListeners.filter((x) => x !== fn);
-    };
+  /** The oldest retained segment's sequence number. */
+  get oldestSegment(): number {
+    return this.firstSegment;
   }
 
   /** Takes in a main-thread update, then answers the held requests it satisfies. */
@@ -144,22 +132,20 @@ export class MirrorLayer implements HlsLayerView {
     this.container = u.container;
     this.lowLatency = u.lowLatency;
     this.waitMs = u.waitMs;
+    this.unitMs = u.unitMs;
     this.failed = u.failed;
     this.ready = u.ready;
     this.targetSeconds = u.targetSeconds;
     this.initVersion = u.initVersion;
     if (u.init !== undefined) this.init = u.init;
-    const fresh: Array<[Uint8Array, number, number | null]> = [];
     for (const [seq, index, data] of u.parts) {
       let list = this.parts.get(seq);
       if (!list) this.parts.set(seq, (list = []));
       list[index] = data;
-      if (this.lowLatency) fresh.push([data, seq, index]);
     }
     for (const [seq, data] of u.segments) {
       if (this.segments.length === 0) this.firstSegment = seq;
       this.segments[seq - this.firstSegment] = data;
-      if (!this.lowLatency || !this.parts.has(seq)) fresh.push([data, seq, null]);
     }
     // Let go of what the main thread let go of.
     while (this.segments.length > 0 && this.firstSegment < u.firstSegment) {
@@ -174,7 +160,6 @@ export class MirrorLayer implements HlsLayerView {
     const ending = u.ended && !this.ended;
     this.ended = u.ended;
     this.waiters.wake(ending);
-    for (const l of this.mediaListeners) for (const [data, seq, index] of fresh) l(data, seq, index);
   }
 }
 
@@ -220,13 +205,14 @@ export class MirrorStream implements HlsStreamView {
 
 /** A layer's state as an update that changes nothing (used to end it). */
 function lastUpdate(l: MirrorLayer): LayerUpdate {
-  const r = l.segmentRange();
+  const first = l.oldestSegment;
   return {
     name: l.name,
     kbps: l.kbps,
     container: l.container,
     lowLatency: l.lowLatency,
     waitMs: 0,
+    unitMs: l.unitMs,
     version: l.version,
     failed: l.failed,
     ready: l.ready,
@@ -236,8 +222,8 @@ function lastUpdate(l: MirrorLayer): LayerUpdate {
     initVersion: l.initVersion,
     segments: [],
     parts: [],
-    firstSegment: r.first,
-    firstPartSegment: r.first,
+    firstSegment: first,
+    firstPartSegment: first,
     playlist: l.playlist(),
   };
 }

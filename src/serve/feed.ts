@@ -19,7 +19,7 @@ import type { StreamPolicy } from '../listeners/hls-access.js';
 export type FeedMessage =
   | { t: 'stream'; u: StreamUpdate }
   | { t: 'drop'; id: string; gen: number }
-  | { t: 'policy'; id: string; policy: StreamPolicy | null };
+  | { t: 'policy'; id: string; policy: StreamPolicy | null; title: string };
 
 /** What was last posted of one layer (the next message carries what came after it). */
 interface Sent {
@@ -50,6 +50,8 @@ export interface MirrorFeedDeps {
   current: (streamId: string) => StreamHub | undefined;
   /** Stream policies (account, playback, codec) the workers check requests against. */
   policy: (streamId: string) => StreamPolicy | null;
+  /** A stream's title as listening names it (`icy-name`). */
+  title: (streamId: string) => string;
   /** Posts a message to every worker thread. */
   post: (m: FeedMessage) => void;
 }
@@ -92,7 +94,7 @@ export class MirrorFeed {
   snapshot(): FeedMessage[] {
     const out: FeedMessage[] = [];
     for (const w of this.watched.values()) {
-      out.push({ t: 'policy', id: w.hub.streamId, policy: this.d.policy(w.hub.streamId) });
+      out.push({ t: 'policy', id: w.hub.streamId, policy: this.d.policy(w.hub.streamId), title: this.d.title(w.hub.streamId) });
       out.push({ t: 'stream', u: this.streamUpdate(w, w.hub.layers, true) });
     }
     return out;
@@ -159,10 +161,11 @@ export class MirrorFeed {
   private postPolicy(w: Watched): void {
     const id = w.hub.streamId;
     const policy = this.d.policy(id);
-    const key = JSON.stringify(policy);
+    const title = this.d.title(id);
+    const key = JSON.stringify([policy, title]);
     if (key === w.policy) return;
     w.policy = key;
-    this.d.post({ t: 'policy', id, policy });
+    this.d.post({ t: 'policy', id, policy, title });
   }
 
   private unwatch(w: Watched, post: boolean): void {
@@ -231,6 +234,7 @@ export class MirrorFeed {
       container: l.o.container,
       lowLatency: l.lowLatency,
       waitMs: 3 * l.o.targetDurationMs,
+      unitMs: l.lowLatency ? l.o.partTargetMs : l.o.targetDurationMs,
       version: l.version,
       failed: l.failed,
       ready: l.ready,

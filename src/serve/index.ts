@@ -16,6 +16,7 @@ import type { StreamPolicy } from '../listeners/hls-access.js';
 import { SessionIntake } from '../listeners/remote.js';
 import { MirrorFeed } from './feed.js';
 import { HttpThreads } from './threads.js';
+import type { ListenFeature } from '../listen/routes.js';
 import type { ThreadCounts, WorkerInit } from './protocol.js';
 
 export type { ThreadCounts } from './protocol.js';
@@ -69,10 +70,12 @@ export interface HttpThreadsDeps {
   source: HubSource;
   registry: ListenerRegistry;
   policy: (streamId: string) => StreamPolicy | null;
+  /** The main thread's progressive listening (titles, node-wide caps, chunk queues). */
+  listen: ListenFeature;
   log: Logger;
   limits: Pick<Limits, 'hit'>;
   /** What each worker starts with besides its address and the feed. */
-  init: Omit<WorkerInit, 'index' | 'host' | 'port' | 'socketPath' | 'countCell'>;
+  init: Omit<WorkerInit, 'index' | 'host' | 'port' | 'socketPath' | 'countCell' | 'listenMemory'>;
 }
 
 /** The running worker threads, for the composition root. */
@@ -92,17 +95,20 @@ export async function startHttpThreads(d: HttpThreadsDeps): Promise<RunningThrea
     source: d.source,
     current: (id) => d.media.get(id),
     policy: d.policy,
+    title: (id) => d.listen.title(id),
     post: (m) => threads?.post(m),
   });
+  const listen = d.listen.feed((w, m) => threads?.postTo(w, m));
   const intake = new SessionIntake(d.registry, (w, handles) => threads?.postTo(w, { t: 'forget', handles }));
   d.media.onOpen((hub) => feed.watch(hub));
   threads = new HttpThreads({
     count: d.count,
-    init: { ...d.init, host: d.host, port: d.port, socketPath: d.socketPath, countCell: d.registry.countCell.buffer as SharedArrayBuffer },
+    init: { ...d.init, host: d.host, port: d.port, socketPath: d.socketPath, countCell: d.registry.countCell.buffer as SharedArrayBuffer, listenMemory: d.listen.caps.memory },
     log: d.log,
     limits: d.limits,
     intake,
     snapshot: () => feed.snapshot(),
+    listen,
   });
   const t = threads;
   try {

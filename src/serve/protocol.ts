@@ -7,6 +7,7 @@ import type { FeedMessage } from './feed.js';
 import type { SessionBatch } from '../listeners/remote.js';
 import type { LimitCause } from '../limits/limits.js';
 import type { LogLevel } from '../log/logger.js';
+import type { ListenFeedMessage, ListenWant } from '../listen/shared.js';
 
 /** What a worker thread starts with (`workerData`). */
 export interface WorkerInit {
@@ -46,6 +47,7 @@ export interface ThreadCounts {
 /** Main thread → worker. */
 export type ToWorker =
   | FeedMessage
+  | ListenFeedMessage
   | { t: 'forget'; handles: Int32Array }
   | { t: 'counts'; id: number }
   | { t: 'stop' };
@@ -58,4 +60,5 @@ export type FromWorker =
   | { t: 'log'; level: LogLevel; component: string; msg: string; fields?: Record<string, unknown> }
   | { t: 'limit'; cause: LimitCause; remote: string; fields?: Record<string, unknown> }
   | { t: 'counts'; id: number; counts: ThreadCounts }
+  | ListenWant
   | { t: 'stopped' };

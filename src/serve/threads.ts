@@ -19,6 +19,7 @@ import type { Logger } from '../log/logger.js';
 import type { Limits } from '../limits/limits.js';
 import type { SessionIntake } from '../listeners/remote.js';
 import type { FeedMessage } from './feed.js';
+import type { ListenFeed } from '../listen/shared.js';
 import type { FromWorker, ThreadCounts, ToWorker, WorkerInit } from './protocol.js';
 
 export interface HttpThreadsOptions {
@@ -31,6 +32,8 @@ export interface HttpThreadsOptions {
   intake: SessionIntake;
   /** The messages a new worker starts from (the feed's snapshot). */
   snapshot: () => FeedMessage[];
+  /** Progressive listening's chunk queues (src/listen/shared.ts). */
+  listen: ListenFeed;
 }
 
 interface Slot {
@@ -152,6 +155,7 @@ export class HttpThreads {
         exited();
         if (s.worker === w) s.worker = null;
         this.o.intake.workerGone(s.index);
+        this.o.listen.workerGone(s.index);
         if (!listening) return reject(new Error(`HTTP thread ${s.index} ended before listening (exit code ${code})`));
         if (this.closing) return;
         // Not asked to stop: a crash. Start another after a pause.
@@ -185,6 +189,8 @@ export class HttpThreads {
         this.queries.delete(m.id);
         return q?.(m.counts);
       }
+      case 'listen-want':
+        return this.o.listen.want(s.index, m);
       case 'stopped':
         return;
     }

@@ -21,6 +21,12 @@ import { HeldRequests } from '../listeners/held.js';
 import { RemoteSessions } from '../listeners/remote.js';
 import { trustedProxies } from '../listeners/geo.js';
 import { ListenerTokens } from '../auth/listener-tokens.js';
+import { MAX_LISTENERS } from '../listeners/registry.js';
+import { SharedAddressCounter } from '../listeners/shared-counter.js';
+import { registerListenHandlers } from '../listen/routes.js';
+import { MirrorQueues } from '../listen/shared.js';
+import { Mount } from '../listen/mount.js';
+import type { MirrorLayer } from '../hls/mirror.js';
 import type { Logger, LogLevel } from '../log/logger.js';
 import type { LimitCause } from '../limits/limits.js';
 import type { FromWorker, ThreadCounts, ToWorker, WorkerInit } from './protocol.js';
@@ -56,13 +62,56 @@ const nodeSecret = Buffer.from(init.nodeSecret);
 const trusted = trustedProxies(init.trustedProxies);
 const mirror = new MirrorSource();
 const policies = new Map<string, StreamPolicy | null>();
-const sessions = new RemoteSessions((b) => post({ t: 'sessions', b }), new Int32Array(init.countCell));
+const titles = new Map<string, string>();
+const countCell = new Int32Array(init.countCell);
+const sessions = new RemoteSessions((b) => post({ t: 'sessions', b }), countCell);
 const tokens = new ListenerTokens(nodeSecret);
 const access = new HlsListenerAccess({ sessions, policies: { policy: (id) => policies.get(id) ?? null }, tokens, trusted, nodeSecret });
 const held = new HeldRequests({ maxTotal: init.httpMaxHeld, maxPerAddress: init.httpMaxHeldPerIp, trusted, limits, memory: init.heldMemory });
 
 const http = new HttpServer({ maxJsonBodyBytes: init.maxJsonBodyBytes, log: log.child('http'), limits });
 registerHlsRoutes(http, mirror, { access, hold: held, served: counts });
+
+// Progressive listening: mounts over the main thread's chunk queues (src/listen/shared.ts).
+const queues = new MirrorQueues((w) => post(w));
+const mounts = new Map<string, Mount>();
+registerListenHandlers(http, {
+  log: log.child('listen'),
+  limits,
+  caps: new SharedAddressCounter(init.listenMaxConnections, init.listenMaxConnectionsPerIp, init.listenMemory),
+  trusted,
+  tokens,
+  policy: (id) => policies.get(id) ?? null,
+  title: (id) => titles.get(id) ?? '',
+  stream: (id) => {
+    const s = mirror.get(id);
+    return s ? { ended: s.ended, codec: s.codec, playable: s.playable, layers: () => s.layers.values() } : undefined;
+  },
+  mount: (id, layer) => {
+    const key = `${id}\n${layer.name}`;
+    let m = mounts.get(key);
+    if (m?.open) return m;
+    const q = queues.acquire(id, layer.name, (layer as MirrorLayer).unitMs);
+    const mount: Mount = new Mount({
+      streamId: id,
+      queue: q,
+      onDispose: () => {
+        if (mounts.get(key) === mount) mounts.delete(key);
+        queues.release(id, layer.name, q);
+      },
+    });
+    m = mount;
+    if (m.open) mounts.set(key, m);
+    return m;
+  },
+  full: () => Atomics.load(countCell, 0) >= MAX_LISTENERS,
+  open: (j) => {
+    const h = sessions.open(j);
+    return { seen: () => sessions.seenNow(h), close: () => sessions.close(h) };
+  },
+  counts,
+});
+
 http.forwardRest(init.socketPath, counts);
 
 let stopping = false;
@@ -72,6 +121,8 @@ function stop(code: 0 | 1): void {
   stopping = true;
   try {
     http.close();
+    for (const m of [...mounts.values()]) m.close();
+    queues.close();
   } catch (e) {
     log.error('closing the HTTP server failed', { err: e instanceof Error ? e.message : String(e) });
   }
@@ -86,10 +137,18 @@ function onMessage(m: ToWorker): void {
     case 'stream':
       return mirror.apply(m.u);
     case 'drop':
+      if (mirror.get(m.id)?.gen === m.gen) {
+        policies.delete(m.id);
+        titles.delete(m.id);
+      }
       return mirror.drop(m.id, m.gen);
     case 'policy':
       policies.set(m.id, m.policy);
+      titles.set(m.id, m.title);
       return;
+    case 'listen':
+    case 'listen-end':
+      return queues.take(m);
     case 'forget':
       return sessions.forget(m.handles);
     case 'counts':
