@@ -41,7 +41,10 @@ export interface ForwardCounts {
  * uWS tries specific patterns first). `socketPath` is the main thread's private unix socket.
  */
 export function registerForwardRoute(app: uWS.TemplatedApp, socketPath: string, replies: Replies, log: Logger, counts: ForwardCounts): http.Agent {
-  const agent = new http.Agent({ keepAlive: true, maxFreeSockets: 64 });
+  // One unix-socket connection per forwarded request: a kept-alive one could be closed by the main
+  // thread's idle timeout just as it is reused (the request would then fail). A unix connect costs
+  // tens of µs, and forwarded requests are the API's, not the listeners'.
+  const agent = new http.Agent({ keepAlive: false });
   app.any('/*', (res, req) => {
     counts.forwarded++;
     const requestId = newRequestId();

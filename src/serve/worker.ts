@@ -38,7 +38,8 @@ const post = (m: FromWorker) => port.postMessage(m);
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 /** A logger whose lines the main thread writes (its logger, its redaction, its sink). */
 function remoteLogger(component: string): Logger {
-  const min = ORDER[init.logLevel];
+  // Every line goes to the main thread's logger, which applies its own level.
+  const min = ORDER.debug;
   const write = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (ORDER[level] < min) return;
     post({ t: 'log', level, component, msg, ...(fields ? { fields: plain(fields) } : {}) });
