@@ -47,6 +47,7 @@ import type { EdgeLogReceiver } from './listeners/edge-log.js';
 import { listenerTimeoutMs, registerHlsRoutes } from './hls/routes.js';
 import { HubSource } from './hls/source.js';
 import { WatchedMediaRegistry, freePort, privateSocketPath, startHttpThreads, type RunningThreads, type ThreadCounts } from './serve/index.js';
+export { stopAllHttpThreads } from './serve/index.js';
 import { registerListenRoutes } from './listen/routes.js';
 import { registerWhep } from './webrtc/whep.js';
 import { registerOAuth } from './oauth/routes.js';

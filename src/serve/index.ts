@@ -16,6 +16,7 @@ import type { StreamPolicy } from '../listeners/hls-access.js';
 import { SessionIntake } from '../listeners/remote.js';
 import { MirrorFeed } from './feed.js';
 import { HttpThreads } from './threads.js';
+export { stopAllHttpThreads } from './threads.js';
 import type { ListenFeature } from '../listen/routes.js';
 import type { ThreadCounts, WorkerInit } from './protocol.js';
 

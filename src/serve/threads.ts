@@ -46,6 +46,24 @@ interface Slot {
   startedAt: number;
 }
 
+/** Every HTTP worker thread of this process that has not ended (see `stopAllHttpThreads`). */
+const running = new Map<Worker, Promise<void>>();
+
+/**
+ * Asks every HTTP worker thread of this process to stop and waits up to `timeoutMs` (ms) for them
+ * to end; true when none is left. For the exits that cannot wait for a graceful stop (a second
+ * signal, the stop's deadline): the process must not end while a worker's uWS App is open (Node
+ * aborts then, "uv_loop_close() while having open handles").
+ */
+export async function stopAllHttpThreads(timeoutMs: number): Promise<boolean> {
+  if (running.size === 0) return true;
+  for (const w of running.keys()) w.postMessage({ t: 'stop' } satisfies ToWorker);
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.all(running.values()), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+  clearTimeout(timer);
+  return running.size === 0;
+}
+
 const RESTART_MIN_MS = 1000;
 const RESTART_MAX_MS = 30_000;
 
@@ -136,6 +154,7 @@ export class HttpThreads {
     let exited!: () => void;
     const exit = new Promise<void>((r) => (exited = r));
     this.exits.add(exit);
+    running.set(w, exit);
     return new Promise<void>((resolve, reject) => {
       w.on('message', (m: FromWorker) => {
         try {
@@ -151,6 +170,7 @@ export class HttpThreads {
         log.error('an HTTP thread failed', { thread: s.index, err: e instanceof Error ? e.stack : String(e) });
       });
       w.on('exit', (code) => {
+        running.delete(w);
         this.exits.delete(exit);
         exited();
         if (s.worker === w) s.worker = null;
