@@ -75,6 +75,8 @@ export interface RunningServer {
   httpThreads: number;
   /** Requests each HTTP thread answered so far (index 0: the main thread; tests and diagnostics). */
   threadCounts(): Promise<Map<number, ThreadCounts>>;
+  /** Makes HTTP worker thread `index` (1, 2, …) throw an uncaught exception: tests check that it is replaced. */
+  failHttpThread(index: number): void;
   /** Stops listening, ends timers and closes the database. */
   close(): Promise<void>;
 }
@@ -307,6 +309,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
       if (threads) for (const [i, c] of await threads.counts()) out.set(i, c);
       return out;
     },
+    failHttpThread: (index) => threads?.fail(index),
     async close() {
       // Worker threads first: each closes its connections and sends its last session batch.
       await threads?.close();

@@ -83,6 +83,8 @@ export interface HttpThreadsDeps {
 export interface RunningThreads {
   /** Each worker's request counts (thread index → counts). */
   counts(): Promise<Map<number, ThreadCounts>>;
+  /** Makes worker `index` throw an uncaught exception (tests: it is logged and replaced). */
+  fail(index: number): void;
   /** Stops the workers and the feed; resolves once every worker ended. */
   close(): Promise<void>;
 }
@@ -122,6 +124,7 @@ export async function startHttpThreads(d: HttpThreadsDeps): Promise<RunningThrea
   }
   return {
     counts: () => t.counts(),
+    fail: (index) => t.postTo(index, { t: 'fail' }),
     async close() {
       await t.close();
       feed.close();

@@ -50,6 +50,8 @@ export type ToWorker =
   | ListenFeedMessage
   | { t: 'forget'; handles: Int32Array }
   | { t: 'counts'; id: number }
+  /** Throw an uncaught exception (tests: a crashed worker is logged and replaced). */
+  | { t: 'fail' }
   | { t: 'stop' };
 
 /** Worker → main thread. */

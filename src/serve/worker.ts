@@ -154,6 +154,11 @@ function onMessage(m: ToWorker): void {
       return sessions.forget(m.handles);
     case 'counts':
       return post({ t: 'counts', id: m.id, counts: { ...counts } });
+    case 'fail':
+      setTimeout(() => {
+        throw new Error('a failure the main thread asked for (tests)');
+      });
+      return;
     case 'stop':
       return stop(0);
   }

@@ -268,4 +268,24 @@ describe('two HTTP threads', () => {
     if (offered && deleted) return;
     throw new Error('no offer and DELETE landed on the worker thread in 60 tries');
   });
+
+  it('replaces a worker that crashed; HLS is served on it again', async () => {
+    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Crash', reconnectWindow: 2 })).json;
+    publishers.push(publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 60 }));
+    await waitFor(async () => (await fetch(s.hlsUrl)).status === 200, 20_000, 200, 'HLS');
+    const before = await worker();
+    expect(before.hls + before.forwarded).toBeGreaterThan(0);
+    t.server.failHttpThread(1);
+    // A new worker starts with fresh counts (and the state as it is now).
+    await waitFor(async () => {
+      const c = (await t.server.threadCounts()).get(1);
+      return c !== undefined && c.hls + c.forwarded < before.hls + before.forwarded;
+    }, 10_000, 100, 'a new worker');
+    // Every request answers meanwhile and after (on the main thread while the worker is down).
+    await waitFor(async () => {
+      expect((await fresh('GET', s.hlsUrl)).status).toBe(200);
+      return (await worker()).hls > 0;
+    }, 10_000, 20, 'HLS on the new worker');
+  });
 });
+
