@@ -13,7 +13,8 @@
  *
  * Settings (environment): BENCH_HTTP_SECONDS (10), BENCH_HTTP_ROUNDS (3; each row is the median),
  * BENCH_HTTP_CONNS ("100,1000"), BENCH_HTTP_WARMUP_SECONDS (2; 0 = none), BENCH_HTTP_THREADS (1),
- * SKYLARK_BENCH_CPU_PROF (a directory: runs Skylark with `node --cpu-prof` into it).
+ * SKYLARK_BENCH_CPU_PROF (a directory: runs Skylark with `node --cpu-prof` into it),
+ * SKYLARK_BENCH_NODE_FLAGS (more node flags for Skylark, e.g. `--perf-basic-prof` for `perf`).
  */
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync, existsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -305,7 +306,7 @@ async function waitForBuild(): Promise<void> {
 export async function startSkylark(dataDir: string, extraEnv: Record<string, string> = {}) {
   mkdirSync(dataDir, { recursive: true });
   const prof = process.env.SKYLARK_BENCH_CPU_PROF;
-  const nodeFlags = prof ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(prof)}`] : [];
+  const nodeFlags = [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(prof)}`] : []), ...(process.env.SKYLARK_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
   let lastErr: Error | null = null;
   for (let attempt = 0; attempt < 3; attempt++) {
     await waitForBuild();

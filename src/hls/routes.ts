@@ -33,7 +33,7 @@
  * to a blocking reload when the server cannot wait, rfc8216bis §6.2.5.2; `no-store`, so no cache
  * keeps it under the blocking query), or 503 with `Retry-After: 1` for a part not there yet.
  */
-import type { DeferredReply, HttpServer, RawReply, RawRequestInfo } from '../http/server.js';
+import type { Answer, DeferredReply, HttpServer, RawReply, RawRequestInfo } from '../http/server.js';
 import { errorBody, headerBytes, STATUS_200, statusLine } from '../http/server.js';
 import { ApiError, type ErrorCode } from '../errors/errors.js';
 import type { Layer } from '../media/hub.js';
@@ -88,11 +88,12 @@ export interface HlsAccess {
  */
 export interface HoldGate {
   /**
-   * One more held request from the client of `info` (read synchronously, during the handler): a
-   * release function (safe to call more than once; gives the slot back on the first call), or
-   * null when a cap is reached (the hit is counted and logged by the gate).
+   * One more held request from the client of `info` (read synchronously, during the handler): the
+   * key to `release` it with (exactly once), or null when a cap is reached (the hit is counted and
+   * logged by the gate).
    */
-  acquire(info: RawRequestInfo): (() => void) | null;
+  acquire(info: RawRequestInfo): string | null;
+  release(key: string): void;
 }
 
 /** What `registerHlsRoutes` may be given besides the media. */
@@ -184,20 +185,9 @@ export function registerHlsRoutes(http: HttpServer, source: HlsSource, opts: Hls
    */
   const when = (layer: HlsLayerView, msn: number, part: number | undefined, info: RawRequestInfo, reply: () => RawReply, now: () => RawReply): RawReply | DeferredReply => {
     if (layer.ended || layer.has(msn, part)) return reply();
-    const release = hold ? hold.acquire(info) : noop;
-    if (!release) return now();
-    return {
-      defer: (answer) => {
-        const cancel = layer.waitFor(msn, part, () => {
-          release();
-          answer(reply);
-        });
-        return () => {
-          release();
-          cancel();
-        };
-      },
-    };
+    const key = hold ? hold.acquire(info) : '';
+    if (key === null) return now();
+    return new Held(layer, msn, part, hold, key, reply);
   };
 
   for (const method of ['get', 'head'] as const) {
@@ -285,6 +275,47 @@ export function registerHlsRoutes(http: HttpServer, source: HlsSource, opts: Hls
   }
 }
 
+/**
+ * A held request (blocking reload, part wait): one object for its whole wait — the deferred reply,
+ * the layer's waiter callback and the held slot — answered with `reply()` when the layer has what
+ * it waits for (or ends, or the wait times out), or let go when the client leaves.
+ */
+class Held implements DeferredReply {
+  private to: Answer | null = null;
+  private cancelWait: (() => void) | null = null;
+  private released = false;
+
+  constructor(
+    private readonly layer: HlsLayerView,
+    private readonly msn: number,
+    private readonly part: number | undefined,
+    private readonly hold: HoldGate | undefined,
+    private readonly key: string,
+    private readonly reply: () => RawReply,
+  ) {}
+
+  defer(to: Answer): void {
+    this.to = to;
+    this.cancelWait = this.layer.waitFor(this.msn, this.part, this.ready);
+  }
+
+  cancel(): void {
+    this.release();
+    this.cancelWait?.();
+  }
+
+  /** The layer has it (or ended, or the wait timed out). */
+  private readonly ready = (): void => {
+    this.release();
+    this.to?.answer(this.reply);
+  };
+
+  private release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.hold?.release(this.key);
+  }
+}
+
 /** What an untracked public request is answered with (no access check configured). */
 const PUBLIC_ADMIT = Object.freeze({ query: '', private: false });
-const noop = () => {};

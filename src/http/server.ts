@@ -29,7 +29,7 @@ export type { HttpMethod } from './request.js';
 export type { ApiReply, WebReply, RawReply, ObservedResponse } from './reply.js';
 export { headerBytes, STATUS_200, statusLine, errorBody } from './reply.js';
 export type { ApiRequest, ApiHandler, GuardedApiHandler, ApiRouteOptions, IdempotencyHook } from './routes/api.js';
-export type { DeferredReply, RawRequestInfo } from './routes/raw.js';
+export type { Answer, DeferredReply, RawRequestInfo } from './routes/raw.js';
 export type { WebRequest } from './routes/web.js';
 export type { RawBodyRequest } from './routes/raw-body.js';
 export type { ProgressiveAnswer, ProgressiveHandler, ProgressiveRequest, ProgressiveSink, ProgressiveStream } from './routes/progressive.js';

@@ -37,23 +37,23 @@ export class HeldRequests implements HoldGate {
   }
 
   /**
-   * Admits one more held request of the client of `info`: its release function (the first call
-   * gives the slot back, later calls do nothing), or null over a cap — then the hit is counted as
-   * `http_held` (total) or `http_held_per_ip` on the node's Limits.
+   * Admits one more held request of the client of `info`: the client's address, to hand back to
+   * `release` once (when the request is answered, aborted or timed out), or null over a cap — then
+   * the hit is counted as `http_held` (total) or `http_held_per_ip` on the node's Limits.
    */
-  acquire(info: RawRequestInfo): (() => void) | null {
+  acquire(info: RawRequestInfo): string | null {
     const ip = clientAddress(info.remoteAddress(), info.header('x-forwarded-for'), this.d.trusted);
     const r = this.counter.tryAcquire(ip);
     if (r !== 'ok') {
       this.d.limits.hit(r === 'total' ? 'http_held' : 'http_held_per_ip', ip);
       return null;
     }
-    let held = true;
-    return () => {
-      if (!held) return;
-      held = false;
-      this.counter.release(ip);
-    };
+    return ip;
+  }
+
+  /** Gives back the slot `acquire` gave for `address`. */
+  release(address: string): void {
+    this.counter.release(address);
   }
 
   /** Requests held now, in total or for one client address. */
