@@ -395,6 +395,15 @@ export class HttpConn {
             this.st = St.ChunkSize;
             this.need = 0;
             this.chunkLine = 0;
+            if (this.onBytes) {
+              // A chunked progressive stream (Skylark /listen): like Icecast's, answered at its head;
+              // its chunks keep coming through onBytes.
+              const done = this.done;
+              this.done = null;
+              const now = Date.now();
+              if (now >= this.wire.from && now <= this.wire.to) this.wire.requests++;
+              done?.(this.status, '');
+            }
           } else if (this.status === 204 || this.status === 304) {
             this.complete();
           } else {

@@ -113,15 +113,23 @@ const m3u8Headers = (cache: string): HeaderList => {
   if (!h) HEADERS_BY_CACHE.set(cache, (h = objectHeaders(M3U8, cache)));
   return h;
 };
-/** Headers of a blocking reload answered with the part it asked for: shareable for one target duration (s). */
-const blockingHit = (targetSeconds: number): HeaderList => m3u8Headers(`public, max-age=${targetSeconds}`);
-/** Multivariant headers when the body carries a minted session id: never in a shared cache. */
-const multivariantSession = (maxAge: number): HeaderList => m3u8Headers(maxAge > 0 ? `private, max-age=${maxAge}` : 'private, no-cache');
-/** A playlist's headers: ended ones are cached a minute, LL-HLS ones not at all, classic ones half a target duration. */
-const playlistHeaders = (ended: boolean, targetSeconds: number, lowLatency: boolean): HeaderList => {
-  const maxAge = Math.floor(targetSeconds / 2);
-  return m3u8Headers(ended ? 'public, max-age=60' : lowLatency ? 'no-cache' : maxAge > 0 ? `public, max-age=${maxAge}` : 'no-cache');
+/** Header lists by a small integer key, so the hot path builds no string: see the users below. */
+const byKey = (make: (k: number) => HeaderList) => {
+  const m = new Map<number, HeaderList>();
+  return (k: number): HeaderList => {
+    let h = m.get(k);
+    if (!h) m.set(k, (h = make(k)));
+    return h;
+  };
 };
+/** Headers of a blocking reload answered with the part it asked for: shareable for one target duration (s). */
+const blockingHit = byKey((targetSeconds) => m3u8Headers(`public, max-age=${targetSeconds}`));
+/** Multivariant headers when the body carries a minted session id (max-age s): never in a shared cache. */
+const multivariantSession = byKey((maxAge) => m3u8Headers(maxAge > 0 ? `private, max-age=${maxAge}` : 'private, no-cache'));
+/** Playlist headers by key: -1 ended (cached a minute), -2 LL-HLS (not cached), else half a target duration (s). */
+const playlistHeadersByKey = byKey((k) => m3u8Headers(k === -1 ? 'public, max-age=60' : k === -2 || k === 0 ? 'no-cache' : `public, max-age=${k}`));
+/** A playlist's headers: ended ones are cached a minute, LL-HLS ones not at all, classic ones half a target duration. */
+const playlistHeaders = (ended: boolean, targetSeconds: number, lowLatency: boolean): HeaderList => playlistHeadersByKey(ended ? -1 : lowLatency ? -2 : Math.floor(targetSeconds / 2));
 
 /** A non-negative integer of 1–15 digits, else NaN. */
 const integer = (s: string): number => (s.length > 0 && s.length <= 15 && /^\d+$/.test(s) ? Number(s) : NaN);
