@@ -54,7 +54,7 @@ module.exports = {
       comment: 'services/ know no HTTP, no api/ module, no delivery room',
       severity: 'error',
       from: { path: '^src/services/' },
-      to: { path: '^src/(http|api|dashboard|hls|webrtc|listen|ingest/rtmp)' },
+      to: { path: '^src/(http|api|dashboard|hls|webrtc|listen|serve|ingest/rtmp)' },
     },
     {
       name: 'db-knows-no-rules',
@@ -65,9 +65,9 @@ module.exports = {
     },
     {
       name: 'only-api-and-delivery-mount-routes',
-      comment: 'the HTTP server is used by api/ and dashboard/ (routes), the delivery rooms hls/, listen/, webrtc/, feed/, the OAuth pages, and the composition root',
+      comment: 'the HTTP server is used by api/ and dashboard/ (routes), the delivery rooms hls/, listen/, webrtc/, feed/, serve/ (HTTP worker threads), the OAuth pages, and the composition root',
       severity: 'error',
-      from: { path: '^src/', pathNot: ['^src/(http|api|dashboard|hls|listen|webrtc|feed|oauth)/', '^src/(main|context)\\.ts$', '^src/auth/guard\\.ts$'] },
+      from: { path: '^src/', pathNot: ['^src/(http|api|dashboard|hls|listen|webrtc|feed|oauth|serve)/', '^src/(main|context)\\.ts$', '^src/auth/guard\\.ts$'] },
       to: { path: '^src/http/', dependencyTypesNot: ['type-only'] },
     },
     {
@@ -75,7 +75,14 @@ module.exports = {
       comment: 'listeners/ (sessions, counts, countries) is used by the delivery rooms and the API; it imports neither',
       severity: 'error',
       from: { path: '^src/listeners/' },
-      to: { path: '^src/(hls|listen|webrtc|api|dashboard|ingest)/', dependencyTypesNot: ['type-only'] },
+      to: { path: '^src/(hls|listen|webrtc|serve|api|dashboard|ingest)/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'serve-is-delivery',
+      comment: 'serve/ (HTTP worker threads: the mirror feed, the threads) is a delivery room: it knows no services, API, database or other feature',
+      severity: 'error',
+      from: { path: '^src/serve/' },
+      to: { path: '^src/(services|api|dashboard|db|oauth|feed|webrtc|ingest|webhooks|events)/' },
     },
     {
       name: 'webhooks-deliver-only',
@@ -89,7 +96,7 @@ module.exports = {
       comment: 'auth/ is asked by api/, dashboard/, oauth/ and the delivery rooms; it imports none of them, nor services/',
       severity: 'error',
       from: { path: '^src/auth/' },
-      to: { path: '^src/(api|dashboard|oauth|services|hls|listen|webrtc|ingest|media)/' },
+      to: { path: '^src/(api|dashboard|oauth|services|hls|listen|webrtc|serve|ingest|media)/' },
     },
     {
       name: 'events-are-records',

@@ -16,7 +16,9 @@
  * Settings (environment): BENCH_HTTP_SECONDS (10), BENCH_HTTP_ROUNDS (3; each row is the median),
  * BENCH_HTTP_CONNS ("100,1000"), BENCH_HTTP_WARMUP_SECONDS (2; 0 = none), BENCH_HTTP_THREADS (1),
  * BENCH_HTTP_TITLES (1: also the '+titles' rows; 0: without),
- * SKYLARK_BENCH_CPU_PROF (a directory: runs Skylark with `node --cpu-prof` into it).
+ * SKYLARK_BENCH_CPU_PROF (a directory: runs Skylark with `node --cpu-prof` into it),
+ * SKYLARK_BENCH_NODE_FLAGS (more node flags for Skylark, e.g. `--perf-basic-prof` for `perf`),
+ * BENCH_SKYLARK_THREADS (Skylark's SKYLARK_HTTP_THREADS, default 1; the players bench too).
  */
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync, existsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,6 +34,8 @@ const root = path.resolve(import.meta.dirname, '..');
 const GROUP = 'HLS serving: Skylark (CLI process) vs nginx static, wrk';
 const log = (msg: string) => process.stderr.write(`[http-segments] ${msg}\n`);
 
+/** `SKYLARK_HTTP_THREADS` of the Skylark the benches start (BENCH_SKYLARK_THREADS, default 1). */
+export const SKYLARK_THREADS = process.env.BENCH_SKYLARK_THREADS || '1';
 const envNum = (name: string, dflt: number) => {
   const v = process.env[name];
   const n = v === undefined || v === '' ? NaN : Number(v);
@@ -258,7 +262,7 @@ function toRows(
   notes: string[],
 ): BenchRow[] {
   const rows: BenchRow[] = [];
-  const group = `${GROUP} -t${threads} ${seconds} s${rounds > 1 ? `, median of ${rounds}` : ''}`;
+  const group = `${GROUP} -t${threads} ${seconds} s${rounds > 1 ? `, median of ${rounds}` : ''}, Skylark on ${SKYLARK_THREADS} HTTP thread(s)`;
   const metrics: Array<{ name: string; unit: string; get: (m: Measured) => number }> = [
     { name: 'req/s', unit: 'req/s', get: (m) => m.wrk.reqPerSec },
     { name: 'throughput', unit: 'Gbit/s', get: (m) => m.wrk.gbitPerSec },
@@ -348,7 +352,7 @@ async function waitForBuild(): Promise<void> {
 export async function startSkylark(dataDir: string, extraEnv: Record<string, string> = {}) {
   mkdirSync(dataDir, { recursive: true });
   const prof = process.env.SKYLARK_BENCH_CPU_PROF;
-  const nodeFlags = prof ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(prof)}`] : [];
+  const nodeFlags = [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(prof)}`] : []), ...(process.env.SKYLARK_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
   let lastErr: Error | null = null;
   for (let attempt = 0; attempt < 3; attempt++) {
     await waitForBuild();
@@ -373,6 +377,8 @@ export async function startSkylark(dataDir: string, extraEnv: Record<string, str
         SKYLARK_LISTEN_MAX_CONNECTIONS: '1000000',
         SKYLARK_WHEP_MAX_PENDING_PER_IP: '100000',
         SKYLARK_WHEP_MAX_PENDING: '100000',
+        // Threads serving HTTP (docs/scaling.md): 1 unless BENCH_SKYLARK_THREADS says otherwise.
+        SKYLARK_HTTP_THREADS: SKYLARK_THREADS,
         ...extraEnv,
       },
     });

@@ -38,7 +38,8 @@
  * ("500,1000,2000,4000,8000"), BENCH_PLAYERS_STEPS_CLASSIC and BENCH_PLAYERS_STEPS_ICECAST
  * ("1000,2000,4000,8000,16000"), BENCH_PLAYERS_WINDOW_S (10), BENCH_PLAYERS_BUDGET_S (420: the
  * steps of all modes together, shared evenly by the modes still to run), BENCH_PLAYERS_HINTS (1: hlsjs-ll listeners also request preload-hinted parts),
- * BENCH_PLAYERS_DEBUG (1: log the first objects a listener missed).
+ * BENCH_PLAYERS_DEBUG (1: log the first objects a listener missed), BENCH_SKYLARK_THREADS (Skylark's
+ * SKYLARK_HTTP_THREADS, default 1).
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -46,7 +47,7 @@ import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { BenchRow } from './lib/report.js';
 import { boxTicks, CLK_TCK, freePort, have, sleep, spawnWithFds, stop, treeTicks } from './lib/proc.js';
-import { createAccount, startSkylark } from './http-segments.js';
+import { createAccount, SKYLARK_THREADS, startSkylark } from './http-segments.js';
 import { PlayerRun, type PlayerConfig, type PlayerMode, type PlayerReport } from './lib/player-client.js';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -65,7 +66,7 @@ const HINTS = process.env.BENCH_PLAYERS_HINTS === '1';
 const ARRIVALS_PER_S = { skylark: 1000, icecast2: 300 } as const;
 /** 128 kbit/s. */
 const STREAM_BYTES_PER_S = 16_000;
-const GROUP = 'Players: what a listener costs, by player behaviour (Skylark vs Icecast 2, loopback)';
+const GROUP = `Players: what a listener costs, by player behaviour (Skylark on ${SKYLARK_THREADS} HTTP thread(s) vs Icecast 2, loopback)`;
 const GROUP_STEPS = 'Players: every step (detail)';
 
 /** One measured step of one mode. */

@@ -30,7 +30,6 @@ import { PublishScheduler } from './services/scheduler.js';
 import { WebhooksService } from './services/webhooks.js';
 import { EventsService } from './services/events.js';
 import { MediaStore } from './media-files/store.js';
-import { MediaRegistry } from './media/hub.js';
 import { ffmpegPath } from './media/ffmpeg.js';
 import { Publishing } from './ingest/publishing.js';
 import { ICECAST_DEFAULTS, IcecastServer } from './ingest/icecast-server.js';
@@ -46,6 +45,9 @@ import type { AppContext, Feature } from './context.js';
 import { createEdgeLog, createListeners } from './listeners/feature.js';
 import type { EdgeLogReceiver } from './listeners/edge-log.js';
 import { listenerTimeoutMs, registerHlsRoutes } from './hls/routes.js';
+import { HubSource } from './hls/source.js';
+import { WatchedMediaRegistry, freePort, privateSocketPath, startHttpThreads, type RunningThreads, type ThreadCounts } from './serve/index.js';
+export { stopAllHttpThreads } from './serve/index.js';
 import { registerListenRoutes } from './listen/routes.js';
 import { registerWhep } from './webrtc/whep.js';
 import { registerOAuth } from './oauth/routes.js';
@@ -69,6 +71,12 @@ export interface RunningServer {
   accounts: AccountsService;
   /** The shared context the feature modules were built with (tests reach services through it). */
   context: AppContext;
+  /** Threads serving HTTP, the main thread included (`SKYLARK_HTTP_THREADS`). */
+  httpThreads: number;
+  /** Requests each HTTP thread answered so far (index 0: the main thread; tests and diagnostics). */
+  threadCounts(): Promise<Map<number, ThreadCounts>>;
+  /** Makes HTTP worker thread `index` (1, 2, …) throw an uncaught exception: tests check that it is replaced. */
+  failHttpThread(index: number): void;
   /** Stops listening, ends timers and closes the database. */
   close(): Promise<void>;
 }
@@ -85,7 +93,8 @@ export async function startServer(config: Config, log: Logger, now: () => number
   const podcastsRepo = new PodcastsRepo(db);
   const webhooksRepo = new WebhooksRepo(db);
   const outbox = new Outbox(new EventsRepo(db), now);
-  const media = new MediaRegistry();
+  const threadCount = config.httpThreads;
+  const media = new WatchedMediaRegistry();
   const limits = new Limits(log.child('limits'), now);
   let urls: PublicUrls | null = null;
   const getUrls = () => {
@@ -177,7 +186,10 @@ export async function startServer(config: Config, log: Logger, now: () => number
   });
 
   // Delivery rooms: HLS, WebRTC (WHEP), the podcast feeds and episode audio.
-  registerHlsRoutes(http, media, { access: listeners.access, hold: listeners.held });
+  // With worker threads, playlists are rendered into shared memory (once per version, for every thread).
+  const hlsSource = new HubSource(media, threadCount > 1);
+  const mainCounts: ThreadCounts = { hls: 0, listen: 0, forwarded: 0 };
+  registerHlsRoutes(http, hlsSource, { access: listeners.access, hold: listeners.held, served: mainCounts });
   // Listeners behind nginx edges (PRODUCT.md §12): counted from the edges' access log lines, with
   // the same timeout as a direct request to the same layer.
   const edgeLog = createEdgeLog(context, listeners, (id, name) => {
@@ -185,7 +197,8 @@ export async function startServer(config: Config, log: Logger, now: () => number
     return layer && !layer.failed ? listenerTimeoutMs(layer) : null;
   });
   if (edgeLog) features.push({ close: () => edgeLog.close() });
-  features.push(registerListenRoutes(http, media, { ctx: context, listeners }));
+  const listen = registerListenRoutes(http, media, { ctx: context, listeners, shared: threadCount > 1, counts: mainCounts });
+  features.push(listen);
   const whep = registerWhep({ http, media, registry: listeners.registry, tokens: listeners.tokens, access: listeners.access, trusted: listeners.trusted, config, log: log.child('webrtc'), urls: getUrls, limits });
   features.push({ close: () => whep.close() });
   registerFeedRoutes(http, { feed, repo: podcastsRepo, media: episodeMedia, log: podcastsLog });
@@ -228,14 +241,47 @@ export async function startServer(config: Config, log: Logger, now: () => number
   let rtmpPort: number;
   let icecastPort: number;
   let edgeLogPort: number | null = null;
+  let threads: RunningThreads | null = null;
+  const socket = threadCount > 1 ? privateSocketPath() : null;
   try {
-    httpPort = await http.listen(config.httpHost, config.httpPort);
+    httpPort = await listenHttp(http, config.httpHost, config.httpPort, threadCount > 1);
+    if (socket) {
+      // Worker threads on the same host:port (SO_REUSEPORT); what they do not serve comes to the
+      // main thread over its private unix socket.
+      await http.listenUnix(socket.socketPath);
+      threads = await startHttpThreads({
+        count: threadCount,
+        host: config.httpHost,
+        port: httpPort,
+        socketPath: socket.socketPath,
+        media,
+        source: hlsSource,
+        registry: listeners.registry,
+        policy: (id) => listeners.access.policy(id),
+        listen,
+        log: log.child('http-threads'),
+        limits,
+        init: {
+          nodeSecret,
+          trustedProxies: config.trustedProxies,
+          maxJsonBodyBytes: config.maxJsonBodyBytes,
+          logLevel: config.logLevel,
+          heldMemory: listeners.held.memory,
+          httpMaxHeld: config.limits.httpMaxHeld,
+          httpMaxHeldPerIp: config.limits.httpMaxHeldPerIp,
+          listenMaxConnections: config.limits.listenMaxConnections,
+          listenMaxConnectionsPerIp: config.limits.listenMaxConnectionsPerIp,
+        },
+      });
+    }
     rtmpPort = await rtmp.listen(config.rtmpHost, config.rtmpPort);
     icecastPort = await icecast.listen(config.icecastHost, config.icecastPort);
     if (edgeLog) edgeLogPort = await edgeLog.listen(config.edgeLogHost!, config.edgeLogPort!);
   } catch (e) {
     await edgeLog?.close();
+    await threads?.close();
     http.close();
+    socket?.cleanup();
     await rtmp.close().catch(() => {});
     await icecast.close().catch(() => {});
     writes.close();
@@ -257,8 +303,18 @@ export async function startServer(config: Config, log: Logger, now: () => number
     outbox,
     accounts,
     context,
+    httpThreads: threadCount,
+    async threadCounts() {
+      const out = new Map<number, ThreadCounts>([[0, { ...mainCounts }]]);
+      if (threads) for (const [i, c] of await threads.counts()) out.set(i, c);
+      return out;
+    },
+    failHttpThread: (index) => threads?.fail(index),
     async close() {
+      // Worker threads first: each closes its connections and sends its last session batch.
+      await threads?.close();
       http.close(); // closes every HTTP connection too (idle keep-alive, held LL-HLS reloads)
+      socket?.cleanup();
       await rtmp.close();
       await icecast.close();
       await ingest.close(); // codec processes stop; recordings are closed and kept for the next run
@@ -277,4 +333,20 @@ export async function startServer(config: Config, log: Logger, now: () => number
       if (failure) throw failure;
     },
   };
+}
+
+/**
+ * Listens on host:port. With worker threads (`shared`), port 0 is resolved to a free port first and
+ * bound explicitly, so the workers can bind it too; a port taken in between is picked again.
+ * @returns the bound port. @throws Error when the port is taken
+ */
+async function listenHttp(http: HttpServer, host: string, port: number, shared: boolean): Promise<number> {
+  if (!shared || port !== 0) return http.listen(host, port);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await http.listen(host, await freePort(host));
+    } catch (e) {
+      if (attempt >= 5) throw e;
+    }
+  }
 }

@@ -13,7 +13,7 @@ import { openDatabase } from '../db/database.js';
 import { AccountsRepo } from '../db/accounts-repo.js';
 import { AccountsService, REGIONS, type Region } from '../services/accounts.js';
 import { createLogger, type Logger } from '../log/logger.js';
-import { startServer, type RunningServer } from '../main.js';
+import { startServer, stopAllHttpThreads, type RunningServer } from '../main.js';
 import { OAuthRepo } from '../db/oauth-repo.js';
 import { OAuthClients } from '../oauth/clients.js';
 import { PasswordInputError, readPassword } from './password.js';
@@ -129,7 +129,7 @@ function stopSignal(log: Logger): Promise<NodeJS.Signals> {
         return resolve(signal);
       }
       log.warn('second signal: exiting without finishing the stop', { signal });
-      process.exit(128 + osConstants.signals[signal]);
+      void exitNow(128 + osConstants.signals[signal], log);
     };
     process.on('SIGTERM', on);
     process.on('SIGINT', on);
@@ -158,13 +158,26 @@ async function stopGracefully(server: RunningServer, log: Logger, signal: NodeJS
   clearTimeout(timer);
   if (outcome === 'timeout') {
     log.error('the graceful stop took longer than its deadline: exiting anyway', { timeoutMs, setting: 'SKYLARK_SHUTDOWN_TIMEOUT_MS' });
-    return 1;
+    await exitNow(1, log);
   }
   // What still holds the event loop besides stdio (codec processes told to end may still be
   // exiting); anything else is a leak to fix.
   log.debug('left on the event loop after the stop', { resources: process.getActiveResourcesInfo() });
   log.info('stopped', { ms: Date.now() - started });
   return outcome === 'stopped' ? 0 : 1;
+}
+
+/**
+ * Exits with `code` at once — after the HTTP worker threads closed their sockets (up to 1 s):
+ * Node aborts a process that ends while a worker's uWS App is open. A worker that does not end
+ * by then is not waited for: the process kills itself (SIGKILL), the one exit that does not abort.
+ */
+async function exitNow(code: number, log: Logger): Promise<never> {
+  if (!(await stopAllHttpThreads(1000))) {
+    log.error('an HTTP thread did not stop in time: killing the process', { code });
+    process.kill(process.pid, 'SIGKILL');
+  }
+  process.exit(code);
 }
 
 /** `s` as one POSIX shell word. */

@@ -5,6 +5,7 @@
  */
 import * as v from 'valibot';
 import path from 'node:path';
+import { availableParallelism } from 'node:os';
 
 /** Validated configuration. Ports are numbers (0 = pick a free port); durations in ms unless named. */
 export interface Config {
@@ -49,6 +50,13 @@ export interface Config {
   maxJsonBodyBytes: number;
   /** Largest episode audio upload accepted (bytes; default 500 MB). */
   maxUploadBytes: number;
+  /**
+   * Threads serving HTTP, the main thread included (docs/scaling.md): each runs its own uWS App on
+   * the same host:port and the kernel spreads connections over them. Worker threads serve HLS and
+   * progressive listening themselves and forward every other request to the main thread. 1 = the
+   * main thread alone. Default: the number of cores (`os.availableParallelism()`).
+   */
+  httpThreads: number;
   /** Limits that protect the node (PRODUCT.md §13); each is logged and counted when hit (src/limits). */
   limits: LimitSettings;
 }
@@ -183,6 +191,7 @@ export const ENV_NAMES = {
   ingestMergeMs: 'SKYLARK_INGEST_MERGE_MS',
   liveWindowSegments: 'SKYLARK_LIVE_WINDOW_SEGMENTS',
   maxUploadBytes: 'SKYLARK_MAX_UPLOAD_BYTES',
+  httpThreads: 'SKYLARK_HTTP_THREADS',
 } as const satisfies Partial<Record<keyof Config, string>>;
 
 const port = v.pipe(v.string(), v.regex(/^\d{1,5}$/, 'must be a port number 0-65535'), v.transform(Number), v.maxValue(65535));
@@ -215,6 +224,7 @@ const RawConfig = v.object({
   ingestMergeMs: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be 0-200 (ms)'), v.transform(Number), v.maxValue(200)), '100'),
   liveWindowSegments: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(3), v.maxValue(100)), '6'),
   maxUploadBytes: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'must be a positive integer of bytes'), v.transform(Number), v.minValue(1)), '500000000'),
+  httpThreads: v.optional(v.pipe(v.string(), v.regex(/^\d{1,3}$/, 'must be a number of threads 1-256'), v.transform(Number), v.minValue(1), v.maxValue(256))),
 });
 
 /** The edge log receiver's address when only one of its two settings is given. */
@@ -273,6 +283,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     edgeLogHost: edgeLog ? (o.edgeLogHost ?? EDGE_LOG_DEFAULTS.host) : undefined,
     edgeLogPort: edgeLog ? (o.edgeLogPort ?? EDGE_LOG_DEFAULTS.port) : undefined,
     maxJsonBodyBytes: 1024 * 1024,
+    httpThreads: o.httpThreads ?? Math.min(256, Math.max(1, availableParallelism())),
   };
 }
 

@@ -11,8 +11,8 @@
  *   Classic players ignore the LL-HLS tags and read the same playlist.
  *
  * Per-session URIs (`?sid=…`, `?token=…`, PRODUCT.md §4) come from a `Template`: the playlist
- * rendered once with a placeholder after every URI, kept as the byte runs between placeholders, so
- * that a session's playlist is one allocation and a few memcpy's (`fill`).
+ * rendered once without queries, plus the offsets right after every URI, so that a session's
+ * playlist is one allocation and a few memcpy's (`fill`).
  */
 import type { Layer, StreamHub } from '../media/hub.js';
 import type { DateRange } from '../media/layer.js';
@@ -21,35 +21,46 @@ const enc = new TextEncoder();
 /** Marks where a URI's query goes in a template (never appears in a playlist otherwise). */
 const SLOT = '\u0001';
 
-/** A playlist with a query slot after each URI: `plain` has no query; `runs` are the bytes around the slots. */
+/**
+ * A rendered playlist: `plain` (no query after its URIs) and `slots`, the byte offsets in `plain`
+ * right after each URI, where a session's `?query` goes. `plain` is the answer to every listener of
+ * a public stream; on a multi-threaded node it lives in a SharedArrayBuffer, shared by every thread.
+ */
 export interface Template {
   plain: Uint8Array;
-  runs: Buffer[];
-  runsBytes: number;
+  slots: Uint32Array;
 }
 
 /** Renders `text` (with SLOT after each URI) into a Template. */
 function template(text: string): Template {
-  const runs = text.split(SLOT).map((t) => Buffer.from(t, 'utf8'));
-  return { plain: enc.encode(text.split(SLOT).join('')), runs, runsBytes: runs.reduce((n, r) => n + r.length, 0) };
+  const pieces = text.split(SLOT);
+  const plain = enc.encode(pieces.join(''));
+  const slots = new Uint32Array(pieces.length - 1);
+  let o = 0;
+  for (let i = 0; i < slots.length; i++) {
+    o += Buffer.byteLength(pieces[i]!, 'utf8');
+    slots[i] = o;
+  }
+  return { plain, slots };
 }
 
-/** The playlist of `t` with `?query` after each URI (`query` is ASCII without the `?`). */
+/** The playlist of `t` with `?query` after each URI (`query` is ASCII without the `?`): one allocation, a few copies. */
 export function fill(t: Template, query: string): Uint8Array {
   if (query === '') return t.plain;
-  const slots = t.runs.length - 1;
+  const { plain, slots } = t;
   const qLen = query.length + 1;
-  const out = Buffer.allocUnsafe(t.runsBytes + slots * qLen);
+  const out = Buffer.allocUnsafe(plain.length + slots.length * qLen);
+  let from = 0;
   let o = 0;
-  for (let i = 0; i < t.runs.length; i++) {
-    const r = t.runs[i]!;
-    r.copy(out, o);
-    o += r.length;
-    if (i < slots) {
-      out[o++] = 0x3f; // '?'
-      o += out.write(query, o, 'latin1');
-    }
+  for (let i = 0; i < slots.length; i++) {
+    const to = slots[i]!;
+    out.set(plain.subarray(from, to), o);
+    o += to - from;
+    out[o++] = 0x3f; // '?'
+    o += out.write(query, o, 'latin1');
+    from = to;
   }
+  out.set(plain.subarray(from), o);
   return out;
 }
 

@@ -33,11 +33,12 @@
  * to a blocking reload when the server cannot wait, rfc8216bis §6.2.5.2; `no-store`, so no cache
  * keeps it under the blocking query), or 503 with `Retry-After: 1` for a part not there yet.
  */
-import type { DeferredReply, HttpServer, RawReply, RawRequestInfo } from '../http/server.js';
+import type { Answer, DeferredReply, HttpServer, RawReply, RawRequestInfo } from '../http/server.js';
 import { errorBody, headerBytes, STATUS_200, statusLine } from '../http/server.js';
 import { ApiError, type ErrorCode } from '../errors/errors.js';
-import type { Layer, MediaRegistry, StreamHub } from '../media/hub.js';
-import { fill, mediaTemplate, multivariantTemplate, targetDurationSeconds, type Template } from './playlists.js';
+import type { Layer } from '../media/hub.js';
+import { fill, targetDurationSeconds } from './playlists.js';
+import type { HlsLayerView, HlsSource } from './source.js';
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 /** Every object of a token stream (PRODUCT.md §12). */
@@ -46,7 +47,8 @@ const TS = 'video/mp2t';
 const M4S = 'video/iso.segment';
 const MP4 = 'video/mp4';
 const M3U8 = 'application/vnd.apple.mpegurl';
-const objectHeaders = (type: string, cache: string) => headerBytes([['Content-Type', type], ['Cache-Control', cache], ['Access-Control-Allow-Origin', '*']]);
+type HeaderList = ReadonlyArray<readonly [Uint8Array, Uint8Array]>;
+const objectHeaders = (type: string, cache: string): HeaderList => headerBytes([['Content-Type', type], ['Cache-Control', cache], ['Access-Control-Allow-Origin', '*']]);
 /** Media object headers by `private` (token stream): [public, private]. */
 const TS_HEADERS = [objectHeaders(TS, IMMUTABLE), objectHeaders(TS, PRIVATE)] as const;
 const M4S_HEADERS = [objectHeaders(M4S, IMMUTABLE), objectHeaders(M4S, PRIVATE)] as const;
@@ -69,7 +71,8 @@ export interface HlsAccess {
   /**
    * A media playlist request: checks the token and joins or touches the session named by the
    * query (`sid`, or the token's subject). `timeoutMs`: inactivity after which the listener leaves
-   * (3 target durations).
+   * (3 target durations). The query of a public stream's decision is not used (its media
+   * playlist is the same for every listener).
    */
   media(streamId: string, query: string, info: RawRequestInfo, timeoutMs: number): HlsDecision;
   /**
@@ -85,11 +88,12 @@ export interface HlsAccess {
  */
 export interface HoldGate {
   /**
-   * One more held request from the client of `info` (read synchronously, during the handler): a
-   * release function (safe to call more than once; gives the slot back on the first call), or
-   * null when a cap is reached (the hit is counted and logged by the gate).
+   * One more held request from the client of `info` (read synchronously, during the handler): the
+   * key to `release` it with (exactly once), or null when a cap is reached (the hit is counted and
+   * logged by the gate).
    */
-  acquire(info: RawRequestInfo): (() => void) | null;
+  acquire(info: RawRequestInfo): string | null;
+  release(key: string): void;
 }
 
 /** What `registerHlsRoutes` may be given besides the media. */
@@ -98,59 +102,67 @@ export interface HlsRouteOptions {
   access?: HlsAccess | undefined;
   /** Caps held requests; without it every blocking request is held. */
   hold?: HoldGate | undefined;
+  /** Counts the requests these routes answered (tests and diagnostics: which thread served). */
+  served?: { hls: number } | undefined;
 }
 
-interface Cached {
-  version: number;
-  template: Template;
-  headers: ReadonlyArray<readonly [Uint8Array, Uint8Array]>;
+/** Headers by Cache-Control value, built once each (a handful of values per node). */
+const HEADERS_BY_CACHE = new Map<string, HeaderList>();
+const m3u8Headers = (cache: string): HeaderList => {
+  let h = HEADERS_BY_CACHE.get(cache);
+  if (!h) HEADERS_BY_CACHE.set(cache, (h = objectHeaders(M3U8, cache)));
+  return h;
+};
+/** Header lists by a small integer key, so the hot path builds no string: see the users below. */
+const byKey = (make: (k: number) => HeaderList) => {
+  const m = new Map<number, HeaderList>();
+  return (k: number): HeaderList => {
+    let h = m.get(k);
+    if (!h) m.set(k, (h = make(k)));
+    return h;
+  };
+};
+/** Headers of a blocking reload answered with the part it asked for: shareable for one target duration (s). */
+const blockingHit = byKey((targetSeconds) => m3u8Headers(`public, max-age=${targetSeconds}`));
+/** Multivariant headers when the body carries a minted session id (max-age s): never in a shared cache. */
+const multivariantSession = byKey((maxAge) => m3u8Headers(maxAge > 0 ? `private, max-age=${maxAge}` : 'private, no-cache'));
+/** Playlist headers by key: -1 ended (cached a minute), -2 LL-HLS (not cached), else half a target duration (s). */
+const playlistHeadersByKey = byKey((k) => m3u8Headers(k === -1 ? 'public, max-age=60' : k === -2 || k === 0 ? 'no-cache' : `public, max-age=${k}`));
+/** A playlist's headers: ended ones are cached a minute, LL-HLS ones not at all, classic ones half a target duration. */
+const playlistHeaders = (ended: boolean, targetSeconds: number, lowLatency: boolean): HeaderList => playlistHeadersByKey(ended ? -1 : lowLatency ? -2 : Math.floor(targetSeconds / 2));
+
+/** A non-negative integer of 1–15 digits, else NaN. */
+const integer = (s: string): number => (s.length > 0 && s.length <= 15 && /^\d+$/.test(s) ? Number(s) : NaN);
+
+/** The value of `name` in a query string, or null when absent (no decoding: the values read here are integers). */
+function param(query: string, name: string): string | null {
+  let i = query.startsWith(name) && query[name.length] === '=' ? 0 : query.indexOf('&' + name + '=');
+  if (i < 0) return null;
+  if (i > 0 || query[0] === '&') i += 1;
+  const start = i + name.length + 1;
+  const end = query.indexOf('&', start);
+  return end < 0 ? query.slice(start) : query.slice(start, end);
 }
-
-type HeaderList = ReadonlyArray<readonly [Uint8Array, Uint8Array]>;
-
-/** Headers of a blocking reload answered with the part it asked for, by target duration (s): shareable for one target duration. */
-const BLOCKING_HIT = new Map<number, HeaderList>();
-const blockingHit = (targetSeconds: number): HeaderList => {
-  let h = BLOCKING_HIT.get(targetSeconds);
-  if (!h) BLOCKING_HIT.set(targetSeconds, (h = objectHeaders(M3U8, `public, max-age=${targetSeconds}`)));
-  return h;
-};
-/** Multivariant headers by max-age (s) when the body carries a minted session id: never in a shared cache. */
-const MULTIVARIANT_SESSION = new Map<number, HeaderList>();
-const multivariantSession = (maxAge: number): HeaderList => {
-  let h = MULTIVARIANT_SESSION.get(maxAge);
-  if (!h) MULTIVARIANT_SESSION.set(maxAge, (h = objectHeaders(M3U8, maxAge > 0 ? `private, max-age=${maxAge}` : 'private, no-cache')));
-  return h;
-};
 
 /** `_HLS_msn` / `_HLS_part` of a query, or null without `_HLS_msn`; NaN marks a malformed value. */
 function blockingParams(query: string): { msn: number; part: number | undefined } | null {
   if (!query.includes('_HLS_')) return null;
-  const q = new URLSearchParams(query);
-  const msn = q.get('_HLS_msn');
+  const msn = param(query, '_HLS_msn');
   if (msn === null) return null;
-  const part = q.get('_HLS_part');
-  const num = (s: string) => (/^\d{1,15}$/.test(s) ? Number(s) : NaN);
-  return { msn: num(msn), part: part === null ? undefined : num(part) };
-}
-
-/** The query without the LL-HLS delivery directives (what the session and token checks see). */
-function stripDirectives(query: string): string {
-  if (!query.includes('_HLS_')) return query;
-  return query
-    .split('&')
-    .filter((kv) => !kv.startsWith('_HLS_'))
-    .join('&');
+  const part = param(query, '_HLS_part');
+  return { msn: integer(msn), part: part === null ? undefined : integer(part) };
 }
 
 /** A listener of `layer` leaves after this long without a media playlist request (ms): 3 target durations (PRODUCT.md §4). */
 export const listenerTimeoutMs = (layer: Layer): number => 3 * targetDurationSeconds(layer) * 1000;
 
-/** Registers the HLS routes on `http` (see the module comment for `access` and `hold`). */
-export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, opts: HlsRouteOptions = {}): void {
+/** Media object file names: `<seq>.m4s|.ts`, `<seq>.<part>.m4s`, `init-<v>.mp4`. */
+const FILE = /^(?:(\d{1,15})(?:\.(\d{1,4}))?\.(m4s|ts)|init-(\d{1,9})\.mp4)$/;
+
+/** Registers the HLS routes on `http`, serving the streams of `source` (see the module comment for `access` and `hold`). */
+export function registerHlsRoutes(http: HttpServer, source: HlsSource, opts: HlsRouteOptions = {}): void {
   const { access, hold } = opts;
-  const multiCache = new WeakMap<StreamHub, Cached>();
-  const mediaCache = new WeakMap<Layer, Cached>();
+  const served = opts.served ?? { hls: 0 };
   /** The error envelope of `code` (its status from src/errors/codes.ts, or `status` where the table allows it). */
   const refuse = (code: ErrorCode, message: string, requestId: string, opts: { status?: number; retryAfter?: string } = {}): RawReply => {
     const err = new ApiError(code, message, { status: opts.status });
@@ -163,111 +175,83 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, opts: 
   const notFound = (what: string, requestId: string) => refuse('resource_missing', what, requestId);
   /** 503 + `Retry-After: 1`: a request that would be held, over the held caps. */
   const busy = (requestId: string) => refuse('too_many_held_requests', 'Too many requests held open; retry in a second.', requestId, { retryAfter: '1' });
-  const playlistHeaders = (ended: boolean, target: number, lowLatency: boolean): ReadonlyArray<readonly [Uint8Array, Uint8Array]> => {
-    const maxAge = Math.floor(target / 2);
-    const cache = ended ? 'public, max-age=60' : lowLatency ? 'no-cache' : maxAge > 0 ? `public, max-age=${maxAge}` : 'no-cache';
-    return objectHeaders(M3U8, cache);
-  };
-  const multivariant = (hub: StreamHub): Cached => {
-    let c = multiCache.get(hub);
-    if (!c || c.version !== hub.version) {
-      c = { version: hub.version, template: multivariantTemplate(hub), headers: playlistHeaders(hub.ended, targetDurationSeconds(hub.top), false) };
-      multiCache.set(hub, c);
-    }
-    return c;
-  };
-  const mediaPlaylist = (layer: Layer): Cached => {
-    let c = mediaCache.get(layer);
-    if (!c || c.version !== layer.version) {
-      c = { version: layer.version, template: mediaTemplate(layer), headers: playlistHeaders(layer.ended, targetDurationSeconds(layer), layer.lowLatency) };
-      mediaCache.set(layer, c);
-    }
-    return c;
-  };
-  const timeoutMs = listenerTimeoutMs;
   /** Token check and listener accounting for a media request: the refusal, or the query and privacy to answer with. */
-  const admit = (id: string, query: string, info: RawRequestInfo, layer: Layer, requestId: string): RawReply | { query: string; private: boolean } => {
-    if (!access) return { query: '', private: false };
-    const d = access.media(id, query, info, timeoutMs(layer));
+  const admit = (id: string, query: string, info: RawRequestInfo, layer: HlsLayerView, requestId: string): RawReply | { query: string; private: boolean } => {
+    if (!access) return PUBLIC_ADMIT;
+    const d = access.media(id, query, info, 3 * layer.targetSeconds * 1000);
     return d.ok ? d : refuse(d.code, d.message, requestId, { status: d.status });
   };
+  /** The media playlist as it is now, for `admitted`: the shared bytes, or a token stream's own copy. */
+  const playlist = (layer: HlsLayerView, admitted: { query: string; private: boolean }): RawReply =>
+    admitted.private
+      ? { status: STATUS_200, headers: PLAYLIST_PRIVATE, body: fill(layer.playlist(), admitted.query) }
+      : { status: STATUS_200, headers: playlistHeaders(layer.ended, layer.targetSeconds, layer.lowLatency), body: layer.playlist().plain };
   /**
    * Answers with `reply` once `layer.has(msn, part)` (or the layer ends, or the wait times out):
    * at once when it already holds; held (deferred reply) when the gate admits it; else `now()`.
    * The held slot is given back exactly once: on the answer, the client's abort or the timeout.
    */
-  const when = (layer: Layer, msn: number, part: number | undefined, info: RawRequestInfo, reply: () => RawReply, now: () => RawReply): RawReply | DeferredReply => {
+  const when = (layer: HlsLayerView, msn: number, part: number | undefined, info: RawRequestInfo, reply: () => RawReply, now: () => RawReply): RawReply | DeferredReply => {
     if (layer.ended || layer.has(msn, part)) return reply();
-    const release = hold ? hold.acquire(info) : noop;
-    if (!release) return now();
-    return {
-      defer: (answer) => {
-        const cancel = layer.waitFor(msn, part, () => {
-          release();
-          answer(reply);
-        });
-        return () => {
-          release();
-          cancel();
-        };
-      },
-    };
+    const key = hold ? hold.acquire(info) : '';
+    if (key === null) return now();
+    return new Held(layer, msn, part, hold, key, reply);
   };
 
   for (const method of ['get', 'head'] as const) {
     http.raw(method, '/hls/:id/index.m3u8', ([id], query, requestId) => {
-      const hub = media.get(id!);
-      if (!hub || hub.listed().length === 0) return notFound(`No live HLS for stream '${id}'.`, requestId);
-      const c = multivariant(hub);
-      if (!access) return { status: STATUS_200, headers: c.headers, body: c.template.plain };
+      served.hls++;
+      const s = source.get(id!);
+      const t = s?.multivariant();
+      if (!s || !t) return notFound(`No live HLS for stream '${id}'.`, requestId);
+      if (!access) return { status: STATUS_200, headers: playlistHeaders(s.ended, s.topTargetSeconds, false), body: t.plain };
       const d = access.enter(id!, query);
       if (!d.ok) return refuse(d.code, d.message, requestId, { status: d.status });
-      const headers = d.private ? PLAYLIST_PRIVATE : d.query === '' ? c.headers : multivariantSession(Math.floor(targetDurationSeconds(hub.top) / 2));
-      return { status: STATUS_200, headers, body: fill(c.template, d.query) };
+      const headers = d.private ? PLAYLIST_PRIVATE : d.query === '' ? playlistHeaders(s.ended, s.topTargetSeconds, false) : multivariantSession(Math.floor(s.topTargetSeconds / 2));
+      return { status: STATUS_200, headers, body: fill(t, d.query) };
     });
 
-    http.raw(method, '/hls/:id/:layer/index.m3u8', ([id, name], rawQuery, requestId, info) => {
-      const hub = media.get(id!);
-      const layer = hub?.layer(name!);
-      if (!hub || !layer || layer.failed || !hub.top.ready) return notFound(`No such HLS layer '${name}' for stream '${id}'.`, requestId);
-      const block = blockingParams(rawQuery);
-      const query = stripDirectives(rawQuery);
+    http.raw(method, '/hls/:id/:layer/index.m3u8', ([id, name], query, requestId, info) => {
+      served.hls++;
+      const s = source.get(id!);
+      const layer = s?.layer(name!);
+      if (!s || !layer || layer.failed || !s.playable) return notFound(`No such HLS layer '${name}' for stream '${id}'.`, requestId);
+      const block = blockingParams(query);
+      // The session and token checks read `sid` and `token` only: the delivery directives stay in the query.
       const admitted = admit(id!, query, info, layer, requestId);
       if ('status' in admitted) return admitted;
-      const render = (): RawReply => {
-        if (!layer.ready) return notFound(`HLS layer '${name}' of stream '${id}' has no segment yet.`, requestId);
-        const c = mediaPlaylist(layer);
-        return admitted.private ? { status: STATUS_200, headers: PLAYLIST_PRIVATE, body: fill(c.template, admitted.query) } : { status: STATUS_200, headers: c.headers, body: c.template.plain };
+      if (!block) {
+        if (layer.ready) return playlist(layer, admitted);
+        // A ladder layer whose codec process has not cut its first segment (part) yet: wait for it.
+        const render = () => (layer.ready ? playlist(layer, admitted) : notFound(`HLS layer '${name}' of stream '${id}' has no segment yet.`, requestId));
+        return when(layer, layer.nextSequence, layer.lowLatency ? 0 : undefined, info, render, () => busy(requestId));
+      }
+      if (!layer.lowLatency) return refuse('parameter_invalid', 'This layer does not support blocking playlist reload.', requestId);
+      if (Number.isNaN(block.msn) || Number.isNaN(block.part ?? 0)) return refuse('parameter_invalid', '_HLS_msn and _HLS_part must be integers.', requestId);
+      // §6.2.5.2: a request more than two segments ahead of the playlist is refused.
+      if (block.msn > layer.nextSequence + 2) return refuse('parameter_invalid', `_HLS_msn ${block.msn} is too far ahead of the playlist.`, requestId);
+      /** The answer to the blocking reload: shareable when it lists what was asked for (PRODUCT.md §12), else `no-store`. */
+      const answer = (): RawReply => {
+        if (admitted.private || layer.ended || !layer.ready) {
+          return layer.ready ? playlist(layer, admitted) : notFound(`HLS layer '${name}' of stream '${id}' has no segment yet.`, requestId);
+        }
+        return { status: STATUS_200, headers: layer.has(block.msn, block.part) ? blockingHit(layer.targetSeconds) : PLAYLIST_NOW[0], body: layer.playlist().plain };
       };
       /** Over the held caps: the playlist as it is now (rfc8216bis §6.2.5.2), never cached under the blocking query. */
       const current = (): RawReply => {
         if (!layer.ready) return busy(requestId);
-        const t = mediaPlaylist(layer).template;
+        const t = layer.playlist();
         return { status: STATUS_200, headers: PLAYLIST_NOW[admitted.private ? 1 : 0], body: admitted.private ? fill(t, admitted.query) : t.plain };
       };
-      if (block) {
-        if (!layer.lowLatency) return refuse('parameter_invalid', 'This layer does not support blocking playlist reload.', requestId);
-        if (Number.isNaN(block.msn) || Number.isNaN(block.part ?? 0)) return refuse('parameter_invalid', '_HLS_msn and _HLS_part must be integers.', requestId);
-        // §6.2.5.2: a request more than two segments ahead of the playlist is refused.
-        if (block.msn > layer.nextSequence + 2) return refuse('parameter_invalid', `_HLS_msn ${block.msn} is too far ahead of the playlist.`, requestId);
-        /** The answer to the blocking reload: shareable when it lists what was asked for (PRODUCT.md §12), else `no-store`. */
-        const answer = (): RawReply => {
-          if (admitted.private || layer.ended || !layer.ready) return render();
-          const t = mediaPlaylist(layer).template;
-          return { status: STATUS_200, headers: layer.has(block.msn, block.part) ? blockingHit(targetDurationSeconds(layer)) : PLAYLIST_NOW[0], body: t.plain };
-        };
-        return when(layer, block.msn, block.part, info, answer, current);
-      }
-      // A ladder layer whose codec process has not cut its first segment (part) yet: wait for it.
-      if (!layer.ready) return when(layer, layer.nextSequence, layer.lowLatency ? 0 : undefined, info, render, () => busy(requestId));
-      return render();
+      return when(layer, block.msn, block.part, info, answer, current);
     });
 
     http.raw(method, '/hls/:id/:layer/:file', ([id, name, file], query, requestId, info) => {
-      const hub = media.get(id!);
-      const layer = hub?.layer(name!);
-      const m = /^(?:(\d{1,15})(?:\.(\d{1,4}))?\.(m4s|ts)|init-(\d{1,9})\.mp4)$/.exec(file!);
-      if (!hub || !layer || !m) return notFound(`No such file '${name}/${file}' for stream '${id}'.`, requestId);
+      served.hls++;
+      const s = source.get(id!);
+      const layer = s?.layer(name!);
+      const m = FILE.exec(file!);
+      if (!s || !layer || !m) return notFound(`No such file '${name}/${file}' for stream '${id}'.`, requestId);
       let p: 0 | 1 = 0;
       if (access) {
         const d = access.object(id!, query);
@@ -275,27 +259,71 @@ export function registerHlsRoutes(http: HttpServer, media: MediaRegistry, opts: 
         if (d.private) p = 1;
       }
       if (m[4] !== undefined) {
-        if (!layer.init || Number(m[4]) !== layer.initVersion) return notFound(`No such init section '${name}/${file}'.`, requestId);
-        return { status: STATUS_200, headers: INIT_HEADERS[p], body: layer.init };
+        const init = layer.init;
+        if (!init || Number(m[4]) !== layer.initVersion) return notFound(`No such init section '${name}/${file}'.`, requestId);
+        return { status: STATUS_200, headers: INIT_HEADERS[p], body: init };
       }
       const seq = Number(m[1]);
       const ext = m[3]!;
-      if ((ext === 'ts') !== (layer.o.container === 'ts')) return notFound(`No such file '${name}/${file}'.`, requestId);
+      if ((ext === 'ts') !== (layer.container === 'ts')) return notFound(`No such file '${name}/${file}'.`, requestId);
       const headers = ext === 'ts' ? TS_HEADERS[p] : M4S_HEADERS[p];
       if (m[2] === undefined) {
         const seg = layer.segment(seq);
-        return seg ? { status: STATUS_200, headers, body: seg.data } : notFound(`No such segment '${name}/${file}' for stream '${id}'.`, requestId);
+        return seg ? { status: STATUS_200, headers, body: seg } : notFound(`No such segment '${name}/${file}' for stream '${id}'.`, requestId);
       }
       const index = Number(m[2]);
       const serve = (): RawReply => {
         const part = layer.part(seq, index);
-        return part ? { status: STATUS_200, headers, body: part.data } : notFound(`No such part '${name}/${file}' for stream '${id}'.`, requestId);
+        return part ? { status: STATUS_200, headers, body: part } : notFound(`No such part '${name}/${file}' for stream '${id}'.`, requestId);
       };
       // The part a preload hint names (the next one) is answered as soon as it exists.
-      if (!layer.has(seq, index) && !layer.ended && seq === layer.nextSequence && index <= layer.openParts.length) return when(layer, seq, index, info, serve, () => busy(requestId));
+      if (!layer.has(seq, index) && !layer.ended && seq === layer.nextSequence && index <= layer.openParts) return when(layer, seq, index, info, serve, () => busy(requestId));
       return serve();
     });
   }
 }
 
-const noop = () => {};
+/**
+ * A held request (blocking reload, part wait): one object for its whole wait — the deferred reply,
+ * the layer's waiter callback and the held slot — answered with `reply()` when the layer has what
+ * it waits for (or ends, or the wait times out), or let go when the client leaves.
+ */
+class Held implements DeferredReply {
+  private to: Answer | null = null;
+  private cancelWait: (() => void) | null = null;
+  private released = false;
+
+  constructor(
+    private readonly layer: HlsLayerView,
+    private readonly msn: number,
+    private readonly part: number | undefined,
+    private readonly hold: HoldGate | undefined,
+    private readonly key: string,
+    private readonly reply: () => RawReply,
+  ) {}
+
+  defer(to: Answer): void {
+    this.to = to;
+    this.cancelWait = this.layer.waitFor(this.msn, this.part, this.ready);
+  }
+
+  cancel(): void {
+    this.release();
+    this.cancelWait?.();
+  }
+
+  /** The layer has it (or ended, or the wait timed out). */
+  private readonly ready = (): void => {
+    this.release();
+    this.to?.answer(this.reply);
+  };
+
+  private release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.hold?.release(this.key);
+  }
+}
+
+/** What an untracked public request is answered with (no access check configured). */
+const PUBLIC_ADMIT = Object.freeze({ query: '', private: false });

@@ -38,5 +38,22 @@ export function decodedParams(req: uWS.HttpRequest, n: number): { params: string
   return { params, bad };
 }
 
-/** The socket peer's address as text (IPv6 in full form). Only while the response is alive. */
-export const remoteAddressOf = (res: uWS.HttpResponse) => Buffer.from(res.getRemoteAddressAsText()).toString();
+/**
+ * The header a worker thread's forwarding proxy (./proxy.ts) sets to the client's socket address.
+ * The main thread believes it only on its private unix socket, whose connections have no peer
+ * address; on a TCP connection it is ignored (a client cannot claim another address with it).
+ */
+export const PEER_HEADER = 'x-skylark-peer';
+
+/**
+ * The socket peer's address as text (IPv6 in full form); for a request a worker thread forwarded
+ * over the main thread's private unix socket (no peer address), the client address the worker saw
+ * (`PEER_HEADER`). Call synchronously in the route handler (it reads `req`).
+ */
+export function remoteAddressOf(res: uWS.HttpResponse, req: uWS.HttpRequest): string {
+  const peer = Buffer.from(res.getRemoteAddressAsText()).toString();
+  return peer !== '' ? peer : req.getHeader(PEER_HEADER);
+}
+
+/** `remoteAddressOf` when the socket address was read already: `forwarded` is the request's `PEER_HEADER` value. */
+export const peerOr = (socketPeer: string, forwarded: string) => (socketPeer !== '' ? socketPeer : forwarded);

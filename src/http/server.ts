@@ -23,15 +23,17 @@ import { registerRawRoute, type DeferredReply, type RawRequestInfo } from './rou
 import { WEB_MAX_BODY_BYTES, registerWebRoute, type WebRequest } from './routes/web.js';
 import { registerRawBodyRoute, type RawBodyRequest } from './routes/raw-body.js';
 import { registerProgressiveRoute, type ProgressiveHandler } from './routes/progressive.js';
+import { registerForwardRoute, type ForwardCounts } from './proxy.js';
 
 export type { HttpMethod } from './request.js';
 export type { ApiReply, WebReply, RawReply, ObservedResponse } from './reply.js';
 export { headerBytes, STATUS_200, statusLine, errorBody } from './reply.js';
 export type { ApiRequest, ApiHandler, GuardedApiHandler, ApiRouteOptions, IdempotencyHook } from './routes/api.js';
-export type { DeferredReply, RawRequestInfo } from './routes/raw.js';
+export type { Answer, DeferredReply, RawRequestInfo } from './routes/raw.js';
 export type { WebRequest } from './routes/web.js';
 export type { RawBodyRequest } from './routes/raw-body.js';
 export type { ProgressiveAnswer, ProgressiveHandler, ProgressiveRequest, ProgressiveSink, ProgressiveStream } from './routes/progressive.js';
+export type { ForwardCounts } from './proxy.js';
 
 /** Options of a `stream()` route. */
 export interface StreamRouteOptions {
@@ -61,13 +63,15 @@ export interface HttpServerOptions {
   maxJsonBodyBytes: number;
   log: Logger;
   /** Where hits of the body caps are counted (`http_body_bytes`, PRODUCT.md §13); none when absent. */
-  limits?: Limits | undefined;
+  limits?: Pick<Limits, 'hit'> | undefined;
 }
 
 /** The HTTP server: register routes, then `listen`. */
 export class HttpServer {
   readonly app: uWS.TemplatedApp;
   private listenSocket: uWS.us_listen_socket | null = null;
+  private unixSocket: uWS.us_listen_socket | null = null;
+  private forwardAgent: { destroy(): void } | null = null;
   /** Registered pattern → its methods as HTTP spells them, for 405 and `Allow`. */
   private readonly patterns = new Map<string, Set<string>>();
   private readonly routeList: RouteInfo[] = [];
@@ -230,6 +234,30 @@ export class HttpServer {
     this.routeList.push({ method: httpMethod(method), pattern, kind, scope, doc });
   }
 
+  /**
+   * A worker thread's server, instead of `finish()`: every request no registered route takes (any
+   * other path, any other method) is forwarded to the main thread's private unix socket
+   * `socketPath` and its answer streamed back (./proxy.ts). `counts.forwarded` counts them.
+   */
+  forwardRest(socketPath: string, counts: ForwardCounts): void {
+    this.forwardAgent = registerForwardRoute(this.app, socketPath, this.replies, this.opts.log, counts);
+  }
+
+  /**
+   * Also listens on the unix socket `path` (the main thread, for the requests its worker threads
+   * forward: the only connections whose forwarded client address it believes, src/http/request.ts).
+   * Put it in a directory only this user can enter. @throws Error when it cannot be bound
+   */
+  listenUnix(path: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.app.listen_unix((sock) => {
+        if (!sock) return reject(new Error(`cannot listen on the unix socket ${path}`));
+        this.unixSocket = sock;
+        resolve();
+      }, path);
+    });
+  }
+
   /** Listens on host:port (0 = a free port); resolves to the bound port. @throws Error when the port is taken */
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
@@ -250,6 +278,10 @@ export class HttpServer {
   close(): void {
     if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket);
     this.listenSocket = null;
+    if (this.unixSocket) uWS.us_listen_socket_close(this.unixSocket);
+    this.unixSocket = null;
+    this.forwardAgent?.destroy();
+    this.forwardAgent = null;
     // This uWS.js build has `TemplatedApp.close()` but its type declarations do not list it.
     (this.app as uWS.TemplatedApp & { close(): void }).close();
   }

@@ -2,12 +2,14 @@
  * A mount (Icecast's word): the progressive listening output of one layer of one stream, shared by
  * every listener of it (PRODUCT.md §10 "Listening"; the model of Icecast's `source.c`/`refbuf.c`).
  *
- * - One queue of immutable chunks (src/media/listen-encoder.ts): each part (LL-HLS layers) or
- *   segment (classic layers) the layer makes is read back and written in the listening format
- *   once, into one Buffer, cut into ~0.5 s chunks that start on frame/page boundaries. Chunks
- *   carry absolute sequence numbers, byte offsets and audio times; every listener holds only its
- *   position (the next chunk's sequence number) and writes the shared chunks themselves — there is
- *   no per-listener copy of the audio.
+ * - One queue of immutable chunks (src/listen/queue.ts; src/media/listen-encoder.ts): each part
+ *   (LL-HLS layers) or segment (classic layers) the layer makes is read back and written in the
+ *   listening format once, cut into ~0.5 s chunks that start on frame/page boundaries. Chunks
+ *   carry sequence numbers and audio times; every listener holds only its position (the next
+ *   chunk's sequence number) and writes the shared chunks themselves — there is no per-listener
+ *   copy of the audio. On a worker thread the queue is the main thread's, mirrored: the same
+ *   chunk bytes in shared memory (src/listen/shared.ts), and its listeners wait for the main
+ *   thread's backlog (a millisecond or so) before their burst is written.
  * - A new listener gets the format's header (Ogg: OpusHead/OpusTags pages), then a burst starting
  *   on a chunk boundary 2–4 s back from the live edge, then real time. A mount created for the
  *   first listener builds its queue from the layer's retained parts/segments, so that listener
@@ -20,21 +22,14 @@
  * - ICY metadata (src/listen/icy.ts): per listener one byte counter until the next block and the
  *   version of the title it got last; a chunk is written in `subarray` views around the blocks.
  *   Titles come from `nowPlaying(streamId)`, asked at every new chunk.
- * - The mount subscribes to its layer while it has listeners, and for LINGER_MS after the last
- *   one leaves; it ends every listener (the response ends) when the layer ends.
+ * - The mount reads its queue while it has listeners, and for LINGER_MS after the last one
+ *   leaves; it ends every listener (the response ends) when the layer ends.
  */
-import type { Layer, LayerMedia } from '../media/layer.js';
-import { CHUNK_MS, ListenEncoder, type ListenChunk } from '../media/listen-encoder.js';
+import type { Layer } from '../media/layer.js';
 import { ICY_EMPTY_BLOCK, ICY_METAINT, icyTitleBlock } from './icy.js';
+import { BURST_MAX_MS, BURST_MIN_MS, EncodedQueue, SLOW_MS, type ChunkQueue, type Queued } from './queue.js';
 
-/** A listener more than this much audio behind (unsent, ms) is disconnected (PRODUCT.md §10). */
-export const SLOW_MS = 10_000;
-/** The longest burst (ms of audio). */
-export const BURST_MAX_MS = 4000;
-/** The shortest burst (ms of audio), once the layer has that much. */
-export const BURST_MIN_MS = 2000;
-/** Audio kept in the queue (ms): the slow limit, the longest burst and a margin. */
-export const RETAIN_MS = SLOW_MS + BURST_MAX_MS + 2000;
+export { SLOW_MS, BURST_MAX_MS, BURST_MIN_MS, RETAIN_MS } from './queue.js';
 /** How long a mount without listeners stays subscribed (ms). */
 export const LINGER_MS = 30_000;
 
@@ -66,24 +61,19 @@ export interface MountClient {
   seen?(): void;
 }
 
-/** What a mount needs besides its layer. */
+/** What a mount needs: a layer (its queue is encoded here) or a queue (shared, or a worker's mirror). */
 export interface MountOptions {
   streamId: string;
-  layer: Layer;
-  /** The current ICY title (`<artist> - <title>`), or null for none. */
-  nowPlaying: (streamId: string) => string | null;
+  /** The layer whose queue this mount encodes and owns. */
+  layer?: Layer;
+  /** A queue someone else owns (`release` is called when the mount lets go of it). */
+  queue?: ChunkQueue;
+  /** The current ICY title (`<artist> - <title>`), or null for none. Default: the queue's. */
+  nowPlaying?: (streamId: string) => string | null;
   /** A part/segment could not be read back (logged by the caller, throttled). */
   onError?: (e: Error) => void;
-  /** The mount is gone (ended, or idle past LINGER_MS): forget it. */
+  /** The mount is gone (ended, or idle past LINGER_MS): forget it (and release a given queue). */
   onDispose?: () => void;
-}
-
-interface Queued extends ListenChunk {
-  seq: number;
-  /** Absolute byte offset of the chunk in the mount's stream. */
-  offset: number;
-  /** Audio time at the chunk's start (ms since the mount began). */
-  startMs: number;
 }
 
 interface Listener {
@@ -107,15 +97,12 @@ export interface MountHandle {
 }
 
 export class Mount {
-  private readonly queue: Queued[] = [];
-  /** Sequence number of the next chunk. */
-  private nextSeq = 0;
-  private nextOffset = 0;
-  /** Audio time of the live edge (ms). */
-  private edgeMs = 0;
   private readonly listeners = new Set<Listener>();
-  private readonly encoder: ListenEncoder;
-  private unsubscribe: (() => void) | null = null;
+  /** Listeners added before a mirrored queue had its backlog: started once it has. */
+  private pending: Array<{ c: MountClient; l: Listener | null }> = [];
+  private readonly queue: ChunkQueue;
+  private readonly owned: EncodedQueue | null;
+  private stopReading: (() => void) | null = null;
   private linger: NodeJS.Timeout | null = null;
   private title: string | null = null;
   private titleVersion = 0;
@@ -123,19 +110,23 @@ export class Mount {
   private disposed = false;
   readonly burstTargetMs: number;
 
+  /** @throws Error without `layer` or `queue` */
   constructor(private readonly o: MountOptions) {
-    const layer = o.layer;
-    this.encoder = new ListenEncoder(layer.o.container);
-    const unitMs = layer.lowLatency ? layer.o.partTargetMs : layer.o.targetDurationMs;
+    if (o.queue) {
+      this.queue = o.queue;
+      this.owned = null;
+    } else if (o.layer) {
+      this.owned = new EncodedQueue(o.layer, () => this.o.nowPlaying?.(this.o.streamId) ?? null, false, o.onError);
+      this.queue = this.owned;
+    } else throw new Error('a mount needs a layer or a queue');
     // A burst must outlast the wait for the next part/segment: 2 s plus one unit, at most 4 s.
-    this.burstTargetMs = Math.min(BURST_MAX_MS, BURST_MIN_MS + unitMs);
-    for (const m of layer.recentMedia(BURST_MAX_MS + CHUNK_MS)) if (m.initVersion === layer.initVersion) this.append(m);
-    this.unsubscribe = layer.onMedia({ media: (m) => this.media(m), end: () => this.end() });
+    this.burstTargetMs = Math.min(BURST_MAX_MS, BURST_MIN_MS + this.queue.unitMs);
+    this.stopReading = this.queue.read({ chunks: () => this.media(), end: () => this.end() });
   }
 
   /** Listeners now. */
   get size(): number {
-    return this.listeners.size;
+    return this.listeners.size + this.pending.length;
   }
 
   /** Whether the mount still serves (not ended, not disposed). */
@@ -145,14 +136,13 @@ export class Mount {
 
   /** Bytes and audio held in the queue. */
   get held(): { chunks: number; bytes: number; ms: number } {
-    let bytes = 0;
-    for (const q of this.queue) bytes += q.data.length;
-    return { chunks: this.queue.length, bytes, ms: this.queue.length ? this.edgeMs - this.queue[0]!.startMs : 0 };
+    return this.queue.held;
   }
 
   /**
    * Adds a listener: its header and burst are written at once (call it where writes are corked,
-   * e.g. synchronously in the request handler). @throws Error on a disposed mount
+   * e.g. synchronously in the request handler) — or, on a mirrored queue still waiting for its
+   * backlog, as soon as that arrives. @throws Error on a disposed mount
    */
   add(c: MountClient): MountHandle {
     if (this.disposed) throw new Error('mount is closed');
@@ -160,9 +150,28 @@ export class Mount {
       clearTimeout(this.linger);
       this.linger = null;
     }
-    const start = this.burstStart();
-    const first = this.chunk(start);
-    const l: Listener = { c, next: start, ackedMs: first ? first.startMs : this.edgeMs, blocked: false, icyLeft: c.icy ? ICY_METAINT : -1, titleVersion: 0, gone: false };
+    if (!this.queue.ready) {
+      // Started when the backlog arrives; the handle follows the listener.
+      const p: { c: MountClient; l: Listener | null } = { c, l: null };
+      this.pending.push(p);
+      return { remove: () => (p.l ? this.drop(p.l) : this.unpend(p)) };
+    }
+    const l = this.start(c);
+    return { remove: () => this.drop(l) };
+  }
+
+  /** Stops serving (server shutdown): every listener's connection is closed, the queue let go. */
+  close(): void {
+    for (const p of this.pending.splice(0)) this.closeClient(p.c, 'closed');
+    for (const l of [...this.listeners]) this.cut(l, 'closed');
+    this.dispose();
+  }
+
+  private start(c: MountClient): Listener {
+    const q = this.queue;
+    const start = q.burstStart(this.burstTargetMs);
+    const first = q.chunk(start);
+    const l: Listener = { c, next: start, ackedMs: first ? first.startMs : q.edgeMs, blocked: false, icyLeft: c.icy ? ICY_METAINT : -1, titleVersion: 0, gone: false };
     this.listeners.add(l);
     c.sink.onWritable(() => {
       if (l.gone) return;
@@ -170,43 +179,26 @@ export class Mount {
       this.send(l, null);
     });
     this.refreshTitle();
-    this.send(l, first ? first.header : this.encoder.header);
-    return { remove: () => this.drop(l) };
+    this.send(l, first ? first.header : q.header);
+    return l;
   }
 
-  /** Stops serving (server shutdown): every listener's connection is closed, the layer let go. */
-  close(): void {
-    for (const l of [...this.listeners]) this.cut(l, 'closed');
-    this.dispose();
+  private unpend(p: { c: MountClient }): void {
+    this.pending = this.pending.filter((x) => x !== p);
+    this.idle();
   }
 
-  /** Where a new listener starts: the latest startable chunk with ≥ target − CHUNK_MS of audio after it. */
-  private burstStart(): number {
-    let acc = 0;
-    let start = this.nextSeq;
-    for (let i = this.queue.length - 1; i >= 0; i--) {
-      const q = this.queue[i]!;
-      acc += q.ms;
-      if (!q.startable) continue;
-      start = q.seq;
-      if (acc >= this.burstTargetMs - CHUNK_MS) break;
-    }
-    return start;
-  }
-
-  private chunk(seq: number): Queued | undefined {
-    const first = this.queue[0];
-    return first ? this.queue[seq - first.seq] : undefined;
-  }
-
-  /** A new part/segment of the layer: appended, sent to every listener that can take it. */
-  private media(m: LayerMedia): void {
+  /** New chunks (or a mirrored queue's backlog): pending listeners start, the others get what is new. */
+  private media(): void {
     if (this.disposed) return;
-    if (!this.append(m)) return;
+    if (this.pending.length > 0) {
+      for (const p of this.pending.splice(0)) p.l = this.start(p.c);
+    }
     this.refreshTitle();
+    const q = this.queue;
     for (const l of [...this.listeners]) {
       if (l.gone) continue;
-      if (this.edgeMs - l.ackedMs > SLOW_MS || l.next < (this.queue[0]?.seq ?? this.nextSeq)) {
+      if (q.edgeMs - l.ackedMs > SLOW_MS || l.next < q.firstSeq) {
         this.cut(l, 'slow');
         continue;
       }
@@ -214,29 +206,11 @@ export class Mount {
     }
   }
 
-  /** Encodes `m` onto the queue and trims its tail. False when nothing was added. */
-  private append(m: LayerMedia): boolean {
-    let chunks: ListenChunk[];
-    try {
-      chunks = this.encoder.encode(m, this.o.layer.init, m.initVersion);
-    } catch (e) {
-      this.o.onError?.(e as Error);
-      return false;
-    }
-    for (const c of chunks) {
-      this.queue.push({ ...c, seq: this.nextSeq++, offset: this.nextOffset, startMs: this.edgeMs });
-      this.nextOffset += c.data.length;
-      this.edgeMs += c.ms;
-    }
-    while (this.queue.length > 1 && this.edgeMs - (this.queue[0]!.startMs + this.queue[0]!.ms) > RETAIN_MS) this.queue.shift();
-    return chunks.length > 0;
-  }
-
   /** Asks for the current title; a change gets a new block and version. */
   private refreshTitle(): void {
     let t: string | null;
     try {
-      t = this.o.nowPlaying(this.o.streamId);
+      t = this.o.nowPlaying ? this.o.nowPlaying(this.o.streamId) : this.queue.title();
     } catch {
       return;
     }
@@ -251,10 +225,11 @@ export class Mount {
    * one cork; stops after a chunk whose write met backpressure (the HTTP layer keeps it). The
    * first write of the batch tells whether the earlier batches were sent: then `ackedMs` moves.
    */
-  private send(l: Listener, header: Buffer | null): void {
+  private send(l: Listener, header: Uint8Array | null): void {
     if (l.gone || l.blocked) return;
-    if (l.next >= this.nextSeq && !header?.length) return;
-    const batchMs = this.chunk(l.next)?.startMs ?? this.edgeMs;
+    const q = this.queue;
+    if (l.next >= q.nextSeq && !header?.length) return;
+    const batchMs = q.chunk(l.next)?.startMs ?? q.edgeMs;
     let first: boolean | null = null;
     let ok = true;
     const w = (b: Uint8Array) => {
@@ -265,11 +240,11 @@ export class Mount {
     try {
       l.c.sink.cork(() => {
         if (header?.length) this.out(l, header, w);
-        while (ok && l.next < this.nextSeq) {
-          const q = this.chunk(l.next);
-          if (!q) break;
+        while (ok && l.next < q.nextSeq) {
+          const c: Queued | undefined = q.chunk(l.next);
+          if (!c) break;
           l.next++;
-          this.out(l, q.data, w);
+          this.out(l, c.data, w);
         }
       });
     } catch {
@@ -284,7 +259,7 @@ export class Mount {
   }
 
   /** Writes `data` for one listener, interleaving ICY metadata blocks by `subarray` views. */
-  private out(l: Listener, data: Buffer, w: (b: Uint8Array) => void): void {
+  private out(l: Listener, data: Uint8Array, w: (b: Uint8Array) => void): void {
     if (l.icyLeft < 0) return w(data);
     let d = data;
     while (d.length > 0) {
@@ -307,19 +282,23 @@ export class Mount {
     if (l.gone) return;
     l.gone = true;
     this.listeners.delete(l);
-    try {
-      l.c.sink.close();
-    } catch {
-      // already gone
-    }
-    this.left(l, reason);
+    this.closeClient(l.c, reason);
     this.idle();
   }
 
-  /** Tells the client's owner; its fault must not stop the loop over the other listeners. */
-  private left(l: Listener, reason: LeaveReason): void {
+  private closeClient(c: MountClient, reason: LeaveReason): void {
     try {
-      l.c.left(reason);
+      c.sink.close();
+    } catch {
+      // already gone
+    }
+    this.left(c, reason);
+  }
+
+  /** Tells the client's owner; its fault must not stop the loop over the other listeners. */
+  private left(c: MountClient, reason: LeaveReason): void {
+    try {
+      c.left(reason);
     } catch (e) {
       this.o.onError?.(e as Error);
     }
@@ -335,6 +314,14 @@ export class Mount {
 
   /** The layer ended: every listener gets what is queued, then the end of its response. */
   private end(): void {
+    for (const p of this.pending.splice(0)) {
+      try {
+        p.c.sink.end();
+      } catch {
+        // already gone
+      }
+      this.left(p.c, 'ended');
+    }
     for (const l of [...this.listeners]) {
       this.send(l, null);
       l.gone = true;
@@ -344,17 +331,17 @@ export class Mount {
       } catch {
         // already gone
       }
-      this.left(l, 'ended');
+      this.left(l.c, 'ended');
     }
     this.dispose();
   }
 
-  /** Without listeners: lets go of the layer after LINGER_MS. */
+  /** Without listeners: lets go of the queue after LINGER_MS. */
   private idle(): void {
-    if (this.listeners.size > 0 || this.disposed || this.linger) return;
+    if (this.size > 0 || this.disposed || this.linger) return;
     this.linger = setTimeout(() => {
       this.linger = null;
-      if (this.listeners.size === 0) this.dispose();
+      if (this.size === 0) this.dispose();
     }, LINGER_MS);
     this.linger.unref();
   }
@@ -364,9 +351,9 @@ export class Mount {
     this.disposed = true;
     if (this.linger) clearTimeout(this.linger);
     this.linger = null;
-    this.unsubscribe?.();
-    this.unsubscribe = null;
-    this.queue.length = 0;
+    this.stopReading?.();
+    this.stopReading = null;
+    this.owned?.dispose();
     this.o.onDispose?.();
   }
 }

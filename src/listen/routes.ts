@@ -8,6 +8,11 @@
  * `Icy-MetaData: 1`. Every answer carries `icy-name` (the stream's title), `icy-br` (the layer's
  * kbps), `Cache-Control: no-cache, no-store` and `Access-Control-Allow-Origin: *`.
  *
+ * The same handlers serve on the main thread (`registerListenRoutes`: the hubs themselves, the
+ * registry) and on a worker thread (`registerListenHandlers` with the worker's mirror, its mounts
+ * over the main thread's shared chunk queues, its session batches: src/serve/worker.ts); the
+ * connection caps are counted node-wide in shared memory (src/listeners/shared-counter.ts).
+ *
  * 404 before the stream's passthrough layer has audio and after the stream ended. `playback:
  * "token"` streams need `?token=<listener token>` (401 without, 403 invalid/expired/other stream).
  * Each GET is a listener (`protocol: "icecast"`) in the registry from connect to close, with its
@@ -15,30 +20,75 @@
  * (`listenMaxConnectionsPerIp`, `listenMaxConnections`: 429 with `Retry-After`). A listener more
  * than 10 s behind is disconnected (`listen_slow_client`).
  */
+import type { BlockList } from 'node:net';
 import type { AppContext, Feature } from '../context.js';
 import type { HttpServer, ProgressiveAnswer, ProgressiveRequest, RawReply } from '../http/server.js';
 import { errorBody, statusLine } from '../http/server.js';
 import { ApiError } from '../errors/errors.js';
 import type { ErrorCode } from '../errors/codes.js';
 import type { Layer, MediaRegistry } from '../media/hub.js';
+import type { Limits } from '../limits/limits.js';
+import type { Logger } from '../log/logger.js';
 import type { Listeners } from '../listeners/feature.js';
-import { queryParam } from '../listeners/hls-access.js';
+import type { ListenerTokens } from '../auth/listener-tokens.js';
+import { queryParam, type StreamPolicy } from '../listeners/hls-access.js';
 import { clientAddress, countryOf } from '../listeners/geo.js';
-import { MAX_LISTENERS, TooManyListenersError, type Session } from '../listeners/registry.js';
-import { PerAddressCounter } from '../limits/limits.js';
+import { TooManyListenersError, MAX_LISTENERS, type Session } from '../listeners/registry.js';
+import { SharedAddressCounter } from '../listeners/shared-counter.js';
 import { randomBase62 } from '../ids.js';
 import { ICY_METAINT } from './icy.js';
 import { Mount } from './mount.js';
+import { ListenFeed, SharedQueues, type ListenFeedMessage } from './shared.js';
 
-/** What the listening routes are given besides the HTTP server and the media. */
-export interface ListenDeps {
-  ctx: AppContext;
-  listeners: Pick<Listeners, 'registry' | 'access' | 'tokens' | 'trusted'>;
-  /**
-   * The ICY title of a stream now (`<artist> - <title>`), or null for none. Default: the stream's
-   * now playing (PRODUCT.md §11), else its title; a block carries it when it changed.
-   */
-  nowPlaying?: (streamId: string) => string | null;
+/** One layer as listening sees it. */
+export interface ListenLayerView {
+  readonly name: string;
+  /** Nominal bitrate (kbps): the `/<kbps>.<ext>` of its URL. */
+  readonly kbps: number;
+  readonly ready: boolean;
+  readonly ended: boolean;
+  readonly failed: boolean;
+}
+
+/** One stream as listening sees it. */
+export interface ListenStreamView {
+  readonly ended: boolean;
+  /** The ingest codec: the one extension served. */
+  readonly codec: string;
+  /** The top (passthrough) layer has audio. */
+  readonly playable: boolean;
+  /** Top first. */
+  layers(): Iterable<ListenLayerView>;
+}
+
+/** A listening connection's session in the registry (directly, or through a worker's batches). */
+export interface ListenSession {
+  /** The listener took audio. */
+  seen(): void;
+  /** The connection closed. */
+  close(): void;
+}
+
+/** What the listening handlers need of the thread they run on. */
+export interface ListenContext {
+  log: Logger;
+  limits: Pick<Limits, 'hit'>;
+  /** Connections per client address and in total, node-wide. */
+  caps: SharedAddressCounter;
+  trusted: BlockList;
+  tokens: ListenerTokens;
+  policy(streamId: string): StreamPolicy | null;
+  /** `icy-name`: the stream's now playing, else its title. */
+  title(streamId: string): string;
+  stream(streamId: string): ListenStreamView | undefined;
+  /** The open mount of a layer (made on first use). */
+  mount(streamId: string, layer: ListenLayerView): Mount;
+  /** The node tracks MAX_LISTENERS already. */
+  full(): boolean;
+  /** @throws TooManyListenersError when the node is full */
+  open(j: { streamId: string; accountId: string; key: string; ip: string; userAgent: string | null }): ListenSession;
+  /** Counts the requests answered (tests: which thread served). */
+  counts?: { listen: number };
 }
 
 const CONTENT_TYPES: Record<string, string> = { mp3: 'audio/mpeg', aac: 'audio/aac', opus: 'audio/ogg' };
@@ -53,71 +103,34 @@ const LOG_EVERY = 100;
 /** Header values are sent as they are: no control characters (no header injection). */
 const headerSafe = (s: string) => s.replace(/[\u0000-\u001f\u007f]/g, ' ');
 
-/** Registers the listening routes; the returned feature closes every mount at shutdown. */
-export function registerListenRoutes(http: HttpServer, media: MediaRegistry, d: ListenDeps): Feature {
-  const { ctx, listeners } = d;
-  const { registry, access, tokens, trusted } = listeners;
-  const log = ctx.log.child('listen');
-  const caps = new PerAddressCounter(ctx.config.limits.listenMaxConnections, ctx.config.limits.listenMaxConnectionsPerIp);
-  const mounts = new Map<Layer, Mount>();
-  const titles = new Map<string, { title: string; until: number }>();
+const refuse = (status: number, code: ErrorCode, message: string, requestId: string, extra: ReadonlyArray<readonly [string, string]> = []): RawReply => ({
+  status: statusLine(status),
+  headers: [...JSON_HEADERS, ...extra],
+  body: Buffer.from(JSON.stringify(errorBody(new ApiError(code, message, { status }), requestId))),
+});
 
-  const titleOf = (id: string): string => {
-    const now = ctx.now();
-    const c = titles.get(id);
-    if (c && c.until > now) return c.title;
-    const row = ctx.streams.getAny(id);
-    const np = row?.now_playing ? (JSON.parse(row.now_playing) as { title: string; artist: string | null }) : null;
-    const title = np ? (np.artist ? `${np.artist} - ${np.title}` : np.title) : (row?.title ?? '');
-    if (titles.size > 10_000) titles.clear();
-    titles.set(id, { title, until: now + TITLE_TTL_MS });
-    return title;
-  };
-  const nowPlaying = d.nowPlaying ?? ((id: string) => titleOf(id) || null);
-  // A change of what plays now reaches the next metadata block, not one up to TITLE_TTL_MS later.
-  const unsubscribe = ctx.outbox.subscribe((e) => {
-    const o = e.type === 'stream.now_playing' ? (e.data.object as { id?: unknown } | null) : null;
-    if (typeof o?.id === 'string') titles.delete(o.id);
-  });
-
-  const refuse = (status: number, code: ErrorCode, message: string, requestId: string, extra: ReadonlyArray<readonly [string, string]> = []): RawReply => ({
-    status: statusLine(status),
-    headers: [...JSON_HEADERS, ...extra],
-    body: Buffer.from(JSON.stringify(errorBody(new ApiError(code, message, { status }), requestId))),
-  });
-
-  const mountOf = (id: string, layer: Layer): Mount => {
-    let m = mounts.get(layer);
-    if (m?.open) return m;
-    let failures = 0;
-    m = new Mount({
-      streamId: id,
-      layer,
-      nowPlaying,
-      onError: (e) => {
-        if (failures++ % LOG_EVERY === 0) log.warn('listening: a part/segment could not be read back; skipped', { streamId: id, layer: layer.name, err: e.message, failures });
-      },
-      onDispose: () => {
-        if (mounts.get(layer) === m) mounts.delete(layer);
-      },
-    });
-    if (m.open) mounts.set(layer, m);
-    return m;
-  };
-
+/** Registers the listening routes of `c` on `http` (either thread). */
+export function registerListenHandlers(http: HttpServer, c: ListenContext): void {
   const handle = (req: ProgressiveRequest, id: string, kbps: number | null, ext: string): ProgressiveAnswer => {
     const { requestId } = req;
+    if (c.counts) c.counts.listen++;
     const notFound = () => refuse(404, 'resource_missing', `No live listening stream at this URL for stream '${id}'.`, requestId);
-    const hub = media.get(id);
-    if (!hub || hub.ended || !hub.top.ready || CONTENT_TYPES[ext] === undefined || hub.opts.codec !== ext) return notFound();
-    const layer = kbps === null ? hub.top : hub.layers.find((l) => l.o.kbps === kbps && !l.failed);
+    const s = c.stream(id);
+    if (!s || s.ended || !s.playable || CONTENT_TYPES[ext] === undefined || s.codec !== ext) return notFound();
+    let layer: ListenLayerView | undefined;
+    for (const l of s.layers()) {
+      if (kbps === null || (l.kbps === kbps && !l.failed)) {
+        layer = l;
+        break;
+      }
+    }
     if (!layer || !layer.ready || layer.ended) return notFound();
-    const pol = access.policy(id);
+    const pol = c.policy(id);
     if (!pol) return notFound();
     if (pol.playback === 'token') {
       const token = queryParam(req.query, 'token');
       if (token === '') return refuse(401, 'missing_token', 'This stream needs a listener token: add ?token=<token> to the URL.', requestId, [['WWW-Authenticate', 'Bearer realm="listener"']]);
-      const r = tokens.verifySync(token);
+      const r = c.tokens.verifySync(token);
       if (!r.ok && r.reason === 'expired') return refuse(403, 'token_expired', 'The listener token has expired; get a new one.', requestId);
       if (!r.ok) return refuse(403, 'invalid_token', 'The listener token is malformed or its signature is invalid.', requestId);
       if (r.claims.streamId !== id) return refuse(403, 'invalid_token', 'The listener token is for another stream.', requestId);
@@ -128,39 +141,39 @@ export function registerListenRoutes(http: HttpServer, media: MediaRegistry, d: 
       ['Cache-Control', 'no-cache, no-store'],
       ['Access-Control-Allow-Origin', '*'],
       ['Access-Control-Expose-Headers', 'icy-name, icy-br, icy-metaint'],
-      ['icy-name', headerSafe(titleOf(id))],
-      ['icy-br', String(layer.o.kbps)],
+      ['icy-name', headerSafe(c.title(id))],
+      ['icy-br', String(layer.kbps)],
     ];
     if (icy) headers.push(['icy-metaint', String(ICY_METAINT)]);
     if (req.method === 'HEAD') return { stream: { headers, open: () => () => {} } };
 
-    const ip = clientAddress(req.remoteAddress, req.header('x-forwarded-for'), trusted);
-    const cap = caps.tryAcquire(ip);
+    const ip = clientAddress(req.remoteAddress, req.header('x-forwarded-for'), c.trusted);
+    const cap = c.caps.tryAcquire(ip);
     if (cap !== 'ok') {
-      ctx.limits.hit(cap === 'total' ? 'listen_connections' : 'listen_connections_per_ip', ip);
+      c.limits.hit(cap === 'total' ? 'listen_connections' : 'listen_connections_per_ip', ip);
       const which = cap === 'total' ? 'This node has as many listening connections as it takes' : 'This address has as many listening connections as it may';
       return refuse(429, 'too_many_connections', `${which}; retry later.`, requestId, [['Retry-After', RETRY_AFTER_S]]);
     }
-    if (registry.total() >= MAX_LISTENERS) {
-      caps.release(ip);
+    if (c.full()) {
+      c.caps.release(ip);
       return refuse(503, 'listener_capacity', 'This node serves as many listeners as it can; try again later.', requestId);
     }
     const userAgent = req.header('user-agent') || null;
-    const country = countryOf(ip);
+    const target = layer;
     return {
       stream: {
         headers,
         open: (sink) => {
-          let session: Session | null = null;
+          let session: ListenSession | null = null;
           let done = false;
           const finish = () => {
             if (done) return;
             done = true;
-            if (session) registry.leave(session);
-            caps.release(ip);
+            session?.close();
+            c.caps.release(ip);
           };
           try {
-            session = registry.join({ streamId: id, accountId: pol.accountId, key: `icy_${randomBase62(16)}`, protocol: 'icecast', country, userAgent, timeoutMs: 0 });
+            session = c.open({ streamId: id, accountId: pol.accountId, key: `icy_${randomBase62(16)}`, ip, userAgent });
           } catch (e) {
             finish();
             if (e instanceof TooManyListenersError) {
@@ -169,15 +182,15 @@ export function registerListenRoutes(http: HttpServer, media: MediaRegistry, d: 
             }
             throw e;
           }
-          const s = session;
+          const ses = session;
           let h: { remove(): void };
           try {
-            h = mountOf(id, layer).add({
+            h = c.mount(id, target).add({
               sink,
               icy,
-              seen: () => registry.touch(id, s.key),
+              seen: () => ses.seen(),
               left: (reason) => {
-                if (reason === 'slow') ctx.limits.hit('listen_slow_client', ip, { streamId: id });
+                if (reason === 'slow') c.limits.hit('listen_slow_client', ip, { streamId: id });
                 finish();
               },
             });
@@ -206,12 +219,122 @@ export function registerListenRoutes(http: HttpServer, media: MediaRegistry, d: 
     if (!m || !/^\d{1,5}$/.test(m[1]!) || !/^[A-Za-z0-9_-]{1,64}$/.test(id)) return refuse(404, 'resource_missing', 'No such listening URL.', req.requestId);
     return handle(req, id, Number(m[1]), m[2]!);
   });
+}
 
+/** What the main thread's listening routes are given besides the HTTP server and the media. */
+export interface ListenDeps {
+  ctx: AppContext;
+  listeners: Pick<Listeners, 'registry' | 'access' | 'tokens' | 'trusted'>;
+  /**
+   * The ICY title of a stream now (`<artist> - <title>`), or null for none. Default: the stream's
+   * now playing (PRODUCT.md §11), else its title; a block carries it when it changed.
+   */
+  nowPlaying?: (streamId: string) => string | null;
+  /** Chunk bytes in shared memory (worker threads serve listeners too). */
+  shared?: boolean;
+  counts?: { listen: number };
+}
+
+/** The main thread's listening: its feature (closes every mount at shutdown) and what worker threads read. */
+export interface ListenFeature extends Feature {
+  /** The stream titles (`icy-name`) worker threads are told. */
+  title(streamId: string): string;
+  /** The node-wide connection counts (worker threads count into them). */
+  caps: SharedAddressCounter;
+  /** The chunk queues worker threads read (src/listen/shared.ts). */
+  feed(post: (worker: number, m: ListenFeedMessage) => void): ListenFeed;
+}
+
+/** Registers the main thread's listening routes. */
+export function registerListenRoutes(http: HttpServer, media: MediaRegistry, d: ListenDeps): ListenFeature {
+  const { ctx, listeners } = d;
+  const { registry, access, tokens, trusted } = listeners;
+  const log = ctx.log.child('listen');
+  const caps = new SharedAddressCounter(ctx.config.limits.listenMaxConnections, ctx.config.limits.listenMaxConnectionsPerIp);
+  const mounts = new Map<Layer, Mount>();
+  const titles = new Map<string, { title: string; until: number }>();
+
+  const titleOf = (id: string): string => {
+    const now = ctx.now();
+    const c = titles.get(id);
+    if (c && c.until > now) return c.title;
+    const row = ctx.streams.getAny(id);
+    const np = row?.now_playing ? (JSON.parse(row.now_playing) as { title: string; artist: string | null }) : null;
+    const title = np ? (np.artist ? `${np.artist} - ${np.title}` : np.title) : (row?.title ?? '');
+    if (titles.size > 10_000) titles.clear();
+    titles.set(id, { title, until: now + TITLE_TTL_MS });
+    return title;
+  };
+  const nowPlaying = d.nowPlaying ?? ((id: string) => titleOf(id) || null);
+  // A change of what plays now reaches the next metadata block, not one up to TITLE_TTL_MS later.
+  const unsubscribe = ctx.outbox.subscribe((e) => {
+    const o = e.type === 'stream.now_playing' ? (e.data.object as { id?: unknown } | null) : null;
+    if (typeof o?.id === 'string') titles.delete(o.id);
+  });
+  const failures = new WeakMap<Layer, number>();
+  const queues = new SharedQueues(d.shared ?? false, nowPlaying, (id, layer, e) => {
+    const n = failures.get(layer) ?? 0;
+    failures.set(layer, n + 1);
+    if (n % LOG_EVERY === 0) log.warn('listening: a part/segment could not be read back; skipped', { streamId: id, layer: layer.name, err: e.message, failures: n + 1 });
+  });
+
+  const layerView = (l: Layer): ListenLayerView & { layer: Layer } => ({ layer: l, name: l.name, kbps: l.o.kbps, ready: l.ready, ended: l.ended, failed: l.failed });
+  registerListenHandlers(http, {
+    log,
+    limits: ctx.limits,
+    caps,
+    trusted,
+    tokens,
+    policy: (id) => access.policy(id),
+    title: titleOf,
+    stream: (id) => {
+      const hub = media.get(id);
+      return hub ? { ended: hub.ended, codec: hub.opts.codec, playable: hub.top.ready, layers: () => hub.layers.map(layerView) } : undefined;
+    },
+    mount: (id, v) => {
+      const layer = (v as ListenLayerView & { layer: Layer }).layer;
+      let m = mounts.get(layer);
+      if (m?.open) return m;
+      const q = queues.acquire(id, layer);
+      const mount: Mount = new Mount({
+        streamId: id,
+        queue: q,
+        onDispose: () => {
+          if (mounts.get(layer) === mount) mounts.delete(layer);
+          queues.release(layer, q);
+        },
+      });
+      m = mount;
+      if (m.open) mounts.set(layer, m);
+      return m;
+    },
+    full: () => registry.total() >= MAX_LISTENERS,
+    open: (j) => {
+      const s: Session = registry.join({ streamId: j.streamId, accountId: j.accountId, key: j.key, protocol: 'icecast', country: countryOf(j.ip), userAgent: j.userAgent, timeoutMs: 0 });
+      return { seen: () => registry.touch(j.streamId, s.key), close: () => registry.leave(s) };
+    },
+    counts: d.counts,
+  });
+
+  let feed: ListenFeed | null = null;
   return {
+    title: titleOf,
+    caps,
+    feed: (post) =>
+      (feed ??= new ListenFeed(
+        queues,
+        (id, name) => {
+          const l = media.get(id)?.layer(name);
+          return l && !l.ended && !l.failed ? l : null;
+        },
+        post,
+      )),
     close() {
       unsubscribe();
+      feed?.close();
       for (const m of [...mounts.values()]) m.close();
       mounts.clear();
+      queues.close();
     },
   };
 }

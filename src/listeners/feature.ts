@@ -10,7 +10,7 @@ import type { AppContext, Feature } from '../context.js';
 import { ListenersRepo } from '../db/listeners-repo.js';
 import { ListenerTokens } from '../auth/listener-tokens.js';
 import { ListenerRegistry } from './registry.js';
-import { HlsListenerAccess } from './hls-access.js';
+import { CachedPolicies, HlsListenerAccess, registrySessions } from './hls-access.js';
 import { ListenersService } from './service.js';
 import { trustedProxies } from './geo.js';
 import { HeldRequests } from './held.js';
@@ -32,7 +32,7 @@ export function createListeners(ctx: AppContext): Listeners {
   const registry = new ListenerRegistry({ db: ctx.db, repo: new ListenersRepo(ctx.db), outbox: ctx.outbox, log: ctx.log.child('listeners'), now: ctx.now });
   const tokens = new ListenerTokens(ctx.nodeSecret, ctx.now);
   const trusted = trustedProxies(ctx.config.trustedProxies);
-  const access = new HlsListenerAccess({ registry, tokens, streams: ctx.streams, trusted, nodeSecret: ctx.nodeSecret, now: ctx.now });
+  const access = new HlsListenerAccess({ sessions: registrySessions(registry), policies: new CachedPolicies(ctx.streams, ctx.now), tokens, trusted, nodeSecret: ctx.nodeSecret });
   const held = new HeldRequests({ maxTotal: ctx.config.limits.httpMaxHeld, maxPerAddress: ctx.config.limits.httpMaxHeldPerIp, trusted, limits: ctx.limits });
   return {
     registry,

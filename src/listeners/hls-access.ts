@@ -38,13 +38,69 @@ export interface StreamPolicy {
   codec: string;
 }
 
+/** Where stream policies come from: SQLite on the main thread, the main thread's messages on a worker thread. */
+export interface StreamPolicies {
+  /** Account, playback and codec of a stream; null when the stream does not exist. */
+  policy(streamId: string): StreamPolicy | null;
+}
+
+/** Stream policies read from SQLite at most once per stream every POLICY_TTL_MS (2 s). */
+export class CachedPolicies implements StreamPolicies {
+  private readonly policies = new Map<string, { p: StreamPolicy | null; until: number }>();
+
+  constructor(private readonly streams: StreamsRepo, private readonly now: () => number = Date.now) {}
+
+  policy(streamId: string): StreamPolicy | null {
+    const now = this.now();
+    const cached = this.policies.get(streamId);
+    if (cached && cached.until > now) return cached.p;
+    const row = this.streams.getAny(streamId);
+    const p: StreamPolicy | null = row ? { accountId: row.account_id, playback: row.playback, codec: row.codec } : null;
+    if (this.policies.size > 10_000) this.policies.clear();
+    this.policies.set(streamId, { p, until: now + POLICY_TTL_MS });
+    return p;
+  }
+}
+
+/** A new HLS session, as the access check reports it: the client address is used for the country and not kept. */
+export interface HlsJoin {
+  streamId: string;
+  accountId: string;
+  key: string;
+  /** The client address (src/listeners/geo.ts `clientAddress`). */
+  ip: string;
+  userAgent: string | null;
+  /** Inactivity after which the session leaves (ms). */
+  timeoutMs: number;
+}
+
+/**
+ * Where HLS sessions are counted: the registry itself on the main thread, the batches a worker
+ * thread sends to it (src/listeners/remote.ts) on a worker.
+ */
+export interface HlsSessions {
+  /** Marks the session `key` of `streamId` as seen now; false when it is unknown (the caller then joins it). */
+  touch(streamId: string, key: string): boolean;
+  /** A new session. @throws TooManyListenersError when the node tracks as many listeners as it may */
+  join(j: HlsJoin): void;
+}
+
+/** The registry as `HlsSessions` (the main thread): the country is looked up here. */
+export function registrySessions(registry: ListenerRegistry): HlsSessions {
+  return {
+    touch: (streamId, key) => registry.touch(streamId, key),
+    join: (j) => {
+      registry.join({ streamId: j.streamId, accountId: j.accountId, key: j.key, protocol: 'hls', country: countryOf(j.ip), userAgent: j.userAgent, timeoutMs: j.timeoutMs });
+    },
+  };
+}
+
 export interface HlsAccessDeps {
-  registry: ListenerRegistry;
+  sessions: HlsSessions;
+  policies: StreamPolicies;
   tokens: ListenerTokens;
-  streams: StreamsRepo;
   trusted: BlockList;
   nodeSecret: Buffer;
-  now?: () => number;
 }
 
 /** The value of `name` in a query string (`a=1&b=2`), '' when absent. No decoding: our values are URL-safe. */
@@ -58,29 +114,20 @@ export function queryParam(query: string, name: string): string {
   return end < 0 ? query.slice(start) : query.slice(start, end);
 }
 
-/** The answer for every media object of a public stream (shared: allocation-free on the hot path). */
-const PUBLIC_OBJECT: HlsDecision = Object.freeze({ ok: true, query: '', private: false }) as HlsDecision;
+/** The answer for every media object and media playlist of a public stream (shared: allocation-free on the hot path). */
+const PUBLIC: HlsDecision = Object.freeze({ ok: true, query: '', private: false }) as HlsDecision;
+const CAPACITY: HlsDecision = Object.freeze({ ok: false, status: 503, code: 'listener_capacity', message: 'This node serves as many listeners as it can; try again later.' }) as HlsDecision;
 
 export class HlsListenerAccess implements HlsAccess {
-  private readonly policies = new Map<string, { p: StreamPolicy | null; until: number }>();
   private readonly sidKey: Buffer;
-  private readonly now: () => number;
 
   constructor(private readonly d: HlsAccessDeps) {
-    this.now = d.now ?? Date.now;
     this.sidKey = createHmac('sha256', d.nodeSecret).update('skylark hls session ids v1').digest();
   }
 
   /** Account and playback of a stream, cached; null when the stream does not exist. */
   policy(streamId: string): StreamPolicy | null {
-    const now = this.now();
-    const cached = this.policies.get(streamId);
-    if (cached && cached.until > now) return cached.p;
-    const row = this.d.streams.getAny(streamId);
-    const p: StreamPolicy | null = row ? { accountId: row.account_id, playback: row.playback, codec: row.codec } : null;
-    if (this.policies.size > 10_000) this.policies.clear();
-    this.policies.set(streamId, { p, until: now + POLICY_TTL_MS });
-    return p;
+    return this.d.policies.policy(streamId);
   }
 
   /** The ingest codec of a stream ('' when unknown). */
@@ -114,51 +161,56 @@ export class HlsListenerAccess implements HlsAccess {
   object(streamId: string, query: string): HlsDecision {
     const pol = this.policy(streamId);
     if (!pol) return { ok: false, status: 404, code: 'resource_missing', message: `No live HLS for stream '${streamId}'.` };
-    if (pol.playback !== 'token') return PUBLIC_OBJECT;
+    if (pol.playback !== 'token') return PUBLIC;
     const token = queryParam(query, 'token');
     const t = this.checkToken(streamId, token, true)!;
     return t.ok ? { ok: true, query: `token=${token}`, private: true } : t;
   }
 
+  /**
+   * A media playlist request. On a public stream the answer is the same playlist for every
+   * listener, so the decision carries no query (nothing is built per request): the session named
+   * by `sid` is touched (a map lookup), or checked (HMAC) and joined the first time.
+   */
   media(streamId: string, query: string, info: RawRequestInfo, timeoutMs: number): HlsDecision {
     const pol = this.policy(streamId);
     if (!pol) return { ok: false, status: 404, code: 'resource_missing', message: `No live HLS for stream '${streamId}'.` };
     const gated = pol.playback === 'token';
-    let key = '';
-    let q = '';
     const token = queryParam(query, 'token');
-    if (pol.playback === 'token' || token !== '') {
-      const t = this.checkToken(streamId, token, pol.playback === 'token');
+    if (gated || token !== '') {
+      const t = this.checkToken(streamId, token, gated);
       if (t && !t.ok) return t;
       if (t) {
-        key = t.subject;
-        q = `token=${token}`;
+        // The token's subject is the session; a token stream's URIs carry the token.
+        const d: HlsDecision = gated ? { ok: true, query: `token=${token}`, private: true } : PUBLIC;
+        if (this.d.sessions.touch(streamId, t.subject)) return d;
+        return this.join(streamId, pol.accountId, t.subject, info, timeoutMs) ?? d;
       }
     }
-    if (key === '') {
-      const sid = queryParam(query, 'sid');
-      if (sid === '') return { ok: true, query: '', private: gated }; // untracked (no session to tell requests apart)
-      q = `sid=${sid}`;
-      if (this.d.registry.touch(streamId, sid)) return { ok: true, query: q, private: gated };
-      if (!this.validSid(streamId, sid)) return { ok: true, query: '', private: gated };
-      key = sid;
-    } else if (this.d.registry.touch(streamId, key)) return { ok: true, query: q, private: gated };
+    // A public stream (a token stream answered above): the session is the sid. Without one the
+    // request is served but untracked (nothing tells this client's requests apart); an invented
+    // one (its tag does not check) is served and not counted.
+    const sid = queryParam(query, 'sid');
+    if (sid === '' || this.d.sessions.touch(streamId, sid) || !this.validSid(streamId, sid)) return PUBLIC;
+    return this.join(streamId, pol.accountId, sid, info, timeoutMs) ?? PUBLIC;
+  }
+
+  /** Joins a new session; the refusal to answer when the node is full, else null. */
+  private join(streamId: string, accountId: string, key: string, info: RawRequestInfo, timeoutMs: number): HlsDecision | null {
     try {
-      const ip = clientAddress(info.remoteAddress(), info.header('x-forwarded-for'), this.d.trusted);
-      this.d.registry.join({
+      this.d.sessions.join({
         streamId,
-        accountId: pol.accountId,
+        accountId,
         key,
-        protocol: 'hls',
-        country: countryOf(ip),
+        ip: clientAddress(info.remoteAddress(), info.header('x-forwarded-for'), this.d.trusted),
         userAgent: info.header('user-agent') || null,
         timeoutMs,
       });
     } catch (e) {
-      if (e instanceof TooManyListenersError) return { ok: false, status: 503, code: 'listener_capacity', message: 'This node serves as many listeners as it can; try again later.' };
+      if (e instanceof TooManyListenersError) return CAPACITY;
       throw e;
     }
-    return { ok: true, query: q, private: gated };
+    return null;
   }
 
   /**

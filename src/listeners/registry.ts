@@ -125,6 +125,11 @@ export class ListenerRegistry {
   private readonly now: () => number;
   /** After close(): no more SQLite work (keep-alive requests may still arrive while shutting down). */
   private closed = false;
+  /**
+   * The node's listener count, shared with the worker threads (they refuse new sessions at
+   * MAX_LISTENERS without asking): cell 0, stored on every join and leave.
+   */
+  readonly countCell = new Int32Array(new SharedArrayBuffer(4));
 
   constructor(private readonly d: RegistryDeps) {
     this.now = d.now ?? Date.now;
@@ -158,6 +163,14 @@ export class ListenerRegistry {
     if (!s) return false;
     s.lastSeenAt = this.now();
     return true;
+  }
+
+  /**
+   * A live session was seen at `at` (ms; a worker thread's report, which may come a moment
+   * after the request it stands for): its last-seen time moves forward, never back.
+   */
+  seen(s: Session, at: number): void {
+    if (!s.left && at > s.lastSeenAt) s.lastSeenAt = at;
   }
 
   /**
@@ -201,6 +214,7 @@ export class ListenerRegistry {
     st.sessions.set(s.key, s);
     st.byId.set(s.id, s);
     this.count++;
+    Atomics.store(this.countCell, 0, this.count);
     if (st.sessions.size > st.peak) st.peak = st.sessions.size;
     if (s.timeoutMs > 0) this.file(s, now + s.timeoutMs);
     this.enqueue({ t: 'join', s, concurrent: st.sessions.size });
@@ -219,6 +233,7 @@ export class ListenerRegistry {
       if (this.streams.size === 0) this.stopSeen();
     }
     this.count--;
+    Atomics.store(this.countCell, 0, this.count);
     this.enqueue({ t: 'leave', s, at: this.now() });
     for (const h of this.leaveHooks) h(s);
   }

@@ -180,6 +180,7 @@ export class Layer {
   /** The changes presented in the retained timeline, oldest first (`EXT-X-DATERANGE`). */
   dateRanges: DateRange[] = [];
   private mediaListeners: LayerMediaListener[] = [];
+  private changeListeners: Array<() => void> = [];
 
   constructor(readonly o: LayerOptions) {
     this.segmenter = o.createSegmenter();
@@ -237,6 +238,7 @@ export class Layer {
     this.ended = true;
     this.version++;
     this.wake(true);
+    this.changed();
     const subs = this.mediaListeners;
     this.mediaListeners = [];
     for (const l of subs) {
@@ -262,6 +264,28 @@ export class Layer {
     return () => {
       this.mediaListeners = this.mediaListeners.filter((x) => x !== l);
     };
+  }
+
+  /**
+   * Calls `fn` after every change a playlist shows (the version moved: a part, a segment, a date
+   * range, the end), once per batch of segmenter events, after the layer's own waiters were
+   * answered. Exceptions it throws are swallowed. Returns the unsubscribe function.
+   */
+  onChange(fn: () => void): () => void {
+    this.changeListeners = [...this.changeListeners, fn];
+    return () => {
+      this.changeListeners = this.changeListeners.filter((x) => x !== fn);
+    };
+  }
+
+  private changed(): void {
+    for (const fn of this.changeListeners) {
+      try {
+        fn();
+      } catch {
+        // A subscriber's fault stays its own (this runs under native ingest callbacks).
+      }
+    }
   }
 
   /**
@@ -448,6 +472,7 @@ export class Layer {
     if (changed) {
       this.version++;
       this.wake(false);
+      this.changed();
     }
     if (media && media.length > 0) this.emit(media);
     return errors;

@@ -21,6 +21,13 @@ import { startServer, type RunningServer } from '../../src/main.js';
 import { OpenApiChecker } from './platform.js';
 
 export const repoRoot = path.resolve(import.meta.dirname, '..', '..');
+
+/**
+ * Threads serving HTTP in test servers (`SKYLARK_HTTP_THREADS`): 1 unless
+ * `SKYLARK_TEST_HTTP_THREADS` says otherwise (`npm run test:threads` runs the HLS, listening,
+ * listener and token suites with 2). A test's own `SKYLARK_HTTP_THREADS` wins.
+ */
+export const testHttpThreads = process.env.SKYLARK_TEST_HTTP_THREADS || '1';
 const cli = path.join(repoRoot, 'bin', 'skylark.js');
 
 /** The directory test servers write their debug logs to (CI sets it), or null. */
@@ -90,7 +97,7 @@ export interface TestServer {
 /** Starts Skylark in this process on free ports with one paid account; its answers are checked against the OpenAPI document. */
 export async function startInProcess(env: Record<string, string> = {}): Promise<TestServer> {
   const { dir, cleanup } = tempDir();
-  const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: dir, SKYLARK_LOG_LEVEL: 'error', ...env });
+  const config = loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: dir, SKYLARK_LOG_LEVEL: 'error', SKYLARK_HTTP_THREADS: testHttpThreads, ...env });
   const logs = testLogger();
   const server = await startServer(config, logs.log);
   const http = `http://127.0.0.1:${server.httpPort}`;
@@ -141,7 +148,7 @@ export interface CliServer {
 export async function startCli(dataDir: string, env: Record<string, string> = {}): Promise<CliServer> {
   const file = openTestLogFile('cli');
   const child = spawn(process.execPath, [cli, 'serve'], {
-    env: { ...process.env, SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: dataDir, ...(file ? { SKYLARK_LOG_LEVEL: 'debug' } : {}), ...env },
+    env: { ...process.env, SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: dataDir, SKYLARK_HTTP_THREADS: testHttpThreads, ...(file ? { SKYLARK_LOG_LEVEL: 'debug' } : {}), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';

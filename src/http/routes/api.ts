@@ -7,7 +7,7 @@ import type uWS from 'uWebSockets.js';
 import { ApiError } from '../../errors/errors.js';
 import { newRequestId } from '../../ids.js';
 import { errorBody, type ApiReply, type ReqState } from '../reply.js';
-import { decodedParams, httpMethod, paramCount, type HttpMethod } from '../request.js';
+import { PEER_HEADER, decodedParams, httpMethod, paramCount, peerOr, type HttpMethod } from '../request.js';
 import { bodyReader, type RouteHost } from './host.js';
 
 /**
@@ -186,6 +186,8 @@ class UwsApiRequest implements ApiRequest {
   private readonly rawQuery: string;
   private parsedQuery: URLSearchParams | null = null;
   private peer: string | null = null;
+  /** The client address a worker thread forwarded (`PEER_HEADER`); used only when the socket has no peer address. */
+  private readonly forwardedPeer: string;
 
   constructor(
     private readonly res: uWS.HttpResponse,
@@ -204,6 +206,7 @@ class UwsApiRequest implements ApiRequest {
       userAgent: req.getHeader('user-agent'),
       forwardedFor: req.getHeader('x-forwarded-for'),
     };
+    this.forwardedPeer = req.getHeader(PEER_HEADER);
   }
 
   get query(): URLSearchParams {
@@ -213,7 +216,7 @@ class UwsApiRequest implements ApiRequest {
   get remoteAddress(): string {
     if (this.peer === null) {
       if (this.state.aborted || this.state.answered) return '';
-      this.peer = Buffer.from(this.res.getRemoteAddressAsText()).toString();
+      this.peer = peerOr(Buffer.from(this.res.getRemoteAddressAsText()).toString(), this.forwardedPeer);
     }
     return this.peer;
   }

@@ -10,7 +10,7 @@ export interface RouteHost {
   readonly replies: Replies;
   readonly log: Logger;
   /** Where body-cap hits are counted (`http_body_bytes`); none when absent. */
-  readonly limits: Limits | undefined;
+  readonly limits: Pick<Limits, 'hit'> | undefined;
   /** The JSON body cap (bytes); also the drain cap of requests refused by the 404/405 fallbacks. */
   readonly maxJsonBodyBytes: number;
 }

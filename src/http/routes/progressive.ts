@@ -13,7 +13,7 @@
 import type uWS from 'uWebSockets.js';
 import { newRequestId } from '../../ids.js';
 import { writeRaw, type RawReply } from '../reply.js';
-import { paramCount } from '../request.js';
+import { paramCount, remoteAddressOf } from '../request.js';
 import type { RouteHost } from './host.js';
 
 const H_REQUEST_ID = Buffer.from('X-Request-ID');
@@ -83,7 +83,7 @@ export function registerProgressiveRoute(host: RouteHost, method: 'get' | 'head'
       params,
       query: req.getQuery() ?? '',
       header: (name) => (live ? req.getHeader(name) : ''),
-      remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
+      remoteAddress: remoteAddressOf(res, req),
       requestId,
     };
     let answer: ProgressiveAnswer;

@@ -44,7 +44,7 @@ export function registerRawBodyRoute(
     for (let i = 0; i < nParams; i++) params.push(safeDecode(req.getParameter(i) ?? '') ?? '');
     const headers: Record<string, string> = {};
     for (const h of opts.headers) headers[h] = req.getHeader(h);
-    const request: RawBodyRequest = { params, query: req.getQuery() ?? '', headers, remoteAddress: remoteAddressOf(res), requestId, body: Buffer.alloc(0) };
+    const request: RawBodyRequest = { params, query: req.getQuery() ?? '', headers, remoteAddress: remoteAddressOf(res, req), requestId, body: Buffer.alloc(0) };
     const state: ReqState = { aborted: false, method: name, pattern, url: req.getUrl() };
     const run = () => {
       let r: RawReply | Promise<RawReply>;

@@ -4,17 +4,24 @@
  */
 import type uWS from 'uWebSockets.js';
 import { newRequestId } from '../../ids.js';
-import { writeRaw, type RawReply } from '../reply.js';
-import { paramCount } from '../request.js';
+import { writeRaw, type RawReply, type ReqState } from '../reply.js';
+import { paramCount, remoteAddressOf } from '../request.js';
 import type { RouteHost } from './host.js';
 
 /**
- * A raw reply given later (LL-HLS blocking playlist reload, preload hints): `defer` gets an
- * `answer` function to call once (with a function that renders the reply at that moment) and
- * returns a cancel function, called if the client goes away first.
+ * A raw reply given later (LL-HLS blocking playlist reload, preload hints): `defer` is called once,
+ * right after the handler returned, with the `Answer` to give (once) when the time comes; `cancel`
+ * if the client goes away first. One object per held request (no closures per request: held
+ * requests live for up to seconds, and what they keep is what the garbage collector must trace).
  */
 export interface DeferredReply {
-  defer(answer: (reply: () => RawReply) => void): () => void;
+  defer(to: Answer): void;
+  cancel(): void;
+}
+
+/** Where a deferred reply goes: `answer(render)` writes what `render` returns then (at most once; later calls do nothing). */
+export interface Answer {
+  answer(render: () => RawReply): void;
 }
 
 /** What a raw (HLS) handler may read of its request while it runs (synchronously). */
@@ -36,7 +43,7 @@ class RawInfo implements RawRequestInfo {
     return this.req ? this.req.getHeader(name) : '';
   }
   remoteAddress(): string {
-    return this.res ? Buffer.from(this.res.getRemoteAddressAsText()).toString() : '';
+    return this.res && this.req ? remoteAddressOf(this.res, this.req) : '';
   }
 }
 
@@ -63,22 +70,39 @@ export function registerRawRoute(host: RouteHost, method: 'get' | 'head', patter
       info.req = null;
     }
     if (!('defer' in r)) return writeRaw(res, head, r, requestId);
-    // A blocking request (LL-HLS): answer later, inside a cork; never after an abort.
-    const state = { aborted: false, answered: false };
-    let cancel: () => void = () => {};
-    res.onAborted(() => {
-      state.aborted = true;
-      cancel();
-    });
-    cancel = r.defer((reply) => {
-      if (state.aborted || state.answered) return; // a second call is ignored
-      let out: RawReply;
-      try {
-        out = reply();
-      } catch (e) {
-        return replies.error(res, state, e, requestId);
-      }
-      replies.raw(res, state, head, out, requestId);
-    });
+    // A blocking request (LL-HLS): answered later, inside a cork; never after an abort.
+    const p = new Pending(res, head, requestId, replies, r);
+    res.onAborted(() => p.abort());
+    r.defer(p);
   });
+}
+
+/** A held raw request's state: answered once, never after the client went away. */
+class Pending implements Answer, ReqState {
+  aborted = false;
+  answered = false;
+
+  constructor(
+    private readonly res: uWS.HttpResponse,
+    private readonly head: boolean,
+    private readonly requestId: string,
+    private readonly replies: RouteHost['replies'],
+    private readonly deferred: DeferredReply,
+  ) {}
+
+  answer(render: () => RawReply): void {
+    if (this.aborted || this.answered) return; // a second call is ignored
+    let out: RawReply;
+    try {
+      out = render();
+    } catch (e) {
+      return this.replies.error(this.res, this, e, this.requestId);
+    }
+    this.replies.raw(this.res, this, this.head, out, this.requestId);
+  }
+
+  abort(): void {
+    this.aborted = true;
+    this.deferred.cancel();
+  }
 }

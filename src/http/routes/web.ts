@@ -48,7 +48,7 @@ export function registerWebRoute(host: RouteHost, method: 'get' | 'post', patter
         forwardedFor: req.getHeader('x-forwarded-for'),
         userAgent: req.getHeader('user-agent'),
       },
-      remoteAddress: remoteAddressOf(res),
+      remoteAddress: remoteAddressOf(res, req),
       requestId,
       body: Buffer.alloc(0),
     };
