@@ -113,66 +113,93 @@ function writeHead(res: uWS.HttpResponse, s: ProgressiveStream, requestId: strin
   res.writeHeader(H_REQUEST_ID, requestId);
 }
 
-/** Writes status and headers, then runs the stream's `open` with a sink over `res`. */
-function openStream(res: uWS.HttpResponse, s: ProgressiveStream, requestId: string, log: RouteHost['log']): void {
-  let done = false;
-  let gone: (() => void) | null = null;
-  let writable: (() => void) | null = null;
-  const leave = () => {
-    const g = gone;
-    gone = null;
+/**
+ * The sink over one streamed response. One object per listener with its methods on the prototype
+ * (a progressive listener lives for hours, and what it keeps is memory per listener: closures
+ * per listener cost ~1 KB more, docs/benchmarks.md "Where a listener's memory goes").
+ */
+class ResponseSink implements ProgressiveSink {
+  done = false;
+  /** The stream's function for the client's going away (null once called, or after `end`). */
+  gone: (() => void) | null = null;
+  private writable: (() => void) | null = null;
+
+  constructor(
+    private readonly res: uWS.HttpResponse,
+    private readonly requestId: string,
+    private readonly log: RouteHost['log'],
+  ) {}
+
+  write(chunk: Uint8Array): boolean {
+    return this.done ? false : this.res.write(chunk);
+  }
+
+  cork(fn: () => void): void {
+    if (!this.done) this.res.cork(fn);
+  }
+
+  onWritable(cb: () => void): void {
+    this.writable = cb;
+  }
+
+  end(): void {
+    if (this.done) return;
+    this.done = true;
+    this.gone = null;
+    const res = this.res;
+    res.cork(() => res.end());
+  }
+
+  close(): void {
+    if (this.done) return;
+    this.done = true;
+    this.res.close(); // runs onAborted, which calls `gone`
+    this.leave();
+  }
+
+  /** The client went away (uWS `onAborted`). */
+  aborted(): void {
+    this.done = true;
+    this.leave();
+  }
+
+  /** The socket drained (uWS `onWritable`). */
+  drained(): boolean {
+    if (!this.done && this.writable) {
+      try {
+        this.writable();
+      } catch (e) {
+        this.log.error('progressive stream: writable handler failed', { requestId: this.requestId, err: e instanceof Error ? e.stack : String(e) });
+      }
+    }
+    return true;
+  }
+
+  /** Runs `gone` once. */
+  leave(): void {
+    const g = this.gone;
+    this.gone = null;
     if (!g) return;
     try {
       g();
     } catch (e) {
-      log.error('progressive stream: gone handler failed', { requestId, err: e instanceof Error ? e.stack : String(e) });
+      this.log.error('progressive stream: gone handler failed', { requestId: this.requestId, err: e instanceof Error ? e.stack : String(e) });
     }
-  };
-  res.onAborted(() => {
-    done = true;
-    leave();
-  });
-  const sink: ProgressiveSink = {
-    write: (chunk) => (done ? false : res.write(chunk)),
-    cork: (fn) => {
-      if (!done) res.cork(fn);
-    },
-    onWritable: (cb) => {
-      writable = cb;
-    },
-    end: () => {
-      if (done) return;
-      done = true;
-      gone = null;
-      res.cork(() => res.end());
-    },
-    close: () => {
-      if (done) return;
-      done = true;
-      res.close(); // runs onAborted, which calls `gone`
-      leave();
-    },
-    get done() {
-      return done;
-    },
-  };
-  res.onWritable(() => {
-    if (!done && writable) {
-      try {
-        writable();
-      } catch (e) {
-        log.error('progressive stream: writable handler failed', { requestId, err: e instanceof Error ? e.stack : String(e) });
-      }
-    }
-    return true;
-  });
+  }
+}
+
+/** Writes status and headers, then runs the stream's `open` with a sink over `res`. */
+function openStream(res: uWS.HttpResponse, s: ProgressiveStream, requestId: string, log: RouteHost['log']): void {
+  const sink = new ResponseSink(res, requestId, log);
+  res.onAborted(() => sink.aborted());
+  res.onWritable(() => sink.drained());
   writeHead(res, s, requestId);
   try {
-    gone = s.open(sink);
+    sink.gone = s.open(sink);
   } catch (e) {
     log.error('progressive stream: open failed', { requestId, err: e instanceof Error ? e.stack : String(e) });
     sink.close();
     return;
   }
-  if (done) leave(); // closed (or aborted) during open
+  if (sink.done) sink.leave(); // closed (or aborted) during open
 }
