@@ -117,8 +117,14 @@ describe.each(['aac', 'mp3', 'opus'] as const)('hls.js in Chromium plays %s', (c
 
 describe('hls.js ABR and LL-HLS', () => {
   it('switches down when the bandwidth is throttled below the top layer, without stalling', async () => {
-    // Live for a while (≥ 4 segments), so that hls.js starts its usual 3 target durations behind the live edge.
-    const { hlsUrl } = await live.get('aac')!;
+    // Live for a while (the top layer lists ≥ 6 segments), so that hls.js can start 4 target
+    // durations behind the live edge and hold ~6 s of buffer: a fragment of the top layer loading
+    // at the throttled rate (~3 s), abandoned, then the lower layer's (~1–2 s) must fit in it.
+    // Run alone, the file's stream is only seconds old here.
+    const { hlsUrl, layers } = await live.get('aac')!;
+    const topLayer = [...layers].sort((a, b) => Number(b.slice(1)) - Number(a.slice(1)))[0]!;
+    const top = new URL(`${topLayer}/index.m3u8`, hlsUrl);
+    await waitFor(async () => ((await (await fetch(top)).text()).match(/#EXTINF/g) ?? []).length >= 6 || null, 30_000, 250, 'six segments listed');
     // A realistic network first (1 Mbit/s, 4× the top layer; loopback speed would make hls.js's
     // bandwidth estimate tens of Mbit/s, which takes many fragments to decay), and an ABR that
     // weighs the newest fragment loads (1 s half-life) as a player on a phone network would.
@@ -127,14 +133,14 @@ describe('hls.js ABR and LL-HLS', () => {
     const emulate = (bps: number) => cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 20, downloadThroughput: bps / 8, uploadThroughput: -1 });
     await emulate(1_000_000);
     // hls.js orders levels by bitrate: the top layer (a256) is the last; it starts there.
-    await p.play(hlsUrl, { lowLatencyMode: false, startLevel: 2, abrEwmaDefaultEstimate: 1_000_000, abrEwmaFastLive: 1, abrEwmaSlowLive: 3 });
+    await p.play(hlsUrl, { lowLatencyMode: false, startLevel: 2, liveSyncDurationCount: 4, abrEwmaDefaultEstimate: 1_000_000, abrEwmaFastLive: 1, abrEwmaSlowLive: 3 });
     let last: HlsState | null = null;
     const s0 = await waitFor(async () => {
       const s = (last = await p.state());
       expect(fatal(s)).toEqual([]);
       // Playing the top layer with a few seconds buffered (up to the live edge), so that a slower
       // network shows as a lower estimate, not a stall.
-      return s.levels.length === 3 && s.currentLevel === 2 && s.currentTime > 2 && s.bufferAhead > 4 ? s : null;
+      return s.levels.length === 3 && s.currentLevel === 2 && s.currentTime > 2 && s.bufferAhead > 5.5 ? s : null;
     }, 25_000, 200, 'top layer playing').catch((e) => {
       throw new Error(`${(e as Error).message}; player: ${summary(last)}`);
     });
