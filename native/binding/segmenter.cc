@@ -3,11 +3,13 @@
 // "Segmenter" and native/core/segment/segmenter.h (timing and cutting policy).
 //
 //   new Segmenter({ container: 'ts'|'fmp4', targetDurationMs?, partTargetMs?, expectCodec?,
-//                   maxFrameBytes?, maxSegmentBytes? })
+//                   maxFrameBytes?, maxSegmentBytes?, segmentBytes? })
 //       targetDurationMs: integer 100..60000 (default 2000); partTargetMs: 0 (default, no parts) or
 //       an integer 50..targetDurationMs, fmp4 only; expectCodec: 'aac'|'mp3'|'opus' (opus needs fmp4);
 //       maxFrameBytes: integer 0..16777215, maxSegmentBytes: integer 0..4294967295 (0 or unset = no
-//       cap; error events frame_too_large / segment_too_large, the frame dropped)
+//       cap; error events frame_too_large / segment_too_large, the frame dropped); segmentBytes:
+//       boolean (default true), with parts only: false = segment events carry empty `data` (the
+//       caller joins the parts)
 //   pushAudio(timestampMs: number, data: Uint8Array): SegmenterEvent[]
 //   pushMetadata(timestampMs: number, fields: { title: string, artist?, album?, url?: string | null }): void
 //                                    // a now-playing change: timed ID3 in the part / segment of the
@@ -77,6 +79,11 @@ bool ParseOptions(const Napi::CallbackInfo& info, segment::SegmenterOptions* opt
       !OptionalInteger(env, o, "maxSegmentBytes", 0, 4294967295.0, &opt->max_segment_bytes,
                        "maxSegmentBytes must be an integer from 0 (no cap) to 4294967295"))
     return false;
+  Napi::Value sb = o.Get("segmentBytes");
+  if (!sb.IsUndefined()) {
+    if (!sb.IsBoolean()) return ThrowTypeError(env, "segmentBytes must be a boolean");
+    opt->segment_bytes = sb.As<Napi::Boolean>().Value();
+  }
   Napi::Value e = o.Get("expectCodec");
   if (!e.IsUndefined()) {
     const std::string codec = e.IsString() ? e.As<Napi::String>().Utf8Value() : "";

@@ -27,6 +27,8 @@ export interface SegmenterRequest {
   expectCodec: AudioCodec;
   maxFrameBytes?: number;
   maxSegmentBytes?: number;
+  /** With parts: false = segment events carry no bytes, the layer joins its parts (`SegmenterOptions.segmentBytes`). */
+  segmentBytes?: boolean;
 }
 
 /** What media logs through (a structural subset of the server's Logger). */
@@ -237,6 +239,9 @@ export class StreamHub {
               expectCodec: opts.codec,
               ...(opts.maxFrameBytes ? { maxFrameBytes: opts.maxFrameBytes } : {}),
               ...(opts.segmentBytesFactor ? { maxSegmentBytes: Math.ceil(((opts.segmentBytesFactor * kbps * 1000) / 8) * (opts.targetDurationMs / 1000)) } : {}),
+              // A segment of an LL-HLS layer is its parts' bytes: the layer joins them when the
+              // segment is first read, instead of the segmenter making (allocating) them twice.
+              ...(partTargetMs > 0 ? { segmentBytes: false } : {}),
             }),
         }),
     );

@@ -61,7 +61,11 @@ export interface Part {
   durationMs: number;
 }
 
-/** A finished segment. `data` is the native buffer itself (never copied). */
+/**
+ * A finished segment. `data` is the native buffer itself (never copied) — or, on a layer with
+ * parts whose segmenter leaves segment bytes out (`segmentBytes: false`), its parts' bytes joined
+ * into one buffer when `data` is first read (then kept).
+ */
 export interface Segment {
   sequence: number;
   data: Uint8Array;
@@ -454,7 +458,11 @@ export class Layer {
         if (e.metadata && e.pts90k !== undefined) this.dated(e.metadata, programDateMs, e.pts90k);
         // Layers with parts handed out the segment's parts already (a segment is its parts' bytes).
         if (media && (!this.lowLatency || parts.length === 0)) media.push({ data: e.data, durationMs: e.durationMs, initVersion: this.initVersion });
-        this.segments.push({ sequence: e.sequence, data: e.data, durationMs: e.durationMs, discontinuity, discontinuitySequence: this.discontinuitySequence, parts, initVersion: this.initVersion, programDateMs });
+        const fields = { sequence: e.sequence, durationMs: e.durationMs, discontinuity, discontinuitySequence: this.discontinuitySequence, parts, initVersion: this.initVersion, programDateMs };
+        // No bytes with the event (`segmentBytes: false`): the segment is its parts' bytes.
+        const joined = e.data.byteLength === 0 && parts.length > 0;
+        const bytes = joined ? partBytes(parts) : e.data.byteLength;
+        this.segments.push(joined ? joinedSegment(fields, parts.map((p) => p.data), bytes) : { ...fields, data: e.data });
         if (this.segments.length > this.o.windowSegments + RETAIN_EXTRA) this.segments.shift();
         // A change stays listed while the window holds its time, and the last one before it always.
         const windowStart = this.window()[0]?.programDateMs ?? 0;
@@ -463,9 +471,9 @@ export class Layer {
         if (stale >= 0 && this.segments[stale]!.parts.length > 0) this.segments[stale]!.parts = [];
         this.nextSequence = e.sequence + 1;
         this.maxDurationMs = Math.max(this.maxDurationMs, e.durationMs);
-        this.totalBytes += e.data.byteLength;
+        this.totalBytes += bytes;
         this.totalMs += e.durationMs;
-        if (e.durationMs > 0) this.peakBps = Math.max(this.peakBps, (e.data.byteLength * 8000) / e.durationMs);
+        if (e.durationMs > 0) this.peakBps = Math.max(this.peakBps, (bytes * 8000) / e.durationMs);
         changed = true;
       } else errors.push(e);
     }
@@ -526,4 +534,31 @@ export class Layer {
     }
     for (const w of due) w.done();
   }
+}
+
+/** Bytes of `parts` together. */
+function partBytes(parts: Part[]): number {
+  let n = 0;
+  for (const p of parts) n += p.data.byteLength;
+  return n;
+}
+
+/**
+ * A segment whose bytes are `pieces` (its parts' bytes, in order; `bytes` in all), joined into one
+ * buffer when `data` is first read — by a player, a listener's burst, the thread mirror — and kept;
+ * until then the layer holds each byte once (in its parts), and a segment nobody reads costs no copy.
+ */
+function joinedSegment(fields: Omit<Segment, 'data'>, pieces: Uint8Array[], bytes: number): Segment {
+  let data: Uint8Array | null = null;
+  let rest: Uint8Array[] | null = pieces;
+  return Object.defineProperty(fields, 'data', {
+    enumerable: true,
+    get(): Uint8Array {
+      if (data === null) {
+        data = Buffer.concat(rest!, bytes);
+        rest = null;
+      }
+      return data;
+    },
+  }) as Segment;
 }

@@ -340,6 +340,12 @@ export interface SegmenterOptions {
   /** Frame bytes of one segment, integer 0..4294967295; a frame that would exceed it: error
    *  `segment_too_large`, dropped. 0 / unset = no cap. */
   maxSegmentBytes?: number;
+  /**
+   * With parts only: whether segment events carry the segment's bytes, the concatenation of its
+   * parts' bytes in order (default true). false: their `data` is empty and the caller joins the
+   * parts it got — the bytes are not made (and allocated) twice. Throws TypeError when not a boolean.
+   */
+  segmentBytes?: boolean;
 }
 
 /** Stable error codes of `{type: 'error'}` segmenter events (docs/native-api.md). */

@@ -318,6 +318,35 @@ TEST(parts_concatenate_to_segments) {
   CHECK_EQ(segs[0]->frames, 94u);
 }
 
+// segment_bytes = false: the same parts and segment events, the segments without bytes (the
+// consumer joins the parts), nothing else held for them.
+TEST(segments_without_bytes_keep_every_part_and_segment_field) {
+  auto tags = read_flv_audio("aac/sine48k_stereo_128k.flv");
+  Run with = run(tags, fmp4(500));
+  SegmenterOptions o = fmp4(500);
+  o.segment_bytes = false;
+  Run without = run(tags, o);
+  CHECK(without.of(Type::kError).empty());
+  CHECK_EQ(with.ev.size(), without.ev.size());
+  for (size_t i = 0; i < with.ev.size() && i < without.ev.size(); ++i) {
+    const auto& a = with.ev[i];
+    const auto& b = without.ev[i];
+    CHECK(a.type == b.type);
+    CHECK_EQ(a.sequence, b.sequence);
+    CHECK_EQ(a.part_index, b.part_index);
+    CHECK_EQ(a.frames, b.frames);
+    CHECK_EQ(a.pts90k, b.pts90k);
+    CHECK(std::abs(a.duration_ms - b.duration_ms) < 1e-9);
+    if (a.type == Type::kSegment) {
+      CHECK(!a.data.empty());
+      CHECK(b.data.empty());
+    } else {
+      CHECK(a.data == b.data);
+    }
+  }
+  CHECK(without.of(Type::kSegment).size() >= 4);
+}
+
 TEST(identical_cut_points_across_containers_and_parts) {
   auto tags = read_flv_audio("aac/sine44k1_mono_64k.flv");
   Run a = run(tags, ts()), b = run(tags, fmp4()), c = run(tags, fmp4(300)), d = run(tags, fmp4(500));

@@ -423,7 +423,7 @@ void Segmenter::close_part(std::vector<SegmenterEvent>& out) {
   e.base_media_decode_time = origin_dts_ + part_first_sample_;
   e.timescale = cfg_.clock_rate;
   write_fragment(e.data, part_first_sample_, e.metadata);
-  seg_bytes_.insert(seg_bytes_.end(), e.data.begin(), e.data.end());
+  if (opt_.segment_bytes) seg_bytes_.insert(seg_bytes_.end(), e.data.begin(), e.data.end());
   seg_marks_.insert(seg_marks_.end(), e.metadata.begin(), e.metadata.end());
   part_first_sample_ = samples_;
 }

@@ -112,6 +112,10 @@ struct SegmenterOptions {
   AudioCodec expect = AudioCodec::kNone; // not kNone: any other codec is codec_mismatch
   uint32_t max_frame_bytes = 0;          // larger frames: frame_too_large (0 = no cap)
   uint32_t max_segment_bytes = 0;        // frame bytes of one segment: segment_too_large (0 = no cap)
+  // fMP4 with parts: whether segment events carry the segment's bytes (the concatenation of its
+  // parts' bytes, in order). false: they carry none (empty `data`) and the consumer joins the parts
+  // it got, so the bytes are not made twice. Ignored without parts.
+  bool segment_bytes = true;
 };
 
 /** One now-playing change as written into a part / segment. */
