@@ -59,6 +59,8 @@ export interface Edge {
   config: string;
   /** Origin fetches between `from` and `to` (epoch ms; default: all). */
   originFetches(from?: number, to?: number): OriginFetches;
+  /** The access log lines of requests with these cache keys (as `OriginFetches` keys them): for a failure message. */
+  accessLines(keys: string[]): string[];
   /** Stops nginx (SIGTERM, then SIGKILL after 5 s). */
   stop(): Promise<void>;
 }
@@ -121,6 +123,15 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     pid: child.pid!,
     config,
     originFetches: (from = 0, to = Infinity) => countFetches(readText(accessLog), from, to),
+    accessLines: (keys) => {
+      const want = new Set(keys);
+      return readText(accessLog)
+        .split('\n')
+        .filter((l) => {
+          const m = LINE.exec(l);
+          return m !== null && want.has(cacheKey(m[2]!) ?? '');
+        });
+    },
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) {
         const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
@@ -152,13 +163,25 @@ function accepts(host: string, port: number): Promise<boolean> {
 }
 
 /**
- * Counts the origin fetches in an access log of the `skylark_edge_file` format:
- * `$msec $remote_addr "$request" $status $body_bytes_sent cache=$upstream_cache_status upstream=$upstream_addr`.
+ * A line of the `skylark_edge_file` access log format: `$msec $remote_addr "$request" $status
+ * $body_bytes_sent cache=$upstream_cache_status rt=$request_time ustatus=$upstream_status
+ * urt=$upstream_response_time upstream=$upstream_addr`.
  */
+const LINE = /^(\d+\.\d+) \S+ "(?:GET|HEAD) (\S+) [^"]*" \d+ \d+ cache=\S* (?:\S+ )*upstream=(.*)$/;
+
+/** A request target as the edge's cache keys it: an object's path, a blocking reload's path + `_HLS_msn` + `_HLS_part`; null otherwise. */
+function cacheKey(target: string): string | null {
+  const u = new URL(target, 'http://edge');
+  if (/^\/hls\/[^/]+\/[^/]+\/[^/]+\.(?:m4s|ts|mp4)$/.test(u.pathname)) return u.pathname;
+  if (u.pathname.endsWith('/index.m3u8') && u.searchParams.has('_HLS_msn')) return `${u.pathname}?_HLS_msn=${u.searchParams.get('_HLS_msn')}&_HLS_part=${u.searchParams.get('_HLS_part') ?? ''}`;
+  return null;
+}
+
+/** Counts the origin fetches in a `skylark_edge_file` access log between `from` and `to` (epoch ms). */
 export function countFetches(log: string, from: number, to: number): OriginFetches {
   const out: OriginFetches = { objects: new Map(), blocking: new Map(), passed: 0, total: 0, requests: 0 };
   for (const l of log.split('\n')) {
-    const m = /^(\d+\.\d+) \S+ "(?:GET|HEAD) (\S+) [^"]*" \d+ \d+ cache=\S* upstream=(.*)$/.exec(l);
+    const m = LINE.exec(l);
     if (!m) continue;
     const at = Number(m[1]) * 1000;
     if (at < from || at > to) continue;
@@ -166,10 +189,9 @@ export function countFetches(log: string, from: number, to: number): OriginFetch
     if (m[3] === '-') continue;
     const n = m[3]!.split(/[,:] /).length; // one address per attempt (", " between attempts, " : " between upstream groups)
     out.total += n;
-    const u = new URL(m[2]!, 'http://edge');
-    const add = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + n);
-    if (/^\/hls\/[^/]+\/[^/]+\/[^/]+\.(?:m4s|ts|mp4)$/.test(u.pathname)) add(out.objects, u.pathname);
-    else if (u.pathname.endsWith('/index.m3u8') && u.searchParams.has('_HLS_msn')) add(out.blocking, `${u.pathname}?_HLS_msn=${u.searchParams.get('_HLS_msn')}&_HLS_part=${u.searchParams.get('_HLS_part') ?? ''}`);
+    const key = cacheKey(m[2]!);
+    const map = key === null ? null : key.includes('?') ? out.blocking : out.objects;
+    if (map) map.set(key!, (map.get(key!) ?? 0) + n);
     else out.passed += n;
   }
   return out;

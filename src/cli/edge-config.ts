@@ -119,6 +119,9 @@ export function nginxEdgeConfig(o: EdgeConfigOptions): string {
     'proxy_cache_lock_timeout 35s;',
     'proxy_cache_lock_age 35s;',
     'proxy_read_timeout 40s;',
+    '# A listener that leaves does not end the fetch that fills the cache: nginx would drop it, and',
+    '# every listener waiting on the lock would then go to the origin itself.',
+    'proxy_ignore_client_abort on;',
     '# Token streams (?token=) are never cached: each request reaches the origin, which checks the token.',
     'proxy_cache_bypass $arg_token;',
     'proxy_no_cache $arg_token;',
@@ -172,7 +175,7 @@ http {
         default 0;
     }
     log_format skylark_edge escape=json '{"v":1,"t":$msec,"s":$status,"a":"$remote_addr","u":"$uri","sid":"$arg_sid","ua":"$http_user_agent","c":"$upstream_cache_status"}';
-    log_format skylark_edge_file '$msec $remote_addr "$request" $status $body_bytes_sent cache=$upstream_cache_status upstream=$upstream_addr';
+    log_format skylark_edge_file '$msec $remote_addr "$request" $status $body_bytes_sent cache=$upstream_cache_status rt=$request_time ustatus=$upstream_status urt=$upstream_response_time upstream=$upstream_addr';
 ${
   trusted.length
     ? `

@@ -39,6 +39,8 @@ describe('skylark edge-config', () => {
     // One line per listener per segment: every request but the reloads for a segment's later parts.
     expect(conf).toMatch(/map \$arg__HLS_part \$skylark_edge_log \{\n\s+""\s+1;\n\s+"0"\s+1;\n\s+default 0;\n\s+\}/);
     for (const l of [objects, playlists]) {
+      // A listener leaving does not abandon the fetch that fills the cache (test/integration/edges.test.ts).
+      expect(l).toContain('proxy_ignore_client_abort on;');
       expect(l).toContain('proxy_cache_bypass $arg_token;');
       expect(l).toContain('proxy_no_cache $arg_token;');
     }
