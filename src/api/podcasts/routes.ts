@@ -8,8 +8,9 @@
 import { registerUploadRoute } from '../../http/upload.js';
 import { ApiError } from '../../errors/errors.js';
 import type { ApiServices } from '../services.js';
-import { parse, queryEnum } from '../validation.js';
-import { resourceRoutes } from '../resource.js';
+import { API_CORS_HEADERS, registerApiPreflight } from '../../http/routes/api.js';
+import { parse, queryEnum, rejectUnknownQuery } from '../validation.js';
+import { knownQuery, resourceRoutes } from '../resource.js';
 import { CreateEpisode, CreatePodcast, EPISODE_STATUSES, PODCAST_STATUSES, PublishEpisode, UpdateEpisode, UpdatePodcast } from './schemas.js';
 import { PODCAST_DOCS as DOCS } from './openapi.js';
 
@@ -32,8 +33,18 @@ export function mountPodcasts(s: ApiServices): void {
   r.write('patch', '/v2/podcasts/:id/episodes/:eid', DOCS.updateEpisode, (req, p) => ({ status: 200, body: episodes.update(p.accountId, req.params[0]!, req.params[1]!, parse(UpdateEpisode, req.body)) }));
   r.write('del', '/v2/podcasts/:id/episodes/:eid', DOCS.deleteEpisode, (req, p) => ({ status: 200, body: episodes.delete(p.accountId, req.params[0]!, req.params[1]!) }));
 
-  registerUploadRoute(s.http, 'put', '/v2/podcasts/:id/episodes/:eid/audio', {
+  // Uploads are registered apart from `api()` routes: their preflight, CORS headers and query rule are added here.
+  const uploadPattern = '/v2/podcasts/:id/episodes/:eid/audio';
+  const uploadQuery = knownQuery(DOCS.uploadAudio);
+  registerApiPreflight(s.http, uploadPattern);
+  registerUploadRoute(s.http, 'put', uploadPattern, {
     ...r.writeScope,
+    guard: (req) => {
+      Object.assign(req.responseHeaders, API_CORS_HEADERS);
+      const p = r.writeScope.guard(req);
+      rejectUnknownQuery(req.query, uploadQuery);
+      return p;
+    },
     doc: DOCS.uploadAudio,
     begin: (req, p) => {
       episodes.checkUploadTarget(p.accountId, req.params[0]!, req.params[1]!);

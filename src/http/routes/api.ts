@@ -11,6 +11,46 @@ import { PEER_HEADER, decodedParams, httpMethod, paramCount, peerOr, type HttpMe
 import { bodyReader, type RouteHost } from './host.js';
 
 /**
+ * CORS of every `/v2` answer (docs/api-platform.md "CORS"; the Fetch standard's CORS protocol):
+ * any origin may call the API, since it takes no cookies and answers only what the key or token
+ * sent in `Authorization` grants. A browser script may read the request id, the rate-limit headers
+ * and `Idempotent-Replayed`.
+ */
+export const API_CORS_HEADERS: Readonly<Record<string, string>> = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Expose-Headers':
+    'X-Request-ID, RateLimit, RateLimit-Policy, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Idempotent-Replayed',
+};
+
+/** The preflight answer's headers: every method the API uses, the request headers it reads, cached 10 minutes by the browser. */
+const PREFLIGHT_HEADERS: ReadonlyArray<readonly [string, string]> = [
+  ...Object.entries(API_CORS_HEADERS),
+  ['Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE, OPTIONS'],
+  ['Access-Control-Allow-Headers', 'Authorization, Content-Type, Idempotency-Key'],
+  ['Access-Control-Max-Age', '600'],
+  ['Cache-Control', 'no-store'],
+];
+const EMPTY = new Uint8Array(0);
+/** Patterns that have their preflight route, per uWS app (several methods share a pattern). */
+const preflighted = new WeakMap<object, Set<string>>();
+
+/**
+ * Registers the CORS preflight of `pattern` once: `OPTIONS` → 204 with `PREFLIGHT_HEADERS`. It
+ * needs no key and is not rate limited (the browser sends no `Authorization` on a preflight).
+ * `registerApiRoute` calls it; routes registered otherwise under `/v2` (an upload) call it too.
+ */
+export function registerApiPreflight(host: Pick<RouteHost, 'app' | 'replies'>, pattern: string): void {
+  let set = preflighted.get(host.app);
+  if (!set) preflighted.set(host.app, (set = new Set()));
+  if (set.has(pattern)) return;
+  set.add(pattern);
+  host.app.options(pattern, (res, req) => {
+    const state: ReqState = { aborted: false, answered: false, method: 'OPTIONS', pattern, url: req.getUrl() };
+    host.replies.raw(res, state, false, { status: '204 No Content', headers: PREFLIGHT_HEADERS, body: EMPTY }, newRequestId());
+  });
+}
+
+/**
  * What a JSON API handler sees: everything copied out of uWS's stack-allocated request (the query
  * is parsed on first use; `remoteAddress` reads as '' once the request was answered).
  */
@@ -85,6 +125,7 @@ export function registerApiRoute(host: RouteHost, idempotencyOf: () => Idempoten
   const nParams = paramCount(pattern);
   const httpName = httpMethod(method);
   const { replies, maxJsonBodyBytes: maxBytes } = host;
+  registerApiPreflight(host, pattern);
   host.app[method](pattern, (res, req) => {
     const requestId = newRequestId();
     const { params, bad } = decodedParams(req, nParams);
@@ -181,7 +222,8 @@ class UwsApiRequest implements ApiRequest {
   readonly url: string;
   readonly headers: ApiRequest['headers'];
   body: unknown = {};
-  responseHeaders: Record<string, string> = {};
+  /** Starts with the CORS headers, so every answer carries them (errors included). */
+  responseHeaders: Record<string, string> = { ...API_CORS_HEADERS };
   actor?: string;
   private readonly rawQuery: string;
   private parsedQuery: URLSearchParams | null = null;
