@@ -21,11 +21,13 @@ export function listReply<T extends { id: string }>(url: string, page: ListPage<
   return { status: 200, body: { object: 'list', url, data: page.data, hasMore: page.hasMore, nextCursor: page.hasMore && cursorItem ? cursorItem.id : null } };
 }
 
-/** The query parameters of a list (`limit`, `after`, `before`; src/api/validation.ts `parsePageQuery`), for its RouteDoc; `what` names the items. */
+/** The query parameters of a list (`limit`, `after`, `before` and their aliases; src/api/validation.ts `parsePageQuery`), for its RouteDoc; `what` names the items. */
 export function pageQueryDoc(what = 'items'): NonNullable<RouteDoc['query']> {
   return [
     { name: 'limit', description: 'Page size, 1 to 100.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
     { name: 'after', description: `Return ${what} older than this id (next page).`, schema: { type: 'string' } },
     { name: 'before', description: `Return ${what} newer than this id (previous page); not with \`after\`.`, schema: { type: 'string' } },
+    { name: 'starting_after', description: 'Another name of `after` (Stripe’s); not with `after`.', schema: { type: 'string' } },
+    { name: 'ending_before', description: 'Another name of `before` (Stripe’s); not with `before`.', schema: { type: 'string' } },
   ];
 }

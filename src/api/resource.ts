@@ -1,8 +1,9 @@
 /**
  * How every resource registers its routes (src/api/index.ts): each route needs the resource's read
  * or write scope (checked by the Guard before any body is read: 401/429/403 first) and carries its
- * OpenAPI description (`doc`, from the resource's `openapi.ts`); list routes read the page query
- * (`limit`, `after`, `before`) and answer the list envelope (./lists.ts).
+ * OpenAPI description (`doc`, from the resource's `openapi.ts`); a query parameter the doc does not
+ * list answers 400 `parameter_unknown`; list routes read the page query (`limit`, `after`,
+ * `before`, and Stripe's `starting_after`/`ending_before`) and answer the list envelope (./lists.ts).
  */
 import type { ApiReply, ApiRequest, HttpMethod } from '../http/server.js';
 import type { Principal, Scope } from '../auth/api-keys.js';
@@ -10,7 +11,8 @@ import type { ScopedRoute } from '../auth/guard.js';
 import type { PageQuery } from '../db/paginate.js';
 import type { ApiServices } from './services.js';
 import type { RouteDoc } from './openapi/registry.js';
-import { parsePageQuery } from './validation.js';
+import { ApiError } from '../errors/errors.js';
+import { cursorParamOf, parsePageQuery, rejectUnknownQuery } from './validation.js';
 import { listReply, type ListPage } from './lists.js';
 
 /** A route's handler: the request and who it acts for. */
@@ -44,8 +46,18 @@ export function resourceRoutes(s: ApiServices, scopes: { read: Scope; write?: Sc
   };
   const register =
     (scoped: () => ScopedRoute): Register =>
-    (method, pattern, doc, handler) =>
-      s.http.api(method, pattern, handler, { ...scoped(), doc });
+    (method, pattern, doc, handler) => {
+      const known = knownQuery(doc);
+      s.http.api(
+        method,
+        pattern,
+        (req, p: Principal) => {
+          rejectUnknownQuery(req.query, known);
+          return handler(req, p);
+        },
+        { ...scoped(), doc },
+      );
+    };
   return {
     readScope,
     get writeScope() {
@@ -54,17 +66,41 @@ export function resourceRoutes(s: ApiServices, scopes: { read: Scope; write?: Sc
     read: register(() => readScope),
     write: register(writeScope),
     list(pattern, doc, page) {
+      const known = knownQuery(doc);
       s.http.api(
         'get',
         pattern,
         (req, p) => {
+          rejectUnknownQuery(req.query, known);
           const q = parsePageQuery(req.query);
-          return listReply(pathOf(pattern, req.params), page(req, p, q), q);
+          let items: ReturnType<typeof page>;
+          try {
+            items = page(req, p, q);
+          } catch (e) {
+            throw asSent(e, req.query);
+          }
+          return listReply(pathOf(pattern, req.params), items, q);
         },
         { ...readScope, doc },
       );
     },
   };
+}
+
+/**
+ * The query parameters a route takes: those its RouteDoc lists (`doc.query`), so what is
+ * documented and what is accepted are one list; any other is refused with 400 `parameter_unknown`
+ * (docs/api-platform.md "Query parameters").
+ */
+export function knownQuery(doc: RouteDoc | undefined): ReadonlySet<string> {
+  return new Set((doc?.query ?? []).map((q) => q.name));
+}
+
+/** An unknown-cursor error of a page read with `starting_after`/`ending_before`, its `param` renamed to the name sent. */
+function asSent(e: unknown, q: URLSearchParams): unknown {
+  if (!(e instanceof ApiError) || (e.param !== 'after' && e.param !== 'before')) return e;
+  const sent = cursorParamOf(q, e.param);
+  return sent === e.param ? e : new ApiError(e.code, e.message.replace(`'${e.param}'`, `'${sent}'`), { param: sent, status: e.status });
 }
 
 /** `pattern` with its `:name` parameters filled in from `params`, in order (`/v2/streams/:id/listeners` → `/v2/streams/stm_1/listeners`). */

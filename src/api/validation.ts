@@ -25,7 +25,43 @@ function toApiError(issue: v.BaseIssue<unknown>): ApiError {
   return paramInvalid(param || 'body', `Invalid ${param || 'body'}: ${issue.message}`);
 }
 
-/** `limit` (1–100, default 20), `after`, `before` (mutually exclusive) from a query string. @throws ApiError 400 */
+/** Stripe's names of the page cursors, accepted as aliases (docs/api-platform.md "Query parameters"). */
+export const CURSOR_ALIASES = { after: 'starting_after', before: 'ending_before' } as const;
+
+/**
+ * The query parameter names a page query was read from: `after`/`before`, or their aliases
+ * `starting_after`/`ending_before` when those were used (an error about a cursor names what the
+ * client sent).
+ */
+export function cursorParamOf(q: URLSearchParams, name: 'after' | 'before'): string {
+  return q.has(name) ? name : q.has(CURSOR_ALIASES[name]) ? CURSOR_ALIASES[name] : name;
+}
+
+/**
+ * One cursor: `name` or its alias, not both.
+ * @throws ApiError 400 `parameter_invalid` (param: the alias) when both are given
+ */
+function cursorOf(q: URLSearchParams, name: 'after' | 'before'): string | undefined {
+  const alias = CURSOR_ALIASES[name];
+  const plain = q.get(name);
+  const aliased = q.get(alias);
+  if (plain !== null && aliased !== null) throw new ApiError('parameter_invalid', `Use either ${name} or ${alias}, not both.`, { param: alias });
+  return plain ?? aliased ?? undefined;
+}
+
+/**
+ * Refuses any query parameter whose name is not in `known`, as unknown body fields are refused.
+ * @throws ApiError 400 `parameter_unknown` with `param` naming the first unknown one
+ */
+export function rejectUnknownQuery(q: URLSearchParams, known: ReadonlySet<string>): void {
+  for (const name of q.keys()) if (!known.has(name)) throw paramUnknown(name);
+}
+
+/**
+ * `limit` (1–100, default 20), `after`, `before` (mutually exclusive; `starting_after` and
+ * `ending_before` are their aliases) from a query string.
+ * @throws ApiError 400 `parameter_invalid` (param names the offending parameter as sent)
+ */
 export function parsePageQuery(q: URLSearchParams): PageQuery {
   const limitRaw = q.get('limit');
   let limit = 20;
@@ -35,13 +71,14 @@ export function parsePageQuery(q: URLSearchParams): PageQuery {
     }
     limit = Number(limitRaw);
   }
-  const after = q.get('after') ?? undefined;
-  const before = q.get('before') ?? undefined;
+  const after = cursorOf(q, 'after');
+  const before = cursorOf(q, 'before');
   if (after !== undefined && before !== undefined) {
-    throw new ApiError('parameter_invalid', 'Use either after or before, not both.', { param: 'before' });
+    const b = cursorParamOf(q, 'before');
+    throw new ApiError('parameter_invalid', `Use either ${cursorParamOf(q, 'after')} or ${b}, not both.`, { param: b });
   }
-  if (after === '') throw paramInvalid('after', 'after must be an object id.');
-  if (before === '') throw paramInvalid('before', 'before must be an object id.');
+  if (after === '') throw paramInvalid(cursorParamOf(q, 'after'), `${cursorParamOf(q, 'after')} must be an object id.`);
+  if (before === '') throw paramInvalid(cursorParamOf(q, 'before'), `${cursorParamOf(q, 'before')} must be an object id.`);
   return { limit, after, before };
 }
 

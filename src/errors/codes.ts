@@ -16,7 +16,7 @@ export const ERROR_CODES = {
   // 400 — the request is wrong
   parameter_invalid: { status: 400, description: 'A parameter has a value that is not allowed; `param` names it.' },
   param_required: { status: 400, description: 'A required parameter is missing; `param` names it.' },
-  parameter_unknown: { status: 400, description: 'The body names a parameter the endpoint does not take; `param` names it.' },
+  parameter_unknown: { status: 400, description: 'The body or the query string names a parameter the endpoint does not take; `param` names it.' },
   invalid_json: { status: 400, description: 'The body is not a JSON object.' },
   body_missing: { status: 400, description: 'The endpoint needs a body and none was sent.' },
   invalid_sdp: { status: 400, description: 'The WHEP offer is not an SDP offer with one audio section (RFC 9725).' },

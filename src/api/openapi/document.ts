@@ -138,6 +138,7 @@ function operation(r: RouteInfo, doc: RouteDoc | undefined, path: string): Recor
   }
   const jsonBody = hasBody && !rawBody;
   if (hasBody || hasQuery || r.method === 'POST') add(400, jsonBody || hasQuery ? STD_ERRORS[400]!.codes : []);
+  add(400, ['parameter_unknown']); // any route refuses a query parameter it does not list
   if (hasBody) add(413, STD_ERRORS[413]!.codes);
   if (pathParams.length) add(404, STD_ERRORS[404]!.codes);
   if (r.method === 'POST') {

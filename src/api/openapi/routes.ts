@@ -6,6 +6,10 @@
 import type { ApiServices } from '../services.js';
 import { buildOpenApi } from './document.js';
 import { OPENAPI_DOCS as DOCS } from './openapi.js';
+import { rejectUnknownQuery } from '../validation.js';
+
+/** The document takes no query parameter (any is 400 `parameter_unknown`). */
+const NO_QUERY: ReadonlySet<string> = new Set();
 
 /** Registers the document route. */
 export function mountOpenApi(s: ApiServices): void {
@@ -13,7 +17,8 @@ export function mountOpenApi(s: ApiServices): void {
   s.http.api(
     'get',
     '/v2/openapi.json',
-    () => {
+    (req) => {
+      rejectUnknownQuery(req.query, NO_QUERY);
       cached ??= buildOpenApi(s.http.routes(), s.urls());
       return { status: 200, body: cached };
     },
