@@ -162,7 +162,7 @@ describe('Mount', () => {
     }
     expect(titles.length).toBeGreaterThan(8);
     expect(titles[0]).toBe("StreamTitle='Artist - First';");
-    const second = titles.indexOf("StreamTitle='O'Brien - Second';");
+    const second = titles.indexOf("StreamTitle='O\\'Brien - Second';"); // the quote escaped (src/listen/icy.ts)
     expect(second).toBeGreaterThan(1);
     expect(titles.filter((t, i) => i !== 0 && i !== second).every((t) => t === '')).toBe(true);
     // The audio between the blocks is exactly what a listener without ICY got.
