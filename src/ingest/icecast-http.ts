@@ -137,3 +137,76 @@ export class Dechunker {
     return { out, done: this.state === 'done' };
   }
 }
+
+/**
+ * The parameters of a query string (without `?`, read as Latin-1 like the whole request head) as
+ * raw bytes: `+` is a space and `%XX` a byte
+ * (RFC 3986 §2.1; HTML's form encoding), nothing decoded as text yet — Icecast's admin calls send
+ * their text in the charset `charset=` names. A malformed `%` escape is kept as it is. The first
+ * occurrence of a name wins; names are compared as Latin-1 text.
+ */
+export function queryBytes(query: string): Map<string, Buffer> {
+  const out = new Map<string, Buffer>();
+  for (const pair of query.split('&')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    const name = percentBytes(eq < 0 ? pair : pair.slice(0, eq)).toString('latin1');
+    if (!out.has(name)) out.set(name, percentBytes(eq < 0 ? '' : pair.slice(eq + 1)));
+  }
+  return out;
+}
+
+function percentBytes(s: string): Buffer {
+  const bytes: number[] = [];
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0x25 && /^[0-9A-Fa-f]{2}$/.test(s.slice(i + 1, i + 3))) {
+      bytes.push(parseInt(s.slice(i + 1, i + 3), 16));
+      i += 2;
+    } else if (c === 0x2b) bytes.push(0x20);
+    else bytes.push(c & 0xff); // the head is read as Latin-1: one character per byte sent
+  }
+  return Buffer.from(bytes);
+}
+
+/** The charsets `updinfo` takes (`charset=`), by their lower-case names and aliases. */
+const CHARSETS: Record<string, 'utf-8' | 'iso-8859-1' | 'windows-1252'> = {
+  'utf-8': 'utf-8',
+  utf8: 'utf-8',
+  'iso-8859-1': 'iso-8859-1',
+  'iso8859-1': 'iso-8859-1',
+  latin1: 'iso-8859-1',
+  'latin-1': 'iso-8859-1',
+  'windows-1252': 'windows-1252',
+  cp1252: 'windows-1252',
+};
+
+/**
+ * Text of `bytes` in `charset` as Icecast's `updinfo` takes it: `ISO-8859-1` (each byte one code
+ * point, RFC 1345's table), `Windows-1252` (WHATWG Encoding's table: 0x80–0x9F are `€`, `‘` …) or
+ * `UTF-8` (invalid sequences become U+FFFD). Without a charset: UTF-8 when the bytes are valid
+ * UTF-8, else ISO-8859-1. Names are matched without case.
+ * @throws RangeError "unsupported charset" for any other charset name
+ */
+export function decodeCharset(bytes: Uint8Array, charset: string | null): string {
+  if (charset === null || charset === '') {
+    try {
+      return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    } catch {
+      return Buffer.from(bytes).toString('latin1');
+    }
+  }
+  const cs = CHARSETS[charset.trim().toLowerCase()];
+  if (cs === undefined) throw new RangeError(`unsupported charset '${charset.slice(0, 40)}'`);
+  if (cs === 'iso-8859-1') return Buffer.from(bytes).toString('latin1');
+  if (cs === 'windows-1252') {
+    // Node's TextDecoder('windows-1252') decodes as ISO-8859-1: the 0x80–0x9F row is mapped here.
+    let out = '';
+    for (const b of bytes) out += b >= 0x80 && b <= 0x9f ? CP1252_80[b - 0x80]! : String.fromCharCode(b);
+    return out;
+  }
+  return new TextDecoder('utf-8').decode(bytes);
+}
+
+/** Windows-1252's 0x80–0x9F (WHATWG Encoding's index; its five unassigned bytes as the C1 control of the same value). */
+const CP1252_80 = [...'\u20ac\u0081\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u008d\u017d\u008f\u0090\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u009d\u017e\u0178'];
