@@ -43,6 +43,8 @@ export interface LayerUpdate {
   firstPartSegment: number;
   /** The media playlist of `version`. */
   playlist: Template;
+  /** Its delta update (`_HLS_skip=YES`, rfc8216bis §6.2.5.1), or null when it would skip nothing. */
+  delta: Template | null;
 }
 
 /** A stream's state as a worker mirrors it; `layers` are the layers that changed (all of them on the first message). */
@@ -80,7 +82,8 @@ export class MirrorLayer implements HlsLayerView {
   private readonly segments: Uint8Array[] = [];
   private readonly parts = new Map<number, Uint8Array[]>();
   private template: Template = { plain: new Uint8Array(0), slots: new Uint32Array(0) };
-  private readonly waiters = new Waiters((msn, part) => this.has(msn, part));
+  private delta: Template | null = null;
+  private readonly waiters = new Waiters((msn, part, reload) => (reload ? this.reached(msn, part) : this.has(msn, part)));
 
   constructor(name: string) {
     this.name = name;
@@ -96,12 +99,20 @@ export class MirrorLayer implements HlsLayerView {
     return msn === this.nextSequence && part < this.openParts;
   }
 
-  waitFor(msn: number, part: number | undefined, done: () => void): () => void {
-    if (this.ended || this.has(msn, part)) {
+  reached(msn: number, part?: number): boolean {
+    if (part === undefined || msn > this.nextSequence) return msn < this.nextSequence;
+    if (msn === this.nextSequence) return part < this.openParts;
+    if (msn < this.nextSequence - 1) return true;
+    if (part < (this.parts.get(msn)?.length ?? 0)) return true;
+    return this.openParts > 0; // part 0 of the segment in progress (rfc8216bis §6.2.5.2)
+  }
+
+  waitFor(msn: number, part: number | undefined, done: () => void, reload = false): () => void {
+    if (this.ended || (reload ? this.reached(msn, part) : this.has(msn, part))) {
       done();
       return () => {};
     }
-    return this.waiters.add(msn, part, this.waitMs, done);
+    return this.waiters.add(msn, part, this.waitMs, done, reload);
   }
 
   /** Held requests now (tests, diagnostics). */
@@ -119,6 +130,10 @@ export class MirrorLayer implements HlsLayerView {
 
   playlist(): Template {
     return this.template;
+  }
+
+  deltaPlaylist(): Template | null {
+    return this.delta;
   }
 
   /** The oldest retained segment's sequence number. */
@@ -156,6 +171,7 @@ export class MirrorLayer implements HlsLayerView {
     for (const seq of this.parts.keys()) if (seq < u.firstPartSegment) this.parts.delete(seq);
     this.nextSequence = u.nextSequence;
     this.template = u.playlist;
+    this.delta = u.delta;
     this.version = u.version;
     const ending = u.ended && !this.ended;
     this.ended = u.ended;
@@ -225,6 +241,7 @@ function lastUpdate(l: MirrorLayer): LayerUpdate {
     firstSegment: first,
     firstPartSegment: first,
     playlist: l.playlist(),
+    delta: l.deltaPlaylist(),
   };
 }
 

@@ -6,9 +6,12 @@
  * - Media: `EXT-X-TARGETDURATION`, `EXT-X-MEDIA-SEQUENCE`, `EXT-X-DISCONTINUITY-SEQUENCE`, the
  *   live window with `EXT-X-PROGRAM-DATE-TIME` on every segment, an `EXT-X-DATERANGE`
  *   (`CLASS="com.skylark.now-playing"`) per now-playing change in it, `EXT-X-MAP` for fMP4, `EXT-X-ENDLIST` once ended; for LL-HLS layers also
- *   `EXT-X-SERVER-CONTROL` (CAN-BLOCK-RELOAD, PART-HOLD-BACK), `EXT-X-PART-INF`, the parts of the
- *   newest segments and of the one in progress, and `EXT-X-PRELOAD-HINT` for the next part.
- *   Classic players ignore the LL-HLS tags and read the same playlist.
+ *   `EXT-X-SERVER-CONTROL` (CAN-BLOCK-RELOAD, PART-HOLD-BACK, CAN-SKIP-UNTIL), `EXT-X-PART-INF`,
+ *   the parts of the newest segments and of the one in progress, and `EXT-X-PRELOAD-HINT` for the
+ *   next part. Classic players ignore the LL-HLS tags and read the same playlist.
+ * - Delta update (LL-HLS layers, `_HLS_skip=YES`, rfc8216bis §6.2.5.1, §4.4.5.2): the same
+ *   playlist with its oldest segments — those that end at least the skip boundary before the end
+ *   of the last segment — replaced by `EXT-X-SKIP:SKIPPED-SEGMENTS=<n>` (docs/ll-hls.md).
  *
  * Per-session URIs (`?sid=…`, `?token=…`, PRODUCT.md §4) come from a `Template`: the playlist
  * rendered once without queries, plus the offsets right after every URI, so that a session's
@@ -83,6 +86,35 @@ export function targetDurationSeconds(layer: Layer): number {
   return Math.max(Math.round(layer.o.targetDurationMs / 1000), Math.round(layer.maxDurationMs / 1000), 1);
 }
 
+/**
+ * The skip boundary (s) a low-latency layer advertises as `CAN-SKIP-UNTIL` (rfc8216bis §4.4.3.8:
+ * at least six target durations): exactly six.
+ */
+export const skipBoundarySeconds = (layer: Layer): number => 6 * targetDurationSeconds(layer);
+
+/**
+ * How many of the live window's oldest segments a delta update skips (rfc8216bis §6.2.5.1): those
+ * that end at least the skip boundary before the end of the last segment. A segment that follows
+ * a discontinuity is never skipped, nor any after it (its `EXT-X-DISCONTINUITY` would be lost and
+ * the discontinuity sequence of the segments listed after it would read wrong). 0 for a layer
+ * without parts or once ended (no delta update then).
+ */
+export function skippedSegments(layer: Layer): number {
+  if (!layer.lowLatency || layer.ended) return 0;
+  const segs = layer.window();
+  let total = 0;
+  for (const s of segs) total += s.durationMs;
+  const boundaryMs = skipBoundarySeconds(layer) * 1000;
+  let end = 0;
+  let n = 0;
+  for (const s of segs) {
+    end += s.durationMs;
+    if (s.discontinuity || total - end < boundaryMs) break;
+    n++;
+  }
+  return n;
+}
+
 /** PART-TARGET (s): the configured part target plus one frame's slack, raised to the longest part seen. */
 export function partTargetSeconds(layer: Layer): number {
   return Math.ceil(Math.max(layer.o.partTargetMs + 25, layer.maxPartMs)) / 1000;
@@ -108,15 +140,24 @@ export const segmentFile = (l: Layer, seq: number) => `${seq}.${l.o.container ==
 export const partFile = (seq: number, index: number) => `${seq}.${index}.m4s`;
 export const initFile = (version: number) => `init-${version}.mp4`;
 
-/** Media playlist template of a layer's live window (LL-HLS tags when the layer has parts). */
-export function mediaTemplate(layer: Layer): Template {
-  const segs = layer.window();
-  const first = segs[0];
+/**
+ * Media playlist template of a layer's live window (LL-HLS tags when the layer has parts); with
+ * `skip` > 0 (see `skippedSegments`), its delta update: the first `skip` segments replaced by
+ * `EXT-X-SKIP` (rfc8216bis §4.4.5.2). Every other tag stays, the `EXT-X-DATERANGE`s included
+ * (only a `_HLS_skip=v2` update, not offered here, may leave them out).
+ */
+export function mediaTemplate(layer: Layer, skip = 0): Template {
+  const all = layer.window();
+  const first = all[0];
+  const segs = skip > 0 ? all.slice(skip) : all;
   const ll = layer.lowLatency;
   const partTarget = ll ? partTargetSeconds(layer) : 0;
   const lines = ['#EXTM3U', `#EXT-X-VERSION:${ll ? 9 : layer.o.container === 'fmp4' ? 7 : 3}`, `#EXT-X-TARGETDURATION:${targetDurationSeconds(layer)}`];
   if (ll) {
-    lines.push(`#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=${(3 * partTarget).toFixed(3)}`, `#EXT-X-PART-INF:PART-TARGET=${partTarget.toFixed(3)}`);
+    lines.push(
+      `#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=${(3 * partTarget).toFixed(3)},CAN-SKIP-UNTIL=${skipBoundarySeconds(layer).toFixed(1)}`,
+      `#EXT-X-PART-INF:PART-TARGET=${partTarget.toFixed(3)}`,
+    );
   }
   lines.push(
     `#EXT-X-MEDIA-SEQUENCE:${first ? first.sequence : layer.nextSequence}`,
@@ -124,6 +165,7 @@ export function mediaTemplate(layer: Layer): Template {
   );
   if (layer.o.container === 'fmp4') lines.push('#EXT-X-INDEPENDENT-SEGMENTS');
   for (const d of layer.dateRanges) lines.push(dateRange(d));
+  if (skip > 0) lines.push(`#EXT-X-SKIP:SKIPPED-SEGMENTS=${skip}`);
   let map = -1;
   for (const s of segs) {
     if (s.discontinuity) lines.push('#EXT-X-DISCONTINUITY');

@@ -3,7 +3,12 @@
  * - `/hls/<stream_id>/index.m3u8` — the multivariant playlist (every ladder layer);
  * - `/hls/<stream_id>/<layer>/index.m3u8` — a layer's media playlist; with `_HLS_msn` (and
  *   `_HLS_part`) it is a blocking playlist reload (§6.2.5.2): answered once that segment (part)
- *   exists, the layer ends, or 3 target durations pass;
+ *   exists — a part index past the last part of a finished segment is part 0 of the next one —,
+ *   the layer ends, or 3 target durations pass; `_HLS_msn` more than two segments past the last
+ *   segment listed is 400. With `_HLS_skip=YES` an LL-HLS layer answers its delta update
+ *   (§6.2.5.1: the oldest segments replaced by `EXT-X-SKIP`). The three directives are read as a
+ *   caching edge keys on them (nginx's `$arg_…` matches names in any case and takes the first): a
+ *   query that repeats one, or spells one in another case, is 400 (docs/ll-hls.md);
  * - `/hls/<stream_id>/<layer>/<seq>.m4s|.ts`, `<seq>.<part>.m4s`, `init-<v>.mp4` — segments, parts,
  *   init sections. A request for the part a preload hint names waits for it (§6.2.6).
  * Everything comes from memory: playlists pre-rendered once per layer change, media bytes are the
@@ -28,10 +33,9 @@
  * the listener on each media request. Without it, HLS is public and untracked.
  *
  * Held requests (blocking reloads, part waits) cost a timer and memory each while held; an
- * optional `HoldGate` caps them per client address and in total (PRODUCT.md §13). Over a cap the
- * request is not held but answered at once with what exists: the current playlist (a valid answer
- * to a blocking reload when the server cannot wait, rfc8216bis §6.2.5.2; `no-store`, so no cache
- * keeps it under the blocking query), or 503 with `Retry-After: 1` for a part not there yet.
+ * optional `HoldGate` caps them per client address and in total (PRODUCT.md §13). Over a cap a
+ * request that would be held is answered 503 with `Retry-After: 1` — a blocking reload too: the
+ * playlist as it is would send the client straight back with the same request.
  */
 import type { Answer, DeferredReply, HttpServer, RawReply, RawRequestInfo } from '../http/server.js';
 import { errorBody, headerBytes, STATUS_200, statusLine } from '../http/server.js';
@@ -54,8 +58,8 @@ const TS_HEADERS = [objectHeaders(TS, IMMUTABLE), objectHeaders(TS, PRIVATE)] as
 const M4S_HEADERS = [objectHeaders(M4S, IMMUTABLE), objectHeaders(M4S, PRIVATE)] as const;
 const INIT_HEADERS = [objectHeaders(MP4, IMMUTABLE), objectHeaders(MP4, PRIVATE)] as const;
 const PLAYLIST_PRIVATE = objectHeaders(M3U8, PRIVATE);
-/** A blocking reload answered at once over the held cap: never cached under its blocking query. */
-const PLAYLIST_NOW = [objectHeaders(M3U8, 'no-store'), PLAYLIST_PRIVATE] as const;
+/** A blocking reload answered without what it asked for (the wait timed out): never cached under its blocking query. */
+const PLAYLIST_UNREACHED = objectHeaders(M3U8, 'no-store');
 const JSON_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-cache'], ['Access-Control-Allow-Origin', '*']] as const;
 
 /**
@@ -134,23 +138,38 @@ const playlistHeaders = (ended: boolean, targetSeconds: number, lowLatency: bool
 /** A non-negative integer of 1–15 digits, else NaN. */
 const integer = (s: string): number => (s.length > 0 && s.length <= 15 && /^\d+$/.test(s) ? Number(s) : NaN);
 
-/** The value of `name` in a query string, or null when absent (no decoding: the values read here are integers). */
-function param(query: string, name: string): string | null {
-  let i = query.startsWith(name) && query[name.length] === '=' ? 0 : query.indexOf('&' + name + '=');
-  if (i < 0) return null;
-  if (i > 0 || query[0] === '&') i += 1;
-  const start = i + name.length + 1;
-  const end = query.indexOf('&', start);
-  return end < 0 ? query.slice(start) : query.slice(start, end);
+/** The delivery directives of a media playlist request (rfc8216bis §6.2.5): raw values, null when absent. */
+interface Directives {
+  msn: string | null;
+  part: string | null;
+  skip: string | null;
 }
+const NO_DIRECTIVES: Directives = Object.freeze({ msn: null, part: null, skip: null });
+const DIRECTIVE_KEYS: Record<string, keyof Directives> = { _hls_msn: 'msn', _hls_part: 'part', _hls_skip: 'skip' };
+const DIRECTIVE_NAMES: Record<keyof Directives, string> = { msn: '_HLS_msn', part: '_HLS_part', skip: '_HLS_skip' };
 
-/** `_HLS_msn` / `_HLS_part` of a query, or null without `_HLS_msn`; NaN marks a malformed value. */
-function blockingParams(query: string): { msn: number; part: number | undefined } | null {
-  if (!query.includes('_HLS_')) return null;
-  const msn = param(query, '_HLS_msn');
-  if (msn === null) return null;
-  const part = param(query, '_HLS_part');
-  return { msn: integer(msn), part: part === null ? undefined : integer(part) };
+/**
+ * `_HLS_msn`, `_HLS_part` and `_HLS_skip` of a query string (no `?`; values raw, not decoded), read
+ * as a caching edge keys on them — nginx's `$arg_<name>` matches the name in any case and takes the
+ * first — so that no edge can store an answer under a key other than the one the origin read: a
+ * name repeated, spelled in another case, or without `=`, is the error message returned (string).
+ */
+function directives(query: string): Directives | string {
+  if (!/_hls_/i.test(query)) return NO_DIRECTIVES;
+  const out: Directives = { msn: null, part: null, skip: null };
+  for (const piece of query.split('&')) {
+    const eq = piece.indexOf('=');
+    const name = eq < 0 ? piece : piece.slice(0, eq);
+    if (name.length < 8 || name.length > 9) continue;
+    const key = DIRECTIVE_KEYS[name.toLowerCase()];
+    if (key === undefined) continue;
+    const canonical = DIRECTIVE_NAMES[key];
+    if (name !== canonical) return `Delivery directive '${name}' must be spelled '${canonical}'.`;
+    if (eq < 0) return `${canonical} needs a value.`;
+    if (out[key] !== null) return `${canonical} may appear only once.`;
+    out[key] = piece.slice(eq + 1);
+  }
+  return out;
 }
 
 /** A listener of `layer` leaves after this long without a media playlist request (ms): 3 target durations (PRODUCT.md §4). */
@@ -181,21 +200,24 @@ export function registerHlsRoutes(http: HttpServer, source: HlsSource, opts: Hls
     const d = access.media(id, query, info, 3 * layer.targetSeconds * 1000);
     return d.ok ? d : refuse(d.code, d.message, requestId, { status: d.status });
   };
+  /** The media playlist of the current version (`skip`: its delta update, when the layer has one). */
+  const template = (layer: HlsLayerView, skip: boolean) => (skip && !layer.ended && layer.deltaPlaylist()) || layer.playlist();
   /** The media playlist as it is now, for `admitted`: the shared bytes, or a token stream's own copy. */
-  const playlist = (layer: HlsLayerView, admitted: { query: string; private: boolean }): RawReply =>
+  const playlist = (layer: HlsLayerView, admitted: { query: string; private: boolean }, skip: boolean): RawReply =>
     admitted.private
-      ? { status: STATUS_200, headers: PLAYLIST_PRIVATE, body: fill(layer.playlist(), admitted.query) }
-      : { status: STATUS_200, headers: playlistHeaders(layer.ended, layer.targetSeconds, layer.lowLatency), body: layer.playlist().plain };
+      ? { status: STATUS_200, headers: PLAYLIST_PRIVATE, body: fill(template(layer, skip), admitted.query) }
+      : { status: STATUS_200, headers: playlistHeaders(layer.ended, layer.targetSeconds, layer.lowLatency), body: template(layer, skip).plain };
   /**
-   * Answers with `reply` once `layer.has(msn, part)` (or the layer ends, or the wait times out):
-   * at once when it already holds; held (deferred reply) when the gate admits it; else `now()`.
-   * The held slot is given back exactly once: on the answer, the client's abort or the timeout.
+   * Answers with `reply` once `layer.has(msn, part)` (`reload`: `layer.reached(msn, part)`, a
+   * blocking playlist reload) — or the layer ends, or the wait times out: at once when it already
+   * holds; held (deferred reply) when the gate admits it; else `over()`. The held slot is given
+   * back exactly once: on the answer, the client's abort or the timeout.
    */
-  const when = (layer: HlsLayerView, msn: number, part: number | undefined, info: RawRequestInfo, reply: () => RawReply, now: () => RawReply): RawReply | DeferredReply => {
-    if (layer.ended || layer.has(msn, part)) return reply();
+  const when = (layer: HlsLayerView, msn: number, part: number | undefined, info: RawRequestInfo, reply: () => RawReply, over: () => RawReply, reload = false): RawReply | DeferredReply => {
+    if (layer.ended || (reload ? layer.reached(msn, part) : layer.has(msn, part))) return reply();
     const key = hold ? hold.acquire(info) : '';
-    if (key === null) return now();
-    return new Held(layer, msn, part, hold, key, reply);
+    if (key === null) return over();
+    return new Held(layer, msn, part, reload, hold, key, reply);
   };
 
   for (const method of ['get', 'head'] as const) {
@@ -216,34 +238,38 @@ export function registerHlsRoutes(http: HttpServer, source: HlsSource, opts: Hls
       const s = source.get(id!);
       const layer = s?.layer(name!);
       if (!s || !layer || layer.failed || !s.playable) return notFound(`No such HLS layer '${name}' for stream '${id}'.`, requestId);
-      const block = blockingParams(query);
+      const d = directives(query);
+      if (typeof d === 'string') return refuse('parameter_invalid', d, requestId);
+      if (d.part !== null && d.msn === null) return refuse('parameter_invalid', '_HLS_part needs _HLS_msn (rfc8216bis §6.2.5.2).', requestId);
+      if (d.skip !== null && d.skip !== 'YES' && d.skip !== 'v2') return refuse('parameter_invalid', '_HLS_skip must be YES or v2.', requestId);
+      // Delta updates are offered by live LL-HLS layers (CAN-SKIP-UNTIL); elsewhere `_HLS_skip` is ignored (§6.2.5.1).
+      const skip = d.skip !== null && layer.lowLatency && !layer.ended;
+      if (skip && d.skip === 'v2') return refuse('parameter_invalid', 'Date ranges are not skipped here (no CAN-SKIP-DATERANGES): use _HLS_skip=YES.', requestId);
       // The session and token checks read `sid` and `token` only: the delivery directives stay in the query.
       const admitted = admit(id!, query, info, layer, requestId);
       if ('status' in admitted) return admitted;
-      if (!block) {
-        if (layer.ready) return playlist(layer, admitted);
+      if (d.msn === null) {
+        if (layer.ready) return playlist(layer, admitted, skip);
         // A ladder layer whose codec process has not cut its first segment (part) yet: wait for it.
-        const render = () => (layer.ready ? playlist(layer, admitted) : notFound(`HLS layer '${name}' of stream '${id}' has no segment yet.`, requestId));
+        const render = () => (layer.ready ? playlist(layer, admitted, skip) : notFound(`HLS layer '${name}' of stream '${id}' has no segment yet.`, requestId));
         return when(layer, layer.nextSequence, layer.lowLatency ? 0 : undefined, info, render, () => busy(requestId));
       }
       if (!layer.lowLatency) return refuse('parameter_invalid', 'This layer does not support blocking playlist reload.', requestId);
-      if (Number.isNaN(block.msn) || Number.isNaN(block.part ?? 0)) return refuse('parameter_invalid', '_HLS_msn and _HLS_part must be integers.', requestId);
-      // §6.2.5.2: a request more than two segments ahead of the playlist is refused.
-      if (block.msn > layer.nextSequence + 2) return refuse('parameter_invalid', `_HLS_msn ${block.msn} is too far ahead of the playlist.`, requestId);
+      const msn = integer(d.msn);
+      const part = d.part === null ? undefined : integer(d.part);
+      if (Number.isNaN(msn) || Number.isNaN(part ?? 0)) return refuse('parameter_invalid', '_HLS_msn and _HLS_part must be integers.', requestId);
+      // §6.2.5.2: more than two segments past the last segment listed (nextSequence − 1) is refused;
+      // an ended layer ignores the directives (it answers its final playlist).
+      if (!layer.ended && msn > layer.nextSequence + 1) return refuse('parameter_invalid', `_HLS_msn ${msn} is more than two segments past the last segment of the playlist.`, requestId);
       /** The answer to the blocking reload: shareable when it lists what was asked for (PRODUCT.md §12), else `no-store`. */
       const answer = (): RawReply => {
         if (admitted.private || layer.ended || !layer.ready) {
-          return layer.ready ? playlist(layer, admitted) : notFound(`HLS layer '${name}' of stream '${id}' has no segment yet.`, requestId);
+          return layer.ready ? playlist(layer, admitted, skip) : notFound(`HLS layer '${name}' of stream '${id}' has no segment yet.`, requestId);
         }
-        return { status: STATUS_200, headers: layer.has(block.msn, block.part) ? blockingHit(layer.targetSeconds) : PLAYLIST_NOW[0], body: layer.playlist().plain };
+        return { status: STATUS_200, headers: layer.reached(msn, part) ? blockingHit(layer.targetSeconds) : PLAYLIST_UNREACHED, body: template(layer, skip).plain };
       };
-      /** Over the held caps: the playlist as it is now (rfc8216bis §6.2.5.2), never cached under the blocking query. */
-      const current = (): RawReply => {
-        if (!layer.ready) return busy(requestId);
-        const t = layer.playlist();
-        return { status: STATUS_200, headers: PLAYLIST_NOW[admitted.private ? 1 : 0], body: admitted.private ? fill(t, admitted.query) : t.plain };
-      };
-      return when(layer, block.msn, block.part, info, answer, current);
+      // Over the held caps: 503 + Retry-After, never the playlist as it is (the client would ask again at once).
+      return when(layer, msn, part, info, answer, () => busy(requestId), true);
     });
 
     http.raw(method, '/hls/:id/:layer/:file', ([id, name, file], query, requestId, info) => {
@@ -297,6 +323,8 @@ class Held implements DeferredReply {
     private readonly layer: HlsLayerView,
     private readonly msn: number,
     private readonly part: number | undefined,
+    /** A blocking playlist reload (waits for `reached`, else for `has`). */
+    private readonly reload: boolean,
     private readonly hold: HoldGate | undefined,
     private readonly key: string,
     private readonly reply: () => RawReply,
@@ -304,7 +332,7 @@ class Held implements DeferredReply {
 
   defer(to: Answer): void {
     this.to = to;
-    this.cancelWait = this.layer.waitFor(this.msn, this.part, this.ready);
+    this.cancelWait = this.layer.waitFor(this.msn, this.part, this.ready, this.reload);
   }
 
   cancel(): void {

@@ -3,13 +3,13 @@
  * thread the hub and its layers themselves (`HubSource` here), on a worker thread their mirror
  * fed by the main thread (src/hls/mirror.ts). src/hls/routes.ts serves from either.
  *
- * The main thread's views render each playlist once per version (the layer's `version`), for its
- * own answers and for every worker thread's: with `shared` set, the rendered bytes are put into a
+ * The main thread's views render each playlist — and an LL-HLS layer's delta update — once per
+ * version (the layer's `version`), for its own answers and for every worker thread's: with `shared` set, the rendered bytes are put into a
  * SharedArrayBuffer at that one render, and the mirror feed (src/serve/feed.ts) posts them as they
  * are (the memory is shared, not copied).
  */
 import type { Layer, MediaRegistry, StreamHub } from '../media/hub.js';
-import { mediaTemplate, multivariantTemplate, targetDurationSeconds, type Template } from './playlists.js';
+import { mediaTemplate, multivariantTemplate, skippedSegments, targetDurationSeconds, type Template } from './playlists.js';
 
 /** One layer (rendition) as HLS serves it. Durations in s, sequence numbers as in the playlist. */
 export interface HlsLayerView {
@@ -33,19 +33,30 @@ export interface HlsLayerView {
   readonly targetSeconds: number;
   /** Bumped on every change a playlist shows. */
   readonly version: number;
-  /** Whether segment `msn` (and, if given, its part `part`) exists (rfc8216bis §6.2.5.2). */
+  /** Whether segment `msn` is finished or, given `part`, that part exists (or never will: its segment is finished). */
   has(msn: number, part?: number): boolean;
   /**
-   * Calls `done` once segment `msn` (part `part`) exists, the layer ends, or 3 target durations
-   * pass. Returns the cancel function.
+   * Whether the playlist holds what the blocking playlist reload `_HLS_msn=msn[&_HLS_part=part]`
+   * waits for (rfc8216bis §6.2.5.2): a part index past the last part of a finished segment is
+   * part 0 of the next segment.
    */
-  waitFor(msn: number, part: number | undefined, done: () => void): () => void;
+  reached(msn: number, part?: number): boolean;
+  /**
+   * Calls `done` once `has(msn, part)` (`reload`: once `reached(msn, part)`), the layer ends, or
+   * 3 target durations pass. Returns the cancel function.
+   */
+  waitFor(msn: number, part: number | undefined, done: () => void, reload?: boolean): () => void;
   /** A retained segment's bytes by media sequence number. */
   segment(sequence: number): Uint8Array | undefined;
   /** A retained part's bytes. */
   part(sequence: number, index: number): Uint8Array | undefined;
   /** The media playlist of the current version. */
   playlist(): Template;
+  /**
+   * The delta update of the current version (`_HLS_skip=YES`, rfc8216bis §6.2.5.1), or null when
+   * it would skip nothing (then the playlist itself is the answer).
+   */
+  deltaPlaylist(): Template | null;
 }
 
 /** One stream as HLS serves it. */
@@ -81,6 +92,8 @@ const shareTemplate = (t: Template): Template => ({ plain: shareBytes(t.plain), 
 export class LayerView implements HlsLayerView {
   private rendered: Template | null = null;
   private renderedVersion = -1;
+  private delta: Template | null = null;
+  private deltaVersion = -1;
 
   constructor(readonly layer: Layer, private readonly shared: boolean) {}
 
@@ -123,8 +136,11 @@ export class LayerView implements HlsLayerView {
   has(msn: number, part?: number): boolean {
     return this.layer.has(msn, part);
   }
-  waitFor(msn: number, part: number | undefined, done: () => void): () => void {
-    return this.layer.waitFor(msn, part, done);
+  reached(msn: number, part?: number): boolean {
+    return this.layer.reached(msn, part);
+  }
+  waitFor(msn: number, part: number | undefined, done: () => void, reload = false): () => void {
+    return this.layer.waitFor(msn, part, done, reload);
   }
   segment(sequence: number): Uint8Array | undefined {
     return this.layer.segment(sequence)?.data;
@@ -140,6 +156,16 @@ export class LayerView implements HlsLayerView {
       this.renderedVersion = v;
     }
     return this.rendered;
+  }
+  deltaPlaylist(): Template | null {
+    const v = this.layer.version;
+    if (this.deltaVersion !== v) {
+      const skip = skippedSegments(this.layer);
+      const t = skip > 0 ? mediaTemplate(this.layer, skip) : null;
+      this.delta = t && this.shared ? shareTemplate(t) : t;
+      this.deltaVersion = v;
+    }
+    return this.delta;
   }
 }
 

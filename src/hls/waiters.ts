@@ -10,6 +10,8 @@
 interface Waiter {
   msn: number;
   part: number | undefined;
+  /** A blocking playlist reload (a part index past its segment's last rolls over to the next segment). */
+  reload: boolean;
   done: () => void;
   /** When it is answered anyway (ms, `Date.now()` clock). */
   deadline: number;
@@ -17,20 +19,24 @@ interface Waiter {
   gone: boolean;
 }
 
-/** Waiters of one layer; `has(msn, part)` says whether what a waiter waits for exists now. */
+/**
+ * Waiters of one layer; `has(msn, part, reload)` says whether what a waiter waits for exists now
+ * (`reload`: as a blocking playlist reload reads it, rfc8216bis §6.2.5.2).
+ */
 export class Waiters {
   private list: Waiter[] = [];
   private timer: NodeJS.Timeout | null = null;
 
   /** @param has whether segment `msn` (part `part`) exists now (rfc8216bis §6.2.5.2). */
-  constructor(private readonly has: (msn: number, part: number | undefined) => boolean) {}
+  constructor(private readonly has: (msn: number, part: number | undefined, reload: boolean) => boolean) {}
 
   /**
    * Calls `done` once `has(msn, part)` holds at a `wake`, at `wakeAll`, or after `maxWaitMs`
-   * (ms) — whichever comes first. Returns the cancel function (for an aborted request).
+   * (ms) — whichever comes first. `reload`: a blocking playlist reload. Returns the cancel
+   * function (for an aborted request).
    */
-  add(msn: number, part: number | undefined, maxWaitMs: number, done: () => void): () => void {
-    const w: Waiter = { msn, part, done, deadline: Date.now() + maxWaitMs, gone: false };
+  add(msn: number, part: number | undefined, maxWaitMs: number, done: () => void, reload = false): () => void {
+    const w: Waiter = { msn, part, reload, done, deadline: Date.now() + maxWaitMs, gone: false };
     this.list.push(w);
     if (!this.timer) this.arm();
     return () => {
@@ -52,7 +58,7 @@ export class Waiters {
     const keep: Waiter[] = [];
     for (const w of this.list) {
       if (w.gone) continue;
-      if (all || this.has(w.msn, w.part)) {
+      if (all || this.has(w.msn, w.part, w.reload)) {
         w.gone = true;
         due.push(w);
       } else keep.push(w);

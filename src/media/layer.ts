@@ -133,6 +133,8 @@ const WAIT_TARGETS = 3;
 interface Waiter {
   msn: number;
   part: number | undefined;
+  /** A blocking playlist reload: waits for `reached` (a part index past its segment's last rolls over), else for `has`. */
+  reload: boolean;
   done: () => void;
   /** When it is answered anyway (ms, `Date.now()` clock). */
   deadline: number;
@@ -343,7 +345,10 @@ export class Layer {
     return this.segment(sequence)?.parts[index];
   }
 
-  /** Whether segment `msn` (and, if given, its part `part`) exists (§6.2.5.2). */
+  /**
+   * Whether segment `msn` is finished, or (given `part`) its part `part` exists — or segment `msn`
+   * is finished anyway (then that part never will). What a wait for a part's bytes waits for.
+   */
   has(msn: number, part?: number): boolean {
     if (part === undefined) return msn < this.nextSequence;
     if (msn < this.nextSequence) return true; // a finished segment holds all its parts
@@ -351,15 +356,29 @@ export class Layer {
   }
 
   /**
-   * Calls `done` once segment `msn` (part `part`) exists, the layer ends, or 3 target durations
-   * pass — whichever comes first. Returns a cancel function (for an aborted request).
+   * Whether the playlist holds what a blocking playlist reload `_HLS_msn=msn[&_HLS_part=part]`
+   * asks for (rfc8216bis §6.2.5.2): segment `msn` finished, or part `part` of segment `msn`; a part
+   * index past the last part of a finished segment asks for part 0 of the next segment.
    */
-  waitFor(msn: number, part: number | undefined, done: () => void): () => void {
-    if (this.ended || this.has(msn, part)) {
+  reached(msn: number, part?: number): boolean {
+    if (part === undefined || msn > this.nextSequence) return msn < this.nextSequence;
+    if (msn === this.nextSequence) return part < this.openParts.length;
+    if (msn < this.nextSequence - 1) return true; // the segment after it is finished too
+    if (part < (this.segment(msn)?.parts.length ?? 0)) return true;
+    return this.openParts.length > 0; // part 0 of the segment in progress
+  }
+
+  /**
+   * Calls `done` once segment `msn` (part `part`) exists (`reload`: once `reached(msn, part)`),
+   * the layer ends, or 3 target durations pass — whichever comes first. Returns a cancel function
+   * (for an aborted request).
+   */
+  waitFor(msn: number, part: number | undefined, done: () => void, reload = false): () => void {
+    if (this.ended || (reload ? this.reached(msn, part) : this.has(msn, part))) {
       done();
       return () => {};
     }
-    const w: Waiter = { msn, part, done, deadline: Date.now() + WAIT_TARGETS * this.o.targetDurationMs, gone: false };
+    const w: Waiter = { msn, part, reload, done, deadline: Date.now() + WAIT_TARGETS * this.o.targetDurationMs, gone: false };
     this.waiters.push(w);
     if (!this.waitTimer) this.armWaitTimer();
     return () => {
@@ -522,7 +541,7 @@ export class Layer {
     const keep: Waiter[] = [];
     for (const w of this.waiters) {
       if (w.gone) continue;
-      if (all || this.has(w.msn, w.part)) {
+      if (all || (w.reload ? this.reached(w.msn, w.part) : this.has(w.msn, w.part))) {
         w.gone = true;
         due.push(w);
       } else keep.push(w);

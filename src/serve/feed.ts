@@ -247,6 +247,7 @@ export class MirrorFeed {
       firstSegment: l.segments[0]?.sequence ?? l.nextSequence,
       firstPartSegment,
       playlist: v.playlist(),
+      delta: l.lowLatency ? v.deltaPlaylist() : null,
     };
     if (sent.initVersion !== l.initVersion) {
       u.init = l.init ? this.share(l.init) : null;
