@@ -5,6 +5,7 @@
  * calls `hit`. Counters are read by `snapshot()` (tests, `GET /metrics`).
  */
 import type { Logger } from '../log/logger.js';
+import { addressGroup } from '../ratelimit/client-ip.js';
 
 /**
  * The caps, by stable name (the `limit` label of `skylark_limit_hits_total`). Each maps to a
@@ -32,7 +33,9 @@ export type LimitCause =
   | 'listen_connections'
   | 'listen_connections_per_ip'
   | 'listen_slow_client'
-  | 'edge_log_untrusted';
+  | 'hls_sessions_per_ip'
+  | 'edge_log_untrusted'
+  | 'edge_log_unsigned';
 
 /** How often one cause may write a log line (ms). */
 export const LIMIT_LOG_EVERY_MS = 60_000;
@@ -88,8 +91,10 @@ export class Limits {
 
 /**
  * Open things per client address, with a total: `tryAcquire` says whether one more fits under
- * both caps and, if so, counts it; `release` gives it back. O(1) per call. Addresses are compared
- * as given (pass the IP without the port).
+ * both caps and, if so, counts it; `release` gives it back. O(1) per call. Pass the IP without the
+ * port; addresses are counted by group (`addressGroup`, src/ratelimit/client-ip.ts: IPv4 as is,
+ * IPv4-mapped IPv6 as IPv4, IPv6 by /64), so one /64 holds one address's share. The counts are
+ * kept by exact group in a Map, so no address shares another group's count.
  */
 export class PerAddressCounter {
   private readonly byAddress = new Map<string, number>();
@@ -103,24 +108,26 @@ export class PerAddressCounter {
   /** 'ok' (counted), or which cap refused it. */
   tryAcquire(address: string): 'ok' | 'total' | 'per_address' {
     if (this.total >= this.maxTotal) return 'total';
-    const n = this.byAddress.get(address) ?? 0;
+    const group = addressGroup(address);
+    const n = this.byAddress.get(group) ?? 0;
     if (n >= this.maxPerAddress) return 'per_address';
-    this.byAddress.set(address, n + 1);
+    this.byAddress.set(group, n + 1);
     this.total++;
     return 'ok';
   }
 
   /** Gives back one acquired for `address`. */
   release(address: string): void {
-    const n = this.byAddress.get(address);
+    const group = addressGroup(address);
+    const n = this.byAddress.get(group);
     if (n === undefined) return;
-    if (n <= 1) this.byAddress.delete(address);
-    else this.byAddress.set(address, n - 1);
+    if (n <= 1) this.byAddress.delete(group);
+    else this.byAddress.set(group, n - 1);
     this.total--;
   }
 
-  /** Held now, in total or for one address. */
+  /** Held now, in total or for one address's group. */
   held(address?: string): number {
-    return address === undefined ? this.total : (this.byAddress.get(address) ?? 0);
+    return address === undefined ? this.total : (this.byAddress.get(addressGroup(address)) ?? 0);
   }
 }

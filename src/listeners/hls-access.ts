@@ -72,7 +72,18 @@ export interface HlsJoin {
   userAgent: string | null;
   /** Inactivity after which the session leaves (ms). */
   timeoutMs: number;
+  /**
+   * Whether the key is a session id minted by the multivariant playlist (not a token's subject):
+   * such joins are capped per client address per minute (`ListenerRegistry.admitHls`).
+   */
+  minted?: boolean | undefined;
 }
+
+/**
+ * Thrown by `HlsSessions.join` when the client address started as many minted sessions this minute
+ * as it may (`SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE`): the request is served, the session not counted.
+ */
+export class SessionRateError extends Error {}
 
 /**
  * Where HLS sessions are counted: the registry itself on the main thread, the batches a worker
@@ -81,15 +92,20 @@ export interface HlsJoin {
 export interface HlsSessions {
   /** Marks the session `key` of `streamId` as seen now; false when it is unknown (the caller then joins it). */
   touch(streamId: string, key: string): boolean;
-  /** A new session. @throws TooManyListenersError when the node tracks as many listeners as it may */
+  /**
+   * A new session.
+   * @throws TooManyListenersError when the node tracks as many listeners as it may
+   * @throws SessionRateError when `j.minted` and the client address is over its session rate
+   */
   join(j: HlsJoin): void;
 }
 
-/** The registry as `HlsSessions` (the main thread): the country is looked up here. */
+/** The registry as `HlsSessions` (the main thread): the country is looked up here, the session rate checked. */
 export function registrySessions(registry: ListenerRegistry): HlsSessions {
   return {
     touch: (streamId, key) => registry.touch(streamId, key),
     join: (j) => {
+      if (j.minted && !registry.admitHls(j.ip)) throw new SessionRateError('this address started as many listener sessions this minute as it may');
       registry.join({ streamId: j.streamId, accountId: j.accountId, key: j.key, protocol: 'hls', country: countryOf(j.ip), userAgent: j.userAgent, timeoutMs: j.timeoutMs });
     },
   };
@@ -192,11 +208,15 @@ export class HlsListenerAccess implements HlsAccess {
     // one (its tag does not check) is served and not counted.
     const sid = queryParam(query, 'sid');
     if (sid === '' || this.d.sessions.touch(streamId, sid) || !this.validSid(streamId, sid)) return PUBLIC;
-    return this.join(streamId, pol.accountId, sid, info, timeoutMs) ?? PUBLIC;
+    return this.join(streamId, pol.accountId, sid, info, timeoutMs, true) ?? PUBLIC;
   }
 
-  /** Joins a new session; the refusal to answer when the node is full, else null. */
-  private join(streamId: string, accountId: string, key: string, info: RawRequestInfo, timeoutMs: number): HlsDecision | null {
+  /**
+   * Joins a new session (`minted`: its key is a sid, capped per address per minute); the refusal
+   * to answer when the node is full, else null — also when the address is over its session rate:
+   * the playlist is served and the session not counted (docs/listeners.md "Sessions per address").
+   */
+  private join(streamId: string, accountId: string, key: string, info: RawRequestInfo, timeoutMs: number, minted = false): HlsDecision | null {
     try {
       this.d.sessions.join({
         streamId,
@@ -205,9 +225,11 @@ export class HlsListenerAccess implements HlsAccess {
         ip: clientAddress(info.remoteAddress(), info.header('x-forwarded-for'), this.d.trusted),
         userAgent: info.header('user-agent') || null,
         timeoutMs,
+        minted,
       });
     } catch (e) {
       if (e instanceof TooManyListenersError) return CAPACITY;
+      if (e instanceof SessionRateError) return null;
       throw e;
     }
     return null;

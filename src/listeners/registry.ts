@@ -22,6 +22,8 @@ import type { Outbox } from '../events/outbox.js';
 import type { ListenerRow, ListenersRepo } from '../db/listeners-repo.js';
 import type { Database } from '../db/database.js';
 import type { Logger } from '../log/logger.js';
+import type { Limits } from '../limits/limits.js';
+import { PerAddressRate } from '../limits/address-key.js';
 
 /** How a listener listens: an HLS session, a WebRTC (WHEP) peer, or a progressive (Icecast-style) connection. */
 export type ListenerProtocol = 'hls' | 'webrtc' | 'icecast';
@@ -107,6 +109,13 @@ export interface RegistryDeps {
   outbox: Outbox;
   log: Logger;
   now?: () => number;
+  /**
+   * New HLS sessions one client address (IPv6: its /64) may start per minute
+   * (`SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE`, see `admitHls`); unlimited when absent.
+   */
+  hlsSessionsPerIpPerMinute?: number;
+  /** Where a refusal of `admitHls` is counted (`hls_sessions_per_ip`). */
+  limits?: Pick<Limits, 'hit'>;
 }
 
 export class ListenerRegistry {
@@ -130,10 +139,27 @@ export class ListenerRegistry {
    * MAX_LISTENERS without asking): cell 0, stored on every join and leave.
    */
   readonly countCell = new Int32Array(new SharedArrayBuffer(4));
+  /** New HLS sessions per client address per minute (null: unlimited). */
+  private readonly hlsRate: PerAddressRate | null;
 
   constructor(private readonly d: RegistryDeps) {
     this.now = d.now ?? Date.now;
     this.lastSlot = Math.floor(this.now() / SLOT_MS);
+    this.hlsRate = d.hlsSessionsPerIpPerMinute === undefined ? null : new PerAddressRate(d.hlsSessionsPerIpPerMinute, 60_000, this.now);
+  }
+
+  /**
+   * Whether a new HLS session of the client at `address` may join now: at most
+   * `hlsSessionsPerIpPerMinute` per address group (IPv4, or an IPv6 /64) within any minute, counted
+   * node-wide here (every thread's joins reach this registry). True counts one; false counts a hit
+   * of `hls_sessions_per_ip` and nothing else — the caller serves the request without counting
+   * the session (its later requests ask again, and join once the address is under its rate).
+   * Call it only for a session the registry does not know yet, right before `join`.
+   */
+  admitHls(address: string): boolean {
+    if (!this.hlsRate || this.hlsRate.take(address)) return true;
+    this.d.limits?.hit('hls_sessions_per_ip', address, { setting: 'SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE' });
+    return false;
   }
 
   /**

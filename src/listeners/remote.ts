@@ -37,6 +37,8 @@ export interface JoinNote {
   userAgent: string | null;
   /** HLS: inactivity after which the session leaves (ms); 0: progressive (leaves on close). */
   timeoutMs: number;
+  /** HLS: the key is a minted session id (capped per address per minute, `ListenerRegistry.admitHls`). */
+  minted?: boolean | undefined;
 }
 
 /** What a worker thread reports. `seen[i]` was last seen at `seenAt[i]` (ms since the epoch). */
@@ -85,7 +87,7 @@ export class RemoteSessions implements HlsSessions {
     const h = this.next++;
     byKey.set(j.key, h);
     this.handles.set(h, { streamId: j.streamId, key: j.key });
-    this.joins.push({ h, streamId: j.streamId, accountId: j.accountId, key: j.key, protocol: 'hls', ip: j.ip, userAgent: j.userAgent, timeoutMs: j.timeoutMs });
+    this.joins.push({ h, streamId: j.streamId, accountId: j.accountId, key: j.key, protocol: 'hls', ip: j.ip, userAgent: j.userAgent, timeoutMs: j.timeoutMs, minted: j.minted === true });
     this.flushSoon();
   }
 
@@ -212,11 +214,19 @@ export class SessionIntake {
     if (!table) this.workers.set(worker, (table = new Map()));
     for (const j of b.joins) {
       let session: Session | null = null;
+      // A minted session id new to the node counts against its address's session rate.
+      const admitted = !j.minted || this.registry.touch(j.streamId, j.key) || this.registry.admitHls(j.ip);
       try {
-        session = this.registry.join({ streamId: j.streamId, accountId: j.accountId, key: j.key, protocol: j.protocol, country: countryOf(j.ip), userAgent: j.userAgent, timeoutMs: j.timeoutMs });
+        if (admitted) session = this.registry.join({ streamId: j.streamId, accountId: j.accountId, key: j.key, protocol: j.protocol, country: countryOf(j.ip), userAgent: j.userAgent, timeoutMs: j.timeoutMs });
       } catch (e) {
         // Full (the worker checked the shared count, another thread got the last room): served, not counted.
         if (!(e instanceof TooManyListenersError)) throw e;
+      }
+      if (!session && j.protocol === 'hls') {
+        // Not counted: the worker forgets the handle, so the session's next request asks again
+        // (and the worker keeps nothing for it).
+        this.forgetLater(worker, j.h);
+        continue;
       }
       table.set(j.h, { session });
       if (session) {
@@ -260,11 +270,16 @@ export class SessionIntake {
       const table = this.workers.get(w);
       if (table?.get(h)?.session === s) table.delete(h);
       if (s.protocol !== 'hls' || !table) continue;
-      const hs = this.forgetting.get(w);
-      if (hs) hs.push(h);
-      else this.forgetting.set(w, [h]);
+      this.forgetLater(w, h);
     }
-    if (this.forgetting.size > 0 && !this.forgetSoon) {
+  }
+
+  /** Tells worker `w` to forget handle `h` at the next turn of the event loop (one message per worker). */
+  private forgetLater(w: number, h: number): void {
+    const hs = this.forgetting.get(w);
+    if (hs) hs.push(h);
+    else this.forgetting.set(w, [h]);
+    if (!this.forgetSoon) {
       this.forgetSoon = setImmediate(() => {
         this.forgetSoon = null;
         const all = this.forgetting;

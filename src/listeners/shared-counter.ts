@@ -6,58 +6,69 @@
  *
  * The counts live in a SharedArrayBuffer of Int32 cells changed with `Atomics`: one total, and a
  * count-min sketch of the per-address counts — two rows of 2^16 cells, each address counted in
- * one cell of each row (two independent hashes). An address's count is the smaller of its two
- * cells, which is never below its true count: a cap is never exceeded. Two addresses share both
- * cells only by a double collision (about one in 4·10⁹ pairs), and then each counts the other's
- * requests too — a client may be refused early, never let through late. 512 KiB per counter.
+ * one cell of each row. An address's count is the smaller of its two cells, which is never below
+ * its true count: a cap is never exceeded. Addresses are counted by group (IPv4 as is, IPv6 by
+ * /64: src/ratelimit/client-ip.ts `addressGroup`), and the cells are picked by a keyed hash
+ * (HMAC-SHA-256 under a random secret, src/limits/address-key.ts) that the memory itself carries:
+ * the thread that makes the counter draws the secret and every thread attached to the memory reads
+ * it, so all agree on the cells while no client can compute addresses that land on another's
+ * cells. Two groups share both cells only by a double collision (about one in 4·10⁹ pairs), and
+ * then each counts the other's requests too — a client may be refused early, never let through
+ * late. 512 KiB per counter.
  *
  * `tryAcquire` adds first and takes back when over a cap, so two threads racing for the last slot
- * may both be refused (never both admitted).
+ * may both be refused (never both admitted). A thread remembers the cells of the addresses it holds
+ * something for (until their last release), so a held address is hashed once.
  */
+import { ADDRESS_SECRET_BYTES, addressSlots, newAddressSecret } from '../limits/address-key.js';
 
 /** Cells per row (a power of two). */
 const ROW = 1 << 16;
-/** Int32 cells: [total, row 0 …, row 1 …]. */
-const CELLS = 1 + 2 * ROW;
+/** Int32 cells of the hash secret. */
+const KEY_CELLS = ADDRESS_SECRET_BYTES / 4;
+/** First cell of row 0: [total, secret …, row 0 …, row 1 …]. */
+const ROW0 = 1 + KEY_CELLS;
+/** Int32 cells in all. */
+const CELLS = ROW0 + 2 * ROW;
 
-/** The counter's memory, to hand to other threads (`SharedAddressCounter.attach`). */
+/** The counter's memory, to hand to other threads (`new SharedAddressCounter(…, memory)`). */
 export type SharedCounterMemory = SharedArrayBuffer;
-
-/** FNV-1a over the string's UTF-16 code units, with a seed. */
-function hash(s: string, seed: number): number {
-  let h = (0x811c9dc5 ^ seed) >>> 0;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  // Final avalanche (murmur3 fmix32), so that near addresses spread over the row.
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
 
 export class SharedAddressCounter {
   private readonly cells: Int32Array;
+  private readonly secret: Uint8Array;
+  /** The cells of the addresses this thread holds something for, with how many it holds. */
+  private readonly holding = new Map<string, { a: number; b: number; n: number }>();
 
   /**
    * @param maxTotal open at once, node-wide
-   * @param maxPerAddress open at once per client address, node-wide
-   * @param memory another thread's counter memory (`memory`); a new one when absent
+   * @param maxPerAddress open at once per client address group, node-wide
+   * @param memory another thread's counter memory (`memory`); a new one (with a new secret) when absent
    */
   constructor(
     public maxTotal: number,
     public maxPerAddress: number,
     memory?: SharedCounterMemory,
   ) {
-    this.cells = new Int32Array(memory ?? new SharedArrayBuffer(CELLS * 4));
+    const mem = memory ?? new SharedArrayBuffer(CELLS * 4);
+    if (mem.byteLength !== CELLS * 4) throw new Error(`shared counter memory must be ${CELLS * 4} bytes (got ${mem.byteLength})`);
+    this.cells = new Int32Array(mem);
+    const key = new Uint8Array(mem, 4, ADDRESS_SECRET_BYTES);
+    if (!memory) key.set(newAddressSecret());
+    this.secret = new Uint8Array(key); // a private copy: HMAC keys cannot be shared memory
   }
 
-  /** The shared memory (post it to another thread; it counts into the same cells). */
+  /** The shared memory (post it to another thread; it counts into the same cells, under the same secret). */
   get memory(): SharedCounterMemory {
     return this.cells.buffer as SharedArrayBuffer;
+  }
+
+  /** The two cells of `address`. */
+  private slots(address: string): { a: number; b: number } {
+    const held = this.holding.get(address);
+    if (held) return held;
+    const [h1, h2] = addressSlots(this.secret, address);
+    return { a: ROW0 + (h1 & (ROW - 1)), b: ROW0 + ROW + (h2 & (ROW - 1)) };
   }
 
   /** 'ok' (counted), or which cap refused it. */
@@ -67,8 +78,7 @@ export class SharedAddressCounter {
       Atomics.sub(c, 0, 1);
       return 'total';
     }
-    const a = 1 + (hash(address, 0) & (ROW - 1));
-    const b = 1 + ROW + (hash(address, 0x9e3779b9) & (ROW - 1));
+    const { a, b } = this.slots(address);
     const na = Atomics.add(c, a, 1);
     const nb = Atomics.add(c, b, 1);
     if (Math.min(na, nb) >= this.maxPerAddress) {
@@ -77,21 +87,28 @@ export class SharedAddressCounter {
       Atomics.sub(c, 0, 1);
       return 'per_address';
     }
+    const held = this.holding.get(address);
+    if (held) held.n++;
+    else this.holding.set(address, { a, b, n: 1 });
     return 'ok';
   }
 
   /** Gives back one acquired for `address`. */
   release(address: string): void {
     const c = this.cells;
-    Atomics.sub(c, 1 + (hash(address, 0) & (ROW - 1)), 1);
-    Atomics.sub(c, 1 + ROW + (hash(address, 0x9e3779b9) & (ROW - 1)), 1);
+    const { a, b } = this.slots(address);
+    const held = this.holding.get(address);
+    if (held && --held.n === 0) this.holding.delete(address);
+    Atomics.sub(c, a, 1);
+    Atomics.sub(c, b, 1);
     Atomics.sub(c, 0, 1);
   }
 
-  /** Open now, in total or for one address (an upper bound: see the module comment). */
+  /** Open now, in total or for one address's group (an upper bound: see the module comment). */
   held(address?: string): number {
     const c = this.cells;
     if (address === undefined) return Atomics.load(c, 0);
-    return Math.min(Atomics.load(c, 1 + (hash(address, 0) & (ROW - 1))), Atomics.load(c, 1 + ROW + (hash(address, 0x9e3779b9) & (ROW - 1))));
+    const { a, b } = this.slots(address);
+    return Math.min(Atomics.load(c, a), Atomics.load(c, b));
   }
 }
