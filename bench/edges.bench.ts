@@ -190,7 +190,7 @@ export async function run(): Promise<BenchRow[]> {
       await sleep(250);
     }
     for (const [i, host] of ['127.0.0.2', '127.0.0.3'].entries()) {
-      edges.push(await startEdge({ origin: sky.http, host, dir: path.join(work, `edge-${i}`), logTo: `127.0.0.1:${edgeLogPort}`, trustForwardedFrom: ['127.0.0.0/8'] }));
+      edges.push(await startEdge({ origin: sky.http, host, dir: path.join(work, `edge-${i}`), logTo: `127.0.0.1:${edgeLogPort}`, originDataDir: dataDir, trustForwardedFrom: ['127.0.0.0/8'] }));
     }
     const pid = sky.child.pid!;
     // Idle: the publisher running, no listeners.

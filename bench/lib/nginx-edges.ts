@@ -27,6 +27,8 @@ export interface EdgeOptions {
   port?: number;
   /** The origin's edge log receiver, `host:port` (`--log-to`). */
   logTo?: string;
+  /** The origin's data dir (`--data-dir`): where edge-config reads the origin's edge-log secret from (with `logTo`). */
+  originDataDir?: string;
   /** `--trust-forwarded-from` CIDRs: whose X-Forwarded-For the edge believes. */
   trustForwardedFrom?: string[];
   /** A directory of its own (cache, temp files, logs, the config). */
@@ -97,6 +99,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
   const accessLog = path.join(o.dir, 'access.log');
   const args = ['edge-config', '--origin', o.origin, '--listen', `${o.host}:${port}`, '--cache-dir', o.dir, '--access-log', accessLog];
   if (o.logTo) args.push('--log-to', o.logTo);
+  if (o.originDataDir) args.push('--data-dir', o.originDataDir);
   for (const c of o.trustForwardedFrom ?? []) args.push('--trust-forwarded-from', c);
   const { stdout: config } = await promisify(execFile)(process.execPath, [path.join(root, 'bin', 'skylark.js'), ...args]);
   const file = path.join(o.dir, 'nginx.conf');

@@ -1,5 +1,5 @@
 /**
- * `skylark edge-config` (PRODUCT.md §12): a complete `nginx.conf` for a stock nginx (Debian's
+ * `skylark edge-config` (docs/edges.md): a complete `nginx.conf` for a stock nginx (Debian's
  * package: `proxy_cache`, `realip`, syslog access logs) in front of a Skylark origin.
  *
  * What the edge does (decisions: docs/edges.md):
@@ -23,8 +23,15 @@
  *   keep-alive upstream connections.
  * - The pid file, error log, lock file, temp and cache directories all live under `--cache-dir`, so
  *   `nginx -c FILE` runs as root (workers as `nobody`, or `--user`) or unprivileged alike.
+ *   `makeEdgeDirs` creates them (the CLI does, unless `--no-mkdir`), so the printed file runs as
+ *   is: nginx creates a missing temp or cache folder itself, but not the folder they are in.
+ * - The log lines sent to the origin carry the node's edge-log secret (`logSecret`): the origin's
+ *   receiver counts no line without it (src/listeners/edge-log.ts).
+ * - The optional access log file (`--access-log`) writes the path and only the `_HLS_msn` /
+ *   `_HLS_part` of the query: never a listener token (`token=`) or session id (`sid=`).
  */
 import path from 'node:path';
+import { chmodSync, mkdirSync } from 'node:fs';
 import { isIP } from 'node:net';
 
 /** What `skylark edge-config` is given. */
@@ -37,6 +44,11 @@ export interface EdgeConfigOptions {
   cacheDir: string;
   /** The origin's edge log receiver (`SKYLARK_EDGE_LOG_HOST`:`SKYLARK_EDGE_LOG_PORT`), `host:port`; none = no log lines. */
   logTo?: string | undefined;
+  /**
+   * The origin's edge-log secret (`SKYLARK_EDGE_LOG_SECRET`, or the one derived from its data dir):
+   * written into every log line sent to `logTo`. Required with `logTo`.
+   */
+  logSecret?: string | undefined;
   /**
    * CIDRs (or addresses) whose `X-Forwarded-For` the edge believes (nginx `realip`): a load
    * balancer or CDN in front of the edge. The client address it yields is what the origin gets
@@ -100,6 +112,9 @@ export function nginxEdgeConfig(o: EdgeConfigOptions): string {
   const listen = hostPort(o.listen, '--listen');
   const dir = safePath(o.cacheDir, '--cache-dir');
   const logTo = o.logTo ? hostPort(o.logTo, '--log-to') : null;
+  if (logTo && !(o.logSecret && /^[A-Za-z0-9_-]{16,128}$/.test(o.logSecret))) {
+    throw new EdgeConfigError('--log-to needs the origin\'s edge-log secret: run edge-config with the origin\'s --data-dir, or set SKYLARK_EDGE_LOG_SECRET as the origin has it (16-128 characters of A-Z a-z 0-9 _ -)');
+  }
   const trusted = (o.trustForwardedFrom ?? []).map(cidr);
   if (o.user !== undefined && !/^[a-z_][a-z0-9_-]{0,31}$/i.test(o.user)) throw new EdgeConfigError(`--user must be a user name (got '${o.user}')`);
   const maxSize = o.cacheMaxSize ?? '2g';
@@ -128,8 +143,9 @@ export function nginxEdgeConfig(o: EdgeConfigOptions): string {
   ];
   const ind = (lines: string[], n: number) => lines.map((l) => (l ? ' '.repeat(n) + l : l)).join('\n');
 
-  const text = `# Skylark edge (PRODUCT.md §12), made by:
+  const text = `# Skylark edge (docs/edges.md in the Skylark repository), made by:
 #   skylark edge-config --origin ${o.origin} --listen ${o.listen} --cache-dir ${o.cacheDir}${o.logTo ? ` --log-to ${o.logTo}` : ''}${trusted.map((c) => ` --trust-forwarded-from ${c}`).join('')}
+# The folders it names under the cache dir were made by edge-config (unless --no-mkdir: then mkdir -p them).
 # Run it with Debian's nginx:  nginx -c <this file>        (add -g 'daemon off;' to stay in the foreground)
 # Reload after editing:        nginx -c <this file> -s reload
 # The origin must list this edge's address in SKYLARK_TRUSTED_PROXIES (X-Forwarded-For and the log lines).
@@ -166,16 +182,23 @@ http {
 
     # Media playlist requests are logged to the origin's edge log receiver (RFC 3164 over UDP): the
     # session id, the client's own address, its user agent, the path, the status, the time (s.ms).
-    # The query is not sent: a listener token never travels in a log line. Logged: every request but
-    # the blocking reloads for parts other than a segment's first, i.e. one line per listener per
-    # segment (a listener leaves after 3 target durations without one), not one per part.
+    # The query is not sent: a listener token never travels in a log line. "k" is the origin's
+    # edge-log secret: the origin counts no line without it (keep this file private). Logged: every
+    # request but the blocking reloads for parts other than a segment's first, i.e. one line per
+    # listener per segment (a listener leaves after 3 target durations without one), not one per part.
     map $arg__HLS_part $skylark_edge_log {
         ""      1;
         "0"     1;
         default 0;
     }
-    log_format skylark_edge escape=json '{"v":1,"t":$msec,"s":$status,"a":"$remote_addr","u":"$uri","sid":"$arg_sid","ua":"$http_user_agent","c":"$upstream_cache_status"}';
-    log_format skylark_edge_file '$msec $remote_addr "$request" $status $body_bytes_sent cache=$upstream_cache_status rt=$request_time ustatus=$upstream_status urt=$upstream_response_time upstream=$upstream_addr';
+    log_format skylark_edge escape=json '{"v":1,"k":"${o.logSecret ?? ''}","t":$msec,"s":$status,"a":"$remote_addr","u":"$uri","sid":"$arg_sid","ua":"$http_user_agent","c":"$upstream_cache_status"}';
+    # The access log file (--access-log) writes the path and, of the query, only _HLS_msn and
+    # _HLS_part: never a listener token or a session id.
+    map $arg__HLS_msn $skylark_log_query {
+        ""      "";
+        default "?_HLS_msn=$arg__HLS_msn&_HLS_part=$arg__HLS_part";
+    }
+    log_format skylark_edge_file '$msec $remote_addr "$request_method $uri$skylark_log_query $server_protocol" $status $body_bytes_sent cache=$upstream_cache_status rt=$request_time ustatus=$upstream_status urt=$upstream_response_time upstream=$upstream_addr';
 ${
   trusted.length
     ? `
@@ -238,4 +261,34 @@ ${ind(lock, 12)}
 }
 `;
   return text.replace(/^[ \t]+$/gm, '').replace(/\n{3,}/g, '\n\n').replace(/\n*$/, '\n');
+}
+
+/**
+ * The folders the config of `o` names (absolute): the cache dir itself, the cache and each temp
+ * path under it, and the access log's folder.
+ * @throws EdgeConfigError when a path is not config-safe
+ */
+export function edgeDirs(o: Pick<EdgeConfigOptions, 'cacheDir' | 'accessLog'>): string[] {
+  const dir = safePath(o.cacheDir, '--cache-dir');
+  const dirs = [dir, ...['cache', 'temp-body', 'temp-proxy', 'temp-fastcgi', 'temp-uwsgi', 'temp-scgi'].map((d) => path.join(dir, d))];
+  if (o.accessLog) dirs.push(path.dirname(safePath(o.accessLog, '--access-log')));
+  return [...new Set(dirs)];
+}
+
+/**
+ * Creates the folders of `edgeDirs(o)` (parents too; existing ones are kept). A folder it creates
+ * is made 0755 (umask aside) so that nginx's workers, which run as another user when nginx is
+ * started as root, can reach the cache dir; nginx gives the cache and temp folders to its worker
+ * user itself at start.
+ * @throws EdgeConfigError naming the folder that could not be made (and `--no-mkdir`)
+ */
+export function makeEdgeDirs(o: Pick<EdgeConfigOptions, 'cacheDir' | 'accessLog'>): void {
+  for (const d of edgeDirs(o)) {
+    try {
+      const first = mkdirSync(d, { recursive: true, mode: 0o755 });
+      if (first !== undefined) chmodSync(d, 0o755);
+    } catch (e) {
+      throw new EdgeConfigError(`cannot create ${d} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): run edge-config where nginx will run, as a user who may create it, or pass --no-mkdir and create the folders yourself`);
+    }
+  }
 }

@@ -17,7 +17,9 @@ import { startServer, stopAllHttpThreads, type RunningServer } from '../main.js'
 import { OAuthRepo } from '../db/oauth-repo.js';
 import { OAuthClients } from '../oauth/clients.js';
 import { PasswordInputError, readPassword } from './password.js';
-import { EdgeConfigError, nginxEdgeConfig } from './edge-config.js';
+import { EdgeConfigError, makeEdgeDirs, nginxEdgeConfig } from './edge-config.js';
+import { loadNodeSecret } from '../auth/secrets.js';
+import { edgeLogSecretOf } from '../listeners/edge-log.js';
 
 const USAGE = `usage: skylark <command> [options]
 
@@ -36,10 +38,13 @@ commands:
                        [--account ACCT] [--json]   (prints clientId, clientSecret)
   edge-config --origin URL --listen HOST:PORT --cache-dir DIR [--log-to HOST:PORT]
               [--trust-forwarded-from CIDR …] [--user USER] [--cache-max-size 2g]
-              [--access-log FILE]
+              [--access-log FILE] [--no-mkdir]
                   prints an nginx.conf for a caching edge in front of this origin
-                  (run it with: nginx -c FILE); --log-to is the origin's edge log
-                  receiver (SKYLARK_EDGE_LOG_HOST:SKYLARK_EDGE_LOG_PORT)
+                  (run it with: nginx -c FILE) and creates the folders it names
+                  under --cache-dir (not with --no-mkdir); --log-to is the origin's
+                  edge log receiver (SKYLARK_EDGE_LOG_HOST:SKYLARK_EDGE_LOG_PORT):
+                  its lines carry the origin's edge-log secret, so run it with the
+                  origin's --data-dir (or its SKYLARK_EDGE_LOG_SECRET)
 
 options for every command: --data-dir DIR (SKYLARK_DATA_DIR, default ./data)
 serve stops gracefully on SIGTERM or SIGINT (within --shutdown-timeout-ms, then exit 0);
@@ -380,23 +385,33 @@ function edgeConfig(args: string[]): number {
       user: { type: 'string' },
       'cache-max-size': { type: 'string' },
       'access-log': { type: 'string' },
+      'data-dir': { type: 'string' },
+      'no-mkdir': { type: 'boolean' },
     },
     strict: true,
   });
   for (const need of ['origin', 'listen', 'cache-dir'] as const) if (!values[need]) throw new ConfigError(`edge-config needs --${need}`);
+  // The origin's edge-log secret: its SKYLARK_EDGE_LOG_SECRET, else the one derived from its data dir.
+  let logSecret: string | undefined;
+  if (values['log-to']) {
+    const config = loadConfig(process.env, { 'data-dir': values['data-dir'] });
+    logSecret = config.edgeLogSecret ?? edgeLogSecretOf(loadNodeSecret(config.dataDir));
+  }
   try {
-    process.stdout.write(
-      nginxEdgeConfig({
-        origin: values.origin!,
-        listen: values.listen!,
-        cacheDir: values['cache-dir']!,
-        logTo: values['log-to'],
-        trustForwardedFrom: values['trust-forwarded-from'],
-        user: values.user,
-        cacheMaxSize: values['cache-max-size'],
-        accessLog: values['access-log'],
-      }),
-    );
+    const options = {
+      origin: values.origin!,
+      listen: values.listen!,
+      cacheDir: values['cache-dir']!,
+      logTo: values['log-to'],
+      logSecret,
+      trustForwardedFrom: values['trust-forwarded-from'],
+      user: values.user,
+      cacheMaxSize: values['cache-max-size'],
+      accessLog: values['access-log'],
+    };
+    const text = nginxEdgeConfig(options);
+    if (!values['no-mkdir']) makeEdgeDirs(options);
+    process.stdout.write(text);
     return 0;
   } catch (e) {
     if (e instanceof EdgeConfigError) throw new ConfigError(e.message);

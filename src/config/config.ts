@@ -32,6 +32,11 @@ export interface Config {
    */
   edgeLogHost?: string | undefined;
   edgeLogPort?: number | undefined;
+  /**
+   * The secret every edge log line must carry (`SKYLARK_EDGE_LOG_SECRET`, 16-128 characters of
+   * A-Z a-z 0-9 _ -); undefined: derived from the node secret in the data dir (src/listeners/edge-log.ts).
+   */
+  edgeLogSecret?: string | undefined;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** HLS segment target duration (ms). */
   segmentDurationMs: number;
@@ -57,8 +62,42 @@ export interface Config {
    * main thread alone. Default: the number of cores (`os.availableParallelism()`).
    */
   httpThreads: number;
+  /**
+   * STUN/TURN servers WebRTC (WHEP) may use (docs/listeners.md "WebRTC"), from
+   * `SKYLARK_ICE_SERVERS`: empty by default, so no outside address is contacted.
+   */
+  iceServers: IceServer[];
   /** Limits that protect the node (PRODUCT.md §13); each is logged and counted when hit (src/limits). */
   limits: LimitSettings;
+}
+
+/** One ICE server as RTCPeerConnection takes it (W3C WebRTC `RTCIceServer`). */
+export interface IceServer {
+  /** `stun:host:port` or `turn:host:port`. */
+  urls: string;
+  username?: string;
+  credential?: string;
+}
+
+/**
+ * Parses `SKYLARK_ICE_SERVERS`: comma-separated `stun:host[:port]` and `turn:user:pass@host[:port]`
+ * (host a name, an IPv4 address or a bracketed IPv6 one; port 1–65535, default 3478). Empty → [].
+ * @throws ConfigError naming the entry that is not one of these forms
+ */
+export function parseIceServers(text: string): IceServer[] {
+  const out: IceServer[] = [];
+  for (const raw of text.split(',')) {
+    const entry = raw.trim();
+    if (entry === '') continue;
+    const m = /^(stun|turn):(?:([^:@\s]+):([^@\s]+)@)?([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::(\d{1,5}))?$/.exec(entry);
+    const port = m?.[5] === undefined ? 3478 : Number(m[5]);
+    if (!m || port < 1 || port > 65535 || (m[1] === 'turn') !== (m[2] !== undefined)) {
+      throw new ConfigError(`invalid SKYLARK_ICE_SERVERS / --ice-servers: '${entry.replace(/:[^:@]*@/, ':***@')}' is not stun:host[:port] or turn:user:pass@host[:port]`);
+    }
+    const urls = `${m[1]}:${m[4]}:${port}`;
+    out.push(m[1] === 'turn' ? { urls, username: decodeURIComponent(m[2]!), credential: decodeURIComponent(m[3]!) } : { urls });
+  }
+  return out;
 }
 
 /**
@@ -97,10 +136,16 @@ export interface LimitSettings {
   listenMaxConnections: number;
   /** Progressive listening connections open at once per client IP address. */
   listenMaxConnectionsPerIp: number;
+  /** Kernel send buffer of a progressive listening connection (bytes; 0 = the kernel's own sizing), so "10 s behind" is measured on what was sent. */
+  listenSendBufferBytes: number;
+  /** New HLS listener sessions (minted session ids) counted per client IP address (IPv6: /64) per minute. */
+  hlsSessionsPerIpPerMinute: number;
   /** Uploads and recordings stop before the data volume's free space falls under this (bytes). */
   minFreeDiskBytes: number;
   /** A graceful stop (SIGTERM) that takes longer than this exits anyway (ms). */
   shutdownTimeoutMs: number;
+  /** Title changes per stream: at most one per this long (ms); more coalesce into the newest (0 = no cap). */
+  nowPlayingMinIntervalMs: number;
 }
 
 /** Environment variable of each limit (flags: the field name in kebab case, e.g. `--rtmp-max-connections`). */
@@ -120,8 +165,11 @@ export const LIMIT_ENV_NAMES = {
   icecastMaxConnectionsPerIp: 'SKYLARK_ICECAST_MAX_CONNECTIONS_PER_IP',
   listenMaxConnections: 'SKYLARK_LISTEN_MAX_CONNECTIONS',
   listenMaxConnectionsPerIp: 'SKYLARK_LISTEN_MAX_CONNECTIONS_PER_IP',
+  listenSendBufferBytes: 'SKYLARK_LISTEN_SEND_BUFFER_BYTES',
+  hlsSessionsPerIpPerMinute: 'SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE',
   minFreeDiskBytes: 'SKYLARK_MIN_FREE_DISK_BYTES',
   shutdownTimeoutMs: 'SKYLARK_SHUTDOWN_TIMEOUT_MS',
+  nowPlayingMinIntervalMs: 'SKYLARK_NOW_PLAYING_MIN_INTERVAL_MS',
 } as const satisfies Record<keyof LimitSettings, string>;
 
 /** Defaults of the limits: sized for one box serving thousands of listeners and tens of publishers. */
@@ -141,8 +189,11 @@ export const LIMIT_DEFAULTS: LimitSettings = {
   icecastMaxConnectionsPerIp: 10,
   listenMaxConnections: 20_000,
   listenMaxConnectionsPerIp: 100,
+  listenSendBufferBytes: 256 * 1024,
+  hlsSessionsPerIpPerMinute: 60,
   minFreeDiskBytes: 256 * 1024 * 1024,
   shutdownTimeoutMs: 10_000,
+  nowPlayingMinIntervalMs: 2000,
 };
 
 /** Smallest value of each limit that still lets the node work (a lower setting is refused). */
@@ -162,8 +213,11 @@ const LIMIT_MINIMUMS: LimitSettings = {
   icecastMaxConnectionsPerIp: 1,
   listenMaxConnections: 1,
   listenMaxConnectionsPerIp: 1,
+  listenSendBufferBytes: 0,
+  hlsSessionsPerIpPerMinute: 1,
   minFreeDiskBytes: 0,
   shutdownTimeoutMs: 1000,
+  nowPlayingMinIntervalMs: 0,
 };
 
 /** The names that PRODUCT.md §1 makes a contract, with their defaults. */
@@ -184,6 +238,7 @@ export const ENV_NAMES = {
   trustedProxies: 'SKYLARK_TRUSTED_PROXIES',
   edgeLogHost: 'SKYLARK_EDGE_LOG_HOST',
   edgeLogPort: 'SKYLARK_EDGE_LOG_PORT',
+  edgeLogSecret: 'SKYLARK_EDGE_LOG_SECRET',
   logLevel: 'SKYLARK_LOG_LEVEL',
   segmentDurationMs: 'SKYLARK_SEGMENT_DURATION_MS',
   partDurationMs: 'SKYLARK_PART_DURATION_MS',
@@ -192,6 +247,7 @@ export const ENV_NAMES = {
   liveWindowSegments: 'SKYLARK_LIVE_WINDOW_SEGMENTS',
   maxUploadBytes: 'SKYLARK_MAX_UPLOAD_BYTES',
   httpThreads: 'SKYLARK_HTTP_THREADS',
+  iceServers: 'SKYLARK_ICE_SERVERS',
 } as const satisfies Partial<Record<keyof Config, string>>;
 
 const port = v.pipe(v.string(), v.regex(/^\d{1,5}$/, 'must be a port number 0-65535'), v.transform(Number), v.maxValue(65535));
@@ -214,6 +270,7 @@ const RawConfig = v.object({
   trustedProxies: v.optional(v.string(), ''),
   edgeLogHost: v.optional(v.pipe(v.string(), v.minLength(1))),
   edgeLogPort: v.optional(port),
+  edgeLogSecret: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{16,128}$/, 'must be 16-128 characters of A-Z a-z 0-9 _ -'))),
   logLevel: v.optional(v.picklist(['debug', 'info', 'warn', 'error']), 'info'),
   segmentDurationMs: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(500), v.maxValue(10000)), '2000'),
   partDurationMs: v.optional(
@@ -225,6 +282,7 @@ const RawConfig = v.object({
   liveWindowSegments: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(3), v.maxValue(100)), '6'),
   maxUploadBytes: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'must be a positive integer of bytes'), v.transform(Number), v.minValue(1)), '500000000'),
   httpThreads: v.optional(v.pipe(v.string(), v.regex(/^\d{1,3}$/, 'must be a number of threads 1-256'), v.transform(Number), v.minValue(1), v.maxValue(256))),
+  iceServers: v.optional(v.string(), ''),
 });
 
 /** The edge log receiver's address when only one of its two settings is given. */
@@ -284,6 +342,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     edgeLogPort: edgeLog ? (o.edgeLogPort ?? EDGE_LOG_DEFAULTS.port) : undefined,
     maxJsonBodyBytes: 1024 * 1024,
     httpThreads: o.httpThreads ?? Math.min(256, Math.max(1, availableParallelism())),
+    iceServers: parseIceServers(o.iceServers),
   };
 }
 

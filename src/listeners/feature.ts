@@ -14,7 +14,7 @@ import { CachedPolicies, HlsListenerAccess, registrySessions } from './hls-acces
 import { ListenersService } from './service.js';
 import { trustedProxies } from './geo.js';
 import { HeldRequests } from './held.js';
-import { EdgeLogReceiver } from './edge-log.js';
+import { EdgeLogReceiver, edgeLogSecretOf } from './edge-log.js';
 
 /** The listeners room, built: what the delivery rooms and the API are given. */
 export interface Listeners extends Feature {
@@ -29,7 +29,15 @@ export interface Listeners extends Feature {
 
 /** Builds the listeners room; it recovers open sessions at start and closes them at shutdown. */
 export function createListeners(ctx: AppContext): Listeners {
-  const registry = new ListenerRegistry({ db: ctx.db, repo: new ListenersRepo(ctx.db), outbox: ctx.outbox, log: ctx.log.child('listeners'), now: ctx.now });
+  const registry = new ListenerRegistry({
+    db: ctx.db,
+    repo: new ListenersRepo(ctx.db),
+    outbox: ctx.outbox,
+    log: ctx.log.child('listeners'),
+    now: ctx.now,
+    hlsSessionsPerIpPerMinute: ctx.config.limits.hlsSessionsPerIpPerMinute,
+    limits: ctx.limits,
+  });
   const tokens = new ListenerTokens(ctx.nodeSecret, ctx.now);
   const trusted = trustedProxies(ctx.config.trustedProxies);
   const access = new HlsListenerAccess({ sessions: registrySessions(registry), policies: new CachedPolicies(ctx.streams, ctx.now), tokens, trusted, nodeSecret: ctx.nodeSecret });
@@ -64,6 +72,7 @@ export function createEdgeLog(ctx: AppContext, listeners: Listeners, layerTimeou
     registry: listeners.registry,
     access: listeners.access,
     trusted: listeners.trusted,
+    secret: ctx.config.edgeLogSecret ?? edgeLogSecretOf(ctx.nodeSecret),
     limits: ctx.limits,
     log: ctx.log.child('edge-log'),
     layerTimeoutMs,

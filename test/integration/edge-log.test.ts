@@ -7,7 +7,8 @@
  *   line's client address and the line's user agent; more lines and direct requests of the same
  *   sid are the same listener (counted once); it leaves 3 target durations after its last line;
  * - lines from an address outside the trusted proxies are dropped and counted as the
- *   `edge_log_untrusted` limit; forged sids, refused requests (4xx), objects, token streams and
+ *   `edge_log_untrusted` limit; lines from a trusted address without the node's edge-log secret
+ *   (derived from the data dir's node secret) count nobody (`edge_log_unsigned`); forged sids, refused requests (4xx), objects, token streams and
  *   malformed or oversized datagrams count nobody;
  * - `skylark serve` adds the receiver's address to its listening line.
  */
@@ -19,16 +20,21 @@ import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { api, repoRoot, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
+import { loadNodeSecret } from '../../src/auth/secrets.js';
+import { edgeLogSecretOf } from '../../src/listeners/edge-log.js';
 
 let t: TestServer;
 let pub: ChildProcess;
 let stream: any;
 let edge: dgram.Socket;
 let stranger: dgram.Socket;
+/** The node's edge-log secret, as `skylark edge-config --data-dir` derives it. */
+let secret: string;
 
 /** One datagram as nginx 1.22 sends it (RFC 3164, no hostname, tag `skylark`). */
-function line(fields: { a: string; u: string; sid: string; ua?: string; s?: number }): Buffer {
-  const json = JSON.stringify({ v: 1, t: Date.now() / 1000, s: fields.s ?? 200, a: fields.a, u: fields.u, sid: fields.sid, ua: fields.ua ?? 'EdgePlayer/1.0', c: 'HIT' });
+function line(fields: { a: string; u: string; sid: string; ua?: string; s?: number; k?: string | null }): Buffer {
+  const k = fields.k === undefined ? secret : fields.k;
+  const json = JSON.stringify({ v: 1, ...(k === null ? {} : { k }), t: Date.now() / 1000, s: fields.s ?? 200, a: fields.a, u: fields.u, sid: fields.sid, ua: fields.ua ?? 'EdgePlayer/1.0', c: 'HIT' });
   const d = new Date();
   const mon = d.toLocaleString('en-US', { month: 'short' });
   const stamp = `${mon} ${String(d.getDate()).padStart(2, ' ')} ${d.toTimeString().slice(0, 8)}`;
@@ -57,6 +63,7 @@ const bound = (address: string) =>
 
 beforeAll(async () => {
   t = await startInProcess({ SKYLARK_TRUSTED_PROXIES: '127.0.0.2/32', SKYLARK_EDGE_LOG_HOST: '127.0.0.1', SKYLARK_EDGE_LOG_PORT: '0' });
+  secret = edgeLogSecretOf(loadNodeSecret(t.dataDir));
   stream = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Behind edges', reconnectWindow: 1, latencyMode: 'low' })).json;
   pub = publish(`${stream.rtmpUrl}/${stream.streamKey}`, { seconds: 60 });
   await waitFor(async () => (await fetch(stream.hlsUrl)).status === 200, 20_000, 200, 'HLS');
@@ -123,6 +130,28 @@ describe('edge log receiver', () => {
     expect(c1.ignored - c0.ignored).toBe(5);
     expect(c1.joined - c0.joined).toBe(1);
     expect((await listeners(stream.id)).map((l) => l.country)).toEqual(['DE']);
+  });
+
+  it('counts nobody from a trusted address without the edge-log secret; the right secret counts', async () => {
+    const before = t.server.context.limits.count('edge_log_unsigned');
+    const c0 = counts();
+    const total0 = (await stats(stream.id)).totalListeners;
+    const spoofed = await mint(stream.hlsUrl);
+    const other = edgeLogSecretOf(Buffer.alloc(32, 7)); // another node's secret
+    await send(edge, line({ a: '8.8.8.8', u: spoofed.path, sid: spoofed.sid, k: null })); // no secret
+    await send(edge, line({ a: '8.8.8.8', u: spoofed.path, sid: spoofed.sid, k: other })); // the wrong one, same length
+    await send(edge, line({ a: '8.8.8.8', u: spoofed.path, sid: spoofed.sid, k: secret.slice(0, -1) })); // a prefix of it
+    await send(edge, line({ a: '8.8.8.8', u: spoofed.path, sid: spoofed.sid, k: '' }));
+    // A marker with the right secret: once it counts, the lines before it were read.
+    const m = await mint(stream.hlsUrl);
+    await send(edge, line({ a: '5.9.0.1', u: m.path, sid: m.sid }));
+    await waitFor(async () => (await stats(stream.id)).totalListeners === total0 + 1, 5000, 50, 'the marker listener');
+    const c1 = counts();
+    expect(c1.unsigned - c0.unsigned).toBe(4);
+    expect(c1.joined - c0.joined).toBe(1);
+    expect(t.server.context.limits.count('edge_log_unsigned')).toBe(before + 4);
+    // The spoofed session was never counted: only the marker joined.
+    expect((await stats(stream.id)).totalListeners).toBe(total0 + 1);
   });
 
   it('skylark serve prints the receiver address in its listening line', async () => {

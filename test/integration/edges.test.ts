@@ -82,7 +82,7 @@ beforeAll(async () => {
   for (const host of ['127.0.0.2', '127.0.0.3']) {
     const d = tempDir('skylark-edge-');
     dirs.push(d.cleanup);
-    edges.push(await startEdge({ origin: t.http, host, dir: d.dir, logTo: `127.0.0.1:${t.server.edgeLogPort}`, trustForwardedFrom: ['127.0.0.0/8'] }));
+    edges.push(await startEdge({ origin: t.http, host, dir: d.dir, logTo: `127.0.0.1:${t.server.edgeLogPort}`, originDataDir: t.dataDir, trustForwardedFrom: ['127.0.0.0/8'] }));
   }
   // Playable through an edge: a segment and parts listed.
   await waitFor(async () => {

@@ -14,8 +14,10 @@ import { EdgeConfigError, nginxEdgeConfig } from '../../../src/cli/edge-config.j
 import { main } from '../../../src/cli/main.js';
 import { tempDir } from '../../helpers/server.js';
 import { nginxBinary } from '../../../bench/lib/nginx-edges.js';
+import { edgeLogSecretOf } from '../../../src/listeners/edge-log.js';
+import { loadNodeSecret } from '../../../src/auth/secrets.js';
 
-const base = { origin: 'http://10.0.0.5:8080', listen: '0.0.0.0:80', cacheDir: '/var/cache/skylark-edge', logTo: '10.0.0.5:5514' };
+const base = { origin: 'http://10.0.0.5:8080', listen: '0.0.0.0:80', cacheDir: '/var/cache/skylark-edge', logTo: '10.0.0.5:5514', logSecret: 'edge-log-secret-0123456789' };
 
 /** The body of the location whose regex starts with `prefix`. */
 function location(conf: string, prefix: string): string {
@@ -48,7 +50,7 @@ describe('skylark edge-config', () => {
     expect(rest).not.toContain('proxy_cache ');
     expect(rest).toContain('proxy_buffering off;');
     // The log line: sid, the client address, user agent, path, status, time; no query (no token).
-    expect(conf).toMatch(/log_format skylark_edge escape=json '\{"v":1,"t":\$msec,"s":\$status,"a":"\$remote_addr","u":"\$uri","sid":"\$arg_sid","ua":"\$http_user_agent"/);
+    expect(conf).toMatch(/log_format skylark_edge escape=json '\{"v":1,"k":"edge-log-secret-0123456789","t":\$msec,"s":\$status,"a":"\$remote_addr","u":"\$uri","sid":"\$arg_sid","ua":"\$http_user_agent"/);
     expect(conf).not.toContain('$request_uri');
     expect(conf).toContain('add_header X-Cache-Status $upstream_cache_status always;');
     expect(conf).toMatch(/upstream skylark_origin \{\n\s+server 10\.0\.0\.5:8080;\n\s+keepalive \d+;/);
@@ -82,12 +84,16 @@ describe('skylark edge-config', () => {
       [{ logTo: '10.0.0.5' }, /--log-to/],
       [{ trustForwardedFrom: ['10.0.0.0/33'] }, /--trust-forwarded-from/],
       [{ user: 'a;b' }, /--user/],
+      [{ logSecret: undefined }, /edge-log secret/],
+      [{ logSecret: "x'; evil" }, /edge-log secret/],
     ];
     for (const [o] of bad) expect(() => nginxEdgeConfig({ ...base, ...o } as never), JSON.stringify(o)).toThrow(EdgeConfigError);
     for (const [o, msg] of bad) expect(() => nginxEdgeConfig({ ...base, ...o } as never)).toThrow(msg);
   });
 
   it('is printed by the CLI; a missing option exits 2', async () => {
+    const { dir, cleanup } = tempDir('skylark-edge-cli-');
+    const cacheDir = path.join(dir, 'edge');
     const out: string[] = [];
     const err: string[] = [];
     const w = process.stdout.write.bind(process.stdout);
@@ -95,14 +101,19 @@ describe('skylark edge-config', () => {
     process.stdout.write = ((s: string) => (out.push(String(s)), true)) as typeof process.stdout.write;
     process.stderr.write = ((s: string) => (err.push(String(s)), true)) as typeof process.stderr.write;
     try {
-      expect(await main(['edge-config', '--origin', base.origin, '--listen', base.listen, '--cache-dir', base.cacheDir, '--log-to', base.logTo])).toBe(0);
+      expect(await main(['edge-config', '--origin', base.origin, '--listen', base.listen, '--cache-dir', cacheDir, '--log-to', base.logTo, '--data-dir', dir])).toBe(0);
       expect(await main(['edge-config', '--origin', base.origin, '--listen', base.listen])).toBe(2);
     } finally {
       process.stdout.write = w;
       process.stderr.write = e;
     }
-    expect(out.join('')).toBe(nginxEdgeConfig(base));
-    expect(err.join('')).toMatch(/edge-config needs --cache-dir/);
+    try {
+      // The secret derived from the node secret it made in the data dir (as `serve` would).
+      expect(out.join('')).toBe(nginxEdgeConfig({ ...base, cacheDir, logSecret: edgeLogSecretOf(loadNodeSecret(dir)) }));
+      expect(err.join('')).toMatch(/edge-config needs --cache-dir/);
+    } finally {
+      cleanup();
+    }
   });
 
   it.skipIf(!nginxBinary())("is accepted by Debian's nginx as is (nginx -t -c FILE)", () => {
