@@ -15,7 +15,7 @@ import { authenticate, requireScope, unauthorized, type Principal, type Scope } 
 import { AccessTokens } from './jwt.js';
 import { SlidingWindowLimiter, type RateDecision } from '../ratelimit/sliding-window.js';
 import { writeRateLimitHeaders } from '../ratelimit/headers.js';
-import { cidrMatcher, clientIp } from '../ratelimit/client-ip.js';
+import { addressGroup, cidrMatcher, clientIp } from '../ratelimit/client-ip.js';
 import { LoginThrottle } from '../auth/login-throttle.js';
 
 /** Requests per window by plan, and per client IP on the OAuth endpoints. Mutable at run time (tests raise them). */
@@ -173,7 +173,8 @@ export class Guard {
    */
   limitClient(peer: string, forwardedFor: string, headers: Record<string, string>): boolean {
     const ip = this.clientAddress(peer, forwardedFor);
-    const d = this.ipLimiter.take(`ip:${ip}`, this.limits.oauthPerIp);
+    // Keyed by address group (IPv6: its /64), like every per-address cap (docs/listeners.md).
+    const d = this.ipLimiter.take(`ip:${addressGroup(ip)}`, this.limits.oauthPerIp);
     writeRateLimitHeaders(headers, 'oauth', this.limits.windowS, d, this.now());
     return d.allowed;
   }
