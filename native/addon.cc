@@ -4,6 +4,8 @@
 namespace skylark::binding {
 // Registers class IcecastSource (binding/icecast_source.cc) on `exports`.
 void InitIcecastSource(Napi::Env env, Napi::Object exports, AddonState& state);
+// Registers installHttpFront and httpFrontCounts (binding/http_front.cc) on `exports`.
+void InitHttpFront(Napi::Env env, Napi::Object exports);
 }  // namespace skylark::binding
 
 namespace {
@@ -15,6 +17,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   skylark::binding::InitSegmenter(env, exports, *state);
   skylark::binding::InitRtmpServer(env, exports, *state);
   skylark::binding::InitIcecastSource(env, exports, *state);
+  skylark::binding::InitHttpFront(env, exports);
   exports.Set("abiVersion", Napi::Number::New(env, 1));
   return exports;
 }

@@ -1,0 +1,120 @@
+// The HTTP/1.0 front's JS face (io/http_front.h, docs/http.md "HTTP/1.0"):
+//
+//   installHttpFront(objectSuffix: string, cappedPrefixes: string[], sendBufferBytes: number,
+//                    onConnection: (fd: number, head: Buffer) => void): string   // '' = installed
+//   httpFrontCounts(): { http10: number, capped: number, incomplete: number }
+//
+// `onConnection` runs on the thread that installed the front (the main thread), for each
+// connection whose first request is HTTP/1.0, with a socket descriptor it owns and the bytes
+// already read from it. Connections reach it through a thread-safe function, so any HTTP thread
+// may hand off; when its queue is full (1024 waiting) the HTTP server keeps the connection (and
+// refuses the HTTP/1.0 request as before). Wrong JS arguments throw a TypeError.
+#include "binding/addon_state.h"
+#include "binding/guards.h"
+#include "io/http_front.h"
+
+#include <unistd.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace skylark::binding {
+namespace {
+
+struct Handed {
+  int fd;
+  std::vector<uint8_t> head;
+};
+
+std::mutex g_mu;
+Napi::ThreadSafeFunction* g_tsfn = nullptr;  // guarded by g_mu
+
+void CallJs(Napi::Env env, Napi::Function cb, Handed* item) {
+  if (env == nullptr || cb.IsEmpty()) {  // the environment is tearing down
+    close(item->fd);
+    delete item;
+    return;
+  }
+  const int fd = item->fd;
+  auto head = Napi::Buffer<uint8_t>::Copy(env, item->head.data(), item->head.size());
+  delete item;
+  cb.Call({Napi::Number::New(env, fd), head});
+}
+
+bool Handoff(int fd, const uint8_t* bytes, size_t size) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_tsfn) return false;
+  auto* item = new Handed{fd, std::vector<uint8_t>(bytes, bytes + size)};
+  if (g_tsfn->NonBlockingCall(item, CallJs) != napi_ok) {
+    delete item;
+    return false;
+  }
+  return true;
+}
+
+void Teardown(void*) {
+  io::SetHttp10Handoff(nullptr);
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_tsfn) return;
+  g_tsfn->Release();
+  delete g_tsfn;
+  g_tsfn = nullptr;
+}
+
+Napi::Value Install(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 4 || !info[0].IsString() || !info[1].IsArray() || !info[2].IsNumber() || !info[3].IsFunction()) {
+    ThrowTypeError(env, "installHttpFront(objectSuffix: string, cappedPrefixes: string[], sendBufferBytes: number, onConnection: function)");
+    return env.Undefined();
+  }
+  io::HttpFrontOptions options;
+  auto prefixes = info[1].As<Napi::Array>();
+  for (uint32_t i = 0; i < prefixes.Length(); ++i) {
+    Napi::Value p = prefixes.Get(i);
+    if (!p.IsString()) {
+      ThrowTypeError(env, "installHttpFront: cappedPrefixes must be strings");
+      return env.Undefined();
+    }
+    options.capped_prefixes.push_back(p.As<Napi::String>().Utf8Value());
+  }
+  const double sndbuf = info[2].As<Napi::Number>().DoubleValue();
+  if (!(sndbuf >= 0 && sndbuf <= 1 << 30)) {
+    ThrowTypeError(env, "installHttpFront: sendBufferBytes must be 0..2^30");
+    return env.Undefined();
+  }
+  options.send_buffer_bytes = static_cast<int>(sndbuf);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_tsfn) {
+      g_tsfn->Release();
+      delete g_tsfn;
+    }
+    g_tsfn = new Napi::ThreadSafeFunction(
+        Napi::ThreadSafeFunction::New(env, info[3].As<Napi::Function>(), "skylark-http10", 1024, 1));
+    g_tsfn->Unref(env);  // the front never keeps the process alive by itself
+  }
+  napi_add_env_cleanup_hook(env, Teardown, nullptr);
+  const std::string error = io::InstallHttpFront(info[0].As<Napi::String>().Utf8Value(), options, Handoff);
+  if (!error.empty()) Teardown(nullptr);
+  return Napi::String::New(env, error);
+}
+
+Napi::Value Counts(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const io::HttpFrontCounts c = io::GetHttpFrontCounts();
+  auto out = Napi::Object::New(env);
+  out.Set("http10", Napi::Number::New(env, static_cast<double>(c.http10)));
+  out.Set("capped", Napi::Number::New(env, static_cast<double>(c.capped)));
+  out.Set("incomplete", Napi::Number::New(env, static_cast<double>(c.incomplete)));
+  return out;
+}
+
+}  // namespace
+
+void InitHttpFront(Napi::Env env, Napi::Object exports) {
+  exports.Set("installHttpFront", Napi::Function::New(env, Install, "installHttpFront"));
+  exports.Set("httpFrontCounts", Napi::Function::New(env, Counts, "httpFrontCounts"));
+}
+
+}  // namespace skylark::binding

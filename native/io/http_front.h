@@ -1,0 +1,51 @@
+// The HTTP/1.0 front (docs/http.md "HTTP/1.0"): hooks on the HTTP server's own socket calls.
+// The HTTP server (uWebSockets.js) parses HTTP/1.1 only and closes a connection whose request line
+// says HTTP/1.0. These hooks sit on its `accept4` and `recv` imports (io/import_hook.h): the first
+// bytes a new connection sends are read as usual, and when its request line says HTTP/1.0 the
+// connection is handed, with those bytes, to a handoff function (the binding passes it to
+// JavaScript, where Node's HTTP/1.x server answers it), while the HTTP server is told the peer
+// closed. HTTP/1.1 connections cost one relaxed atomic load per read (an array lookup by fd), and
+// one request-line scan on their first read.
+//
+// The same first read applies the progressive listeners' send buffer cap: a connection whose
+// first request-target starts with one of the capped prefixes gets SO_SNDBUF set, so a listener
+// that stops reading is seen behind after that many bytes, not after what the kernel autotunes.
+// No N-API here.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace skylark::io {
+
+// Takes a connection whose first request is HTTP/1.0: `fd` is a duplicate of the connection's
+// socket that the callee owns when it returns true (false: the caller closes it and the HTTP server
+// keeps the connection). `bytes` are the `size` bytes read from it so far. Called on the thread
+// that read them (any HTTP thread); must be thread-safe and must not block.
+using Http10Handoff = bool (*)(int fd, const uint8_t* bytes, size_t size);
+
+struct HttpFrontOptions {
+  // Request-target prefixes (e.g. "/listen/") whose connections get `send_buffer_bytes`.
+  std::vector<std::string> capped_prefixes;
+  // SO_SNDBUF for those connections (bytes; the kernel doubles it for bookkeeping); 0 = leave it.
+  int send_buffer_bytes = 0;
+};
+
+struct HttpFrontCounts {
+  uint64_t http10 = 0;       // connections handed off
+  uint64_t capped = 0;       // connections whose send buffer was capped
+  uint64_t incomplete = 0;   // first reads without a whole request line (left to the HTTP server)
+};
+
+// Installs the hooks into the loaded shared object whose path ends with `object_suffix` (once per
+// process; later calls only replace the handoff and options). Returns "" on success, else why not
+// (the HTTP server then keeps answering HTTP/1.1 only).
+std::string InstallHttpFront(const std::string& object_suffix, const HttpFrontOptions& options, Http10Handoff handoff);
+
+// Stops handing off (nullptr) or hands off to another function; safe from any thread.
+void SetHttp10Handoff(Http10Handoff handoff);
+
+HttpFrontCounts GetHttpFrontCounts();
+
+}  // namespace skylark::io

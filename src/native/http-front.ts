@@ -1,0 +1,41 @@
+/**
+ * The HTTP/1.0 front's native half (native/io/http_front.h, docs/http.md "HTTP/1.0"): hooks on the
+ * HTTP server library's `accept4`/`recv` imports that hand each connection whose first request
+ * line says HTTP/1.0 to `onConnection` (with a socket descriptor it owns and the bytes already
+ * read), and cap the send buffer of connections whose first request-target starts with one of
+ * `cappedPrefixes`. Process-wide: the hooks serve every HTTP thread and every server in the
+ * process; install once, on the main thread.
+ */
+import { loadedAddon } from './index.js';
+
+/** What the hooks did since the process started. */
+export interface HttpFrontCounts {
+  /** Connections handed to the HTTP/1.0 front. */
+  http10: number;
+  /** Connections whose send buffer was capped. */
+  capped: number;
+  /** First reads that held no whole request line (left to the HTTP server). */
+  incomplete: number;
+}
+
+interface FrontAddon {
+  installHttpFront(objectSuffix: string, cappedPrefixes: string[], sendBufferBytes: number, onConnection: (fd: number, head: Buffer) => void): string;
+  httpFrontCounts(): HttpFrontCounts;
+}
+const addon = loadedAddon as FrontAddon;
+
+/**
+ * Installs (or re-targets) the hooks in the loaded shared object whose path ends with
+ * `objectSuffix`. `sendBufferBytes` 0 leaves send buffers as the kernel sizes them.
+ * `onConnection` runs on this thread; it owns `fd` (it must close it).
+ * @returns '' when installed, else the reason (the server then answers HTTP/1.1 only)
+ * @throws TypeError on wrong arguments
+ */
+export function installHttpFront(objectSuffix: string, cappedPrefixes: string[], sendBufferBytes: number, onConnection: (fd: number, head: Buffer) => void): string {
+  return addon.installHttpFront(objectSuffix, cappedPrefixes, sendBufferBytes, onConnection);
+}
+
+/** Counts of the hooks (tests, diagnostics). */
+export function httpFrontCounts(): HttpFrontCounts {
+  return addon.httpFrontCounts();
+}
