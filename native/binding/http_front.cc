@@ -3,6 +3,7 @@
 //   installHttpFront(objectSuffix: string, cappedPrefixes: string[], sendBufferBytes: number,
 //                    onConnection: (fd: number, head: Buffer) => void): string   // '' = installed
 //   httpFrontCounts(): { http10: number, capped: number, incomplete: number }
+//   setSendBuffer(fd: number, bytes: number): boolean   // SO_SNDBUF of a socket JS owns
 //
 // `onConnection` runs on the thread that installed the front (the main thread), for each
 // connection whose first request is HTTP/1.0, with a socket descriptor it owns and the bytes
@@ -13,6 +14,7 @@
 #include "binding/guards.h"
 #include "io/http_front.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <mutex>
@@ -110,11 +112,28 @@ Napi::Value Counts(const Napi::CallbackInfo& info) {
   return out;
 }
 
+Napi::Value SetSendBuffer(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber()) {
+    ThrowTypeError(env, "setSendBuffer(fd: number, bytes: number)");
+    return env.Undefined();
+  }
+  const double fd = info[0].As<Napi::Number>().DoubleValue();
+  const double bytes = info[1].As<Napi::Number>().DoubleValue();
+  if (!(fd >= 0 && fd < 1 << 30) || !(bytes >= 1 && bytes <= 1 << 30)) {
+    ThrowTypeError(env, "setSendBuffer: fd must be 0..2^30 and bytes 1..2^30");
+    return env.Undefined();
+  }
+  const int value = static_cast<int>(bytes);
+  return Napi::Boolean::New(env, setsockopt(static_cast<int>(fd), SOL_SOCKET, SO_SNDBUF, &value, sizeof value) == 0);
+}
+
 }  // namespace
 
 void InitHttpFront(Napi::Env env, Napi::Object exports) {
   exports.Set("installHttpFront", Napi::Function::New(env, Install, "installHttpFront"));
   exports.Set("httpFrontCounts", Napi::Function::New(env, Counts, "httpFrontCounts"));
+  exports.Set("setSendBuffer", Napi::Function::New(env, SetSendBuffer, "setSendBuffer"));
 }
 
 }  // namespace skylark::binding

@@ -21,6 +21,7 @@ export interface HttpFrontCounts {
 interface FrontAddon {
   installHttpFront(objectSuffix: string, cappedPrefixes: string[], sendBufferBytes: number, onConnection: (fd: number, head: Buffer) => void): string;
   httpFrontCounts(): HttpFrontCounts;
+  setSendBuffer(fd: number, bytes: number): boolean;
 }
 const addon = loadedAddon as FrontAddon;
 
@@ -38,4 +39,14 @@ export function installHttpFront(objectSuffix: string, cappedPrefixes: string[],
 /** Counts of the hooks (tests, diagnostics). */
 export function httpFrontCounts(): HttpFrontCounts {
   return addon.httpFrontCounts();
+}
+
+/**
+ * Sets the kernel send buffer (SO_SNDBUF, bytes 1..2^30; Linux reports twice that) of a socket
+ * this process owns by descriptor (a Node socket's `_handle.fd`).
+ * @returns false when the kernel refused (not a socket, closed)
+ * @throws TypeError on arguments out of range
+ */
+export function setSendBuffer(fd: number, bytes: number): boolean {
+  return addon.setSendBuffer(fd, bytes);
 }
