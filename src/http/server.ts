@@ -35,6 +35,13 @@ export type { RawBodyRequest } from './routes/raw-body.js';
 export type { ProgressiveAnswer, ProgressiveHandler, ProgressiveRequest, ProgressiveSink, ProgressiveStream } from './routes/progressive.js';
 export type { ForwardCounts } from './proxy.js';
 
+/**
+ * How the HTTP server library's native binary for this process ends its path (the package loads
+ * `binaries/uws_<platform>_<arch>_<ABI>.node`): the object whose socket calls the HTTP/1.0 front
+ * hooks (./http10.ts).
+ */
+export const HTTP_LIBRARY_OBJECT = `/uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
+
 /** Options of a `stream()` route. */
 export interface StreamRouteOptions {
   /** The scope the handler's guard requires (listed by `routes()`, the scope map and OpenAPI). */
