@@ -173,6 +173,8 @@ export async function run(): Promise<BenchRow[]> {
       SKYLARK_EDGE_LOG_PORT: String(edgeLogPort),
       SKYLARK_HTTP_MAX_HELD: '100000',
       SKYLARK_HTTP_MAX_HELD_PER_IP: '100000',
+      // 1,000 listeners share five client addresses: lift the sessions-per-address rate.
+      SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE: '1000000',
     });
     children.push(sky.child);
     const key = await createAccount(dataDir, sky.defaultSecretKey);

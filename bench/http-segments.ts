@@ -376,6 +376,7 @@ export async function startSkylark(dataDir: string, extraEnv: Record<string, str
         SKYLARK_LISTEN_MAX_CONNECTIONS_PER_IP: '1000000',
         SKYLARK_LISTEN_MAX_CONNECTIONS: '1000000',
         SKYLARK_WHEP_MAX_PENDING_PER_IP: '100000',
+        SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE: '1000000',
         SKYLARK_WHEP_MAX_PENDING: '100000',
         // Threads serving HTTP (docs/scaling.md): 1 unless BENCH_SKYLARK_THREADS says otherwise.
         SKYLARK_HTTP_THREADS: SKYLARK_THREADS,

@@ -436,7 +436,7 @@ function evaluate(
 async function withSkylark<T>(work: string, codec: 'aac' | 'mp3', body: (s: { pid: number; http: string; stream: { id: string; hlsUrl: string } }) => Promise<T>): Promise<T> {
   const dataDir = path.join(work, `sky-${codec}`);
   // One layer (no ladder codec process), and every listener comes from 127.0.0.1: lift the held-request caps.
-  const sky = await startSkylark(dataDir, { SKYLARK_ABR_LADDER: '0', SKYLARK_HTTP_MAX_HELD: '100000', SKYLARK_HTTP_MAX_HELD_PER_IP: '100000' });
+  const sky = await startSkylark(dataDir, { SKYLARK_ABR_LADDER: '0', SKYLARK_HTTP_MAX_HELD: '100000', SKYLARK_HTTP_MAX_HELD_PER_IP: '100000', SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE: '1000000' });
   const children: ChildProcess[] = [sky.child];
   try {
     const key = await createAccount(dataDir, sky.defaultSecretKey);

@@ -76,7 +76,8 @@ function runClient(cfg: PlayerConfig): Promise<PlayerReport> {
 
 beforeAll(async () => {
   if (!nginx) return;
-  t = await startInProcess({ SKYLARK_TRUSTED_PROXIES: '127.0.0.0/8', SKYLARK_EDGE_LOG_HOST: '127.0.0.1', SKYLARK_EDGE_LOG_PORT: '0', SKYLARK_ABR_LADDER: '0' });
+  // 500 listeners share five client addresses: the sessions-per-address rate is lifted.
+  t = await startInProcess({ SKYLARK_TRUSTED_PROXIES: '127.0.0.0/8', SKYLARK_EDGE_LOG_HOST: '127.0.0.1', SKYLARK_EDGE_LOG_PORT: '0', SKYLARK_ABR_LADDER: '0', SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE: '100000' });
   stream = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Behind two edges', reconnectWindow: 5, latencyMode: 'low' })).json;
   pub = publish(`${stream.rtmpUrl}/${stream.streamKey}`, { seconds: 170 });
   for (const host of ['127.0.0.2', '127.0.0.3']) {
