@@ -8,20 +8,24 @@
  * - the media playlist advertises `CAN-SKIP-UNTIL` (six target durations); `_HLS_skip=YES`
  *   answers the delta update: `EXT-X-SKIP:SKIPPED-SEGMENTS=n` in place of exactly the segments
  *   that end at least the skip boundary before the last one, every other line (date ranges
- *   included) as in the full playlist of the same version; blocking or not;
+ *   included) as in the full playlist of the same version; blocking or not; a token stream's
+ *   delta carries the token on every URI and stays `private, no-store`;
  * - the directives are read as an nginx edge keys on them: repeated, spelled in another case,
  *   without a value, `_HLS_part` without `_HLS_msn`, a `_HLS_skip` other than YES — all 400.
- * With two HTTP threads (`npm run test:threads`) the worker thread answered some of these from its
- * mirror (the delta updates included).
+ * The server runs two HTTP threads whatever the suite's setting, so connections land on both and
+ * the worker thread answers some of these from its mirror (the delta updates included).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
-import { api, startInProcess, testHttpThreads, waitFor, type TestServer } from '../helpers/server.js';
+import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 
 let t: TestServer;
 let pub: ChildProcess;
+let tokenPub: ChildProcess;
 let mediaUrl = '';
+/** A `playback: "token"` stream's a128 media playlist URL, with `?token=`. */
+let tokenMediaUrl = '';
 
 interface Answer {
   status: number;
@@ -45,9 +49,13 @@ const segmentsOf = (p: string) => p.split('\n').filter((l) => /^\d+\.m4s$/.test(
 const lastSegment = (p: string) => segmentsOf(p).at(-1)!;
 
 beforeAll(async () => {
-  t = await startInProcess({ SKYLARK_SEGMENT_DURATION_MS: '1000', SKYLARK_LIVE_WINDOW_SEGMENTS: '10' });
+  t = await startInProcess({ SKYLARK_SEGMENT_DURATION_MS: '1000', SKYLARK_LIVE_WINDOW_SEGMENTS: '10', SKYLARK_HTTP_THREADS: '2' });
   const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Directives', reconnectWindow: 1, latencyMode: 'low' })).json;
   pub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 90 });
+  const gated = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Gated', playback: 'token', reconnectWindow: 1, latencyMode: 'low' })).json;
+  tokenPub = publish(`${gated.rtmpUrl}/${gated.streamKey}`, { seconds: 90 });
+  const token = (await api(t.http, t.publishableKey, 'POST', `/v2/streams/${gated.id}/listener_tokens`)).json.token as string;
+  tokenMediaUrl = new URL(`a128/index.m3u8?token=${token}`, gated.hlsUrl).toString();
   const master = await waitFor(async () => {
     const r = await fetch(s.hlsUrl);
     return r.status === 200 ? r.text() : null;
@@ -58,11 +66,14 @@ beforeAll(async () => {
   expect((await api(t.http, t.secretKey, 'POST', `/v2/streams/${s.id}/now_playing`, { title: 'Delta' })).status).toBe(200);
   // Enough segments that a delta update skips some: more than the skip boundary (6 s) in the window.
   await waitFor(async () => segmentsOf((await get(mediaUrl)).body).length >= 9, 30_000, 250, 'nine segments');
-}, 60_000);
+  await waitFor(async () => segmentsOf((await get(tokenMediaUrl)).body.replace(/\?token=\S+/g, '')).length >= 9, 30_000, 250, 'nine segments (token stream)');
+}, 90_000);
 
 afterAll(async () => {
-  pub?.kill('SIGKILL');
-  if (pub) await exited(pub);
+  for (const p of [pub, tokenPub]) {
+    p?.kill('SIGKILL');
+    if (p) await exited(p);
+  }
   await t?.close();
 });
 
@@ -163,6 +174,19 @@ describe('delta updates', () => {
   });
 });
 
+describe('delta updates of a token stream', () => {
+  it('carry the token on every URI and stay private', async () => {
+    const token = new URL(tokenMediaUrl).searchParams.get('token')!;
+    const r = await get(`${tokenMediaUrl}&_HLS_skip=YES`);
+    expect(r.status).toBe(200);
+    expect(r.cacheControl).toBe('private, no-store');
+    expect(r.body).toMatch(/\n#EXT-X-SKIP:SKIPPED-SEGMENTS=[1-9]\d*\n/);
+    const uris = [...r.body.split('\n').filter((l) => l && !l.startsWith('#')), ...[...r.body.matchAll(/URI="([^"]+)"/g)].map((m) => m[1]!)];
+    expect(uris.length).toBeGreaterThan(3);
+    for (const u of uris) expect(u.endsWith(`?token=${token}`), u).toBe(true);
+  });
+});
+
 describe('directives read as an edge keys on them', () => {
   it('refuses a repeated, miscased, valueless or unknown-valued directive with 400', async () => {
     const { msn } = hintOf((await get(mediaUrl)).body);
@@ -195,7 +219,7 @@ describe('directives read as an edge keys on them', () => {
   });
 });
 
-describe.runIf(testHttpThreads !== '1')('on worker threads', () => {
+describe('on worker threads', () => {
   it('served some of these from the worker thread mirror', async () => {
     // Concurrent requests open connections of their own, which the kernel spreads over the threads.
     const answers = await Promise.all(Array.from({ length: 8 }, () => get(withRaw('_HLS_skip=YES'))));
