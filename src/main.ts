@@ -106,7 +106,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
   let listenerCount: (streamId: string) => number = () => 0;
   const writes = new WriteRetry(db, log.child('db'), limits, SERVER_BUSY_TIMEOUT_MS);
   const playLog = new PlayLog({ repo: new TracksRepo(db), outbox, writes, log: log.child('live') });
-  const lifecycle = new StreamLifecycle({ db, streams: streamsRepo, outbox, log: log.child('live'), urls: getUrls, writes, listenerCount: (id) => listenerCount(id), playLog, now });
+  const lifecycle = new StreamLifecycle({ db, streams: streamsRepo, outbox, log: log.child('live'), urls: getUrls, writes, listenerCount: (id) => listenerCount(id), playLog, nowPlayingMinIntervalMs: config.limits.nowPlayingMinIntervalMs, now });
   const ingest = new Publishing({
     port: lifecycle,
     media,

@@ -21,6 +21,10 @@ import { tokenMatches } from '../auth/secrets.js';
 import { ladderKbps, sameNowPlaying, toStreamObject, type NowPlaying } from './stream-object.js';
 import type { WriteRetry } from './write-retry.js';
 import type { ChaptersDocument, PlayLog } from './play-log.js';
+import { TitleCap } from './now-playing-cap.js';
+
+/** Default of the cap on title changes per stream (ms): at most one change per this long. */
+export const NOW_PLAYING_MIN_INTERVAL_MS = 2000;
 
 /** Makes a draft episode of a finished recording (the podcasts side), with the chapters of its tracks (null: none). */
 export type RecordingHandler = (r: { accountId: string; podcastId: string; streamId: string; title: string; filePath: string; chapters: ChaptersDocument | null }) => Promise<unknown>;
@@ -39,6 +43,8 @@ export interface LifecycleDeps {
   onRecording?: RecordingHandler;
   /** The play log: tracks start at now-playing changes and end with the stream. */
   playLog?: PlayLog;
+  /** Title changes per stream: at most one per this long (ms), more coalesce into the newest (default 2000; 0: no cap). */
+  nowPlayingMinIntervalMs?: number;
   now?: () => number;
 }
 
@@ -46,10 +52,13 @@ export class StreamLifecycle implements IngestPort {
   private recordingHandler: RecordingHandler | undefined;
 
   private readonly now: () => number;
+  /** Every source's title changes pass here once (docs/listeners.md "Title changes"). */
+  private readonly titles: TitleCap<{ np: NowPlayingUpdate; atMs: number }>;
 
   constructor(private readonly d: LifecycleDeps) {
     this.recordingHandler = d.onRecording;
     this.now = d.now ?? Date.now;
+    this.titles = new TitleCap({ minIntervalMs: d.nowPlayingMinIntervalMs ?? NOW_PLAYING_MIN_INTERVAL_MS, apply: (id, c) => this.applyMetadata(id, c.np, c.atMs) });
   }
 
   /** Installs what makes draft episodes of recordings (the podcasts feature, registered later). */
@@ -95,6 +104,7 @@ export class StreamLifecycle implements IngestPort {
   }
 
   onEnded(streamId: string, atMs: number): void {
+    this.titles.flush(streamId); // a title still waiting for the cap is the last one the stream had
     this.d.writes.run(streamId, 'stream.ended', () => {
       let after: (() => void) | undefined;
       this.transact(() => {
@@ -135,13 +145,27 @@ export class StreamLifecycle implements IngestPort {
   }
 
   /**
-   * What plays now changed (PRODUCT.md §11; an ingest source or the API, through ingest): the
-   * stream's `nowPlaying` (its `startedAt` now), a new track in the play log (the running one ends),
+   * What plays now changed (PRODUCT.md §11; an ingest source or the API, through ingest), at most
+   * once per `nowPlayingMinIntervalMs` per stream (changes sooner coalesce into the newest, applied
+   * when the interval has passed, its `startedAt` the moment it was asked; docs/listeners.md "Title
+   * changes"): the
+   * stream's `nowPlaying`, a new track in the play log (the running one ends),
    * and `stream.now_playing`, in one transaction. The same values as now are not a change; an
    * ended or deleted stream takes none.
    */
-  onMetadata(streamId: string, np: NowPlayingUpdate): void {
-    const atMs = this.now();
+  onMetadata(streamId: string, np: Parameters<IngestPort['onMetadata']>[1]): void {
+    if (np === null) {
+      // A new source's clear is not a title change: applied at once; a change still waiting is dropped.
+      this.titles.forget(streamId);
+      return this.applyMetadata(streamId, np, this.now());
+    }
+    // `startedAt` is when the change was asked (the API passes the moment it answered with).
+    const asked = (np as NowPlayingUpdate & { startedAtMs?: unknown }).startedAtMs;
+    this.titles.offer(streamId, { np, atMs: typeof asked === 'number' ? asked : this.now() });
+  }
+
+  /** Applies a title change the cap let through (see `onMetadata`). */
+  private applyMetadata(streamId: string, np: NowPlayingUpdate, atMs: number): void {
     const value: NowPlaying = {
       title: np.title,
       artist: np.artist ?? null,

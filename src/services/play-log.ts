@@ -86,6 +86,12 @@ interface Running {
   dirty: boolean;
 }
 
+/**
+ * Most chapters an episode gets: past it, the first MAX_CHAPTERS - 1 are kept and the last one, so
+ * the chapters still end on what played at the end of the recording (docs/listeners.md "Title changes").
+ */
+export const MAX_CHAPTERS = 1000;
+
 /** How often a running track's listener figures are written (ms). */
 const SAVE_EVERY_MS = 1000;
 
@@ -179,7 +185,7 @@ export class PlayLog {
   /**
    * The chapters of a recording of stream `streamId` that started at `startedAtMs`: one per track,
    * `startTime` = seconds from the start (a track that began earlier starts at 0; of tracks that
-   * start at the same time the last one stays). Null when the stream had no track.
+   * start at the same time the last one stays), at most MAX_CHAPTERS. Null when the stream had no track.
    */
   chapters(streamId: string, startedAtMs: number): ChaptersDocument | null {
     const out: Chapter[] = [];
@@ -191,6 +197,7 @@ export class PlayLog {
       if (out.length > 0 && out[out.length - 1]!.startTime === startTime) out.pop();
       out.push(c);
     }
+    if (out.length > MAX_CHAPTERS) out.splice(MAX_CHAPTERS - 1, out.length - MAX_CHAPTERS);
     return out.length === 0 ? null : { version: '1.2.0', chapters: out };
   }
 

@@ -58,9 +58,11 @@ export interface LiveControl {
   disconnectPublisher(streamId: string): void;
   /**
    * What plays now changed (PRODUCT.md §11): handed to ingest like a source's metadata (the media
-   * hub, then the lifecycle: `nowPlaying`, a track, `stream.now_playing`).
+   * hub, then the lifecycle: `nowPlaying`, a track, `stream.now_playing`). `startedAtMs`: the
+   * moment the API answered with, which the lifecycle stores even when the title-change cap
+   * applies the change later (docs/listeners.md "Title changes").
    */
-  nowPlaying(streamId: string, np: NowPlayingInput): void;
+  nowPlaying(streamId: string, np: NowPlayingInput & { startedAtMs?: number }): void;
 }
 
 /** A validated `POST /streams/{id}/now_playing` body (api/streams/schemas.ts validates it). */
@@ -243,7 +245,8 @@ export class StreamsService {
   /**
    * Sets what plays now on a live stream (PRODUCT.md §11), through the same path as an ingest
    * source's metadata. Answers the stream with its `nowPlaying` (`startedAt` now; unchanged when the
-   * values are those playing already).
+   * values are those playing already) — the title asked even while the title-change cap holds it
+   * back (docs/listeners.md "Title changes").
    * @throws ApiError 404, 409 `stream_not_live`
    */
   setNowPlaying(accountId: string, id: string, input: NowPlayingInput, withKey: boolean): StreamObject {
@@ -256,11 +259,13 @@ export class StreamsService {
       url: input.url || null,
       artworkUrl: input.artworkUrl || null,
     };
-    const asked: NowPlaying = { ...np, startedAt: new Date(this.now()).toISOString() };
-    this.d.live.nowPlaying(id, np);
+    const atMs = this.now();
+    const asked: NowPlaying = { ...np, startedAt: new Date(atMs).toISOString() };
+    this.d.live.nowPlaying(id, { ...np, startedAtMs: atMs });
     this.cache.delete(id);
     const after = this.row(accountId, id);
-    // A write SQLite could not take at once is retried in order: answer what it will store.
+    // A change the title cap holds back (or a write SQLite could not take at once, retried in
+    // order) is applied later: answer what will be stored, the newest title asked.
     return this.render(sameNowPlaying(after.now_playing, np) ? after : { ...after, now_playing: JSON.stringify(asked) }, withKey);
   }
 
