@@ -33,7 +33,7 @@
  * the listener on each media request. Without it, HLS is public and untracked.
  *
  * Held requests (blocking reloads, part waits) cost a timer and memory each while held; an
- * optional `HoldGate` caps them per client address and in total (PRODUCT.md §13). Over a cap a
+ * optional `HoldGate` caps them per client address and in total (docs/listeners.md). Over a cap a
  * request that would be held is answered 503 with `Retry-After: 1` — a blocking reload too: the
  * playlist as it is would send the client straight back with the same request.
  */
