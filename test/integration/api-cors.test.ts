@@ -130,7 +130,7 @@ window.mint = async (base, key, streamId) => {
       const tab = browser.pages()[0] ?? (await browser.newPage());
       // `localhost` for the page, 127.0.0.1 for the API: two origins, so fetch runs the CORS protocol (with a preflight).
       await tab.goto(`http://localhost:${pagePort}/`);
-      const out = await tab.evaluate(([base, key, id]) => (window as unknown as { mint: (a: string, b: string, c: string) => Promise<any> }).mint(base!, key!, id!), [s.http, s.publishableKey, stream.id]);
+      const out = await tab.evaluate(([base, key, id]) => (globalThis as unknown as { mint: (a: string, b: string, c: string) => Promise<any> }).mint(base!, key!, id!), [s.http, s.publishableKey, stream.id]);
       expect(out.status).toBe(201);
       expect(out.body.object).toBe('listener_token');
       expect(typeof out.body.token).toBe('string');
