@@ -49,6 +49,7 @@ import { HubSource } from './hls/source.js';
 import { WatchedMediaRegistry, freePort, privateSocketPath, startHttpThreads, type RunningThreads, type ThreadCounts } from './serve/index.js';
 export { stopAllHttpThreads } from './serve/index.js';
 import { registerListenRoutes } from './listen/routes.js';
+import { icecastListening, keepProgressive } from './listen/icecast-port.js';
 import { registerWhep } from './webrtc/whep.js';
 import { registerOAuth } from './oauth/routes.js';
 import { registerIdempotency } from './idempotency/feature.js';
@@ -197,7 +198,26 @@ export async function startServer(config: Config, log: Logger, now: () => number
     return layer && !layer.failed ? listenerTimeoutMs(layer) : null;
   });
   if (edgeLog) features.push({ close: () => edgeLog.close() });
-  const listen = registerListenRoutes(http, media, { ctx: context, listeners, shared: threadCount > 1, counts: mainCounts });
+  // The Icecast port serves listeners with the very `/listen` handler (docs/icecast.md).
+  const keptListen = keepProgressive(http);
+  const listen = registerListenRoutes(keptListen.http, media, { ctx: context, listeners, shared: threadCount > 1, counts: mainCounts });
+  const listenHandler = keptListen.handler('/listen/:file');
+  if (!listenHandler) throw new Error('the /listen/:file route was not registered');
+  const icecastListeners = icecastListening({
+    handler: () => listenHandler,
+    row: (id) => streamsRepo.getAny(id),
+    live: () => streamsRepo.allLive(),
+    layer: (id) => {
+      const hub = media.get(id);
+      return hub && !hub.ended && hub.top.ready ? { kbps: hub.top.o.kbps } : null;
+    },
+    stats: (id) => {
+      const s = listeners.registry.stats(id);
+      return { listeners: s.listenerCount, peak: s.peakListenerCount };
+    },
+    icecastUrl: () => getUrls().icecastUrl,
+    now,
+  });
   features.push(listen);
   const whep = registerWhep({ http, media, registry: listeners.registry, tokens: listeners.tokens, access: listeners.access, trusted: listeners.trusted, config, log: log.child('webrtc'), urls: getUrls, limits });
   features.push({ close: () => whep.close() });
@@ -236,7 +256,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
     maxConnections: config.limits.icecastMaxConnections,
     maxConnectionsPerIp: config.limits.icecastMaxConnectionsPerIp,
     maxAudioFrameBytes: config.limits.maxAudioFrameBytes,
-  });
+  }, icecastListeners);
   let httpPort: number;
   let rtmpPort: number;
   let icecastPort: number;

@@ -13,11 +13,20 @@
  *   `Publishing` (live on the first frame, reconnect window, newest publisher wins whichever
  *   protocol each uses, `ended`).
  * - `GET /admin/metadata?mount=/live/<id>&mode=updinfo&song=<Artist - Title>` (or `title=`,
- *   `artist=`) with the source's credentials sets the stream's now-playing title.
+ *   `artist=`) with the source's credentials sets the stream's now-playing title; the text is in
+ *   the `charset=` it names (ISO-8859-1, Windows-1252, UTF-8; without one: UTF-8 when valid, else
+ *   ISO-8859-1). A source connection that sends no title clears the previous one (publishing.ts).
+ * - Listeners, as on Icecast 2.4 (docs/icecast.md): `GET|HEAD /live/<stream_id>[.mp3|.aac|.opus|.ogg]`
+ *   is answered by the `/listen` machinery through `IcecastListening` (the same audio, ICY
+ *   metadata, caps and listener sessions), as `HTTP/1.0 200 OK` with an unframed body until close
+ *   whatever the request's HTTP version; `GET /status-json.xsl` is Icecast's status JSON.
  *
  * Limits (PRODUCT.md §13): connections per IP and in total, the request head within 10 s and
  * 16 KiB, a body silent for 30 s ends the publish. Each hit is logged and counted; no key is ever
- * logged.
+ * logged. A connection that is refused (any 4xx/503) or answered once (`updinfo`, the status
+ * JSON, a HEAD) gives its slot back when the answer is written and is destroyed REFUSED_CLOSE_MS
+ * later whether or not the client closes its side. A listener's connection leaves the source
+ * caps as soon as it is a listener: the listening caps count it from then on.
  */
 import net from 'node:net';
 import { lookup } from 'node:dns/promises';
@@ -27,7 +36,7 @@ import { PerAddressCounter } from '../limits/limits.js';
 import { IcecastSource, type IcecastCodec, type IcecastSourceEvent } from '../native/icecast.js';
 import type { Publishing, PublishSink, Publisher } from './publishing.js';
 import type { IngestPort } from './port.js';
-import { basicCredentials, codecOfContentType, Dechunker, HeadReader, type RequestHead } from './icecast-http.js';
+import { basicCredentials, codecOfContentType, decodeCharset, Dechunker, HeadReader, queryBytes, type RequestHead } from './icecast-http.js';
 
 /** Icecast ingest settings. Times in ms, sizes in bytes. */
 export interface IcecastServerOptions {
@@ -41,10 +50,53 @@ export interface IcecastServerOptions {
   maxAudioFrameBytes: number;
 }
 
+/** How long an answered or refused connection may stay open after the answer (ms): then it is destroyed. */
+export const REFUSED_CLOSE_MS = 5000;
+
+/** A listener's request on the Icecast port (`GET|HEAD /live/<id>[.<ext>]`). */
+export interface IcecastListenRequest {
+  method: 'GET' | 'HEAD';
+  streamId: string;
+  /** `mp3`, `aac`, `opus`, `ogg`, or null for the bare mount. */
+  ext: string | null;
+  /** The query string without `?`. */
+  query: string;
+  /** A request header by lower-case name ('' when absent). */
+  header(name: string): string;
+  remoteAddress: string;
+}
+
+/** Where a listener's body goes: the socket (backpressure: `write` false, then `onWritable`). */
+export interface IcecastListenSink {
+  write(chunk: Uint8Array): boolean;
+  cork(fn: () => void): void;
+  onWritable(cb: () => void): void;
+  /** Ends the body (the connection closes after it). */
+  end(): void;
+  /** Closes the connection now. */
+  close(): void;
+  readonly done: boolean;
+}
+
+/** What the listening side answers: a refusal (`status` such as `404 Not Found`) or a stream. */
+export type IcecastListenAnswer =
+  | { refuse: { status: string; headers: ReadonlyArray<readonly [string, string]>; body: Uint8Array } }
+  | { stream: { headers: ReadonlyArray<readonly [string, string]>; open(sink: IcecastListenSink): () => void } };
+
+/** The listening side of the port (src/listen/icecast-port.ts implements it; main.ts wires it). */
+export interface IcecastListening {
+  /** Answers a listener; a stream's `open` is called once its head is written and returns what runs when the client goes. */
+  listen(req: IcecastListenRequest): IcecastListenAnswer;
+  /** The body of `GET /status-json.xsl`. */
+  statusJson(): string;
+}
+
 /** Defaults (docs/decisions.md "Icecast ingest"). */
 export const ICECAST_DEFAULTS: IcecastServerOptions = { maxConnections: 200, maxConnectionsPerIp: 10, headTimeoutMs: 10_000, idleTimeoutMs: 30_000, maxAudioFrameBytes: 8192 };
 
 const STREAM_PATH = /^\/live\/(stm_[A-Za-z0-9]+)\/?$/;
+/** A listener's mount: `/live/<stream_id>`, or with the codec's extension. */
+const LISTEN_PATH = /^\/live\/(stm_[A-Za-z0-9]+)(?:\.(mp3|aac|opus|ogg))?$/;
 
 /** `ip` of `ip:port` forms and IPv4-mapped IPv6 (`::ffff:a.b.c.d`). */
 function ipOf(socket: net.Socket): string {
@@ -74,6 +126,8 @@ export class IcecastServer {
     private readonly log: Logger,
     private readonly limits: Limits,
     private readonly opts: IcecastServerOptions = ICECAST_DEFAULTS,
+    /** Listeners and the status JSON; without it every GET but the admin call is 404. */
+    private readonly listening: IcecastListening | null = null,
   ) {
     this.counter = new PerAddressCounter(opts.maxConnections, opts.maxConnectionsPerIp);
     this.server = net.createServer({ noDelay: true }, (socket) => this.onConnection(socket));
@@ -111,17 +165,29 @@ export class IcecastServer {
     const ip = ipOf(socket);
     const remote = `${ip}:${socket.remotePort ?? 0}`;
     const slot = this.counter.tryAcquire(ip);
+    socket.on('error', () => {}); // reported by 'close'
     if (slot !== 'ok') {
       this.limits.hit(slot === 'total' ? 'icecast_connections' : 'icecast_connections_per_ip', remote);
-      socket.end(response('503 Service Unavailable', { 'Retry-After': '10' }, 'Too many source connections.\n'));
-      socket.destroySoon();
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+      this.finish(socket, response('503 Service Unavailable', { 'Retry-After': '10' }, 'Too many source connections.\n'));
       return;
     }
     this.sockets.add(socket);
-    socket.on('error', () => {}); // reported by 'close'
+    let held = true;
+    const conn: Conn = {
+      socket,
+      ip,
+      remote,
+      release: () => {
+        if (!held) return;
+        held = false;
+        this.counter.release(ip);
+      },
+    };
     socket.once('close', () => {
       this.sockets.delete(socket);
-      this.counter.release(ip);
+      conn.release();
     });
     const reader = new HeadReader();
     const headTimer = setTimeout(() => {
@@ -141,11 +207,11 @@ export class IcecastServer {
       socket.off('data', onHead);
       if (r.kind === 'error') {
         this.log.warn('icecast connection closed: bad request head', { remote, reason: r.reason });
-        socket.end(response(r.status === 431 ? '431 Request Header Fields Too Large' : '400 Bad Request'));
+        this.answer(conn, response(r.status === 431 ? '431 Request Header Fields Too Large' : '400 Bad Request'));
         return;
       }
       try {
-        this.onRequest(socket, remote, r.head, r.rest);
+        this.onRequest(conn, r.head, r.rest);
       } catch (e) {
         this.log.error('icecast request failed', { remote, err: e instanceof Error ? e.stack : String(e) });
         socket.destroy();
@@ -154,18 +220,42 @@ export class IcecastServer {
     socket.on('data', onHead);
   }
 
-  private onRequest(socket: net.Socket, remote: string, head: RequestHead, rest: Buffer): void {
+  /**
+   * Writes a whole answer (a refusal, or a one-off reply) and ends the connection: its slot is
+   * given back at once, and the socket is destroyed REFUSED_CLOSE_MS later if the client has not
+   * closed its side by then. What the client still sends is read and dropped.
+   */
+  private answer(conn: Conn, text: string | Buffer): void {
+    conn.release();
+    this.finish(conn.socket, text);
+  }
+
+  /** Ends `socket` after `text`; destroyed REFUSED_CLOSE_MS later whatever the client does. */
+  private finish(socket: net.Socket, text: string | Buffer): void {
+    socket.removeAllListeners('data');
+    socket.on('data', () => {}); // drained and dropped: the peer's bytes are not kept
+    socket.resume();
+    socket.setTimeout(0);
+    const timer = setTimeout(() => socket.destroy(), REFUSED_CLOSE_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+    socket.end(text);
+  }
+
+  private onRequest(conn: Conn, head: RequestHead, rest: Buffer): void {
+    const { socket, remote } = conn;
     const url = new URL(head.target, 'http://icecast.invalid');
-    if (head.method === 'GET' && (url.pathname === '/admin/metadata' || url.pathname === '/admin/metadata.xsl')) return this.updinfo(socket, remote, head, url);
+    if (head.method === 'GET' && (url.pathname === '/admin/metadata' || url.pathname === '/admin/metadata.xsl')) return this.updinfo(conn, head);
+    if (head.method === 'GET' || head.method === 'HEAD') return this.onListener(conn, head, url);
     if (head.method !== 'PUT' && head.method !== 'SOURCE') {
-      socket.end(response('405 Method Not Allowed', { Allow: 'PUT, SOURCE' }, 'Send audio with PUT or SOURCE to /live/<stream id>.\n'));
+      this.answer(conn, response('405 Method Not Allowed', { Allow: 'GET, HEAD, PUT, SOURCE' }, 'Listen with GET, send audio with PUT or SOURCE to /live/<stream id>.\n'));
       return;
     }
     const m = STREAM_PATH.exec(url.pathname);
     const creds = basicCredentials(head.headers.get('authorization'));
     const refuse = (reason: string) => {
       this.log.warn('icecast source refused', { remote, reason });
-      socket.end(response('401 Unauthorized', { 'WWW-Authenticate': 'Basic realm="Icecast2 Server"' }, 'Authentication required: user "source", the stream key as password.\n'));
+      this.answer(conn, response('401 Unauthorized', { 'WWW-Authenticate': 'Basic realm="Icecast2 Server"' }, 'Authentication required: user "source", the stream key as password.\n'));
     };
     if (!m) return refuse(`unknown mount '${url.pathname.slice(0, 80)}'`);
     if (!creds || creds.user !== 'source') return refuse('no source credentials');
@@ -178,13 +268,76 @@ export class IcecastServer {
       const received = sent ?? (head.headers.get('content-type') || 'none').slice(0, 60);
       this.port.onError(streamId, { code: 'codec_mismatch', message: `The stream accepts ${want} audio but received ${received}.`, expected: want, received });
       this.log.warn('icecast source refused: codec mismatch', { remote, streamId, expected: want, received });
-      socket.end(response('415 Unsupported Media Type', {}, `This stream takes ${want} audio.\n`));
+      this.answer(conn, response('415 Unsupported Media Type', {}, `This stream takes ${want} audio.\n`));
       return;
     }
-    this.startSource(socket, remote, streamId, creds.password, want, head, rest);
+    this.startSource(conn, streamId, creds.password, want, head, rest);
   }
 
-  private startSource(socket: net.Socket, remote: string, streamId: string, key: string, codec: IcecastCodec, head: RequestHead, rest: Buffer): void {
+  /**
+   * A listener's `GET|HEAD`: `/status-json.xsl`, or a mount `/live/<id>[.<ext>]` answered by the
+   * listening side — its head as Icecast 2.4 writes it (`HTTP/1.0 200 OK`, no framing), then the
+   * body until either side closes. Anything else is 404.
+   */
+  private onListener(conn: Conn, head: RequestHead, url: URL): void {
+    const { socket } = conn;
+    const isHead = head.method === 'HEAD';
+    if (url.pathname === '/status-json.xsl' && this.listening) {
+      const body = Buffer.from(this.listening.statusJson(), 'utf8');
+      const h = response('200 OK', { 'Content-Type': 'application/json; charset=utf-8', 'Access-Control-Allow-Origin': '*', 'Content-Length': String(body.length) });
+      this.answer(conn, isHead ? h : Buffer.concat([Buffer.from(h, 'latin1'), body]));
+      return;
+    }
+    const m = LISTEN_PATH.exec(url.pathname);
+    if (!m || !this.listening) {
+      this.answer(conn, response('404 Not Found', {}, 'No such mount. Listen at /live/<stream id>.\n'));
+      return;
+    }
+    const q = head.target.indexOf('?');
+    const a = this.listening.listen({
+      method: isHead ? 'HEAD' : 'GET',
+      streamId: m[1]!,
+      ext: m[2] ?? null,
+      query: q < 0 ? '' : head.target.slice(q + 1),
+      header: (name) => head.headers.get(name) ?? '',
+      remoteAddress: conn.ip,
+    });
+    if ('refuse' in a) {
+      const r = a.refuse;
+      let text = `HTTP/1.0 ${r.status}\r\nServer: Skylark\r\nConnection: Close\r\n`;
+      for (const [k, v] of r.headers) text += `${k}: ${v}\r\n`;
+      text += `Content-Length: ${r.body.length}\r\n\r\n`;
+      this.answer(conn, Buffer.concat([Buffer.from(text, 'latin1'), r.body]));
+      return;
+    }
+    // From here the connection is a listener: the listening caps count it, not the source caps.
+    conn.release();
+    let text = 'HTTP/1.0 200 OK\r\nServer: Skylark\r\nConnection: Close\r\nPragma: no-cache\r\nExpires: Mon, 26 Jul 1997 05:00:00 GMT\r\n';
+    for (const [k, v] of a.stream.headers) text += `${k}: ${v}\r\n`;
+    text += '\r\n';
+    if (isHead) {
+      this.finish(socket, text);
+      return;
+    }
+    socket.removeAllListeners('data');
+    socket.on('data', () => {}); // a listener sends nothing more that matters: dropped
+    const sink = new SocketSink(socket, REFUSED_CLOSE_MS);
+    socket.cork();
+    try {
+      socket.write(text, 'latin1');
+      sink.gone = a.stream.open(sink);
+    } catch (e) {
+      this.log.error('icecast listener could not be opened', { remote: conn.remote, err: e instanceof Error ? e.stack : String(e) });
+      sink.close();
+      return;
+    } finally {
+      socket.uncork();
+    }
+    if (sink.done) sink.leave();
+  }
+
+  private startSource(conn: Conn, streamId: string, key: string, codec: IcecastCodec, head: RequestHead, rest: Buffer): void {
+    const { socket, remote } = conn;
     let closed = false;
     let bodyBytes = 0;
     let sink: PublishSink | null = null;
@@ -207,7 +360,7 @@ export class IcecastServer {
     };
     const decision = this.publishing.publish(streamId, key, publisher);
     if (!decision.ok) {
-      socket.end(response('401 Unauthorized', { 'WWW-Authenticate': 'Basic realm="Icecast2 Server"' }));
+      this.answer(conn, response('401 Unauthorized', { 'WWW-Authenticate': 'Basic realm="Icecast2 Server"' }));
       return;
     }
     sink = decision.sink;
@@ -259,23 +412,41 @@ export class IcecastServer {
     if (rest.length > 0) feed(rest);
   }
 
-  /** Icecast's admin metadata call, as DJ software makes it (`mode=updinfo`). */
-  private updinfo(socket: net.Socket, remote: string, head: RequestHead, url: URL): void {
-    const reply = (status: string, body: string): void => {
-      socket.end(response(status, { 'Content-Type': 'text/xml' }, body));
-    };
-    const m = STREAM_PATH.exec(url.searchParams.get('mount') ?? '');
+  /**
+   * Icecast's admin metadata call, as DJ software makes it (`mode=updinfo`). The text of `song`,
+   * `title`, `artist` is read as bytes and decoded in the `charset=` the call names (Icecast's
+   * `admin.c`: ISO-8859-1, Windows-1252, UTF-8; without one, UTF-8 when valid, else ISO-8859-1).
+   */
+  private updinfo(conn: Conn, head: RequestHead): void {
+    const { remote } = conn;
+    const reply = (status: string, body: string): void => this.answer(conn, response(status, { 'Content-Type': 'text/xml' }, body));
+    const unauthorized = () => this.answer(conn, response('401 Unauthorized', { 'WWW-Authenticate': 'Basic realm="Icecast2 Server"' }));
+    const q = head.target.indexOf('?');
+    const params = queryBytes(q < 0 ? '' : head.target.slice(q + 1));
+    const ascii = (name: string) => params.get(name)?.toString('latin1') ?? null;
+    const m = STREAM_PATH.exec(ascii('mount') ?? '');
     const creds = basicCredentials(head.headers.get('authorization'));
-    if (!m || !creds) return void socket.end(response('401 Unauthorized', { 'WWW-Authenticate': 'Basic realm="Icecast2 Server"' }));
+    if (!m || !creds) return unauthorized();
     const granted = this.port.authorizePublish(m[1]!, creds.password);
     if (!granted.ok) {
       this.log.warn('icecast metadata refused', { remote, reason: granted.reason });
-      return void socket.end(response('401 Unauthorized', { 'WWW-Authenticate': 'Basic realm="Icecast2 Server"' }));
+      return unauthorized();
     }
-    if (url.searchParams.get('mode') !== 'updinfo') return reply('400 Bad Request', xmlError('Only mode=updinfo is supported'));
-    const song = url.searchParams.get('song');
-    let title = url.searchParams.get('title');
-    let artist = url.searchParams.get('artist');
+    if (ascii('mode') !== 'updinfo') return reply('400 Bad Request', xmlError('Only mode=updinfo is supported'));
+    let text: (name: string) => string | null;
+    try {
+      const charset = ascii('charset');
+      decodeCharset(Buffer.alloc(0), charset);
+      text = (name) => {
+        const b = params.get(name);
+        return b === undefined ? null : decodeCharset(b, charset).trim();
+      };
+    } catch (e) {
+      return reply('400 Bad Request', xmlError((e as Error).message));
+    }
+    const song = text('song');
+    let title = text('title');
+    let artist = text('artist');
     if (song && !title) {
       const dash = song.indexOf(' - ');
       if (dash > 0 && !artist) {
@@ -286,6 +457,82 @@ export class IcecastServer {
     if (!title) return reply('400 Bad Request', xmlError('No song or title given'));
     this.publishing.nowPlaying(m[1]!, { title: title.slice(0, 256), artist: artist ? artist.slice(0, 256) : null });
     reply('200 OK', XML_OK);
+  }
+}
+
+/** One connection of the port: its socket, peer, and its slot of the source caps (released once). */
+interface Conn {
+  socket: net.Socket;
+  ip: string;
+  remote: string;
+  release(): void;
+}
+
+/**
+ * A listener's body writer over its socket (the shape of src/http/routes/progressive.ts's sink): no
+ * framing, the bytes as they are until the end. `write` is false once Node buffers more than its
+ * high-water mark for the socket (then `onWritable` runs at 'drain'); after `end`, `close` or the
+ * client's going away, every call does nothing. `gone` runs once when the connection closes
+ * before `end`.
+ */
+class SocketSink implements IcecastListenSink {
+  done = false;
+  gone: (() => void) | null = null;
+  private writable: (() => void) | null = null;
+
+  constructor(
+    private readonly socket: net.Socket,
+    private readonly closeMs: number,
+  ) {
+    socket.on('drain', () => {
+      if (!this.done && this.writable) this.writable();
+    });
+    socket.once('close', () => {
+      this.done = true;
+      this.leave();
+    });
+  }
+
+  write(chunk: Uint8Array): boolean {
+    return this.done ? false : this.socket.write(chunk);
+  }
+
+  cork(fn: () => void): void {
+    if (this.done) return;
+    this.socket.cork();
+    try {
+      fn();
+    } finally {
+      this.socket.uncork();
+    }
+  }
+
+  onWritable(cb: () => void): void {
+    this.writable = cb;
+  }
+
+  end(): void {
+    if (this.done) return;
+    this.done = true;
+    this.gone = null;
+    const timer = setTimeout(() => this.socket.destroy(), this.closeMs);
+    timer.unref();
+    this.socket.once('close', () => clearTimeout(timer));
+    this.socket.end();
+  }
+
+  close(): void {
+    if (this.done) return;
+    this.done = true;
+    this.socket.destroy();
+    this.leave();
+  }
+
+  /** Runs `gone` once. */
+  leave(): void {
+    const g = this.gone;
+    this.gone = null;
+    g?.();
   }
 }
 
