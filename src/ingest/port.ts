@@ -56,8 +56,11 @@ export interface IngestPort {
   onEnded(streamId: string, atMs: number): void;
   /** `stream.error` with `error`. */
   onError(streamId: string, error: StreamError): void;
-  /** A source said what plays now (Icecast metadata call, stream tags): the stream's `nowPlaying`. */
-  onMetadata(streamId: string, np: NowPlayingUpdate): void;
+  /**
+   * A source said what plays now (Icecast metadata call, stream tags): the stream's `nowPlaying`.
+   * `null`: nothing known plays now (a new source connected: the last one's title is not its own).
+   */
+  onMetadata(streamId: string, np: NowPlayingUpdate | null): void;
   /**
    * The stream's recording is finished: make it a draft episode. Resolves once the recording was
    * handed over (its files may then be released); rejects when it could not be (kept for a retry).

@@ -110,12 +110,16 @@ export class Publishing {
    * What plays now changed (PRODUCT.md §11) — the one way in for every source: an Icecast
    * metadata call or tags in its stream, an RTMP `onMetaData` `title`, the API. The stream's media
    * hub carries it in its layers (aligned to the latest ingest audio), and the lifecycle makes it
-   * the stream's `nowPlaying`. Ignored for a stream that nobody publishes to and that is not live.
+   * the stream's `nowPlaying`. `null` clears it (each new publisher starts so). Ignored for a
+   * stream that nobody publishes to and that is not live.
    */
-  nowPlaying(streamId: string, np: NowPlayingUpdate): void {
+  nowPlaying(streamId: string, np: NowPlayingUpdate | null): void {
     const s = this.streams.get(streamId);
     if (!s?.publisher && this.d.port.streamState(streamId)?.status !== 'live') return;
-    s?.hub.setNowPlaying({ title: np.title, artist: np.artist ?? null, album: np.album ?? null, url: np.url ?? null });
+    // `null` (a new source): the hub forgets the old title (the next one is carried even if equal).
+    if (np === null) {
+      if (s) s.hub.nowPlaying = null;
+    } else s?.hub.setNowPlaying({ title: np.title, artist: np.artist ?? null, album: np.album ?? null, url: np.url ?? null });
     this.d.port.onMetadata(streamId, np);
   }
 
@@ -216,6 +220,9 @@ export class Publishing {
     st.codecChecked = false;
     st.sawHeader = false;
     st.feed = st.hub.attach(publisher);
+    // A new source starts with no title (docs/icecast.md): what the previous one played is not
+    // what this one plays; its own title (onMetaData, OpusTags, updinfo) comes after this.
+    this.nowPlaying(streamId, null);
     const feed = st.feed;
     const codec = grant.codec;
     return {

@@ -165,7 +165,8 @@ export class StreamLifecycle implements IngestPort {
   }
 
   /** Applies a title change the cap let through (see `onMetadata`). */
-  private applyMetadata(streamId: string, np: NowPlayingUpdate, atMs: number): void {
+  private applyMetadata(streamId: string, np: NowPlayingUpdate | null, atMs: number): void {
+    if (np === null) return this.clearNowPlaying(streamId);
     const value: NowPlaying = {
       title: np.title,
       artist: np.artist ?? null,
@@ -184,6 +185,26 @@ export class StreamLifecycle implements IngestPort {
         this.d.streams.setNowPlaying(streamId, json);
         after = this.d.playLog?.change({ accountId: row.account_id, streamId, title: value.title, artist: value.artist, album: value.album, url: value.url, artworkUrl: value.artworkUrl }, atMs);
         this.d.outbox.record(row.account_id, 'stream.now_playing', { object: this.object({ ...row, now_playing: json }) });
+      });
+      after?.();
+    });
+  }
+
+  /**
+   * Nothing known plays now (a new source connected without a title): `nowPlaying` becomes null,
+   * the running track of the play log ends, and `stream.now_playing` tells it — when a title was set.
+   */
+  private clearNowPlaying(streamId: string): void {
+    const atMs = this.now();
+    this.d.writes.run(streamId, 'now playing cleared', () => {
+      this.d.playLog?.settle();
+      let after: (() => void) | undefined;
+      this.transact(() => {
+        const row = this.d.streams.getAny(streamId);
+        if (!row || row.status === 'ended' || !row.now_playing) return;
+        this.d.streams.setNowPlaying(streamId, null);
+        after = this.d.playLog?.end(streamId, atMs);
+        this.d.outbox.record(row.account_id, 'stream.now_playing', { object: this.object({ ...row, now_playing: null }) });
       });
       after?.();
     });
