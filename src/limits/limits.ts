@@ -5,7 +5,7 @@
  * calls `hit`. Counters are read by `snapshot()` (tests, `GET /metrics`).
  */
 import type { Logger } from '../log/logger.js';
-import { addressGroup } from '../ratelimit/client-ip.js';
+import { addressGroup } from './address-key.js';
 
 /**
  * The caps, by stable name (the `limit` label of `skylark_limit_hits_total`). Each maps to a
@@ -92,7 +92,7 @@ export class Limits {
 /**
  * Open things per client address, with a total: `tryAcquire` says whether one more fits under
  * both caps and, if so, counts it; `release` gives it back. O(1) per call. Pass the IP without the
- * port; addresses are counted by group (`addressGroup`, src/ratelimit/client-ip.ts: IPv4 as is,
+ * port; addresses are counted by group (`addressGroup`, src/limits/address-key.ts: IPv4 as is,
  * IPv4-mapped IPv6 as IPv4, IPv6 by /64), so one /64 holds one address's share. The counts are
  * kept by exact group in a Map, so no address shares another group's count.
  */

@@ -8,7 +8,7 @@
  * count-min sketch of the per-address counts — two rows of 2^16 cells, each address counted in
  * one cell of each row. An address's count is the smaller of its two cells, which is never below
  * its true count: a cap is never exceeded. Addresses are counted by group (IPv4 as is, IPv6 by
- * /64: src/ratelimit/client-ip.ts `addressGroup`), and the cells are picked by a keyed hash
+ * /64: src/limits/address-key.ts `addressGroup`), and the cells are picked by a keyed hash
  * (HMAC-SHA-256 under a random secret, src/limits/address-key.ts) that the memory itself carries:
  * the thread that makes the counter draws the secret and every thread attached to the memory reads
  * it, so all agree on the cells while no client can compute addresses that land on another's

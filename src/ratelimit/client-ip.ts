@@ -34,42 +34,5 @@ export function clientIp(peer: string, forwardedFor: string, trusted: (ip: strin
   return hops[0] ?? peer;
 }
 
-/** The eight 16-bit words of an IPv6 address (`isIP(s) === 6`, no zone, no brackets); an embedded IPv4 tail gives the last two. */
-function ipv6Words(s: string): number[] {
-  const words = (part: string): number[] =>
-    part === ''
-      ? []
-      : part.split(':').flatMap((w) => {
-          if (!w.includes('.')) return [parseInt(w, 16)];
-          const [a, b, c, d] = w.split('.').map(Number) as [number, number, number, number];
-          return [(a << 8) | b, (c << 8) | d];
-        });
-  const gap = s.indexOf('::');
-  if (gap < 0) return words(s);
-  const head = words(s.slice(0, gap));
-  const tail = words(s.slice(gap + 2));
-  return [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail];
-}
-
-/**
- * The group a client address is capped and rate-limited as (docs/listeners.md "Per-address caps"):
- * an IPv4 address stands for itself; an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`, RFC 4291
- * §2.5.5.2) is that IPv4 address; any other IPv6 address stands for its /64 (`2001:db8:0:1::/64`:
- * RFC 4291 §2.5.4 gives every interface a 64-bit id, and one subscriber is routed a /64 or more, so
- * an attacker with one /64 must not get 2^64 slots). Brackets and a zone id (`%eth0`) are ignored.
- * Anything that is not an IP address is returned as given (it is then its own group).
- */
-export function addressGroup(ip: string): string {
-  let s = ip.trim();
-  if (s.startsWith('[')) s = s.slice(1, s.indexOf(']') > 0 ? s.indexOf(']') : undefined);
-  const zone = s.indexOf('%');
-  if (zone >= 0) s = s.slice(0, zone);
-  const family = net.isIP(s);
-  if (family === 4) return s;
-  if (family !== 6) return ip;
-  const w = ipv6Words(s.toLowerCase());
-  if (w[0] === 0 && w[1] === 0 && w[2] === 0 && w[3] === 0 && w[4] === 0 && w[5] === 0xffff) {
-    return `${w[6]! >> 8}.${w[6]! & 255}.${w[7]! >> 8}.${w[7]! & 255}`;
-  }
-  return `${w.slice(0, 4).map((x) => x.toString(16)).join(':')}::/64`;
-}
+/** The group a client address is capped and rate-limited as (src/limits/address-key.ts). */
+export { addressGroup } from '../limits/address-key.js';

@@ -9,8 +9,7 @@
  *   and `PerAddressRate` (HLS sessions per minute), which admits at most `max` within any window.
  */
 import { describe, expect, it } from 'vitest';
-import { addressGroup } from '../../../src/ratelimit/client-ip.js';
-import { addressSlots, newAddressSecret, PerAddressRate } from '../../../src/limits/address-key.js';
+import { addressGroup, addressSlots, newAddressSecret, PerAddressRate } from '../../../src/limits/address-key.js';
 import { PerAddressCounter } from '../../../src/limits/limits.js';
 import { SharedAddressCounter } from '../../../src/listeners/shared-counter.js';
 
