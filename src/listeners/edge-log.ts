@@ -24,8 +24,8 @@
  *   by an edge (every request reaches the origin and is counted there), so their lines, which
  *   carry no sid, are ignored.
  * - Bounded: a datagram over `MAX_DATAGRAM_BYTES` is dropped unread; a line costs one regex, one
- *   `JSON.parse` of ≤ 4 KiB and one registry touch (a join checks the sid's HMAC once); no state
- *   per sender. The kernel's socket buffer bounds what waits to be read.
+ *   `JSON.parse` of ≤ 4 KiB, one SHA-256 of a ≤ 256-character secret and one registry touch (a
+ *   join checks the sid's HMAC once); no state per sender. The kernel's socket buffer bounds what waits to be read.
  */
 import dgram from 'node:dgram';
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
