@@ -179,6 +179,8 @@ describe('Icecast port listeners', () => {
     expect(gst.code).toBe(0);
     expect(gst.out).toContain('Café Trio - Don');
     expect(gst.out).toContain('Skylark FM');
+    expect(gst.out).not.toContain('Source Name');
+    expect(gst.out).not.toContain('Source Genre');
   }, 90_000);
 
   it('a token stream needs ?token=, and /status-json.xsl lists the public stream only (an array)', async () => {
