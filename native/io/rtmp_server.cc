@@ -6,6 +6,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/util/address_group.h"
 #include "io/connection.h"
 
 namespace skylark::io {
@@ -353,7 +354,7 @@ void RtmpServer::StopSweep() {
 
 namespace {
 
-// The peer's IP and "ip:port" ("?" when unknown).
+// The peer's per-IP count key (core/util/address_group.h: IPv6 by /64) and "ip:port" ("?" when unknown).
 void PeerName(uv_tcp_t* tcp, std::string* ip_out, std::string* remote_out) {
   sockaddr_storage addr{};
   int len = sizeof(addr);
@@ -368,6 +369,9 @@ void PeerName(uv_tcp_t* tcp, std::string* ip_out, std::string* remote_out) {
     auto* a6 = reinterpret_cast<sockaddr_in6*>(&addr);
     uv_ip6_name(a6, ip, sizeof(ip));
     port = ntohs(a6->sin6_port);
+    *ip_out = util::AddressGroupV6(a6->sin6_addr.s6_addr);
+    *remote_out = std::string(ip) + ":" + std::to_string(port);
+    return;
   } else {
     auto* a4 = reinterpret_cast<sockaddr_in*>(&addr);
     uv_ip4_name(a4, ip, sizeof(ip));
