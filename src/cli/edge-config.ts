@@ -7,8 +7,8 @@
  *   (`proxy_cache_key $uri`), kept as long as the origin says (a year, immutable), dropped 10 min
  *   after their last use; `proxy_cache_lock on`: concurrent misses of one object become one origin
  *   fetch; `proxy_cache_use_stale updating`.
- * - Media playlists (`/hls/<id>/<layer>/index.m3u8`): cached by path + `_HLS_msn` + `_HLS_part`
- *   (never the session id), with the same lock, so a blocking reload is fetched once per edge and
+ * - Media playlists (`/hls/<id>/<layer>/index.m3u8`): cached by path + `_HLS_msn` + `_HLS_part` +
+ *   `_HLS_skip` (a delta update, docs/ll-hls.md; never the session id), with the same lock, so a blocking reload is fetched once per edge and
  *   answered to every listener waiting on it. The origin's `Cache-Control` decides what is kept: a
  *   blocking reload that lists its part for one target duration, a timed-out one never
  *   (`no-store`); a non-blocking LL-HLS playlist never (`no-cache`), a classic one for half a
@@ -239,12 +239,13 @@ ${ind(lock, 12)}
             proxy_cache_use_stale updating;
         }
 
-        # Media playlists. A blocking reload (_HLS_msn, _HLS_part) is fetched once per key and shared by
-        # every listener asking for it; the session id (sid) is not part of the key.
+        # Media playlists. A blocking reload (_HLS_msn, _HLS_part, and _HLS_skip: a delta update is
+        # other bytes) is fetched once per key and shared by every listener asking for it; the
+        # session id (sid) is not part of the key.
         location ~ ^/hls/[^/]+/[^/]+/index\\.m3u8$ {
             proxy_pass ${scheme}://skylark_origin;
 ${ind(lock, 12)}
-            proxy_cache_key $uri?_HLS_msn=$arg__HLS_msn&_HLS_part=$arg__HLS_part;
+            proxy_cache_key $uri?_HLS_msn=$arg__HLS_msn&_HLS_part=$arg__HLS_part&_HLS_skip=$arg__HLS_skip;
             ${syslog}${fileLog ? `\n            ${fileLog}` : ''}
         }
 

@@ -34,7 +34,7 @@ describe('skylark edge-config', () => {
     expect(objects).toContain('proxy_cache_lock on;');
     expect(objects).toContain('proxy_cache_use_stale updating;');
     const playlists = location(conf, '~ ^/hls/[^/]+/[^/]+/index\\.m3u8$');
-    expect(playlists).toContain('proxy_cache_key $uri?_HLS_msn=$arg__HLS_msn&_HLS_part=$arg__HLS_part;');
+    expect(playlists).toContain('proxy_cache_key $uri?_HLS_msn=$arg__HLS_msn&_HLS_part=$arg__HLS_part&_HLS_skip=$arg__HLS_skip;');
     expect(playlists).not.toMatch(/proxy_cache_key[^\n]*sid/);
     expect(playlists).toContain('proxy_cache_lock on;');
     expect(playlists).toContain('access_log syslog:server=10.0.0.5:5514,tag=skylark,nohostname skylark_edge if=$skylark_edge_log;');
