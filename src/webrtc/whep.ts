@@ -15,14 +15,19 @@
  *   `too_many_pending_offers` with `Retry-After`) and dropped, every socket closed, after
  *   `whepOfferTimeoutMs` (PRODUCT.md §13).
  * ICE: host candidates on 127.0.0.1 and the configured HTTP host (all interfaces when that is a
- * wildcard), UDP, IPv4: one UDP socket per advertised address. ICE/DTLS/SRTP by werift.
+ * wildcard), UDP, IPv4: one UDP socket per advertised address. ICE/DTLS/SRTP by werift. No STUN or
+ * TURN server is contacted unless `SKYLARK_ICE_SERVERS` names some (werift's own default is a
+ * public STUN server: `peerConfiguration` always passes the list).
+ * - Sessions that stop qualifying end within a few seconds (docs/listeners.md "Connections that
+ *   stop qualifying"): the stream was deleted, or it now needs a listener token the session did
+ *   not bring, or whose time ran out.
  */
 import { RTCPeerConnection, RTCRtpCodecParameters, RtpHeader, RtpPacket, type RTCRtpTransceiver } from 'werift';
 import type { BlockList } from 'node:net';
 import type { HttpServer, RawBodyRequest, RawReply } from '../http/server.js';
 import { errorBody, statusLine } from '../http/server.js';
 import { ApiError, internalError } from '../errors/errors.js';
-import type { Config, PublicUrls } from '../config/config.js';
+import type { Config, IceServer, PublicUrls } from '../config/config.js';
 import type { Logger } from '../log/logger.js';
 import type { ListenerTokens } from '../auth/listener-tokens.js';
 import { randomBase62 } from '../ids.js';
@@ -42,6 +47,8 @@ const DISCONNECTED_GRACE_MS = 10_000;
 const PEER_QUEUE = 32;
 /** A peer that has dropped every packet for this long is closed as too slow (ms). */
 const PEER_MAX_DROPPING_MS = 5000;
+/** How often sessions are checked against their stream's playback rule (ms). */
+export const QUALIFY_SWEEP_MS = 1000;
 /** The Opus payload type we answer with when the offer has none we can match. */
 const OPUS = () => new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48000, channels: 2, payloadType: 111, parameters: 'minptime=10;useinbandfec=1' });
 
@@ -86,6 +93,26 @@ interface OfferClient {
   /** The listener session key (`<token subject>:whep:<id>` or `whep:<id>`). */
   keyPrefix: string;
   userAgent: string | null;
+  /** When the valid listener token for this stream the offer carried expires (ms since the epoch); null: none. */
+  tokenExpiresAt: number | null;
+}
+
+/**
+ * The RTCPeerConnection configuration of a WHEP answer: Opus only, no header extensions, host
+ * candidates on `hosts` (every interface when `allInterfaces`), and exactly `iceServers` — an
+ * empty list unless configured, so no outside STUN/TURN server is contacted.
+ */
+export function peerConfiguration(o: { iceServers: readonly IceServer[]; allInterfaces: boolean; hosts: string[] }) {
+  return {
+    codecs: { audio: [OPUS()], video: [] },
+    headerExtensions: { audio: [], video: [] },
+    iceServers: o.iceServers.map((s) => ({ ...s })),
+    // With a specific HTTP host, one UDP socket per address the answer lists (werift would add
+    // one per interface address, then filtered out of the answer); a wildcard host: all of them.
+    iceUseIpv4: o.allInterfaces,
+    iceUseIpv6: false,
+    iceAdditionalHostAddresses: o.hosts,
+  };
 }
 
 /**
@@ -181,6 +208,7 @@ class Whep {
   private readonly allInterfaces: boolean;
   /** Offers being negotiated or answered and not connected yet, per client address and in total. */
   private readonly pending: PerAddressCounter;
+  private sweepTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly d: WhepDeps) {
     const h = d.config.httpHost;
@@ -196,6 +224,32 @@ class Whep {
     http.rawBody('options', '/whep/:id/:session', () => ({ status: '204 No Content', headers: CORS, body: new Uint8Array(0) }), { maxBodyBytes: 0, headers: [] });
     http.rawBody('post', '/whep/:id', (req) => this.guarded(req, () => this.offer(req)), { maxBodyBytes: MAX_OFFER_BYTES, headers });
     http.rawBody('del', '/whep/:id/:session', (req) => this.guarded(req, () => this.delete(req)), { maxBodyBytes: 0, headers: [] });
+    this.sweepTimer = setInterval(() => this.sweep(), QUALIFY_SWEEP_MS);
+    this.sweepTimer.unref();
+  }
+
+  /**
+   * Ends every session that no longer qualifies: its stream was deleted, or the stream needs a
+   * listener token (`playback: "token"`) and the session brought none, or its token expired.
+   * The stream's policy comes from the 2 s cache, so a change applies within about 3 s.
+   */
+  sweep(): void {
+    if (this.peers.size === 0) return;
+    const now = Date.now();
+    for (const p of [...this.peers.values()]) {
+      let why: string | null = null;
+      try {
+        const policy = this.d.access.policy(p.streamId);
+        if (!policy) why = 'stream deleted';
+        else if (policy.playback === 'token' && p.client.tokenExpiresAt === null) why = 'the stream now needs a listener token';
+        else if (policy.playback === 'token' && p.client.tokenExpiresAt !== null && p.client.tokenExpiresAt <= now) why = 'listener token expired';
+      } catch (e) {
+        // The policy could not be read (database): judged again at the next sweep.
+        this.d.log.warn('whep: stream policy unreadable', { streamId: p.streamId, err: (e as Error).message });
+        return;
+      }
+      if (why) p.close(why);
+    }
   }
 
   /** Answers errors as the JSON envelope with the CORS headers (a browser must see the status). */
@@ -225,6 +279,7 @@ class Whep {
     if (!policy) throw new ApiError('resource_missing', `No such stream: '${streamId}'.`);
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1] ?? new URLSearchParams(req.query).get('token') ?? '';
     let key = '';
+    let tokenExpiresAt: number | null = null;
     if (policy.playback === 'token' || bearer) {
       const t = bearer ? await this.d.tokens.verify(bearer) : null;
       const valid = t?.ok === true && t.claims.streamId === streamId;
@@ -235,7 +290,10 @@ class Whep {
           { headers: { 'WWW-Authenticate': bearer ? 'Bearer error="invalid_token"' : 'Bearer' } },
         );
       }
-      if (valid && t?.ok) key = `${t.claims.subject}:`;
+      if (valid && t?.ok) {
+        key = `${t.claims.subject}:`;
+        tokenExpiresAt = t.claims.expiresAt;
+      }
     }
     const hub = this.d.media.get(streamId);
     if (!hub || hub.ended) throw new ApiError('stream_not_live', `Stream '${streamId}' is not live.`);
@@ -259,7 +317,7 @@ class Whep {
     }
     let peer: Peer;
     try {
-      peer = await this.negotiate(streamId, hub, sdp, { ip, accountId: policy.accountId, keyPrefix: key, userAgent: req.headers['user-agent'] || null });
+      peer = await this.negotiate(streamId, hub, sdp, { ip, accountId: policy.accountId, keyPrefix: key, userAgent: req.headers['user-agent'] || null, tokenExpiresAt });
     } catch (e) {
       this.pending.release(ip);
       throw e;
@@ -280,15 +338,7 @@ class Whep {
    */
   private async negotiate(streamId: string, hub: StreamHub, sdp: string, client: OfferClient): Promise<Peer> {
     const timeoutMs = this.d.config.limits.whepOfferTimeoutMs;
-    const pc = new RTCPeerConnection({
-      codecs: { audio: [OPUS()], video: [] },
-      headerExtensions: { audio: [], video: [] },
-      // With a specific HTTP host, one UDP socket per address the answer lists (werift would add
-      // one per interface address, then filtered out of the answer); a wildcard host: all of them.
-      iceUseIpv4: this.allInterfaces,
-      iceUseIpv6: false,
-      iceAdditionalHostAddresses: this.hosts,
-    });
+    const pc = new RTCPeerConnection(peerConfiguration({ iceServers: this.d.config.iceServers, allInterfaces: this.allInterfaces, hosts: this.hosts }));
     let transceiver: RTCRtpTransceiver | undefined;
     try {
       await pc.setRemoteDescription({ type: 'offer', sdp });
@@ -384,6 +434,8 @@ class Whep {
   }
 
   async close(): Promise<void> {
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.sweepTimer = null;
     for (const p of [...this.peers.values()]) p.close('server shutdown');
   }
 }
