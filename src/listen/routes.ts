@@ -18,7 +18,10 @@
  * Each GET is a listener (`protocol: "icecast"`) in the registry from connect to close, with its
  * country and user agent. Connections are capped per client address and in total
  * (`listenMaxConnectionsPerIp`, `listenMaxConnections`: 429 with `Retry-After`). A listener more
- * than 10 s behind is disconnected (`listen_slow_client`).
+ * than 10 s behind is disconnected (`listen_slow_client`). A connection that stops qualifying is
+ * closed within a few seconds (docs/listeners.md "Connections that stop qualifying"): its stream
+ * was deleted, or it turned to `playback: "token"` and the connection brought no valid token, or
+ * its token expired.
  */
 import type { BlockList } from 'node:net';
 import type { AppContext, Feature } from '../context.js';
@@ -97,6 +100,8 @@ const JSON_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cac
 const RETRY_AFTER_S = '5';
 /** How long a stream's title is cached (ms); a `stream.now_playing` event drops it at once. */
 const TITLE_TTL_MS = 2000;
+/** How often open connections are checked against their stream's playback rule (ms). */
+export const QUALIFY_SWEEP_MS = 1000;
 /** A mount logs its first read-back failure, then every this-many. */
 const LOG_EVERY = 100;
 
@@ -109,8 +114,44 @@ const refuse = (status: number, code: ErrorCode, message: string, requestId: str
   body: Buffer.from(JSON.stringify(errorBody(new ApiError(code, message, { status }), requestId))),
 });
 
-/** Registers the listening routes of `c` on `http` (either thread). */
-export function registerListenHandlers(http: HttpServer, c: ListenContext): void {
+/** An open listening connection, as the qualify sweep sees it. */
+interface OpenListen {
+  streamId: string;
+  /** When the valid listener token for this stream the URL carried expires (ms since the epoch); null: none. */
+  tokenExpiresAt: number | null;
+  /** Closes the connection (its cleanup then runs). */
+  close(): void;
+}
+
+/**
+ * Registers the listening routes of `c` on `http` (either thread). Returns what stops the sweep
+ * that closes connections which no longer qualify (see the file comment).
+ */
+export function registerListenHandlers(http: HttpServer, c: ListenContext): { close(): void } {
+  const open = new Set<OpenListen>();
+  const sweep = () => {
+    const now = Date.now();
+    const policies = new Map<string, StreamPolicy | null>();
+    for (const o of [...open]) {
+      let pol = policies.get(o.streamId);
+      try {
+        if (pol === undefined) policies.set(o.streamId, (pol = c.policy(o.streamId)));
+      } catch (e) {
+        // The policy could not be read (database): judged again at the next sweep.
+        c.log.warn('listening: stream policy unreadable', { streamId: o.streamId, err: (e as Error).message });
+        return;
+      }
+      if (!pol || (pol.playback === 'token' && (o.tokenExpiresAt === null || o.tokenExpiresAt <= now))) {
+        open.delete(o);
+        o.close();
+      }
+    }
+  };
+  const timer = setInterval(() => {
+    if (open.size > 0) sweep();
+  }, QUALIFY_SWEEP_MS);
+  timer.unref();
+
   const handle = (req: ProgressiveRequest, id: string, kbps: number | null, ext: string): ProgressiveAnswer => {
     const { requestId } = req;
     if (c.counts) c.counts.listen++;
@@ -127,13 +168,19 @@ export function registerListenHandlers(http: HttpServer, c: ListenContext): void
     if (!layer || !layer.ready || layer.ended) return notFound();
     const pol = c.policy(id);
     if (!pol) return notFound();
+    const token = queryParam(req.query, 'token');
+    let tokenExpiresAt: number | null = null;
     if (pol.playback === 'token') {
-      const token = queryParam(req.query, 'token');
       if (token === '') return refuse(401, 'missing_token', 'This stream needs a listener token: add ?token=<token> to the URL.', requestId, [['WWW-Authenticate', 'Bearer realm="listener"']]);
       const r = c.tokens.verifySync(token);
       if (!r.ok && r.reason === 'expired') return refuse(403, 'token_expired', 'The listener token has expired; get a new one.', requestId);
       if (!r.ok) return refuse(403, 'invalid_token', 'The listener token is malformed or its signature is invalid.', requestId);
       if (r.claims.streamId !== id) return refuse(403, 'invalid_token', 'The listener token is for another stream.', requestId);
+      tokenExpiresAt = r.claims.expiresAt;
+    } else if (token !== '') {
+      // A public stream needs none, but a valid one keeps the connection if the stream turns to tokens.
+      const r = c.tokens.verifySync(token);
+      if (r.ok && r.claims.streamId === id) tokenExpiresAt = r.claims.expiresAt;
     }
     const icy = req.header('icy-metadata') === '1';
     const headers: Array<readonly [string, string]> = [
@@ -166,9 +213,11 @@ export function registerListenHandlers(http: HttpServer, c: ListenContext): void
         open: (sink) => {
           let session: ListenSession | null = null;
           let done = false;
+          const entry: OpenListen = { streamId: id, tokenExpiresAt, close: () => sink.close() };
           const finish = () => {
             if (done) return;
             done = true;
+            open.delete(entry);
             session?.close();
             c.caps.release(ip);
           };
@@ -198,6 +247,7 @@ export function registerListenHandlers(http: HttpServer, c: ListenContext): void
             finish();
             throw e;
           }
+          open.add(entry);
           return () => {
             h.remove();
             finish();
@@ -219,6 +269,12 @@ export function registerListenHandlers(http: HttpServer, c: ListenContext): void
     if (!m || !/^\d{1,5}$/.test(m[1]!) || !/^[A-Za-z0-9_-]{1,64}$/.test(id)) return refuse(404, 'resource_missing', 'No such listening URL.', req.requestId);
     return handle(req, id, Number(m[1]), m[2]!);
   });
+  return {
+    close() {
+      clearInterval(timer);
+      open.clear();
+    },
+  };
 }
 
 /** What the main thread's listening routes are given besides the HTTP server and the media. */
@@ -279,7 +335,7 @@ export function registerListenRoutes(http: HttpServer, media: MediaRegistry, d: 
   });
 
   const layerView = (l: Layer): ListenLayerView & { layer: Layer } => ({ layer: l, name: l.name, kbps: l.o.kbps, ready: l.ready, ended: l.ended, failed: l.failed });
-  registerListenHandlers(http, {
+  const handlers = registerListenHandlers(http, {
     log,
     limits: ctx.limits,
     caps,
@@ -330,6 +386,7 @@ export function registerListenRoutes(http: HttpServer, media: MediaRegistry, d: 
         post,
       )),
     close() {
+      handlers.close();
       unsubscribe();
       feed?.close();
       for (const m of [...mounts.values()]) m.close();
