@@ -18,7 +18,10 @@
  * BENCH_HTTP_TITLES (1: also the '+titles' rows; 0: without),
  * SKYLARK_BENCH_CPU_PROF (a directory: runs Skylark with `node --cpu-prof` into it),
  * SKYLARK_BENCH_NODE_FLAGS (more node flags for Skylark, e.g. `--perf-basic-prof` for `perf`),
- * BENCH_SKYLARK_THREADS (Skylark's SKYLARK_HTTP_THREADS, default 1; the players bench too).
+ * BENCH_SKYLARK_THREADS (Skylark's SKYLARK_HTTP_THREADS, default 1; the players bench too),
+ * BENCH_HTTP10_COMPARE (1: also a second Skylark with the HTTP/1.0 front off, `SKYLARK_HTTP10=0`,
+ * measured in the same rounds on its own stream, so the rows show what the front's hooks cost
+ * HTTP/1.1 requests; 0: without).
  */
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync, existsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -63,6 +66,7 @@ export async function run(): Promise<BenchRow[]> {
   const warmup = envNum('BENCH_HTTP_WARMUP_SECONDS', 2);
   const threads = Math.max(1, Math.round(envNum('BENCH_HTTP_THREADS', 1)));
   const titles = (process.env.BENCH_HTTP_TITLES ?? '1') !== '0';
+  const compareHttp10 = (process.env.BENCH_HTTP10_COMPARE ?? '1') !== '0';
   const connsList = (process.env.BENCH_HTTP_CONNS || '100,1000').split(',').map((s) => Number(s.trim())).filter((n) => n > 0);
 
   if (!have('wrk')) throw new Error('wrk is not installed: apt-get install -y wrk');
@@ -79,6 +83,14 @@ export async function run(): Promise<BenchRow[]> {
     children.push(sky.child);
     log(`skylark pid ${sky.child.pid} at ${sky.http}, rtmp ${sky.rtmp}`);
     const secretKey = await createAccount(path.join(work, 'data'), sky.defaultSecretKey);
+    // The same server with the HTTP/1.0 front off (no hooks on its HTTP library's socket calls).
+    let off: { child: ChildProcess; http: string; secretKey: string } | null = null;
+    if (compareHttp10) {
+      const o = await startSkylark(path.join(work, 'data-off'), { SKYLARK_HTTP10: '0' });
+      children.push(o.child);
+      off = { child: o.child, http: o.http, secretKey: await createAccount(path.join(work, 'data-off'), o.defaultSecretKey) };
+      log(`skylark (HTTP/1.0 front off) pid ${o.child.pid} at ${o.http}`);
+    }
 
     // ── nginx static (files are written per round) ───────────────────────────────────────────
     let nginx: { pid: number; base: string; dir: string } | null = null;
@@ -96,13 +108,16 @@ export async function run(): Promise<BenchRow[]> {
     }
 
     // ── rounds: each has a fresh stream (so it stays well inside its 300 s reconnect window) ──
-    const results = new Map<string, { skylark: Measured[]; nginx: Measured[] }>();
+    const results = new Map<string, { skylark: Measured[]; nginx: Measured[]; off: Measured[] }>();
     const sizes: Record<string, string> = {};
     for (let r = 0; r < rounds; r++) {
       // Two streams per round: a plain one, and one whose title changed every 10 s while it was
       // published (issue 16: metadata must not cost the listener path): its playlist carries
       // EXT-X-DATERANGE and PROGRAM-DATE-TIME tags, its segments the timed ID3.
       const targets = [...(await prepareRound(sky.http, secretKey, nginx, r)), ...(titles ? await prepareRound(sky.http, secretKey, nginx, r, { titlesEveryMs: 10_000 }) : [])];
+      // The front-off server's own plain stream: its segment and playlist, by kind.
+      const offTargets = new Map<string, Target>();
+      if (off) for (const t of await prepareRound(off.http, off.secretKey, null, r)) offTargets.set(t.kind, t);
       if (r === 0) {
         // Response sizes on the wire, as wrk reads them.
         for (const t of targets) {
@@ -123,14 +138,15 @@ export async function run(): Promise<BenchRow[]> {
       // Servers alternate which goes first each round.
       for (const conns of connsList) {
         for (const t of targets) {
-          const slot = results.get(`${t.kind}|${conns}`) ?? { skylark: [], nginx: [] };
+          const slot = results.get(`${t.kind}|${conns}`) ?? { skylark: [], nginx: [], off: [] };
           results.set(`${t.kind}|${conns}`, slot);
-          const order: Array<'skylark' | 'nginx'> = r % 2 === 0 ? ['skylark', 'nginx'] : ['nginx', 'skylark'];
+          const order: Array<'skylark' | 'nginx' | 'off'> = r % 2 === 0 ? ['skylark', 'off', 'nginx'] : ['nginx', 'off', 'skylark'];
           for (const who of order) {
-            const url = who === 'skylark' ? t.skylark : t.nginx;
-            const pid = who === 'skylark' ? sky.child.pid! : nginx?.pid;
+            const offTarget = who === 'off' ? offTargets.get(t.kind) : undefined;
+            const url = who === 'skylark' ? t.skylark : who === 'nginx' ? t.nginx : (offTarget?.skylark ?? null);
+            const pid = who === 'skylark' ? sky.child.pid! : who === 'nginx' ? nginx?.pid : off?.child.pid;
             if (!url || !pid) continue;
-            const m = await measure(url, pid, t.bytes, { threads, connections: conns, seconds });
+            const m = await measure(url, pid, offTarget?.bytes ?? t.bytes, { threads, connections: conns, seconds });
             slot[who].push(m);
             log(
               `round ${r + 1}/${rounds} ${t.kind} c=${conns} ${who}: ${Math.round(m.wrk.reqPerSec)} req/s, ${m.wrk.gbitPerSec.toFixed(2)} Gbit/s, ` +
@@ -253,7 +269,7 @@ function errorsOf(ms: Measured[]): string {
 }
 
 function toRows(
-  results: Map<string, { skylark: Measured[]; nginx: Measured[] }>,
+  results: Map<string, { skylark: Measured[]; nginx: Measured[]; off: Measured[] }>,
   connsList: number[],
   rounds: number,
   seconds: number,
@@ -323,6 +339,23 @@ function toRows(
         unit: 'req/CPU-s',
         peer: { name: 'no titles', value: perCpu(a) },
         note: `req/s with titles ${Math.round(median(b.map((m) => m.wrk.reqPerSec)))}, without ${Math.round(median(a.map((m) => m.wrk.reqPerSec)))}`,
+      });
+    }
+  }
+  // The HTTP/1.0 front's cost to HTTP/1.1 requests: the same request against a Skylark without it.
+  for (const kind of ['segment', 'playlist']) {
+    for (const conns of connsList) {
+      const slot = results.get(`${kind}|${conns}`);
+      if (!slot?.skylark.length || !slot.off.length) continue;
+      const perCpu = (ms: Measured[]) => median(ms.map((m) => (m.serverCpu > 0 ? m.wrk.reqPerSec / (m.serverCpu / 100) : NaN)));
+      const reqs = (ms: Measured[]) => median(ms.map((m) => m.wrk.reqPerSec));
+      rows.push({
+        group,
+        name: `${kind} ${conns} conns: req/s, HTTP/1.0 front on (HTTP/1.1 requests)`,
+        value: reqs(slot.skylark),
+        unit: 'req/s',
+        peer: { name: 'front off', value: reqs(slot.off) },
+        note: `req per server CPU-second on ${Math.round(perCpu(slot.skylark))}, off ${Math.round(perCpu(slot.off))}; front off: ${errorsOf(slot.off)}`,
       });
     }
   }

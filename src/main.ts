@@ -35,7 +35,9 @@ import { Publishing } from './ingest/publishing.js';
 import { ICECAST_DEFAULTS, IcecastServer } from './ingest/icecast-server.js';
 import { INGEST_DEFAULTS, RtmpServer } from './ingest/rtmp-server.js';
 import path from 'node:path';
-import { HttpServer } from './http/server.js';
+import { HTTP_LIBRARY_OBJECT, HttpServer } from './http/server.js';
+import { Http10Front, adoptHttp10Connection } from './http/http10.js';
+import { installHttpFront } from './native/http-front.js';
 import { mountApi } from './api/index.js';
 import { FeedService } from './feed/feed-service.js';
 import { registerFeedRoutes } from './feed/routes.js';
@@ -262,13 +264,17 @@ export async function startServer(config: Config, log: Logger, now: () => number
   let icecastPort: number;
   let edgeLogPort: number | null = null;
   let threads: RunningThreads | null = null;
-  const socket = threadCount > 1 ? privateSocketPath() : null;
+  // The main thread's private unix socket: requests forwarded by worker threads and by the HTTP/1.0 front.
+  const socket = privateSocketPath();
+  const http10 = new Http10Front({ socketPath: socket.socketPath, maxConnections: config.limits.listenMaxConnections, log: log.child('http10') });
   try {
     httpPort = await listenHttp(http, config.httpHost, config.httpPort, threadCount > 1);
-    if (socket) {
+    await http.listenUnix(socket.socketPath);
+    http10.attach(httpPort);
+    if (config.http10) installHttpFrontOnce(config.limits.listenSendBufferBytes, log);
+    if (threadCount > 1) {
       // Worker threads on the same host:port (SO_REUSEPORT); what they do not serve comes to the
       // main thread over its private unix socket.
-      await http.listenUnix(socket.socketPath);
       threads = await startHttpThreads({
         count: threadCount,
         host: config.httpHost,
@@ -300,8 +306,9 @@ export async function startServer(config: Config, log: Logger, now: () => number
   } catch (e) {
     await edgeLog?.close();
     await threads?.close();
+    http10.close();
     http.close();
-    socket?.cleanup();
+    socket.cleanup();
     await rtmp.close().catch(() => {});
     await icecast.close().catch(() => {});
     writes.close();
@@ -333,8 +340,9 @@ export async function startServer(config: Config, log: Logger, now: () => number
     async close() {
       // Worker threads first: each closes its connections and sends its last session batch.
       await threads?.close();
+      http10.close();
       http.close(); // closes every HTTP connection too (idle keep-alive, held LL-HLS reloads)
-      socket?.cleanup();
+      socket.cleanup();
       await rtmp.close();
       await icecast.close();
       await ingest.close(); // codec processes stop; recordings are closed and kept for the next run
@@ -360,6 +368,20 @@ export async function startServer(config: Config, log: Logger, now: () => number
  * bound explicitly, so the workers can bind it too; a port taken in between is picked again.
  * @returns the bound port. @throws Error when the port is taken
  */
+/** The outcome of installing the HTTP/1.0 front's hooks ('' = installed), once per process. */
+let httpFrontOutcome: string | null = null;
+
+/**
+ * Installs the native hooks of the HTTP/1.0 front (docs/http.md "HTTP/1.0") the first time a
+ * server starts in this process: HTTP/1.0 connections then reach the front of the port they came
+ * to (src/http/http10.ts), and `/listen/` connections get `sendBufferBytes` of kernel send buffer.
+ * A failure is logged (HTTP/1.0 requests are then refused as by the bare HTTP server).
+ */
+function installHttpFrontOnce(sendBufferBytes: number, log: Logger): void {
+  if (httpFrontOutcome === null) httpFrontOutcome = installHttpFront(HTTP_LIBRARY_OBJECT, ['/listen/'], sendBufferBytes, adoptHttp10Connection);
+  if (httpFrontOutcome !== '') log.warn('HTTP/1.0 requests cannot be answered: the HTTP front could not be installed', { reason: httpFrontOutcome });
+}
+
 async function listenHttp(http: HttpServer, host: string, port: number, shared: boolean): Promise<number> {
   if (!shared || port !== 0) return http.listen(host, port);
   for (let attempt = 1; ; attempt++) {
