@@ -10,6 +10,8 @@
  * - `.aac` of an MP3 stream, an unknown stream, an idle stream → 404; a token stream needs `?token=`.
  * - FFmpeg, mpv and GStreamer (souphttpsrc + icydemux) play `/live/<id>` and read the title.
  * - `/status-json.xsl`: `icestats.source` is an array listing the public stream, not the token one.
+ * - The listening caps are the node's: Icecast-port and `/listen` listeners count together (429).
+ * - An Opus stream is served at `.ogg` and `.opus` as Ogg Opus.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -100,7 +102,8 @@ let station: { id: string; streamKey: string; title: string };
 const auth = (key: string) => `Basic ${Buffer.from(`source:${key}`).toString('base64')}`;
 
 beforeAll(async () => {
-  t = await startInProcess({ SKYLARK_ABR_LADDER: '0' });
+  // A small listening cap per address, so the test can reach it (the other tests hold one listener at a time).
+  t = await startInProcess({ SKYLARK_ABR_LADDER: '0', SKYLARK_LISTEN_MAX_CONNECTIONS_PER_IP: '3' });
   port = t.server.icecastPort;
   station = await liveMp3(
     { title: 'Skylark FM', metadata: { description: 'Songs all day', genre: 'Jazz', url: 'https://fm.example/' } },
@@ -215,5 +218,44 @@ describe('Icecast port listeners', () => {
     expect(s.listeners).toBeTypeOf('number');
     expect(s.listener_peak).toBeGreaterThanOrEqual(1);
     expect(s.stream_start_iso8601).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+0000$/);
+  }, 60_000);
+
+  it('the listening cap per address counts Icecast-port and /listen listeners together (429 with Retry-After)', async () => {
+    const held: net.Socket[] = [];
+    const open = (path: string, p = port) =>
+      new Promise<net.Socket>((resolve, reject) => {
+        const sock = net.connect(p, '127.0.0.1', () => sock.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`));
+        sock.once('data', () => resolve(sock));
+        sock.on('error', reject);
+        held.push(sock);
+      });
+    try {
+      await open(`/live/${station.id}`);
+      await open(`/live/${station.id}.mp3`);
+      await open(`/listen/${station.id}.mp3`, Number(new URL(t.http).port));
+      const over = await raw(`GET /live/${station.id} HTTP/1.0\r\n\r\n`);
+      expect(over.head).toMatch(/^HTTP\/1\.0 429/);
+      expect(over.headers.get('retry-after')).toBe('5');
+      expect((await fetch(`${t.http}/listen/${station.id}.mp3`)).status).toBe(429);
+    } finally {
+      for (const s of held) s.destroy();
+    }
+    // Closed listeners give their slots back.
+    await waitFor(async () => (await raw(`GET /live/${station.id} HTTP/1.0\r\n\r\n`, 2000)).head.startsWith('HTTP/1.0 200') || null, 5000, 100, 'a slot');
+  });
+
+  it('an Opus stream is served at .ogg and .opus as Ogg Opus', async () => {
+    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Opus FM', codec: 'opus', quality: 'medium', reconnectWindow: 0 })).json as { id: string; streamKey: string };
+    const src = spawn(ffmpegPath(), ['-hide_banner', '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000', '-t', '60', '-ac', '2', '-c:a', 'libopus', '-b:a', '96k', '-content_type', 'audio/ogg', '-f', 'ogg', `icecast://source:${s.streamKey}@127.0.0.1:${port}/live/${s.id}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+    children.push(src);
+    await waitFor(async () => /^HTTP\/1\.0 200/.test((await raw(`HEAD /live/${s.id}.ogg HTTP/1.0\r\n\r\n`)).head) || null, 30_000, 250, 'the Opus mount');
+    for (const ext of ['ogg', 'opus', null]) {
+      const r = await raw(`GET /live/${s.id}${ext ? `.${ext}` : ''} HTTP/1.0\r\n\r\n`, 4000);
+      expect(r.head).toMatch(/^HTTP\/1\.0 200/);
+      expect(r.headers.get('content-type')).toBe('audio/ogg');
+      expect(r.body.subarray(0, 4).toString('latin1')).toBe('OggS');
+      expect(r.body.indexOf('OpusHead')).toBeGreaterThan(0);
+    }
+    expect((await raw(`GET /live/${s.id}.mp3 HTTP/1.0\r\n\r\n`)).head).toMatch(/^HTTP\/1\.0 404/);
   }, 60_000);
 });
