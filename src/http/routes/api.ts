@@ -1,7 +1,8 @@
 /**
  * The JSON API route kind (`HttpServer.api`): path parameters, the route guard (before any body
  * byte is read), the JSON body under its cap (src/http/body.ts), idempotency for POSTs, the
- * handler, and its answer or error envelope (src/http/reply.ts).
+ * handler, and its answer or error envelope (src/http/reply.ts); CORS on every answer and the
+ * route's preflight (docs/api-platform.md "CORS").
  */
 import type uWS from 'uWebSockets.js';
 import { ApiError } from '../../errors/errors.js';
@@ -65,6 +66,8 @@ export interface ApiRequest {
     idempotencyKey: string;
     userAgent: string;
     forwardedFor: string;
+    /** `Accept` (JSON API routes; '' when absent): a route may answer another representation, e.g. CSV. */
+    accept?: string;
     /** Copied by upload routes only (src/http/upload.ts): `Cookie`, `Origin`, `X-CSRF-Token` for session-authenticated uploads (the dashboard). */
     cookie?: string;
     origin?: string;
@@ -247,6 +250,7 @@ class UwsApiRequest implements ApiRequest {
       idempotencyKey: req.getHeader('idempotency-key'),
       userAgent: req.getHeader('user-agent'),
       forwardedFor: req.getHeader('x-forwarded-for'),
+      accept: req.getHeader('accept'),
     };
     this.forwardedPeer = req.getHeader(PEER_HEADER);
   }
