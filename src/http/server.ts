@@ -18,7 +18,7 @@ import { RequestBody, announcesBody } from './body.js';
 import { Replies, type ObservedResponse, type RawReply, type ReqState, type WebReply } from './reply.js';
 import { httpMethod, type HttpMethod } from './request.js';
 import type { RouteHost } from './routes/host.js';
-import { registerApiRoute, type ApiHandler, type ApiRequest, type ApiRouteOptions, type GuardedApiHandler, type IdempotencyHook } from './routes/api.js';
+import { API_CORS_HEADERS, registerApiRoute, type ApiHandler, type ApiRequest, type ApiRouteOptions, type GuardedApiHandler, type IdempotencyHook } from './routes/api.js';
 import { registerRawRoute, type DeferredReply, type RawRequestInfo } from './routes/raw.js';
 import { WEB_MAX_BODY_BYTES, registerWebRoute, type WebRequest } from './routes/web.js';
 import { registerRawBodyRoute, type RawBodyRequest } from './routes/raw-body.js';
@@ -210,13 +210,16 @@ export class HttpServer {
       this.app.any(p, (res, req) => {
         const method = req.getMethod().toUpperCase();
         const url = req.getUrl();
-        this.refuseRequest(res, req, { aborted: false, method, url }, new ApiError('method_not_allowed', `${method} is not allowed on ${url}; use ${allow}.`, { headers: { Allow: allow } }));
+        const cors = url.startsWith('/v2/') ? API_CORS_HEADERS : {};
+        this.refuseRequest(res, req, { aborted: false, method, url }, new ApiError('method_not_allowed', `${method} is not allowed on ${url}; use ${allow}.`, { headers: { Allow: allow, ...cors } }));
       });
     }
     this.app.any('/*', (res, req) => {
       const method = req.getMethod().toUpperCase();
       const url = req.getUrl();
-      this.refuseRequest(res, req, { aborted: false, method, url }, new ApiError('route_not_found', `Unrecognized request URL (${method} ${url}).`));
+      // Under /v2 a browser script may read the refusal too (docs/api-platform.md "CORS").
+      const headers = url === '/v2' || url.startsWith('/v2/') ? { headers: { ...API_CORS_HEADERS } } : undefined;
+      this.refuseRequest(res, req, { aborted: false, method, url }, new ApiError('route_not_found', `Unrecognized request URL (${method} ${url}).`, headers));
     });
   }
 

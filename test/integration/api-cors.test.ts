@@ -91,6 +91,13 @@ describe('CORS on /v2', () => {
     const doc = await api(s.http, null, 'GET', '/v2/openapi.json');
     expect(doc.status).toBe(200);
     expectCors(doc.headers);
+    // The server's own refusals under /v2: an unknown URL (404) and a method the route lacks (405).
+    const noRoute = await api(s.http, s.secretKey, 'GET', '/v2/no_such_resource');
+    expect(noRoute.status).toBe(404);
+    expectCors(noRoute.headers);
+    const wrongMethod = await api(s.http, s.secretKey, 'PUT', '/v2/streams');
+    expect(wrongMethod.status).toBe(405);
+    expectCors(wrongMethod.headers);
 
     // A free account's 61st request in the window is refused with 429, still readable by a browser.
     const free = await s.server.accounts.create({ name: 'Free', plan: 'free', region: 'eu-west-1' });
