@@ -41,6 +41,7 @@ import { installHttpFront } from './native/http-front.js';
 import { mountApi } from './api/index.js';
 import { FeedService } from './feed/feed-service.js';
 import { registerFeedRoutes } from './feed/routes.js';
+import { createDownloads } from './downloads/feature.js';
 import type { Logger } from './log/logger.js';
 import { Limits } from './limits/limits.js';
 import type { AppContext, Feature } from './context.js';
@@ -147,7 +148,9 @@ export async function startServer(config: Config, log: Logger, now: () => number
   const scheduler = new PublishScheduler({ nextDueAt: () => podcastsRepo.nextDueAt(), publishDue: () => episodes.publishDue(), now, log: podcastsLog });
   const poke = () => scheduler.poke();
   const podcasts = new PodcastsService({ repo: podcastsRepo, urls: getUrls, now, onScheduleChange: poke });
-  const episodes = new EpisodesService({ repo: podcastsRepo, outbox, media: episodeMedia, urls: getUrls, now, onScheduleChange: poke });
+  // Podcast download counting (docs/podcasts.md "Download counting"): observes episode audio bytes, writes in batches.
+  const downloads = createDownloads({ db, podcasts: podcastsRepo, media: episodeMedia, trustedProxies: config.trustedProxies, log, now, enabled: config.downloadCounting });
+  const episodes = new EpisodesService({ repo: podcastsRepo, outbox, media: episodeMedia, urls: getUrls, now, onScheduleChange: poke, audioPlaced: downloads.audioPlaced });
   lifecycle.setRecordingHandler(
     (r) => episodes.createFromRecording(r),
     (streamId) => episodes.hasRecordingOf(streamId),
@@ -223,7 +226,8 @@ export async function startServer(config: Config, log: Logger, now: () => number
   features.push(listen);
   const whep = registerWhep({ http, media, registry: listeners.registry, tokens: listeners.tokens, access: listeners.access, trusted: listeners.trusted, config, log: log.child('webrtc'), urls: getUrls, limits });
   features.push({ close: () => whep.close() });
-  registerFeedRoutes(http, { feed, repo: podcastsRepo, media: episodeMedia, log: podcastsLog });
+  registerFeedRoutes(http, { feed, repo: podcastsRepo, media: episodeMedia, log: podcastsLog, onAudio: downloads.onAudio });
+  features.push(downloads);
 
   // The API (`/v2`): every resource from one list (src/api/index.ts).
   mountApi({
@@ -238,6 +242,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
     listeners: listeners.service,
     podcasts,
     episodes,
+    podcastStats: downloads.stats,
     episodeMedia,
     uploads: { maxBytes: config.maxUploadBytes, minFreeDiskBytes: config.limits.minFreeDiskBytes },
     webhooks,

@@ -14,13 +14,14 @@ import { mountListeners } from './listeners/routes.js';
 import { mountAccount } from './account/routes.js';
 import { mountOpenApi } from './openapi/routes.js';
 import { mountPodcasts } from './podcasts/routes.js';
+import { mountPodcastStats } from './podcast-stats/routes.js';
 import { mountWebhooks } from './webhooks/routes.js';
 import { mountEvents } from './events/routes.js';
 
 export type { ApiServices, UploadSettings } from './services.js';
 
 /** Every resource, in the order its routes are registered (and listed in the OpenAPI document). */
-const RESOURCES: ReadonlyArray<(s: ApiServices) => void> = [mountStreams, mountListeners, mountAccount, mountOpenApi, mountPodcasts, mountWebhooks, mountEvents];
+const RESOURCES: ReadonlyArray<(s: ApiServices) => void> = [mountStreams, mountListeners, mountAccount, mountOpenApi, mountPodcasts, mountPodcastStats, mountWebhooks, mountEvents];
 
 /** Registers every `/v2` route on `s.http`. */
 export function mountApi(s: ApiServices): void {

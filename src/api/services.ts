@@ -13,6 +13,7 @@ import type { AccountsService } from '../services/accounts.js';
 import type { StreamsService } from '../services/streams.js';
 import type { PodcastsService } from '../services/podcasts.js';
 import type { EpisodesService } from '../services/episodes.js';
+import type { PodcastStatsService } from '../services/podcast-stats.js';
 import type { WebhooksService } from '../services/webhooks.js';
 import type { EventsService } from '../services/events.js';
 import type { ListenersService } from '../listeners/service.js';
@@ -42,6 +43,8 @@ export interface ApiServices {
   listeners: ListenersService;
   podcasts: PodcastsService;
   episodes: EpisodesService;
+  /** Podcast download statistics (docs/podcasts.md "Download counting"). */
+  podcastStats: PodcastStatsService;
   /** Where episode audio is stored (uploads are written to its temp folder first). */
   episodeMedia: MediaStore;
   uploads: UploadSettings;

@@ -11,7 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { HttpServer } from '../http/server.js';
-import { registerBytesRoute, type Answer } from '../http/files.js';
+import { registerBytesRoute, type Answer, type BytesRequest, type FileAnswer } from '../http/files.js';
 import { notFound } from '../errors/errors.js';
 import type { PodcastsRepo } from '../db/podcasts-repo.js';
 import { AUDIO_FILE_NAME, PODCAST_ID, type MediaStore } from '../media-files/store.js';
@@ -30,13 +30,18 @@ export interface FeedRoutesDeps {
   media: MediaStore;
   /** Where an unexpected error (answered 500) is logged. */
   log: Logger;
+  /**
+   * Told every request for a published episode's audio (podcast id, file name): answers what
+   * observes the bytes sent (download counting, docs/podcasts.md "Download counting"), or nothing.
+   */
+  onAudio?: (req: BytesRequest, podcastId: string, file: string) => FileAnswer['observe'];
 }
 
 /** Registers the feed and episode audio routes on `http`. */
 export function registerFeedRoutes(http: HttpServer, d: FeedRoutesDeps): void {
   const onError = (e: unknown, requestId: string) => d.log.error('unhandled error', { requestId, err: e instanceof Error ? e.stack : String(e) });
   registerBytesRoute(http, '/feed/:file', (req) => d.feed.answer(req.params[0]!), onError);
-  registerBytesRoute(http, '/media/:podcast/:file', (req) => (CHAPTERS_FILE.test(req.params[1]!) ? chaptersAnswer(d, req.params[0]!, req.params[1]!) : audioAnswer(d, req.params[0]!, req.params[1]!)), onError);
+  registerBytesRoute(http, '/media/:podcast/:file', (req) => (CHAPTERS_FILE.test(req.params[1]!) ? chaptersAnswer(d, req.params[0]!, req.params[1]!) : audioAnswer(d, req.params[0]!, req.params[1]!, req)), onError);
 }
 
 /** `<episode_id>.chapters.json` */
@@ -60,10 +65,12 @@ function chaptersAnswer(d: FeedRoutesDeps, podcastId: string, file: string): Ans
 }
 
 /** The answer for `/media/<podcastId>/<file>`: the file of a published episode (ETag from its name and size), else 404. */
-function audioAnswer(d: FeedRoutesDeps, podcastId: string, file: string): Answer {
+function audioAnswer(d: FeedRoutesDeps, podcastId: string, file: string, req: BytesRequest): Answer {
   const row = PODCAST_ID.test(podcastId) && AUDIO_FILE_NAME.test(file) ? d.repo.audioFile(file) : undefined;
   if (!row || row.podcast_id !== podcastId || row.status !== 'published') return { kind: 'error', error: notFound('episode audio', file.slice(0, 80), 'file') };
+  const observe = d.onAudio?.(req, podcastId, file);
   return {
+    ...(observe ? { observe } : {}),
     kind: 'file',
     path: d.media.filePath(podcastId, file),
     size: row.audio_size,

@@ -12,6 +12,7 @@ import parseRange from 'range-parser';
 import type { ApiError } from '../errors/errors.js';
 import { newRequestId } from '../ids.js';
 import { endHead, errorBody, statusLine, toApiError } from './reply.js';
+import { remoteAddressOf } from './request.js';
 import type { HttpServer } from './server.js';
 
 /** What a handler sees: copied out of uWS's request. */
@@ -20,6 +21,12 @@ export interface BytesRequest {
   /** Path parameters (`:name`), raw (not percent-decoded: validate them against a strict pattern). */
   params: string[];
   requestId: string;
+  /** The socket peer's address (for a request a worker thread forwarded: the client address it saw). */
+  peer: string;
+  /** `X-Forwarded-For`, raw ('' when absent). */
+  forwardedFor: string;
+  /** `User-Agent` ('' when absent). */
+  userAgent: string;
 }
 
 /** Validators and caching of an answer. */
@@ -44,6 +51,14 @@ export interface FileAnswer extends Cacheable {
   kind: 'file';
   path: string;
   size: number;
+  /**
+   * Called once when a GET starts streaming a body of `length` bytes (not for HEAD, 304 or 416);
+   * may return a function told the body bytes written as they go: each call gets the bytes uWS
+   * reported written (`getWriteOffset`) since the previous call, after every chunk handed over;
+   * on completion the rest of `length`; on an abort nothing more (the last reported offset
+   * stands). So the calls sum to what the socket took, never to what was only read from disk.
+   */
+  observe?: (length: number) => ((bytes: number) => void) | null;
 }
 
 /** Not there: an API error envelope (usually 404). */
@@ -80,9 +95,10 @@ export function registerBytesRoute(
         range: req.getHeader('range'),
         ifRange: req.getHeader('if-range'),
       };
+      const who = { peer: remoteAddressOf(res, req), forwardedFor: req.getHeader('x-forwarded-for'), userAgent: req.getHeader('user-agent') };
       let answer: Answer;
       try {
-        answer = resolve({ method: method === 'get' ? 'GET' : 'HEAD', params, requestId });
+        answer = resolve({ method: method === 'get' ? 'GET' : 'HEAD', params, requestId, ...who });
       } catch (e) {
         onError?.(e, requestId);
         answer = { kind: 'error', error: toApiError(e, requestId, undefined) };
@@ -173,7 +189,7 @@ function answerRequest(res: uWS.HttpResponse, head: boolean, a: Answer, h: CondH
     res.end();
     return;
   }
-  streamFile(res, a.path, start, end, length);
+  streamFile(res, a.path, start, end, length, a.observe?.(length) ?? null);
 }
 
 /**
@@ -225,7 +241,7 @@ function releaseFd(path: string): void {
  * `tryEnd`, and when the socket could not take all of it the rest waits for `onWritable` before the
  * next read. Status and headers are already written (synchronously).
  */
-function streamFile(res: uWS.HttpResponse, path: string, start: number, end: number, length: number): void {
+function streamFile(res: uWS.HttpResponse, path: string, start: number, end: number, length: number, sent: ((bytes: number) => void) | null): void {
   let fd: number;
   try {
     fd = acquireFd(path);
@@ -239,6 +255,14 @@ function streamFile(res: uWS.HttpResponse, path: string, start: number, end: num
   const buf = Buffer.allocUnsafe(Math.min(READ_CHUNK, length));
   let pending: Uint8Array | null = null;
   let pendingOffset = 0;
+  // Body bytes reported to `sent` so far; reported up to uWS's write offset after each write.
+  let reported = 0;
+  const report = (offset: number) => {
+    if (sent && offset > reported) {
+      sent(offset - reported);
+      reported = offset;
+    }
+  };
   const finish = () => {
     if (done) return;
     done = true;
@@ -249,9 +273,11 @@ function streamFile(res: uWS.HttpResponse, path: string, start: number, end: num
     if (done || !pending) return true;
     const [ok, responded] = res.tryEnd(pending.subarray(off - pendingOffset), length);
     if (responded) {
+      report(length);
       finish();
       return true;
     }
+    report(res.getWriteOffset());
     if (ok) {
       pending = null;
       readNext();
@@ -275,7 +301,11 @@ function streamFile(res: uWS.HttpResponse, path: string, start: number, end: num
       res.cork(() => {
         [ok, responded] = res.tryEnd(chunk, length);
       });
-      if (responded) return finish();
+      if (responded) {
+        report(length);
+        return finish();
+      }
+      report(res.getWriteOffset());
       if (ok) {
         if (remaining > 0) readNext();
         return;

@@ -14,6 +14,8 @@ export interface ApiReply {
   status: number;
   body: unknown;
   headers?: Record<string, string> | undefined;
+  /** A body that is not JSON (e.g. CSV for `Accept: text/csv`): sent as is, with its Content-Type, instead of `body`. */
+  text?: { contentType: string; body: string } | undefined;
 }
 
 /** What a form/HTML handler answers; the handler sets Content-Type. */
@@ -180,6 +182,19 @@ export class Replies {
   /** Answers `reply` as JSON with the request's `extra` headers (e.g. rate limits); an unserializable body answers 500. */
   json(res: uWS.HttpResponse, state: ReqState, reply: ApiReply, requestId: string, extra: Record<string, string>): void {
     if (state.aborted || state.answered) return;
+    if (reply.text) {
+      state.answered = true;
+      const headers: Record<string, string> = { ...jsonHeaders(requestId, extra, reply.headers), 'Content-Type': reply.text.contentType };
+      const text = reply.text.body;
+      res.cork(() => {
+        res.writeStatus(statusBytes(reply.status));
+        res.writeHeader(H_CACHE_CONTROL, V_NO_STORE);
+        for (const k in headers) res.writeHeader(k, headers[k]!);
+        res.end(text);
+      });
+      if (this.observer) this.observe(state, reply.status, headers, text);
+      return;
+    }
     let body: string;
     try {
       body = JSON.stringify(reply.body);

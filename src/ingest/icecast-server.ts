@@ -34,6 +34,7 @@ import type { Logger } from '../log/logger.js';
 import type { Limits } from '../limits/limits.js';
 import { PerAddressCounter } from '../limits/limits.js';
 import { IcecastSource, type IcecastCodec, type IcecastSourceEvent } from '../native/icecast.js';
+import { setSendBuffer } from '../native/http-front.js';
 import type { Publishing, PublishSink, Publisher } from './publishing.js';
 import type { IngestPort } from './port.js';
 import { basicCredentials, codecOfContentType, decodeCharset, Dechunker, HeadReader, queryBytes, type RequestHead } from './icecast-http.js';
@@ -48,6 +49,11 @@ export interface IcecastServerOptions {
   idleTimeoutMs: number;
   /** Largest audio frame taken (PRODUCT.md §13). */
   maxAudioFrameBytes: number;
+  /**
+   * Kernel send buffer of a listener's socket (SO_SNDBUF, bytes; 0 = as the kernel sizes it): so
+   * that a listener who stops reading is seen behind, and cut, as on `/listen` (docs/icecast.md).
+   */
+  listenSendBufferBytes: number;
 }
 
 /** How long an answered or refused connection may stay open after the answer (ms): then it is destroyed. */
@@ -92,7 +98,7 @@ export interface IcecastListening {
 }
 
 /** Defaults (docs/decisions.md "Icecast ingest"). */
-export const ICECAST_DEFAULTS: IcecastServerOptions = { maxConnections: 200, maxConnectionsPerIp: 10, headTimeoutMs: 10_000, idleTimeoutMs: 30_000, maxAudioFrameBytes: 8192 };
+export const ICECAST_DEFAULTS: IcecastServerOptions = { maxConnections: 200, maxConnectionsPerIp: 10, headTimeoutMs: 10_000, idleTimeoutMs: 30_000, maxAudioFrameBytes: 8192, listenSendBufferBytes: 256 * 1024 };
 
 const STREAM_PATH = /^\/live\/(stm_[A-Za-z0-9]+)\/?$/;
 /** A listener's mount: `/live/<stream_id>`, or with the codec's extension. */
@@ -321,6 +327,7 @@ export class IcecastServer {
     }
     socket.removeAllListeners('data');
     socket.on('data', () => {}); // a listener sends nothing more that matters: dropped
+    this.capSendBuffer(socket, conn.remote);
     const sink = new SocketSink(socket, REFUSED_CLOSE_MS);
     socket.cork();
     try {
@@ -410,6 +417,18 @@ export class IcecastServer {
     socket.on('data', feed);
     socket.once('close', () => close('source closed'));
     if (rest.length > 0) feed(rest);
+  }
+
+  /**
+   * Caps a listener socket's kernel send buffer (`listenSendBufferBytes`): an explicit SO_SNDBUF
+   * also stops Linux from growing it to megabytes, which would hide a stalled reader from the
+   * mount's 10 s rule for minutes. A failure is logged; the listener is served anyway.
+   */
+  private capSendBuffer(socket: net.Socket, remote: string): void {
+    const bytes = this.opts.listenSendBufferBytes;
+    if (!(bytes > 0)) return;
+    const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
+    if (typeof fd !== 'number' || fd < 0 || !setSendBuffer(fd, bytes)) this.log.warn('icecast listener: send buffer not capped', { remote });
   }
 
   /**

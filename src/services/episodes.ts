@@ -110,6 +110,8 @@ export interface EpisodesDeps {
   onScheduleChange?: () => void;
   /** Probes an audio file (tests may inject). Default: FFmpeg/ffprobe. */
   probe?: (file: string) => Promise<AudioInfo>;
+  /** Told of new audio once stored (its file name under the media store, path, size, duration): download counting measures its first minute. */
+  audioPlaced?: (episodeId: string, fileName: string, path: string, sizeBytes: number, durationSeconds: number | null) => void;
 }
 
 export class EpisodesService {
@@ -259,6 +261,7 @@ export class EpisodesService {
       throw e;
     }
     if (old) this.d.media.remove(podcastId, old);
+    this.d.audioPlaced?.(id, fileName, this.d.media.filePath(podcastId, fileName), sizeBytes, info.durationSeconds);
     return this.render(out);
   }
 

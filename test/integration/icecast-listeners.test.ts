@@ -12,6 +12,8 @@
  * - `/status-json.xsl`: `icestats.source` is an array listing the public stream, not the token one.
  * - The listening caps are the node's: Icecast-port and `/listen` listeners count together (429).
  * - An Opus stream is served at `.ogg` and `.opus` as Ogg Opus.
+ * - A listener that stops reading is cut (`listen_slow_client`): its socket's send buffer is capped
+ *   (SKYLARK_LISTEN_SEND_BUFFER_BYTES), so the kernel cannot hide the stall for minutes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -103,7 +105,8 @@ const auth = (key: string) => `Basic ${Buffer.from(`source:${key}`).toString('ba
 
 beforeAll(async () => {
   // A small listening cap per address, so the test can reach it (the other tests hold one listener at a time).
-  t = await startInProcess({ SKYLARK_ABR_LADDER: '0', SKYLARK_LISTEN_MAX_CONNECTIONS_PER_IP: '3' });
+  // A small send buffer, so that a stalled reader is seen behind within seconds.
+  t = await startInProcess({ SKYLARK_ABR_LADDER: '0', SKYLARK_LISTEN_MAX_CONNECTIONS_PER_IP: '3', SKYLARK_LISTEN_SEND_BUFFER_BYTES: '65536' });
   port = t.server.icecastPort;
   station = await liveMp3(
     { title: 'Skylark FM', metadata: { description: 'Songs all day', genre: 'Jazz', url: 'https://fm.example/' } },
@@ -243,6 +246,28 @@ describe('Icecast port listeners', () => {
     // Closed listeners give their slots back.
     await waitFor(async () => (await raw(`GET /live/${station.id} HTTP/1.0\r\n\r\n`, 2000)).head.startsWith('HTTP/1.0 200') || null, 5000, 100, 'a slot');
   });
+
+  it('a listener that stops reading is cut as slow (the send buffer is capped)', async () => {
+    const before = t.server.context.limits.count('listen_slow_client');
+    // A raw socket that reads the response head, then nothing, with a tiny receive buffer.
+    const py = spawn('python3', ['-c', `
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(('127.0.0.1', ${port}))
+s.sendall(b'GET /live/${station.id} HTTP/1.0\\r\\n\\r\\n')
+print(s.recv(200)[:15].decode(), flush=True)
+time.sleep(90)
+`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(py);
+    try {
+      const status = await new Promise<string>((r) => py.stdout!.once('data', (d) => r(String(d))));
+      expect(status).toMatch(/^HTTP\/1.0 200/);
+      await waitFor(() => t.server.context.limits.count('listen_slow_client') > before, 45_000, 250, 'the stalled listener to be cut');
+    } finally {
+      py.kill('SIGKILL');
+    }
+  }, 60_000);
 
   it('an Opus stream is served at .ogg and .opus as Ogg Opus', async () => {
     const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Opus FM', codec: 'opus', quality: 'medium', reconnectWindow: 0 })).json as { id: string; streamKey: string };

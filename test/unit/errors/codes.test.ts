@@ -85,6 +85,7 @@ describe('the OpenAPI document', () => {
       listeners: notCalled,
       podcasts: notCalled,
       episodes: notCalled,
+      podcastStats: notCalled,
       episodeMedia: notCalled,
       uploads: { maxBytes: 1 << 20, minFreeDiskBytes: 0 },
       webhooks: notCalled,
