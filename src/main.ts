@@ -263,6 +263,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
     maxConnections: config.limits.icecastMaxConnections,
     maxConnectionsPerIp: config.limits.icecastMaxConnectionsPerIp,
     maxAudioFrameBytes: config.limits.maxAudioFrameBytes,
+    listenSendBufferBytes: config.limits.listenSendBufferBytes,
   }, icecastListeners);
   let httpPort: number;
   let rtmpPort: number;
