@@ -57,6 +57,8 @@ export interface Config {
   maxJsonBodyBytes: number;
   /** Largest episode audio upload accepted (bytes; default 500 MB). */
   maxUploadBytes: number;
+  /** Podcast download counting (docs/podcasts.md "Download counting"); `SKYLARK_DOWNLOAD_COUNTING=0` turns it off. */
+  downloadCounting: boolean;
   /**
    * Threads serving HTTP, the main thread included (docs/scaling.md): each runs its own uWS App on
    * the same host:port and the kernel spreads connections over them. Worker threads serve HLS and
@@ -249,6 +251,7 @@ export const ENV_NAMES = {
   ingestMergeMs: 'SKYLARK_INGEST_MERGE_MS',
   liveWindowSegments: 'SKYLARK_LIVE_WINDOW_SEGMENTS',
   maxUploadBytes: 'SKYLARK_MAX_UPLOAD_BYTES',
+  downloadCounting: 'SKYLARK_DOWNLOAD_COUNTING',
   httpThreads: 'SKYLARK_HTTP_THREADS',
   iceServers: 'SKYLARK_ICE_SERVERS',
 } as const satisfies Partial<Record<keyof Config, string>>;
@@ -285,6 +288,7 @@ const RawConfig = v.object({
   ingestMergeMs: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be 0-200 (ms)'), v.transform(Number), v.maxValue(200)), '100'),
   liveWindowSegments: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(3), v.maxValue(100)), '6'),
   maxUploadBytes: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'must be a positive integer of bytes'), v.transform(Number), v.minValue(1)), '500000000'),
+  downloadCounting: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
   httpThreads: v.optional(v.pipe(v.string(), v.regex(/^\d{1,3}$/, 'must be a number of threads 1-256'), v.transform(Number), v.minValue(1), v.maxValue(256))),
   iceServers: v.optional(v.string(), ''),
 });
@@ -342,6 +346,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     webhooksAllowPrivate: o.webhooksAllowPrivate === '1' || o.webhooksAllowPrivate === 'true',
     abrLadder: o.abrLadder === '1' || o.abrLadder === 'true',
     http10: o.http10 === '1' || o.http10 === 'true',
+    downloadCounting: o.downloadCounting === '1' || o.downloadCounting === 'true',
     trustedProxies: o.trustedProxies.split(',').map((s) => s.trim()).filter(Boolean),
     edgeLogHost: edgeLog ? (o.edgeLogHost ?? EDGE_LOG_DEFAULTS.host) : undefined,
     edgeLogPort: edgeLog ? (o.edgeLogPort ?? EDGE_LOG_DEFAULTS.port) : undefined,
