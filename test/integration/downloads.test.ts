@@ -6,7 +6,9 @@
  * once their sum passes the first minute; apps, devices and countries are named; bots (curl,
  * Googlebot, Skylark's own User-Agent) are bot requests; IPv6 clients are grouped by /64; a
  * restart the same day neither double counts nor forgets bytes; a new UTC day counts anew and
- * drops the closed day's secret; no address or User-Agent reaches the database file.
+ * drops the closed day's secret; no address or User-Agent reaches the database file; and the
+ * `skylark` process killed with SIGKILL comes back knowing the day's clients (what was written
+ * before the kill: a stats read writes the pending batch).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile, execFileSync } from 'node:child_process';
@@ -15,7 +17,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { loadConfig } from '../../src/config/config.js';
 import { startServer, type RunningServer } from '../../src/main.js';
-import { api, tempDir, testHttpThreads, testLogger } from '../helpers/server.js';
+import { api, startCli, tempDir, testHttpThreads, testLogger, type CliServer } from '../helpers/server.js';
 import { OpenApiChecker } from '../helpers/platform.js';
 import { ffmpegPath } from '../helpers/ffmpeg.js';
 
@@ -91,6 +93,12 @@ async function stats(q = '', episode = false): Promise<any> {
   return r.json;
 }
 
+/** 180 s of 64 kb/s MP3 with an ID3v2 tag at `file`; its bytes. */
+function makeMp3(file: string): Buffer {
+  execFileSync(ffmpegPath(), ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=180', '-ac', '1', '-c:a', 'libmp3lame', '-b:a', '64k', '-id3v2_version', '3', '-metadata', 'title=Downloads', file], { timeout: 60_000 });
+  return readFileSync(file);
+}
+
 const appCount = (s: any, app: string | null) => s.byApp.find((x: any) => x.app === app)?.downloads ?? 0;
 
 beforeAll(async () => {
@@ -99,8 +107,7 @@ beforeAll(async () => {
   key = created.secretKey;
   // 180 s of 64 kb/s MP3 with an ID3v2 tag: the first minute is a third of the audio plus the tag.
   const file = path.join(dir, 'episode.mp3');
-  execFileSync(ffmpegPath(), ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=180', '-ac', '1', '-c:a', 'libmp3lame', '-b:a', '64k', '-id3v2_version', '3', '-metadata', 'title=Downloads', file], { timeout: 60_000 });
-  const audio = readFileSync(file);
+  const audio = makeMp3(file);
   size = audio.length;
   podcastId = (await api(base, key, 'POST', '/v2/podcasts', { title: 'Counted show' })).json.id;
   episodeId = (await api(base, key, 'POST', `/v2/podcasts/${podcastId}/episodes`, { title: 'Counted' })).json.id;
@@ -247,4 +254,43 @@ describe('download counting', () => {
       for (const needle of ['8.8.8.8', '2001:db8', UA.apple, UA.spotify, UA.v6]) expect(bytes.includes(needle), `${needle} in ${f}`).toBe(false);
     }
   });
+});
+
+describe('download counting across kill -9 (the CLI, dist/)', () => {
+  const t = tempDir('skylark-downloads-kill-');
+  let cli: CliServer | null = null;
+  afterAll(async () => {
+    await cli?.stop();
+    t.cleanup();
+  });
+
+  it('neither double counts a client nor forgets its bytes after SIGKILL the same day', async () => {
+    cli = await startCli(t.dir);
+    const sk = /^secretKey: (\S+)/m.exec(cli.stderr())?.[1];
+    expect(sk, cli.stderr()).toBeTruthy();
+    const audio = makeMp3(path.join(t.dir, 'episode.mp3'));
+    const pid = (await api(cli.http, sk!, 'POST', '/v2/podcasts', { title: 'Killed show' })).json.id;
+    const eid = (await api(cli.http, sk!, 'POST', `/v2/podcasts/${pid}/episodes`, { title: 'Killed' })).json.id;
+    const up = await fetch(`${cli.http}/v2/podcasts/${pid}/episodes/${eid}/audio`, { method: 'PUT', headers: { Authorization: `Bearer ${sk}`, 'Content-Type': 'audio/mpeg' }, body: audio });
+    expect(up.status).toBe(200);
+    const path0 = new URL(((await up.json()) as any).audioUrl).pathname;
+    expect((await api(cli.http, sk!, 'POST', `/v2/podcasts/${pid}/publish`, { episodeId: eid })).status).toBe(200);
+    const fifth = Math.floor(audio.length / 5);
+    const curl = async (ua: string, range?: string) => run('curl', ['-s', '-o', '/dev/null', '-A', ua, ...(range ? ['-r', range] : []), `${cli!.http}${path0}`]);
+    const read = async () => (await api(cli!.http, sk!, 'GET', `/v2/podcasts/${pid}/stats`)).json;
+
+    await curl(UA.apple);
+    await curl(UA.pocket, `0-${fifth - 1}`);
+    let s = await read(); // writes the batch
+    expect(s.downloads).toBe(1);
+    cli.child.kill('SIGKILL');
+    await new Promise((r) => (cli!.child.exitCode !== null || cli!.child.signalCode !== null ? r(null) : cli!.child.once('exit', r)));
+
+    cli = await startCli(t.dir);
+    await curl(UA.apple);
+    await curl(UA.pocket, `${fifth}-${2 * fifth - 1}`);
+    s = await read();
+    expect(s.downloads).toBe(2);
+    expect(s.byApp).toEqual(expect.arrayContaining([{ app: 'AppleCoreMedia', downloads: 1 }, { app: 'Pocket Casts', downloads: 1 }]));
+  }, 120_000);
 });
