@@ -130,6 +130,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
     },
   });
 
+      nowPlayingMinIntervalMs: config.limits.nowPlayingMinIntervalMs,
   // Services (PRODUCT.md §2, §5, §6): what the API, the dashboard and the feed call.
   const accounts = new AccountsService(accountsRepo, now);
   const streams = new StreamsService({

@@ -14,6 +14,7 @@ import type { Logger } from '../log/logger.js';
 import type { Limits } from '../limits/limits.js';
 import type { MediaConnection, MediaError, MediaRegistry, PublishFeed, StreamHub } from '../media/hub.js';
 import { readAudioTag, type AudioTag } from '../media/codec.js';
+import { TitleCap } from '../limits/title-cap.js';
 import { Recorder, type Recording, type RecordingLeftover } from '../media/recorder.js';
 import type { IngestPort, NowPlayingUpdate, PublishGrant, StreamError } from './port.js';
 
@@ -58,6 +59,12 @@ export interface PublishingOptions {
   minFreeDiskBytes: number;
 }
 
+  /**
+   * Title changes reach the hub's timed metadata (ID3 in every layer, EXT-X-DATERANGE) at most
+   * once per this long per stream (ms; 0 = every change), coalesced into the newest exactly as the
+   * lifecycle caps `nowPlaying` (docs/listeners.md "Title changes"), so both end on the same title.
+   */
+  nowPlayingMinIntervalMs?: number;
 interface StreamIngest {
   grant: PublishGrant;
   hub: StreamHub;
@@ -93,8 +100,16 @@ export class Publishing {
 
   constructor(private readonly d: PublishingDeps) {
     this.now = d.now ?? Date.now;
+  /** The cap on title changes that reach a hub's layers. */
+  private readonly hubTitles: TitleCap<NowPlayingUpdate>;
+
   }
 
+    this.hubTitles = new TitleCap<NowPlayingUpdate>({
+      minIntervalMs: d.options.nowPlayingMinIntervalMs ?? 0,
+      apply: (streamId, np) =>
+        this.streams.get(streamId)?.hub.setNowPlaying({ title: np.title, artist: np.artist ?? null, album: np.album ?? null, url: np.url ?? null }),
+    });
   /**
    * A publish request: `streamId` and `key` as the protocol carried them, from `publisher`.
    * Granted: the publisher is attached (a current one is closed: the newest wins) and gets the
@@ -119,7 +134,8 @@ export class Publishing {
     // `null` (a new source): the hub forgets the old title (the next one is carried even if equal).
     if (np === null) {
       if (s) s.hub.nowPlaying = null;
-    } else s?.hub.setNowPlaying({ title: np.title, artist: np.artist ?? null, album: np.album ?? null, url: np.url ?? null });
+    } else if (s) this.hubTitles.offer(streamId, np);
+      this.hubTitles.forget(streamId);
     this.d.port.onMetadata(streamId, np);
   }
 
@@ -179,6 +195,7 @@ export class Publishing {
   async close(): Promise<void> {
     for (const t of this.recoverTimers) clearTimeout(t);
     this.recoverTimers.clear();
+    this.hubTitles.close();
     for (const s of this.streams.values()) {
       if (s.reconnectTimer) clearTimeout(s.reconnectTimer);
       s.reconnectTimer = null;

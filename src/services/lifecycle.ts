@@ -21,7 +21,8 @@ import { tokenMatches } from '../auth/secrets.js';
 import { ladderKbps, sameNowPlaying, toStreamObject, type NowPlaying } from './stream-object.js';
 import type { WriteRetry } from './write-retry.js';
 import type { ChaptersDocument, PlayLog } from './play-log.js';
-import { TitleCap } from './now-playing-cap.js';
+import type { BroadcastLog } from './broadcasts.js';
+import { TitleCap } from '../limits/title-cap.js';
 
 /** Default of the cap on title changes per stream (ms): at most one change per this long. */
 export const NOW_PLAYING_MIN_INTERVAL_MS = 2000;

@@ -1,8 +1,9 @@
 /**
  * The cap on title changes (docs/listeners.md "Title changes") against a real server with a real
  * FFmpeg publisher: 300 `now_playing` calls in a burst each answer 200 with the title asked, but
- * make only a handful of tracks and `stream.now_playing` events, and every output ends on the
- * last title (the stream's `nowPlaying`, the newest track, the newest event).
+ * make only a handful of tracks, `stream.now_playing` events and HLS timed-metadata titles, and
+ * every output ends on the last title (the stream's `nowPlaying`, the newest track, the newest
+ * event, the media playlist's newest EXT-X-DATERANGE).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
@@ -58,6 +59,17 @@ describe('title changes per stream', () => {
     expect(events.length).toBeLessThanOrEqual(bound);
     expect(tracks.length).toBeLessThan(20);
     expect(tracks.at(-1)!.title).toBe('Song 1'); // the first change applied at once
+
+    // The HLS layers' timed metadata is capped alike: a handful of EXT-X-DATERANGE titles, the newest last.
+    const multivariant = await (await fetch(`${t.http}/hls/${s.id}/index.m3u8`)).text();
+    const variant = multivariant.split('\n').find((l) => l && !l.startsWith('#'))!;
+    const media = new URL(variant, `${t.http}/hls/${s.id}/index.m3u8`).href;
+    const titles = await waitFor(async () => {
+      const pl = await (await fetch(media)).text();
+      const xs = [...pl.matchAll(/X-TITLE="([^"]*)"/g)].map((m) => m[1]!);
+      return xs.at(-1) === 'Song 300' ? xs : null;
+    }, 15_000, 200, 'the last title in the media playlist');
+    expect(new Set(titles).size).toBeLessThanOrEqual(bound);
     pub.kill('SIGKILL');
   }, 90_000);
 });

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { TitleCap } from '../../../src/services/now-playing-cap.js';
+import { TitleCap } from '../../../src/limits/title-cap.js';
 import { openDatabase } from '../../../src/db/database.js';
 import { EventsRepo } from '../../../src/db/events-repo.js';
 import { TracksRepo } from '../../../src/db/tracks-repo.js';
