@@ -255,7 +255,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
   features.push(scheduler);
   delivery = createDelivery({ db, repo: webhooksRepo, outbox, log: log.child('webhooks'), now, allowPrivate: config.webhooksAllowPrivate, secretOf: (row) => webhooks.secretOf(row) });
   features.push(delivery);
-  features.push(registerDashboard(context, { streams, podcasts: { podcasts, episodes }, listeners: listeners.registry, webhooks: { webhooks, events } }));
+  features.push(registerDashboard(context, { streams, podcasts: { podcasts, episodes, stats: downloads.stats }, listeners: listeners.registry, webhooks: { webhooks, events } }));
   http.finish();
 
   const rtmp = new RtmpServer(ingest, log.child('rtmp'), { ...INGEST_DEFAULTS, mergeReadsMs: config.ingestMergeMs, limitSettings: config.limits, limits });

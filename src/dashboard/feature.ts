@@ -17,6 +17,7 @@ import type { WebReply, WebRequest } from '../http/server.js';
 import type { StreamsService } from '../services/streams.js';
 import type { PodcastsService } from '../services/podcasts.js';
 import type { EpisodesService } from '../services/episodes.js';
+import type { PodcastStatsService } from '../services/podcast-stats.js';
 import type { ListenerRegistry } from '../listeners/registry.js';
 import type { WebhooksService } from '../services/webhooks.js';
 import type { EventsService } from '../services/events.js';
@@ -41,7 +42,7 @@ import { registerOAuthClientPages } from './oauth-clients.js';
 /** Services built by other features that the dashboard calls (handed over by the composition root). */
 export interface DashboardDeps {
   streams: StreamsService;
-  podcasts: { podcasts: PodcastsService; episodes: EpisodesService };
+  podcasts: { podcasts: PodcastsService; episodes: EpisodesService; stats?: PodcastStatsService };
   listeners: ListenerRegistry;
   /** The webhooks feature's services: a test event or redelivery wakes the delivery engine at once. */
   webhooks: { webhooks: WebhooksService; events: EventsService };
@@ -72,6 +73,7 @@ export function registerDashboard(ctx: AppContext, deps: DashboardDeps): Feature
     gate,
     podcasts: deps.podcasts.podcasts,
     episodes: deps.podcasts.episodes,
+    ...(deps.podcasts.stats ? { stats: deps.podcasts.stats } : {}),
     media: new MediaStore(ctx.config.dataDir),
     maxUploadBytes: ctx.config.maxUploadBytes,
     minFreeDiskBytes: ctx.config.limits.minFreeDiskBytes,

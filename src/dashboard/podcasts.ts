@@ -11,6 +11,8 @@ import { parse } from '../api/validation.js';
 import { CreateEpisode, CreatePodcast, EPISODE_TYPES, PublishEpisode, UpdateEpisode, UpdatePodcast } from '../api/podcasts/schemas.js';
 import type { PodcastsService } from '../services/podcasts.js';
 import type { EpisodeObject, EpisodesService } from '../services/episodes.js';
+import type { PodcastStatsService } from '../services/podcast-stats.js';
+import { downloadsCard } from './downloads.js';
 import type { HttpServer, ApiRequest } from '../http/server.js';
 import { registerUploadRoute } from '../http/upload.js';
 import type { MediaStore } from '../media-files/store.js';
@@ -34,6 +36,8 @@ export interface PodcastPagesDeps {
   assets: AssetUrls;
   log: Logger;
   now: () => number;
+  /** Download statistics (the podcast page's downloads card); absent: no card. */
+  stats?: PodcastStatsService;
 }
 
 /** Registers `/dashboard/podcasts…` and the dashboard's audio upload route. */
@@ -91,6 +95,7 @@ ${copyField('feed-url', 'RSS feed URL', p.feedUrl)}
 <p class="muted small">${p.status === 'draft' ? 'The feed answers 404 until the first episode is published.' : `Submit this URL to Apple Podcasts, Spotify and other apps. <a href="${esc(p.feedUrl)}">Open the feed</a>.`}</p>
 ${p.status !== 'archived' ? `<div class="actions">${postButton(`/dashboard/podcasts/${p.id}/archive`, csrf, 'Archive…', { cls: 'btn btn-small' })}</div>` : ''}
 </section>
+${d.stats ? downloadsCard(d.stats.stats(r.account.id, p.id, null, {}), new Map(eps.map((e) => [e.id, e.title]))) : ''}
 <section class="card" aria-labelledby="new-episode">
 <h2 id="new-episode">New episode</h2>
 <form method="post" action="/dashboard/podcasts/${esc(p.id)}/episodes" class="grid-form">${csrfField(csrf)}

@@ -18,7 +18,7 @@ import { promisify } from 'node:util';
 import { loadConfig } from '../../src/config/config.js';
 import { startServer, type RunningServer } from '../../src/main.js';
 import { api, startCli, tempDir, testHttpThreads, testLogger, type CliServer } from '../helpers/server.js';
-import { OpenApiChecker } from '../helpers/platform.js';
+import { Browser, OpenApiChecker, formFields } from '../helpers/platform.js';
 import { ffmpegPath } from '../helpers/ffmpeg.js';
 
 const run = promisify(execFile);
@@ -35,6 +35,7 @@ const UA = {
   own: 'Skylark-Webhooks/1.0',
 };
 
+const OWNER = { email: 'owner@example.com', password: 'a long enough owner password' };
 const DAY1 = Date.parse('2026-03-10T10:00:00Z');
 let clock = DAY1;
 const { dir, cleanup } = tempDir('skylark-downloads-');
@@ -103,7 +104,7 @@ const appCount = (s: any, app: string | null) => s.byApp.find((x: any) => x.app 
 
 beforeAll(async () => {
   await start();
-  const created = await server.accounts.create({ name: 'Downloads', plan: 'paid', region: 'eu-west-1' });
+  const created = await server.accounts.create({ name: 'Downloads', plan: 'paid', region: 'eu-west-1', email: OWNER.email, password: OWNER.password });
   key = created.secretKey;
   // 180 s of 64 kb/s MP3 with an ID3v2 tag: the first minute is a third of the audio plus the tag.
   const file = path.join(dir, 'episode.mp3');
@@ -200,6 +201,22 @@ describe('download counting', () => {
     expect(lines).toContain(`2026-03-10,${episodeId},Overcast,,Apple iPhone,1`);
     const sum = lines.slice(1).reduce((n, l) => n + Number(l.split(',').at(-1)), 0);
     expect(sum).toBe(7);
+  });
+
+  it('shows downloads per day (an SVG chart), top episodes, apps and countries on the dashboard’s podcast page', async () => {
+    const b = new Browser();
+    const form = formFields((await b.request(`${base}/dashboard/login`)).text, 'name="password"');
+    await b.request(`${base}${form.action}`, { form: { ...form.hidden, ...OWNER } });
+    const page = await b.request(`${base}/dashboard/podcasts/${podcastId}`);
+    expect(page.status).toBe(200);
+    const html = page.text;
+    expect(html).toContain('<h2 id="downloads">Downloads</h2>');
+    expect(html).toMatch(/<svg class="downloads-chart"[^>]*role="img"/);
+    expect(html).toContain('<title>2026-03-10: 7 downloads</title>');
+    expect((html.match(/<rect class="bar"/g) ?? []).length).toBe(30);
+    expect(html).toMatch(/<span class="bar-label" title="Counted">Counted<\/span><meter min="0" max="7" value="7"/);
+    expect(html).toContain('title="AppleCoreMedia"');
+    expect(html).toContain('title="US"');
   });
 
   it('keeps the day’s clients and bytes across a restart on the same data dir', async () => {
