@@ -40,6 +40,7 @@ import { TooManyListenersError, MAX_LISTENERS, type Session } from '../listeners
 import { SharedAddressCounter } from '../listeners/shared-counter.js';
 import { randomBase62 } from '../ids.js';
 import { ICY_METAINT } from './icy.js';
+import { stationHeaders } from './icecast-port.js';
 import { Mount } from './mount.js';
 import { ListenFeed, SharedQueues, type ListenFeedMessage } from './shared.js';
 
@@ -81,8 +82,11 @@ export interface ListenContext {
   trusted: BlockList;
   tokens: ListenerTokens;
   policy(streamId: string): StreamPolicy | null;
-  /** `icy-name`: the stream's now playing, else its title. */
-  title(streamId: string): string;
+  /**
+   * The station identity headers of a stream (docs/icecast.md "Station identity"): `icy-name` =
+   * its title, `icy-description`/`icy-genre`/`icy-url` from its metadata when set.
+   */
+  station(streamId: string): ReadonlyArray<readonly [string, string]>;
   stream(streamId: string): ListenStreamView | undefined;
   /** The open mount of a layer (made on first use). */
   mount(streamId: string, layer: ListenLayerView): Mount;
@@ -187,8 +191,8 @@ export function registerListenHandlers(http: HttpServer, c: ListenContext): { cl
       ['Content-Type', CONTENT_TYPES[ext]!],
       ['Cache-Control', 'no-cache, no-store'],
       ['Access-Control-Allow-Origin', '*'],
-      ['Access-Control-Expose-Headers', 'icy-name, icy-br, icy-metaint'],
-      ['icy-name', headerSafe(c.title(id))],
+      ['Access-Control-Expose-Headers', 'icy-name, icy-description, icy-genre, icy-url, icy-br, icy-metaint'],
+      ...c.station(id),
       ['icy-br', String(layer.kbps)],
     ];
     if (icy) headers.push(['icy-metaint', String(ICY_METAINT)]);
@@ -293,8 +297,8 @@ export interface ListenDeps {
 
 /** The main thread's listening: its feature (closes every mount at shutdown) and what worker threads read. */
 export interface ListenFeature extends Feature {
-  /** The stream titles (`icy-name`) worker threads are told. */
-  title(streamId: string): string;
+  /** The station identity headers (`icy-name`, …) worker threads are told. */
+  station(streamId: string): ReadonlyArray<readonly [string, string]>;
   /** The node-wide connection counts (worker threads count into them). */
   caps: SharedAddressCounter;
   /** The chunk queues worker threads read (src/listen/shared.ts). */
@@ -321,6 +325,17 @@ export function registerListenRoutes(http: HttpServer, media: MediaRegistry, d: 
     titles.set(id, { title, until: now + TITLE_TTL_MS });
     return title;
   };
+  const stations = new Map<string, { headers: ReadonlyArray<readonly [string, string]>; until: number }>();
+  const stationOf = (id: string): ReadonlyArray<readonly [string, string]> => {
+    const now = ctx.now();
+    const c = stations.get(id);
+    if (c && c.until > now) return c.headers;
+    const row = ctx.streams.getAny(id);
+    const headers = stationHeaders(row?.title ?? '', row?.metadata);
+    if (stations.size > 10_000) stations.clear();
+    stations.set(id, { headers, until: now + TITLE_TTL_MS });
+    return headers;
+  };
   const nowPlaying = d.nowPlaying ?? ((id: string) => titleOf(id) || null);
   // A change of what plays now reaches the next metadata block, not one up to TITLE_TTL_MS later.
   const unsubscribe = ctx.outbox.subscribe((e) => {
@@ -342,7 +357,7 @@ export function registerListenRoutes(http: HttpServer, media: MediaRegistry, d: 
     trusted,
     tokens,
     policy: (id) => access.policy(id),
-    title: titleOf,
+    station: stationOf,
     stream: (id) => {
       const hub = media.get(id);
       return hub ? { ended: hub.ended, codec: hub.opts.codec, playable: hub.top.ready, layers: () => hub.layers.map(layerView) } : undefined;
@@ -374,7 +389,7 @@ export function registerListenRoutes(http: HttpServer, media: MediaRegistry, d: 
 
   let feed: ListenFeed | null = null;
   return {
-    title: titleOf,
+    station: stationOf,
     caps,
     feed: (post) =>
       (feed ??= new ListenFeed(

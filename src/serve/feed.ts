@@ -19,7 +19,7 @@ import type { StreamPolicy } from '../listeners/hls-access.js';
 export type FeedMessage =
   | { t: 'stream'; u: StreamUpdate }
   | { t: 'drop'; id: string; gen: number }
-  | { t: 'policy'; id: string; policy: StreamPolicy | null; title: string };
+  | { t: 'policy'; id: string; policy: StreamPolicy | null; station: ReadonlyArray<readonly [string, string]> };
 
 /** What was last posted of one layer (the next message carries what came after it). */
 interface Sent {
@@ -50,8 +50,8 @@ export interface MirrorFeedDeps {
   current: (streamId: string) => StreamHub | undefined;
   /** Stream policies (account, playback, codec) the workers check requests against. */
   policy: (streamId: string) => StreamPolicy | null;
-  /** A stream's title as listening names it (`icy-name`). */
-  title: (streamId: string) => string;
+  /** A stream's station identity headers as listening sends them (`icy-name`, …). */
+  station: (streamId: string) => ReadonlyArray<readonly [string, string]>;
   /** Posts a message to every worker thread. */
   post: (m: FeedMessage) => void;
 }
@@ -94,7 +94,7 @@ export class MirrorFeed {
   snapshot(): FeedMessage[] {
     const out: FeedMessage[] = [];
     for (const w of this.watched.values()) {
-      out.push({ t: 'policy', id: w.hub.streamId, policy: this.d.policy(w.hub.streamId), title: this.d.title(w.hub.streamId) });
+      out.push({ t: 'policy', id: w.hub.streamId, policy: this.d.policy(w.hub.streamId), station: this.d.station(w.hub.streamId) });
       out.push({ t: 'stream', u: this.streamUpdate(w, w.hub.layers, true) });
     }
     return out;
@@ -161,11 +161,11 @@ export class MirrorFeed {
   private postPolicy(w: Watched): void {
     const id = w.hub.streamId;
     const policy = this.d.policy(id);
-    const title = this.d.title(id);
-    const key = JSON.stringify([policy, title]);
+    const station = this.d.station(id);
+    const key = JSON.stringify([policy, station]);
     if (key === w.policy) return;
     w.policy = key;
-    this.d.post({ t: 'policy', id, policy, title });
+    this.d.post({ t: 'policy', id, policy, station });
   }
 
   private unwatch(w: Watched, post: boolean): void {

@@ -98,7 +98,7 @@ export async function startHttpThreads(d: HttpThreadsDeps): Promise<RunningThrea
     source: d.source,
     current: (id) => d.media.get(id),
     policy: d.policy,
-    title: (id) => d.listen.title(id),
+    station: (id) => d.listen.station(id),
     post: (m) => threads?.post(m),
   });
   const listen = d.listen.feed((w, m) => threads?.postTo(w, m));

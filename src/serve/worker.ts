@@ -63,7 +63,7 @@ const nodeSecret = Buffer.from(init.nodeSecret);
 const trusted = trustedProxies(init.trustedProxies);
 const mirror = new MirrorSource();
 const policies = new Map<string, StreamPolicy | null>();
-const titles = new Map<string, string>();
+const stations = new Map<string, ReadonlyArray<readonly [string, string]>>();
 const countCell = new Int32Array(init.countCell);
 const sessions = new RemoteSessions((b) => post({ t: 'sessions', b }), countCell);
 const tokens = new ListenerTokens(nodeSecret);
@@ -83,7 +83,7 @@ registerListenHandlers(http, {
   trusted,
   tokens,
   policy: (id) => policies.get(id) ?? null,
-  title: (id) => titles.get(id) ?? '',
+  station: (id) => stations.get(id) ?? [['icy-name', '']],
   stream: (id) => {
     const s = mirror.get(id);
     return s ? { ended: s.ended, codec: s.codec, playable: s.playable, layers: () => s.layers.values() } : undefined;
@@ -140,12 +140,12 @@ function onMessage(m: ToWorker): void {
     case 'drop':
       if (mirror.get(m.id)?.gen === m.gen) {
         policies.delete(m.id);
-        titles.delete(m.id);
+        stations.delete(m.id);
       }
       return mirror.drop(m.id, m.gen);
     case 'policy':
       policies.set(m.id, m.policy);
-      titles.set(m.id, m.title);
+      stations.set(m.id, m.station);
       return;
     case 'listen':
     case 'listen-end':

@@ -31,7 +31,7 @@ function setup() {
     source,
     current: () => hub,
     policy: () => ({ accountId: 'acct_x', playback: 'public', codec: 'aac' }),
-    title: () => 'Feed',
+    station: () => [['icy-name', 'Feed']],
     post: (m) => {
       posted.push(m);
       const c = structuredClone(m);
