@@ -30,7 +30,10 @@ import { PublishScheduler } from './services/scheduler.js';
 import { WebhooksService } from './services/webhooks.js';
 import { EventsService } from './services/events.js';
 import { MediaStore } from './media-files/store.js';
-import { ffmpegPath } from './media/ffmpeg.js';
+import { FfmpegPool, ffmpegPath } from './media/ffmpeg.js';
+import { LoudnessAnalyzer } from './media-files/loudness.js';
+import { LoudnessRepo } from './db/loudness-repo.js';
+import { LoudnessService } from './services/loudness.js';
 import { Publishing } from './ingest/publishing.js';
 import { ICECAST_DEFAULTS, IcecastServer } from './ingest/icecast-server.js';
 import { INGEST_DEFAULTS, RtmpServer } from './ingest/rtmp-server.js';
@@ -148,10 +151,19 @@ export async function startServer(config: Config, log: Logger, now: () => number
   const episodeMedia = new MediaStore(config.dataDir);
   const scheduler = new PublishScheduler({ nextDueAt: () => podcastsRepo.nextDueAt(), publishDue: () => episodes.publishDue(), now, log: podcastsLog });
   const poke = () => scheduler.poke();
-  const podcasts = new PodcastsService({ repo: podcastsRepo, urls: getUrls, now, onScheduleChange: poke });
+  // Episode loudness (docs/podcasts.md "Loudness"): measured and normalised after storing, by capped low-priority FFmpeg processes.
+  const loudnessBin = ffmpegPath();
+  const loudnessPool = loudnessBin ? new FfmpegPool({ bin: loudnessBin, concurrency: config.limits.loudnessConcurrency }) : null;
+  const loudness = loudnessPool
+    ? new LoudnessService({ repo: new LoudnessRepo(db), media: episodeMedia, analyzer: new LoudnessAnalyzer(loudnessPool), pool: loudnessPool, concurrency: config.limits.loudnessConcurrency, now, log: podcastsLog })
+    : undefined;
+  // Feed-update notifications (docs/podcasts.md): the WebSub hub and the notifiers, delivered by the webhook engine.
+  const feedNotes = new FeedNotifications({ repo: webhooksRepo, hubUrl: config.websubHub, notify: config.feedNotifyUrls, now });
+  const feedChanged: FeedChanged = (accountId, podcastId, change) => feedNotes.changed(accountId, podcastId, feedUrlOf(getUrls(), podcastId), change);
+  const podcasts = new PodcastsService({ repo: podcastsRepo, urls: getUrls, now, onScheduleChange: poke, loudness });
   // Podcast download counting (docs/podcasts.md "Download counting"): observes episode audio bytes, writes in batches.
   const downloads = createDownloads({ db, podcasts: podcastsRepo, media: episodeMedia, trustedProxies: config.trustedProxies, log, now, enabled: config.downloadCounting });
-  const episodes = new EpisodesService({ repo: podcastsRepo, outbox, media: episodeMedia, urls: getUrls, now, onScheduleChange: poke, audioPlaced: downloads.audioPlaced });
+  const episodes = new EpisodesService({ repo: podcastsRepo, outbox, media: episodeMedia, urls: getUrls, now, onScheduleChange: poke, audioPlaced: downloads.audioPlaced, loudness });
   lifecycle.setRecordingHandler(
     (r) => episodes.createFromRecording(r),
     (streamId) => episodes.hasRecordingOf(streamId),
@@ -253,6 +265,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
   features.push(registerOAuth(context));
   features.push({ start: () => episodeMedia.clearTemp() }); // uploads cut off by the last shutdown
   features.push(scheduler);
+  if (loudness) features.push(loudness);
   delivery = createDelivery({ db, repo: webhooksRepo, outbox, log: log.child('webhooks'), now, allowPrivate: config.webhooksAllowPrivate, secretOf: (row) => webhooks.secretOf(row) });
   features.push(delivery);
   features.push(registerDashboard(context, { streams, podcasts: { podcasts, episodes, stats: downloads.stats }, listeners: listeners.registry, webhooks: { webhooks, events } }));

@@ -150,6 +150,8 @@ export interface LimitSettings {
   shutdownTimeoutMs: number;
   /** Title changes per stream: at most one per this long (ms); more coalesce into the newest (0 = no cap). */
   nowPlayingMinIntervalMs: number;
+  /** FFmpeg processes measuring or normalising episode loudness at once (docs/podcasts.md "Loudness"). */
+  loudnessConcurrency: number;
 }
 
 /** Environment variable of each limit (flags: the field name in kebab case, e.g. `--rtmp-max-connections`). */
@@ -174,6 +176,7 @@ export const LIMIT_ENV_NAMES = {
   minFreeDiskBytes: 'SKYLARK_MIN_FREE_DISK_BYTES',
   shutdownTimeoutMs: 'SKYLARK_SHUTDOWN_TIMEOUT_MS',
   nowPlayingMinIntervalMs: 'SKYLARK_NOW_PLAYING_MIN_INTERVAL_MS',
+  loudnessConcurrency: 'SKYLARK_LOUDNESS_CONCURRENCY',
 } as const satisfies Record<keyof LimitSettings, string>;
 
 /** Defaults of the limits: sized for one box serving thousands of listeners and tens of publishers. */
@@ -198,6 +201,7 @@ export const LIMIT_DEFAULTS: LimitSettings = {
   minFreeDiskBytes: 256 * 1024 * 1024,
   shutdownTimeoutMs: 10_000,
   nowPlayingMinIntervalMs: 2000,
+  loudnessConcurrency: 1,
 };
 
 /** Smallest value of each limit that still lets the node work (a lower setting is refused). */
@@ -222,6 +226,7 @@ const LIMIT_MINIMUMS: LimitSettings = {
   minFreeDiskBytes: 0,
   shutdownTimeoutMs: 1000,
   nowPlayingMinIntervalMs: 0,
+  loudnessConcurrency: 1,
 };
 
 /** The names that PRODUCT.md §1 makes a contract, with their defaults. */

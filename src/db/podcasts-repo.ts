@@ -31,6 +31,8 @@ export interface PodcastRow {
   feed_url: string;
   created_at: number;
   updated_at: number;
+  /** Normalisation target of new audio (LUFS), null = off (migration 011, docs/podcasts.md "Loudness"). */
+  loudness_target?: number | null;
 }
 
 /** A podcast row with its episode count (every episode that exists). */
@@ -63,6 +65,11 @@ export interface EpisodeRow {
   chapters: string | null;
   created_at: number;
   updated_at: number;
+  /** Loudness (migration 011, src/db/loudness-repo.ts writes them): the measurement (JSON), the work left, and the upload kept beside a normalised `audio_file`. */
+  loudness?: string | null;
+  loudness_state?: 'measure' | 'normalize' | 'done' | 'failed' | null;
+  original_audio_file?: string | null;
+  original_audio_size?: number | null;
 }
 
 /** What the media route needs to answer for one audio file. */
@@ -128,7 +135,9 @@ export class PodcastsRepo {
       published: db.prepare(`SELECT * FROM episodes WHERE podcast_id = ? AND status = 'published' ORDER BY published_at DESC, seq DESC`),
       publishedCount: db.prepare(`SELECT COUNT(*) FROM episodes WHERE podcast_id = ? AND status = 'published'`).pluck(),
       stamp: db.prepare(`SELECT COUNT(*) AS published, COALESCE(MAX(updated_at), 0) AS lastChange FROM episodes WHERE podcast_id = ? AND status = 'published'`),
-      audio: db.prepare(`SELECT podcast_id, audio_file, audio_mime, audio_size, audio_updated_at, status FROM episodes WHERE audio_file = ?`),
+      // An episode's audio, or the original it keeps beside a loudness-normalised copy (same type).
+      audio: db.prepare(`SELECT podcast_id, audio_file, audio_mime, audio_size, audio_updated_at, status FROM episodes WHERE audio_file = @name
+        UNION ALL SELECT podcast_id, original_audio_file, audio_mime, original_audio_size, audio_updated_at, status FROM episodes WHERE original_audio_file = @name`),
       chapters: db.prepare(`SELECT podcast_id, status, chapters, updated_at FROM episodes WHERE id = ?`),
     };
     this.podcastPage = paginator<PodcastWithCount>(db, 'podcasts_v', 'account_id = @accountId AND (@status IS NULL OR status = @status)');
@@ -233,8 +242,8 @@ export class PodcastsRepo {
   feedStamp(podcastId: string): FeedStamp {
     return this.s.stamp.get(podcastId) as FeedStamp;
   }
-  /** The episode holding audio file `name`, or undefined. */
+  /** The episode holding audio file `name` (its audio or its kept original), or undefined. */
   audioFile(name: string): AudioFileRow | undefined {
-    return this.s.audio.get(name) as AudioFileRow | undefined;
+    return this.s.audio.get({ name }) as AudioFileRow | undefined;
   }
 }

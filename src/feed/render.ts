@@ -131,6 +131,11 @@ export function renderFeed(f: FeedInput): Uint8Array {
     it.ele('guid', { isPermaLink: 'false' }).txt(clean(e.guid ?? e.id));
     text(it, 'pubDate', rfc2822(e.published_at ?? e.updated_at));
     it.ele('enclosure', { url: f.audioUrl(e), length: String(e.audio_size ?? 0), type: e.audio_mime ?? 'audio/mpeg' });
+    // A loudness-normalised episode also offers the upload as it came (docs/podcasts.md "Loudness").
+    if (e.original_audio_file) {
+      it.ele('podcast:alternateEnclosure', { type: e.audio_mime ?? 'audio/mpeg', length: String(e.original_audio_size ?? 0), title: 'Original (not loudness-normalised)' })
+        .ele('podcast:source', { uri: f.audioUrl({ ...e, audio_file: e.original_audio_file }) });
+    }
     text(it, 'itunes:title', e.title);
     if (e.audio_duration !== null) text(it, 'itunes:duration', Math.max(1, Math.round(e.audio_duration)));
     if (e.episode_number !== null) text(it, 'itunes:episode', e.episode_number);

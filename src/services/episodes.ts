@@ -13,6 +13,7 @@ import type { EpisodeRow, EpisodeStatus, EpisodeType, PodcastsRepo } from '../db
 import type { Outbox } from '../events/outbox.js';
 import type { PublicUrls } from '../config/config.js';
 import type { ChaptersDocument } from './play-log.js';
+import { toEpisodeLoudness, type EpisodeLoudness, type LoudnessService } from './loudness.js';
 
 /** A validated `POST /podcasts/{id}/episodes` body (api/podcasts/schemas.ts validates it). */
 export interface CreateEpisodeInput {
@@ -63,6 +64,11 @@ export interface EpisodeObject {
    * (PRODUCT.md §11); public once published. Null when the episode has none.
    */
   chaptersUrl: string | null;
+  /**
+   * The BS.1770-4 loudness of what `audioUrl` serves, and whether that is a normalised copy of the
+   * upload (docs/podcasts.md "Loudness"); null until measured, shortly after the audio is stored.
+   */
+  loudness: EpisodeLoudness | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -95,6 +101,7 @@ export function toEpisodeObject(row: EpisodeRow, urls: PublicUrls): EpisodeObjec
     publishedAt: iso(row.published_at),
     sourceStreamId: row.source_stream_id,
     chaptersUrl: row.chapters ? chaptersUrlOf(urls, row.podcast_id, row.id) : null,
+    loudness: toEpisodeLoudness(row.loudness, row.original_audio_file ? audioUrlOf(urls, row.podcast_id, row.original_audio_file) : null),
     createdAt: iso(row.created_at)!,
     updatedAt: iso(row.updated_at)!,
   };
@@ -112,6 +119,8 @@ export interface EpisodesDeps {
   probe?: (file: string) => Promise<AudioInfo>;
   /** Told of new audio once stored (its file name under the media store, path, size, duration): download counting measures its first minute. */
   audioPlaced?: (episodeId: string, fileName: string, path: string, sizeBytes: number, durationSeconds: number | null) => void;
+  /** Measures (and, with the podcast's `loudnessTarget`, normalises) new audio in the background. */
+  loudness?: Pick<LoudnessService, 'resetForNewAudio' | 'enqueue'>;
 }
 
 export class EpisodesService {
@@ -207,6 +216,7 @@ export class EpisodesService {
     }
     this.d.outbox.flush();
     if (row.audio_file) this.d.media.remove(podcastId, row.audio_file);
+    if (row.original_audio_file) this.d.media.remove(podcastId, row.original_audio_file);
     if (row.status === 'scheduled') this.d.onScheduleChange?.();
     return { id, object: 'episode', deleted: true };
   }
@@ -236,12 +246,14 @@ export class EpisodesService {
     }
     const fileName = this.d.media.newFileName(id, info.ext);
     let old: string | null = null;
+    let oldOriginal: string | null = null;
     let out: EpisodeRow;
     try {
       this.d.media.place(tempPath, podcastId, fileName);
       out = this.d.repo.tx(() => {
         const row = { ...this.row(accountId, podcastId, id) };
         old = row.audio_file;
+        oldOriginal = row.original_audio_file ?? null;
         const now = this.d.now();
         Object.assign(row, {
           audio_file: fileName,
@@ -252,6 +264,11 @@ export class EpisodesService {
           updated_at: now,
         });
         this.d.repo.updateEpisode(row);
+        if (this.d.loudness) {
+          // New audio: its loudness is measured (and normalised) afresh once committed.
+          row.loudness_state = this.d.loudness.resetForNewAudio(id, podcastId);
+          Object.assign(row, { loudness: null, original_audio_file: null, original_audio_size: null });
+        }
         this.touchPodcast(podcastId);
         return row;
       });
@@ -261,6 +278,8 @@ export class EpisodesService {
       throw e;
     }
     if (old) this.d.media.remove(podcastId, old);
+    if (oldOriginal) this.d.media.remove(podcastId, oldOriginal);
+    this.d.loudness?.enqueue(id);
     this.d.audioPlaced?.(id, fileName, this.d.media.filePath(podcastId, fileName), sizeBytes, info.durationSeconds);
     return this.render(out);
   }

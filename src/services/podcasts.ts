@@ -31,6 +31,8 @@ export interface CreatePodcastInput {
   type?: 'episodic' | 'serial';
   locked?: boolean;
   metadata?: Record<string, string>;
+  /** Normalisation target of new audio, LUFS (−24…−10); null = off; default −16 (docs/podcasts.md "Loudness"). */
+  loudnessTarget?: number | null;
 }
 
 /** A validated `PATCH /podcasts/{id}` body: `null` clears an optional field or removes a metadata key. */
@@ -49,6 +51,7 @@ export interface UpdatePodcastInput {
   locked?: boolean;
   status?: 'draft' | 'published' | 'archived';
   metadata?: Record<string, string | null>;
+  loudnessTarget?: number | null;
 }
 
 /** The podcast object of the API. Times are ISO 8601 UTC. */
@@ -75,6 +78,8 @@ export interface PodcastObject {
   /** Podcasting 2.0 `podcast:guid`: UUIDv5 of the feed URL at creation (without scheme and trailing slash). */
   podcastGuid: string;
   metadata: Record<string, string>;
+  /** LUFS that new audio is normalised to (true peak ≤ −1 dBTP); null = off (docs/podcasts.md "Loudness"). */
+  loudnessTarget: number | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -124,6 +129,7 @@ export function toPodcastObject(row: PodcastWithCount, urls: PublicUrls): Podcas
     feedUrl: feedUrlOf(urls, row.id),
     podcastGuid: row.podcast_guid,
     metadata: JSON.parse(row.metadata) as Record<string, string>,
+    loudnessTarget: row.loudness_target ?? null,
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
   };
@@ -135,6 +141,8 @@ export interface PodcastsDeps {
   now: () => number;
   /** Called after an archive moved scheduled episodes back to draft (the scheduler re-arms). */
   onScheduleChange?: () => void;
+  /** Stores `loudnessTarget` (src/services/loudness.ts); without it new podcasts keep the schema's −16 LUFS. */
+  loudness?: { setTarget(podcastId: string, target: number | null): void };
 }
 
 export class PodcastsService {
@@ -167,7 +175,10 @@ export class PodcastsService {
       created_at: now,
       updated_at: now,
     };
-    this.d.repo.insertPodcast(row);
+    this.d.repo.tx(() => {
+      this.d.repo.insertPodcast(row);
+      if (input.loudnessTarget !== undefined) this.d.loudness?.setTarget(id, input.loudnessTarget);
+    });
     return this.get(accountId, id);
   }
 
@@ -222,6 +233,7 @@ export class PodcastsService {
       }
       row.updated_at = this.d.now();
       this.d.repo.updatePodcast(row);
+      if (input.loudnessTarget !== undefined) this.d.loudness?.setTarget(id, input.loudnessTarget);
     });
     if (scheduleChanged) this.d.onScheduleChange?.();
     return this.get(accountId, id);

@@ -48,7 +48,8 @@ export const PODCAST_DOCS = {
   },
   create: {
     summary: 'Create a podcast',
-    description: 'Created as a `draft`; it becomes `published` with its first published episode. `podcastGuid` is fixed now from the feed URL.',
+    description:
+      'Created as a `draft`; it becomes `published` with its first published episode. `podcastGuid` is fixed now from the feed URL. `loudnessTarget` (LUFS, −24…−10, default −16; `null` = off) is what new audio is normalised to, true peak ≤ −1 dBTP.',
     body: { schema: valibot(CreatePodcast), description: 'Only `title` is required. `category`: an Apple Podcasts category (`"Technology"`, `"Society & Culture > Documentary"`). `metadata`: up to 16 keys.' },
     responses: { 201: { description: 'The new podcast.', schema: podcast } },
   },
@@ -60,7 +61,7 @@ export const PODCAST_DOCS = {
   update: {
     summary: 'Update a podcast',
     description:
-      'Optional fields are cleared with `null`; `metadata` keys given as `null` are removed (at most 16 after the merge). `status: "archived"` archives (scheduled episodes go back to draft); un-archiving returns to the state the episodes imply. A move to the current state or to `published` directly → 409 `state_conflict`.',
+      'Optional fields are cleared with `null`; `metadata` keys given as `null` are removed (at most 16 after the merge). `status: "archived"` archives (scheduled episodes go back to draft); un-archiving returns to the state the episodes imply. A move to the current state or to `published` directly → 409 `state_conflict`. A new `loudnessTarget` applies to audio stored from then on.',
     params: podcastId,
     body: { schema: valibot(UpdatePodcast), required: false },
     responses: { 200: { description: 'The updated podcast.', schema: podcast } },
@@ -93,7 +94,7 @@ export const PODCAST_DOCS = {
   getEpisode: {
     summary: 'Retrieve an episode',
     description:
-      'A draft made from a recorded stream carries `chaptersUrl`: Podcasting 2.0 JSON chapters (`application/json+chapters`), one per track of the stream, public once the episode is published.',
+      'A draft made from a recorded stream carries `chaptersUrl`: Podcasting 2.0 JSON chapters (`application/json+chapters`), one per track of the stream, public once the episode is published. `loudness`: the integrated loudness (LUFS), true peak (dBTP) and loudness range (LU) of what `audioUrl` serves, and whether that is a normalised copy (`normalized`, `target`, `method`, `originalAudioUrl`, `original`); null until measured.',
     params: episodeIds,
     responses: { 200: { description: 'The episode.', schema: episode } },
   },
@@ -117,7 +118,13 @@ export const PODCAST_DOCS = {
       'The audio file is the raw request body (not multipart), streamed to disk and probed: MP3, AAC/M4A, Ogg (Vorbis/Opus), FLAC, WAV or WebM. Replaces earlier audio. `Content-Type` should be the audio type; text, image, JSON, form and multipart types are refused before reading (415), and a body that is not audio after probing is refused too (415).',
     params: episodeIds,
     rawBody: { mediaTypes: AUDIO_UPLOAD_TYPES, description: 'The audio file, at most `SKYLARK_MAX_UPLOAD_BYTES` (default 500 MB).' },
-    responses: { 200: { description: 'The episode with its `audio` (type, size, duration) and `audioUrl`.', schema: episode } },
+    responses: {
+      200: {
+        description:
+          'The episode with its `audio` (type, size, duration) and `audioUrl`. `loudness` is null here: the audio is measured (ITU-R BS.1770-4) after this answer, and with the podcast\'s `loudnessTarget` a normalised copy (same codec and bit rate) becomes `audioUrl` while the upload stays at `loudness.originalAudioUrl` — unless the episode was published first. Poll the episode until `loudness` is set.',
+        schema: episode,
+      },
+    },
     errors: { 400: ['body_missing'], 413: ['body_too_large'], 415: ['unsupported_media_type'], 507: ['insufficient_storage'] },
     errorDescriptions: {
       413: 'Body larger than the upload limit (`SKYLARK_MAX_UPLOAD_BYTES`)',

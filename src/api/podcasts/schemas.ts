@@ -6,6 +6,7 @@
 import * as v from 'valibot';
 import { isAppleCategory } from '../../feed/categories.js';
 import { METADATA_MAX_KEYS } from '../../services/podcasts.js';
+import { LOUDNESS_TARGET_MAX, LOUDNESS_TARGET_MIN } from '../../services/loudness.js';
 import { count, nullableString, objectId, timestamp } from '../openapi/schemas.js';
 
 export { METADATA_MAX_KEYS };
@@ -30,6 +31,15 @@ const metadataKey = v.pipe(v.string(), v.minLength(1), v.maxLength(64));
 const metadataValue = v.pipe(v.string('metadata values must be strings'), v.maxLength(METADATA_MAX_VALUE, `values must be at most ${METADATA_MAX_VALUE} characters`));
 const positiveInt = v.pipe(v.number(), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'), v.maxValue(1_000_000));
 const podcastType = v.picklist(['episodic', 'serial'], 'must be episodic or serial');
+/** A podcast's `loudnessTarget` (LUFS, docs/podcasts.md "Loudness"); null turns normalisation off. */
+const loudnessTarget = v.nullable(
+  v.pipe(
+    v.number('must be a number of LUFS or null'),
+    v.finite('must be a number of LUFS'),
+    v.minValue(LOUDNESS_TARGET_MIN, `must be between ${LOUDNESS_TARGET_MIN} and ${LOUDNESS_TARGET_MAX} LUFS`),
+    v.maxValue(LOUDNESS_TARGET_MAX, `must be between ${LOUDNESS_TARGET_MIN} and ${LOUDNESS_TARGET_MAX} LUFS`),
+  ),
+);
 
 /** POST /podcasts. Only `title` is required (PRODUCT.md §9). */
 export const CreatePodcast = v.strictObject({
@@ -48,6 +58,7 @@ export const CreatePodcast = v.strictObject({
   metadata: v.optional(
     v.pipe(plainObject, v.record(metadataKey, metadataValue), v.check((m) => Object.keys(m).length <= METADATA_MAX_KEYS, `at most ${METADATA_MAX_KEYS} keys`)),
   ),
+  loudnessTarget: v.optional(loudnessTarget),
 });
 
 /** PATCH /podcasts/{id}: optional fields are cleared with `null`; `status` moves the state (409 rules in the service). */
@@ -66,6 +77,7 @@ export const UpdatePodcast = v.strictObject({
   locked: v.optional(v.boolean()),
   status: v.optional(v.picklist(PODCAST_STATUSES, 'must be draft, published or archived')),
   metadata: v.optional(v.pipe(plainObject, v.record(metadataKey, v.nullable(metadataValue)))),
+  loudnessTarget: v.optional(loudnessTarget),
 });
 
 /** POST /podcasts/{id}/episodes: a draft; audio comes by `PUT …/audio`. */
@@ -124,9 +136,14 @@ export const PodcastObjectSchema = v.object({
   feedUrl: v.string(),
   podcastGuid: v.pipe(v.string(), v.regex(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)),
   metadata: v.record(v.string(), v.string()),
+  /** LUFS that new audio is normalised to (true peak ≤ −1 dBTP); null = off. */
+  loudnessTarget: v.nullable(v.number()),
   createdAt: timestamp,
   updatedAt: timestamp,
 });
+
+/** A BS.1770-4 measurement: integrated loudness (LUFS), true peak (dBTP; null for digital silence), loudness range (LU). */
+const LoudnessMeasureSchema = v.object({ integratedLufs: v.number(), truePeakDbtp: v.nullable(v.number()), lraLu: v.number() });
 
 /** The episode object (spec "Podcasts", PRODUCT.md §5, §9). */
 export const EpisodeObjectSchema = v.object({
@@ -148,6 +165,17 @@ export const EpisodeObjectSchema = v.object({
   sourceStreamId: nullableString,
   /** Podcasting 2.0 JSON chapters of a recorded stream's tracks (PRODUCT.md §11); null when none. */
   chaptersUrl: nullableString,
+  /** BS.1770-4 loudness of what `audioUrl` serves (docs/podcasts.md "Loudness"); null until measured. */
+  loudness: v.nullable(
+    v.object({
+      ...LoudnessMeasureSchema.entries,
+      normalized: v.boolean(),
+      target: v.nullable(v.number()),
+      method: v.nullable(v.picklist(['linear', 'dynamic'])),
+      originalAudioUrl: nullableString,
+      original: v.nullable(LoudnessMeasureSchema),
+    }),
+  ),
   createdAt: timestamp,
   updatedAt: timestamp,
 });
