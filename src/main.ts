@@ -155,7 +155,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
   const loudnessBin = ffmpegPath();
   const loudnessPool = loudnessBin ? new FfmpegPool({ bin: loudnessBin, concurrency: config.limits.loudnessConcurrency }) : null;
   const loudness = loudnessPool
-    ? new LoudnessService({ repo: new LoudnessRepo(db), media: episodeMedia, analyzer: new LoudnessAnalyzer(loudnessPool), pool: loudnessPool, concurrency: config.limits.loudnessConcurrency, now, log: podcastsLog })
+    ? new LoudnessService({ repo: new LoudnessRepo(db), media: episodeMedia, analyzer: new LoudnessAnalyzer(loudnessPool), pool: loudnessPool, concurrency: config.limits.loudnessConcurrency, now, log: podcastsLog, audioReplaced: (...a) => downloads.audioPlaced(...a) })
     : undefined;
   // Feed-update notifications (docs/podcasts.md): the WebSub hub and the notifiers, delivered by the webhook engine.
   const feedNotes = new FeedNotifications({ repo: webhooksRepo, hubUrl: config.websubHub, notify: config.feedNotifyUrls, now });

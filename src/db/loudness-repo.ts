@@ -16,6 +16,7 @@ export interface LoudnessJobRow {
   status: 'draft' | 'scheduled' | 'published';
   audio_file: string | null;
   audio_size: number | null;
+  audio_duration: number | null;
   loudness_state: LoudnessWork | 'done' | 'failed' | null;
   /** The podcast's target (LUFS), or null when off. */
   loudness_target: number | null;
@@ -29,7 +30,7 @@ export class LoudnessRepo {
     this.s = {
       setTarget: db.prepare('UPDATE podcasts SET loudness_target = ? WHERE id = ?'),
       target: db.prepare('SELECT loudness_target FROM podcasts WHERE id = ?').pluck(),
-      job: db.prepare(`SELECT e.id, e.podcast_id, e.status, e.audio_file, e.audio_size, e.loudness_state, p.loudness_target
+      job: db.prepare(`SELECT e.id, e.podcast_id, e.status, e.audio_file, e.audio_size, e.audio_duration, e.loudness_state, p.loudness_target
         FROM episodes e JOIN podcasts p ON p.id = e.podcast_id WHERE e.id = ?`),
       reset: db.prepare(`UPDATE episodes SET loudness = NULL, loudness_state = @work, original_audio_file = NULL, original_audio_size = NULL WHERE id = @id`),
       pending: db.prepare(`SELECT id FROM episodes WHERE loudness_state IN ('measure','normalize') ORDER BY seq`).pluck(),

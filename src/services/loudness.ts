@@ -64,6 +64,8 @@ export interface LoudnessDeps {
   concurrency: number;
   now: () => number;
   log: Logger;
+  /** Told when a normalised copy became an episode's audio (episode, file name, path, bytes, seconds), as the upload path tells of new audio. */
+  audioReplaced?: (episodeId: string, fileName: string, path: string, sizeBytes: number, durationSeconds: number | null) => void;
 }
 
 /** Measures and normalises episode audio in the background. */
@@ -152,6 +154,7 @@ export class LoudnessService implements Feature {
         const loudness: StoredLoudness = { m: after.measure, normalized: true, target, method, original: a.measure };
         if (this.d.repo.swapToNormalized({ id, file, newFile, newSize, loudness: JSON.stringify(loudness), now: this.d.now() })) {
           this.d.log.info('episode audio normalised', { episodeId: id, target, method, fromLufs: a.measure.integratedLufs, toLufs: after.measure.integratedLufs });
+          this.d.audioReplaced?.(id, newFile, this.d.media.filePath(row.podcast_id, newFile), newSize, row.audio_duration);
           return;
         }
         // Published meanwhile (its enclosure stays what it published) or given other audio: the copy goes.
