@@ -31,6 +31,10 @@ export interface PodcastRow {
   feed_url: string;
   created_at: number;
   updated_at: number;
+  /** Podcasting 2.0 tags (JSON arrays as the API gives them; migration 012): `podcast:person`, `podcast:txt`, `podcast:podroll`. */
+  persons?: string;
+  txt?: string;
+  podroll?: string;
   /** Normalisation target of new audio (LUFS), null = off (migration 011, docs/podcasts.md "Loudness"). */
   loudness_target?: number | null;
 }
@@ -65,11 +69,26 @@ export interface EpisodeRow {
   chapters: string | null;
   created_at: number;
   updated_at: number;
+  /** The transcript as served (UTF-8) and its MIME type (migration 012), or null. */
+  transcript?: string | null;
+  transcript_type?: string | null;
+  /** `podcast:person` and `podcast:soundbite` entries (JSON arrays as the API gives them). */
+  persons?: string;
+  soundbites?: string;
   /** Loudness (migration 011, src/db/loudness-repo.ts writes them): the measurement (JSON), the work left, and the upload kept beside a normalised `audio_file`. */
   loudness?: string | null;
   loudness_state?: 'measure' | 'normalize' | 'done' | 'failed' | null;
   original_audio_file?: string | null;
   original_audio_size?: number | null;
+}
+
+/** What the transcript route needs to answer for one episode. */
+export interface EpisodeTranscriptRow {
+  podcast_id: string;
+  status: EpisodeStatus;
+  transcript: string | null;
+  transcript_type: string | null;
+  updated_at: number;
 }
 
 /** What the media route needs to answer for one audio file. */
@@ -139,6 +158,10 @@ export class PodcastsRepo {
       audio: db.prepare(`SELECT podcast_id, audio_file, audio_mime, audio_size, audio_updated_at, status FROM episodes WHERE audio_file = @name
         UNION ALL SELECT podcast_id, original_audio_file, audio_mime, original_audio_size, audio_updated_at, status FROM episodes WHERE original_audio_file = @name`),
       chapters: db.prepare(`SELECT podcast_id, status, chapters, updated_at FROM episodes WHERE id = ?`),
+      transcriptOf: db.prepare(`SELECT podcast_id, status, transcript, transcript_type, updated_at FROM episodes WHERE id = ?`),
+      setTranscript: db.prepare('UPDATE episodes SET transcript = ?, transcript_type = ?, updated_at = ? WHERE id = ?'),
+      setEpisodeTags: db.prepare('UPDATE episodes SET persons = ?, soundbites = ? WHERE id = ?'),
+      setPodcastTags: db.prepare('UPDATE podcasts SET persons = ?, txt = ?, podroll = ? WHERE id = ?'),
     };
     this.podcastPage = paginator<PodcastWithCount>(db, 'podcasts_v', 'account_id = @accountId AND (@status IS NULL OR status = @status)');
     this.episodePage = paginator<EpisodeRow>(db, 'episodes', 'account_id = @accountId AND podcast_id = @podcastId AND (@status IS NULL OR status = @status)');
@@ -237,6 +260,22 @@ export class PodcastsRepo {
   /** What the chapters route needs of episode `id`: its podcast, state, chapters and last change; undefined when none. */
   chapters(id: string): EpisodeChaptersRow | undefined {
     return this.s.chapters.get(id) as EpisodeChaptersRow | undefined;
+  }
+  /** What the transcript route needs of episode `id`; undefined when no such episode. */
+  transcript(id: string): EpisodeTranscriptRow | undefined {
+    return this.s.transcriptOf.get(id) as EpisodeTranscriptRow | undefined;
+  }
+  /** Sets (or with nulls removes) episode `id`'s transcript and marks the episode changed at `now`. */
+  setTranscript(id: string, body: string | null, type: string | null, now: number): void {
+    this.s.setTranscript.run(body, type, now, id);
+  }
+  /** Writes episode `id`'s `persons` and `soundbites` (JSON arrays). */
+  setEpisodeTags(id: string, persons: string, soundbites: string): void {
+    this.s.setEpisodeTags.run(persons, soundbites, id);
+  }
+  /** Writes podcast `id`'s `persons`, `txt` and `podroll` (JSON arrays). */
+  setPodcastTags(id: string, persons: string, txt: string, podroll: string): void {
+    this.s.setPodcastTags.run(persons, txt, podroll, id);
   }
   /** Count and newest change of the published episodes (what the feed shows). */
   feedStamp(podcastId: string): FeedStamp {

@@ -10,7 +10,7 @@ import { notFound } from '../errors/errors.js';
 import type { PodcastsRepo } from '../db/podcasts-repo.js';
 import type { StreamRow } from '../db/streams-repo.js';
 import type { PublicUrls } from '../config/config.js';
-import { audioUrlOf, chaptersUrlOf } from '../services/episodes.js';
+import { audioUrlOf, chaptersUrlOf, transcriptUrlOf, type TranscriptMime } from '../services/episodes.js';
 import { feedUrlOf } from '../services/podcasts.js';
 import { LISTEN_EXT } from '../services/stream-object.js';
 import { renderFeed, type LiveItemInput } from './render.js';
@@ -30,6 +30,8 @@ export interface FeedDeps {
   recordingStreams: (podcastId: string) => StreamRow[];
   urls: () => PublicUrls;
   now: () => number;
+  /** The WebSub hub named in every feed (`SKYLARK_WEBSUB_HUB`), if any. */
+  hubUrl?: string | undefined;
 }
 
 interface Cached {
@@ -69,6 +71,8 @@ export class FeedService {
         episodes: this.d.repo.publishedEpisodes(id),
         audioUrl: (e) => audioUrlOf(urls, e.podcast_id, e.audio_file!),
         chaptersUrl: (e) => chaptersUrlOf(urls, e.podcast_id, e.id),
+        transcriptUrl: (e) => transcriptUrlOf(urls, e.podcast_id, e.id, e.transcript_type as TranscriptMime),
+        hubUrl: this.d.hubUrl,
         liveItems: live,
         lastModified,
       });

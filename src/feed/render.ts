@@ -10,7 +10,10 @@
  * podcast:alternateEnclosure). Item: title, description, guid
  * (isPermaLink=false), pubDate, enclosure (url, length, type), itunes:title, itunes:duration,
  * itunes:episode, itunes:season, itunes:episodeType, itunes:explicit, podcast:season, podcast:episode,
- * podcast:chapters (JSON chapters of a recorded stream's tracks, PRODUCT.md §11).
+ * podcast:chapters (JSON chapters of a recorded stream's tracks, PRODUCT.md §11). Since the
+ * transcripts and feed tags of docs/podcasts.md: channel atom:link rel=hub (a WebSub hub is
+ * configured), podcast:person, podcast:txt, podcast:podroll; item podcast:transcript
+ * (rel=captions for WebVTT/SubRip), podcast:person, podcast:soundbite.
  */
 import { create } from 'xmlbuilder2';
 import type { EpisodeRow, PodcastRow } from '../db/podcasts-repo.js';
@@ -49,6 +52,10 @@ export interface FeedInput {
   audioUrl: (e: EpisodeRow) => string;
   /** Its chapters' URL (`chaptersUrl`), for an episode with chapters. */
   chaptersUrl?: (e: EpisodeRow) => string;
+  /** Its transcript's URL (`transcriptUrl`), for an episode with a transcript. */
+  transcriptUrl?: (e: EpisodeRow) => string;
+  /** The WebSub hub the feed names (`<atom:link rel="hub">`), when one is configured. */
+  hubUrl?: string | undefined;
   liveItems: LiveItemInput[];
   /** Last change of anything in the feed (ms): `lastBuildDate`. */
   lastModified: number;
@@ -62,6 +69,24 @@ const rfc2822 = (ms: number) => new Date(ms).toUTCString();
 
 function text(parent: XMLBuilder, name: string, value: string | number): XMLBuilder {
   return parent.ele(name).txt(clean(String(value)));
+}
+
+/** A JSON array column (`'[]'` or absent when none). */
+const list = <T>(json: string | undefined): T[] => (json ? (JSON.parse(json) as T[]) : []);
+
+/** Transcript types whose cues are timed captions (`rel="captions"`). */
+const CAPTION_TYPES = new Set(['text/vtt', 'application/x-subrip']);
+
+/** `podcast:person` elements (namespace defaults: role host, group cast). */
+function persons(parent: XMLBuilder, json: string | undefined): void {
+  for (const p of list<{ name: string; role?: string; group?: string; href?: string; img?: string }>(json)) {
+    const attrs: Record<string, string> = {};
+    if (p.role) attrs.role = clean(p.role);
+    if (p.group) attrs.group = clean(p.group);
+    if (p.img) attrs.img = clean(p.img);
+    if (p.href) attrs.href = clean(p.href);
+    parent.ele('podcast:person', attrs).txt(clean(p.name));
+  }
 }
 
 /** Renders the feed document as UTF-8 bytes. */
@@ -83,6 +108,7 @@ export function renderFeed(f: FeedInput): Uint8Array {
   text(ch, 'generator', 'Skylark');
   text(ch, 'lastBuildDate', rfc2822(f.lastModified));
   ch.ele('atom:link', { href: f.feedUrl, rel: 'self', type: 'application/rss+xml' });
+  if (f.hubUrl) ch.ele('atom:link', { href: f.hubUrl, rel: 'hub' });
   const author = p.author ?? p.owner_name;
   if (author) text(ch, 'itunes:author', author);
   if (p.owner_email) {
@@ -108,6 +134,13 @@ export function renderFeed(f: FeedInput): Uint8Array {
   text(ch, 'podcast:guid', p.podcast_guid);
   const locked = ch.ele('podcast:locked', p.owner_email ? { owner: clean(p.owner_email) } : {});
   locked.txt(p.locked ? 'yes' : 'no');
+  persons(ch, p.persons);
+  for (const t of list<{ purpose?: string; value: string }>(p.txt)) ch.ele('podcast:txt', t.purpose ? { purpose: clean(t.purpose) } : {}).txt(clean(t.value));
+  const podroll = list<{ feedGuid: string; feedUrl?: string }>(p.podroll);
+  if (podroll.length > 0) {
+    const roll = ch.ele('podcast:podroll');
+    for (const r of podroll) roll.ele('podcast:remoteItem', { feedGuid: r.feedGuid, ...(r.feedUrl ? { feedUrl: clean(r.feedUrl) } : {}) });
+  }
 
   for (const live of f.liveItems) {
     const li = ch.ele('podcast:liveItem', {
@@ -146,6 +179,14 @@ export function renderFeed(f: FeedInput): Uint8Array {
     if (e.season !== null) text(it, 'podcast:season', e.season);
     if (e.episode_number !== null) text(it, 'podcast:episode', e.episode_number);
     if (e.chapters && f.chaptersUrl) it.ele('podcast:chapters', { url: f.chaptersUrl(e), type: CHAPTERS_TYPE });
+    if (e.transcript && e.transcript_type && f.transcriptUrl) {
+      it.ele('podcast:transcript', { url: f.transcriptUrl(e), type: e.transcript_type, ...(CAPTION_TYPES.has(e.transcript_type) ? { rel: 'captions' } : {}) });
+    }
+    persons(it, e.persons);
+    for (const b of list<{ startTime: number; duration: number; title?: string }>(e.soundbites)) {
+      const sb = it.ele('podcast:soundbite', { startTime: String(b.startTime), duration: String(b.duration) });
+      if (b.title) sb.txt(clean(b.title));
+    }
   }
   return Buffer.from(doc.end({ prettyPrint: false }), 'utf8');
 }

@@ -14,6 +14,14 @@ import type { Outbox } from '../events/outbox.js';
 import type { PublicUrls } from '../config/config.js';
 import type { ChaptersDocument } from './play-log.js';
 import { toEpisodeLoudness, type EpisodeLoudness, type LoudnessService } from './loudness.js';
+import { jsonList, type FeedChanged, type PodcastPerson } from './podcasts.js';
+
+/** A `podcast:soundbite`: a shareable part of the episode (seconds) with an optional title. */
+export interface EpisodeSoundbite {
+  startTime: number;
+  duration: number;
+  title?: string;
+}
 
 /** A validated `POST /podcasts/{id}/episodes` body (api/podcasts/schemas.ts validates it). */
 export interface CreateEpisodeInput {
@@ -23,6 +31,10 @@ export interface CreateEpisodeInput {
   episodeNumber?: number | null;
   episodeType?: 'full' | 'trailer' | 'bonus';
   explicit?: boolean;
+  /** Podcasting 2.0 `podcast:person` entries of the episode (docs/podcasts.md "Feed completeness"). */
+  persons?: PodcastPerson[];
+  /** `podcast:soundbite` entries. */
+  soundbites?: EpisodeSoundbite[];
 }
 
 /** A validated `PATCH /podcasts/{id}/episodes/{eid}` body; `status: 'draft'` cancels a schedule. */
@@ -65,6 +77,14 @@ export interface EpisodeObject {
    */
   chaptersUrl: string | null;
   /**
+   * The transcript (`PUT …/transcript`) at `{cdn_url}/media/<podcast_id>/<episode_id>.transcript.<vtt|srt|json>`,
+   * public once published; null when none. `transcriptType` is its MIME type.
+   */
+  transcriptUrl: string | null;
+  transcriptType: TranscriptMime | null;
+  persons: PodcastPerson[];
+  soundbites: EpisodeSoundbite[];
+  /**
    * The BS.1770-4 loudness of what `audioUrl` serves, and whether that is a normalised copy of the
    * upload (docs/podcasts.md "Loudness"); null until measured, shortly after the audio is stored.
    */
@@ -72,6 +92,14 @@ export interface EpisodeObject {
   createdAt: string;
   updatedAt: string;
 }
+
+/** The transcript formats (docs/podcasts.md "Transcripts") by MIME type, with their file extension. */
+export const TRANSCRIPT_EXT = { 'text/vtt': 'vtt', 'application/x-subrip': 'srt', 'application/json': 'json' } as const;
+export type TranscriptMime = keyof typeof TRANSCRIPT_EXT;
+
+/** `{cdn_url}/media/<podcast_id>/<episode_id>.transcript.<ext>` of a transcript of `type`. */
+export const transcriptUrlOf = (urls: PublicUrls, podcastId: string, episodeId: string, type: TranscriptMime) =>
+  `${urls.cdnUrl}/media/${podcastId}/${episodeId}.transcript.${TRANSCRIPT_EXT[type]}`;
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -101,6 +129,10 @@ export function toEpisodeObject(row: EpisodeRow, urls: PublicUrls): EpisodeObjec
     publishedAt: iso(row.published_at),
     sourceStreamId: row.source_stream_id,
     chaptersUrl: row.chapters ? chaptersUrlOf(urls, row.podcast_id, row.id) : null,
+    transcriptUrl: row.transcript && row.transcript_type ? transcriptUrlOf(urls, row.podcast_id, row.id, row.transcript_type as TranscriptMime) : null,
+    transcriptType: row.transcript && row.transcript_type ? (row.transcript_type as TranscriptMime) : null,
+    persons: jsonList(row.persons),
+    soundbites: jsonList(row.soundbites),
     loudness: toEpisodeLoudness(row.loudness, row.original_audio_file ? audioUrlOf(urls, row.podcast_id, row.original_audio_file) : null),
     createdAt: iso(row.created_at)!,
     updatedAt: iso(row.updated_at)!,
@@ -117,6 +149,8 @@ export interface EpisodesDeps {
   onScheduleChange?: () => void;
   /** Probes an audio file (tests may inject). Default: FFmpeg/ffprobe. */
   probe?: (file: string) => Promise<AudioInfo>;
+  /** Told of every change of what the feed shows (a published episode's), in its transaction. */
+  feedChanged?: FeedChanged;
   /** Told of new audio once stored (its file name under the media store, path, size, duration): download counting measures its first minute. */
   audioPlaced?: (episodeId: string, fileName: string, path: string, sizeBytes: number, durationSeconds: number | null) => void;
   /** Measures (and, with the podcast's `loudnessTarget`, normalises) new audio in the background. */
@@ -143,9 +177,10 @@ export class EpisodesService {
     });
     this.d.repo.tx(() => {
       this.d.repo.insertEpisode(row);
+      if (input.persons || input.soundbites) this.d.repo.setEpisodeTags(row.id, JSON.stringify(input.persons ?? []), JSON.stringify(input.soundbites ?? []));
       this.touchPodcast(podcastId);
     });
-    return this.render(row);
+    return this.get(accountId, podcastId, row.id);
   }
 
   /** @throws ApiError 404 */
@@ -188,8 +223,14 @@ export class EpisodesService {
       }
       row.updated_at = this.d.now();
       this.d.repo.updateEpisode(row);
+      if (input.persons !== undefined || input.soundbites !== undefined) {
+        const persons = input.persons !== undefined ? JSON.stringify(input.persons) : (row.persons ?? '[]');
+        const soundbites = input.soundbites !== undefined ? JSON.stringify(input.soundbites) : (row.soundbites ?? '[]');
+        this.d.repo.setEpisodeTags(id, persons, soundbites);
+      }
       this.touchPodcast(podcastId);
-      return row;
+      if (row.status === 'published') this.d.feedChanged?.(accountId, podcastId, 'changed');
+      return this.row(accountId, podcastId, id);
     });
     if (scheduleChanged) this.d.onScheduleChange?.();
     return this.render(out);
@@ -208,6 +249,7 @@ export class EpisodesService {
         this.touchPodcast(podcastId);
         if (row.status === 'published') {
           this.d.outbox.record(accountId, 'podcast.deleted', { object: { ...this.render(row), deleted: true } });
+          this.d.feedChanged?.(accountId, podcastId, 'changed');
         }
       });
     } catch (e) {
@@ -270,6 +312,7 @@ export class EpisodesService {
           Object.assign(row, { loudness: null, original_audio_file: null, original_audio_size: null });
         }
         this.touchPodcast(podcastId);
+        if (row.status === 'published') this.d.feedChanged?.(accountId, podcastId, 'changed');
         return row;
       });
     } catch (e) {
@@ -366,6 +409,31 @@ export class EpisodesService {
     return n;
   }
 
+  /**
+   * Stores `text` (already checked, UTF-8) as the episode's transcript of MIME type `type`,
+   * replacing any earlier one. Served at `transcriptUrl` once the episode is published.
+   * @throws ApiError 404
+   */
+  setTranscript(accountId: string, podcastId: string, id: string, type: TranscriptMime, text: string): EpisodeObject {
+    return this.writeTranscript(accountId, podcastId, id, text, type);
+  }
+
+  /** Removes the episode's transcript (none is no error). @throws ApiError 404 */
+  deleteTranscript(accountId: string, podcastId: string, id: string): EpisodeObject {
+    return this.writeTranscript(accountId, podcastId, id, null, null);
+  }
+
+  private writeTranscript(accountId: string, podcastId: string, id: string, text: string | null, type: TranscriptMime | null): EpisodeObject {
+    const out = this.d.repo.tx(() => {
+      const row = this.row(accountId, podcastId, id);
+      this.d.repo.setTranscript(id, text, type, Math.max(this.d.now(), row.updated_at));
+      this.touchPodcast(podcastId);
+      if (row.status === 'published') this.d.feedChanged?.(accountId, podcastId, 'changed');
+      return this.row(accountId, podcastId, id);
+    });
+    return this.render(out);
+  }
+
   /** Whether a draft episode was already made from stream `streamId`'s recording. */
   hasRecordingOf(streamId: string): boolean {
     return this.d.repo.hasEpisodeFromStream(streamId);
@@ -421,6 +489,7 @@ export class EpisodesService {
     this.d.repo.setPodcastStatus(podcastId, 'draft', 'published', now);
     this.touchPodcast(podcastId);
     this.d.outbox.record(accountId, 'podcast.published', { object: this.render(row) });
+    this.d.feedChanged?.(accountId, podcastId, 'published');
   }
 
   /** Marks the podcast changed (its `updatedAt`, the feed's Last-Modified). */

@@ -31,9 +31,46 @@ export interface CreatePodcastInput {
   type?: 'episodic' | 'serial';
   locked?: boolean;
   metadata?: Record<string, string>;
+  /** Podcasting 2.0 `podcast:person` entries (docs/podcasts.md "Feed completeness"). */
+  persons?: PodcastPerson[];
+  /** `podcast:txt` entries. */
+  txt?: PodcastTxt[];
+  /** `podcast:podroll` items: other shows by `podcast:guid` (and feed URL). */
+  podroll?: PodrollItem[];
   /** Normalisation target of new audio, LUFS (−24…−10); null = off; default −16 (docs/podcasts.md "Loudness"). */
   loudnessTarget?: number | null;
 }
+
+/** A `podcast:person`: name, role and group of the namespace's taxonomy, a page and a picture. */
+export interface PodcastPerson {
+  name: string;
+  role?: string;
+  group?: string;
+  href?: string;
+  img?: string;
+}
+/** A `podcast:txt`: free text with an optional purpose (e.g. `verify`). */
+export interface PodcastTxt {
+  purpose?: string;
+  value: string;
+}
+/** A `podcast:remoteItem` of `podcast:podroll`. */
+export interface PodrollItem {
+  feedGuid: string;
+  feedUrl?: string;
+}
+
+/**
+ * What changed a served feed (docs/podcasts.md "Feed-update notifications"): an episode published,
+ * any other change of what the feed shows, a broadcast recorded into the podcast going live or ending.
+ */
+export type FeedChangeReason = 'published' | 'changed' | 'live' | 'liveEnd';
+
+/**
+ * Told of a change of a served feed, inside the transaction of the change (so its durable
+ * notifications commit or roll back with it). `accountId` owns the podcast.
+ */
+export type FeedChanged = (accountId: string, podcastId: string, reason: FeedChangeReason) => void;
 
 /** A validated `PATCH /podcasts/{id}` body: `null` clears an optional field or removes a metadata key. */
 export interface UpdatePodcastInput {
@@ -51,6 +88,9 @@ export interface UpdatePodcastInput {
   locked?: boolean;
   status?: 'draft' | 'published' | 'archived';
   metadata?: Record<string, string | null>;
+  persons?: PodcastPerson[];
+  txt?: PodcastTxt[];
+  podroll?: PodrollItem[];
   loudnessTarget?: number | null;
 }
 
@@ -78,11 +118,17 @@ export interface PodcastObject {
   /** Podcasting 2.0 `podcast:guid`: UUIDv5 of the feed URL at creation (without scheme and trailing slash). */
   podcastGuid: string;
   metadata: Record<string, string>;
+  persons: PodcastPerson[];
+  txt: PodcastTxt[];
+  podroll: PodrollItem[];
   /** LUFS that new audio is normalised to (true peak ≤ −1 dBTP); null = off (docs/podcasts.md "Loudness"). */
   loudnessTarget: number | null;
   createdAt: string;
   updatedAt: string;
 }
+
+/** A JSON array column (`'[]'` when unset). */
+export const jsonList = <T>(text: string | undefined): T[] => (text ? (JSON.parse(text) as T[]) : []);
 
 /** The Podcasting 2.0 namespace UUID that `podcast:guid` values are derived in. */
 export const PODCAST_GUID_NAMESPACE = 'ead4c236-bf58-58c6-a2c6-a6b28d128cb6';
@@ -129,6 +175,9 @@ export function toPodcastObject(row: PodcastWithCount, urls: PublicUrls): Podcas
     feedUrl: feedUrlOf(urls, row.id),
     podcastGuid: row.podcast_guid,
     metadata: JSON.parse(row.metadata) as Record<string, string>,
+    persons: jsonList(row.persons),
+    txt: jsonList(row.txt),
+    podroll: jsonList(row.podroll),
     loudnessTarget: row.loudness_target ?? null,
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
@@ -141,6 +190,8 @@ export interface PodcastsDeps {
   now: () => number;
   /** Called after an archive moved scheduled episodes back to draft (the scheduler re-arms). */
   onScheduleChange?: () => void;
+  /** Told of every change of a podcast whose feed is served (not a draft), in its transaction. */
+  feedChanged?: FeedChanged;
   /** Stores `loudnessTarget` (src/services/loudness.ts); without it new podcasts keep the schema's −16 LUFS. */
   loudness?: { setTarget(podcastId: string, target: number | null): void };
 }
@@ -178,6 +229,9 @@ export class PodcastsService {
     this.d.repo.tx(() => {
       this.d.repo.insertPodcast(row);
       if (input.loudnessTarget !== undefined) this.d.loudness?.setTarget(id, input.loudnessTarget);
+      if (input.persons || input.txt || input.podroll) {
+        this.d.repo.setPodcastTags(id, JSON.stringify(input.persons ?? []), JSON.stringify(input.txt ?? []), JSON.stringify(input.podroll ?? []));
+      }
     });
     return this.get(accountId, id);
   }
@@ -234,6 +288,11 @@ export class PodcastsService {
       row.updated_at = this.d.now();
       this.d.repo.updatePodcast(row);
       if (input.loudnessTarget !== undefined) this.d.loudness?.setTarget(id, input.loudnessTarget);
+      if (input.persons !== undefined || input.txt !== undefined || input.podroll !== undefined) {
+        const list = (given: unknown[] | undefined, stored: string | undefined) => (given !== undefined ? JSON.stringify(given) : (stored ?? '[]'));
+        this.d.repo.setPodcastTags(id, list(input.persons, cur.persons), list(input.txt, cur.txt), list(input.podroll, cur.podroll));
+      }
+      if (row.status !== 'draft' || cur.status !== 'draft') this.d.feedChanged?.(accountId, id, 'changed');
     });
     if (scheduleChanged) this.d.onScheduleChange?.();
     return this.get(accountId, id);

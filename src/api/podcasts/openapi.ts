@@ -38,6 +38,9 @@ const podcast = valibot(PodcastObjectSchema);
 const episode = valibot(EpisodeObjectSchema);
 const podcastId = { id: 'The podcast id (`pod_…`).' };
 const episodeIds = { id: 'The podcast id (`pod_…`).', eid: 'The episode id (`ep_…`).' };
+/** Media types the transcript upload takes (docs/podcasts.md "Transcripts"). */
+export const TRANSCRIPT_UPLOAD_TYPES = ['text/vtt', 'application/x-subrip', 'application/json'];
+
 /** The descriptions, by route (keys used in ./routes.ts). */
 export const PODCAST_DOCS = {
   list: {
@@ -130,5 +133,21 @@ export const PODCAST_DOCS = {
       413: 'Body larger than the upload limit (`SKYLARK_MAX_UPLOAD_BYTES`)',
       507: 'The data volume would fall under its free-space floor (`SKYLARK_MIN_FREE_DISK_BYTES`) or is full; nothing was stored and the episode is unchanged',
     },
+  },
+  putTranscript: {
+    summary: "Set an episode's transcript",
+    description:
+      'The transcript is the raw request body: WebVTT (`text/vtt`), SubRip (`application/x-subrip`) or the Podcasting 2.0 transcript JSON (`application/json`: `{"version":"1.0.0","segments":[{"startTime","endTime","body","speaker"?}]}`, seconds). UTF-8, at most 2 MB. It is checked: the first error answers 400 `parameter_invalid` naming its line (and, for JSON, `param` = the path of the bad value). Replaces an earlier transcript. Served at `transcriptUrl` once the episode is published and listed in the feed as `podcast:transcript` (`rel="captions"` for WebVTT and SubRip).',
+    params: episodeIds,
+    rawBody: { mediaTypes: TRANSCRIPT_UPLOAD_TYPES, description: 'The transcript, at most 2 MB of UTF-8.' },
+    responses: { 200: { description: 'The episode with its `transcriptUrl` and `transcriptType`.', schema: episode } },
+    errors: { 400: ['body_missing', 'parameter_invalid'], 413: ['body_too_large'], 415: ['unsupported_media_type'] },
+    errorDescriptions: { 413: 'Transcript larger than 2 MB', 415: 'Content-Type is not text/vtt, application/x-subrip or application/json' },
+  },
+  deleteTranscript: {
+    summary: "Remove an episode's transcript",
+    description: 'The episode keeps everything else; `transcriptUrl` becomes null and the feed drops its `podcast:transcript`. Removing a transcript that is not there is no error.',
+    params: episodeIds,
+    responses: { 200: { description: 'The episode without a transcript.', schema: episode } },
   },
 } satisfies Record<string, RouteDoc>;

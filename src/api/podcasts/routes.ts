@@ -5,6 +5,7 @@
  * The audio upload streams the raw body to the episode media store's temp folder under the
  * upload settings' size cap and disk floor (src/http/upload.ts).
  */
+import { readFile, rm } from 'node:fs/promises';
 import { registerUploadRoute } from '../../http/upload.js';
 import { ApiError } from '../../errors/errors.js';
 import type { ApiServices } from '../services.js';
@@ -13,6 +14,7 @@ import { parse, queryEnum, rejectUnknownQuery } from '../validation.js';
 import { knownQuery, resourceRoutes } from '../resource.js';
 import { CreateEpisode, CreatePodcast, EPISODE_STATUSES, PODCAST_STATUSES, PublishEpisode, UpdateEpisode, UpdatePodcast } from './schemas.js';
 import { PODCAST_DOCS as DOCS } from './openapi.js';
+import { checkTranscript, TRANSCRIPT_MAX_BYTES, transcriptTypeOf } from './transcript.js';
 
 /** Content types refused before any byte is read (clearly not audio); everything else is probed. */
 const NOT_AUDIO_TYPES = /^(text\/|image\/|application\/(json|xml|x-www-form-urlencoded|pdf|zip)|multipart\/)/i;
@@ -55,6 +57,40 @@ export function mountPodcasts(s: ApiServices): void {
     },
     finish: async (req, p, tempPath, size) => ({ status: 200, body: await episodes.attachAudio(p.accountId, req.params[0]!, req.params[1]!, tempPath, size) }),
     minFreeDiskBytes: s.uploads.minFreeDiskBytes,
+    limits: s.limits,
+    log: s.log.child('podcasts'),
+  });
+
+  // Transcripts (docs/podcasts.md "Transcripts"): the raw body under its own cap, checked, stored with the episode.
+  const transcriptPattern = '/v2/podcasts/:id/episodes/:eid/transcript';
+  const transcriptQuery = knownQuery(DOCS.putTranscript);
+  r.write('del', transcriptPattern, DOCS.deleteTranscript, (req, p) => ({ status: 200, body: episodes.deleteTranscript(p.accountId, req.params[0]!, req.params[1]!) }));
+  registerUploadRoute(s.http, 'put', transcriptPattern, {
+    ...r.writeScope,
+    guard: (req) => {
+      Object.assign(req.responseHeaders, API_CORS_HEADERS);
+      const p = r.writeScope.guard(req);
+      rejectUnknownQuery(req.query, transcriptQuery);
+      return p;
+    },
+    doc: DOCS.putTranscript,
+    begin: (req, p) => {
+      episodes.checkUploadTarget(p.accountId, req.params[0]!, req.params[1]!);
+      if (!transcriptTypeOf(req.headers.contentType)) {
+        throw new ApiError('unsupported_media_type', `Content-Type '${req.headers.contentType.slice(0, 100)}' is not a transcript type: send text/vtt, application/x-subrip or application/json.`);
+      }
+      return { tempPath: s.episodeMedia.tempPath(), maxBytes: TRANSCRIPT_MAX_BYTES };
+    },
+    finish: async (req, p, tempPath) => {
+      let bytes: Buffer;
+      try {
+        bytes = await readFile(tempPath);
+      } finally {
+        await rm(tempPath, { force: true });
+      }
+      const type = transcriptTypeOf(req.headers.contentType)!;
+      return { status: 200, body: episodes.setTranscript(p.accountId, req.params[0]!, req.params[1]!, type, checkTranscript(type, bytes)) };
+    },
     limits: s.limits,
     log: s.log.child('podcasts'),
   });

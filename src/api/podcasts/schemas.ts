@@ -41,6 +41,64 @@ const loudnessTarget = v.nullable(
   ),
 );
 
+// ── Podcasting 2.0 tags (docs/podcasts.md "Feed completeness"; the namespace's tag definitions) ──
+
+/** Entries per list field (`persons`, `soundbites`, `txt`, `podroll`). */
+export const FEED_LIST_MAX = 50;
+const listOf = <T extends v.GenericSchema>(item: T, what: string) =>
+  v.pipe(v.array(item, `must be an array of ${what}`), v.maxLength(FEED_LIST_MAX, `at most ${FEED_LIST_MAX} entries`));
+const seconds = v.pipe(v.number(), v.finite('must be a number of seconds'), v.minValue(0, 'must be at least 0'), v.maxValue(1_000_000));
+/** A role or group of the namespace's person taxonomy (`host`, `guest`, `cast`, `writing`…), lower case. */
+const taxonomyName = v.pipe(v.string(), v.trim(), v.toLowerCase(), v.regex(/^[a-z][a-z0-9 &/-]{0,63}$/, 'must be a role or group name of the Podcasting 2.0 person taxonomy, e.g. host, guest, cast'));
+/** `podcast:person`: name (≤ 128), role (default host), group (default cast), href and img URLs. */
+export const Person = v.strictObject({
+  name: v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(128, 'must be at most 128 characters')),
+  role: v.optional(taxonomyName),
+  group: v.optional(taxonomyName),
+  href: v.optional(httpUrl),
+  img: v.optional(httpUrl),
+});
+/** `podcast:soundbite`: start and duration in seconds (duration > 0), optional title (≤ 128). */
+export const Soundbite = v.strictObject({
+  startTime: seconds,
+  duration: v.pipe(seconds, v.check((n) => n > 0, 'must be more than 0')),
+  title: v.optional(v.pipe(v.string(), v.trim(), v.maxLength(128, 'must be at most 128 characters'))),
+});
+/** `podcast:txt`: free text (≤ 4000) with an optional purpose (≤ 128), e.g. a directory's verification code. */
+export const Txt = v.strictObject({
+  purpose: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(128, 'must be at most 128 characters'))),
+  value: v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(4000, 'must be at most 4000 characters')),
+});
+/** A `podcast:remoteItem` of `podcast:podroll`: another show's `podcast:guid`, and its feed URL. */
+export const PodrollItem = v.strictObject({
+  feedGuid: v.pipe(v.string(), v.toLowerCase(), v.uuid('must be a podcast:guid (a UUID)')),
+  feedUrl: v.optional(httpUrl),
+});
+const persons = listOf(Person, 'persons');
+const soundbites = listOf(Soundbite, 'soundbites');
+const txt = listOf(Txt, 'txt entries');
+const podroll = listOf(PodrollItem, 'podroll items');
+
+/**
+ * The Podcasting 2.0 transcript JSON (`application/json`): `version` and timed `segments`
+ * (seconds), each with its `body` and an optional `speaker`.
+ */
+export const TranscriptJson = v.object({
+  version: v.pipe(v.string('must be a string such as "1.0.0"'), v.minLength(1)),
+  segments: v.pipe(
+    v.array(
+      v.object({
+        startTime: seconds,
+        endTime: seconds,
+        body: v.string('must be a string'),
+        speaker: v.optional(v.string('must be a string')),
+      }),
+      'must be an array of segments',
+    ),
+    v.minLength(1, 'must hold at least one segment'),
+  ),
+});
+
 /** POST /podcasts. Only `title` is required (PRODUCT.md §9). */
 export const CreatePodcast = v.strictObject({
   title,
@@ -58,6 +116,9 @@ export const CreatePodcast = v.strictObject({
   metadata: v.optional(
     v.pipe(plainObject, v.record(metadataKey, metadataValue), v.check((m) => Object.keys(m).length <= METADATA_MAX_KEYS, `at most ${METADATA_MAX_KEYS} keys`)),
   ),
+  persons: v.optional(persons),
+  txt: v.optional(txt),
+  podroll: v.optional(podroll),
   loudnessTarget: v.optional(loudnessTarget),
 });
 
@@ -77,6 +138,9 @@ export const UpdatePodcast = v.strictObject({
   locked: v.optional(v.boolean()),
   status: v.optional(v.picklist(PODCAST_STATUSES, 'must be draft, published or archived')),
   metadata: v.optional(v.pipe(plainObject, v.record(metadataKey, v.nullable(metadataValue)))),
+  persons: v.optional(persons),
+  txt: v.optional(txt),
+  podroll: v.optional(podroll),
   loudnessTarget: v.optional(loudnessTarget),
 });
 
@@ -88,6 +152,8 @@ export const CreateEpisode = v.strictObject({
   episodeNumber: v.optional(v.nullable(positiveInt)),
   episodeType: v.optional(v.picklist(EPISODE_TYPES, 'must be full, trailer or bonus')),
   explicit: v.optional(v.boolean()),
+  persons: v.optional(persons),
+  soundbites: v.optional(soundbites),
 });
 
 /** PATCH /podcasts/{id}/episodes/{eid}. `status: "draft"` cancels a schedule. */
@@ -98,6 +164,8 @@ export const UpdateEpisode = v.strictObject({
   episodeNumber: v.optional(v.nullable(positiveInt)),
   episodeType: v.optional(v.picklist(EPISODE_TYPES, 'must be full, trailer or bonus')),
   explicit: v.optional(v.boolean()),
+  persons: v.optional(persons),
+  soundbites: v.optional(soundbites),
   status: v.optional(v.literal('draft', 'only draft may be set (it cancels a schedule); publish with POST /podcasts/{id}/publish')),
 });
 
@@ -136,6 +204,12 @@ export const PodcastObjectSchema = v.object({
   feedUrl: v.string(),
   podcastGuid: v.pipe(v.string(), v.regex(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)),
   metadata: v.record(v.string(), v.string()),
+  /** `podcast:person` entries (`[]` when none). */
+  persons: v.array(Person),
+  /** `podcast:txt` entries. */
+  txt: v.array(Txt),
+  /** `podcast:podroll` items. */
+  podroll: v.array(PodrollItem),
   /** LUFS that new audio is normalised to (true peak ≤ −1 dBTP); null = off. */
   loudnessTarget: v.nullable(v.number()),
   createdAt: timestamp,
@@ -165,6 +239,12 @@ export const EpisodeObjectSchema = v.object({
   sourceStreamId: nullableString,
   /** Podcasting 2.0 JSON chapters of a recorded stream's tracks (PRODUCT.md §11); null when none. */
   chaptersUrl: nullableString,
+  /** The transcript (`PUT …/transcript`), public once published; null when none. */
+  transcriptUrl: nullableString,
+  /** Its MIME type: `text/vtt`, `application/x-subrip` or `application/json`; null when none. */
+  transcriptType: nullableString,
+  persons: v.array(Person),
+  soundbites: v.array(Soundbite),
   /** BS.1770-4 loudness of what `audioUrl` serves (docs/podcasts.md "Loudness"); null until measured. */
   loudness: v.nullable(
     v.object({
