@@ -24,7 +24,7 @@ import { StreamLifecycle } from './services/lifecycle.js';
 import { PlayLog } from './services/play-log.js';
 import { TracksRepo } from './db/tracks-repo.js';
 import { WriteRetry } from './services/write-retry.js';
-import { PodcastsService, recordingPodcastCheck } from './services/podcasts.js';
+import { PodcastsService, feedUrlOf, recordingPodcastCheck, type FeedChanged } from './services/podcasts.js';
 import { EpisodesService } from './services/episodes.js';
 import { PublishScheduler } from './services/scheduler.js';
 import { WebhooksService } from './services/webhooks.js';
@@ -62,6 +62,7 @@ import { registerIdempotency } from './idempotency/feature.js';
 import { createDelivery, type Delivery } from './webhooks/index.js';
 import { registerDashboard } from './dashboard/feature.js';
 
+import { FeedNotifications, watchBroadcasts } from './webhooks/feed-notify.js';
 /** A running server. Ports as bound. */
 export interface RunningServer {
   httpPort: number;
@@ -160,15 +161,15 @@ export async function startServer(config: Config, log: Logger, now: () => number
   // Feed-update notifications (docs/podcasts.md): the WebSub hub and the notifiers, delivered by the webhook engine.
   const feedNotes = new FeedNotifications({ repo: webhooksRepo, hubUrl: config.websubHub, notify: config.feedNotifyUrls, now });
   const feedChanged: FeedChanged = (accountId, podcastId, change) => feedNotes.changed(accountId, podcastId, feedUrlOf(getUrls(), podcastId), change);
-  const podcasts = new PodcastsService({ repo: podcastsRepo, urls: getUrls, now, onScheduleChange: poke, loudness });
+  const podcasts = new PodcastsService({ repo: podcastsRepo, urls: getUrls, now, onScheduleChange: poke, loudness, feedChanged });
   // Podcast download counting (docs/podcasts.md "Download counting"): observes episode audio bytes, writes in batches.
   const downloads = createDownloads({ db, podcasts: podcastsRepo, media: episodeMedia, trustedProxies: config.trustedProxies, log, now, enabled: config.downloadCounting });
-  const episodes = new EpisodesService({ repo: podcastsRepo, outbox, media: episodeMedia, urls: getUrls, now, onScheduleChange: poke, audioPlaced: downloads.audioPlaced, loudness });
+  const episodes = new EpisodesService({ repo: podcastsRepo, outbox, media: episodeMedia, urls: getUrls, now, onScheduleChange: poke, audioPlaced: downloads.audioPlaced, loudness, feedChanged });
   lifecycle.setRecordingHandler(
     (r) => episodes.createFromRecording(r),
     (streamId) => episodes.hasRecordingOf(streamId),
   );
-  const feed = new FeedService({ repo: podcastsRepo, recordingStreams: (id) => streamsRepo.recordingInto(id), urls: getUrls, now });
+  const feed = new FeedService({ repo: podcastsRepo, recordingStreams: (id) => streamsRepo.recordingInto(id), urls: getUrls, now, hubUrl: config.websubHub });
   // Webhooks: a test event or a redelivery wakes the delivery engine (created below) at once.
   let delivery: Delivery | null = null;
   const wake = (id: string) => delivery?.engine.wake(id);
@@ -266,7 +267,8 @@ export async function startServer(config: Config, log: Logger, now: () => number
   features.push({ start: () => episodeMedia.clearTemp() }); // uploads cut off by the last shutdown
   features.push(scheduler);
   if (loudness) features.push(loudness);
-  delivery = createDelivery({ db, repo: webhooksRepo, outbox, log: log.child('webhooks'), now, allowPrivate: config.webhooksAllowPrivate, secretOf: (row) => webhooks.secretOf(row) });
+  features.push({ start: () => void feedNotes.forgetOthers() }); // pings to destinations no longer configured
+  delivery = createDelivery({ db, repo: webhooksRepo, outbox, log: log.child('webhooks'), now, allowPrivate: config.webhooksAllowPrivate, secretOf: (row) => webhooks.secretOf(row), internal: feedNotes.destinations });
   features.push(delivery);
   features.push(registerDashboard(context, { streams, podcasts: { podcasts, episodes, stats: downloads.stats }, listeners: listeners.registry, webhooks: { webhooks, events } }));
   http.finish();
@@ -274,6 +276,9 @@ export async function startServer(config: Config, log: Logger, now: () => number
   const rtmp = new RtmpServer(ingest, log.child('rtmp'), { ...INGEST_DEFAULTS, mergeReadsMs: config.ingestMergeMs, limitSettings: config.limits, limits });
   const icecast = new IcecastServer(ingest, lifecycle, log.child('icecast'), limits, {
     ...ICECAST_DEFAULTS,
+  feedNotes.wake = (id) => delivery?.engine.wake(id);
+  const served = (podcastId: string) => (podcastsRepo.getPodcastAny(podcastId)?.status ?? 'draft') !== 'draft';
+  features.push({ close: watchBroadcasts(outbox, served, (fn) => podcastsRepo.tx(fn), feedChanged) });
     maxConnections: config.limits.icecastMaxConnections,
     maxConnectionsPerIp: config.limits.icecastMaxConnectionsPerIp,
     maxAudioFrameBytes: config.limits.maxAudioFrameBytes,

@@ -71,6 +71,10 @@ export interface Config {
    * `SKYLARK_ICE_SERVERS`: empty by default, so no outside address is contacted.
    */
   iceServers: IceServer[];
+  /** The WebSub hub named in every feed and pinged on every feed change (`SKYLARK_WEBSUB_HUB`; docs/podcasts.md "Feed-update notifications"). */
+  websubHub?: string | undefined;
+  /** Podping-style notifiers called on publish, live and live end (`SKYLARK_FEED_NOTIFY_URLS`). */
+  feedNotifyUrls: FeedNotifyUrl[];
   /** Limits that protect the node (PRODUCT.md §13); each is logged and counted when hit (src/limits). */
   limits: LimitSettings;
 }
@@ -100,6 +104,42 @@ export function parseIceServers(text: string): IceServer[] {
     }
     const urls = `${m[1]}:${m[4]}:${port}`;
     out.push(m[1] === 'turn' ? { urls, username: decodeURIComponent(m[2]!), credential: decodeURIComponent(m[3]!) } : { urls });
+  }
+  return out;
+}
+
+/** One entry of `SKYLARK_FEED_NOTIFY_URLS`: the URL called and the bearer token sent with it, if any. */
+export interface FeedNotifyUrl {
+  url: string;
+  token?: string;
+}
+
+/**
+ * Parses `SKYLARK_FEED_NOTIFY_URLS`: comma-separated entries, each an http(s) URL optionally
+ * followed by `|` and a bearer token (RFC 6750 token characters: A-Z a-z 0-9 - . _ ~ + / and
+ * trailing =), e.g. `https://podping.example/?medium=podcast|s3cret,https://other.example/ping`.
+ * Empty → [].
+ * @throws ConfigError naming the entry (its token masked) that is not of this form
+ */
+export function parseFeedNotifyUrls(text: string): FeedNotifyUrl[] {
+  const out: FeedNotifyUrl[] = [];
+  for (const raw of text.split(',')) {
+    const entry = raw.trim();
+    if (entry === '') continue;
+    const bar = entry.indexOf('|');
+    const url = bar < 0 ? entry : entry.slice(0, bar);
+    const token = bar < 0 ? undefined : entry.slice(bar + 1);
+    let ok = /^https?:\/\/[^\s|]+$/.test(url) && (token === undefined || /^[A-Za-z0-9\-._~+/]+=*$/.test(token));
+    if (ok) {
+      try {
+        const u = new URL(url);
+        ok = u.username === '' && u.password === '' && u.hash === '';
+      } catch {
+        ok = false;
+      }
+    }
+    if (!ok) throw new ConfigError(`invalid SKYLARK_FEED_NOTIFY_URLS / --feed-notify-urls: '${url}${token === undefined ? '' : '|***'}' is not <http(s) URL> or <http(s) URL>|<bearer token>`);
+    out.push(token === undefined ? { url } : { url, token });
   }
   return out;
 }
@@ -259,6 +299,8 @@ export const ENV_NAMES = {
   downloadCounting: 'SKYLARK_DOWNLOAD_COUNTING',
   httpThreads: 'SKYLARK_HTTP_THREADS',
   iceServers: 'SKYLARK_ICE_SERVERS',
+  websubHub: 'SKYLARK_WEBSUB_HUB',
+  feedNotifyUrls: 'SKYLARK_FEED_NOTIFY_URLS',
 } as const satisfies Partial<Record<keyof Config, string>>;
 
 const port = v.pipe(v.string(), v.regex(/^\d{1,5}$/, 'must be a port number 0-65535'), v.transform(Number), v.maxValue(65535));
@@ -296,6 +338,8 @@ const RawConfig = v.object({
   downloadCounting: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
   httpThreads: v.optional(v.pipe(v.string(), v.regex(/^\d{1,3}$/, 'must be a number of threads 1-256'), v.transform(Number), v.minValue(1), v.maxValue(256))),
   iceServers: v.optional(v.string(), ''),
+  websubHub: v.optional(v.pipe(v.string(), v.url('must be a URL'), v.regex(/^https?:\/\//, 'must be an http(s):// URL'))),
+  feedNotifyUrls: v.optional(v.string(), ''),
 });
 
 /** The edge log receiver's address when only one of its two settings is given. */
@@ -358,6 +402,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     maxJsonBodyBytes: 1024 * 1024,
     httpThreads: o.httpThreads ?? Math.min(256, Math.max(1, availableParallelism())),
     iceServers: parseIceServers(o.iceServers),
+    feedNotifyUrls: parseFeedNotifyUrls(o.feedNotifyUrls),
   };
 }
 

@@ -128,6 +128,14 @@ export class WebhooksRepo {
       requeue: db.prepare("UPDATE webhook_deliveries SET status = 'pending', attempt_count = 0, next_attempt_at = ? WHERE event_id = ? AND webhook_id = ?"),
       subscribed: db.prepare(`SELECT w.id FROM webhooks w WHERE w.account_id = ? AND w.deleted_at IS NULL AND w.status = 'active'
         AND EXISTS (SELECT 1 FROM json_each(w.events) j WHERE j.value = '*' OR j.value = ?)`).pluck(),
+      // Feed-update pings (migration 012): deliveries to internal destinations whose "event" is a feed_pings row.
+      insertFeedPing: db.prepare('INSERT INTO feed_pings (id, podcast_id, feed_url, reason, created_at) VALUES (?, ?, ?, ?, ?)'),
+      dueFeedPings: db.prepare(`SELECT d.seq, d.webhook_id, d.attempt_count, p.id AS event_id, p.reason AS type, p.created_at / 1000 AS created, 1 AS livemode, p.feed_url AS data
+        FROM webhook_deliveries d JOIN feed_pings p ON p.id = d.event_id
+        WHERE d.webhook_id = ? AND d.status = 'pending' AND d.next_attempt_at <= ?
+        ORDER BY d.next_attempt_at, d.seq LIMIT ?`),
+      abandonFeedPings: db.prepare(`UPDATE webhook_deliveries SET status = 'undelivered', next_attempt_at = NULL
+        WHERE status = 'pending' AND webhook_id LIKE 'feed:%' AND webhook_id NOT IN (SELECT value FROM json_each(?))`),
     };
     this.page = paginator<WebhookRow>(db, 'webhooks', 'account_id = @accountId AND deleted_at IS NULL AND (@status IS NULL OR status = @status)');
     this.dispatchTx = db.transaction((now: number, batch: number): { events: number; webhookIds: string[] } => {
@@ -246,6 +254,24 @@ export class WebhooksRepo {
   requeue(eventId: string, webhookId: string, accountId: string, now: number): void {
     const changed = this.s.requeue.run(now, eventId, webhookId).changes;
     if (changed === 0) this.s.insertDelivery.run(eventId, webhookId, accountId, now, now);
+  }
+  // ── feed-update pings (internal destinations of the engine) ──
+
+  /**
+   * Records one feed change (`id` = `fpg_…`) and queues a delivery of it, due `now`, to each
+   * internal destination in `destinationIds` (inside the caller's transaction).
+   */
+  insertFeedPing(ping: { id: string; podcastId: string; feedUrl: string; reason: string; accountId: string }, destinationIds: string[], now: number): void {
+    this.s.insertFeedPing.run(ping.id, ping.podcastId, ping.feedUrl, ping.reason, now);
+    for (const d of destinationIds) this.s.insertDelivery.run(ping.id, d, ping.accountId, now, now);
+  }
+  /** Up to `limit` feed pings of internal destination `destinationId` due at `now` (`type` = reason, `data` = feed URL). */
+  dueFeedPings(destinationId: string, now: number, limit: number): DueDelivery[] {
+    return this.s.dueFeedPings.all(destinationId, now, limit) as DueDelivery[];
+  }
+  /** Pending feed pings of destinations no longer configured (not in `keep`) end `undelivered`; the count. */
+  abandonFeedPings(keep: string[]): number {
+    return this.s.abandonFeedPings.run(JSON.stringify(keep)).changes;
   }
   /** The events.seq of an event id, or undefined. */
   eventSeq(eventId: string): number | undefined {

@@ -65,6 +65,22 @@ export interface EngineOptions {
   dispatchBatch?: number;
   /** The HTTP attempt (tests may replace it). */
   post?: (o: PostOptions) => Promise<PostResult>;
+  /**
+   * Internal destinations: lanes that are not `webhooks` rows (feed-update notifications, ./feed-notify.ts).
+   * Their deliveries are `webhook_deliveries` rows like any other (same schedule, attempts and
+   * durability); the destination reads its due rows and builds each request (no signature).
+   */
+  internal?: InternalDestination[];
+}
+
+/** A lane of deliveries that is not a webhook endpoint (see `EngineOptions.internal`). */
+export interface InternalDestination {
+  /** The lane id, the deliveries' `webhook_id` (never a `wh_…` id). */
+  id: string;
+  /** Up to `limit` deliveries of this lane due at `now`, oldest due first. */
+  due(now: number, limit: number): DueDelivery[];
+  /** The request of one attempt of `row` (the same on every attempt). */
+  request(row: DueDelivery): { method: 'GET' | 'POST'; url: string; headers: Record<string, string>; body: string };
 }
 
 interface Lane {
@@ -105,8 +121,10 @@ export class DeliveryEngine {
   private closed = false;
   private started = false;
   private idleWaiters: Array<() => void> = [];
+  private readonly internal: Map<string, InternalDestination>;
 
   constructor(private readonly o: EngineOptions) {
+    this.internal = new Map((o.internal ?? []).map((d) => [d.id, d]));
     this.now = o.now ?? Date.now;
     this.realClock = this.now === Date.now;
     this.perEndpoint = o.perEndpoint ?? 16;
@@ -174,6 +192,7 @@ export class DeliveryEngine {
       this.dispatch();
       const now = this.now();
       for (const id of this.o.repo.dueWebhooks(now)) started += this.fill(this.lane(id));
+      for (const id of this.internal.keys()) started += this.fill(this.lane(id));
       this.nextDue = this.o.repo.nextDueAfter(now);
       this.arm();
     } catch (e) {
@@ -248,6 +267,8 @@ export class DeliveryEngine {
   /** Starts due attempts of one endpoint up to its free room. Returns how many started. */
   private fill(lane: Lane): number {
     if (this.closed) return 0;
+    const dest = this.internal.get(lane.id);
+    if (dest) return this.fillInternal(lane, dest);
     const wh = this.o.repo.getAny(lane.id);
     if (!wh || wh.deleted_at !== null || wh.status !== 'active') {
       if (lane.inflight.size === 0) {
@@ -274,6 +295,26 @@ export class DeliveryEngine {
     return started;
   }
 
+  /** `fill` for an internal destination's lane. */
+  private fillInternal(lane: Lane, dest: InternalDestination): number {
+    const room = Math.min(this.perEndpoint - lane.inflight.size, this.maxInFlight - this.inFlight);
+    if (room <= 0) {
+      if (lane.inflight.size < this.perEndpoint) this.starved.add(lane.id);
+      return 0;
+    }
+    let started = 0;
+    for (const row of dest.due(this.now(), room + lane.inflight.size)) {
+      if (started >= room) break;
+      if (lane.inflight.has(row.seq)) continue;
+      lane.inflight.add(row.seq);
+      this.inFlight++;
+      started++;
+      const r = dest.request(row);
+      void this.send(lane, row, r.url, async () => ({ ...r, headers: { 'User-Agent': 'Skylark-Feeds/1.0', ...r.headers } }));
+    }
+    return started;
+  }
+
   private secret(lane: Lane, wh: WebhookRow): string {
     if (!lane.secret || !lane.secret.enc.equals(wh.secret_enc)) lane.secret = { enc: wh.secret_enc, plain: this.o.secretOf(wh) };
     return lane.secret.plain;
@@ -289,21 +330,15 @@ export class DeliveryEngine {
     return lane.agent;
   }
 
-  private async attempt(lane: Lane, wh: WebhookRow, row: DueDelivery): Promise<void> {
-    const attemptedAt = this.now();
-    const t0 = performance.now();
-    const body = eventBody(row);
-    let res: PostResult;
-    try {
+  private attempt(lane: Lane, wh: WebhookRow, row: DueDelivery): Promise<void> {
+    return this.send(lane, row, wh.url, async (attemptedAt) => {
+      const body = eventBody(row);
       const t = Math.floor(attemptedAt / 1000);
       const v1 = await this.o.signer.sign(this.secret(lane, wh), t, body);
-      if (this.closed) return this.abandon();
-      res = await this.post({
+      return {
+        method: 'POST',
         url: wh.url,
         body,
-        agent: this.agent(lane, wh.url),
-        timeoutMs: this.timeoutMs,
-        allowPrivate: this.o.allowPrivate,
         headers: {
           'Content-Type': 'application/json',
           'User-Agent': 'Skylark-Webhooks/1.0',
@@ -311,10 +346,27 @@ export class DeliveryEngine {
           'Service-Event': row.type,
           'Idempotency-Key': row.event_id,
         },
-      });
+      };
+    });
+  }
+
+  /** Makes one attempt of `row` with the request `build` gives (at the attempt's time) and queues its result. */
+  private async send(
+    lane: Lane,
+    row: DueDelivery,
+    url: string,
+    build: (attemptedAt: number) => Promise<{ method: 'GET' | 'POST'; url: string; headers: Record<string, string>; body: string }>,
+  ): Promise<void> {
+    const attemptedAt = this.now();
+    const t0 = performance.now();
+    let res: PostResult;
+    try {
+      const r = await build(attemptedAt);
+      if (this.closed) return this.abandon();
+      res = await this.post({ ...r, agent: this.agent(lane, url), timeoutMs: this.timeoutMs, allowPrivate: this.o.allowPrivate });
     } catch (e) {
       if (this.closed) return this.abandon();
-      this.o.log.error('webhook attempt failed before sending', { webhookId: wh.id, eventId: row.event_id, err: String(e) });
+      this.o.log.error('webhook attempt failed before sending', { webhookId: lane.id, eventId: row.event_id, err: String(e) });
       res = { status: null, error: 'internal_error', body: null };
     }
     if (this.closed) return this.abandon();

@@ -12,7 +12,7 @@ import type { Outbox } from '../events/outbox.js';
 import type { Logger } from '../log/logger.js';
 import type { WebhookRow, WebhooksRepo } from '../db/webhooks-repo.js';
 import { watchCommits } from '../db/database.js';
-import { DeliveryEngine, type EngineOptions } from './engine.js';
+import { DeliveryEngine, type EngineOptions, type InternalDestination } from './engine.js';
 import { PiscinaSigner } from './signer.js';
 
 /** Engine overrides (tests, bench). */
@@ -30,6 +30,8 @@ export interface DeliveryDeps {
   /** The endpoint's signing secret (`whsec_…`), decrypted. */
   secretOf: (row: WebhookRow) => string;
   tuning?: WebhooksTuning;
+  /** Lanes that are not webhook endpoints: the feed-update notifications (./feed-notify.ts). */
+  internal?: InternalDestination[];
 }
 
 /** The started engine (start: after listening; close: at shutdown). */
@@ -48,6 +50,7 @@ export function createDelivery(d: DeliveryDeps): Delivery {
     now: d.now,
     allowPrivate: d.allowPrivate,
     commits: (onCommit) => watchCommits(d.db, onCommit),
+    internal: d.internal ?? [],
     ...d.tuning,
   });
   let unsubscribe: (() => void) | null = null;

@@ -21,7 +21,10 @@ export interface PostResult {
 export interface PostOptions {
   url: string;
   headers: Record<string, string>;
+  /** The request body; sent with `Content-Length` (a GET sends none). */
   body: string;
+  /** Default POST; GET for feed-update notifiers (docs/podcasts.md "Feed-update notifications"). */
+  method?: 'GET' | 'POST';
   /** Agent of the endpoint (keep-alive; one per endpoint so endpoints never share sockets). */
   agent: http.Agent;
   timeoutMs: number;
@@ -41,7 +44,7 @@ export function endpointAgent(url: string, maxSockets: number): http.Agent {
   return url.startsWith('https:') ? new https.Agent(opts) : new http.Agent(opts);
 }
 
-/** POSTs once. Never throws: every failure is a `PostResult` with `error`. */
+/** POSTs (or GETs, `o.method`) once. Never throws: every failure is a `PostResult` with `error`. */
 export function postOnce(o: PostOptions): Promise<PostResult> {
   const keep = o.keepBodyBytes ?? KEEP_BODY_BYTES;
   const cap = o.drainCapBytes ?? DRAIN_CAP_BYTES;
@@ -66,11 +69,12 @@ export function postOnce(o: PostOptions): Promise<PostResult> {
     const host = u.hostname.replace(/^\[|\]$/g, '');
     if (!o.allowPrivate && isIP(host) && isPrivateAddress(host)) return resolve({ status: null, error: DESTINATION_NOT_ALLOWED, body: null });
     const mod = u.protocol === 'https:' ? https : http;
-    const payload = Buffer.from(o.body, 'utf8');
+    const method = o.method ?? 'POST';
+    const payload = method === 'GET' ? null : Buffer.from(o.body, 'utf8');
     const req = mod.request(u, {
-      method: 'POST',
+      method,
       agent: o.agent,
-      headers: { ...o.headers, 'Content-Length': String(payload.length) },
+      headers: payload ? { ...o.headers, 'Content-Length': String(payload.length) } : o.headers,
       lookup: guardedLookup(o.allowPrivate),
     });
     const timer = setTimeout(() => {
@@ -97,7 +101,8 @@ export function postOnce(o: PostOptions): Promise<PostResult> {
       res.on('aborted', () => finish(outcome()));
     });
     req.on('error', (e: NodeJS.ErrnoException) => finish(status === null ? errorCode(e) : outcome()));
-    req.end(payload);
+    if (payload) req.end(payload);
+    else req.end();
 
     /** A 3xx is not followed; any other non-2xx is the receiver's refusal. */
     function outcome(): string | null {
