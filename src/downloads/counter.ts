@@ -93,6 +93,7 @@ export class DownloadCounter {
    */
   request(r: AudioRequest, method: 'GET' | 'HEAD'): ((length: number) => ((bytes: number) => void) | null) | undefined {
     this.roll();
+    if (this.day === '') return undefined; // the day's state could not be opened (logged): serve uncounted
     const kind = classifyUserAgent(r.userAgent);
     if (kind.bot) {
       const k = `${r.podcastId} ${this.day} ${r.episodeId}`;
@@ -109,6 +110,7 @@ export class DownloadCounter {
   private sink(r: AudioRequest, kind: ClientKind): (bytes: number) => void {
     const group = addressGroup(r.ip);
     let state: ClientState | null = null;
+    // Called from the HTTP layer's write path: it must never throw.
     return (bytes: number) => {
       if (bytes <= 0) return;
       if (this.roll() || !state) state = this.client(group, r.userAgent, r.episodeId);
@@ -138,14 +140,22 @@ export class DownloadCounter {
   /**
    * Moves to the current UTC day when it changed: writes what the closing day still holds, then
    * opens the new day (a new secret unless a restart finds the day's; closed days' secrets and
-   * client progress are deleted). @returns whether the day changed
+   * client progress are deleted). Never throws: a database failure is logged and retried on the
+   * next call. @returns whether the day changed
    */
   private roll(): boolean {
     const n = Math.floor(this.now() / DAY_MS);
     if (n === this.dayNumber) return false;
     this.flush();
     const day = utcDay(n * DAY_MS);
-    const opened = this.o.repo.openDay(day, () => randomBytes(32));
+    let opened: ReturnType<DownloadsRepo['openDay']>;
+    try {
+      opened = this.o.repo.openDay(day, () => randomBytes(32));
+    } catch (e) {
+      // Retried on the next call; until then the previous day's state (if any) goes on counting.
+      this.o.log.warn('the download counting day could not be opened; retrying', { day, err: e instanceof Error ? e.message : String(e) });
+      return false;
+    }
     this.day = day;
     this.dayNumber = n;
     this.secret = opened.secret;

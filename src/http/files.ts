@@ -259,8 +259,13 @@ function streamFile(res: uWS.HttpResponse, path: string, start: number, end: num
   let reported = 0;
   const report = (offset: number) => {
     if (sent && offset > reported) {
-      sent(offset - reported);
+      const n = offset - reported;
       reported = offset;
+      try {
+        sent(n);
+      } catch {
+        sent = null; // an observer's failure never ends the response (nor escapes into uWS)
+      }
     }
   };
   const finish = () => {
