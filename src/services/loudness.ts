@@ -72,7 +72,9 @@ export interface LoudnessDeps {
 export class LoudnessService implements Feature {
   private readonly queue: string[] = [];
   private readonly queued = new Set<string>();
-  private active = 0;
+  private readonly running = new Set<string>();
+  /** Episodes given new work while their job ran: queued again when it ends. */
+  private readonly again = new Set<string>();
   private started = false;
   private closed = false;
 
@@ -94,9 +96,14 @@ export class LoudnessService implements Feature {
     this.d.repo.setTarget(podcastId, target);
   }
 
-  /** Queues episode `episodeId`'s pending work (no-op when queued already or closed). */
+  /** Queues episode `episodeId`'s pending work (no-op when queued already or closed; after the running job when one runs). */
   enqueue(episodeId: string): void {
-    if (this.closed || this.queued.has(episodeId)) return;
+    if (this.closed) return;
+    if (this.running.has(episodeId)) {
+      this.again.add(episodeId);
+      return;
+    }
+    if (this.queued.has(episodeId)) return;
     this.queued.add(episodeId);
     this.queue.push(episodeId);
     this.pump();
@@ -116,12 +123,13 @@ export class LoudnessService implements Feature {
   }
 
   private pump(): void {
-    while (this.started && !this.closed && this.active < Math.max(1, this.d.concurrency) && this.queue.length > 0) {
+    while (this.started && !this.closed && this.running.size < Math.max(1, this.d.concurrency) && this.queue.length > 0) {
       const id = this.queue.shift()!;
-      this.active++;
+      this.queued.delete(id);
+      this.running.add(id);
       void this.run(id).finally(() => {
-        this.queued.delete(id);
-        this.active--;
+        this.running.delete(id);
+        if (this.again.delete(id)) this.enqueue(id);
         this.pump();
       });
     }

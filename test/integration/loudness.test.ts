@@ -8,11 +8,13 @@
  *   `loudness` numbers agree with the meter; the feed lists the original as
  *   `podcast:alternateEnclosure`;
  * - with `loudnessTarget: null` the upload is only measured: `audioUrl` serves it unchanged;
+ * - new audio while the last is still being processed: the newest upload ends measured and
+ *   normalised, and no file of the first is left;
  * - `loudnessTarget` defaults, validation (−24…−10, null) and PATCH.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
 import { ffmpegPath, run } from '../helpers/ffmpeg.js';
@@ -206,5 +208,27 @@ describe('without a target', () => {
     expect(Math.abs(measured.loudness.truePeakDbtp - m.tp)).toBeLessThanOrEqual(0.2);
     expect(Math.abs(measured.loudness.lraLu - m.lra)).toBeLessThanOrEqual(0.2);
     expect(await (await fetch(`${s.http}/feed/${pid}.xml`)).text()).not.toContain('podcast:alternateEnclosure');
+  });
+});
+
+describe('new audio while the last is still being processed', () => {
+  it('ends with the newest upload measured and normalised, and no file of the first left', async () => {
+    const pid = await createPodcast({});
+    const first = await makeAudio({ name: 'replaced-first', signal: 'tone', lufs: -30, channels: 1, ext: 'mp3', kbps: 64 });
+    const second = await makeAudio({ name: 'replaced-second', signal: 'speech', lufs: -20, channels: 1, ext: 'mp3', kbps: 64 });
+    const e = (await api(s.http, key, 'POST', `/v2/podcasts/${pid}/episodes`, { title: 'Replaced' })).json;
+    const put = (body: Buffer) => fetch(`${s.http}/v2/podcasts/${pid}/episodes/${e.id}/audio`, { method: 'PUT', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'audio/mpeg' }, body });
+    expect((await put(first)).status).toBe(200);
+    const up = (await (await put(second)).json()) as any;
+    const ep = await waitFor(async () => {
+      const g = (await api(s.http, key, 'GET', `/v2/podcasts/${pid}/episodes/${e.id}`)).json;
+      return g.loudness ? g : null;
+    }, 60_000, 200, 'loudness of the second upload');
+    expect(ep.loudness).toMatchObject({ normalized: true, originalAudioUrl: up.audioUrl });
+    expect(Math.abs(ep.loudness.original.integratedLufs - -20)).toBeLessThanOrEqual(1);
+    // Only the second upload and its copy are on disk for this episode.
+    const files = readdirSync(path.join(s.dataDir, 'media', pid)).filter((f) => f.startsWith(`${e.id}-`));
+    expect(files.sort()).toEqual([path.basename(new URL(ep.audioUrl).pathname), path.basename(new URL(up.audioUrl).pathname)].sort());
+    expect(readFileSync(path.join(s.dataDir, 'media', pid, path.basename(new URL(up.audioUrl).pathname))).equals(second)).toBe(true);
   });
 });
