@@ -127,11 +127,13 @@ export class LoudnessService implements Feature {
       const id = this.queue.shift()!;
       this.queued.delete(id);
       this.running.add(id);
-      void this.run(id).finally(() => {
-        this.running.delete(id);
-        if (this.again.delete(id)) this.enqueue(id);
-        this.pump();
-      });
+      void this.run(id)
+        .catch((e: unknown) => this.closed || this.d.log.error('loudness job failed', { episodeId: id, err: e instanceof Error ? e.stack : String(e) }))
+        .finally(() => {
+          this.running.delete(id);
+          if (this.again.delete(id)) this.enqueue(id);
+          this.pump();
+        });
     }
   }
 
