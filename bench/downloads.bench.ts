@@ -11,6 +11,9 @@
  * (~480 KB), small enough that per-request costs show. After a 2 s warm-up of each, rounds
  * interleave on / off / nginx; each row is the median. The counted downloads are read back from the stats API as a check.
  *
+ * Also, in this process: the counter's own cost per new client (request, two byte reports, its
+ * share of the batch write), steadier than the CPU-second rows on a loaded box.
+ *
  * Settings (environment): BENCH_DOWNLOADS_SECONDS (10), BENCH_DOWNLOADS_ROUNDS (3),
  * BENCH_DOWNLOADS_CONNS (50). Alone: `npx tsx bench/downloads.bench.ts`.
  */
@@ -23,6 +26,10 @@ import type { BenchRow } from './lib/report.js';
 import { cpuMeter, have, runToEnd, stop } from './lib/proc.js';
 import { parseWrk } from './lib/wrk.js';
 import { createAccount, startNginx, startSkylark } from './http-segments.js';
+import { openDatabase } from '../src/db/database.js';
+import { DownloadsRepo } from '../src/db/downloads-repo.js';
+import { DownloadCounter } from '../src/downloads/counter.js';
+import { createLogger } from '../src/log/logger.js';
 
 const GROUP = 'Episode audio GETs (60 s of 64 kb/s MP3): download counting on vs off vs nginx sendfile, wrk -t1';
 const log = (m: string) => process.stderr.write(`[downloads] ${m}\n`);
@@ -77,6 +84,27 @@ async function publish(http: string, key: string, file: Buffer): Promise<{ url: 
   const up = await call('PUT', `/podcasts/${pod.id}/episodes/${ep.id}/audio`, undefined, file);
   await call('POST', `/podcasts/${pod.id}/publish`, { episodeId: ep.id });
   return { url: up.audioUrl, podcastId: pod.id };
+}
+
+/** Microseconds of counter work per new client: `request` + two byte reports reaching the minute, and the batch write per client. */
+function counterCost(dir: string, n = 50_000): { requestUs: number; flushUs: number } {
+  const db = openDatabase(dir);
+  try {
+    const c = new DownloadCounter({ repo: new DownloadsRepo(db), log: createLogger('error') });
+    const ua = 'AppleCoreMedia/1.0.0.21E236 (iPhone; U; CPU OS 17_4 like Mac OS X; en_us)';
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) {
+      const sink = c.request({ podcastId: 'pod_bench', episodeId: 'ep_bench', minuteBytes: 400_000, ip: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, userAgent: ua }, 'GET')?.(480_000);
+      sink?.(262_144);
+      sink?.(480_000 - 262_144);
+    }
+    const t1 = performance.now();
+    c.flush();
+    const t2 = performance.now();
+    return { requestUs: ((t1 - t0) / n) * 1000, flushUs: ((t2 - t1) / n) * 1000 };
+  } finally {
+    db.close();
+  }
 }
 
 export async function run(): Promise<BenchRow[]> {
@@ -139,11 +167,13 @@ export async function run(): Promise<BenchRow[]> {
     const stats = (await (await fetch(`${servers.on.http}/v2/podcasts/${servers.on.podcastId}/stats`, { headers: { Authorization: `Bearer ${servers.on.key}` } })).json()) as { downloads: number };
     const offStats = (await (await fetch(`${servers.off.http}/v2/podcasts/${servers.off.podcastId}/stats`, { headers: { Authorization: `Bearer ${servers.off.key}` } })).json()) as { downloads: number };
     const group = `${GROUP}, ${conns} conns, ${seconds} s${rounds > 1 ? `, median of ${rounds}` : ''}`;
+    const cost = counterCost(path.join(work, 'counter'));
     const rps = (ms: Measured[]) => median(ms.map((m) => m.rps));
     const perCpu = (ms: Measured[]) => median(ms.map((m) => (m.cpuPercent > 0 ? m.rps / (m.cpuPercent / 100) : NaN)));
     const cpu = (ms: Measured[]) => median(ms.map((m) => m.cpuPercent));
     const notes = (ms: Measured[]) => ms.map((m) => m.note).filter(Boolean).join('; ');
     const rows: BenchRow[] = [
+      { group, name: 'counter cost per new client (in process)', value: cost.requestUs + cost.flushUs, unit: 'µs', note: `request + byte reports ${cost.requestUs.toFixed(1)} µs, batch write ${cost.flushUs.toFixed(1)} µs (50,000 clients)` },
       { group, name: 'GETs/s, counting on', value: rps(res.on), unit: 'req/s', peer: { name: 'counting off', value: rps(res.off) }, note: `every request a new client; ${stats.downloads} downloads counted (off: ${offStats.downloads})${notes(res.on) ? `; ${notes(res.on)}` : ''}` },
       { group, name: 'GETs per server CPU-second, counting on', value: perCpu(res.on), unit: 'req/CPU-s', peer: { name: 'counting off', value: perCpu(res.off) } },
       { group, name: 'server CPU, counting on', value: cpu(res.on), unit: '% core', peer: { name: 'counting off', value: cpu(res.off) } },
