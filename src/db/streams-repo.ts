@@ -2,6 +2,11 @@
 import type { Database } from './database.js';
 import { paginator, type Page, type PageQuery } from './paginate.js';
 
+/**
+ * A stream is `idle` between broadcasts and `live` during one; it has no terminal state
+ * (docs/streams.md). `ended` was written by versions before migration 013, which made every such
+ * row `idle`: it is never stored any more (the type keeps it for readers of older rows' meaning).
+ */
 export type StreamStatus = 'idle' | 'live' | 'ended';
 
 export interface StreamRow {
@@ -23,6 +28,7 @@ export interface StreamRow {
   latency_mode: 'standard' | 'low';
   created_at: number; // ms
   started_at: number | null;
+  /** When the stream's last broadcast ended (ms), or null. */
   ended_at: number | null;
   /** JSON NowPlaying, or null (PRODUCT.md §11). */
   now_playing?: string | null;
@@ -37,7 +43,7 @@ export class StreamsRepo {
   private readonly deleteStmt;
   private readonly setKey;
   private readonly toLive;
-  private readonly toEnded;
+  private readonly toIdle;
   private readonly liveAll;
   private readonly page;
   private readonly stamp;
@@ -55,7 +61,7 @@ export class StreamsRepo {
     this.deleteStmt = db.prepare('DELETE FROM streams WHERE id = ?');
     this.setKey = db.prepare('UPDATE streams SET stream_key_hash = ?, stream_key_enc = ? WHERE id = ?');
     this.toLive = db.prepare("UPDATE streams SET status = 'live', started_at = ? WHERE id = ? AND status = 'idle'");
-    this.toEnded = db.prepare("UPDATE streams SET status = 'ended', ended_at = ? WHERE id = ? AND status = 'live'");
+    this.toIdle = db.prepare("UPDATE streams SET status = 'idle', ended_at = ? WHERE id = ? AND status = 'live'");
     this.liveAll = db.prepare("SELECT * FROM streams WHERE status = 'live'");
     this.page = paginator<StreamRow>(db, 'streams', 'account_id = @accountId AND (@status IS NULL OR status = @status)');
     this.setNp = db.prepare('UPDATE streams SET now_playing = ? WHERE id = ?');
@@ -94,13 +100,13 @@ export class StreamsRepo {
   setNowPlaying(id: string, json: string | null): boolean {
     return this.setNp.run(json, id).changes === 1;
   }
-  /** idle → live; false when the stream was not idle. */
+  /** idle → live (a broadcast starts; `started_at` is its start); false when the stream was not idle. */
   markLive(id: string, at: number): boolean {
     return this.toLive.run(at, id).changes === 1;
   }
-  /** live → ended; false when the stream was not live. */
-  markEnded(id: string, at: number): boolean {
-    return this.toEnded.run(at, id).changes === 1;
+  /** live → idle (the broadcast ended at `at`, stored as `ended_at`); false when the stream was not live. */
+  markIdle(id: string, at: number): boolean {
+    return this.toIdle.run(at, id).changes === 1;
   }
   /** Every stream left `live` (at start-up: publishers are gone after a restart). */
   allLive(): StreamRow[] {

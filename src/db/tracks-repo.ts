@@ -87,4 +87,19 @@ export class TracksRepo {
     }
     return this.page({ accountId, streamId }, q);
   }
+
+  /**
+   * A page of a stream's tracks that started from `from` to `to` (ms; `to` null: open-ended), newest
+   * first: one broadcast's (docs/streams.md).
+   * @throws UnknownCursorError when the cursor is not a track of this stream
+   */
+  listWithin(accountId: string, streamId: string, from: number, to: number | null, q: PageQuery): Page<TrackRow> {
+    for (const param of ['after', 'before'] as const) {
+      const id = q[param];
+      if (id !== undefined && this.inStreamStmt.get(id, streamId) === undefined) throw new UnknownCursorError(param, id);
+    }
+    this.pageWithin ??= paginator<TrackRow>(this.db, 'tracks', 'account_id = @accountId AND stream_id = @streamId AND started_at >= @from AND (@to IS NULL OR started_at <= @to)');
+    return this.pageWithin({ accountId, streamId, from, to }, q);
+  }
+  private pageWithin: ReturnType<typeof paginator<TrackRow>> | undefined;
 }

@@ -42,17 +42,18 @@ export interface NowPlayingUpdate {
 /** The stream lifecycle, as ingest sees it. Times in ms since the epoch; windows in s. */
 export interface IngestPort {
   /**
-   * Checks a publish: the stream exists, `key` is its stream key, it has not ended. Never logs
+   * Checks a publish: the stream exists and `key` is its stream key (a stream goes live again and
+   * again with the same key: docs/streams.md). Never logs
    * the key.
    */
   authorizePublish(streamId: string, key: string): PublishDecision;
   /** The stream's state now, or null once deleted. */
-  streamState(streamId: string): { status: 'idle' | 'live' | 'ended'; reconnectWindowS: number } | null;
+  streamState(streamId: string): { status: 'idle' | 'live'; reconnectWindowS: number } | null;
   /** Streams an earlier run left `live` (no publisher is connected after a restart). */
   liveStreams(): Array<{ streamId: string; reconnectWindowS: number }>;
-  /** The first audio frame of a publish arrived: `idle` → `live`, `stream.started`. */
+  /** The first audio frame of a publish arrived: `idle` → `live`, a new broadcast, `stream.started`. */
   onLive(streamId: string, atMs: number): void;
-  /** The reconnect window ran out, or the stream was stopped: `live` → `ended`, `stream.ended`. */
+  /** The reconnect window ran out, or the stream was stopped: `live` → `idle`, the broadcast ends, `stream.ended`. */
   onEnded(streamId: string, atMs: number): void;
   /** `stream.error` with `error`. */
   onError(streamId: string, error: StreamError): void;

@@ -3,7 +3,9 @@
  * granted publish is attached to the stream's media hub; the first coded audio frame after a
  * sequence header makes the stream `live`; when the publisher drops, the stream stays live for its
  * reconnect window and a publisher that comes back resumes the same timeline (with a
- * discontinuity, no events); after the window the stream ends. The newest publisher with a valid
+ * discontinuity, no events); after the window the broadcast ends and the stream is `idle`, ready to
+ * go live again with the same key (docs/streams.md); the next broadcast continues the same HLS
+ * timeline after a discontinuity (media/hub.ts `MediaRegistry`). The newest publisher with a valid
  * key wins at once. Audio of another codec is refused (`codec_mismatch`); the caps of PRODUCT.md
  * §13 end a publish (`frame_too_large`, `segment_too_large`).
  *
@@ -12,9 +14,9 @@
  */
 import type { Logger } from '../log/logger.js';
 import type { Limits } from '../limits/limits.js';
+import { TitleCap } from '../limits/title-cap.js';
 import type { MediaConnection, MediaError, MediaRegistry, PublishFeed, StreamHub } from '../media/hub.js';
 import { readAudioTag, type AudioTag } from '../media/codec.js';
-import { TitleCap } from '../limits/title-cap.js';
 import { Recorder, type Recording, type RecordingLeftover } from '../media/recorder.js';
 import type { IngestPort, NowPlayingUpdate, PublishGrant, StreamError } from './port.js';
 
@@ -57,14 +59,14 @@ export interface PublishingOptions {
   maxAudioFrameBytes: number;
   segmentBytesFactor: number;
   minFreeDiskBytes: number;
-}
-
   /**
    * Title changes reach the hub's timed metadata (ID3 in every layer, EXT-X-DATERANGE) at most
    * once per this long per stream (ms; 0 = every change), coalesced into the newest exactly as the
    * lifecycle caps `nowPlaying` (docs/listeners.md "Title changes"), so both end on the same title.
    */
   nowPlayingMinIntervalMs?: number;
+}
+
 interface StreamIngest {
   grant: PublishGrant;
   hub: StreamHub;
@@ -98,18 +100,18 @@ export class Publishing {
   /** Restart timers of streams left live (ended if nobody publishes within their window). */
   private readonly recoverTimers = new Set<NodeJS.Timeout>();
 
-  constructor(private readonly d: PublishingDeps) {
-    this.now = d.now ?? Date.now;
   /** The cap on title changes that reach a hub's layers. */
   private readonly hubTitles: TitleCap<NowPlayingUpdate>;
 
-  }
-
+  constructor(private readonly d: PublishingDeps) {
+    this.now = d.now ?? Date.now;
     this.hubTitles = new TitleCap<NowPlayingUpdate>({
       minIntervalMs: d.options.nowPlayingMinIntervalMs ?? 0,
       apply: (streamId, np) =>
         this.streams.get(streamId)?.hub.setNowPlaying({ title: np.title, artist: np.artist ?? null, album: np.album ?? null, url: np.url ?? null }),
     });
+  }
+
   /**
    * A publish request: `streamId` and `key` as the protocol carried them, from `publisher`.
    * Granted: the publisher is attached (a current one is closed: the newest wins) and gets the
@@ -133,9 +135,9 @@ export class Publishing {
     if (!s?.publisher && this.d.port.streamState(streamId)?.status !== 'live') return;
     // `null` (a new source): the hub forgets the old title (the next one is carried even if equal).
     if (np === null) {
+      this.hubTitles.forget(streamId);
       if (s) s.hub.nowPlaying = null;
     } else if (s) this.hubTitles.offer(streamId, np);
-      this.hubTitles.forget(streamId);
     this.d.port.onMetadata(streamId, np);
   }
 
@@ -145,7 +147,7 @@ export class Publishing {
     return s?.publisher ? s.hub.ingestRoute : null;
   }
 
-  /** Ends a live stream at once (DELETE): publisher closed, `stream.ended`. */
+  /** Ends a live stream's broadcast at once (DELETE): publisher closed, `stream.ended`. */
   endNow(streamId: string): void {
     const s = this.streams.get(streamId);
     if (s?.publisher) {
@@ -193,9 +195,9 @@ export class Publishing {
    * next run resumes or finishes them); streams stay `live` (the next run gives them their window).
    */
   async close(): Promise<void> {
+    this.hubTitles.close();
     for (const t of this.recoverTimers) clearTimeout(t);
     this.recoverTimers.clear();
-    this.hubTitles.close();
     for (const s of this.streams.values()) {
       if (s.reconnectTimer) clearTimeout(s.reconnectTimer);
       s.reconnectTimer = null;
@@ -311,7 +313,7 @@ export class Publishing {
       return;
     }
     const windowS = state?.reconnectWindowS ?? 0;
-    if (windowS === 0 || !state || state.status === 'ended') return this.end(streamId);
+    if (windowS === 0 || !state) return this.end(streamId);
     s.reconnectTimer = setTimeout(() => {
       s.reconnectTimer = null;
       if (!s.publisher) this.end(streamId);

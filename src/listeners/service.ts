@@ -16,8 +16,18 @@ export interface ListenerPage {
   hasMore: boolean;
 }
 
+/** The figures of a stream's current (or last) broadcast that `/stats` shows (docs/streams.md); null before its first. */
+export type BroadcastFigures = (streamId: string) => { broadcastId: string; peakListeners: number; totalListeners: number; listenerSeconds: number } | null;
+
 export class ListenersService {
+  private broadcasts: BroadcastFigures | null = null;
+
   constructor(private readonly registry: ListenerRegistry, private readonly streams: StreamsRepo, private readonly tokens: ListenerTokens) {}
+
+  /** Scopes `/stats` to the stream's current broadcast while live, its last one while idle (wired by the composition root). */
+  setBroadcasts(figures: BroadcastFigures): void {
+    this.broadcasts = figures;
+  }
 
   /**
    * Active listeners of `streamId`, newest first; `after`/`before` are listener ids of the active
@@ -48,10 +58,24 @@ export class ListenersService {
     return { data: rows.map((s) => this.registry.object(s)), hasMore };
   }
 
-  /** `/stats` of a stream. @throws ApiError 404 */
-  stats(accountId: string, streamId: string): StreamStats {
+  /**
+   * `/stats` of a stream: the live count and the countries of the current listeners; the peak, the
+   * total and the average listen duration of the current broadcast while live, of the last one
+   * while idle (`broadcastId`; null before the first broadcast). @throws ApiError 404
+   */
+  stats(accountId: string, streamId: string): StreamStats & { broadcastId?: string | null } {
     this.stream(accountId, streamId);
-    return this.registry.stats(streamId);
+    const s = this.registry.stats(streamId); // writes pending joins and leaves first: the broadcast has heard them
+    if (!this.broadcasts) return s;
+    const b = this.broadcasts(streamId);
+    if (!b) return { ...s, broadcastId: null };
+    return {
+      ...s,
+      broadcastId: b.broadcastId,
+      peakListenerCount: b.peakListeners,
+      totalListeners: b.totalListeners,
+      averageListenDurationSeconds: b.totalListeners === 0 ? 0 : Math.round((b.listenerSeconds / b.totalListeners) * 10) / 10,
+    };
   }
 
   /** A listener token for the stream, valid 24 h. @throws ApiError 404 */

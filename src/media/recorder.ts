@@ -28,6 +28,8 @@ export interface Recording {
   sizeBytes: number;
   /** The stream it recorded ('' when opened without one). */
   streamId: string;
+  /** When the recording started (ms since the epoch, from its sidecar; 0 when unknown): the broadcast it belongs to is the first that started since. */
+  startedAt: number;
   /** Forgets the recording on disk (sidecar and, if still there, the file): call once it was handed over. */
   release(): Promise<void>;
 }
@@ -267,12 +269,23 @@ function freeBytes(dir: string): number | null {
   }
 }
 
+/** The `startedAt` a sidecar holds (ms), or 0 when it is gone or has none. */
+function sidecarStartedAt(sidecar: string): number {
+  try {
+    const j = JSON.parse(readFileSync(sidecar, 'utf8')) as { startedAt?: unknown };
+    return typeof j.startedAt === 'number' ? j.startedAt : 0;
+  } catch {
+    return 0;
+  }
+}
+
 async function recording(file: string, mimeType: string, streamId: string, sidecar: string): Promise<Recording> {
   return {
     path: file,
     mimeType,
     sizeBytes: (await stat(file)).size,
     streamId,
+    startedAt: sidecarStartedAt(sidecar),
     release: async () => {
       await rm(sidecar, { force: true });
       await rm(file, { force: true });

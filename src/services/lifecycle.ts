@@ -1,9 +1,10 @@
 /**
- * The stream lifecycle (PRODUCT.md §2, §9 "Ingest", "Events", §11): who may publish, `idle` → `live`
- * (`stream.started`), `live` → `ended` (`stream.ended`), `stream.error`, what plays now
- * (`stream.now_playing`, the play log's tracks), and what becomes of a recording (a draft episode
- * with its chapters). Each change and its event commit in one transaction (the outbox). Implements
- * ingest's port; knows no media, no HTTP and no SQL text.
+ * The stream lifecycle (docs/streams.md): who may publish, `idle` → `live` (`stream.started`, a new
+ * broadcast), `live` → `idle` after the reconnect window (`stream.ended`, the broadcast ends) and
+ * `live` again at the next publish — a stream has no terminal state; `stream.error`, what plays
+ * now (`stream.now_playing`, the play log's tracks), and what becomes of a broadcast's recording
+ * (its own draft episode with its own chapters). Each change and its event commit in one
+ * transaction (the outbox). Implements ingest's port; knows no media, no HTTP and no SQL text.
  *
  * Ingest calls arrive from socket reads and timers: nothing here throws. A write SQLite cannot take
  * now (a lock held elsewhere, a full disk) is retried in order (WriteRetry), with the time of the
@@ -44,6 +45,8 @@ export interface LifecycleDeps {
   onRecording?: RecordingHandler;
   /** The play log: tracks start at now-playing changes and end with the stream. */
   playLog?: PlayLog;
+  /** Broadcasts: one starts when the stream goes live, and ends when it goes idle. */
+  broadcasts?: BroadcastLog;
   /** Title changes per stream: at most one per this long (ms), more coalesce into the newest (default 2000; 0: no cap). */
   nowPlayingMinIntervalMs?: number;
   now?: () => number;
@@ -77,15 +80,14 @@ export class StreamLifecycle implements IngestPort {
     }
     if (!row) return { ok: false, reason: `unknown stream ${streamId}` };
     if (!tokenMatches(key, row.stream_key_hash)) return { ok: false, reason: `wrong stream key for ${row.id}` };
-    if (row.status === 'ended') return { ok: false, reason: `stream ${row.id} has ended` };
     if (!isAudioCodec(row.codec)) return { ok: false, reason: `stream ${row.id} has an unknown codec` };
     return { ok: true, grant: { streamId: row.id, codec: row.codec, ladderKbps: ladderKbps(row.quality, row.codec), recording: row.recording !== null, latencyMode: row.latency_mode } };
   }
 
-  streamState(streamId: string): { status: 'idle' | 'live' | 'ended'; reconnectWindowS: number } | null {
+  streamState(streamId: string): { status: 'idle' | 'live'; reconnectWindowS: number } | null {
     try {
       const row = this.d.streams.getAny(streamId);
-      return row ? { status: row.status, reconnectWindowS: row.reconnect_window } : null;
+      return row ? { status: row.status === 'live' ? 'live' : 'idle', reconnectWindowS: row.reconnect_window } : null;
     } catch (e) {
       this.d.log.error('cannot read the stream; treating it as live with no reconnect window', { streamId, err: (e as Error).message });
       return { status: 'live', reconnectWindowS: 0 };
@@ -96,25 +98,41 @@ export class StreamLifecycle implements IngestPort {
     return this.d.streams.allLive().map((r) => ({ streamId: r.id, reconnectWindowS: r.reconnect_window }));
   }
 
+  /** The stream went live at `atMs`: a new broadcast starts; `stream.started` carries its id as `broadcastId`. */
   onLive(streamId: string, atMs: number): void {
-    this.write(streamId, 'stream.started', () => {
-      if (!this.d.streams.markLive(streamId, atMs)) return;
-      const row = this.d.streams.getAny(streamId)!;
-      this.d.outbox.record(row.account_id, 'stream.started', { object: this.object(row) });
+    this.d.writes.run(streamId, 'stream.started', () => {
+      let after: (() => void) | undefined;
+      this.transact(() => {
+        if (!this.d.streams.markLive(streamId, atMs)) return;
+        const row = this.d.streams.getAny(streamId)!;
+        const b = this.d.broadcasts?.start(row.account_id, streamId, atMs);
+        after = b?.after;
+        this.d.outbox.record(row.account_id, 'stream.started', { object: this.object(row), broadcastId: b?.id ?? null });
+      });
+      after?.();
     });
   }
 
+  /**
+   * The reconnect window passed (or the stream was deleted) at `atMs`: the stream is `idle` again
+   * (`endedAt` = the end of this broadcast), its broadcast ends, and `stream.ended` carries the
+   * broadcast's id as `broadcastId`. The next publish with the same key starts a new broadcast.
+   */
   onEnded(streamId: string, atMs: number): void {
     this.titles.flush(streamId); // a title still waiting for the cap is the last one the stream had
     this.d.writes.run(streamId, 'stream.ended', () => {
-      let after: (() => void) | undefined;
+      this.d.playLog?.settle(); // listener events so far belong to the broadcast that ends
+      const afters: Array<() => void> = [];
       this.transact(() => {
-        if (!this.d.streams.markEnded(streamId, atMs)) return;
+        if (!this.d.streams.markIdle(streamId, atMs)) return;
         const row = this.d.streams.getAny(streamId)!;
-        after = this.d.playLog?.end(streamId, atMs);
-        this.d.outbox.record(row.account_id, 'stream.ended', { object: this.object(row) });
+        const t = this.d.playLog?.end(streamId, atMs);
+        if (t) afters.push(t);
+        const b = this.d.broadcasts?.end(streamId, atMs);
+        if (b) afters.push(b.after);
+        this.d.outbox.record(row.account_id, 'stream.ended', { object: this.object(row), broadcastId: b?.id ?? null });
       });
-      after?.();
+      for (const f of afters) f();
     });
   }
 
@@ -182,7 +200,7 @@ export class StreamLifecycle implements IngestPort {
       let after: (() => void) | undefined;
       this.transact(() => {
         const row = this.d.streams.getAny(streamId);
-        if (!row || row.status === 'ended' || sameNowPlaying(row.now_playing, value)) return;
+        if (!row || sameNowPlaying(row.now_playing, value)) return;
         this.d.streams.setNowPlaying(streamId, json);
         after = this.d.playLog?.change({ accountId: row.account_id, streamId, title: value.title, artist: value.artist, album: value.album, url: value.url, artworkUrl: value.artworkUrl }, atMs);
         this.d.outbox.record(row.account_id, 'stream.now_playing', { object: this.object({ ...row, now_playing: json }) });
@@ -202,7 +220,7 @@ export class StreamLifecycle implements IngestPort {
       let after: (() => void) | undefined;
       this.transact(() => {
         const row = this.d.streams.getAny(streamId);
-        if (!row || row.status === 'ended' || !row.now_playing) return;
+        if (!row || !row.now_playing) return;
         this.d.streams.setNowPlaying(streamId, null);
         after = this.d.playLog?.end(streamId, atMs);
         this.d.outbox.record(row.account_id, 'stream.now_playing', { object: this.object({ ...row, now_playing: null }) });
@@ -211,6 +229,13 @@ export class StreamLifecycle implements IngestPort {
     });
   }
 
+  /**
+   * A broadcast's recording finished: it becomes that broadcast's own draft episode, with the
+   * chapters of the tracks that played during it, and the broadcast's `episodeId`. The broadcast
+   * is the first of the stream that started at or after the recording (a recording an earlier run
+   * left and this one finished stays with the broadcast it was made in). Once per broadcast.
+   * @throws what the episode side threw (the caller keeps the file)
+   */
   async onRecording(streamId: string, recording: Recording): Promise<void> {
     const row = this.d.streams.getAny(streamId);
     const target = row?.recording ? (JSON.parse(row.recording) as { podcastId: string }) : null;
@@ -218,13 +243,17 @@ export class StreamLifecycle implements IngestPort {
       this.d.log.info('recording discarded: the stream no longer records into a podcast', { streamId });
       return;
     }
-    if (this.d.hasRecordingEpisode?.(streamId)) {
-      this.d.log.info('recording already saved as an episode', { streamId });
+    const b = this.d.broadcasts?.forRecording(streamId, recording.startedAt ?? 0);
+    if (b ? b.episode_id !== null : this.d.hasRecordingEpisode?.(streamId)) {
+      this.d.log.info('recording already saved as an episode', { streamId, broadcastId: b?.id });
       return;
     }
-    const chapters = row.started_at !== null ? (this.d.playLog?.chapters(streamId, row.started_at) ?? null) : null;
-    await this.recordingHandler({ accountId: row.account_id, podcastId: target.podcastId, streamId, title: row.title, filePath: recording.path, chapters });
-    this.d.log.info('recording saved as a draft episode', { streamId, podcastId: target.podcastId });
+    const from = b?.started_at ?? row.started_at;
+    const chapters = from !== null ? (this.d.playLog?.chapters(streamId, from, b?.ended_at ?? null) ?? null) : null;
+    const episode = await this.recordingHandler({ accountId: row.account_id, podcastId: target.podcastId, streamId, title: row.title, filePath: recording.path, chapters });
+    const episodeId = (episode as { id?: unknown } | null)?.id;
+    if (b && typeof episodeId === 'string') this.d.broadcasts?.setEpisode(b.id, episodeId);
+    this.d.log.info('recording saved as a draft episode', { streamId, podcastId: target.podcastId, broadcastId: b?.id });
   }
 
   private object(row: StreamRow) {

@@ -169,11 +169,12 @@ export class PlayLog {
 
   /**
    * A page of the stream's tracks, newest first; a running track shows its figures as of now.
+   * `within`: only the tracks that started from `from` to `to` (ms; `to` null: open), a broadcast's.
    * The caller has checked that the stream is the account's. @throws ApiError 400 for an unknown cursor
    */
-  list(accountId: string, streamId: string, q: PageQuery): { data: TrackObject[]; hasMore: boolean } {
+  list(accountId: string, streamId: string, q: PageQuery, within?: { from: number; to: number | null }): { data: TrackObject[]; hasMore: boolean } {
     try {
-      const page = this.d.repo.list(accountId, streamId, q);
+      const page = within ? this.d.repo.listWithin(accountId, streamId, within.from, within.to, q) : this.d.repo.list(accountId, streamId, q);
       const r = this.running.get(streamId);
       return { data: page.rows.map((row) => toTrackObject(row, r?.id === row.id ? r : null)), hasMore: page.hasMore };
     } catch (e) {
@@ -183,13 +184,16 @@ export class PlayLog {
   }
 
   /**
-   * The chapters of a recording of stream `streamId` that started at `startedAtMs`: one per track,
-   * `startTime` = seconds from the start (a track that began earlier starts at 0; of tracks that
-   * start at the same time the last one stays), at most MAX_CHAPTERS. Null when the stream had no track.
+   * The chapters of a recording of stream `streamId` (a broadcast) from `startedAtMs` to `endedAtMs`
+   * (null: up to now): one per track that played within it, `startTime` = seconds from the start (a
+   * track that began earlier starts at 0; of tracks that start at the same time the last one
+   * stays), at most MAX_CHAPTERS. Null when no track played within it.
    */
-  chapters(streamId: string, startedAtMs: number): ChaptersDocument | null {
+  chapters(streamId: string, startedAtMs: number, endedAtMs: number | null = null): ChaptersDocument | null {
     const out: Chapter[] = [];
     for (const t of this.d.repo.ofStream(streamId)) {
+      if (t.ended_at !== null && t.ended_at <= startedAtMs) continue; // an earlier broadcast's
+      if (endedAtMs !== null && t.started_at > endedAtMs) continue; // a later broadcast's
       const startTime = Math.max(0, Math.round(t.started_at - startedAtMs) / 1000);
       const c: Chapter = { startTime, title: t.artist ? `${t.artist} - ${t.title}` : t.title };
       if (t.artwork_url) c.img = t.artwork_url;

@@ -11,7 +11,8 @@ export interface StreamObject {
   title_ru: string | null;
   title_de: string | null;
   title_fr: string | null;
-  status: 'idle' | 'live' | 'ended';
+  /** `live` during a broadcast, else `idle` (no terminal state: docs/streams.md). */
+  status: 'idle' | 'live';
   quality: string;
   codec: string;
   region: string;
@@ -31,7 +32,9 @@ export interface StreamObject {
   /** `standard` (classic HLS) or `low` (LL-HLS: parts, blocking reload, preload hints). */
   latencyMode: 'standard' | 'low';
   createdAt: string;
+  /** When the current (or last) broadcast started; null before the first. */
   startedAt: string | null;
+  /** When the last broadcast ended (null before the first one ended); kept while the next one runs. */
   endedAt: string | null;
   metadata: Record<string, string>;
 }
@@ -73,7 +76,7 @@ export function toStreamObject(row: StreamRow, urls: PublicUrls, listenerCount: 
     title_ru: titles.title_ru ?? null,
     title_de: titles.title_de ?? null,
     title_fr: titles.title_fr ?? null,
-    status: row.status,
+    status: row.status === 'live' ? 'live' : 'idle',
     quality: row.quality,
     codec: row.codec,
     region: row.region,

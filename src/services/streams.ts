@@ -1,6 +1,7 @@
 /**
  * The Streams resource (spec "Streams", PRODUCT.md §2, §9, §11): create, read, list, update,
- * delete, reset the stream key, set what plays now, read the play log. Knows no HTTP and no SQL text.
+ * delete, reset the stream key, set what plays now, read the play log and the broadcasts
+ * (docs/streams.md). Knows no HTTP and no SQL text.
  */
 import { mergeMetadata } from './metadata.js';
 import { ApiError, notFound, paramInvalid } from '../errors/errors.js';
@@ -14,6 +15,7 @@ import { REGIONS, type Region } from './accounts.js';
 import type { AccountsRepo } from '../db/accounts-repo.js';
 import { sameNowPlaying, toStreamObject, type NowPlaying, type StreamObject } from './stream-object.js';
 import type { PlayLog, TrackObject } from './play-log.js';
+import type { BroadcastLog, BroadcastObject } from './broadcasts.js';
 
 /** The language titles a stream may carry besides `title` (PRODUCT.md §2). */
 export const LANGUAGE_TITLES = ['title_en', 'title_ru', 'title_de', 'title_fr'] as const;
@@ -90,6 +92,8 @@ export interface StreamsDeps {
   checkRecordingPodcast?: (accountId: string, podcastId: string) => void;
   /** The play log (`GET /streams/{id}/tracks`). */
   playLog?: PlayLog;
+  /** The broadcasts (`GET /streams/{id}/broadcasts`). */
+  broadcasts?: BroadcastLog;
   now?: () => number;
 }
 
@@ -220,7 +224,7 @@ export class StreamsService {
     return { value: this.render(row, withKey), deprecated };
   }
 
-  /** Deletes a stream; a live one is ended first. @throws ApiError 404 */
+  /** Deletes a stream; a live one's broadcast is ended first (`stream.ended`). @throws ApiError 404 */
   delete(accountId: string, id: string): { id: string; object: 'stream'; deleted: true } {
     const row = this.row(accountId, id);
     if (row.status === 'live') this.d.live.endNow(id);
@@ -229,10 +233,9 @@ export class StreamsService {
     return { id, object: 'stream', deleted: true };
   }
 
-  /** Replaces the stream key; the current publisher is disconnected. @throws ApiError 404, 409 when ended */
+  /** Replaces the stream key; the current publisher is disconnected. @throws ApiError 404 */
   resetStreamKey(accountId: string, id: string): StreamObject {
     const row = this.row(accountId, id);
-    if (row.status === 'ended') throw new ApiError('stream_ended', 'The stream has ended; its key can no longer be used.');
     const key = makeStreamKey(row.region as Region);
     const hash = hashToken(key);
     const enc = encryptSecret(this.d.nodeSecret, key);
@@ -269,11 +272,32 @@ export class StreamsService {
     return this.render(sameNowPlaying(after.now_playing, np) ? after : { ...after, now_playing: JSON.stringify(asked) }, withKey);
   }
 
-  /** A page of the stream's play log, newest first. @throws ApiError 400 (unknown cursor), 404 */
-  tracks(accountId: string, id: string, q: PageQuery): { data: TrackObject[]; hasMore: boolean } {
+  /**
+   * A page of the stream's play log, newest first; with `broadcastId`, only the tracks that started
+   * during that broadcast. @throws ApiError 400 (unknown cursor), 404 (stream, or a broadcast not of it)
+   */
+  tracks(accountId: string, id: string, q: PageQuery, broadcastId?: string): { data: TrackObject[]; hasMore: boolean } {
     this.row(accountId, id);
+    const b = broadcastId !== undefined ? this.broadcastLog().row(accountId, id, broadcastId) : null;
     if (!this.d.playLog) return { data: [], hasMore: false };
-    return this.d.playLog.list(accountId, id, q);
+    return this.d.playLog.list(accountId, id, q, b ? { from: b.started_at, to: b.ended_at } : undefined);
+  }
+
+  /** A page of the stream's broadcasts, newest first. @throws ApiError 400 (unknown cursor), 404 */
+  broadcasts(accountId: string, id: string, q: PageQuery): { data: BroadcastObject[]; hasMore: boolean } {
+    this.row(accountId, id);
+    return this.broadcastLog().list(accountId, id, q);
+  }
+
+  /** Broadcast `broadcastId` of the stream. @throws ApiError 404 */
+  broadcast(accountId: string, id: string, broadcastId: string): BroadcastObject {
+    this.row(accountId, id);
+    return this.broadcastLog().get(accountId, id, broadcastId);
+  }
+
+  private broadcastLog(): BroadcastLog {
+    if (!this.d.broadcasts) throw new Error('the streams service has no broadcasts');
+    return this.d.broadcasts;
   }
 
   private row(accountId: string, id: string): StreamRow {

@@ -67,7 +67,8 @@ describe('unknown query parameters', () => {
   it('are refused on every kind of endpoint with 400 parameter_unknown naming them', async () => {
     expectError(await v2('GET', '/streams?limit=2&expand=data'), 'parameter_unknown', 'expand');
     expectError(await v2('GET', `/streams/${ids[0]}?foo=1`), 'parameter_unknown', 'foo');
-    expectError(await v2('GET', `/streams/${ids[0]}/tracks?broadcast=brd_1`), 'parameter_unknown', 'broadcast');
+    expectError(await v2('GET', `/streams/${ids[0]}/tracks?broadcast_id=brd_1`), 'parameter_unknown', 'broadcast_id');
+    expectError(await v2('GET', `/streams/${ids[0]}/broadcasts?since=1`), 'parameter_unknown', 'since');
     expectError(await v2('POST', '/streams?title=x', { title: 'y' }), 'parameter_unknown', 'title');
     expectError(await v2('PATCH', `/streams/${ids[0]}?dry_run=1`, { title: 'z' }), 'parameter_unknown', 'dry_run');
     expectError(await v2('DELETE', `/streams/${ids[1]}?force=true`), 'parameter_unknown', 'force');

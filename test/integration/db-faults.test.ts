@@ -109,7 +109,7 @@ describe('SQLite faults on the live path', () => {
 
     // Order kept: B ends after its publisher stops; ended comes after started.
     pb.kill('SIGKILL');
-    await waitFor(async () => (await api(http, key, 'GET', `/v2/streams/${b.id}`)).json.status === 'ended', 15_000, 200, 'B ended');
+    await waitFor(async () => (await api(http, key, 'GET', `/v2/streams/${b.id}`)).json.status === 'idle', 15_000, 200, 'B ended');
     const db = new Sqlite(path.join(tmp.dir, 'skylark.db'), { readonly: true });
     const types = db.prepare("SELECT type FROM events WHERE json_extract(data, '$.object.id') = ? ORDER BY seq").pluck().all(b.id);
     db.close();

@@ -96,7 +96,7 @@ describe('ingest watch (in process)', () => {
     expect(s.recording).toEqual({ podcastId: pod.json.id });
     const pub = publishAac(`${s.rtmpUrl}/${s.streamKey}`, 6, 128, 'sine=frequency=440:sample_rate=48000');
     expect(await exited(pub)).toBe(0);
-    await waitFor(async () => (await getStream(s.id)).status === 'ended', 15_000, 200, 'ended');
+    await waitFor(async () => (await getStream(s.id)).status === 'idle', 15_000, 200, 'ended');
     const episodes = await waitFor(async () => {
       const r = await api(t.http, t.secretKey, 'GET', `/v2/podcasts/${pod.json.id}/episodes`);
       // The row appears first; its audio once probed and stored.

@@ -343,7 +343,7 @@ describe('who may listen, and who is counted', () => {
     const l = await get(url);
     await exited(pub);
     await l.ended; // the stream ended (publisher gone past the reconnect window): the response ends
-    await waitFor(async () => (await api(t.http, t.secretKey, 'GET', `/v2/streams/${s.id}`)).json.status === 'ended', 15_000, 200, 'ended');
+    await waitFor(async () => (await api(t.http, t.secretKey, 'GET', `/v2/streams/${s.id}`)).json.status === 'idle', 15_000, 200, 'ended');
     expect(l.bytes().length).toBeGreaterThan(16_000);
     expect((await fetch(url)).status).toBe(404);
   });

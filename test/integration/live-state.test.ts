@@ -65,10 +65,11 @@ describe('live state', () => {
     if (aCode === 'still running') a.kill('SIGKILL');
     expect(await exited(b)).toBe(0);
     expect(eventsOf(s.id).filter((e) => e.type === 'stream.started')).toHaveLength(1);
-    await waitFor(async () => (await getStream(s.id)).status === 'ended', 15_000, 200, 'ended');
+    await waitFor(async () => (await getStream(s.id)).status === 'idle', 15_000, 200, 'ended');
     const ended = eventsOf(s.id).filter((e) => e.type === 'stream.ended');
     expect(ended).toHaveLength(1);
-    expect(ended[0]!.data.object).toMatchObject({ id: s.id, status: 'ended' });
+    expect(ended[0]!.data.object).toMatchObject({ id: s.id, status: 'idle' });
+    expect(ended[0]!.data.broadcastId).toBe(eventsOf(s.id).find((e) => e.type === 'stream.started')!.data.broadcastId);
   });
 
   it('refuses audio of another codec with stream.error codec_mismatch', async () => {
@@ -128,6 +129,6 @@ describe('live state', () => {
     const s = await createStream({ title: 'Still fine', reconnectWindow: 0 });
     const p = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 2 });
     expect(await exited(p)).toBe(0);
-    await waitFor(async () => (await getStream(s.id)).status === 'ended', 10_000, 100, 'ended');
+    await waitFor(async () => (await getStream(s.id)).status === 'idle', 10_000, 100, 'ended');
   });
 });

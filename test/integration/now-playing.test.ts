@@ -157,7 +157,7 @@ describe('POST /v2/streams/{id}/now_playing', () => {
       expect(tracks.json.data.map((x: any) => x.title)).toEqual(['Freddie Freeloader', 'So What']);
       pub.kill('SIGKILL');
       await exited(pub);
-      await waitFor(async () => (await v2('GET', `/streams/${s.id}`)).json.status === 'ended', 10_000, 100, 'ended');
+      await waitFor(async () => (await v2('GET', `/streams/${s.id}`)).json.status === 'idle', 10_000, 100, 'ended');
       expectError(await v2('POST', `/streams/${s.id}/now_playing`, { title: 'Too late' }), 409, 'stream_not_live');
     } finally {
       await rx.close();
@@ -267,7 +267,7 @@ describe('the play log', () => {
     us1.close();
     us2.close();
     pub.kill('SIGKILL');
-    await waitFor(async () => (await v2('GET', `/streams/${s.id}`)).json.status === 'ended', 10_000, 100, 'ended');
+    await waitFor(async () => (await v2('GET', `/streams/${s.id}`)).json.status === 'idle', 10_000, 100, 'ended');
     const ended = await v2('GET', `/streams/${s.id}`);
     const [last] = await tracks();
     expect(last.endedAt).toBe(ended.json.endedAt);
@@ -287,7 +287,7 @@ describe('chapters of a recorded stream', () => {
     const b = (await v2('POST', `/streams/${s.id}/now_playing`, { title: 'Love for Sale' })).json;
     await sleep(1500);
     pub.kill('SIGKILL');
-    await waitFor(async () => (await v2('GET', `/streams/${s.id}`)).json.status === 'ended', 10_000, 100, 'ended');
+    await waitFor(async () => (await v2('GET', `/streams/${s.id}`)).json.status === 'idle', 10_000, 100, 'ended');
 
     // The draft exists first; its audio is attached once probed.
     const ep = await waitFor(async () => (await v2('GET', `/podcasts/${pod.json.id}/episodes`)).json.data.find((e: any) => e.sourceStreamId === s.id && e.audio !== null), 30_000, 200, 'the recorded episode');

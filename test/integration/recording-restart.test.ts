@@ -44,7 +44,7 @@ describe('recordings across restarts', () => {
     const again = publish(`${server.rtmp}/live/${s.id}/${s.streamKey}`, { seconds: 5 });
     expect(await exited(again)).toBe(0);
     // The window (8 s) runs out after the second half: the stream ends and the recording is handed over.
-    await waitFor(async () => (await api(server!.http, key, 'GET', `/v2/streams/${s.id}`)).json.status === 'ended', 30_000, 250, 'ended');
+    await waitFor(async () => (await api(server!.http, key, 'GET', `/v2/streams/${s.id}`)).json.status === 'idle', 30_000, 250, 'ended');
     const eps = await waitFor(async () => {
       const e = await episodesOf(server!.http, key, pod.id);
       return e.length > 0 && e[0]!.audio ? e : null;
@@ -69,7 +69,7 @@ describe('recordings across restarts', () => {
     await server.stop(); // SIGTERM
     p.kill('SIGKILL');
     expect((await episodesOf((await startCli(tmp.dir, env).then((x) => ((server = x), x))).http, key, pod.id)).length).toBe(0);
-    await waitFor(async () => (await api(server!.http, key, 'GET', `/v2/streams/${s.id}`)).json.status === 'ended', 30_000, 250, 'ended');
+    await waitFor(async () => (await api(server!.http, key, 'GET', `/v2/streams/${s.id}`)).json.status === 'idle', 30_000, 250, 'ended');
     const eps = await waitFor(async () => {
       const e = await episodesOf(server!.http, key, pod.id);
       return e.length > 0 && e[0]!.audio ? e : null;

@@ -31,7 +31,7 @@ describe('restart after a crash', () => {
     server = await startCli(tmp.dir);
     const after = (await api(server.http, key, 'GET', `/v2/streams/${s.id}`)).json;
     expect(after).toMatchObject({ id: s.id, status: 'live', title: 'Survivor', metadata: { show: 'night' }, streamKey: s.streamKey });
-    await waitFor(async () => (await api(server!.http, key, 'GET', `/v2/streams/${s.id}`)).json.status === 'ended', 15_000, 200, 'ended');
+    await waitFor(async () => (await api(server!.http, key, 'GET', `/v2/streams/${s.id}`)).json.status === 'idle', 15_000, 200, 'ended');
 
     const db = new Sqlite(path.join(tmp.dir, 'skylark.db'), { readonly: true });
     const types = (db.prepare('SELECT type FROM events ORDER BY seq').pluck().all() as string[]);

@@ -21,7 +21,8 @@ export const LISTENER_DOCS = {
   },
   stats: {
     summary: 'Listener statistics',
-    description: 'Live count, peak, countries of the current listeners, average listen duration and total sessions.',
+    description:
+      'Live count and countries of the current listeners; peak, total listeners and average listen duration of the current broadcast while the stream is live, of its last broadcast while idle (`broadcastId`, null before the first).',
     params: id,
     responses: { 200: { description: 'The stream_stats object.', schema: stats } },
   },

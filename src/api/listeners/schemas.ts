@@ -29,6 +29,8 @@ export const StreamStatsObject = v.object({
   countries: v.array(v.object({ country: v.nullable(v.string()), listeners: v.number() })),
   averageListenDurationSeconds: v.number(),
   totalListeners: v.number(),
+  /** The broadcast the peak, total and average are of: the current one while live, the last one while idle (docs/streams.md). */
+  broadcastId: v.optional(v.nullable(v.string())),
 });
 
 /** A new listener token. */

@@ -5,7 +5,7 @@
 import { valibot, type RouteDoc } from '../openapi/registry.js';
 import { Deleted, listOf } from '../openapi/schemas.js';
 import { pageQueryDoc } from '../lists.js';
-import { CreateStream, UpdateStream, STREAM_STATUSES, StreamObject, SetNowPlaying, TrackObject } from './schemas.js';
+import { BroadcastObject, CreateStream, UpdateStream, STREAM_STATUSES, StreamObject, SetNowPlaying, TrackObject } from './schemas.js';
 
 const stream = valibot(StreamObject);
 const id = { id: 'The stream id (`stm_…`).' };
@@ -45,7 +45,7 @@ export const STREAM_DOCS = {
   },
   delete: {
     summary: 'Delete a stream',
-    description: 'A live stream is stopped first (`stream.ended`).',
+    description: 'A live stream is stopped first (its broadcast ends: `stream.ended`).',
     params: id,
     responses: { 200: { description: 'Deleted.', schema: valibot(Deleted('stream')) } },
   },
@@ -69,7 +69,20 @@ export const STREAM_DOCS = {
     description:
       'The stream\'s tracks, newest first: one per now-playing change, ended by the next change or the stream\'s end. `listenersAtStart` is the live listener count at the change; `peakListeners` and `countries` (distinct listeners per country heard during the track) are current while it runs.',
     params: id,
-    query: pageQueryDoc('tracks'),
+    query: [...pageQueryDoc('tracks'), { name: 'broadcast', description: 'Only the tracks that started during this broadcast (`brd_…` of the stream; 404 when it is not).', schema: { type: 'string' } }],
     responses: { 200: { description: 'A list envelope of tracks.', schema: valibot(listOf(TrackObject)) } },
+  },
+  broadcasts: {
+    summary: 'List the broadcasts',
+    description:
+      'The stream\'s broadcasts, newest first: each stretch from `live` to the end of the reconnect window. While one runs, its `endedAt` is null and its listener figures are current.',
+    params: id,
+    query: pageQueryDoc('broadcasts'),
+    responses: { 200: { description: 'A list envelope of broadcasts.', schema: valibot(listOf(BroadcastObject)) } },
+  },
+  broadcast: {
+    summary: 'Retrieve a broadcast',
+    params: { id: 'The stream id (`stm_…`).', bid: 'The broadcast id (`brd_…`).' },
+    responses: { 200: { description: 'The broadcast.', schema: valibot(BroadcastObject) } },
   },
 } satisfies Record<string, RouteDoc>;

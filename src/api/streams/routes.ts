@@ -1,6 +1,7 @@
 /**
  * Routes of the Streams resource under `/v2/streams` (spec "Streams", PRODUCT.md §2, §9), with what
- * plays now and the play log (`…/now_playing`, `…/tracks`, PRODUCT.md §11).
+ * plays now and the play log (`…/now_playing`, `…/tracks`, PRODUCT.md §11) and the broadcasts
+ * (`…/broadcasts`, docs/streams.md).
  * Scopes: reads need `streams:read`, writes `streams:write` (publishable keys read only). The key
  * is checked before any body is read (401/403 first), then the body is validated (400), then the
  * service runs (404 for another account's stream).
@@ -40,5 +41,7 @@ export function mountStreams(s: ApiServices): void {
   r.write('del', '/v2/streams/:id', DOCS.delete, (req, p) => ({ status: 200, body: streams.delete(p.accountId, req.params[0]!) }));
   r.write('post', '/v2/streams/:id/reset_stream_key', DOCS.resetStreamKey, (req, p) => ({ status: 200, body: streams.resetStreamKey(p.accountId, req.params[0]!) }));
   r.write('post', '/v2/streams/:id/now_playing', DOCS.setNowPlaying, (req, p) => ({ status: 200, body: streams.setNowPlaying(p.accountId, req.params[0]!, parse(SetNowPlaying, req.body), secret(p)) }));
-  r.list('/v2/streams/:id/tracks', DOCS.tracks, (req, p, q) => streams.tracks(p.accountId, req.params[0]!, q));
+  r.list('/v2/streams/:id/tracks', DOCS.tracks, (req, p, q) => streams.tracks(p.accountId, req.params[0]!, q, req.query.get('broadcast') ?? undefined));
+  r.list('/v2/streams/:id/broadcasts', DOCS.broadcasts, (req, p, q) => streams.broadcasts(p.accountId, req.params[0]!, q));
+  r.read('get', '/v2/streams/:id/broadcasts/:bid', DOCS.broadcast, (req, p) => ({ status: 200, body: streams.broadcast(p.accountId, req.params[0]!, req.params[1]!) }));
 }

@@ -67,7 +67,8 @@ export const UpdateStream = v.strictObject({
   latencyMode: v.optional(latencyMode),
 });
 
-export const STREAM_STATUSES = ['idle', 'live', 'ended'] as const;
+/** A stream is `live` during a broadcast and `idle` between them; it has no terminal state (docs/streams.md). */
+export const STREAM_STATUSES = ['idle', 'live'] as const;
 
 /** Longest now-playing text (title, artist, album; PRODUCT.md §11). */
 export const NOW_PLAYING_MAX = 256;
@@ -139,4 +140,20 @@ export const TrackObject = v.object({
   listenersAtStart: count,
   peakListeners: count,
   countries: v.array(v.object({ country: nullableString, listeners: count })),
+});
+
+/** One broadcast of a stream (docs/streams.md): from `live` to the end of the reconnect window. */
+export const BroadcastObject = v.object({
+  id: objectId('brd'),
+  object: v.literal('broadcast'),
+  streamId: objectId('stm'),
+  startedAt: timestamp,
+  endedAt: v.nullable(timestamp),
+  durationSeconds: v.pipe(v.number(), v.minValue(0)),
+  peakListeners: count,
+  totalListeners: count,
+  listenerSeconds: v.pipe(v.number(), v.minValue(0)),
+  countries: v.array(v.object({ country: nullableString, listeners: count })),
+  episodeId: nullableString,
+  trackCount: count,
 });
