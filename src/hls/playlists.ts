@@ -161,7 +161,7 @@ export function mediaTemplate(layer: Layer, skip = 0): Template {
   }
   lines.push(
     `#EXT-X-MEDIA-SEQUENCE:${first ? first.sequence : layer.nextSequence}`,
-    `#EXT-X-DISCONTINUITY-SEQUENCE:${first ? first.discontinuitySequence - (first.discontinuity ? 1 : 0) : 0}`,
+    `#EXT-X-DISCONTINUITY-SEQUENCE:${first ? first.discontinuitySequence - (first.discontinuity ? 1 : 0) : layer.discontinuityNumber}`,
   );
   if (layer.o.container === 'fmp4') lines.push('#EXT-X-INDEPENDENT-SEGMENTS');
   for (const d of layer.dateRanges) lines.push(dateRange(d));

@@ -89,6 +89,14 @@ export interface HubOptions {
   log?: MediaLog;
   /** Segmenters other than the native one (benches). */
   createSegmenter?: (o: SegmenterRequest) => LayerSegmenter;
+  /** Where the stream's previous broadcast left its HLS timeline (set by `MediaRegistry.open`; see `Layer` `continues`). */
+  continues?: Timeline;
+}
+
+/** Where a stream's HLS timeline stands: the next media sequence number and the discontinuity sequence number. */
+export interface Timeline {
+  sequence: number;
+  discontinuity: number;
 }
 
 /**
@@ -231,6 +239,7 @@ export class StreamHub {
           partTargetMs,
           windowSegments: opts.windowSegments,
           passthrough: i === 0,
+          ...(opts.continues ? { continues: opts.continues } : {}),
           createSegmenter: () =>
             create({
               container,
@@ -251,6 +260,17 @@ export class StreamHub {
   /** The passthrough layer (the ingest, not re-encoded). */
   get top(): Layer {
     return this.layers[0]!;
+  }
+
+  /** Where this hub's timeline stands (the highest of its layers): a next broadcast continues from it. */
+  timeline(): Timeline {
+    let sequence = 0;
+    let discontinuity = 0;
+    for (const l of this.layers) {
+      sequence = Math.max(sequence, l.nextSequence);
+      discontinuity = Math.max(discontinuity, l.discontinuityNumber);
+    }
+    return { sequence, discontinuity };
   }
 
   /** Sum of the layers' versions: changes whenever any playlist would. */
@@ -644,12 +664,22 @@ export class StreamHub {
 
 /** How often the ingest bitrate watch samples each publisher's byte count (ms). */
 const BITRATE_SAMPLE_MS = 1000;
-/** How long an ended stream's playlist (with EXT-X-ENDLIST) stays served (ms). */
-export const ENDED_HLS_RETENTION_MS = 5 * 60_000;
+/** How long an ended hub is kept aside (ms) — its encoded layers drain meanwhile — before only its timeline is kept. */
+const RETIRE_MS = 2 * DRAIN_TIMEOUT_MS;
 
-/** Hubs by stream id, and the one timer of the ingest bitrate watch. */
+/**
+ * Hubs by stream id, and the one timer of the ingest bitrate watch. A stream's broadcasts share one
+ * HLS timeline (docs/streams.md "One timeline"): when a broadcast ends its hub leaves at once (the
+ * stream's playlists answer 404 while it is idle), and the next broadcast's hub continues the media
+ * sequence and discontinuity sequence where it stopped. The registry keeps, per stream that
+ * broadcast since start-up, that position (two numbers; a restart begins a new timeline at 0).
+ */
 export class MediaRegistry {
   private readonly hubs = new Map<string, StreamHub>();
+  /** Hubs of broadcasts that ended in the last RETIRE_MS (their encoded layers may still add a segment). */
+  private readonly retired = new Map<string, StreamHub>();
+  /** Where each stream's timeline stopped, for streams whose hub retired. */
+  private readonly timelines = new Map<string, Timeline>();
   private bitrateTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly now: () => number = Date.now) {}
@@ -658,30 +688,50 @@ export class MediaRegistry {
     return this.hubs.get(streamId);
   }
 
-  /** The stream's hub, created on first use (an ended one is replaced). */
+  /** The stream's hub, created on first use (an ended one is replaced), continuing the stream's timeline. */
   open(streamId: string, opts: HubOptions, events?: HubEvents): StreamHub {
     let hub = this.hubs.get(streamId);
     if (!hub || hub.ended) {
-      hub = new StreamHub(streamId, opts, events);
+      const continues = this.timelineOf(streamId, hub);
+      hub = new StreamHub(streamId, continues ? { ...opts, continues } : opts, events);
       this.hubs.set(streamId, hub);
     }
     this.watchBitrates();
     return hub;
   }
 
-  /** Ends the stream's hub; its playlists stay served (with EXT-X-ENDLIST) for ENDED_HLS_RETENTION_MS. */
+  /**
+   * Ends the stream's hub (its broadcast ended): layers end (progressive listeners are let go) and
+   * the hub leaves at once — the stream's playlists answer 404 until its next broadcast, which
+   * continues the timeline.
+   */
   end(streamId: string): void {
     const hub = this.hubs.get(streamId);
     if (!hub) return;
     hub.end();
+    this.hubs.delete(streamId);
+    this.retired.set(streamId, hub);
     setTimeout(() => {
-      if (this.hubs.get(streamId) === hub) this.hubs.delete(streamId);
-    }, ENDED_HLS_RETENTION_MS).unref();
+      if (this.retired.get(streamId) !== hub) return;
+      this.retired.delete(streamId);
+      this.timelines.set(streamId, hub.timeline());
+    }, RETIRE_MS).unref();
   }
 
-  /** Forgets a hub at once (a publish that never went live). */
+  /** Where the stream's timeline continues from (an ended hub still listed, a retired one, or one kept), or undefined for a new one. */
+  private timelineOf(streamId: string, ended: StreamHub | undefined): Timeline | undefined {
+    const old = ended ?? this.retired.get(streamId);
+    this.retired.delete(streamId);
+    const t = old?.timeline() ?? this.timelines.get(streamId);
+    this.timelines.delete(streamId);
+    return t;
+  }
+
+  /** Forgets a hub at once (a publish that never went live); the stream's timeline position stays. */
   delete(streamId: string): void {
+    const hub = this.hubs.get(streamId);
     this.hubs.delete(streamId);
+    if (hub && !this.retired.has(streamId)) this.timelines.set(streamId, hub.timeline());
   }
 
   /** Server shutdown: every hub stops without ending (recordings kept for the next run). */

@@ -101,6 +101,12 @@ export interface LayerOptions {
   /** Whether this layer passes the ingest through (the top of the ladder). */
   passthrough: boolean;
   createSegmenter: () => LayerSegmenter;
+  /**
+   * Where an earlier broadcast of the stream left the timeline (docs/streams.md "One timeline"):
+   * this layer's media sequence numbers start at `sequence`, and its first segment follows an
+   * `EXT-X-DISCONTINUITY` with discontinuity sequence `discontinuity + 1`. Absent: a new timeline at 0.
+   */
+  continues?: { sequence: number; discontinuity: number };
 }
 
 /**
@@ -188,8 +194,22 @@ export class Layer {
   private mediaListeners: LayerMediaListener[] = [];
   private changeListeners: Array<() => void> = [];
 
+  /** Added to the segmenter's sequence numbers (which start at 0 for every segmenter): where the timeline continues. */
+  private readonly sequenceBase: number;
+  /** The first segment follows a discontinuity although it is this layer's first (an earlier broadcast came before). */
+  private continuing: boolean;
+
   constructor(readonly o: LayerOptions) {
     this.segmenter = o.createSegmenter();
+    this.sequenceBase = o.continues?.sequence ?? 0;
+    this.nextSequence = this.sequenceBase;
+    this.discontinuitySequence = o.continues?.discontinuity ?? 0;
+    this.continuing = o.continues !== undefined;
+  }
+
+  /** Discontinuity sequence number of the newest segment (RFC 8216 §4.3.3.3), or where the timeline continues from. */
+  get discontinuityNumber(): number {
+    return this.discontinuitySequence;
   }
 
   get name(): string {
@@ -439,7 +459,8 @@ export class Layer {
     const errors: LayerError[] = [];
     let changed = false;
     const media: LayerMedia[] | null = this.mediaListeners.length > 0 ? [] : null;
-    for (const e of events) {
+    for (const raw of events) {
+      const e = this.sequenceBase > 0 && (raw.type === 'part' || raw.type === 'segment') ? { ...raw, sequence: raw.sequence + this.sequenceBase } : raw;
       if (e.type === 'config') {
         if (this.codecs !== null && (e.codecs !== this.codecs || e.sampleRate !== this.sampleRate || e.channels !== this.channels)) {
           this.pendingDiscontinuity = true;
@@ -465,8 +486,9 @@ export class Layer {
         if (media && this.lowLatency) media.push({ data: e.data, durationMs: e.durationMs, initVersion: this.initVersion });
         changed = true;
       } else if (e.type === 'segment') {
-        const discontinuity = (e.discontinuity || this.pendingDiscontinuity) && this.segments.length > 0;
+        const discontinuity = ((e.discontinuity || this.pendingDiscontinuity) && this.segments.length > 0) || this.continuing;
         this.pendingDiscontinuity = false;
+        this.continuing = false;
         if (discontinuity) this.discontinuitySequence++;
         const parts = this.openParts.filter((p) => p.sequence === e.sequence);
         this.openParts = [];

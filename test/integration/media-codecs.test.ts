@@ -2,9 +2,10 @@
  * Every codec through the whole ladder (issue 3, "Done means"): a real client publishes AAC (FFmpeg,
  * classic FLV), MP3 (FFmpeg, classic FLV) and Opus (the E-RTMP test publisher), each at quality
  * `high` so the ladder has three layers (256/128/64, Opus 320/128/64). The three publishes run at
- * the same time; once each stream has ended (its playlists closed with EXT-X-ENDLIST), for EVERY
- * layer:
- * - FFmpeg reads the layer's media playlist and decodes it without an error, ≥ 6 s of audio, with
+ * the same time; once each publisher has left and every playlist holds its last segment (within
+ * the reconnect window: an idle stream's playlists answer 404, docs/streams.md), for EVERY layer:
+ * - FFmpeg reads the layer's media playlist as it stands then (closed with EXT-X-ENDLIST into a
+ *   local copy whose URIs point at the server) and decodes it without an error, ≥ 6 s of audio, with
  *   the stream's codec and sample rate;
  * - every segment but the last (the publisher's flush) lasts 2 s ± 0.5 s, and FFprobe agrees with
  *   EXTINF on the segment it probes;
@@ -15,6 +16,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import { api, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
@@ -49,6 +51,8 @@ const tmp = tempDir('skylark-codecs-');
 const streams = new Map<string, any>();
 /** The multivariant playlist as fetched while live, by codec. */
 const liveMultivariant = new Map<string, string>();
+/** Every layer's media playlist once the publisher left and the playlist stopped changing, by codec. */
+const finalLayers = new Map<string, Array<{ name: string; url: string; text: string }>>();
 
 const getStream = async (id: string) => (await api(t.http, t.secretKey, 'GET', `/v2/streams/${id}`)).json;
 
@@ -57,7 +61,7 @@ beforeAll(async () => {
   const opusFile = makeOpusFile(path.join(tmp.dir, 'sine.ogg'), 4);
   const publishers: Array<Promise<unknown>> = [];
   for (const c of CASES) {
-    const r = await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: `Ladder ${c.codec}`, codec: c.codec, quality: 'high', reconnectWindow: 1 });
+    const r = await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: `Ladder ${c.codec}`, codec: c.codec, quality: 'high', reconnectWindow: 300 });
     expect(r.status).toBe(201);
     const s = r.json;
     streams.set(c.codec, s);
@@ -90,15 +94,30 @@ beforeAll(async () => {
   );
   const results = await Promise.all(publishers);
   for (const r of results) expect(r === 0 || (typeof r === 'object' && (r as { ok: boolean }).ok)).toBe(true);
-  await Promise.all(CASES.map((c) => waitFor(async () => (await getStream(streams.get(c.codec).id)).status === 'ended', 15_000, 200, `${c.codec} ended`)));
-}, 60_000);
+  // Within the reconnect window: every layer's last segment is listed once its playlists stop changing.
+  await Promise.all(
+    CASES.map(async (c) => {
+      const s = streams.get(c.codec);
+      expect((await getStream(s.id)).status).toBe('live');
+      const final = await waitFor(async () => {
+        // Compared without the session query each listing carries.
+        const bare = (ls: Array<{ text: string }>) => ls.map((l) => l.text.replace(/\?[^"\n]*/g, '')).join('\n');
+        const a = bare(await layerPlaylists(s));
+        await sleep(1500);
+        const b = await layerPlaylists(s);
+        return bare(b) === a ? b : null;
+      }, 20_000, 0, `${c.codec}: playlists final`);
+      finalLayers.set(c.codec, final);
+    }),
+  );
+}, 90_000);
 
 afterAll(async () => {
   await t?.close();
   tmp.cleanup();
 });
 
-/** The layers' (media playlist URL, text) of an ended stream, from its multivariant playlist. */
+/** The layers' (media playlist URL, text) of a stream, from its multivariant playlist. */
 async function layerPlaylists(s: any): Promise<Array<{ name: string; url: string; text: string }>> {
   const master = await (await fetch(s.hlsUrl)).text();
   const out = [];
@@ -170,22 +189,21 @@ describe.each(CASES)('$codec through the ladder', (c) => {
   });
 
   it('every layer decodes with FFmpeg for ≥ 6 s, with the right codec and sample rate, in 2 s segments', async () => {
-    const s = streams.get(c.codec);
-    const layers = await layerPlaylists(s);
+    const layers = finalLayers.get(c.codec)!;
     expect(layers.map((l) => l.name)).toEqual(c.layers);
     await Promise.all(
       layers.map(async (l) => {
-        expect(l.text).toContain('#EXT-X-ENDLIST');
+        const vod = closedCopy(l, `${c.codec}-${l.name}.m3u8`);
         const segs = segmentsOf(l.text);
         expect(segs.length).toBeGreaterThanOrEqual(4);
         for (const seg of segs.slice(0, -1)) expect(Math.abs(seg.duration - 2), `${c.codec}/${l.name} #${seg.seq}: ${seg.duration}`).toBeLessThanOrEqual(0.5);
         for (const seg of segs) expect(seg.uri.split('?')[0]).toBe(`${seg.seq}.${c.ext}`);
 
-        const d = await decode(l.url, c.sampleRate);
+        const d = await decode(vod, c.sampleRate);
         expect(d.code, `${c.codec}/${l.name}: ${d.stderr}`).toBe(0);
         expect(d.stderr.trim(), `${c.codec}/${l.name}`).toBe('');
         expect(d.seconds, `${c.codec}/${l.name}`).toBeGreaterThanOrEqual(6);
-        const info = await run(ffprobe, ['-v', 'error', '-show_entries', 'stream=codec_name,sample_rate,codec_type', '-of', 'json', l.url]);
+        const info = await run(ffprobe, ['-v', 'error', '-protocol_whitelist', 'file,http,tcp', '-show_entries', 'stream=codec_name,sample_rate,codec_type', '-of', 'json', vod]);
         expect(info.code, info.stderr).toBe(0);
         const j = JSON.parse(info.stdout);
         const streams = j.streams.filter((x: any) => !(x.codec_type === 'data' && x.codec_name === 'timed_id3'));
@@ -195,8 +213,7 @@ describe.each(CASES)('$codec through the ladder', (c) => {
   });
 
   it('cuts every layer at the same media sequence numbers and PTS', async () => {
-    const s = streams.get(c.codec);
-    const layers = await layerPlaylists(s);
+    const layers = finalLayers.get(c.codec)!;
     const bySeq = layers.map((l) => new Map(segmentsOf(l.text).map((x) => [x.seq, x])));
     // The sequence numbers every layer has, but not the last (flushed) segment.
     const common = [...bySeq[0]!.keys()].filter((q) => bySeq.every((m) => m.has(q) && m.has(q + 1)));
@@ -228,10 +245,26 @@ describe.each(CASES)('$codec through the ladder', (c) => {
   });
 });
 
-/** Decodes `url` with FFmpeg to mono PCM at `sampleRate`: exit code, stderr, seconds decoded. */
+/**
+ * A local copy of a layer's media playlist, closed with EXT-X-ENDLIST, whose URIs point at the
+ * server (FFmpeg reads it to its end, as it read an ended stream's playlist). Returns its path.
+ */
+function closedCopy(l: { url: string; text: string }, name: string): string {
+  const abs = (u: string) => new URL(u, l.url).toString();
+  const lines = l.text
+    .trim()
+    .split('\n')
+    .map((x) => (x && !x.startsWith('#') ? abs(x) : x.replace(/URI="([^"]+)"/, (_m, u: string) => `URI="${abs(u)}"`)))
+    .filter((x) => !x.startsWith('#EXT-X-PRELOAD-HINT') && !x.startsWith('#EXT-X-SERVER-CONTROL'));
+  const file = path.join(tmp.dir, name);
+  writeFileSync(file, `${lines.join('\n')}\n#EXT-X-ENDLIST\n`);
+  return file;
+}
+
+/** Decodes `url` (or a local playlist) with FFmpeg to mono PCM at `sampleRate`: exit code, stderr, seconds decoded. */
 function decode(url: string, sampleRate: number): Promise<{ code: number | string | null; stderr: string; seconds: number }> {
   return new Promise((resolve, reject) => {
-    const p = spawn(ffmpeg, ['-hide_banner', '-v', 'error', '-i', url, '-vn', '-f', 's16le', '-ac', '1', '-ar', String(sampleRate), 'pipe:1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(ffmpeg, ['-hide_banner', '-v', 'error', '-protocol_whitelist', 'file,http,tcp', '-i', url, '-vn', '-f', 's16le', '-ac', '1', '-ar', String(sampleRate), 'pipe:1'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let bytes = 0;
     let stderr = '';
     p.stdout!.on('data', (d: Buffer) => (bytes += d.length));
