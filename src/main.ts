@@ -23,8 +23,6 @@ import { StreamsService } from './services/streams.js';
 import { StreamLifecycle } from './services/lifecycle.js';
 import { PlayLog } from './services/play-log.js';
 import { TracksRepo } from './db/tracks-repo.js';
-import { BroadcastsRepo } from './db/broadcasts-repo.js';
-import { BroadcastLog } from './services/broadcasts.js';
 import { WriteRetry } from './services/write-retry.js';
 import { PodcastsService, feedUrlOf, recordingPodcastCheck, type FeedChanged } from './services/podcasts.js';
 import { EpisodesService } from './services/episodes.js';
@@ -62,9 +60,9 @@ import { registerWhep } from './webrtc/whep.js';
 import { registerOAuth } from './oauth/routes.js';
 import { registerIdempotency } from './idempotency/feature.js';
 import { createDelivery, type Delivery } from './webhooks/index.js';
+import { FeedNotifications, watchBroadcasts } from './webhooks/feed-notify.js';
 import { registerDashboard } from './dashboard/feature.js';
 
-import { FeedNotifications, watchBroadcasts } from './webhooks/feed-notify.js';
 /** A running server. Ports as bound. */
 export interface RunningServer {
   httpPort: number;
@@ -116,9 +114,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
   let listenerCount: (streamId: string) => number = () => 0;
   const writes = new WriteRetry(db, log.child('db'), limits, SERVER_BUSY_TIMEOUT_MS);
   const playLog = new PlayLog({ repo: new TracksRepo(db), outbox, writes, log: log.child('live') });
-  // Broadcasts (docs/streams.md): each stretch of a stream from live to the end of its reconnect window.
-  const broadcasts = new BroadcastLog({ repo: new BroadcastsRepo(db), outbox, writes, log: log.child('live'), now });
-  const lifecycle = new StreamLifecycle({ db, streams: streamsRepo, outbox, log: log.child('live'), urls: getUrls, writes, listenerCount: (id) => listenerCount(id), playLog, broadcasts, nowPlayingMinIntervalMs: config.limits.nowPlayingMinIntervalMs, now });
+  const lifecycle = new StreamLifecycle({ db, streams: streamsRepo, outbox, log: log.child('live'), urls: getUrls, writes, listenerCount: (id) => listenerCount(id), playLog, nowPlayingMinIntervalMs: config.limits.nowPlayingMinIntervalMs, now });
   const ingest = new Publishing({
     port: lifecycle,
     media,
@@ -150,7 +146,6 @@ export async function startServer(config: Config, log: Logger, now: () => number
     now,
     checkRecordingPodcast: recordingPodcastCheck(podcastsRepo),
     playLog,
-    broadcasts,
   });
   // Podcasts: every change of a schedule pokes the publication scheduler (a Feature, started below).
   const podcastsLog = log.child('podcasts');
@@ -201,11 +196,10 @@ export async function startServer(config: Config, log: Logger, now: () => number
   };
 
   // The play log stops after the listeners room (features stop in reverse): their last events count.
-  const features: Feature[] = [{ close: () => playLog.close() }, { close: () => broadcasts.close() }];
+  const features: Feature[] = [{ close: () => playLog.close() }];
   const listeners = createListeners(context);
   features.push(listeners);
   listenerCount = (id) => listeners.registry.listenerCount(id);
-  listeners.service.setBroadcasts((id) => broadcasts.stats(id));
   playLog.setListeners({
     countries: (id) => listeners.registry.active(id).map((s) => s.country),
     settle: () => listeners.registry.flush(),
@@ -276,15 +270,15 @@ export async function startServer(config: Config, log: Logger, now: () => number
   features.push({ start: () => void feedNotes.forgetOthers() }); // pings to destinations no longer configured
   delivery = createDelivery({ db, repo: webhooksRepo, outbox, log: log.child('webhooks'), now, allowPrivate: config.webhooksAllowPrivate, secretOf: (row) => webhooks.secretOf(row), internal: feedNotes.destinations });
   features.push(delivery);
+  feedNotes.wake = (id) => delivery?.engine.wake(id);
+  const served = (podcastId: string) => (podcastsRepo.getPodcastAny(podcastId)?.status ?? 'draft') !== 'draft';
+  features.push({ close: watchBroadcasts(outbox, served, (fn) => podcastsRepo.tx(fn), feedChanged) });
   features.push(registerDashboard(context, { streams, podcasts: { podcasts, episodes, stats: downloads.stats }, listeners: listeners.registry, webhooks: { webhooks, events } }));
   http.finish();
 
   const rtmp = new RtmpServer(ingest, log.child('rtmp'), { ...INGEST_DEFAULTS, mergeReadsMs: config.ingestMergeMs, limitSettings: config.limits, limits });
   const icecast = new IcecastServer(ingest, lifecycle, log.child('icecast'), limits, {
     ...ICECAST_DEFAULTS,
-  feedNotes.wake = (id) => delivery?.engine.wake(id);
-  const served = (podcastId: string) => (podcastsRepo.getPodcastAny(podcastId)?.status ?? 'draft') !== 'draft';
-  features.push({ close: watchBroadcasts(outbox, served, (fn) => podcastsRepo.tx(fn), feedChanged) });
     maxConnections: config.limits.icecastMaxConnections,
     maxConnectionsPerIp: config.limits.icecastMaxConnectionsPerIp,
     maxAudioFrameBytes: config.limits.maxAudioFrameBytes,
