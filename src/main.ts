@@ -23,6 +23,8 @@ import { StreamsService } from './services/streams.js';
 import { StreamLifecycle } from './services/lifecycle.js';
 import { PlayLog } from './services/play-log.js';
 import { TracksRepo } from './db/tracks-repo.js';
+import { BroadcastsRepo } from './db/broadcasts-repo.js';
+import { BroadcastLog } from './services/broadcasts.js';
 import { WriteRetry } from './services/write-retry.js';
 import { PodcastsService, feedUrlOf, recordingPodcastCheck, type FeedChanged } from './services/podcasts.js';
 import { EpisodesService } from './services/episodes.js';
@@ -114,7 +116,9 @@ export async function startServer(config: Config, log: Logger, now: () => number
   let listenerCount: (streamId: string) => number = () => 0;
   const writes = new WriteRetry(db, log.child('db'), limits, SERVER_BUSY_TIMEOUT_MS);
   const playLog = new PlayLog({ repo: new TracksRepo(db), outbox, writes, log: log.child('live') });
-  const lifecycle = new StreamLifecycle({ db, streams: streamsRepo, outbox, log: log.child('live'), urls: getUrls, writes, listenerCount: (id) => listenerCount(id), playLog, nowPlayingMinIntervalMs: config.limits.nowPlayingMinIntervalMs, now });
+  // Broadcasts (docs/streams.md): each stretch of a stream from live to the end of its reconnect window.
+  const broadcasts = new BroadcastLog({ repo: new BroadcastsRepo(db), outbox, writes, log: log.child('live'), now });
+  const lifecycle = new StreamLifecycle({ db, streams: streamsRepo, outbox, log: log.child('live'), urls: getUrls, writes, listenerCount: (id) => listenerCount(id), playLog, broadcasts, nowPlayingMinIntervalMs: config.limits.nowPlayingMinIntervalMs, now });
   const ingest = new Publishing({
     port: lifecycle,
     media,
@@ -146,6 +150,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
     now,
     checkRecordingPodcast: recordingPodcastCheck(podcastsRepo),
     playLog,
+    broadcasts,
   });
   // Podcasts: every change of a schedule pokes the publication scheduler (a Feature, started below).
   const podcastsLog = log.child('podcasts');
@@ -196,10 +201,11 @@ export async function startServer(config: Config, log: Logger, now: () => number
   };
 
   // The play log stops after the listeners room (features stop in reverse): their last events count.
-  const features: Feature[] = [{ close: () => playLog.close() }];
+  const features: Feature[] = [{ close: () => playLog.close() }, { close: () => broadcasts.close() }];
   const listeners = createListeners(context);
   features.push(listeners);
   listenerCount = (id) => listeners.registry.listenerCount(id);
+  listeners.service.setBroadcasts((id) => broadcasts.stats(id));
   playLog.setListeners({
     countries: (id) => listeners.registry.active(id).map((s) => s.country),
     settle: () => listeners.registry.flush(),

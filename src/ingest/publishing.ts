@@ -3,7 +3,9 @@
  * granted publish is attached to the stream's media hub; the first coded audio frame after a
  * sequence header makes the stream `live`; when the publisher drops, the stream stays live for its
  * reconnect window and a publisher that comes back resumes the same timeline (with a
- * discontinuity, no events); after the window the stream ends. The newest publisher with a valid
+ * discontinuity, no events); after the window the broadcast ends and the stream is `idle`, ready to
+ * go live again with the same key (docs/streams.md); the next broadcast continues the same HLS
+ * timeline after a discontinuity (media/hub.ts `MediaRegistry`). The newest publisher with a valid
  * key wins at once. Audio of another codec is refused (`codec_mismatch`); the caps of PRODUCT.md
  * §13 end a publish (`frame_too_large`, `segment_too_large`).
  *
@@ -145,7 +147,7 @@ export class Publishing {
     return s?.publisher ? s.hub.ingestRoute : null;
   }
 
-  /** Ends a live stream at once (DELETE): publisher closed, `stream.ended`. */
+  /** Ends a live stream's broadcast at once (DELETE): publisher closed, `stream.ended`. */
   endNow(streamId: string): void {
     const s = this.streams.get(streamId);
     if (s?.publisher) {
@@ -311,7 +313,7 @@ export class Publishing {
       return;
     }
     const windowS = state?.reconnectWindowS ?? 0;
-    if (windowS === 0 || !state || state.status === 'ended') return this.end(streamId);
+    if (windowS === 0 || !state) return this.end(streamId);
     s.reconnectTimer = setTimeout(() => {
       s.reconnectTimer = null;
       if (!s.publisher) this.end(streamId);
