@@ -90,6 +90,6 @@ ${downloadsChart(s.byDay)}
 <div><h3>Apps</h3>${bars(s.byApp.map((a) => ({ label: a.app ?? 'Unknown', downloads: a.downloads })), 'No downloads yet.')}</div>
 <div><h3>Countries</h3>${bars(s.byCountry.map((c) => ({ label: c.country ?? 'Unknown', downloads: c.downloads })), 'No downloads yet.')}</div>
 </div>
-<p class="muted small">Also in the API: <code>GET /v2/podcasts/${esc(s.podcastId)}/stats</code> (JSON, or CSV with <code>Accept: text/csv</code>).</p>
+<p class="muted small downloads-api">Also in the API: <code>GET /v2/podcasts/${esc(s.podcastId)}/stats</code> (JSON, or CSV with <code>Accept: text/csv</code>).</p>
 </section>`;
 }
