@@ -77,7 +77,7 @@ for (const f of FILES) counts[f] = check(f, src.files[f]);
 for (const f of FILES) {
   const file = path.join(out, `${f}.json`);
   const before = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')).entries.length : 0;
-  writeFileSync(file, src.files[f].endsWith('\n') ? src.files[f] : `${src.files[f]}\n`);
+  writeFileSync(file, src.files[f]); // byte for byte as upstream builds it
   console.log(`${f}: ${before} → ${counts[f]} entries`);
 }
 writeFileSync(path.join(out, 'LICENSE'), src.license);
