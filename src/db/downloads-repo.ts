@@ -51,7 +51,7 @@ export interface DownloadDetailRow {
   downloads: number;
 }
 
-/** What download counting needs of an episode's audio file. */
+/** What download counting needs of an episode's audio file (`audio_minute_bytes` null: measure it; always so for a loudness-normalised copy). */
 export interface AudioEpisodeRow {
   id: string;
   podcast_id: string;
@@ -91,7 +91,9 @@ export class DownloadsRepo {
       detail: db.prepare(`SELECT day, episode_id, app, country, device, SUM(downloads) AS downloads FROM download_counts WHERE ${WHERE}
         GROUP BY day, episode_id, app, country, device ORDER BY day, episode_id, app, country, device`),
       minuteBytes: db.prepare('UPDATE episodes SET audio_minute_bytes = ? WHERE id = ? AND audio_file = ?'),
-      audio: db.prepare('SELECT id, podcast_id, audio_size, audio_duration, audio_minute_bytes FROM episodes WHERE audio_file = ?'),
+      // A loudness-normalised copy (migration 011) replaced the upload the stored size was measured on: measure the copy.
+      audio: db.prepare(`SELECT id, podcast_id, audio_size, audio_duration,
+        CASE WHEN original_audio_file IS NULL THEN audio_minute_bytes END AS audio_minute_bytes FROM episodes WHERE audio_file = ?`),
     };
   }
 
