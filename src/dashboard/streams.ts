@@ -5,11 +5,14 @@
  * count, a listeners-over-time chart and the countries of the listeners (kept current by
  * `assets/stream.js` polling `/dashboard/streams/:id/live.json`), what plays now and the play log
  * (kept current by the same poll) with a form that sets the title, the recent `stream.error` events
- * and an hls.js player. Mutations go through StreamsService, like `/v2/streams`.
+ * and an hls.js player; the stream's broadcasts (docs/streams.md) with their listeners and the
+ * episodes their recordings became, and a form that sets `recording` (the podcast each broadcast
+ * is recorded into). Mutations go through StreamsService, like `/v2/streams`.
  */
 import { parse } from '../api/validation.js';
-import { CreateStream, CODECS, NOW_PLAYING_MAX, QUALITIES, SetNowPlaying } from '../api/streams/schemas.js';
+import { CreateStream, CODECS, NOW_PLAYING_MAX, QUALITIES, SetNowPlaying, UpdateStream } from '../api/streams/schemas.js';
 import type { TrackObject } from '../services/play-log.js';
+import type { BroadcastObject } from '../services/broadcasts.js';
 import type { StreamsService } from '../services/streams.js';
 import type { StreamObject } from '../services/stream-object.js';
 import type { EventsService } from '../services/events.js';
@@ -51,6 +54,8 @@ export interface StreamErrorItem {
 const ERRORS_SHOWN = 10;
 /** Newest tracks of the play log shown. */
 const TRACKS_SHOWN = 20;
+/** Newest broadcasts shown. */
+const BROADCASTS_SHOWN = 20;
 /** `stream.error` events of the account scanned for this stream's (newest first). */
 const ERRORS_SCANNED = 100;
 
@@ -141,6 +146,7 @@ ${page.hasMore && last ? `<p><a href="/dashboard/streams?after=${esc(last.id)}">
     const csrf = r.session.csrfToken;
     const countries = countriesHtml(l.countries);
     const errors = errorsHtml(l.errors);
+    const broadcasts = d.streams.broadcasts(r.account.id, s.id, { limit: BROADCASTS_SHOWN }).data;
     const ice = new URL(s.icecastUrl);
     const icecast = { host: ice.hostname.replace(/^\[|\]$/g, ''), port: ice.port || '80', mount: ice.pathname };
     return r.page(
@@ -200,6 +206,18 @@ ${copyField('icecast-password', 'Source password', s.streamKey ?? '', { secret: 
 <div id="play-log">${tracksHtml(l.tracks)}</div>
 </section>
 
+<section class="card" aria-labelledby="broadcasts-title">
+<h2 id="broadcasts-title">Broadcasts</h2>
+<p class="muted small">Each time the stream goes live with its key is a broadcast; the URLs and the key stay the same.</p>
+<div id="broadcasts">${broadcastsHtml(broadcasts, s.recording?.podcastId ?? null)}</div>
+<h3>Recording</h3>
+<form method="post" action="/dashboard/streams/${esc(s.id)}/recording" class="grid-form">${csrfField(csrf)}
+<div class="field span-2"><label for="recording-podcast">Record every broadcast into podcast (id, <code>pod_…</code>; empty: no recording)</label><input id="recording-podcast" name="podcastId" class="mono" maxlength="64" pattern="pod_[A-Za-z0-9]+" value="${esc(s.recording?.podcastId ?? '')}"></div>
+<div class="field field-end"><button type="submit" class="btn btn-primary">Save recording</button></div>
+</form>
+<p class="muted small">Each recorded broadcast becomes its own draft episode of the podcast, with chapters from its play log. A change applies from the next broadcast.</p>
+</section>
+
 <section class="card" aria-labelledby="player-title">
 <h2 id="player-title">Player</h2>
 <audio id="player" controls preload="none" aria-labelledby="player-title"></audio>
@@ -223,7 +241,7 @@ ${copyField('icecast-password', 'Source password', s.streamKey ?? '', { secret: 
 <dt>Reconnect window</dt><dd>${s.reconnectWindow} s</dd>
 <dt>Created</dt><dd>${time(s.createdAt)}</dd>
 <dt>Started</dt><dd id="started-at">${time(s.startedAt)}</dd>
-<dt>Ended</dt><dd id="ended-at">${time(s.endedAt)}</dd>
+<dt>Last broadcast ended</dt><dd id="ended-at">${time(s.endedAt)}</dd>
 </dl>
 <div class="actions">${postButton(`/dashboard/streams/${s.id}/delete`, csrf, 'Delete stream…', { cls: 'btn btn-small btn-danger' })}</div>
 </section>
@@ -233,6 +251,12 @@ ${copyField('icecast-password', 'Source password', s.streamKey ?? '', { secret: 
   });
 
   router.json('/dashboard/streams/:id/live.json', (r) => live(r.account.id, r.params[0]!));
+
+  router.post('/dashboard/streams/:id/recording', (p) => `/dashboard/streams/${p[0]}`, (r) => {
+    const podcastId = r.form.get('podcastId')?.trim() ?? '';
+    const s = d.streams.update(r.account.id, r.params[0]!, parse(UpdateStream, { recording: podcastId ? { podcastId } : null }), false).value;
+    return r.redirect(`/dashboard/streams/${s.id}`, { notice: s.recording ? `Every broadcast is recorded into podcast ${s.recording.podcastId}.` : 'Broadcasts are not recorded.' });
+  });
 
   router.post('/dashboard/streams/:id/now_playing', (p) => `/dashboard/streams/${p[0]}`, (r) => {
     const input: Record<string, unknown> = { title: r.form.get('title') ?? '' };
@@ -330,6 +354,23 @@ export function tracksHtml(tracks: TrackObject[]): string {
         )}</td><td>${time(t.endedAt)}</td></tr>`,
     ),
     'No tracks yet: set what plays now, or let your DJ software send it.',
+  );
+}
+
+/** The stream's broadcasts as a table, newest first; episodes link to the podcast they were recorded into (`podcastId`, when known). */
+export function broadcastsHtml(broadcasts: BroadcastObject[], podcastId: string | null): string {
+  return tableWrap(
+    'Broadcasts',
+    ['Started', 'Duration', 'Peak listeners', 'Listeners', 'Listening time', 'Tracks', 'Episode'],
+    broadcasts.map((b) => {
+      const episode = b.episodeId
+        ? podcastId
+          ? `<a class="mono" href="/dashboard/podcasts/${esc(podcastId)}/episodes/${esc(b.episodeId)}">${esc(b.episodeId)}</a>`
+          : `<span class="mono">${esc(b.episodeId)}</span>`
+        : '<span class="muted">—</span>';
+      return `<tr><td>${time(b.startedAt)}${b.endedAt === null ? ` ${badge('live')}` : ''}</td><td>${formatDuration(b.durationSeconds)}</td><td class="num">${b.peakListeners}</td><td class="num">${b.totalListeners}</td><td>${formatDuration(b.listenerSeconds)}</td><td class="num">${b.trackCount}</td><td>${episode}</td></tr>`;
+    }),
+    'No broadcast yet: the stream has not gone live.',
   );
 }
 
