@@ -90,10 +90,13 @@ export class DownloadsRepo {
       byDevice: db.prepare(by('device')),
       detail: db.prepare(`SELECT day, episode_id, app, country, device, SUM(downloads) AS downloads FROM download_counts WHERE ${WHERE}
         GROUP BY day, episode_id, app, country, device ORDER BY day, episode_id, app, country, device`),
-      minuteBytes: db.prepare('UPDATE episodes SET audio_minute_bytes = ? WHERE id = ? AND audio_file = ?'),
+      // Only for the upload itself: a normalised copy's size is measured per process, never stored over the upload's.
+      minuteBytes: db.prepare('UPDATE episodes SET audio_minute_bytes = ? WHERE id = ? AND audio_file = ? AND original_audio_file IS NULL'),
       // A loudness-normalised copy (migration 011) replaced the upload the stored size was measured on: measure the copy.
+      // The upload itself stays served (the feed's alternate enclosure) and counts for the same episode.
       audio: db.prepare(`SELECT id, podcast_id, audio_size, audio_duration,
-        CASE WHEN original_audio_file IS NULL THEN audio_minute_bytes END AS audio_minute_bytes FROM episodes WHERE audio_file = ?`),
+        CASE WHEN original_audio_file IS NULL THEN audio_minute_bytes END AS audio_minute_bytes FROM episodes WHERE audio_file = @name
+        UNION ALL SELECT id, podcast_id, original_audio_size, audio_duration, audio_minute_bytes FROM episodes WHERE original_audio_file = @name`),
     };
   }
 
@@ -119,14 +122,14 @@ export class DownloadsRepo {
     }).immediate();
   }
 
-  /** Stores the one-minute size of the episode's audio `audioFile` (no-op when the episode has other audio by now). */
+  /** Stores the one-minute size of the episode's uploaded audio `audioFile` (no-op when the episode has other audio by now, or serves a normalised copy of it). */
   setMinuteBytes(episodeId: string, audioFile: string, bytes: number): void {
     this.s.minuteBytes.run(bytes, episodeId, audioFile);
   }
 
   /** The episode holding audio file `name` and what counting needs of it, or undefined. */
   audioEpisode(name: string): AudioEpisodeRow | undefined {
-    return this.s.audio.get(name) as AudioEpisodeRow | undefined;
+    return this.s.audio.get({ name }) as AudioEpisodeRow | undefined;
   }
 
   /** Downloads and bot requests in `r`, and the downloads by day (days without any are absent), episode, app, country and device (most first). */
