@@ -17,7 +17,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { loadConfig } from '../../src/config/config.js';
 import { startServer, type RunningServer } from '../../src/main.js';
-import { api, startCli, tempDir, testHttpThreads, testLogger, type CliServer } from '../helpers/server.js';
+import { api, startCli, tempDir, testHttpThreads, testLogger, waitFor, type CliServer } from '../helpers/server.js';
 import { Browser, OpenApiChecker, formFields } from '../helpers/platform.js';
 import { ffmpegPath } from '../helpers/ffmpeg.js';
 
@@ -110,7 +110,8 @@ beforeAll(async () => {
   const file = path.join(dir, 'episode.mp3');
   const audio = makeMp3(file);
   size = audio.length;
-  podcastId = (await api(base, key, 'POST', '/v2/podcasts', { title: 'Counted show' })).json.id;
+  // Loudness normalisation off here (a background FFmpeg job); the normalised case has its own test.
+  podcastId = (await api(base, key, 'POST', '/v2/podcasts', { title: 'Counted show', loudnessTarget: null })).json.id;
   episodeId = (await api(base, key, 'POST', `/v2/podcasts/${podcastId}/episodes`, { title: 'Counted' })).json.id;
   const up = await fetch(`${base}/v2/podcasts/${podcastId}/episodes/${episodeId}/audio`, { method: 'PUT', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'audio/mpeg' }, body: audio });
   expect(up.status).toBe(200);
@@ -261,6 +262,27 @@ describe('download counting', () => {
     expect((await api(base, key, 'GET', `/v2/podcasts/pod_missing/stats`)).status).toBe(404);
     expect((await api(base, key, 'GET', `/v2/podcasts/${podcastId}/episodes/ep_missing/stats`)).status).toBe(404);
   });
+
+  it('counts a loudness-normalised episode: its copy and the original upload (the alternate enclosure) are one episode', async () => {
+    const pid = (await api(base, key, 'POST', '/v2/podcasts', { title: 'Normalised show' })).json.id; // loudnessTarget −16 by default
+    const eid = (await api(base, key, 'POST', `/v2/podcasts/${pid}/episodes`, { title: 'Normalised' })).json.id;
+    const up = await fetch(`${base}/v2/podcasts/${pid}/episodes/${eid}/audio`, { method: 'PUT', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'audio/mpeg' }, body: readFileSync(path.join(dir, 'episode.mp3')) });
+    expect(up.status).toBe(200);
+    const ep = await waitFor(async () => {
+      const e = (await api(base, key, 'GET', `/v2/podcasts/${pid}/episodes/${eid}`)).json;
+      return e.loudness?.normalized ? e : null;
+    }, 90_000, 250, 'the normalised copy');
+    expect((await api(base, key, 'POST', `/v2/podcasts/${pid}/publish`, { episodeId: eid })).status).toBe(200);
+    const copy = `${base}${new URL(ep.audioUrl).pathname}`;
+    const original = `${base}${new URL(ep.loudness.originalAudioUrl).pathname}`;
+    const pull = async (url: string, ua: string) => (await run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code} %{size_download}', '-A', ua, url], { encoding: 'utf8' })).stdout;
+    expect(await pull(original, UA.apple)).toMatch(/^200 \d+$/);
+    expect(await pull(copy, UA.apple)).toMatch(/^200 \d+$/); // the same client, the same episode: no second download
+    expect(await pull(copy, UA.spotify)).toMatch(/^200 \d+$/); // the copy's own first minute is measured
+    const s = (await api(base, key, 'GET', `/v2/podcasts/${pid}/stats`)).json;
+    expect(s.downloads).toBe(2);
+    expect(s.byEpisode).toEqual([{ episodeId: eid, downloads: 2 }]);
+  }, 120_000);
 
   it('writes no address and no User-Agent to the database', async () => {
     server.db.pragma('wal_checkpoint(TRUNCATE)');
