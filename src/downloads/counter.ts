@@ -110,10 +110,16 @@ export class DownloadCounter {
   private sink(r: AudioRequest, kind: ClientKind): (bytes: number) => void {
     const group = addressGroup(r.ip);
     let state: ClientState | null = null;
+    let stateDay = -1;
     // Called from the HTTP layer's write path: it must never throw.
     return (bytes: number) => {
       if (bytes <= 0) return;
-      if (this.roll() || !state) state = this.client(group, r.userAgent, r.episodeId);
+      this.roll();
+      // A response running past midnight goes on as the same client's progress of the new day.
+      if (!state || stateDay !== this.dayNumber) {
+        state = this.client(group, r.userAgent, r.episodeId);
+        stateDay = this.dayNumber;
+      }
       if (state.counted) return;
       state.bytes += bytes;
       this.dirty.add(state);

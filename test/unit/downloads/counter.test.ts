@@ -2,7 +2,8 @@
  * The download counter on a real SQLite file (docs/podcasts.md "Download counting"): clients are
  * grouped by address (IPv6 by /64, IPv4-mapped IPv6 as IPv4) plus User-Agent; bytes of one
  * client's responses add up; probes add nothing; a new counter on the same file (a restart) keeps
- * the day's clients. And the first-minute size of a file with an ID3v2 tag.
+ * the day's clients; a response running past midnight counts its later bytes on the new day. And
+ * the first-minute size of a file with an ID3v2 tag.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
@@ -59,6 +60,21 @@ describe('DownloadCounter', () => {
     send(again, '198.51.100.1', 5000, 'ep_2'); // counted already
     again.close();
     expect(total('ep_2')).toBe(1);
+  });
+
+  it('a response running past midnight adds its later bytes to the new day (the day the minute is reached)', () => {
+    let clock = Date.parse('2026-05-02T23:59:00Z');
+    const c = new DownloadCounter({ repo, log, now: () => clock });
+    const sink = c.request({ podcastId: 'pod_1', episodeId: 'ep_4', minuteBytes: MINUTE, ip: '203.0.113.9', userAgent: UA }, 'GET')!(5000)!;
+    sink(600);
+    clock = Date.parse('2026-05-03T00:00:10Z');
+    sink(600); // 600 on each day: neither day had a minute
+    c.flush();
+    const day = (d: string) => repo.stats({ podcastId: 'pod_1', episodeId: 'ep_4', from: d, to: d }).downloads;
+    expect([day('2026-05-02'), day('2026-05-03')]).toEqual([0, 0]);
+    sink(500); // 1,100 on the new day
+    c.close();
+    expect([day('2026-05-02'), day('2026-05-03')]).toEqual([0, 1]);
   });
 
   it('counts bots as bot requests', () => {
