@@ -173,9 +173,8 @@ export class Layer {
   private readonly segmenter: LayerSegmenter;
   private discontinuitySequence = 0;
   private pendingDiscontinuity = false;
-  private totalBytes = 0;
-  private totalMs = 0;
-  private peakBps = 0;
+  /** Byte size of each retained segment (read without joining an LL-HLS segment's parts). */
+  private readonly sizes = new WeakMap<Segment, number>();
   /**
    * Held blocking requests in arrival order. They all wait the same time, so their deadlines come
    * in list order: one timer per layer, armed for the oldest; cancelling only marks a waiter
@@ -442,13 +441,42 @@ export class Layer {
     for (const w of due) w.done();
   }
 
-  /** Peak and average bitrate of the segments so far (bits/s); nominal + 10 % before the first. */
+  /**
+   * `BANDWIDTH` (`peak`) and `AVERAGE-BANDWIDTH` (`average`) of the layer, bits/s (rfc8216bis
+   * §4.4.6.2), measured over the segments of the live window only — a layer belongs to one
+   * broadcast, so nothing of an earlier one counts, and a burst leaves with the window. Both
+   * leave out a segment shorter than half the target duration and one that ends at a
+   * discontinuity (a publisher's flushed tail before a reconnect or takeover): a fraction of a
+   * second carrying a segment's container overhead is no rate a player must sustain
+   * (docs/decisions.md "HLS"). The peak is the highest bit rate of the other segments, the
+   * average their bytes over their duration (every segment's when none qualifies); the peak is
+   * never below the average. Before the first segment: nominal + 10 % for both.
+   */
   bandwidth(): { peak: number; average: number } {
-    if (this.totalMs === 0) {
+    const win = this.window();
+    let bytes = 0;
+    let ms = 0;
+    let allBytes = 0;
+    let allMs = 0;
+    let peak = 0;
+    for (let i = 0; i < win.length; i++) {
+      const s = win[i]!;
+      const b = this.sizes.get(s) ?? 0;
+      allBytes += b;
+      allMs += s.durationMs;
+      const short = s.durationMs * 2 < this.o.targetDurationMs;
+      const beforeDiscontinuity = win[i + 1]?.discontinuity === true;
+      if (short || beforeDiscontinuity || s.durationMs <= 0) continue;
+      bytes += b;
+      ms += s.durationMs;
+      peak = Math.max(peak, (b * 8000) / s.durationMs);
+    }
+    if (allMs <= 0) {
       const nominal = Math.round(this.o.kbps * 1000 * 1.1);
       return { peak: nominal, average: nominal };
     }
-    return { peak: Math.round(this.peakBps), average: Math.round((this.totalBytes * 8000) / this.totalMs) };
+    const average = ms > 0 ? Math.round((bytes * 8000) / ms) : Math.round((allBytes * 8000) / allMs);
+    return { peak: Math.max(Math.round(peak), average), average };
   }
 
   /**
@@ -503,7 +531,9 @@ export class Layer {
         // No bytes with the event (`segmentBytes: false`): the segment is its parts' bytes.
         const joined = e.data.byteLength === 0 && parts.length > 0;
         const bytes = joined ? partBytes(parts) : e.data.byteLength;
-        this.segments.push(joined ? joinedSegment(fields, parts.map((p) => p.data), bytes) : { ...fields, data: e.data });
+        const segment = joined ? joinedSegment(fields, parts.map((p) => p.data), bytes) : { ...fields, data: e.data };
+        this.sizes.set(segment, bytes);
+        this.segments.push(segment);
         if (this.segments.length > this.o.windowSegments + RETAIN_EXTRA) this.segments.shift();
         // A change stays listed while the window holds its time, and the last one before it always.
         const windowStart = this.window()[0]?.programDateMs ?? 0;
@@ -512,9 +542,6 @@ export class Layer {
         if (stale >= 0 && this.segments[stale]!.parts.length > 0) this.segments[stale]!.parts = [];
         this.nextSequence = e.sequence + 1;
         this.maxDurationMs = Math.max(this.maxDurationMs, e.durationMs);
-        this.totalBytes += bytes;
-        this.totalMs += e.durationMs;
-        if (e.durationMs > 0) this.peakBps = Math.max(this.peakBps, (bytes * 8000) / e.durationMs);
         changed = true;
       } else errors.push(e);
     }
