@@ -21,7 +21,7 @@ import { DownloadCounter } from './counter.js';
 export interface Downloads extends Feature {
   /** For the episode audio route: observes a request (null counter: counting is off). */
   onAudio: (req: BytesRequest, podcastId: string, file: string) => FileAnswer['observe'];
-  /** Stores the first-minute size of audio just placed at `path` (upload or recording). Never throws. */
+  /** Measures the first-minute size of audio just placed at `path` (upload, recording, or a loudness-normalised copy) and keeps it. Never throws. */
   audioPlaced: (episodeId: string, file: string, path: string, sizeBytes: number, durationSeconds: number | null) => void;
   stats: PodcastStatsService;
   /** The counter (null when counting is off). */
@@ -52,10 +52,17 @@ export function createDownloads(o: DownloadsOptions): Downloads {
   const counter = o.enabled ? new DownloadCounter({ repo, log, now: o.now, ...(o.flushMs ? { flushMs: o.flushMs } : {}) }) : null;
   const trusted = trustedProxies(o.trustedProxies);
   const files = new Map<string, { episodeId: string; minuteBytes: number }>();
+  const remember = (file: string, info: { episodeId: string; minuteBytes: number }) => {
+    if (files.size >= FILES_MAX) files.clear();
+    files.set(file, info);
+  };
 
   const audioPlaced: Downloads['audioPlaced'] = (episodeId, file, path, sizeBytes, durationSeconds) => {
     try {
-      repo.setMinuteBytes(episodeId, file, minuteBytes(path, sizeBytes, durationSeconds));
+      const bytes = minuteBytes(path, sizeBytes, durationSeconds);
+      // Stored for an upload; a loudness-normalised copy's is kept in memory (the column stays the upload's).
+      repo.setMinuteBytes(episodeId, file, bytes);
+      remember(file, { episodeId, minuteBytes: bytes });
     } catch (e) {
       log.warn('the first minute of an episode could not be measured', { episodeId, err: e instanceof Error ? e.message : String(e) });
     }
@@ -77,9 +84,8 @@ export function createDownloads(o: DownloadsOptions): Downloads {
         return undefined;
       }
     }
-    if (files.size >= FILES_MAX) files.clear();
     const info = { episodeId: row.id, minuteBytes: bytes };
-    files.set(file, info);
+    remember(file, info);
     return info;
   };
 
