@@ -3,9 +3,10 @@
  * item 8). `skylark serve` runs as a child process recording a live AAC stream into a podcast:
  * - killed with SIGKILL mid-show, restarted, and the broadcaster reconnects within the window:
  *   the recording resumes the same file, and when the stream ends there is ONE draft episode
- *   holding both halves;
+ *   holding both halves, the episode of the stream's one broadcast;
  * - stopped with SIGTERM mid-show and nobody reconnects: the next run finishes the recording
- *   when the stream's window runs out — one draft episode, nothing orphaned on disk.
+ *   when the stream's window runs out — one draft episode, linked from the broadcast it was made
+ *   in, nothing orphaned on disk.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { readdirSync } from 'node:fs';
@@ -53,6 +54,12 @@ describe('recordings across restarts', () => {
     expect(eps[0]).toMatchObject({ status: 'draft', sourceStreamId: s.id });
     // Both halves: ~5 s before the crash and 5 s after.
     expect(eps[0]!.audio!.durationSeconds).toBeGreaterThan(8);
+    // One broadcast across the crash (docs/streams.md), and the episode is its recording.
+    const broadcasts = await waitFor(async () => {
+      const l = (await api(server!.http, key, 'GET', `/v2/streams/${s.id}/broadcasts`)).json.data;
+      return l[0]?.episodeId ? l : null;
+    }, 10_000, 100, 'the broadcast links its episode');
+    expect(broadcasts.map((b: { episodeId: string }) => b.episodeId)).toEqual([eps[0]!.id]);
     // Nothing left behind: no sidecar, no raw file.
     expect(readdirSync(path.join(tmp.dir, 'recordings'))).toEqual([]);
   }, 120_000);
@@ -77,6 +84,12 @@ describe('recordings across restarts', () => {
     expect(eps.length).toBe(1);
     expect(eps[0]).toMatchObject({ status: 'draft', sourceStreamId: s.id });
     expect(eps[0]!.audio!.durationSeconds).toBeGreaterThan(3);
+    // The recording an earlier run left stays with the broadcast it was made in.
+    const broadcasts = await waitFor(async () => {
+      const l = (await api(server!.http, key, 'GET', `/v2/streams/${s.id}/broadcasts`)).json.data;
+      return l[0]?.episodeId ? l : null;
+    }, 10_000, 100, 'the broadcast links its episode');
+    expect(broadcasts.map((b: { episodeId: string }) => b.episodeId)).toEqual([eps[0]!.id]);
     expect(readdirSync(path.join(tmp.dir, 'recordings'))).toEqual([]);
   }, 120_000);
 });
