@@ -55,7 +55,16 @@ export interface DownloadCounterOptions {
   now?: () => number;
   /** How often batches are written (ms, default 5000). */
   flushMs?: number;
+  /**
+   * Clients (client × episode) a day tracks at most (default `MAX_CLIENTS_PER_DAY`): past it, a
+   * new client of the day is served uncounted, so no stream of made-up addresses or User-Agents
+   * can grow the memory or the table without bound. Logged once a day when reached.
+   */
+  maxClientsPerDay?: number;
 }
+
+/** The default cap on a day's tracked clients: ~150 bytes each in memory, ~75 MB at the cap. */
+export const MAX_CLIENTS_PER_DAY = 500_000;
 
 /** Counts podcast downloads; see the file's comment. One per process, on the main thread. */
 export class DownloadCounter {
@@ -69,6 +78,8 @@ export class DownloadCounter {
   private counts = new Map<string, DownloadCountKey & { n: number }>();
   private bots = new Map<string, { podcastId: string; day: string; episodeId: string; n: number }>();
   private timer: NodeJS.Timeout | null = null;
+  /** The day whose client cap was reached (logged once). */
+  private fullDay = '';
 
   constructor(private readonly o: DownloadCounterOptions) {
     this.now = o.now ?? Date.now;
@@ -120,7 +131,7 @@ export class DownloadCounter {
         state = this.client(group, r.userAgent, r.episodeId);
         stateDay = this.dayNumber;
       }
-      if (state.counted) return;
+      if (!state || state.counted) return;
       state.bytes += bytes;
       this.dirty.add(state);
       if (state.bytes < r.minuteBytes) return;
@@ -134,12 +145,19 @@ export class DownloadCounter {
     };
   }
 
-  /** The state of a client (by address group and User-Agent) for an episode today. */
-  private client(group: string, userAgent: string, episodeId: string): ClientState {
+  /** The state of a client (by address group and User-Agent) for an episode today; null when the day's cap is reached. */
+  private client(group: string, userAgent: string, episodeId: string): ClientState | null {
     const client = createHmac('sha256', this.secret).update(`${group}\n${userAgent}\n${this.day}`).digest('base64url').slice(0, 32);
     const k = `${client} ${episodeId}`;
     let s = this.clients.get(k);
-    if (!s) this.clients.set(k, (s = { client, episodeId, bytes: 0, counted: false }));
+    if (!s) {
+      if (this.clients.size >= (this.o.maxClientsPerDay ?? MAX_CLIENTS_PER_DAY)) {
+        if (this.fullDay !== this.day) this.o.log.warn('download counting: the day\'s client cap is reached; new clients are served uncounted until midnight UTC', { day: this.day, clients: this.clients.size });
+        this.fullDay = this.day;
+        return null;
+      }
+      this.clients.set(k, (s = { client, episodeId, bytes: 0, counted: false }));
+    }
     return s;
   }
 

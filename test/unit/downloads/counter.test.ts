@@ -77,6 +77,13 @@ describe('DownloadCounter', () => {
     expect([day('2026-05-02'), day('2026-05-03')]).toEqual([0, 1]);
   });
 
+  it('tracks at most maxClientsPerDay clients a day: made-up User-Agents past it are served uncounted', () => {
+    const c = new DownloadCounter({ repo, log, now: () => now, flushMs: 60_000, maxClientsPerDay: 3 });
+    for (let i = 0; i < 10; i++) send(c, '198.51.100.9', MINUTE, 'ep_cap', `Overcast/${i}.0 (+http://overcast.fm/; iOS podcast app)`);
+    c.close();
+    expect(total('ep_cap')).toBe(3);
+  });
+
   it('counts bots as bot requests', () => {
     const c = new DownloadCounter({ repo, log, now: () => now });
     expect(c.request({ podcastId: 'pod_1', episodeId: 'ep_3', minuteBytes: MINUTE, ip: '192.0.2.1', userAgent: 'curl/8.5.0' }, 'GET')).toBeUndefined();
