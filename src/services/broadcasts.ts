@@ -127,11 +127,6 @@ export class BroadcastLog {
     };
   }
 
-  /** The id of the stream's running broadcast, or null. */
-  current(streamId: string): string | null {
-    return this.running.get(streamId)?.id ?? this.d.repo.open(streamId)?.id ?? null;
-  }
-
   /** The broadcast a recording that started at `startedAtMs` belongs to: the first one since (the newest when unknown). */
   forRecording(streamId: string, startedAtMs: number): BroadcastRow | undefined {
     return (startedAtMs > 0 ? this.d.repo.firstSince(streamId, startedAtMs) : undefined) ?? this.d.repo.latest(streamId);
