@@ -19,7 +19,7 @@ import type { Answer } from '../http/files.js';
 /** MIME type of the listening URL by codec (PRODUCT.md §10). */
 const LISTEN_MIME: Record<string, string> = { mp3: 'audio/mpeg', aac: 'audio/aac', opus: 'audio/ogg' };
 
-/** Ended streams stay in the feed as `liveItem status="ended"` this long (ms) after they end. */
+/** A stream's last broadcast stays in the feed as `liveItem status="ended"` this long (ms) after it ends. */
 export const ENDED_LIVE_ITEM_MS = 24 * 3600 * 1000;
 /** Feed `Cache-Control` max-age (s). */
 const FEED_MAX_AGE = 60;
@@ -91,18 +91,22 @@ export class FeedService {
     };
   }
 
-  /** Idle streams (pending), live ones, and those ended within a day; token-only streams are left out (feed readers have no token). */
+  /**
+   * A live item per public stream recorded into the podcast (token-only streams are left out: feed
+   * readers have no token): `live` while it is, `ended` for a day after its last broadcast ended
+   * (with that broadcast's start and end), else `pending` (the next broadcast).
+   */
   private liveItems(podcastId: string, urls: PublicUrls, now: number): LiveItemInput[] {
     const out: LiveItemInput[] = [];
     for (const s of this.d.recordingStreams(podcastId)) {
       if (s.playback !== 'public') continue;
-      if (s.status === 'ended' && (s.ended_at === null || now - s.ended_at > ENDED_LIVE_ITEM_MS)) continue;
+      const justEnded = s.status !== 'live' && s.ended_at !== null && s.started_at !== null && now - s.ended_at <= ENDED_LIVE_ITEM_MS;
       out.push({
         id: s.id,
         title: s.title,
-        status: s.status === 'idle' ? 'pending' : s.status,
+        status: s.status === 'live' ? 'live' : justEnded ? 'ended' : 'pending',
         start: s.started_at ?? s.created_at,
-        end: s.status === 'ended' ? s.ended_at : null,
+        end: justEnded ? s.ended_at : null,
         hlsUrl: `${urls.cdnUrl}/hls/${s.id}/index.m3u8`,
         listenUrl: `${urls.cdnUrl}/listen/${s.id}.${LISTEN_EXT[s.codec] ?? s.codec}`,
         listenType: LISTEN_MIME[s.codec] ?? 'audio/mpeg',

@@ -214,6 +214,13 @@ describe('broadcasts', () => {
     for (const e of episodes) expect(e).toMatchObject({ status: 'draft' });
     expect(episodes.map((e) => e.chaptersUrl !== null)).toEqual([false, true, false]);
 
+    // The podcast's feed (served once an episode is published) shows the stream's last broadcast as an ended live item.
+    expect((await v2('POST', `/podcasts/${pod.id}/publish`, { episodeId: episodeIds[0] })).status).toBe(200);
+    const feed = await (await fetch(`${t.http}/feed/${pod.id}.xml`)).text();
+    const liveItem = /<podcast:liveItem[^>]*>/.exec(feed)?.[0] ?? '';
+    expect(liveItem).toMatch(/status="ended"/);
+    expect(liveItem).toMatch(/end="[^"]+"/);
+
     // DELETE of a live stream ends its broadcast, then deletes it.
     const p = publish(url, { seconds: 20 });
     await onAir(s, 'a128');
