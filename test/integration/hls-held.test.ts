@@ -105,16 +105,26 @@ describe('held HLS requests', () => {
   });
 
   it('answers at once over the total cap', async () => {
-    const hits = limit('http_held');
-    const msn = (await hint()).msn + 1;
-    const held = [
-      ...Array.from({ length: PER_IP }, () => reload(msn, '198.51.100.3')),
-      ...Array.from({ length: TOTAL - PER_IP }, () => reload(msn, '198.51.100.4')),
-    ];
-    await settle();
-    expectBusy(await reload(msn, '198.51.100.5'));
-    expect(limit('http_held')).toBe(hits + 1);
-    for (const a of await Promise.all(held)) expectHeld(a, msn);
+    for (let attempt = 1; ; attempt++) {
+      const hits = limit('http_held');
+      const msn = (await hint()).msn + 1;
+      const held = [
+        ...Array.from({ length: PER_IP }, () => reload(msn, '198.51.100.3')),
+        ...Array.from({ length: TOTAL - PER_IP }, () => reload(msn, '198.51.100.4')),
+      ];
+      await settle();
+      const over = await reload(msn, '198.51.100.5');
+      // On a loaded box the segment may have come out while the others were being sent: nothing
+      // was held any more, so the check says nothing. Ask again for the next segment.
+      if (over.status === 200 && lists(over, msn) && attempt < 4) {
+        await Promise.all(held);
+        continue;
+      }
+      expectBusy(over);
+      expect(limit('http_held')).toBe(hits + 1);
+      for (const a of await Promise.all(held)) expectHeld(a, msn);
+      return;
+    }
   });
 
   it('gives the slot back when the client aborts', async () => {
