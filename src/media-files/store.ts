@@ -1,6 +1,7 @@
 /**
  * Where episode audio lives on disk: `<dataDir>/media/<podcast_id>/<episode_id>-<token>.<ext>`,
- * uploads in progress under `<dataDir>/media/.tmp/`. A new upload gets a new token, so a file is
+ * uploads in progress under `<dataDir>/media/.tmp/`, files being made from stored audio (a
+ * loudness-normalised copy) under `<dataDir>/media/.work/`. A new upload gets a new token, so a file is
  * never rewritten under the same name (its URL and ETag stay valid for what they name). The
  * public URL is `{cdn_url}/media/<podcast_id>/<file name>`.
  */
@@ -16,11 +17,19 @@ export const PODCAST_ID = /^pod_[A-Za-z0-9]{1,64}$/;
 export class MediaStore {
   readonly root: string;
   private readonly tmp: string;
+  private readonly work: string;
 
   constructor(dataDir: string) {
     this.root = path.join(dataDir, 'media');
     this.tmp = path.join(this.root, '.tmp');
+    this.work = path.join(this.root, '.work');
     mkdirSync(this.tmp, { recursive: true });
+    mkdirSync(this.work, { recursive: true });
+  }
+
+  /** A fresh path for a file made from stored audio (same file system as the audio: `place` renames it). */
+  workPath(): string {
+    return path.join(this.work, `${randomBase62(16)}.part`);
   }
 
   /** A fresh temporary path for an upload in progress. */
@@ -49,9 +58,11 @@ export class MediaStore {
     rmSync(this.filePath(podcastId, fileName), { force: true });
   }
 
-  /** Removes leftovers of uploads interrupted by a crash (at start). */
+  /** Removes leftovers of uploads and of files being made, interrupted by a crash (at start). */
   clearTemp(): void {
-    rmSync(this.tmp, { recursive: true, force: true });
-    mkdirSync(this.tmp, { recursive: true });
+    for (const dir of [this.tmp, this.work]) {
+      rmSync(dir, { recursive: true, force: true });
+      mkdirSync(dir, { recursive: true });
+    }
   }
 }

@@ -152,7 +152,7 @@ export class LoudnessService implements Feature {
       const asIs: StoredLoudness = { m: a.measure, normalized: false, target: null, method: null, original: null };
       const encode = target !== null && a.loudnorm && needsNormalising(a.measure, target) ? encodeLike(a.stream, ext) : null;
       if (target !== null && a.loudnorm && encode && this.d.repo.job(id)?.status !== 'published') {
-        tmp = this.d.media.tempPath();
+        tmp = this.d.media.workPath();
         const truePeak = encode.lossy ? LOSSY_TRUE_PEAK_TARGET : TRUE_PEAK_CEILING;
         const { method } = await this.d.analyzer.normalise(input, tmp, target, truePeak, a.loudnorm, encode);
         const after = await this.d.analyzer.analyse(tmp);
