@@ -195,10 +195,11 @@ describe('skylark serve on SIGTERM', () => {
     const idle = await rawRequest(port, '/v2/openapi.json');
     await waitFor(() => idle.received().includes('"openapi"'), 5000, 10, 'the raw answer');
 
-    // A blocking playlist reload for two segments ahead: held by the server for seconds.
+    // A blocking playlist reload for the segment after the one being made (two past the last listed,
+    // the furthest a reload may ask for: docs/ll-hls.md): held by the server for seconds.
     let blocking: string | null = null;
     const reload = new URL(media);
-    reload.searchParams.set('_HLS_msn', String(Number(hint[1]) + 2));
+    reload.searchParams.set('_HLS_msn', String(Number(hint[1]) + 1));
     const req = http.get(reload, { agent: new http.Agent({ keepAlive: true }) }, (res) => {
       blocking = `answered ${res.statusCode}`;
       res.resume();
