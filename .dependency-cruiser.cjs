@@ -1,6 +1,12 @@
 /**
- * The import rules of the house (docs/architecture.md, STYLE.md "The shape of Skylark"), checked
- * by `npm run lint:imports` as part of `npm test`. A rule names what must never import what.
+ * The import rules of the house (docs/architecture.md "Planes and import rules"), checked by
+ * `npm run lint:imports` as part of `npm test`. A rule names what must never import what. Type-only
+ * imports count like any other: a plane that names another plane's types depends on it.
+ *
+ * Planes: base (infrastructure, no plane), live (native addon, ingest, media), delivery (HLS,
+ * progressive, WebRTC, listeners, HTTP threads), control (API, dashboard, OAuth, services, feed,
+ * webhooks, downloads, episode audio). The composition root (src/main.ts, src/app/) and the CLI
+ * (src/cli/) sit on top.
  */
 const lib = (name) => `(^|/)node_modules/(${name})/`;
 
@@ -15,102 +21,111 @@ const home = (name, library, folders) => ({
 
 module.exports = {
   forbidden: [
-    home('uws', 'uWebSockets\\.js', ['http/']),
-    home('werift', 'werift', ['webrtc/']),
-    home('better-sqlite3', 'better-sqlite3', ['db/']),
-    home('jose', 'jose', ['auth/']),
-    home('piscina', 'piscina', ['webhooks/']),
-    home('valibot', 'valibot|@valibot', ['config/', 'api/[^/]+/schemas\\.ts$', 'api/validation\\.ts$', 'api/openapi/']),
+    home('uws', 'uWebSockets\\.js', ['base/http/']),
+    home('werift', 'werift', ['delivery/webrtc/']),
+    home('better-sqlite3', 'better-sqlite3', ['base/db/']),
+    home('jose', 'jose', ['base/auth/']),
+    home('piscina', 'piscina', ['control/webhooks/']),
+    home('valibot', 'valibot|@valibot', ['base/config\\.ts$', 'control/api/[^/]+/schemas\\.ts$', 'control/api/validation\\.ts$', 'control/api/openapi/']),
     {
       name: 'addon-has-one-home',
-      comment: 'the C++ addon is loaded only by src/native/',
+      comment: 'the C++ addon is loaded only by src/live/native/',
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/native/' },
+      from: { path: '^src/', pathNot: '^src/live/native/' },
       to: { path: '\\.node$' },
     },
+    // ── Planes ──────────────────────────────────────────────────────────────────────────────
     {
-      name: 'media-imports-only-native',
-      comment: 'media/ imports no other app folder but native/',
+      name: 'base-imports-no-plane',
+      comment: 'base/ (HTTP, database, config, errors, log, limits, auth) imports no plane, no composition root, no CLI',
       severity: 'error',
-      from: { path: '^src/media/' },
-      to: { path: '^src/', pathNot: ['^src/media/', '^src/native/'] },
+      from: { path: '^src/base/' },
+      to: { path: '^src/', pathNot: '^src/base/' },
     },
     {
-      name: 'native-is-a-leaf',
-      comment: 'native/ (the addon loader) imports no app folder',
+      name: 'live-imports-only-base',
+      comment: 'live/ (native addon, ingest, media) imports base/ only: delivery and control come to it through its ports',
       severity: 'error',
-      from: { path: '^src/native/' },
-      to: { path: '^src/', pathNot: '^src/native/' },
+      from: { path: '^src/live/' },
+      to: { path: '^src/', pathNot: ['^src/live/', '^src/base/'] },
     },
     {
-      name: 'ingest-knows-no-services',
-      comment: 'ingest/ imports native/ and media/ (and log/, limits/, config/); it defines the port that services implement',
+      name: 'delivery-never-imports-control',
+      comment: 'delivery/ (HLS, progressive, WebRTC, listeners, HTTP threads) reads the live hub and base/; it never imports control/',
       severity: 'error',
-      from: { path: '^src/ingest/' },
-      to: { path: '^src/', pathNot: ['^src/ingest/', '^src/native/', '^src/media/', '^src/log/', '^src/limits/', '^src/config/'] },
+      from: { path: '^src/delivery/' },
+      to: { path: '^src/(control|app|cli)/|^src/main\\.ts$' },
     },
     {
-      name: 'services-know-no-http-nor-api',
-      comment: 'services/ know no HTTP, no api/ module, no delivery room',
+      name: 'delivery-reads-live-media-only',
+      comment: 'delivery/ reads what live/media/ publishes (the hub, its layers, codecs, containers); it never drives ingest nor the addon',
       severity: 'error',
-      from: { path: '^src/services/' },
-      to: { path: '^src/(http|api|dashboard|hls|webrtc|listen|serve|ingest/rtmp)' },
+      from: { path: '^src/delivery/' },
+      to: { path: '^src/live/', pathNot: '^src/live/media/' },
     },
     {
-      name: 'db-knows-no-rules',
-      comment: 'db/ holds statements only: it imports no app folder but db/',
+      name: 'control-uses-live-ports-only',
+      comment: 'control/ uses live/ through its ports (src/live/ports.ts, the ingest port) and never its internals',
       severity: 'error',
-      from: { path: '^src/db/' },
-      to: { path: '^src/', pathNot: '^src/db/' },
-    },
-    {
-      name: 'only-api-and-delivery-mount-routes',
-      comment: 'the HTTP server is used by api/ and dashboard/ (routes), the delivery rooms hls/, listen/, webrtc/, feed/, serve/ (HTTP worker threads), the OAuth pages, and the composition root',
-      severity: 'error',
-      from: { path: '^src/', pathNot: ['^src/(http|api|dashboard|hls|listen|webrtc|feed|oauth|serve)/', '^src/(main|context)\\.ts$', '^src/auth/guard\\.ts$'] },
-      to: { path: '^src/http/', dependencyTypesNot: ['type-only'] },
-    },
-    {
-      name: 'listeners-below-delivery',
-      comment: 'listeners/ (sessions, counts, countries) is used by the delivery rooms and the API; it imports neither',
-      severity: 'error',
-      from: { path: '^src/listeners/' },
-      to: { path: '^src/(hls|listen|webrtc|serve|api|dashboard|ingest)/', dependencyTypesNot: ['type-only'] },
-    },
-    {
-      name: 'serve-is-delivery',
-      comment: 'serve/ (HTTP worker threads: the mirror feed, the threads) is a delivery room: it knows no services, API, database or other feature',
-      severity: 'error',
-      from: { path: '^src/serve/' },
-      to: { path: '^src/(services|api|dashboard|db|oauth|feed|webrtc|ingest|webhooks|events)/' },
-    },
-    {
-      name: 'webhooks-deliver-only',
-      comment: 'webhooks/ (the delivery engine) reads the outbox through db/; it knows no services and mounts no routes',
-      severity: 'error',
-      from: { path: '^src/webhooks/' },
-      to: { path: '^src/(services|api|dashboard|http)/' },
-    },
-    {
-      name: 'auth-knows-no-callers',
-      comment: 'auth/ is asked by api/, dashboard/, oauth/ and the delivery rooms; it imports none of them, nor services/',
-      severity: 'error',
-      from: { path: '^src/auth/' },
-      to: { path: '^src/(api|dashboard|oauth|services|hls|listen|webrtc|serve|ingest|media)/' },
-    },
-    {
-      name: 'events-are-records',
-      comment: 'events/ (the outbox) imports only db/',
-      severity: 'error',
-      from: { path: '^src/events/' },
-      to: { path: '^src/', pathNot: ['^src/events/', '^src/db/', '^src/ids\\.ts$'] },
+      from: { path: '^src/control/' },
+      to: { path: '^src/live/', pathNot: ['^src/live/ports\\.ts$', '^src/live/ingest/port\\.ts$'] },
     },
     {
       name: 'nothing-imports-the-composition-root',
-      comment: 'src/main.ts wires everything; only the CLI starts it',
+      comment: 'src/main.ts and src/app/ wire everything; only the CLI starts them',
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/cli/' },
-      to: { path: '^src/main\\.ts$' },
+      from: { path: '^src/', pathNot: ['^src/cli/', '^src/main\\.ts$', '^src/app/'] },
+      to: { path: '^src/main\\.ts$|^src/app/' },
+    },
+    // ── Inside the planes ───────────────────────────────────────────────────────────────────
+    {
+      name: 'native-is-a-leaf',
+      comment: 'live/native/ (the addon loader) imports no app folder',
+      severity: 'error',
+      from: { path: '^src/live/native/' },
+      to: { path: '^src/', pathNot: '^src/live/native/' },
+    },
+    {
+      name: 'media-knows-no-ingest',
+      comment: 'live/media/ (hub, layers, segmenting, recording) imports live/native/ and base/ only',
+      severity: 'error',
+      from: { path: '^src/live/media/' },
+      to: { path: '^src/', pathNot: ['^src/live/media/', '^src/live/native/', '^src/base/'] },
+    },
+    {
+      name: 'db-knows-no-rules',
+      comment: 'base/db/ holds statements only: it imports nothing else of the app',
+      severity: 'error',
+      from: { path: '^src/base/db/' },
+      to: { path: '^src/', pathNot: '^src/base/db/' },
+    },
+    {
+      name: 'services-know-no-http',
+      comment: 'control/services/ know no HTTP, no API module, no dashboard, no delivery room',
+      severity: 'error',
+      from: { path: '^src/control/services/' },
+      to: { path: '^src/(base/http|control/api|control/dashboard|control/oauth|delivery)/' },
+    },
+    {
+      name: 'routes-do-not-open-transactions',
+      comment: 'API, dashboard and OAuth routes call services; database handles and transactions stay in services and repos',
+      severity: 'error',
+      from: { path: '^src/control/(api|dashboard|oauth)/', pathNot: '(service|store)\\.ts$' },
+      to: { path: '^src/base/db/database\\.ts$' },
+    },
+    {
+      name: 'webhooks-deliver-only',
+      comment: 'control/webhooks/ (the delivery engine) knows no services, API or dashboard',
+      severity: 'error',
+      from: { path: '^src/control/webhooks/' },
+      to: { path: '^src/control/(services|api|dashboard|oauth)/' },
+    },
+    {
+      name: 'threads-are-delivery',
+      comment: 'delivery/threads/ (HTTP worker threads and their mirror) knows no database',
+      severity: 'error',
+      from: { path: '^src/delivery/threads/' },
+      to: { path: '^src/base/db/' },
     },
     {
       name: 'no-cycles',

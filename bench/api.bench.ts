@@ -1,5 +1,5 @@
 /**
- * Authenticated API throughput (issue 7 "Speed"): `GET /v2/streams/{id}` requests per second
+ * Authenticated API throughput: `GET /v2/streams/{id}` requests per second
  * through the whole /v2 path (route, Guard: authentication, rate limit and headers, scope; SQLite
  * read; JSON) with a secret API key and with an OAuth JWT access token, against a bare
  * uWebSockets.js handler answering the same status, headers and body bytes, in the same run.
@@ -21,11 +21,11 @@ import { have, runToEnd } from './lib/proc.js';
 import { parseWrk } from './lib/wrk.js';
 import { Browser, authorizeInBrowser } from '../test/helpers/platform.js';
 import { tempDir } from '../test/helpers/server.js';
-import { loadConfig } from '../src/config/config.js';
-import { createLogger } from '../src/log/logger.js';
+import { loadConfig } from '../src/base/config.js';
+import { createLogger } from '../src/base/logger.js';
 import { startServer } from '../src/main.js';
-import { OAuthClients } from '../src/oauth/clients.js';
-import { OAuthRepo } from '../src/db/oauth-repo.js';
+import { OAuthClients } from '../src/control/oauth/clients.js';
+import { OAuthRepo } from '../src/base/db/oauth-repo.js';
 
 const GROUP = 'API: authenticated GET /v2/streams/{id} (wrk -t1, 127.0.0.1)';
 const log = (m: string) => process.stderr.write(`[api] ${m}\n`);

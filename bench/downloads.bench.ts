@@ -26,10 +26,10 @@ import type { BenchRow } from './lib/report.js';
 import { cpuMeter, have, runToEnd, stop } from './lib/proc.js';
 import { parseWrk } from './lib/wrk.js';
 import { createAccount, startNginx, startSkylark } from './http-segments.js';
-import { openDatabase } from '../src/db/database.js';
-import { DownloadsRepo } from '../src/db/downloads-repo.js';
-import { DownloadCounter } from '../src/downloads/counter.js';
-import { createLogger } from '../src/log/logger.js';
+import { openDatabase } from '../src/base/db/database.js';
+import { DownloadsRepo } from '../src/base/db/downloads-repo.js';
+import { DownloadCounter } from '../src/control/downloads/counter.js';
+import { createLogger } from '../src/base/logger.js';
 
 const GROUP = 'Episode audio GETs (60 s of 64 kb/s MP3): download counting on vs off vs nginx sendfile, wrk -t1';
 const log = (m: string) => process.stderr.write(`[downloads] ${m}\n`);

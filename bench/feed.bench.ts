@@ -1,5 +1,5 @@
 /**
- * Feed render time for a podcast with 1,000 published episodes (issue 5 "Speed"): a real SQLite
+ * Feed render time for a podcast with 1,000 published episodes: a real SQLite
  * file with the podcast and its episodes, then (a) a full render — the published episodes read
  * from SQLite and the RSS document built with xmlbuilder2 — as the feed route does whenever
  * anything in the feed changed, and (b) the cached answer the route gives while nothing changed
@@ -10,11 +10,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Bench } from 'tinybench';
-import { openDatabase } from '../src/db/database.js';
-import { PodcastsRepo, type EpisodeRow } from '../src/db/podcasts-repo.js';
-import { FeedService } from '../src/feed/feed-service.js';
-import { renderFeed } from '../src/feed/render.js';
-import { podcastGuidFor } from '../src/services/podcasts.js';
+import { openDatabase } from '../src/base/db/database.js';
+import { PodcastsRepo, type EpisodeRow } from '../src/base/db/podcasts-repo.js';
+import { FeedService } from '../src/control/feed/feed-service.js';
+import { renderFeed } from '../src/control/feed/render.js';
+import { podcastGuidFor } from '../src/control/services/podcasts.js';
 import type { BenchRow } from './lib/report.js';
 
 const GROUP = 'Podcast feed (1,000 episodes)';

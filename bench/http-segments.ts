@@ -112,7 +112,7 @@ export async function run(): Promise<BenchRow[]> {
     const sizes: Record<string, string> = {};
     for (let r = 0; r < rounds; r++) {
       // Two streams per round: a plain one, and one whose title changed every 10 s while it was
-      // published (issue 16: metadata must not cost the listener path): its playlist carries
+      // published (metadata must not cost the listener path): its playlist carries
       // EXT-X-DATERANGE and PROGRAM-DATE-TIME tags, its segments the timed ID3.
       const targets = [...(await prepareRound(sky.http, secretKey, nginx, r)), ...(titles ? await prepareRound(sky.http, secretKey, nginx, r, { titlesEveryMs: 10_000 }) : [])];
       // The front-off server's own plain stream: its segment and playlist, by kind.
@@ -325,7 +325,7 @@ function toRows(
       rows.push(row);
     }
   }
-  // Titles against none, Skylark only, same run (issue 16): per server CPU-second.
+  // Titles against none, Skylark only, same run: per server CPU-second.
   for (const kind of ['segment', 'playlist']) {
     for (const conns of connsList) {
       const a = results.get(`${kind}|${conns}`)?.skylark ?? [];
@@ -400,7 +400,7 @@ export async function startSkylark(dataDir: string, extraEnv: Record<string, str
         SKYLARK_ICECAST_PORT: '0',
         SKYLARK_DATA_DIR: dataDir,
         SKYLARK_LOG_LEVEL: 'warn',
-        // Every bench client comes from 127.0.0.1: the per-address caps (PRODUCT.md §13) would
+        // Every bench client comes from 127.0.0.1: the per-address caps (docs/behaviour.md §13) would
         // refuse it long before the node is loaded.
         SKYLARK_RTMP_MAX_CONNECTIONS_PER_IP: '100000',
         SKYLARK_RTMP_MAX_CONNECTIONS: '100000',

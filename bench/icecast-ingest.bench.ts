@@ -1,5 +1,5 @@
 /**
- * Icecast source ingest vs RTMP ingest, Skylark, same run (issue 15 "Speed": "report the
+ * Icecast source ingest vs RTMP ingest, Skylark, same run ("report the
  * Icecast-ingest CPU per source vs RTMP ingest"; docs/benchmarks.md "Icecast ingest").
  *
  * One Skylark process (the CLI, ABR ladder off: the passthrough path of both ingests). For each N

@@ -1,5 +1,5 @@
 /**
- * RTMP ingest + HLS remux, Skylark vs nginx-rtmp in the same run (issue 3 "Speed"; peers/RESULTS.md
+ * RTMP ingest + HLS remux, Skylark vs nginx-rtmp in the same run (peers/RESULTS.md
  * §1–§2 say how nginx-rtmp was measured; docs/benchmarks.md "Ingest" says what each row means).
  *
  * 1. Skylark as its own process (`node bin/skylark.js serve`, temp data dir, log level warn), a

@@ -1,5 +1,5 @@
 /**
- * Glass-to-glass latency by tone marker (issue 3 "Speed": targets under 6 s classic HLS, under 2 s
+ * Glass-to-glass latency by tone marker (targets under 6 s classic HLS, under 2 s
  * LL-HLS, hls.js in Chromium).
  *
  * 1. FFmpeg renders the marker track: silence with a 1 kHz beep every 2 s, beep k lasting

@@ -1,5 +1,5 @@
 /**
- * Where a listener's memory goes (issue #14), loopback only, bounded in time (~3–4 min): for each
+ * Where a listener's memory goes, loopback only, bounded in time (~3–4 min): for each
  * kind of connection, a fresh Skylark CLI process (`node bin/skylark.js serve`, one HTTP thread)
  * with one stream published by FFmpeg, N connections from a separate client process (so the
  * client's memory is not counted), and the server's memory read from inside it before and after,
@@ -11,11 +11,11 @@
  * - `request`: keep-alive connections that GET the media playlist without a session id every 3 s
  *   (uWS after a request; no listener session: such a request is served but not tracked).
  * - `session`: the same after a multivariant GET: the media playlist GETs carry the minted
- *   `?sid=`, so each connection is a listener session (src/listeners/registry.ts, hls-access.ts).
+ *   `?sid=`, so each connection is a listener session (src/delivery/listeners/registry.ts, hls-access.ts).
  * - `progressive`: `/listen/<id>.mp3` listeners (MP3 128 kbit/s), 6 s after the last arrival.
  * - `classic`: classic HLS players on the MP3 stream (2 s segments), bench/lib/player-client.ts.
  * - `ll`: hls.js-like LL-HLS players on an AAC stream with 0.5 s parts: chained blocking reloads
- *   held (src/listeners/held.ts) plus a second connection for parts (2 connections a listener).
+ *   held (src/delivery/listeners/held.ts) plus a second connection for parts (2 connections a listener).
  * - `icecast2`: the `progressive` case against Debian Icecast 2 (/work/shared/peers/icecast.xml.tmpl),
  *   RSS only (the ratio).
  *

@@ -1,5 +1,5 @@
 /**
- * Listeners held (issue 4 "Speed"), loopback only, bounded:
+ * Listeners held, loopback only, bounded:
  *
  * (a) HLS listeners: Skylark (the CLI process, a real FFmpeg AAC 128 kbps publisher, 2 s segments)
  *     with simulated players in several client processes (bench/lib/listener-client.ts, ≤ 5,000
@@ -31,9 +31,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { BenchRow } from './lib/report.js';
 import { cpuMeter, freePort, have, sleep, spawnWithFds, stop } from './lib/proc.js';
 import { createAccount, startSkylark } from './http-segments.js';
-import { StreamHub } from '../src/media/hub.js';
-import type { LayerSegmenterEvent } from '../src/media/layer.js';
-import { fill, mediaTemplate } from '../src/hls/playlists.js';
+import { StreamHub } from '../src/live/media/hub.js';
+import type { LayerSegmenterEvent } from '../src/live/media/layer.js';
+import { fill, mediaTemplate } from '../src/delivery/hls/playlists.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const log = (msg: string) => process.stderr.write(`[listeners] ${msg}\n`);

@@ -1,5 +1,5 @@
 /**
- * Episode-audio throughput (issue 5 "Speed"): 100 concurrent range readers (wrk, 100 connections,
+ * Episode-audio throughput: 100 concurrent range readers (wrk, 100 connections,
  * each request a random 256 KiB byte range) against Skylark's `/media/…` (the CLI, `node
  * bin/skylark.js serve`, as its own process: file streamed from disk with uWS backpressure) and
  * against Debian nginx serving the same file (peers/nginx-static.conf.tmpl, 1 worker, sendfile),

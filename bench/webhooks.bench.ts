@@ -1,5 +1,5 @@
 /**
- * Webhook delivery (issue 6 "Speed"): the real engine (SQLite queue on disk, Piscina signing,
+ * Webhook delivery: the real engine (SQLite queue on disk, Piscina signing,
  * node:http keep-alive) delivering to a local receiver in a child process, with 1, 10 and 100
  * endpoints:
  * - burst: N events recorded at once (6,000 deliveries per case) → deliveries per second until the
@@ -19,15 +19,15 @@ import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { openDatabase } from '../src/db/database.js';
-import { EventsRepo } from '../src/db/events-repo.js';
-import { WebhooksRepo } from '../src/db/webhooks-repo.js';
-import { Outbox } from '../src/events/outbox.js';
-import { WebhooksService } from '../src/services/webhooks.js';
-import { DeliveryEngine } from '../src/webhooks/engine.js';
-import { postOnce } from '../src/webhooks/post.js';
-import { MainThreadSigner, PiscinaSigner, type Signer } from '../src/webhooks/signer.js';
-import { createLogger } from '../src/log/logger.js';
+import { openDatabase } from '../src/base/db/database.js';
+import { EventsRepo } from '../src/base/db/events-repo.js';
+import { WebhooksRepo } from '../src/base/db/webhooks-repo.js';
+import { Outbox } from '../src/base/outbox.js';
+import { WebhooksService } from '../src/control/services/webhooks.js';
+import { DeliveryEngine } from '../src/control/webhooks/engine.js';
+import { postOnce } from '../src/control/webhooks/post.js';
+import { MainThreadSigner, PiscinaSigner, type Signer } from '../src/control/webhooks/signer.js';
+import { createLogger } from '../src/base/logger.js';
 import type { BenchRow } from './lib/report.js';
 
 const RECEIVER = `

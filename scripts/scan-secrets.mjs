@@ -2,7 +2,7 @@
 /**
  * Scans log files for real secrets: `node scripts/scan-secrets.mjs DIR_OR_FILE…`. CI runs it on the
  * test servers' logs (SKYLARK_TEST_LOG_DIR, see test/helpers/server.ts) after `npm test`; the
- * server's logger redacts secrets (src/log/logger.ts), so a match is a secret that got past it.
+ * server's logger redacts secrets (src/base/logger.ts), so a match is a secret that got past it.
  *
  * A secret is a known prefix followed by its random base62 part at (nearly) full length, with no
  * letter or digit on either side: stream keys `sk_<region code>_` + 40, API keys `svc_sk_`,

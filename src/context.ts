@@ -2,18 +2,18 @@
  * What the composition root hands to the feature modules that are not API resources (listeners,
  * idempotency, OAuth, the dashboard): shared infrastructure, created once in `startServer`. A
  * feature registers its routes and background work and returns how to stop it (`Feature`). The API
- * resources are given `ApiServices` instead (src/api/services.ts).
+ * resources are given `ApiServices` instead (src/control/api/services.ts).
  */
-import type { Config, PublicUrls } from './config/config.js';
-import type { Database } from './db/database.js';
-import type { AccountsRepo } from './db/accounts-repo.js';
-import type { StreamsRepo } from './db/streams-repo.js';
-import type { Outbox } from './events/outbox.js';
-import type { HttpServer } from './http/server.js';
-import type { Guard } from './auth/guard.js';
-import type { Logger } from './log/logger.js';
-import type { Publishing } from './ingest/publishing.js';
-import type { Limits } from './limits/limits.js';
+import type { Config, PublicUrls } from './base/config.js';
+import type { Database } from './base/db/database.js';
+import type { AccountsRepo } from './base/db/accounts-repo.js';
+import type { StreamsRepo } from './base/db/streams-repo.js';
+import type { Outbox } from './base/outbox.js';
+import type { HttpServer } from './base/http/server.js';
+import type { Guard } from './base/auth/guard.js';
+import type { Logger } from './base/logger.js';
+import type { Publishing } from './live/ingest/publishing.js';
+import type { Limits } from './base/limits/limits.js';
 
 export interface AppContext {
   config: Config;
@@ -27,10 +27,10 @@ export interface AppContext {
   guard: Guard;
   /** Publishers and the live state machine (ingest). */
   ingest: Publishing;
-  /** Live listeners of a stream: HLS sessions and WebRTC peers (PRODUCT.md §4); 0 until the listeners feature is registered. */
+  /** Live listeners of a stream: HLS sessions and WebRTC peers (docs/behaviour.md §4); 0 until the listeners feature is registered. */
   listenerCount: (streamId: string) => number;
   log: Logger;
-  /** Counts and logs hits of the node's limits (PRODUCT.md §13). */
+  /** Counts and logs hits of the node's limits (docs/behaviour.md §13). */
   limits: Limits;
   /** Public URLs; known once listening (throws before). */
   urls: () => PublicUrls;

@@ -5,65 +5,65 @@
  * the publication scheduler, webhook delivery) and the RTMP ingest server, then starts listening.
  * `startServer` is what `skylark serve` and the tests run.
  */
-import type { Config, PublicUrls } from './config/config.js';
-import { resolvePublicUrls } from './config/config.js';
-import { openDatabase, SERVER_BUSY_TIMEOUT_MS, type Database } from './db/database.js';
-import { MIGRATIONS } from './db/migrations.js';
-import { AccountsRepo } from './db/accounts-repo.js';
-import { StreamsRepo } from './db/streams-repo.js';
-import { EventsRepo, EventsQuery } from './db/events-repo.js';
-import { PodcastsRepo } from './db/podcasts-repo.js';
-import { WebhooksRepo } from './db/webhooks-repo.js';
-import { OAuthRepo } from './db/oauth-repo.js';
-import { Outbox } from './events/outbox.js';
-import { loadNodeSecret } from './auth/secrets.js';
-import { Guard } from './auth/guard.js';
-import { AccountsService } from './services/accounts.js';
-import { StreamsService } from './services/streams.js';
-import { StreamLifecycle } from './services/lifecycle.js';
-import { PlayLog } from './services/play-log.js';
-import { TracksRepo } from './db/tracks-repo.js';
-import { BroadcastsRepo } from './db/broadcasts-repo.js';
-import { BroadcastLog } from './services/broadcasts.js';
-import { WriteRetry } from './services/write-retry.js';
-import { PodcastsService, feedUrlOf, recordingPodcastCheck, type FeedChanged } from './services/podcasts.js';
-import { EpisodesService } from './services/episodes.js';
-import { PublishScheduler } from './services/scheduler.js';
-import { WebhooksService } from './services/webhooks.js';
-import { EventsService } from './services/events.js';
-import { MediaStore } from './media-files/store.js';
-import { FfmpegPool, ffmpegPath } from './media/ffmpeg.js';
-import { LoudnessAnalyzer } from './media-files/loudness.js';
-import { LoudnessRepo } from './db/loudness-repo.js';
-import { LoudnessService } from './services/loudness.js';
-import { Publishing } from './ingest/publishing.js';
-import { ICECAST_DEFAULTS, IcecastServer } from './ingest/icecast-server.js';
-import { INGEST_DEFAULTS, RtmpServer } from './ingest/rtmp-server.js';
+import type { Config, PublicUrls } from './base/config.js';
+import { resolvePublicUrls } from './base/config.js';
+import { openDatabase, SERVER_BUSY_TIMEOUT_MS, type Database } from './base/db/database.js';
+import { MIGRATIONS } from './base/db/migrations.js';
+import { AccountsRepo } from './base/db/accounts-repo.js';
+import { StreamsRepo } from './base/db/streams-repo.js';
+import { EventsRepo, EventsQuery } from './base/db/events-repo.js';
+import { PodcastsRepo } from './base/db/podcasts-repo.js';
+import { WebhooksRepo } from './base/db/webhooks-repo.js';
+import { OAuthRepo } from './base/db/oauth-repo.js';
+import { Outbox } from './base/outbox.js';
+import { loadNodeSecret } from './base/auth/secrets.js';
+import { Guard } from './base/auth/guard.js';
+import { AccountsService } from './control/services/accounts.js';
+import { StreamsService } from './control/services/streams.js';
+import { StreamLifecycle } from './control/services/lifecycle.js';
+import { PlayLog } from './control/services/play-log.js';
+import { TracksRepo } from './base/db/tracks-repo.js';
+import { BroadcastsRepo } from './base/db/broadcasts-repo.js';
+import { BroadcastLog } from './control/services/broadcasts.js';
+import { WriteRetry } from './control/services/write-retry.js';
+import { PodcastsService, feedUrlOf, recordingPodcastCheck, type FeedChanged } from './control/services/podcasts.js';
+import { EpisodesService } from './control/services/episodes.js';
+import { PublishScheduler } from './control/services/scheduler.js';
+import { WebhooksService } from './control/services/webhooks.js';
+import { EventsService } from './control/services/events.js';
+import { MediaStore } from './control/episode-audio/store.js';
+import { FfmpegPool, ffmpegPath } from './base/ffmpeg.js';
+import { LoudnessAnalyzer } from './control/episode-audio/loudness.js';
+import { LoudnessRepo } from './base/db/loudness-repo.js';
+import { LoudnessService } from './control/services/loudness.js';
+import { Publishing } from './live/ingest/publishing.js';
+import { ICECAST_DEFAULTS, IcecastServer } from './live/ingest/icecast-server.js';
+import { INGEST_DEFAULTS, RtmpServer } from './live/ingest/rtmp-server.js';
 import path from 'node:path';
-import { HTTP_LIBRARY_OBJECT, HttpServer } from './http/server.js';
-import { Http10Front, adoptHttp10Connection } from './http/http10.js';
-import { installHttpFront } from './native/http-front.js';
-import { mountApi } from './api/index.js';
-import { FeedService } from './feed/feed-service.js';
-import { registerFeedRoutes } from './feed/routes.js';
-import { createDownloads } from './downloads/feature.js';
-import type { Logger } from './log/logger.js';
-import { Limits } from './limits/limits.js';
+import { HTTP_LIBRARY_OBJECT, HttpServer } from './base/http/server.js';
+import { Http10Front, adoptHttp10Connection } from './base/http/http10.js';
+import { installHttpFront } from './live/native/http-front.js';
+import { mountApi } from './control/api/index.js';
+import { FeedService } from './control/feed/feed-service.js';
+import { registerFeedRoutes } from './control/feed/routes.js';
+import { createDownloads } from './control/downloads/feature.js';
+import type { Logger } from './base/logger.js';
+import { Limits } from './base/limits/limits.js';
 import type { AppContext, Feature } from './context.js';
-import { createEdgeLog, createListeners } from './listeners/feature.js';
-import type { EdgeLogReceiver } from './listeners/edge-log.js';
-import { listenerTimeoutMs, registerHlsRoutes } from './hls/routes.js';
-import { HubSource } from './hls/source.js';
-import { WatchedMediaRegistry, freePort, privateSocketPath, startHttpThreads, type RunningThreads, type ThreadCounts } from './serve/index.js';
-export { stopAllHttpThreads } from './serve/index.js';
-import { registerListenRoutes } from './listen/routes.js';
-import { icecastListening, keepProgressive } from './listen/icecast-port.js';
-import { registerWhep } from './webrtc/whep.js';
-import { registerOAuth } from './oauth/routes.js';
-import { registerIdempotency } from './idempotency/feature.js';
-import { createDelivery, type Delivery } from './webhooks/index.js';
-import { FeedNotifications, watchBroadcasts } from './webhooks/feed-notify.js';
-import { registerDashboard } from './dashboard/feature.js';
+import { createEdgeLog, createListeners } from './delivery/listeners/feature.js';
+import type { EdgeLogReceiver } from './delivery/listeners/edge-log.js';
+import { listenerTimeoutMs, registerHlsRoutes } from './delivery/hls/routes.js';
+import { HubSource } from './delivery/hls/source.js';
+import { WatchedMediaRegistry, freePort, privateSocketPath, startHttpThreads, type RunningThreads, type ThreadCounts } from './delivery/threads/index.js';
+export { stopAllHttpThreads } from './delivery/threads/index.js';
+import { registerListenRoutes } from './delivery/progressive/routes.js';
+import { icecastListening, keepProgressive } from './delivery/progressive/icecast-port.js';
+import { registerWhep } from './delivery/webrtc/whep.js';
+import { registerOAuth } from './control/oauth/routes.js';
+import { registerIdempotency } from './control/api/idempotency/feature.js';
+import { createDelivery, type Delivery } from './control/webhooks/index.js';
+import { FeedNotifications, watchBroadcasts } from './control/webhooks/feed-notify.js';
+import { registerDashboard } from './control/dashboard/feature.js';
 
 /** A running server. Ports as bound. */
 export interface RunningServer {
@@ -71,7 +71,7 @@ export interface RunningServer {
   rtmpPort: number;
   /** The Icecast source ingest port as bound. */
   icecastPort: number;
-  /** The edge log receiver's UDP port as bound (PRODUCT.md §12), or null when it is off. */
+  /** The edge log receiver's UDP port as bound (docs/behaviour.md §12), or null when it is off. */
   edgeLogPort: number | null;
   /** The edge log receiver (its counts: tests, diagnostics), or null when it is off. */
   edgeLog: EdgeLogReceiver | null;
@@ -139,7 +139,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
     },
   });
 
-  // Services (PRODUCT.md §2, §5, §6): what the API, the dashboard and the feed call.
+  // Services (docs/behaviour.md §2, §5, §6): what the API, the dashboard and the feed call.
   const accounts = new AccountsService(accountsRepo, now);
   const streams = new StreamsService({
     streams: streamsRepo,
@@ -216,7 +216,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
   const hlsSource = new HubSource(media, threadCount > 1);
   const mainCounts: ThreadCounts = { hls: 0, listen: 0, forwarded: 0 };
   registerHlsRoutes(http, hlsSource, { access: listeners.access, hold: listeners.held, served: mainCounts });
-  // Listeners behind nginx edges (PRODUCT.md §12): counted from the edges' access log lines, with
+  // Listeners behind nginx edges (docs/behaviour.md §12): counted from the edges' access log lines, with
   // the same timeout as a direct request to the same layer.
   const edgeLog = createEdgeLog(context, listeners, (id, name) => {
     const layer = media.get(id)?.layer(name);
@@ -249,7 +249,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
   registerFeedRoutes(http, { feed, repo: podcastsRepo, media: episodeMedia, log: podcastsLog, onAudio: downloads.onAudio });
   features.push(downloads);
 
-  // The API (`/v2`): every resource from one list (src/api/index.ts).
+  // The API (`/v2`): every resource from one list (src/control/api/index.ts).
   mountApi({
     http,
     guard,
@@ -405,7 +405,7 @@ let httpFrontOutcome: string | null = null;
 /**
  * Installs the native hooks of the HTTP/1.0 front (docs/http.md "HTTP/1.0") the first time a
  * server starts in this process: HTTP/1.0 connections then reach the front of the port they came
- * to (src/http/http10.ts), and `/listen/` connections get `sendBufferBytes` of kernel send buffer.
+ * to (src/base/http/http10.ts), and `/listen/` connections get `sendBufferBytes` of kernel send buffer.
  * A failure is logged (HTTP/1.0 requests are then refused as by the bare HTTP server).
  */
 function installHttpFrontOnce(sendBufferBytes: number, log: Logger): void {

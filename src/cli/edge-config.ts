@@ -26,7 +26,7 @@
  *   `makeEdgeDirs` creates them (the CLI does, unless `--no-mkdir`), so the printed file runs as
  *   is: nginx creates a missing temp or cache folder itself, but not the folder they are in.
  * - The log lines sent to the origin carry the node's edge-log secret (`logSecret`): the origin's
- *   receiver counts no line without it (src/listeners/edge-log.ts).
+ *   receiver counts no line without it (src/delivery/listeners/edge-log.ts).
  * - The optional access log file (`--access-log`) writes the path and only the `_HLS_msn` /
  *   `_HLS_part` of the query: never a listener token (`token=`) or session id (`sid=`).
  */

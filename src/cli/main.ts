@@ -1,5 +1,5 @@
 /**
- * The `skylark` command line (PRODUCT.md §1, §9, §12): `serve`, `accounts create|set-login`,
+ * The `skylark` command line (docs/behaviour.md §1, §9, §12): `serve`, `accounts create|set-login`,
  * `keys list|create|roll|revoke`, `oauth-clients create`, `edge-config`.
  * Arguments are parsed by node:util parseArgs; every command takes `--data-dir` (or SKYLARK_DATA_DIR)
  * and works while `serve` runs on the same data dir. `main` resolves to the exit code; bin/skylark.js
@@ -8,18 +8,18 @@
 import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { constants as osConstants } from 'node:os';
-import { loadConfig, ALL_ENV_NAMES, ConfigError } from '../config/config.js';
-import { openDatabase } from '../db/database.js';
-import { AccountsRepo } from '../db/accounts-repo.js';
-import { AccountsService, REGIONS, type Region } from '../services/accounts.js';
-import { createLogger, type Logger } from '../log/logger.js';
+import { loadConfig, ALL_ENV_NAMES, ConfigError } from '../base/config.js';
+import { openDatabase } from '../base/db/database.js';
+import { AccountsRepo } from '../base/db/accounts-repo.js';
+import { AccountsService, REGIONS, type Region } from '../control/services/accounts.js';
+import { createLogger, type Logger } from '../base/logger.js';
 import { startServer, stopAllHttpThreads, type RunningServer } from '../main.js';
-import { OAuthRepo } from '../db/oauth-repo.js';
-import { OAuthClients } from '../oauth/clients.js';
+import { OAuthRepo } from '../base/db/oauth-repo.js';
+import { OAuthClients } from '../control/oauth/clients.js';
 import { PasswordInputError, readPassword } from './password.js';
 import { EdgeConfigError, makeEdgeDirs, nginxEdgeConfig } from './edge-config.js';
-import { loadNodeSecret } from '../auth/secrets.js';
-import { edgeLogSecretOf } from '../listeners/edge-log.js';
+import { loadNodeSecret } from '../base/auth/secrets.js';
+import { edgeLogSecretOf } from '../delivery/listeners/edge-log.js';
 
 const USAGE = `usage: skylark <command> [options]
 
@@ -112,7 +112,7 @@ async function serve(args: string[]): Promise<number> {
       http: `http://${host(config.httpHost)}:${server.httpPort}`,
       rtmp: `rtmp://${host(config.rtmpHost)}:${server.rtmpPort}`,
       icecast: `http://${host(config.icecastHost)}:${server.icecastPort}`,
-      // The edge log receiver (PRODUCT.md §12) as `host:port`, what `edge-config --log-to` takes.
+      // The edge log receiver (docs/behaviour.md §12) as `host:port`, what `edge-config --log-to` takes.
       ...(server.edgeLogPort !== null ? { edgeLog: `${host(config.edgeLogHost!)}:${server.edgeLogPort}` } : {}),
     }) + '\n',
   );
@@ -370,7 +370,7 @@ function oauthClientsCreate(args: string[]): number {
 }
 
 /**
- * `edge-config`: prints the nginx.conf of a caching edge in front of this origin (PRODUCT.md §12,
+ * `edge-config`: prints the nginx.conf of a caching edge in front of this origin (docs/behaviour.md §12,
  * src/cli/edge-config.ts). Exit 2 with a message naming a missing or malformed option.
  */
 function edgeConfig(args: string[]): number {

@@ -1,5 +1,5 @@
 /**
- * Reading a password for the CLI (`accounts set-login`, PRODUCT.md §1) from stdin, never from the
+ * Reading a password for the CLI (`accounts set-login`, docs/behaviour.md §1) from stdin, never from the
  * command line: argv is readable by every user of the machine (`ps`, /proc/<pid>/cmdline) and ends
  * up in shell history. On a terminal the password is typed twice with echo off; otherwise the
  * first line of stdin is the password (`printf '%s\n' "$PW" | skylark accounts set-login …`).

@@ -1,5 +1,5 @@
 /**
- * The dashboard in a real browser (issue 8): headless Chromium (playwright-core, Debian's
+ * The dashboard in a real browser: headless Chromium (playwright-core, Debian's
  * /usr/bin/chromium) signs in as an account owner and drives every page: creates, rolls and revokes
  * an API key (the secret shown once, never in a URL); creates a stream, publishes to it with FFmpeg
  * and watches the listener count go from 0 to 1 while the page's hls.js player plays, sets what plays
@@ -205,7 +205,7 @@ describe('dashboard', () => {
     expect(streamKey).toMatch(/^sk_euw1_/);
     await page.locator('[data-reveal="ingest-key"]').click();
     expect(await keyInput.getAttribute('type')).toBe('password');
-    // The Icecast source settings (PRODUCT.md §10) and the listen URL, next to the OBS ones.
+    // The Icecast source settings (docs/behaviour.md §10) and the listen URL, next to the OBS ones.
     expect(await page.getByLabel('Icecast server').inputValue()).toBe('127.0.0.1');
     expect(await page.getByLabel('Icecast port').inputValue()).toBe(String(t.server.icecastPort));
     expect(await page.getByLabel('Mount').inputValue()).toBe(`/live/${streamId}`);
@@ -246,7 +246,7 @@ describe('dashboard', () => {
       await page.getByRole('button', { name: 'Stop' }).click();
       await page.waitForFunction(() => document.getElementById('listener-count')!.textContent === '0', undefined, { timeout: 20_000 });
 
-      // Now playing (PRODUCT.md §11): the form sets it (CSRF like every form); the play log shows
+      // Now playing (docs/behaviour.md §11): the form sets it (CSRF like every form); the play log shows
       // the track; a change made elsewhere (the API) reaches the page through its live poll.
       expect(await page.locator('#now-playing').textContent()).toContain('Nothing set');
       await page.getByLabel('Track title').fill('Round Midnight');

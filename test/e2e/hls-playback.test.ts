@@ -1,5 +1,5 @@
 /**
- * HLS playback in a real browser (issue 3 "Done means"): hls.js in headless Chromium plays Skylark's
+ * HLS playback in a real browser: hls.js in headless Chromium plays Skylark's
  * ladder while a real client publishes.
  * - Per codec (AAC and MP3 from FFmpeg, Opus from the E-RTMP test publisher; quality `high`, three
  *   layers): hls.js plays, then every layer is forced in turn (`hls.currentLevel = i`); each plays

@@ -1,5 +1,5 @@
 /**
- * Progressive listening in a real browser (PRODUCT.md §10): an `<audio>` element in headless
+ * Progressive listening in a real browser (docs/behaviour.md §10): an `<audio>` element in headless
  * Chromium plays `/listen/<id>.mp3` and `/listen/<id>.aac` (ADTS) straight from Skylark while a
  * real FFmpeg publishes: `currentTime` advances and the element reports no error.
  */

@@ -1,5 +1,5 @@
 /**
- * Now playing in HLS (PRODUCT.md §11) as a real player reads it: hls.js in headless Chromium plays
+ * Now playing in HLS (docs/behaviour.md §11) as a real player reads it: hls.js in headless Chromium plays
  * an AAC stream (fMP4, LL-HLS: the title in an `emsg`) and an MP3 stream (MPEG-TS: an ID3 PES on
  * the PID the PMT declares), the title is set through the API, and hls.js hands the ID3 tag over in
  * `FRAG_PARSING_METADATA` with the title in `TIT2` and the artist in `TPE1`. The media playlist

@@ -1,5 +1,5 @@
 /**
- * WebRTC playback in a real browser (issue 4): headless Chromium does a WHEP exchange (RFC 9725)
+ * WebRTC playback in a real browser: headless Chromium does a WHEP exchange (RFC 9725)
  * against Skylark while a real publisher sends audio, and `getStats()` shows audio packets arriving
  * (packetsReceived growing) with a non-zero audio level: an AAC stream (FFmpeg publisher, shared
  * AAC→Opus codec process), an MP3 stream (same, from MP3) and an Opus stream (E-RTMP publisher,

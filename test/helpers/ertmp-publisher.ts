@@ -4,14 +4,14 @@
  * `createStream` and `publish`, then sends audio messages with the ExHeader byte
  * `0x90 | AudioPacketType` and FourCC `Opus`: a SequenceStart carrying the OpusHead, then one
  * CodedFrames message per Opus packet, paced in real time. The packets come from an Ogg Opus file
- * (made by FFmpeg's libopus from a sine) parsed with src/media/ogg.ts.
+ * (made by FFmpeg's libopus from a sine) parsed with src/live/media/ogg.ts.
  */
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { ffmpegPath } from './ffmpeg.js';
-import { OggReader, opusPacketSamples } from '../../src/media/ogg.js';
+import { OggReader, opusPacketSamples } from '../../src/live/media/ogg.js';
 
 /** OpusHead and the audio packets of an Ogg Opus file. */
 export interface OpusFile {

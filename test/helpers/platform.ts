@@ -1,12 +1,12 @@
 /**
- * Test helpers of the API platform (issue 7): a minimal cookie-keeping "browser" that submits the
+ * Test helpers of the API platform: a minimal cookie-keeping "browser" that submits the
  * OAuth login and consent forms as a user would (plain HTML forms, no JavaScript), and an ajv 2020-12
  * validator of answers against the server's own OpenAPI document.
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ValidateFunction } from 'ajv';
 import type { RunningServer } from '../../src/main.js';
-import type { ObservedResponse } from '../../src/http/server.js';
+import type { ObservedResponse } from '../../src/base/http/server.js';
 
 /** An HTTP client that keeps cookies (one jar) and does not follow redirects. */
 export class Browser {

@@ -14,9 +14,9 @@ import path from 'node:path';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
-import { loadConfig } from '../../src/config/config.js';
+import { loadConfig } from '../../src/base/config.js';
 import { expect } from 'vitest';
-import { createLogger, type Logger } from '../../src/log/logger.js';
+import { createLogger, type Logger } from '../../src/base/logger.js';
 import { startServer, type RunningServer } from '../../src/main.js';
 import { OpenApiChecker } from './platform.js';
 
@@ -143,7 +143,7 @@ export interface CliServer {
  * Starts `skylark serve` as a child process; resolves when it printed its listening line. With
  * SKYLARK_TEST_LOG_DIR, the child logs at `debug` (unless `env` sets SKYLARK_LOG_LEVEL) and its
  * stderr also goes to a file there, except the first-start `secretKey:`/`publishableKey:` lines
- * (printed once by design, PRODUCT.md §1).
+ * (printed once by design, docs/behaviour.md §1).
  */
 export async function startCli(dataDir: string, env: Record<string, string> = {}): Promise<CliServer> {
   const file = openTestLogFile('cli');

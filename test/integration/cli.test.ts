@@ -1,5 +1,5 @@
 /**
- * The `skylark` CLI (PRODUCT.md §1, §9 "Keys CLI"): `accounts create`, `accounts set-login` and
+ * The `skylark` CLI (docs/behaviour.md §1, §9 "Keys CLI"): `accounts create`, `accounts set-login` and
  * `keys list|create|roll|revoke` with `--json`, bad flags, and the CLI working while a server runs
  * on the same data dir — the first-start default account gets a dashboard login from `set-login`
  * (password on stdin) and signs in to a running `serve`.
@@ -13,7 +13,7 @@ import path from 'node:path';
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { api, repoRoot, runCli, startCli, tempDir, testLogger, waitFor, type CliServer } from '../helpers/server.js';
-import { loadConfig } from '../../src/config/config.js';
+import { loadConfig } from '../../src/base/config.js';
 import { startServer, type RunningServer } from '../../src/main.js';
 
 /** Runs the CLI expecting failure; resolves to its exit code and stderr. */

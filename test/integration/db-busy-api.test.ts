@@ -1,5 +1,5 @@
 /**
- * A SQLite error that reaches the API is answered for what it is, not as a 500 (src/http/reply.ts
+ * A SQLite error that reaches the API is answered for what it is, not as a 500 (src/base/http/reply.ts
  * `toApiError`): with the database's write lock held by another process longer than the server's
  * busy timeout, an API write answers 503 `database_busy` with `Retry-After: 1` (reads still
  * answer, and the same write succeeds once the lock is gone); with the database at its size limit
@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { startServer, type RunningServer } from '../../src/main.js';
-import { loadConfig } from '../../src/config/config.js';
-import { createLogger } from '../../src/log/logger.js';
+import { loadConfig } from '../../src/base/config.js';
+import { createLogger } from '../../src/base/logger.js';
 import { api, repoRoot, tempDir } from '../helpers/server.js';
 import { exited } from '../helpers/publish.js';
 

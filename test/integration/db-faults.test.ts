@@ -1,5 +1,5 @@
 /**
- * A failing SQLite write never ends the process (PRODUCT.md §13). `skylark serve` runs as a child
+ * A failing SQLite write never ends the process (docs/behaviour.md §13). `skylark serve` runs as a child
  * process with a webhook receiver, a live stream with an HLS listener, and then:
  * - another process holds the database's write lock for 20 s while a second stream goes live: the
  *   server stays up, keeps serving HLS and API reads, and once the lock is gone the stream is

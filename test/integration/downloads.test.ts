@@ -15,7 +15,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { loadConfig } from '../../src/config/config.js';
+import { loadConfig } from '../../src/base/config.js';
 import { startServer, type RunningServer } from '../../src/main.js';
 import { api, startCli, tempDir, testHttpThreads, testLogger, waitFor, type CliServer } from '../helpers/server.js';
 import { Browser, OpenApiChecker, formFields } from '../helpers/platform.js';

@@ -1,5 +1,5 @@
 /**
- * The edge log receiver (PRODUCT.md §12) over real UDP, against a live stream published by FFmpeg:
+ * The edge log receiver (docs/behaviour.md §12) over real UDP, against a live stream published by FFmpeg:
  * lines framed as nginx sends them (`access_log syslog:…,tag=skylark,nohostname` with the
  * `skylark_edge` format of `skylark edge-config`) from a trusted edge address
  * (SKYLARK_TRUSTED_PROXIES=127.0.0.2/32; the test's socket is bound to 127.0.0.2):
@@ -20,8 +20,8 @@ import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { api, repoRoot, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
-import { loadNodeSecret } from '../../src/auth/secrets.js';
-import { edgeLogSecretOf } from '../../src/listeners/edge-log.js';
+import { loadNodeSecret } from '../../src/base/auth/secrets.js';
+import { edgeLogSecretOf } from '../../src/delivery/listeners/edge-log.js';
 
 let t: TestServer;
 let pub: ChildProcess;

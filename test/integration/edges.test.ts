@@ -1,5 +1,5 @@
 /**
- * Behind caches and edges, end to end (PRODUCT.md §12): one origin, two stock nginx edges started
+ * Behind caches and edges, end to end (docs/behaviour.md §12): one origin, two stock nginx edges started
  * from `skylark edge-config` on loopback aliases (127.0.0.2, 127.0.0.3), a real FFmpeg publisher,
  * and 500 simulated LL-HLS listeners split across the edges (bench/lib/player-client.ts `hlsjs-ll`,
  * two child processes: blocking reload for the next part, then the part, as hls.js does), each
@@ -103,7 +103,7 @@ afterAll(async () => {
   for (const c of dirs) c();
 });
 
-describe.skipIf(!nginx)('two nginx edges from skylark edge-config (PRODUCT.md §12)', () => {
+describe.skipIf(!nginx)('two nginx edges from skylark edge-config (docs/behaviour.md §12)', () => {
   it('answer media objects from their cache, with X-Cache-Status', async () => {
     const base = `${edges[0]!.url}/hls/${stream.id}/`;
     const mv = await (await fetch(`${base}index.m3u8`)).text();

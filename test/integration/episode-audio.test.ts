@@ -1,5 +1,5 @@
 /**
- * Episode audio at `/media/…` (PRODUCT.md §5): HEAD, `Accept-Ranges`, single byte ranges checked
+ * Episode audio at `/media/…` (docs/behaviour.md §5): HEAD, `Accept-Ranges`, single byte ranges checked
  * against `curl -r` (206 + `Content-Range`, 416), ETag/304, If-Range, a slow reader (uWS
  * backpressure), drafts → 404; and the streamed upload's cap on bodies without Content-Length.
  */

@@ -2,7 +2,7 @@
  * Opus over Enhanced RTMP from a real FFmpeg 8.1 (the `node-av` package's libraries; FFmpeg 5.1
  * cannot put Opus in FLV): the stream goes live, every HLS layer decodes, and the E-RTMP messages
  * FFmpeg 8 sends besides SequenceStart and CodedFrames (AudioPacketType 4, MultichannelConfig, for
- * stereo and 5.1 layouts) are skipped, never fatal (PRODUCT.md §2, issue "Radio").
+ * stereo and 5.1 layouts) are skipped, never fatal (docs/behaviour.md §2, issue "Radio").
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { parseFeed } from 'podcast-partytime';
 import { api, startInProcess, type TestServer } from '../helpers/server.js';
 import { ffmpegPath } from '../helpers/ffmpeg.js';
-import { isAppleCategory } from '../../src/feed/categories.js';
+import { isAppleCategory } from '../../src/control/feed/categories.js';
 
 let s: TestServer;
 let key: string;

@@ -2,7 +2,7 @@
  * The podcast feed at `/feed/<podcast_id>.xml` checked by independent verifiers: podcast-partytime
  * parses it and finds every Apple-required and Podcasting 2.0 field; Debian `xmllint` finds it
  * well-formed; FFmpeg reads the enclosure. Plus ETag/Last-Modified/304, drafts → 404,
- * `itunes:complete` once archived (PRODUCT.md §5, §9 "Podcasts").
+ * `itunes:complete` once archived (docs/behaviour.md §5, §9 "Podcasts").
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
@@ -110,7 +110,7 @@ describe('feed', () => {
     expect(li.status).toBe('pending');
     expect(li.title).toBe('Live tonight');
     expect(li.guid).toBe(stream.id);
-    // PRODUCT.md §10: the listening URL is the enclosure, the HLS the alternate enclosure.
+    // docs/behaviour.md §10: the listening URL is the enclosure, the HLS the alternate enclosure.
     expect(li.enclosure.url).toBe(stream.listenUrl);
     expect(li.enclosure.type).toBe('audio/aac');
     expect(li.alternativeEnclosures?.[0]?.source[0]?.uri).toBe(stream.hlsUrl);

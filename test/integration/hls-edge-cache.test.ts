@@ -1,5 +1,5 @@
 /**
- * What a shared cache may keep (PRODUCT.md §12), against a live AAC stream published by FFmpeg
+ * What a shared cache may keep (docs/behaviour.md §12), against a live AAC stream published by FFmpeg
  * (SKYLARK_ABR_LADDER=0: one LL-HLS layer, 2 s segments, 0.5 s parts):
  * - a blocking reload answered because the requested part exists is `public, max-age=<target
  *   duration>` and its body does not depend on the session id (two sessions, one answer);
@@ -57,7 +57,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-describe('Cache-Control for shared caches (PRODUCT.md §12)', () => {
+describe('Cache-Control for shared caches (docs/behaviour.md §12)', () => {
   it('a blocking reload answered with its part is public for one target duration and the same for every session; the multivariant is private', async () => {
     const { stream } = await live({ reconnectWindow: 1 });
     const a = await session(stream.hlsUrl);

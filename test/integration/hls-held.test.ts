@@ -1,5 +1,5 @@
 /**
- * Held HLS requests (PRODUCT.md §13; rfc8216bis §6.2.5.2, §6.2.6) against a live LL-HLS stream
+ * Held HLS requests (docs/behaviour.md §13; rfc8216bis §6.2.5.2, §6.2.6) against a live LL-HLS stream
  * published by FFmpeg, with real concurrent blocking requests, clients told apart by
  * X-Forwarded-For through a trusted proxy (127.0.0.1), caps of 3 per address and 5 in total:
  * - over the per-address cap a blocking playlist reload and a wait for the hinted part are both
@@ -74,7 +74,7 @@ function expectBusy(a: Answer) {
   expect(a.body).not.toContain('#EXTM3U');
   expect(JSON.parse(a.body).error.code).toBe('too_many_held_requests');
 }
-/** Asserts a held blocking reload answered once segment `msn` appeared (shareable: PRODUCT.md §12, 2 s target duration). */
+/** Asserts a held blocking reload answered once segment `msn` appeared (shareable: docs/behaviour.md §12, 2 s target duration). */
 function expectHeld(a: Answer, msn: number) {
   expect(a.status).toBe(200);
   expect(a.cacheControl).toBe('public, max-age=2');

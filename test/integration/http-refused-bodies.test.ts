@@ -1,5 +1,5 @@
 /**
- * Refused request bodies reach their answer (PRODUCT.md §13, src/http/body.ts): a client sending
+ * Refused request bodies reach their answer (docs/behaviour.md §13, src/base/http/body.ts): a client sending
  * a 5 MB body to a route with a smaller cap — JSON API, form (OAuth), rawBody (WHEP), streamed
  * upload — reads the 413 envelope instead of a connection reset, with and without
  * `Content-Length`, through node:http and fetch; errors answered before the body is read (401,
@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync, readdirSync } from 'node:fs';
 import { api, startInProcess, type TestServer } from '../helpers/server.js';
 import { sendFrom, type ClientRequest, type Outcome } from './body-client.js';
-import { DRAIN_MAX_MS, DRAIN_MIN_BYTES } from '../../src/http/body.js';
+import { DRAIN_MAX_MS, DRAIN_MIN_BYTES } from '../../src/base/http/body.js';
 
 const MiB = 1024 * 1024;
 const FIVE_MB = 5_000_000;

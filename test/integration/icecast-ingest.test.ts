@@ -1,10 +1,10 @@
 /**
- * Icecast source ingest (PRODUCT.md §10 "Ingest") with real source clients against a real server:
+ * Icecast source ingest (docs/behaviour.md §10 "Ingest") with real source clients against a real server:
  * FFmpeg's `icecast://` output for MP3, ADTS and Ogg Opus, libshout's `shout`, ezstream and
  * Liquidsoap. Each makes the stream `live`, and its HLS decodes; wrong credentials → 401; another
  * codec's `Content-Type` → 415 and `stream.error` `codec_mismatch`; the newest source wins over an
  * RTMP publisher; the admin `updinfo` call sets the stream's now-playing title, and Liquidsoap's
- * metadata updates (a playlist of tagged MP3s) move `nowPlaying` and the play log (PRODUCT.md §11).
+ * metadata updates (a playlist of tagged MP3s) move `nowPlaying` and the play log (docs/behaviour.md §11).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';

@@ -1,5 +1,5 @@
 /**
- * `Idempotency-Key` on POST (PRODUCT.md §7): replays answer the stored response with
+ * `Idempotency-Key` on POST (docs/behaviour.md §7): replays answer the stored response with
  * `Idempotent-Replayed: true` for 24 h, the same key with another body → 400
  * `idempotency_key_reused`, a request still in flight → 409, per account, kept in SQLite
  * (encrypted), 5xx not kept. Injected clock for the 24 h expiry.
@@ -7,10 +7,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, tempDir } from '../helpers/server.js';
 import { OpenApiChecker } from '../helpers/platform.js';
-import { loadConfig } from '../../src/config/config.js';
-import { createLogger } from '../../src/log/logger.js';
+import { loadConfig } from '../../src/base/config.js';
+import { createLogger } from '../../src/base/logger.js';
 import { startServer, type RunningServer } from '../../src/main.js';
-import { ApiError } from '../../src/errors/errors.js';
+import { ApiError } from '../../src/base/errors/errors.js';
 
 let clock = Date.now();
 const tmp = tempDir('skylark-idem-');

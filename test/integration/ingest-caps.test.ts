@@ -1,5 +1,5 @@
 /**
- * The media caps of PRODUCT.md §13 end a publish with `stream.error` (issue "The node survives its
+ * The media caps of docs/behaviour.md §13 end a publish with `stream.error` (issue "The node survives its
  * users" item 7): a real FFmpeg publisher against a real server.
  * - Frames over `SKYLARK_MAX_AUDIO_FRAME_BYTES` (MP3 at 320 kbps / 44.1 kHz: 1,044-byte frames,
  *   cap 1,024): `frame_too_large`, the publisher is cut off, nothing is segmented.

@@ -165,7 +165,7 @@ describe('routed ingest with the ladder off', () => {
     const duringFirst = segmentsOf(await media());
     await sleep(3000);
     const received = rtp.filter((p) => p.at >= firstRtpAt && p.at < firstRtpAt + 3000).length;
-    // 60 ms Opus packets (src/webrtc/transcoder.ts FRAME_MS): ~50 in 3 s; a loaded machine may delay some.
+    // 60 ms Opus packets (src/delivery/webrtc/transcoder.ts FRAME_MS): ~50 in 3 s; a loaded machine may delay some.
     expect(received).toBeGreaterThanOrEqual(35);
     expect(routed(stream.id)).toBe('frames');
     // HLS kept serving while the peer was connected: new segments were listed.

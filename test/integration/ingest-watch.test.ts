@@ -1,5 +1,5 @@
 /**
- * Ingest watch and recording (issue 3 §3, §5, §7; docs/decisions.md "Ingest watch and recording"),
+ * Ingest watch and recording (docs/decisions.md "Ingest watch and recording"),
  * with real FFmpeg publishers:
  * - bitrate spike: a `low` (64 kbps) AAC stream fed ~256 kbps raises exactly one `stream.error`
  *   `bitrate_spike` (measuredKbps over 1.5 × nominal) and stays live;

@@ -1,5 +1,5 @@
 /**
- * Latency is a per-stream choice (PRODUCT.md §3, issue "Real players, real cost" item 2, as Mux's
+ * Latency is a per-stream choice (docs/behaviour.md §3, issue "Real players, real cost" item 2, as Mux's
  * `latency_mode`): `standard` (classic HLS, the default for new streams) or `low` (LL-HLS parts,
  * blocking reload, preload hints), set on create and PATCH, in every answer and the OpenAPI
  * document (every answer here is checked against it). A real FFmpeg publisher per stream.

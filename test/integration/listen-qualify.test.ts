@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import type { ChildProcess } from 'node:child_process';
 import { RTCPeerConnection } from 'werift';
-import { ListenerTokens } from '../../src/auth/listener-tokens.js';
+import { ListenerTokens } from '../../src/base/auth/listener-tokens.js';
 import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 

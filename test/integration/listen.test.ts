@@ -1,5 +1,5 @@
 /**
- * Progressive (Icecast-style) listening, end to end (PRODUCT.md §10 "Listening", §13): a real
+ * Progressive (Icecast-style) listening, end to end (docs/behaviour.md §10 "Listening", §13): a real
  * server, real FFmpeg publishers (AAC, MP3) and the E-RTMP test publisher (Opus), real clients.
  * - FFmpeg decodes `/listen/<id>.mp3|.aac|.opus` without an error; the first bytes are a frame
  *   boundary (MP3 header, ADTS sync, `OggS` + OpusHead); 2–4 s of audio arrive at once (the burst).
@@ -20,7 +20,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { api, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 import { makeOpusFile, publishOpus, type ErtmpPublisher } from '../helpers/ertmp-publisher.js';
-import { OggReader, opusPacketSamples } from '../../src/media/ogg.js';
+import { OggReader, opusPacketSamples } from '../../src/live/media/ogg.js';
 
 let t: TestServer;
 const tmp = tempDir('skylark-listen-');

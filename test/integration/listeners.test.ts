@@ -1,5 +1,5 @@
 /**
- * Listener tracking over real HLS (PRODUCT.md §4): a real FFmpeg publishes AAC, simulated players
+ * Listener tracking over real HLS (docs/behaviour.md §4): a real FFmpeg publishes AAC, simulated players
  * (fetch) enter through the multivariant playlist behind a trusted proxy (X-Forwarded-For with fixed
  * public addresses), get a session id carried into every URI, are counted once across re-fetches,
  * show up in /listeners (paginated), /stats (countries, peak, average duration, totals) and the
@@ -8,8 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { rmSync } from 'node:fs';
-import { loadConfig } from '../../src/config/config.js';
-import { createLogger } from '../../src/log/logger.js';
+import { loadConfig } from '../../src/base/config.js';
+import { createLogger } from '../../src/base/logger.js';
 import { startServer } from '../../src/main.js';
 import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
@@ -63,7 +63,7 @@ describe('listeners', () => {
       const us = await player(s.hlsUrl, { 'X-Forwarded-For': '8.8.8.8', 'User-Agent': 'TestPlayer/1.0 (US)' });
       expect(us.variant).toMatch(/^a128\/index\.m3u8\?sid=[A-Za-z0-9_-]{24}$/);
       const first = await us.poll();
-      // PRODUCT.md §12: media objects carry no per-listener query (the same URI for every listener);
+      // docs/behaviour.md §12: media objects carry no per-listener query (the same URI for every listener);
       // the session id travels on the media playlist's URI only.
       for (const l of first.segs) expect(l).toMatch(/^\d+(\.\d+)?\.(ts|m4s)$/);
       await us.poll(); // re-fetch: same session

@@ -22,7 +22,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { openDatabase } from '../../src/db/database.js';
+import { openDatabase } from '../../src/base/db/database.js';
 import { api, runCli, startCli, tempDir, waitFor, type CliServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 

@@ -71,11 +71,11 @@ describe('live AAC over RTMP to HLS', () => {
       expect(media.text).toContain('#EXT-X-TARGETDURATION:2');
       expect(media.text).toMatch(/#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=[\d.]+/);
       expect(media.text).toMatch(/#EXT-X-PART-INF:PART-TARGET=0\.5\d*/);
-      // PRODUCT.md §12: media object URIs are the same for every listener (no session id on them).
+      // docs/behaviour.md §12: media object URIs are the same for every listener (no session id on them).
       expect(media.text).toMatch(/#EXT-X-PART:DURATION=[\d.]+,URI="\d+\.\d+\.m4s",INDEPENDENT=YES/);
       expect(media.text).toMatch(/#EXT-X-PRELOAD-HINT:TYPE=PART,URI="\d+\.\d+\.m4s"/);
       for (const d of media.text.matchAll(/#EXTINF:([\d.]+),/g)) expect(Math.abs(Number(d[1]) - 2)).toBeLessThanOrEqual(0.5);
-      // EXT-X-PROGRAM-DATE-TIME on every segment, in step with EXTINF (PRODUCT.md §11), near now.
+      // EXT-X-PROGRAM-DATE-TIME on every segment, in step with EXTINF (docs/behaviour.md §11), near now.
       const lines = media.text.split('\n');
       const dated: Array<{ at: number; dur: number }> = [];
       lines.forEach((l, i) => {

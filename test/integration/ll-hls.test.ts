@@ -1,5 +1,5 @@
 /**
- * Low-Latency HLS delivery (issue 3 §4; draft-pantos-hls-rfc8216bis §6.2.5.2, §6.2.6) against a live
+ * Low-Latency HLS delivery (draft-pantos-hls-rfc8216bis §6.2.5.2, §6.2.6) against a live
  * AAC stream published by FFmpeg (ladder a128 passthrough + a64 encoded, both fMP4 with parts):
  * - a blocking playlist reload for the preload-hinted part is answered when that part appears, and
  *   the answer lists it (and nothing newer: its preload hint is the part right after);
@@ -93,7 +93,7 @@ describe.each(['a128', 'a64'])('LL-HLS on %s', (name) => {
     const msn = hintOf(p).msn; // the segment in progress
     const r = await text(withQuery(url, { _HLS_msn: msn }));
     expect(r.status).toBe(200);
-    // PRODUCT.md §12: the segment's URI is the same for every listener (no session id on it).
+    // docs/behaviour.md §12: the segment's URI is the same for every listener (no session id on it).
     expect(r.body.split('\n')).toContain(`${msn}.m4s`);
   });
 

@@ -1,7 +1,7 @@
 /**
  * A stream key mistyped into the RTMP application path (OBS "Server" = `rtmp://host/live/<key>`)
  * is refused, and the log line that says so names the application without the key
- * (PRODUCT.md §2: the key never appears in a log line): `skylark serve` as a child process, a real
+ * (docs/behaviour.md §2: the key never appears in a log line): `skylark serve` as a child process, a real
  * FFmpeg publisher.
  *
  * The CLI runs the compiled code (bin/skylark.js → dist/): run `npx tsc -p tsconfig.build.json` first.

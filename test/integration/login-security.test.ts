@@ -13,12 +13,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes, scryptSync } from 'node:crypto';
 import { tempDir } from '../helpers/server.js';
 import { Browser, formFields } from '../helpers/platform.js';
-import { loadConfig } from '../../src/config/config.js';
-import { createLogger } from '../../src/log/logger.js';
+import { loadConfig } from '../../src/base/config.js';
+import { createLogger } from '../../src/base/logger.js';
 import { startServer, type RunningServer } from '../../src/main.js';
-import { OAuthClients } from '../../src/oauth/clients.js';
-import { OAuthRepo } from '../../src/db/oauth-repo.js';
-import { SCRYPT_COST } from '../../src/auth/secrets.js';
+import { OAuthClients } from '../../src/control/oauth/clients.js';
+import { OAuthRepo } from '../../src/base/db/oauth-repo.js';
+import { SCRYPT_COST } from '../../src/base/auth/secrets.js';
 
 const EMAIL = 'owner@example.com';
 const PASSWORD = 'correct horse battery staple';

@@ -1,5 +1,5 @@
 /**
- * Every codec through the whole ladder (issue 3, "Done means"): a real client publishes AAC (FFmpeg,
+ * Every codec through the whole ladder: a real client publishes AAC (FFmpeg,
  * classic FLV), MP3 (FFmpeg, classic FLV) and Opus (the E-RTMP test publisher), each at quality
  * `high` so the ladder has three layers (256/128/64, Opus 320/128/64). The three publishes run at
  * the same time; once each publisher has left and every playlist holds its last segment (within
@@ -146,7 +146,7 @@ async function probeSegment(file: string): Promise<{ firstPts: number; duration:
   expect(r.code, r.stderr).toBe(0);
   const j = JSON.parse(r.stdout) as { packets: Array<{ pts_time: string; duration_time?: string }>; streams: Array<{ codec_name: string; sample_rate: string; codec_type: string }> };
   // No phantom video track: the audio, and in MPEG-TS the timed ID3 stream the PMT declares for
-  // now playing (PRODUCT.md §11; ffprobe: a `timed_id3` data stream).
+  // now playing (docs/behaviour.md §11; ffprobe: a `timed_id3` data stream).
   const kinds = j.streams.map((s) => (s.codec_type === 'data' ? `data:${s.codec_name}` : s.codec_type));
   expect(kinds.filter((k) => k !== 'data:timed_id3')).toEqual(['audio']);
   expect(j.packets.length).toBeGreaterThan(0);

@@ -1,5 +1,5 @@
 /**
- * Now playing everywhere (PRODUCT.md §11) against a real server with real clients:
+ * Now playing everywhere (docs/behaviour.md §11) against a real server with real clients:
  * - `POST /v2/streams/{id}/now_playing`: 409 `stream_not_live` before live, 400s for bad bodies,
  *   403 for a publishable key, 200 with the stream's `nowPlaying` while live;
  *   `stream.now_playing` delivered to a loopback webhook receiver and listed by

@@ -1,5 +1,5 @@
 /**
- * `skylark oauth-clients create` (PRODUCT.md §1): prints `clientId` and `clientSecret` (null for
+ * `skylark oauth-clients create` (docs/behaviour.md §1): prints `clientId` and `clientSecret` (null for
  * `--public`), refuses bad redirect URIs, and the client works against a server on the same data dir.
  * Runs the compiled CLI: `npx tsc -p tsconfig.build.json` first.
  */
@@ -9,8 +9,8 @@ import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { repoRoot, runCli, tempDir } from '../helpers/server.js';
-import { loadConfig } from '../../src/config/config.js';
-import { createLogger } from '../../src/log/logger.js';
+import { loadConfig } from '../../src/base/config.js';
+import { createLogger } from '../../src/base/logger.js';
 import { startServer } from '../../src/main.js';
 
 const tmp = tempDir('skylark-oauth-cli-');

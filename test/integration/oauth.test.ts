@@ -4,18 +4,18 @@
  * with login and consent, `iss` (RFC 9207) and `state`, code exchange with PKCE (RFC 7636), client
  * authentication by HTTP Basic and by body, refresh rotation with reuse detection, code replay,
  * revocation (RFC 7009), JWT access tokens against the JWKS, scopes on /v2, token expiry, restart,
- * CSRF and cookie attributes, per-IP rate limits. Spec "Authentication", PRODUCT.md §7, §9.
+ * CSRF and cookie attributes, per-IP rate limits. Spec "Authentication", docs/behaviour.md §7, §9.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPublicKey, verify as cryptoVerify } from 'node:crypto';
 import * as oauth from 'oauth4webapi';
 import { api, tempDir } from '../helpers/server.js';
 import { Browser, OpenApiChecker, authorizeInBrowser, formFields } from '../helpers/platform.js';
-import { loadConfig } from '../../src/config/config.js';
-import { createLogger } from '../../src/log/logger.js';
+import { loadConfig } from '../../src/base/config.js';
+import { createLogger } from '../../src/base/logger.js';
 import { startServer, type RunningServer } from '../../src/main.js';
-import { OAuthClients } from '../../src/oauth/clients.js';
-import { OAuthRepo } from '../../src/db/oauth-repo.js';
+import { OAuthClients } from '../../src/control/oauth/clients.js';
+import { OAuthRepo } from '../../src/base/db/oauth-repo.js';
 
 const EMAIL = 'owner@example.com';
 const PASSWORD = 'correct horse battery staple';

@@ -1,5 +1,5 @@
 /**
- * `GET /v2/openapi.json` (PRODUCT.md §7): a valid OpenAPI 3.1 document (checked with
+ * `GET /v2/openapi.json` (docs/behaviour.md §7): a valid OpenAPI 3.1 document (checked with
  * @seriousme/openapi-schema-validator) generated from the routes really registered and the valibot
  * schemas that validate requests; every /v2 route in it with its scope and errors; the written scope
  * map (docs/api-platform.md) matching every registered route; and the Streams and Account answers
@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { api, repoRoot, startInProcess, type TestServer } from '../helpers/server.js';
 import type { OpenApiChecker } from '../helpers/platform.js';
-import { openApiPath } from '../../src/api/openapi/document.js';
+import { openApiPath } from '../../src/control/api/openapi/document.js';
 
 /**
  * Routes registered by issues still in progress that have no OpenAPI description yet. A ratchet:

@@ -1,14 +1,14 @@
 /**
- * Token-gated playback (PRODUCT.md §4): a `playback: "token"` stream serves HLS only with a valid
+ * Token-gated playback (docs/behaviour.md §4): a `playback: "token"` stream serves HLS only with a valid
  * listener token for it (401 without, 403 invalid / expired / another stream's), carries the token
  * into every URI it hands out, counts the token's subject as the session, and refuses WHEP without
  * a token (401). Public streams need none.
- * Cache headers (PRODUCT.md §12): every HLS object of a token stream (multivariant and media
+ * Cache headers (docs/behaviour.md §12): every HLS object of a token stream (multivariant and media
  * playlists, segments, parts, init sections) is `Cache-Control: private, no-store`; a public
  * stream's media objects stay immutable and publicly cacheable, its playlists short-lived.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ListenerTokens } from '../../src/auth/listener-tokens.js';
+import { ListenerTokens } from '../../src/base/auth/listener-tokens.js';
 import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 

@@ -1,6 +1,6 @@
 /**
  * Podcasts and episodes over real HTTP against a real in-process server (uWS on port 0, a real
- * SQLite file, real audio made by FFmpeg): spec "Podcasts", "Pagination"; PRODUCT.md §5, §9
+ * SQLite file, real audio made by FFmpeg): spec "Podcasts", "Pagination"; docs/behaviour.md §5, §9
  * ("Podcasts", "Create and delete", "Lists", "Events").
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -64,7 +64,7 @@ afterAll(async () => {
 });
 
 describe('podcasts', () => {
-  it('creates a draft podcast with the spec fields and PRODUCT.md additions (201)', async () => {
+  it('creates a draft podcast with the spec fields and docs/behaviour.md additions (201)', async () => {
     const r = await createPodcast({
       title: 'Night Shift',
       description: 'Talk after dark',
@@ -127,7 +127,7 @@ describe('podcasts', () => {
     expect(back.json.status).toBe('draft');
   });
 
-  it('status filter with limit=1 yields a correct cursor, both ways (PRODUCT.md §9 "Lists")', async () => {
+  it('status filter with limit=1 yields a correct cursor, both ways (docs/behaviour.md §9 "Lists")', async () => {
     // A fresh account so that other tests' podcasts do not interfere.
     const acct = await s.server.accounts.create({ name: 'Lists', plan: 'paid', region: 'eu-west-1' });
     const k = acct.secretKey;

@@ -6,7 +6,7 @@ import { describe, expect, it, afterAll } from 'vitest';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { NotAudioError, parseFfmpegReport, probeAudio } from '../../src/media-files/probe.js';
+import { NotAudioError, parseFfmpegReport, probeAudio } from '../../src/control/episode-audio/probe.js';
 import { tempDir } from '../helpers/server.js';
 import { ffmpegPath } from '../helpers/ffmpeg.js';
 

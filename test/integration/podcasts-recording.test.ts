@@ -1,5 +1,5 @@
 /**
- * Episodes recorded from streams (PRODUCT.md §3 "Recording", §5): what the recording side calls
+ * Episodes recorded from streams (docs/behaviour.md §3 "Recording", §5): what the recording side calls
  * when a stream with `recording.podcastId` ends — the file becomes a draft episode with
  * `sourceStreamId`, probed and moved into the media store; a missing podcast or non-audio refuses.
  * Services over a real SQLite file and a real FFmpeg-made file (no HTTP needed).
@@ -8,14 +8,14 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { openDatabase } from '../../src/db/database.js';
-import { EventsRepo } from '../../src/db/events-repo.js';
-import { PodcastsRepo } from '../../src/db/podcasts-repo.js';
-import { Outbox } from '../../src/events/outbox.js';
-import { EpisodesService } from '../../src/services/episodes.js';
-import { PodcastsService, recordingPodcastCheck } from '../../src/services/podcasts.js';
-import { MediaStore } from '../../src/media-files/store.js';
-import { ApiError } from '../../src/errors/errors.js';
+import { openDatabase } from '../../src/base/db/database.js';
+import { EventsRepo } from '../../src/base/db/events-repo.js';
+import { PodcastsRepo } from '../../src/base/db/podcasts-repo.js';
+import { Outbox } from '../../src/base/outbox.js';
+import { EpisodesService } from '../../src/control/services/episodes.js';
+import { PodcastsService, recordingPodcastCheck } from '../../src/control/services/podcasts.js';
+import { MediaStore } from '../../src/control/episode-audio/store.js';
+import { ApiError } from '../../src/base/errors/errors.js';
 import { tempDir } from '../helpers/server.js';
 import { ffmpegPath } from '../helpers/ffmpeg.js';
 

@@ -1,5 +1,5 @@
 /**
- * Rate limits per account (PRODUCT.md §7, §9): free 60 / paid 500 per 60 s, an exact sliding window
+ * Rate limits per account (docs/behaviour.md §7, §9): free 60 / paid 500 per 60 s, an exact sliding window
  * checked at its edges with an injected clock; `RateLimit-Policy` / `RateLimit`
  * (draft-ietf-httpapi-ratelimit-headers, parsed with `structured-headers`), `X-RateLimit-*`,
  * `Retry-After` on 429 `rate_limit_error`; 401s and 429s do not count; openapi.json is not limited;
@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseList, Token } from 'structured-headers';
 import { api, tempDir } from '../helpers/server.js';
 import { OpenApiChecker } from '../helpers/platform.js';
-import { loadConfig } from '../../src/config/config.js';
-import { createLogger } from '../../src/log/logger.js';
+import { loadConfig } from '../../src/base/config.js';
+import { createLogger } from '../../src/base/logger.js';
 import { startServer, type RunningServer } from '../../src/main.js';
 
 let clock = 1_800_000_000_000; // a fixed start, so window arithmetic is exact

@@ -1,5 +1,5 @@
 /**
- * Recordings survive the process (PRODUCT.md §3 "Recording", issue "The node survives its users"
+ * Recordings survive the process (docs/behaviour.md §3 "Recording", issue "The node survives its users"
  * item 8). `skylark serve` runs as a child process recording a live AAC stream into a podcast:
  * - killed with SIGKILL mid-show, restarted, and the broadcaster reconnects within the window:
  *   the recording resumes the same file, and when the stream ends there is ONE draft episode

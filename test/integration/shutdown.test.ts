@@ -1,5 +1,5 @@
 /**
- * Stopping the node (PRODUCT.md §13 `shutdownTimeoutMs`, `SKYLARK_SHUTDOWN_TIMEOUT_MS`):
+ * Stopping the node (docs/behaviour.md §13 `shutdownTimeoutMs`, `SKYLARK_SHUTDOWN_TIMEOUT_MS`):
  * - `HttpServer.close()` closes every open connection at once, idle keep-alive ones and held
  *   requests alike (closing the listen socket alone left them on the event loop, and the process
  *   never exited);
@@ -18,8 +18,8 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
-import { HttpServer } from '../../src/http/server.js';
-import { LIMIT_DEFAULTS } from '../../src/config/config.js';
+import { HttpServer } from '../../src/base/http/server.js';
+import { LIMIT_DEFAULTS } from '../../src/base/config.js';
 import { api, repoRoot, startCli, startInProcess, tempDir, testLogger, waitFor, type CliServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 

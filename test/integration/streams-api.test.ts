@@ -1,7 +1,7 @@
 /**
  * The Streams resource and the HTTP/API plumbing over real HTTP against a real in-process server
  * (uWebSockets.js on port 0, a real SQLite file): spec "Streams", "Errors", "Authentication",
- * "Pagination"; PRODUCT.md §2, §7, §9 ("Create and delete", "Lists", "Errors").
+ * "Pagination"; docs/behaviour.md §2, §7, §9 ("Create and delete", "Lists", "Errors").
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';

@@ -1,5 +1,5 @@
 /**
- * The disk floor of uploads (PRODUCT.md §13): on a real small volume (an 8 MiB tmpfs as the data
+ * The disk floor of uploads (docs/behaviour.md §13): on a real small volume (an 8 MiB tmpfs as the data
  * dir), an upload that would leave less than `SKYLARK_MIN_FREE_DISK_BYTES` free is refused with
  * 507 `insufficient_storage` — before the first byte when `Content-Length` says so, while writing
  * when it is chunked — and a write failing with ENOSPC (floor 0, the volume fills up) answers the

@@ -1,6 +1,6 @@
 /**
  * Webhooks and Events over real HTTP against a real in-process server and real loopback receivers
- * (issue 6; spec "Webhooks", "Events", "Signature verification", "Errors"; PRODUCT.md §6, §9):
+ * (spec "Webhooks", "Events", "Signature verification", "Errors"; docs/behaviour.md §6, §9):
  * the endpoints and their errors, `webhook.test` received and verified with stripe-node, events of
  * other features flowing through the Outbox, real `stream.started`/`stream.ended` from an RTMP
  * publish, redelivery, secret rolling, private destinations refused at create.

@@ -1,5 +1,5 @@
 /**
- * Crash durability of webhook delivery (issue 6 "Durability"): `skylark serve` (compiled dist/, as a
+ * Crash durability of webhook delivery: `skylark serve` (compiled dist/, as a
  * child process) is killed with SIGKILL at a random point of a burst of events — `webhook.test`
  * events made over the API, and `listener.joined` events written by another process straight into
  * the outbox table (as another feature's transaction would). A loopback receiver fails the first
@@ -12,9 +12,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { openDatabase } from '../../src/db/database.js';
-import { EventsRepo } from '../../src/db/events-repo.js';
-import { Outbox } from '../../src/events/outbox.js';
+import { openDatabase } from '../../src/base/db/database.js';
+import { EventsRepo } from '../../src/base/db/events-repo.js';
+import { Outbox } from '../../src/base/outbox.js';
 import { api, startCli, tempDir, waitFor, type CliServer } from '../helpers/server.js';
 import { exited } from '../helpers/publish.js';
 

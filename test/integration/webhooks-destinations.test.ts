@@ -1,5 +1,5 @@
 /**
- * Webhook destinations over the real API (PRODUCT.md §6, docs/webhooks.md "Destinations"): a URL
+ * Webhook destinations over the real API (docs/behaviour.md §6, docs/webhooks.md "Destinations"): a URL
  * whose literal address is not global unicast is refused at create and at PATCH with 400
  * `url_not_allowed` (`param: "url"`), one address per refused range; global unicast literals pass.
  */

@@ -1,6 +1,6 @@
 /**
- * The retry schedule through the whole server with an injected clock (issue 6 "Tests"; spec
- * "Retries"; PRODUCT.md §9): `startServer(config, log, now)` with a clock the test moves. A receiver
+ * The retry schedule through the whole server with an injected clock (spec
+ * "Retries"; docs/behaviour.md §9): `startServer(config, log, now)` with a clock the test moves. A receiver
  * that always answers 500 gets the first attempt at once, then one attempt each time the clock
  * reaches the `nextAttemptAt` that GET /events/{id} shows — 1 m, 5 m, 30 m, 2 h, 8 h after the end
  * of the previous attempt — and the delivery ends `undelivered` after the sixth.
@@ -8,8 +8,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { loadConfig } from '../../src/config/config.js';
-import { createLogger } from '../../src/log/logger.js';
+import { loadConfig } from '../../src/base/config.js';
+import { createLogger } from '../../src/base/logger.js';
 import { startServer, type RunningServer } from '../../src/main.js';
 import { api, tempDir, waitFor } from '../helpers/server.js';
 

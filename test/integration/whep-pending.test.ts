@@ -1,5 +1,5 @@
 /**
- * WHEP offers that never connect (PRODUCT.md §13, §4): an answered offer is pending, not a
+ * WHEP offers that never connect (docs/behaviour.md §13, §4): an answered offer is pending, not a
  * listener, until its peer connects.
  * - 40 offers with real SDP (from a werift peer) that never connect: no listener counted, no
  *   `listener.joined`, no codec process; at most one UDP socket each while pending (fds, UDP

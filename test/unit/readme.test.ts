@@ -1,13 +1,13 @@
 /**
  * The README stays true to the code: its first lines give exactly the two commands a fresh machine
  * needs (install and run, test), its Configuration table lists every setting of
- * `ALL_ENV_NAMES` (src/config/config.ts) with its flag, a default and a meaning, and its CLI
+ * `ALL_ENV_NAMES` (src/base/config.ts) with its flag, a default and a meaning, and its CLI
  * section names `accounts set-login`.
  */
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ALL_ENV_NAMES } from '../../src/config/config.js';
+import { ALL_ENV_NAMES } from '../../src/base/config.js';
 import { repoRoot } from '../helpers/server.js';
 
 const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');

@@ -2,7 +2,7 @@
 // of input pieces (down to one byte at a time) into whole messages, and a writer that chunks our
 // own messages.
 //
-// Hazards handled (see docs/native-api.md and STYLE.md): basic headers of 1/2/3 bytes (csid
+// Hazards handled (see docs/native-api.md and docs/architecture.md): basic headers of 1/2/3 bytes (csid
 // 2..65599); message header types 0/1/2/3; extended timestamps, including on type-3 chunks in both
 // conventions (FFmpeg repeats the extended timestamp on every type-3 chunk, some clients do not: the
 // 4 bytes are peeked and kept only when they equal the stream's extended timestamp); the first

@@ -423,7 +423,7 @@ bool Session::accept_publish() {
 
 bool Session::reject_publish(std::string_view code, std::string_view description) {
   // Pending: the publish is refused (bad key). Publishing: the media is refused after the fact
-  // (codec mismatch, PRODUCT.md §9 "Ingest": onStatus NetStream.Publish.Rejected, then close).
+  // (codec mismatch, docs/behaviour.md §9 "Ingest": onStatus NetStream.Publish.Rejected, then close).
   if (state_ == State::kError || (publish_ != PublishState::kPending && publish_ != PublishState::kPublishing)) return false;
   scratch_.clear();
   util::VecWriter w(scratch_);

@@ -43,7 +43,7 @@
 // max_segment_bytes is dropped with segment_too_large. Dropped frames leave the sample clock
 // behind the RTMP clock, so a run of them past 1 s re-anchors the timeline as any gap does.
 //
-// Timed metadata (push_metadata; PRODUCT.md §11 "Now playing"): a now-playing change becomes one
+// Timed metadata (push_metadata; docs/behaviour.md §11 "Now playing"): a now-playing change becomes one
 // ID3v2.4 tag (mux/id3) presented with one audio frame: the first frame not yet written out (the
 // open part with parts, else the open segment) whose RTMP timestamp is >= the change's, or, when
 // no such frame is pending, the next frame pushed. It is written with that frame:

@@ -1,5 +1,5 @@
 /**
- * `skylark edge-config` (PRODUCT.md §12): the nginx.conf it prints caches media objects by path and
+ * `skylark edge-config` (docs/behaviour.md §12): the nginx.conf it prints caches media objects by path and
  * blocking reloads by path + `_HLS_msn` + `_HLS_part` (never the session id) with request
  * collapsing, never caches token streams, passes everything else through, adds `X-Cache-Status`,
  * keeps upstream connections alive and sends its media playlist log lines to `--log-to`; every
@@ -14,8 +14,8 @@ import { EdgeConfigError, nginxEdgeConfig } from '../../../src/cli/edge-config.j
 import { main } from '../../../src/cli/main.js';
 import { tempDir } from '../../helpers/server.js';
 import { nginxBinary } from '../../../bench/lib/nginx-edges.js';
-import { edgeLogSecretOf } from '../../../src/listeners/edge-log.js';
-import { loadNodeSecret } from '../../../src/auth/secrets.js';
+import { edgeLogSecretOf } from '../../../src/delivery/listeners/edge-log.js';
+import { loadNodeSecret } from '../../../src/base/auth/secrets.js';
 
 const base = { origin: 'http://10.0.0.5:8080', listen: '0.0.0.0:80', cacheDir: '/var/cache/skylark-edge', logTo: '10.0.0.5:5514', logSecret: 'edge-log-secret-0123456789' };
 

@@ -17,7 +17,7 @@
 
 namespace skylark::mux::id3 {
 
-/** Characters (code points) kept of each now-playing string (PRODUCT.md §11: title ≤ 256). */
+/** Characters (code points) kept of each now-playing string (docs/behaviour.md §11: title ≤ 256). */
 inline constexpr size_t kMaxChars = 256;
 /** Bytes clean_text returns at most: `max_chars` code points of at most 4 UTF-8 bytes each. */
 constexpr size_t max_text_bytes(size_t max_chars) { return 4 * max_chars; }

@@ -1,0 +1,128 @@
+/** Streams: rows, state moves, and list pages. */
+import type { Database } from './database.js';
+import { paginator, type Page, type PageQuery } from './paginate.js';
+
+/**
+ * A stream is `idle` between broadcasts and `live` during one; it has no terminal state
+ * (docs/streams.md). `ended` was written by versions before migration 013, which made every such
+ * row `idle`: it is never stored any more (the type keeps it for readers of older rows' meaning).
+ */
+export type StreamStatus = 'idle' | 'live' | 'ended';
+
+export interface StreamRow {
+  id: string;
+  account_id: string;
+  title: string;
+  titles: string; // JSON object of title_en, title_ru, title_de, title_fr
+  status: StreamStatus;
+  quality: string;
+  codec: string;
+  region: string;
+  stream_key_hash: Buffer;
+  stream_key_enc: Buffer;
+  metadata: string; // JSON object
+  reconnect_window: number; // seconds
+  recording: string | null; // JSON {podcastId}
+  playback: 'public' | 'token';
+  /** `standard` (classic HLS) or `low` (LL-HLS), docs/behaviour.md §3. */
+  latency_mode: 'standard' | 'low';
+  created_at: number; // ms
+  started_at: number | null;
+  /** When the stream's last broadcast ended (ms), or null. */
+  ended_at: number | null;
+  /** JSON NowPlaying, or null (docs/behaviour.md §11). */
+  now_playing?: string | null;
+}
+
+/** Prepared statements over `streams`. */
+export class StreamsRepo {
+  private readonly insertStmt;
+  private readonly byId;
+  private readonly byIdAnyAccount;
+  private readonly updateStmt;
+  private readonly deleteStmt;
+  private readonly setKey;
+  private readonly toLive;
+  private readonly toIdle;
+  private readonly liveAll;
+  private readonly page;
+  private readonly stamp;
+  private readonly setNp;
+
+  constructor(readonly db: Database) {
+    this.insertStmt = db.prepare(`INSERT INTO streams (id, account_id, title, titles, status, quality, codec, region, stream_key_hash,
+      stream_key_enc, metadata, reconnect_window, recording, playback, latency_mode, created_at, started_at, ended_at)
+      VALUES (@id, @account_id, @title, @titles, @status, @quality, @codec, @region, @stream_key_hash, @stream_key_enc, @metadata,
+      @reconnect_window, @recording, @playback, @latency_mode, @created_at, @started_at, @ended_at)`);
+    this.byId = db.prepare('SELECT * FROM streams WHERE id = ? AND account_id = ?');
+    this.byIdAnyAccount = db.prepare('SELECT * FROM streams WHERE id = ?');
+    this.updateStmt = db.prepare(`UPDATE streams SET title = @title, titles = @titles, quality = @quality, metadata = @metadata,
+      reconnect_window = @reconnect_window, recording = @recording, playback = @playback, latency_mode = @latency_mode WHERE id = @id`);
+    this.deleteStmt = db.prepare('DELETE FROM streams WHERE id = ?');
+    this.setKey = db.prepare('UPDATE streams SET stream_key_hash = ?, stream_key_enc = ? WHERE id = ?');
+    this.toLive = db.prepare("UPDATE streams SET status = 'live', started_at = ? WHERE id = ? AND status = 'idle'");
+    this.toIdle = db.prepare("UPDATE streams SET status = 'idle', ended_at = ? WHERE id = ? AND status = 'live'");
+    this.liveAll = db.prepare("SELECT * FROM streams WHERE status = 'live'");
+    this.page = paginator<StreamRow>(db, 'streams', 'account_id = @accountId AND (@status IS NULL OR status = @status)');
+    this.setNp = db.prepare('UPDATE streams SET now_playing = ? WHERE id = ?');
+    this.stamp = db.prepare('SELECT total_changes() * 4294967296 + (SELECT data_version FROM pragma_data_version)').pluck();
+  }
+
+  /**
+   * A number that changes whenever this connection wrote or another committed (`total_changes()`
+   * and `PRAGMA data_version`): read caches compare it to know they are stale.
+   */
+  changeStamp(): number {
+    return this.stamp.get() as number;
+  }
+
+  insert(row: StreamRow): void {
+    this.insertStmt.run(row);
+  }
+  /** The stream `id` of `accountId`, or undefined. */
+  get(id: string, accountId: string): StreamRow | undefined {
+    return this.byId.get(id, accountId) as StreamRow | undefined;
+  }
+  /** The stream `id` of any account (ingest looks streams up by the id in the RTMP app path). */
+  getAny(id: string): StreamRow | undefined {
+    return this.byIdAnyAccount.get(id) as StreamRow | undefined;
+  }
+  update(row: StreamRow): void {
+    this.updateStmt.run(row);
+  }
+  delete(id: string): void {
+    this.deleteStmt.run(id);
+  }
+  setStreamKey(id: string, hash: Buffer, enc: Buffer): void {
+    this.setKey.run(hash, enc, id);
+  }
+  /** Sets the stream's now-playing JSON (null clears it); false when there is no such stream. */
+  setNowPlaying(id: string, json: string | null): boolean {
+    return this.setNp.run(json, id).changes === 1;
+  }
+  /** idle → live (a broadcast starts; `started_at` is its start); false when the stream was not idle. */
+  markLive(id: string, at: number): boolean {
+    return this.toLive.run(at, id).changes === 1;
+  }
+  /** live → idle (the broadcast ended at `at`, stored as `ended_at`); false when the stream was not live. */
+  markIdle(id: string, at: number): boolean {
+    return this.toIdle.run(at, id).changes === 1;
+  }
+  /** Every stream left `live` (at start-up: publishers are gone after a restart). */
+  allLive(): StreamRow[] {
+    return this.liveAll.all() as StreamRow[];
+  }
+  list(accountId: string, status: StreamStatus | undefined, q: PageQuery): Page<StreamRow> {
+    return this.page({ accountId, status: status ?? null }, q);
+  }
+
+  /**
+   * Streams recording into podcast `podcastId` (`recording.podcastId`), newest first, at most
+   * `limit` (the feed's `podcast:liveItem`s). Appended for the podcasts feature.
+   */
+  recordingInto(podcastId: string, limit = 20): StreamRow[] {
+    return this.db
+      .prepare("SELECT * FROM streams WHERE recording IS NOT NULL AND json_extract(recording, '$.podcastId') = ? ORDER BY seq DESC LIMIT ?")
+      .all(podcastId, limit) as StreamRow[];
+  }
+}

@@ -1,0 +1,306 @@
+/**
+ * Podcasts pages: podcasts (create, feed URL with a copy button, archive), episodes (create, audio
+ * upload with a progress bar, publish now or schedule, cancel a schedule, delete). The upload is a
+ * session + CSRF authenticated `PUT /dashboard/podcasts/:id/episodes/:eid/audio` streamed to disk by
+ * src/base/http/upload.ts into EpisodesService.attachAudio, exactly like `PUT /v2/…/audio`; the page
+ * sends it with XMLHttpRequest (`assets/upload.js`) to show progress. Everything else goes through
+ * PodcastsService and EpisodesService, like the API.
+ */
+import { ApiError } from '../../base/errors/errors.js';
+import { parse } from '../api/validation.js';
+import { CreateEpisode, CreatePodcast, EPISODE_TYPES, PublishEpisode, UpdateEpisode, UpdatePodcast } from '../api/podcasts/schemas.js';
+import type { PodcastsService } from '../services/podcasts.js';
+import type { EpisodeObject, EpisodesService } from '../services/episodes.js';
+import type { PodcastStatsService } from '../services/podcast-stats.js';
+import { downloadsCard } from './downloads.js';
+import type { HttpServer, ApiRequest } from '../../base/http/server.js';
+import { registerUploadRoute } from '../../base/http/upload.js';
+import type { MediaStore } from '../episode-audio/store.js';
+import type { Logger } from '../../base/logger.js';
+import type { AssetUrls } from './assets.js';
+import type { Gate, Signed } from './gate.js';
+import { badge, confirmBody, copyField, csrfField, esc, postButton, tableWrap, time } from './html.js';
+import type { Limits } from '../../base/limits/limits.js';
+import type { Router } from './router.js';
+
+export interface PodcastPagesDeps {
+  http: HttpServer;
+  gate: Gate;
+  podcasts: PodcastsService;
+  episodes: EpisodesService;
+  media: MediaStore;
+  maxUploadBytes: number;
+  /** Free space uploads must leave on the data volume (bytes; 0 = no check). */
+  minFreeDiskBytes: number;
+  limits: Limits;
+  assets: AssetUrls;
+  log: Logger;
+  now: () => number;
+  /** Download statistics (the podcast page's downloads card); absent: no card. */
+  stats?: PodcastStatsService;
+}
+
+/** Registers `/dashboard/podcasts…` and the dashboard's audio upload route. */
+export function registerPodcastPages(router: Router, d: PodcastPagesDeps): void {
+  router.get('/dashboard/podcasts', (r) => {
+    const list = d.podcasts.list(r.account.id, undefined, { limit: 100 }).data;
+    const rows = list.map(
+      (p) => `<tr><td><a href="/dashboard/podcasts/${esc(p.id)}">${esc(p.title)}</a></td><td>${badge(p.status)}</td><td class="num">${p.episodeCount}</td><td>${time(p.createdAt)}</td></tr>`,
+    );
+    return r.page(
+      'Podcasts',
+      'podcasts',
+      `<h1>Podcasts</h1>
+<section class="card" aria-labelledby="create-podcast">
+<h2 id="create-podcast">Create a podcast</h2>
+<form method="post" action="/dashboard/podcasts" class="grid-form">${csrfField(r.session.csrfToken)}
+<div class="field span-2"><label for="pod-title">Title</label><input id="pod-title" name="title" required maxlength="200"></div>
+<div class="field span-2"><label for="pod-desc">Description</label><textarea id="pod-desc" name="description" rows="3" maxlength="4000"></textarea></div>
+<div class="field"><label for="pod-author">Author</label><input id="pod-author" name="author" maxlength="255"></div>
+<div class="field"><label for="pod-email">Owner email</label><input id="pod-email" name="ownerEmail" type="email" maxlength="254"></div>
+<div class="field"><label for="pod-lang">Language</label><input id="pod-lang" name="language" value="en" maxlength="20"></div>
+<div class="field"><label for="pod-cat">Apple category</label><input id="pod-cat" name="category" placeholder="Technology" maxlength="100"></div>
+<div class="field span-2"><label for="pod-image">Cover image URL</label><input id="pod-image" name="imageUrl" type="url" maxlength="2048" placeholder="https://…/cover.jpg"></div>
+<div class="field field-end"><button type="submit" class="btn btn-primary">Create podcast</button></div>
+</form>
+</section>
+<section aria-labelledby="podcasts-list"><h2 id="podcasts-list">Your podcasts</h2>
+${tableWrap('Podcasts', ['Title', 'Status', 'Episodes', 'Created'], rows, 'No podcasts yet.')}
+</section>`,
+    );
+  });
+
+  router.post('/dashboard/podcasts', () => '/dashboard/podcasts', (r) => {
+    const p = d.podcasts.create(r.account.id, parse(CreatePodcast, formObject(r.form, ['title', 'description', 'author', 'ownerEmail', 'language', 'category', 'imageUrl'])));
+    return r.redirect(`/dashboard/podcasts/${p.id}`, { notice: `Podcast “${p.title}” created. Add an episode and publish it to open the feed.` });
+  });
+
+  router.get('/dashboard/podcasts/:id', (r) => {
+    const p = d.podcasts.get(r.account.id, r.params[0]!);
+    const eps = d.episodes.list(r.account.id, p.id, undefined, { limit: 100 }).data;
+    const csrf = r.session.csrfToken;
+    const rows = eps.map(
+      (e) => `<tr><td><a href="/dashboard/podcasts/${esc(p.id)}/episodes/${esc(e.id)}">${esc(e.title)}</a></td><td>${badge(e.status)}</td>
+<td>${e.audio ? `${esc(e.audio.mimeType)}, ${formatBytes(e.audio.sizeBytes)}${e.audio.durationSeconds ? `, ${Math.round(e.audio.durationSeconds)} s` : ''}` : '<span class="muted">no audio</span>'}</td>
+<td>${e.status === 'scheduled' ? time(e.publishAt) : time(e.publishedAt)}</td></tr>`,
+    );
+    return r.page(
+      p.title,
+      'podcasts',
+      `<p class="crumbs"><a href="/dashboard/podcasts">Podcasts</a> /</p>
+<h1>${esc(p.title)} ${badge(p.status)}</h1>
+<section class="card" aria-labelledby="feed">
+<h2 id="feed">Feed</h2>
+${copyField('feed-url', 'RSS feed URL', p.feedUrl)}
+<p class="muted small">${p.status === 'draft' ? 'The feed answers 404 until the first episode is published.' : `Submit this URL to Apple Podcasts, Spotify and other apps. <a href="${esc(p.feedUrl)}">Open the feed</a>.`}</p>
+${p.status !== 'archived' ? `<div class="actions">${postButton(`/dashboard/podcasts/${p.id}/archive`, csrf, 'Archive…', { cls: 'btn btn-small' })}</div>` : ''}
+</section>
+${d.stats ? downloadsCard(d.stats.stats(r.account.id, p.id, null, {}), new Map(eps.map((e) => [e.id, e.title]))) : ''}
+<section class="card" aria-labelledby="new-episode">
+<h2 id="new-episode">New episode</h2>
+<form method="post" action="/dashboard/podcasts/${esc(p.id)}/episodes" class="grid-form">${csrfField(csrf)}
+<div class="field span-2"><label for="ep-title">Title</label><input id="ep-title" name="title" required maxlength="200"></div>
+<div class="field span-2"><label for="ep-desc">Description</label><textarea id="ep-desc" name="description" rows="3" maxlength="4000"></textarea></div>
+<div class="field"><label for="ep-season">Season</label><input id="ep-season" name="season" type="number" min="1" inputmode="numeric"></div>
+<div class="field"><label for="ep-number">Episode number</label><input id="ep-number" name="episodeNumber" type="number" min="1" inputmode="numeric"></div>
+<div class="field"><label for="ep-type">Type</label><select id="ep-type" name="episodeType">${EPISODE_TYPES.map((t) => `<option value="${t}">${t}</option>`).join('')}</select></div>
+<div class="field field-end"><button type="submit" class="btn btn-primary">Create episode</button></div>
+</form>
+</section>
+<section aria-labelledby="episodes"><h2 id="episodes">Episodes</h2>
+${tableWrap('Episodes', ['Title', 'Status', 'Audio', 'Published / scheduled'], rows, 'No episodes yet.')}
+</section>`,
+    );
+  });
+
+  router.post('/dashboard/podcasts/:id/archive', (p) => `/dashboard/podcasts/${p[0]}`, (r) => {
+    const p = d.podcasts.get(r.account.id, r.params[0]!);
+    if (r.form.get('confirm') !== 'yes') {
+      return r.page(
+        'Archive podcast',
+        'podcasts',
+        confirmBody({
+          title: `Archive “${p.title}”?`,
+          message: 'The feed keeps serving with itunes:complete; no episode can be published any more.',
+          action: `/dashboard/podcasts/${p.id}/archive`,
+          csrf: r.session.csrfToken,
+          button: 'Archive',
+          back: `/dashboard/podcasts/${p.id}`,
+        }),
+      );
+    }
+    d.podcasts.update(r.account.id, p.id, parse(UpdatePodcast, { status: 'archived' }));
+    return r.redirect(`/dashboard/podcasts/${p.id}`, { notice: 'Podcast archived.' });
+  });
+
+  router.post('/dashboard/podcasts/:id/episodes', (p) => `/dashboard/podcasts/${p[0]}`, (r) => {
+    const input: Record<string, unknown> = formObject(r.form, ['title', 'description', 'episodeType']);
+    for (const k of ['season', 'episodeNumber'] as const) {
+      const v = r.form.get(k);
+      if (v) input[k] = /^\d+$/.test(v) ? Number(v) : v;
+    }
+    const e = d.episodes.create(r.account.id, r.params[0]!, parse(CreateEpisode, input));
+    return r.redirect(`/dashboard/podcasts/${e.podcastId}/episodes/${e.id}`, { notice: `Episode “${e.title}” created. Upload its audio, then publish it.` });
+  });
+
+  const epBack = (p: string[]) => `/dashboard/podcasts/${p[0]}/episodes/${p[1]}`;
+
+  router.get('/dashboard/podcasts/:id/episodes/:eid', (r) => {
+    const p = d.podcasts.get(r.account.id, r.params[0]!);
+    const e = d.episodes.get(r.account.id, p.id, r.params[1]!);
+    const csrf = r.session.csrfToken;
+    const base = `/dashboard/podcasts/${p.id}/episodes/${e.id}`;
+    return r.page(
+      e.title,
+      'podcasts',
+      `<p class="crumbs"><a href="/dashboard/podcasts">Podcasts</a> / <a href="/dashboard/podcasts/${esc(p.id)}">${esc(p.title)}</a> /</p>
+<h1>${esc(e.title)} <span id="episode-status">${badge(e.status)}</span></h1>
+<section class="card" aria-labelledby="audio">
+<h2 id="audio">Audio</h2>
+${audioSummary(e)}
+<form id="upload-form" class="stack" data-upload-url="${esc(base)}/audio" data-csrf="${esc(csrf)}" data-max-bytes="${d.maxUploadBytes}">
+<div class="field"><label for="audio-file">${e.audio ? 'Replace the audio file' : 'Audio file'} (MP3, AAC/M4A, Opus, up to ${formatBytes(d.maxUploadBytes)})</label>
+<input id="audio-file" name="audio" type="file" accept="audio/*,.mp3,.m4a,.aac,.opus,.ogg" required></div>
+<div><button type="submit" class="btn btn-primary" id="upload-button">Upload</button></div>
+<div class="progress-row"><progress id="upload-progress" max="100" value="0" aria-label="Upload progress" hidden></progress><span id="upload-state" class="small" role="status" aria-live="polite"></span></div>
+<noscript><p class="muted">Uploading needs JavaScript here; without it use <code>PUT /v2/podcasts/${esc(p.id)}/episodes/${esc(e.id)}/audio</code>.</p></noscript>
+</form>
+</section>
+<section class="card" aria-labelledby="publish">
+<h2 id="publish">Publish</h2>
+${publishHtml(e, base, csrf, p.status)}
+</section>
+<section class="card" aria-labelledby="details">
+<h2 id="details">Details</h2>
+<dl class="details">
+<dt>ID</dt><dd class="mono">${esc(e.id)}</dd>
+<dt>Type</dt><dd>${esc(e.episodeType)}</dd>
+<dt>Season / number</dt><dd>${e.season ?? '—'} / ${e.episodeNumber ?? '—'}</dd>
+<dt>GUID</dt><dd class="mono break">${e.guid ? esc(e.guid) : '—'}</dd>
+<dt>Created</dt><dd>${time(e.createdAt)}</dd>
+</dl>
+${e.description ? `<p>${esc(e.description)}</p>` : ''}
+<div class="actions">${postButton(`${base}/delete`, csrf, 'Delete episode…', { cls: 'btn btn-small btn-danger' })}</div>
+</section>`,
+      { scripts: [d.assets.upload] },
+    );
+  });
+
+  router.post('/dashboard/podcasts/:id/episodes/:eid/publish', epBack, (r) => {
+    const [podcastId, episodeId] = r.params as [string, string];
+    let publishAt: string | undefined;
+    if (r.form.get('when') === 'schedule') {
+      publishAt = localToIso(r.form.get('publish_at') ?? '', r.form.get('tz_offset'));
+      if (!publishAt) throw new ApiError('parameter_invalid', 'Choose the date and time to publish at.', { param: 'publishAt' });
+    }
+    const e = d.episodes.publish(r.account.id, podcastId, parse(PublishEpisode, { episodeId, ...(publishAt ? { publishAt } : {}) }));
+    return r.redirect(`/dashboard/podcasts/${podcastId}/episodes/${episodeId}`, {
+      notice: e.status === 'published' ? 'Episode published: it is in the feed now.' : `Episode scheduled for ${e.publishAt}.`,
+    });
+  });
+
+  router.post('/dashboard/podcasts/:id/episodes/:eid/unschedule', epBack, (r) => {
+    const [podcastId, episodeId] = r.params as [string, string];
+    d.episodes.update(r.account.id, podcastId, episodeId, parse(UpdateEpisode, { status: 'draft' }));
+    return r.redirect(`/dashboard/podcasts/${podcastId}/episodes/${episodeId}`, { notice: 'Schedule cancelled: the episode is a draft again.' });
+  });
+
+  router.post('/dashboard/podcasts/:id/episodes/:eid/delete', epBack, (r) => {
+    const [podcastId, episodeId] = r.params as [string, string];
+    const e = d.episodes.get(r.account.id, podcastId, episodeId);
+    if (r.form.get('confirm') !== 'yes') {
+      return r.page(
+        'Delete episode',
+        'podcasts',
+        confirmBody({
+          title: `Delete “${e.title}”?`,
+          message: e.status === 'published' ? 'The episode leaves the feed and its audio is deleted (podcast.deleted is sent).' : 'The episode and its audio are deleted.',
+          action: `/dashboard/podcasts/${podcastId}/episodes/${episodeId}/delete`,
+          csrf: r.session.csrfToken,
+          button: 'Delete episode',
+          back: `/dashboard/podcasts/${podcastId}/episodes/${episodeId}`,
+        }),
+      );
+    }
+    d.episodes.delete(r.account.id, podcastId, episodeId);
+    return r.redirect(`/dashboard/podcasts/${podcastId}`, { notice: `Episode “${e.title}” deleted.` });
+  });
+
+  // The upload: same streaming, size cap and service as PUT /v2/…/audio; authenticated by the
+  // session cookie and the X-CSRF-Token header (a cross-site page can send neither).
+  registerUploadRoute<Signed>(d.http, 'put', '/dashboard/podcasts/:id/episodes/:eid/audio', {
+    guard: (req: ApiRequest) => {
+      const signed = d.gate.signedByCookie(req.headers.cookie ?? '');
+      if (!signed) throw new ApiError('not_signed_in', 'Sign in to the dashboard again.');
+      if (!d.gate.sameOrigin(req.headers.origin) || !d.gate.sessions.checkCsrf(signed.session, req.headers.csrfToken)) {
+        throw new ApiError('csrf_failed', 'The upload was not sent by this dashboard (CSRF check failed). Reload the page.');
+      }
+      return signed;
+    },
+    begin: (req, s) => {
+      d.episodes.checkUploadTarget(s.account.id, req.params[0]!, req.params[1]!);
+      return { tempPath: d.media.tempPath(), maxBytes: d.maxUploadBytes };
+    },
+    finish: async (req, s, tempPath, size) => ({ status: 200, body: await d.episodes.attachAudio(s.account.id, req.params[0]!, req.params[1]!, tempPath, size) }),
+    minFreeDiskBytes: d.minFreeDiskBytes,
+    limits: d.limits,
+    log: d.log,
+  });
+}
+
+/** The named non-empty form fields as an object (empty fields are left out, as if not sent). */
+function formObject(form: URLSearchParams, names: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const n of names) {
+    const v = form.get(n);
+    if (v !== null && v.trim() !== '') out[n] = v;
+  }
+  return out;
+}
+
+function audioSummary(e: EpisodeObject): string {
+  if (!e.audio) return '<p class="muted">No audio yet.</p>';
+  return `<p>${esc(e.audio.mimeType)}, ${formatBytes(e.audio.sizeBytes)}${e.audio.durationSeconds ? `, ${Math.round(e.audio.durationSeconds)} s` : ''}${
+    e.audioUrl && e.status === 'published' ? ` · <a href="${esc(e.audioUrl)}">Audio file</a>` : ''
+  }</p>`;
+}
+
+function publishHtml(e: EpisodeObject, base: string, csrf: string, podcastStatus: string): string {
+  if (e.status === 'published') return `<p>Published ${time(e.publishedAt)}: it is in the feed.</p>`;
+  if (podcastStatus === 'archived') return '<p class="muted">The podcast is archived: no new publication.</p>';
+  const scheduled =
+    e.status === 'scheduled'
+      ? `<p>Scheduled for ${time(e.publishAt)}.</p><div class="actions">${postButton(`${base}/unschedule`, csrf, 'Cancel schedule', { cls: 'btn btn-small' })}</div>`
+      : '';
+  return `${scheduled}${e.audio ? '' : '<p class="muted">Upload the audio first: an episode without audio cannot be published.</p>'}
+<form method="post" action="${esc(base)}/publish" class="stack" id="publish-form">${csrfField(csrf)}
+<input type="hidden" name="tz_offset" value="" id="tz-offset">
+<fieldset class="checks"><legend>When</legend>
+<label for="when-now"><input type="radio" id="when-now" name="when" value="now" checked> Now</label>
+<label for="when-later"><input type="radio" id="when-later" name="when" value="schedule"> At</label>
+</fieldset>
+<div class="field"><label for="publish-at">Date and time <span class="muted" id="tz-hint">(UTC)</span></label><input id="publish-at" name="publish_at" type="datetime-local"></div>
+<div><button type="submit" class="btn btn-primary"${e.audio ? '' : ' disabled'}>${e.status === 'scheduled' ? 'Publish / reschedule' : 'Publish'}</button></div>
+</form>`;
+}
+
+/**
+ * A `datetime-local` value (`2026-05-01T09:00`) plus the browser's `Date.getTimezoneOffset()`
+ * (minutes, UTC − local; absent without JavaScript = UTC) → ISO 8601 UTC, or undefined.
+ */
+export function localToIso(local: string, tzOffset: string | null): string | undefined {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/.exec(local);
+  if (!m) return undefined;
+  const utc = Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +(m[6] ?? 0));
+  const off = tzOffset && /^-?\d{1,4}$/.test(tzOffset) ? Number(tzOffset) : 0;
+  const ms = utc + off * 60_000;
+  return Number.isFinite(ms) ? new Date(ms).toISOString().replace(/\.000Z$/, 'Z') : undefined;
+}
+
+/** Bytes → `12.3 MB`. */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  if (n < 1024 ** 3) return `${(n / 1024 / 1024).toFixed(1)} MB`;
+  return `${(n / 1024 ** 3).toFixed(2)} GB`;
+}

@@ -1,0 +1,386 @@
+/**
+ * Streams pages: the list with status badges and a create form; a stream's page with the OBS ingest
+ * settings (Server = `rtmpUrl`, Stream key hidden until revealed, copy buttons), the listen URL and
+ * the Icecast source settings (server, port, mount, user, password hidden until revealed), the live listener
+ * count, a listeners-over-time chart and the countries of the listeners (kept current by
+ * `assets/stream.js` polling `/dashboard/streams/:id/live.json`), what plays now and the play log
+ * (kept current by the same poll) with a form that sets the title, the recent `stream.error` events
+ * and an hls.js player; the stream's broadcasts (docs/streams.md) with their listeners and the
+ * episodes their recordings became, and a form that sets `recording` (the podcast each broadcast
+ * is recorded into). Mutations go through StreamsService, like `/v2/streams`.
+ */
+import { parse } from '../api/validation.js';
+import { CreateStream, CODECS, NOW_PLAYING_MAX, QUALITIES, SetNowPlaying, UpdateStream } from '../api/streams/schemas.js';
+import type { TrackObject } from '../services/play-log.js';
+import type { BroadcastObject } from '../services/broadcasts.js';
+import type { StreamsService } from '../services/streams.js';
+import type { StreamObject } from '../services/stream-object.js';
+import type { EventsService } from '../services/events.js';
+import type { ListenersService } from '../../delivery/listeners/service.js';
+import type { StreamStats } from '../../delivery/listeners/registry.js';
+import type { ListenerTokens } from '../../base/auth/listener-tokens.js';
+import type { AssetUrls } from './assets.js';
+import { badge, confirmBody, copyField, csrfField, esc, postButton, tableWrap, time } from './html.js';
+import type { Router } from './router.js';
+
+/** What the stream page polls. */
+export interface StreamLive {
+  status: StreamObject['status'];
+  startedAt: string | null;
+  endedAt: string | null;
+  listenerCount: number;
+  peakListenerCount: number;
+  totalListeners: number;
+  averageListenDurationSeconds: number;
+  countries: StreamStats['countries'];
+  /** What plays now (docs/behaviour.md §11), or null. */
+  nowPlaying: StreamObject['nowPlaying'];
+  /** The newest tracks of the play log. */
+  tracks: TrackObject[];
+  errors: StreamErrorItem[];
+  /** Server time of this sample (ISO). */
+  at: string;
+}
+
+/** One `stream.error` event as the page lists it. */
+export interface StreamErrorItem {
+  id: string;
+  created: string;
+  code: string;
+  message: string;
+}
+
+/** Recent errors shown at most. */
+const ERRORS_SHOWN = 10;
+/** Newest tracks of the play log shown. */
+const TRACKS_SHOWN = 20;
+/** Newest broadcasts shown. */
+const BROADCASTS_SHOWN = 20;
+/** `stream.error` events of the account scanned for this stream's (newest first). */
+const ERRORS_SCANNED = 100;
+
+export interface StreamPagesDeps {
+  streams: StreamsService;
+  events: EventsService;
+  listeners: ListenersService;
+  listenerTokens: ListenerTokens;
+  assets: AssetUrls;
+  now: () => number;
+}
+
+/** Registers `/dashboard/streams…`. */
+export function registerStreamPages(router: Router, d: StreamPagesDeps): void {
+  const errorsOf = (accountId: string, streamId: string): StreamErrorItem[] => {
+    const out: StreamErrorItem[] = [];
+    for (const e of d.events.list(accountId, 'stream.error', { limit: ERRORS_SCANNED }).data) {
+      const obj = e.data.object as { id?: string } | null;
+      if (obj?.id !== streamId) continue;
+      const err = (e.data.error ?? {}) as { code?: string; message?: string };
+      out.push({ id: e.id, created: new Date(e.created * 1000).toISOString(), code: String(err.code ?? 'error'), message: String(err.message ?? '') });
+      if (out.length >= ERRORS_SHOWN) break;
+    }
+    return out;
+  };
+  const live = (accountId: string, id: string): StreamLive => {
+    const s = d.streams.get(accountId, id, false);
+    const st = d.listeners.stats(accountId, id);
+    return {
+      status: s.status,
+      startedAt: s.startedAt,
+      endedAt: s.endedAt,
+      listenerCount: st.listenerCount,
+      peakListenerCount: st.peakListenerCount,
+      totalListeners: st.totalListeners,
+      averageListenDurationSeconds: st.averageListenDurationSeconds,
+      countries: st.countries,
+      nowPlaying: s.nowPlaying,
+      tracks: d.streams.tracks(accountId, id, { limit: TRACKS_SHOWN }).data,
+      errors: errorsOf(accountId, id),
+      at: new Date(d.now()).toISOString(),
+    };
+  };
+
+  router.get('/dashboard/streams', (r) => {
+    const after = r.req.query.get('after') ?? undefined;
+    const page = d.streams.list(r.account.id, undefined, { limit: 50, after }, false);
+    const rows = page.data.map(
+      (s) => `<tr><td><a href="/dashboard/streams/${esc(s.id)}">${esc(s.title)}</a><div class="muted mono small">${esc(s.id)}</div></td>
+<td>${badge(s.status)}</td><td>${esc(s.codec.toUpperCase())} · ${esc(s.quality)}</td><td class="num">${s.listenerCount}</td><td>${time(s.createdAt)}</td></tr>`,
+    );
+    const last = page.data[page.data.length - 1];
+    return r.page(
+      'Streams',
+      'streams',
+      `<h1>Streams</h1>
+<section class="card" aria-labelledby="create-stream">
+<h2 id="create-stream">Create a stream</h2>
+<form method="post" action="/dashboard/streams" class="grid-form">${csrfField(r.session.csrfToken)}
+<div class="field span-2"><label for="stream-title">Title</label><input id="stream-title" name="title" required maxlength="200"></div>
+<div class="field"><label for="stream-codec">Codec</label><select id="stream-codec" name="codec">${CODECS.map((c) => `<option value="${c}">${c.toUpperCase()}</option>`).join('')}</select></div>
+<div class="field"><label for="stream-quality">Quality</label><select id="stream-quality" name="quality">${QUALITIES.map((q) => `<option value="${q}"${q === 'medium' ? ' selected' : ''}>${q}</option>`).join('')}</select></div>
+<div class="field"><label for="stream-playback">Playback</label><select id="stream-playback" name="playback"><option value="public">Public</option><option value="token">Listener token required</option></select></div>
+<div class="field"><label for="stream-latency">Latency</label><select id="stream-latency" name="latencyMode"><option value="standard">Standard (classic HLS, ~6 s, cheapest per listener)</option><option value="low">Low (LL-HLS, ~2 s, more server work per listener)</option></select></div>
+<div class="field field-end"><button type="submit" class="btn btn-primary">Create stream</button></div>
+</form>
+</section>
+<section aria-labelledby="streams-list"><h2 id="streams-list">Your streams</h2>
+${tableWrap('Streams', ['Title', 'Status', 'Audio', 'Listeners', 'Created'], rows, 'No streams yet: create one above, then point OBS or FFmpeg at it.')}
+${page.hasMore && last ? `<p><a href="/dashboard/streams?after=${esc(last.id)}">Older streams →</a></p>` : ''}
+</section>`,
+    );
+  });
+
+  router.post('/dashboard/streams', () => '/dashboard/streams', (r) => {
+    const input: Record<string, unknown> = { title: r.form.get('title') ?? '' };
+    for (const k of ['codec', 'quality', 'playback', 'latencyMode'] as const) {
+      const v = r.form.get(k);
+      if (v) input[k] = v;
+    }
+    const s = d.streams.create(r.account.id, parse(CreateStream, input)).value;
+    return r.redirect(`/dashboard/streams/${s.id}`, { notice: `Stream “${s.title}” created. Paste the server and stream key into OBS to go live.` });
+  });
+
+  router.get('/dashboard/streams/:id', (r) => {
+    const s = d.streams.get(r.account.id, r.params[0]!, true);
+    const l = live(r.account.id, s.id);
+    const csrf = r.session.csrfToken;
+    const countries = countriesHtml(l.countries);
+    const errors = errorsHtml(l.errors);
+    const broadcasts = d.streams.broadcasts(r.account.id, s.id, { limit: BROADCASTS_SHOWN }).data;
+    const ice = new URL(s.icecastUrl);
+    const icecast = { host: ice.hostname.replace(/^\[|\]$/g, ''), port: ice.port || '80', mount: ice.pathname };
+    return r.page(
+      s.title,
+      'streams',
+      `<p class="crumbs"><a href="/dashboard/streams">Streams</a> /</p>
+<h1>${esc(s.title)} <span id="stream-status" aria-live="polite">${badge(s.status)}</span></h1>
+<div id="stream-page" class="stream-grid" data-live-url="/dashboard/streams/${esc(s.id)}/live.json" data-hls-url="${esc(s.hlsUrl)}" data-hls-js="${esc(d.assets.hls)}"${
+        s.playback === 'token' ? ` data-token-url="/dashboard/streams/${esc(s.id)}/listener_token" data-csrf="${esc(csrf)}"` : ''
+      }>
+<section class="card" aria-labelledby="ingest">
+<h2 id="ingest">Ingest settings (OBS)</h2>
+<p class="muted small">OBS → Settings → Stream → Service <em>Custom…</em>. Audio codec ${esc(s.codec.toUpperCase())}; video is ignored.</p>
+${copyField('ingest-server', 'Server', s.rtmpUrl)}
+${copyField('ingest-key', 'Stream key', s.streamKey ?? '', { secret: true })}
+${copyField('hls-url', 'HLS playback URL', s.hlsUrl)}
+${copyField('listen-url', 'Listen URL (Icecast-style: VLC, smart speakers, podcast apps)', s.listenUrl)}
+<div class="actions">${postButton(`/dashboard/streams/${s.id}/reset_key`, csrf, 'Reset stream key…', { cls: 'btn btn-small' })}</div>
+</section>
+
+<section class="card" aria-labelledby="icecast-source">
+<h2 id="icecast-source">Icecast source settings (BUTT, Mixxx, Liquidsoap, ezstream)</h2>
+<p class="muted small">Server type <em>Icecast</em>; send ${esc(s.codec === 'mp3' ? 'MP3' : s.codec === 'aac' ? 'AAC (ADTS)' : 'Ogg Opus')}. The password is the stream key.</p>
+${copyField('icecast-server', 'Icecast server', icecast.host)}
+${copyField('icecast-port', 'Icecast port', icecast.port)}
+${copyField('icecast-mount', 'Mount', icecast.mount)}
+${copyField('icecast-user', 'User', 'source')}
+${copyField('icecast-password', 'Source password', s.streamKey ?? '', { secret: true })}
+</section>
+
+<section class="card" aria-labelledby="listeners">
+<h2 id="listeners">Listeners</h2>
+<div class="stats">
+<div class="stat"><span class="stat-value" id="listener-count" aria-live="polite">${l.listenerCount}</span><span class="stat-label">listening now</span></div>
+<div class="stat"><span class="stat-value" id="peak-count">${l.peakListenerCount}</span><span class="stat-label">peak</span></div>
+<div class="stat"><span class="stat-value" id="total-count">${l.totalListeners}</span><span class="stat-label">sessions in total</span></div>
+<div class="stat"><span class="stat-value" id="avg-duration">${formatDuration(l.averageListenDurationSeconds)}</span><span class="stat-label">average listen</span></div>
+</div>
+<figure class="chart">
+<svg id="listeners-chart" viewBox="0 0 600 180" role="img" aria-labelledby="chart-caption" preserveAspectRatio="none"></svg>
+<figcaption id="chart-caption" class="muted small">Listeners over time while this page is open (sampled every 2 s).</figcaption>
+</figure>
+<h3>Countries</h3>
+<div id="countries">${countries}</div>
+</section>
+
+<section class="card" aria-labelledby="now-playing-title">
+<h2 id="now-playing-title">Now playing</h2>
+<p id="now-playing" class="now-playing" aria-live="polite">${nowPlayingHtml(l.nowPlaying)}</p>
+<form method="post" action="/dashboard/streams/${esc(s.id)}/now_playing" class="grid-form">${csrfField(csrf)}
+<div class="field span-2"><label for="np-title">Track title</label><input id="np-title" name="title" required maxlength="${NOW_PLAYING_MAX}"></div>
+<div class="field"><label for="np-artist">Artist</label><input id="np-artist" name="artist" maxlength="${NOW_PLAYING_MAX}"></div>
+<div class="field field-end"><button type="submit" class="btn btn-primary">Set track</button></div>
+</form>
+<p class="muted small">While the stream is live. DJ software sets it too: the Icecast metadata update, or <code>title</code>/<code>artist</code> in RTMP metadata.</p>
+<h3>Play log</h3>
+<div id="play-log">${tracksHtml(l.tracks)}</div>
+</section>
+
+<section class="card" aria-labelledby="broadcasts-title">
+<h2 id="broadcasts-title">Broadcasts</h2>
+<p class="muted small">Each time the stream goes live with its key is a broadcast; the URLs and the key stay the same.</p>
+<div id="broadcasts">${broadcastsHtml(broadcasts, s.recording?.podcastId ?? null)}</div>
+<h3>Recording</h3>
+<form method="post" action="/dashboard/streams/${esc(s.id)}/recording" class="grid-form">${csrfField(csrf)}
+<div class="field span-2"><label for="recording-podcast">Record every broadcast into podcast (id, <code>pod_…</code>; empty: no recording)</label><input id="recording-podcast" name="podcastId" class="mono" maxlength="64" pattern="pod_[A-Za-z0-9]+" value="${esc(s.recording?.podcastId ?? '')}"></div>
+<div class="field field-end"><button type="submit" class="btn btn-primary">Save recording</button></div>
+</form>
+<p class="muted small">Each recorded broadcast becomes its own draft episode of the podcast, with chapters from its play log. A change applies from the next broadcast.</p>
+</section>
+
+<section class="card" aria-labelledby="player-title">
+<h2 id="player-title">Player</h2>
+<audio id="player" controls preload="none" aria-labelledby="player-title"></audio>
+<div class="actions"><button type="button" class="btn btn-primary" id="play">Play</button><span id="player-state" class="muted small" aria-live="polite"></span></div>
+<p class="muted small">Plays the HLS stream with hls.js (served by Skylark); the player counts as one listener while it plays.</p>
+</section>
+
+<section class="card" aria-labelledby="errors-title">
+<h2 id="errors-title">Recent errors</h2>
+<div id="stream-errors">${errors}</div>
+</section>
+
+<section class="card" aria-labelledby="details">
+<h2 id="details">Details</h2>
+<dl class="details">
+<dt>ID</dt><dd class="mono">${esc(s.id)}</dd>
+<dt>Audio</dt><dd>${esc(s.codec.toUpperCase())}, ${esc(s.quality)}</dd>
+<dt>Region</dt><dd>${esc(s.region)}</dd>
+<dt>Playback</dt><dd>${esc(s.playback)}</dd>
+<dt>Latency</dt><dd>${s.latencyMode === 'low' ? 'low (LL-HLS)' : 'standard (classic HLS)'}</dd>
+<dt>Reconnect window</dt><dd>${s.reconnectWindow} s</dd>
+<dt>Created</dt><dd>${time(s.createdAt)}</dd>
+<dt>Started</dt><dd id="started-at">${time(s.startedAt)}</dd>
+<dt>Last broadcast ended</dt><dd id="ended-at">${time(s.endedAt)}</dd>
+</dl>
+<div class="actions">${postButton(`/dashboard/streams/${s.id}/delete`, csrf, 'Delete stream…', { cls: 'btn btn-small btn-danger' })}</div>
+</section>
+</div>`,
+      { scripts: [d.assets.stream] },
+    );
+  });
+
+  router.json('/dashboard/streams/:id/live.json', (r) => live(r.account.id, r.params[0]!));
+
+  router.post('/dashboard/streams/:id/recording', (p) => `/dashboard/streams/${p[0]}`, (r) => {
+    const podcastId = r.form.get('podcastId')?.trim() ?? '';
+    const s = d.streams.update(r.account.id, r.params[0]!, parse(UpdateStream, { recording: podcastId ? { podcastId } : null }), false).value;
+    return r.redirect(`/dashboard/streams/${s.id}`, { notice: s.recording ? `Every broadcast is recorded into podcast ${s.recording.podcastId}.` : 'Broadcasts are not recorded.' });
+  });
+
+  router.post('/dashboard/streams/:id/now_playing', (p) => `/dashboard/streams/${p[0]}`, (r) => {
+    const input: Record<string, unknown> = { title: r.form.get('title') ?? '' };
+    const artist = r.form.get('artist')?.trim();
+    if (artist) input.artist = artist;
+    const s = d.streams.setNowPlaying(r.account.id, r.params[0]!, parse(SetNowPlaying, input), false);
+    const np = s.nowPlaying!;
+    return r.redirect(`/dashboard/streams/${s.id}`, { notice: `Now playing: ${np.artist ? `${np.artist} – ` : ''}${np.title}.` });
+  });
+
+  // A listener token for the page's player (token streams), by POST with the CSRF token: it is a
+  // credential, so it is answered as JSON and never put in the page's URL.
+  router.post('/dashboard/streams/:id/listener_token', (p) => `/dashboard/streams/${p[0]}`, async (r) => {
+    const s = d.streams.get(r.account.id, r.params[0]!, false);
+    const { token } = await d.listenerTokens.sign(s.id);
+    return { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' }, body: JSON.stringify({ token }) };
+  });
+
+  router.post('/dashboard/streams/:id/reset_key', (p) => `/dashboard/streams/${p[0]}`, (r) => {
+    const s = d.streams.get(r.account.id, r.params[0]!, false);
+    if (r.form.get('confirm') !== 'yes') {
+      return r.page(
+        'Reset stream key',
+        'streams',
+        confirmBody({
+          title: `Reset the stream key of “${s.title}”?`,
+          message: 'A new key replaces the current one; a publisher using the old key is disconnected and must use the new key.',
+          action: `/dashboard/streams/${s.id}/reset_key`,
+          csrf: r.session.csrfToken,
+          button: 'Reset key',
+          back: `/dashboard/streams/${s.id}`,
+        }),
+      );
+    }
+    d.streams.resetStreamKey(r.account.id, s.id);
+    return r.redirect(`/dashboard/streams/${s.id}`, { notice: 'The stream key was reset. Reveal the new key below.' });
+  });
+
+  router.post('/dashboard/streams/:id/delete', (p) => `/dashboard/streams/${p[0]}`, (r) => {
+    const s = d.streams.get(r.account.id, r.params[0]!, false);
+    if (r.form.get('confirm') !== 'yes') {
+      return r.page(
+        'Delete stream',
+        'streams',
+        confirmBody({
+          title: `Delete “${s.title}”?`,
+          message: s.status === 'live' ? 'The stream is live: the publisher is disconnected and the stream ends, then it is deleted.' : 'The stream and its key are deleted.',
+          action: `/dashboard/streams/${s.id}/delete`,
+          csrf: r.session.csrfToken,
+          button: 'Delete stream',
+          back: `/dashboard/streams/${s.id}`,
+        }),
+      );
+    }
+    d.streams.delete(r.account.id, s.id);
+    return r.redirect('/dashboard/streams', { notice: `Stream “${s.title}” deleted.` });
+  });
+}
+
+/** Seconds → `3 min 12 s`. */
+export function formatDuration(s: number): string {
+  if (!Number.isFinite(s) || s <= 0) return '0 s';
+  const m = Math.floor(s / 60);
+  const r = Math.round(s % 60);
+  return m > 0 ? `${m} min ${r} s` : `${r} s`;
+}
+
+/** The countries breakdown: one row per country with a `<meter>` bar (no inline styles: CSP). */
+export function countriesHtml(countries: StreamStats['countries']): string {
+  if (countries.length === 0) return '<p class="muted">Nobody is listening right now.</p>';
+  const max = Math.max(...countries.map((c) => c.listeners));
+  return `<ul class="bars">${countries
+    .map((c) => {
+      const name = c.country ?? 'Unknown';
+      return `<li><span class="bar-label">${esc(name)}</span><meter min="0" max="${max}" value="${c.listeners}" aria-label="${esc(name)}">${c.listeners}</meter><span class="bar-value">${c.listeners}</span></li>`;
+    })
+    .join('')}</ul>`;
+}
+
+/** What plays now, as the page shows it. */
+export function nowPlayingHtml(np: StreamObject['nowPlaying']): string {
+  if (!np) return '<span class="muted">Nothing set.</span>';
+  return `<strong>${esc(np.title)}</strong>${np.artist ? ` — ${esc(np.artist)}` : ''}${np.album ? ` <span class="muted">(${esc(np.album)})</span>` : ''} <span class="muted small">since ${time(np.startedAt)}</span>`;
+}
+
+/** The play log's newest tracks as a table. */
+export function tracksHtml(tracks: TrackObject[]): string {
+  return tableWrap(
+    'Play log',
+    ['Started', 'Track', 'Listeners at start', 'Peak', 'Countries', 'Ended'],
+    tracks.map(
+      (t) =>
+        `<tr><td>${time(t.startedAt)}</td><td>${t.artist ? `${esc(t.artist)} – ` : ''}<strong>${esc(t.title)}</strong></td><td class="num">${t.listenersAtStart}</td><td class="num">${t.peakListeners}</td><td>${esc(
+          t.countries.map((c) => `${c.country ?? 'Unknown'} ${c.listeners}`).join(', '),
+        )}</td><td>${time(t.endedAt)}</td></tr>`,
+    ),
+    'No tracks yet: set what plays now, or let your DJ software send it.',
+  );
+}
+
+/** The stream's broadcasts as a table, newest first; episodes link to the podcast they were recorded into (`podcastId`, when known). */
+export function broadcastsHtml(broadcasts: BroadcastObject[], podcastId: string | null): string {
+  return tableWrap(
+    'Broadcasts',
+    ['Started', 'Duration', 'Peak listeners', 'Listeners', 'Listening time', 'Tracks', 'Episode'],
+    broadcasts.map((b) => {
+      const episode = b.episodeId
+        ? podcastId
+          ? `<a class="mono" href="/dashboard/podcasts/${esc(podcastId)}/episodes/${esc(b.episodeId)}">${esc(b.episodeId)}</a>`
+          : `<span class="mono">${esc(b.episodeId)}</span>`
+        : '<span class="muted">—</span>';
+      return `<tr><td>${time(b.startedAt)}${b.endedAt === null ? ` ${badge('live')}` : ''}</td><td>${formatDuration(b.durationSeconds)}</td><td class="num">${b.peakListeners}</td><td class="num">${b.totalListeners}</td><td>${formatDuration(b.listenerSeconds)}</td><td class="num">${b.trackCount}</td><td>${episode}</td></tr>`;
+    }),
+    'No broadcast yet: the stream has not gone live.',
+  );
+}
+
+/** The recent `stream.error` events as a table. */
+export function errorsHtml(errors: StreamErrorItem[]): string {
+  if (errors.length === 0) return '<p class="muted">No errors.</p>';
+  return tableWrap(
+    'Recent stream errors',
+    ['Time', 'Code', 'Message'],
+    errors.map((e) => `<tr><td>${time(e.created)}</td><td><code>${esc(e.code)}</code></td><td>${esc(e.message)}</td></tr>`),
+    '',
+  );
+}

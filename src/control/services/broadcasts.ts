@@ -1,0 +1,283 @@
+/**
+ * Broadcasts (docs/streams.md "Streams and broadcasts"): a stream goes live again and again, and
+ * each stretch from `live` to the end of its reconnect window is a broadcast (`brd_…`). The
+ * lifecycle (./lifecycle.ts) starts and ends them inside the transaction of the stream's change.
+ *
+ * Listener figures follow the committed `listener.joined` / `listener.left` events while the
+ * broadcast runs (as the play log's do): `peakListeners` (most at once), `totalListeners` (listeners
+ * that joined during it), `listenerSeconds` (the time they listened within it), `countries`
+ * (distinct listeners per country). They reach SQLite at most once a second per stream and when the
+ * broadcast ends. Knows no HTTP and no SQL text.
+ */
+import { newId } from '../../base/ids.js';
+import { notFound, paramInvalid } from '../../base/errors/errors.js';
+import type { BroadcastFigures, BroadcastRow, BroadcastsRepo } from '../../base/db/broadcasts-repo.js';
+import { UnknownCursorError, type Page, type PageQuery } from '../../base/db/paginate.js';
+import type { ApiEvent, Outbox } from '../../base/outbox.js';
+import type { Logger } from '../../base/logger.js';
+import type { WriteRetry } from './write-retry.js';
+import type { TrackCountry } from './play-log.js';
+
+/** The broadcast object of the API. Times ISO 8601, durations in seconds. */
+export interface BroadcastObject {
+  id: string;
+  object: 'broadcast';
+  streamId: string;
+  startedAt: string;
+  /** Null while the broadcast runs. */
+  endedAt: string | null;
+  /** From `startedAt` to `endedAt` (to now while it runs). */
+  durationSeconds: number;
+  peakListeners: number;
+  totalListeners: number;
+  listenerSeconds: number;
+  countries: TrackCountry[];
+  /** The draft episode the broadcast's recording became, or null. */
+  episodeId: string | null;
+  /** Tracks of the play log that started during the broadcast. */
+  trackCount: number;
+}
+
+/** The listener figures `/stats` shows for a stream: those of its current (or last) broadcast. */
+export interface BroadcastStats {
+  broadcastId: string;
+  peakListeners: number;
+  totalListeners: number;
+  listenerSeconds: number;
+}
+
+/** A running broadcast, as its listener events move it. Times in ms. */
+interface Running {
+  id: string;
+  streamId: string;
+  startedAt: number;
+  current: number;
+  peak: number;
+  total: number;
+  /** Listening time of listeners that left (ms, within the broadcast). */
+  listenedMs: number;
+  /** Listeners here now: id → when they joined (or the broadcast started, if later). */
+  present: Map<string, number>;
+  countries: Map<string, number>;
+  dirty: boolean;
+}
+
+/** How often a running broadcast's figures are written (ms). */
+const SAVE_EVERY_MS = 1000;
+
+export interface BroadcastLogDeps {
+  repo: BroadcastsRepo;
+  outbox: Outbox;
+  writes: WriteRetry;
+  log: Logger;
+  now?: () => number;
+}
+
+export class BroadcastLog {
+  private readonly running = new Map<string, Running>();
+  private readonly now: () => number;
+  private saveTimer: NodeJS.Timeout | null = null;
+  private readonly unsubscribe: () => void;
+
+  /** Picks up the broadcasts an earlier run left running (nobody listens after a restart yet). */
+  constructor(private readonly d: BroadcastLogDeps) {
+    this.now = d.now ?? Date.now;
+    for (const row of d.repo.allOpen()) this.running.set(row.stream_id, loaded(row));
+    this.unsubscribe = d.outbox.subscribe((e) => this.onEvent(e));
+  }
+
+  /**
+   * Inside the transaction that makes stream `streamId` live at `atMs`: a new broadcast starts
+   * (one still running, left by a crash, ends there first). Returns its id and what to do after the commit.
+   */
+  start(accountId: string, streamId: string, atMs: number): { id: string; after: () => void } {
+    this.end(streamId, atMs);
+    const row: BroadcastRow = {
+      id: newId('brd'),
+      account_id: accountId,
+      stream_id: streamId,
+      started_at: atMs,
+      ended_at: null,
+      peak_listeners: 0,
+      total_listeners: 0,
+      listener_ms: 0,
+      countries: '[]',
+      episode_id: null,
+    };
+    this.d.repo.insert(row);
+    return { id: row.id, after: () => this.running.set(streamId, loaded(row)) };
+  }
+
+  /**
+   * Inside the transaction that makes stream `streamId` idle at `atMs`: its running broadcast ends
+   * with its final figures (listeners still present count up to `atMs`). Returns the broadcast's
+   * id (null when none ran) and what to do after the commit.
+   */
+  end(streamId: string, atMs: number): { id: string | null; after: () => void } {
+    const open = this.d.repo.open(streamId);
+    if (!open) return { id: null, after: () => {} };
+    const r = this.running.get(streamId);
+    const f = r?.id === open.id ? figures(r, atMs) : { peak: open.peak_listeners, total: open.total_listeners, listenerMs: open.listener_ms, countries: open.countries };
+    this.d.repo.end(open.id, atMs, f);
+    return {
+      id: open.id,
+      after: () => {
+        if (this.running.get(streamId)?.id === open.id) this.running.delete(streamId);
+      },
+    };
+  }
+
+  /** The broadcast a recording that started at `startedAtMs` belongs to: the first one since (the newest when unknown). */
+  forRecording(streamId: string, startedAtMs: number): BroadcastRow | undefined {
+    return (startedAtMs > 0 ? this.d.repo.firstSince(streamId, startedAtMs) : undefined) ?? this.d.repo.latest(streamId);
+  }
+
+  /** Links the episode a broadcast's recording became. */
+  setEpisode(broadcastId: string, episodeId: string): void {
+    this.d.repo.setEpisode(broadcastId, episodeId);
+  }
+
+  /** The stream's current broadcast while one runs, else its last one; null when it never went live. */
+  stats(streamId: string): BroadcastStats | null {
+    const row = this.d.repo.latest(streamId);
+    if (!row) return null;
+    const o = this.toObject(row);
+    return { broadcastId: o.id, peakListeners: o.peakListeners, totalListeners: o.totalListeners, listenerSeconds: o.listenerSeconds };
+  }
+
+  /**
+   * A page of the stream's broadcasts, newest first. The caller has checked that the stream is
+   * the account's. @throws ApiError 400 for an unknown cursor
+   */
+  list(accountId: string, streamId: string, q: PageQuery): { data: BroadcastObject[]; hasMore: boolean } {
+    let page: Page<BroadcastRow>;
+    try {
+      page = this.d.repo.list(accountId, streamId, q);
+    } catch (e) {
+      if (e instanceof UnknownCursorError) throw paramInvalid(e.param, e.message);
+      throw e;
+    }
+    return { data: page.rows.map((r) => this.toObject(r)), hasMore: page.hasMore };
+  }
+
+  /** Broadcast `id` of the stream. @throws ApiError 404 */
+  get(accountId: string, streamId: string, id: string): BroadcastObject {
+    return this.toObject(this.row(accountId, streamId, id));
+  }
+
+  /** The row of broadcast `id` of the stream. @throws ApiError 404 */
+  row(accountId: string, streamId: string, id: string): BroadcastRow {
+    const row = this.d.repo.get(id, streamId, accountId);
+    if (!row) throw notFound('broadcast', id);
+    return row;
+  }
+
+  /** Writes what moved, stops the timer and stops listening (server shutdown). */
+  close(): void {
+    this.unsubscribe();
+    this.save();
+    if (this.saveTimer) clearTimeout(this.saveTimer);
+    this.saveTimer = null;
+  }
+
+  /** Renders a row (with its running figures, when it runs here). */
+  private toObject(row: BroadcastRow): BroadcastObject {
+    const r = this.running.get(row.stream_id);
+    const mine = row.ended_at === null && r?.id === row.id ? r : null;
+    const now = this.now();
+    const f = mine ? figures(mine, now) : { peak: row.peak_listeners, total: row.total_listeners, listenerMs: row.listener_ms, countries: row.countries };
+    let countries: TrackCountry[];
+    try {
+      countries = JSON.parse(f.countries) as TrackCountry[];
+    } catch {
+      countries = [];
+    }
+    return {
+      id: row.id,
+      object: 'broadcast',
+      streamId: row.stream_id,
+      startedAt: new Date(row.started_at).toISOString(),
+      endedAt: row.ended_at === null ? null : new Date(row.ended_at).toISOString(),
+      durationSeconds: Math.max(0, Math.round(((row.ended_at ?? now) - row.started_at) / 100) / 10),
+      peakListeners: f.peak,
+      totalListeners: f.total,
+      listenerSeconds: Math.round(f.listenerMs / 100) / 10,
+      countries,
+      episodeId: row.episode_id,
+      trackCount: this.d.repo.trackCount(row.stream_id, row.started_at, row.ended_at),
+    };
+  }
+
+  /** A committed listener event: the running broadcast of its stream counts it. Never throws. */
+  private onEvent(e: ApiEvent): void {
+    if (e.type !== 'listener.joined' && e.type !== 'listener.left') return;
+    try {
+      const l = e.data.object as { id?: string; streamId?: string; country?: string | null; connectedAt?: string; lastSeenAt?: string };
+      if (typeof l.streamId !== 'string' || typeof l.id !== 'string') return;
+      const r = this.running.get(l.streamId);
+      if (!r) return;
+      if (e.type === 'listener.joined') {
+        if (r.present.has(l.id)) return;
+        const joined = Math.max(r.startedAt, Date.parse(l.connectedAt ?? '') || this.now());
+        r.present.set(l.id, joined);
+        r.current++;
+        r.total++;
+        r.peak = Math.max(r.peak, r.current);
+        const k = l.country ?? '';
+        r.countries.set(k, (r.countries.get(k) ?? 0) + 1);
+      } else {
+        const joined = r.present.get(l.id);
+        if (joined === undefined) return; // joined before this broadcast
+        r.present.delete(l.id);
+        r.current = Math.max(0, r.current - 1);
+        const seen = Date.parse(l.lastSeenAt ?? '') || this.now();
+        r.listenedMs += Math.max(0, seen - joined);
+      }
+      r.dirty = true;
+      this.scheduleSave();
+    } catch (err) {
+      this.d.log.error('broadcasts: a listener event was not counted', { err: (err as Error).message });
+    }
+  }
+
+  private scheduleSave(): void {
+    if (this.saveTimer) return;
+    this.saveTimer = setTimeout(() => {
+      this.saveTimer = null;
+      this.save();
+    }, SAVE_EVERY_MS);
+    this.saveTimer.unref();
+  }
+
+  /** Writes the figures of every running broadcast that moved (each in its stream's write order). */
+  private save(): void {
+    const now = this.now();
+    for (const r of this.running.values()) {
+      if (!r.dirty) continue;
+      r.dirty = false;
+      const { id } = r;
+      const f = figures(r, now);
+      this.d.writes.run(r.streamId, 'broadcast listeners', () => this.d.repo.setFigures(id, f));
+    }
+  }
+}
+
+/** A running broadcast read back from SQLite (after a restart, or just started: nobody listens yet). */
+function loaded(row: BroadcastRow): Running {
+  const countries = new Map<string, number>();
+  try {
+    for (const c of JSON.parse(row.countries) as TrackCountry[]) countries.set(c.country ?? '', c.listeners);
+  } catch {
+    // A damaged value starts over.
+  }
+  return { id: row.id, streamId: row.stream_id, startedAt: row.started_at, current: 0, peak: row.peak_listeners, total: row.total_listeners, listenedMs: row.listener_ms, present: new Map(), countries, dirty: false };
+}
+
+/** The figures of a running broadcast as of `atMs` (listeners present count up to then). */
+function figures(r: Running, atMs: number): BroadcastFigures {
+  let ms = r.listenedMs;
+  for (const joined of r.present.values()) ms += Math.max(0, atMs - joined);
+  const countries = [...r.countries].map(([k, n]) => ({ country: k === '' ? null : k, listeners: n }));
+  countries.sort((a, b) => b.listeners - a.listeners || (a.country ?? '~').localeCompare(b.country ?? '~'));
+  return { peak: r.peak, total: r.total, listenerMs: Math.round(ms), countries: JSON.stringify(countries) };
+}

@@ -1,0 +1,262 @@
+/**
+ * The stream lifecycle (docs/streams.md): who may publish, `idle` → `live` (`stream.started`, a new
+ * broadcast), `live` → `idle` after the reconnect window (`stream.ended`, the broadcast ends) and
+ * `live` again at the next publish — a stream has no terminal state; `stream.error`, what plays
+ * now (`stream.now_playing`, the play log's tracks), and what becomes of a broadcast's recording
+ * (its own draft episode with its own chapters). Each change and its event commit in one
+ * transaction (the outbox). Implements ingest's port; knows no media, no HTTP and no SQL text.
+ *
+ * Ingest calls arrive from socket reads and timers: nothing here throws. A write SQLite cannot take
+ * now (a lock held elsewhere, a full disk) is retried in order (WriteRetry), with the time of the
+ * change as it happened.
+ */
+import type { StreamRow, StreamsRepo } from '../../base/db/streams-repo.js';
+import type { Database } from '../../base/db/database.js';
+import type { Outbox } from '../../base/outbox.js';
+import type { Logger } from '../../base/logger.js';
+import type { PublicUrls } from '../../base/config.js';
+import type { IngestPort, NowPlayingUpdate, PublishDecision, StreamError, Recording } from '../../live/ports.js';
+import { isAudioCodec } from '../../live/ports.js';
+import { tokenMatches } from '../../base/auth/secrets.js';
+import { ladderKbps, sameNowPlaying, toStreamObject, type NowPlaying } from './stream-object.js';
+import type { WriteRetry } from './write-retry.js';
+import type { ChaptersDocument, PlayLog } from './play-log.js';
+import type { BroadcastLog } from './broadcasts.js';
+import { TitleCap } from '../../base/limits/title-cap.js';
+
+/** Default of the cap on title changes per stream (ms): at most one change per this long. */
+export const NOW_PLAYING_MIN_INTERVAL_MS = 2000;
+
+/** Makes a draft episode of a finished recording (the podcasts side), with the chapters of its tracks (null: none). */
+export type RecordingHandler = (r: { accountId: string; podcastId: string; streamId: string; title: string; filePath: string; chapters: ChaptersDocument | null }) => Promise<unknown>;
+
+export interface LifecycleDeps {
+  db: Database;
+  streams: StreamsRepo;
+  outbox: Outbox;
+  log: Logger;
+  urls: () => PublicUrls;
+  writes: WriteRetry;
+  /** Live listeners of a stream (for the stream object in events). */
+  listenerCount: (streamId: string) => number;
+  /** Whether a draft episode was already made from the stream's recording (a retried hand-over). */
+  hasRecordingEpisode?: (streamId: string) => boolean;
+  onRecording?: RecordingHandler;
+  /** The play log: tracks start at now-playing changes and end with the stream. */
+  playLog?: PlayLog;
+  /** Broadcasts: one starts when the stream goes live, and ends when it goes idle. */
+  broadcasts?: BroadcastLog;
+  /** Title changes per stream: at most one per this long (ms), more coalesce into the newest (default 2000; 0: no cap). */
+  nowPlayingMinIntervalMs?: number;
+  now?: () => number;
+}
+
+export class StreamLifecycle implements IngestPort {
+  private recordingHandler: RecordingHandler | undefined;
+
+  private readonly now: () => number;
+  /** Every source's title changes pass here once (docs/listeners.md "Title changes"). */
+  private readonly titles: TitleCap<{ np: NowPlayingUpdate; atMs: number }>;
+
+  constructor(private readonly d: LifecycleDeps) {
+    this.recordingHandler = d.onRecording;
+    this.now = d.now ?? Date.now;
+    this.titles = new TitleCap({ minIntervalMs: d.nowPlayingMinIntervalMs ?? NOW_PLAYING_MIN_INTERVAL_MS, apply: (id, c) => this.applyMetadata(id, c.np, c.atMs) });
+  }
+
+  /** Installs what makes draft episodes of recordings (the podcasts feature, registered later). */
+  setRecordingHandler(h: RecordingHandler, hasRecordingEpisode: (streamId: string) => boolean): void {
+    this.recordingHandler = h;
+    this.d.hasRecordingEpisode = hasRecordingEpisode;
+  }
+
+  authorizePublish(streamId: string, key: string): PublishDecision {
+    let row: StreamRow | undefined;
+    try {
+      row = this.d.streams.getAny(streamId);
+    } catch (e) {
+      return { ok: false, reason: `database unavailable: ${(e as Error).message}` };
+    }
+    if (!row) return { ok: false, reason: `unknown stream ${streamId}` };
+    if (!tokenMatches(key, row.stream_key_hash)) return { ok: false, reason: `wrong stream key for ${row.id}` };
+    if (!isAudioCodec(row.codec)) return { ok: false, reason: `stream ${row.id} has an unknown codec` };
+    return { ok: true, grant: { streamId: row.id, codec: row.codec, ladderKbps: ladderKbps(row.quality, row.codec), recording: row.recording !== null, latencyMode: row.latency_mode } };
+  }
+
+  streamState(streamId: string): { status: 'idle' | 'live'; reconnectWindowS: number } | null {
+    try {
+      const row = this.d.streams.getAny(streamId);
+      return row ? { status: row.status === 'live' ? 'live' : 'idle', reconnectWindowS: row.reconnect_window } : null;
+    } catch (e) {
+      this.d.log.error('cannot read the stream; treating it as live with no reconnect window', { streamId, err: (e as Error).message });
+      return { status: 'live', reconnectWindowS: 0 };
+    }
+  }
+
+  liveStreams(): Array<{ streamId: string; reconnectWindowS: number }> {
+    return this.d.streams.allLive().map((r) => ({ streamId: r.id, reconnectWindowS: r.reconnect_window }));
+  }
+
+  /** The stream went live at `atMs`: a new broadcast starts; `stream.started` carries its id as `broadcastId`. */
+  onLive(streamId: string, atMs: number): void {
+    this.d.writes.run(streamId, 'stream.started', () => {
+      let after: (() => void) | undefined;
+      this.transact(() => {
+        if (!this.d.streams.markLive(streamId, atMs)) return;
+        const row = this.d.streams.getAny(streamId)!;
+        const b = this.d.broadcasts?.start(row.account_id, streamId, atMs);
+        after = b?.after;
+        this.d.outbox.record(row.account_id, 'stream.started', { object: this.object(row), broadcastId: b?.id ?? null });
+      });
+      after?.();
+    });
+  }
+
+  /**
+   * The reconnect window passed (or the stream was deleted) at `atMs`: the stream is `idle` again
+   * (`endedAt` = the end of this broadcast), its broadcast ends, and `stream.ended` carries the
+   * broadcast's id as `broadcastId`. The next publish with the same key starts a new broadcast.
+   */
+  onEnded(streamId: string, atMs: number): void {
+    this.titles.flush(streamId); // a title still waiting for the cap is the last one the stream had
+    this.d.writes.run(streamId, 'stream.ended', () => {
+      this.d.playLog?.settle(); // listener events so far belong to the broadcast that ends
+      const afters: Array<() => void> = [];
+      this.transact(() => {
+        if (!this.d.streams.markIdle(streamId, atMs)) return;
+        const row = this.d.streams.getAny(streamId)!;
+        const t = this.d.playLog?.end(streamId, atMs);
+        if (t) afters.push(t);
+        const b = this.d.broadcasts?.end(streamId, atMs);
+        if (b) afters.push(b.after);
+        this.d.outbox.record(row.account_id, 'stream.ended', { object: this.object(row), broadcastId: b?.id ?? null });
+      });
+      for (const f of afters) f();
+    });
+  }
+
+  onError(streamId: string, error: StreamError): void {
+    this.d.log.warn('stream error', { streamId, code: error.code });
+    this.write(streamId, `stream.error ${error.code}`, () => {
+      const row = this.d.streams.getAny(streamId);
+      if (row) this.d.outbox.record(row.account_id, 'stream.error', { object: this.object(row), error });
+    });
+  }
+
+  /**
+   * Runs `change` in one transaction through the write retry (in order per stream); its events
+   * are announced after the commit, and forgotten when the transaction failed.
+   */
+  private write(streamId: string, what: string, change: () => void): void {
+    this.d.writes.run(streamId, what, () => this.transact(change));
+  }
+
+  /** Runs `change` in one transaction; its events are announced after the commit, forgotten on failure. @throws what the transaction threw */
+  private transact(change: () => void): void {
+    try {
+      this.d.db.transaction(change)();
+    } catch (e) {
+      this.d.outbox.discard();
+      throw e;
+    }
+    this.d.outbox.flush();
+  }
+
+  /**
+   * What plays now changed (docs/behaviour.md §11; an ingest source or the API, through ingest), at most
+   * once per `nowPlayingMinIntervalMs` per stream (changes sooner coalesce into the newest, applied
+   * when the interval has passed, its `startedAt` the moment it was asked; docs/listeners.md "Title
+   * changes"): the
+   * stream's `nowPlaying`, a new track in the play log (the running one ends),
+   * and `stream.now_playing`, in one transaction. The same values as now are not a change; an
+   * ended or deleted stream takes none.
+   */
+  onMetadata(streamId: string, np: Parameters<IngestPort['onMetadata']>[1]): void {
+    if (np === null) {
+      // A new source's clear is not a title change: applied at once; a change still waiting is dropped.
+      this.titles.forget(streamId);
+      return this.applyMetadata(streamId, np, this.now());
+    }
+    // `startedAt` is when the change was asked (the API passes the moment it answered with).
+    const asked = (np as NowPlayingUpdate & { startedAtMs?: unknown }).startedAtMs;
+    this.titles.offer(streamId, { np, atMs: typeof asked === 'number' ? asked : this.now() });
+  }
+
+  /** Applies a title change the cap let through (see `onMetadata`). */
+  private applyMetadata(streamId: string, np: NowPlayingUpdate | null, atMs: number): void {
+    if (np === null) return this.clearNowPlaying(streamId);
+    const value: NowPlaying = {
+      title: np.title,
+      artist: np.artist ?? null,
+      album: np.album ?? null,
+      url: np.url ?? null,
+      artworkUrl: np.artworkUrl ?? null,
+      startedAt: new Date(atMs).toISOString(),
+    };
+    const json = JSON.stringify(value);
+    this.d.writes.run(streamId, 'now playing', () => {
+      this.d.playLog?.settle(); // listener events so far belong to the track that ends
+      let after: (() => void) | undefined;
+      this.transact(() => {
+        const row = this.d.streams.getAny(streamId);
+        if (!row || sameNowPlaying(row.now_playing, value)) return;
+        this.d.streams.setNowPlaying(streamId, json);
+        after = this.d.playLog?.change({ accountId: row.account_id, streamId, title: value.title, artist: value.artist, album: value.album, url: value.url, artworkUrl: value.artworkUrl }, atMs);
+        this.d.outbox.record(row.account_id, 'stream.now_playing', { object: this.object({ ...row, now_playing: json }) });
+      });
+      after?.();
+    });
+  }
+
+  /**
+   * Nothing known plays now (a new source connected without a title): `nowPlaying` becomes null,
+   * the running track of the play log ends, and `stream.now_playing` tells it — when a title was set.
+   */
+  private clearNowPlaying(streamId: string): void {
+    const atMs = this.now();
+    this.d.writes.run(streamId, 'now playing cleared', () => {
+      this.d.playLog?.settle();
+      let after: (() => void) | undefined;
+      this.transact(() => {
+        const row = this.d.streams.getAny(streamId);
+        if (!row || !row.now_playing) return;
+        this.d.streams.setNowPlaying(streamId, null);
+        after = this.d.playLog?.end(streamId, atMs);
+        this.d.outbox.record(row.account_id, 'stream.now_playing', { object: this.object({ ...row, now_playing: null }) });
+      });
+      after?.();
+    });
+  }
+
+  /**
+   * A broadcast's recording finished: it becomes that broadcast's own draft episode, with the
+   * chapters of the tracks that played during it, and the broadcast's `episodeId`. The broadcast
+   * is the first of the stream that started at or after the recording (a recording an earlier run
+   * left and this one finished stays with the broadcast it was made in). Once per broadcast.
+   * @throws what the episode side threw (the caller keeps the file)
+   */
+  async onRecording(streamId: string, recording: Recording): Promise<void> {
+    const row = this.d.streams.getAny(streamId);
+    const target = row?.recording ? (JSON.parse(row.recording) as { podcastId: string }) : null;
+    if (!row || !target || !this.recordingHandler) {
+      this.d.log.info('recording discarded: the stream no longer records into a podcast', { streamId });
+      return;
+    }
+    const b = this.d.broadcasts?.forRecording(streamId, recording.startedAt ?? 0);
+    if (b ? b.episode_id !== null : this.d.hasRecordingEpisode?.(streamId)) {
+      this.d.log.info('recording already saved as an episode', { streamId, broadcastId: b?.id });
+      return;
+    }
+    const from = b?.started_at ?? row.started_at;
+    const chapters = from !== null ? (this.d.playLog?.chapters(streamId, from, b?.ended_at ?? null) ?? null) : null;
+    const episode = await this.recordingHandler({ accountId: row.account_id, podcastId: target.podcastId, streamId, title: row.title, filePath: recording.path, chapters });
+    const episodeId = (episode as { id?: unknown } | null)?.id;
+    if (b && typeof episodeId === 'string') this.d.broadcasts?.setEpisode(b.id, episodeId);
+    this.d.log.info('recording saved as a draft episode', { streamId, podcastId: target.podcastId, broadcastId: b?.id });
+  }
+
+  private object(row: StreamRow) {
+    return toStreamObject(row, this.d.urls(), this.d.listenerCount(row.id));
+  }
+}
+

@@ -1,0 +1,115 @@
+/** Renders a stream row as the API's stream object (spec "Stream", docs/behaviour.md §2, §9). */
+import type { StreamRow } from '../../base/db/streams-repo.js';
+import type { PublicUrls } from '../../base/config.js';
+
+/** The stream object. `streamKey` only for secret keys (and never in events). */
+export interface StreamObject {
+  id: string;
+  object: 'stream';
+  title: string;
+  title_en: string | null;
+  title_ru: string | null;
+  title_de: string | null;
+  title_fr: string | null;
+  /** `live` during a broadcast, else `idle` (no terminal state: docs/streams.md). */
+  status: 'idle' | 'live';
+  quality: string;
+  codec: string;
+  region: string;
+  rtmpUrl: string;
+  streamKey?: string;
+  hlsUrl: string;
+  /** Icecast-style progressive listening of the passthrough layer (docs/behaviour.md §10). */
+  listenUrl: string;
+  /** Where an Icecast source client publishes (PUT/SOURCE, user `source`, the stream key as password). */
+  icecastUrl: string;
+  /** What plays now (docs/behaviour.md §11), or null. */
+  nowPlaying: NowPlaying | null;
+  listenerCount: number;
+  reconnectWindow: number;
+  recording: { podcastId: string } | null;
+  playback: 'public' | 'token';
+  /** `standard` (classic HLS) or `low` (LL-HLS: parts, blocking reload, preload hints). */
+  latencyMode: 'standard' | 'low';
+  createdAt: string;
+  /** When the current (or last) broadcast started; null before the first. */
+  startedAt: string | null;
+  /** When the last broadcast ended (null before the first one ended); kept while the next one runs. */
+  endedAt: string | null;
+  metadata: Record<string, string>;
+}
+
+/** What plays now (docs/behaviour.md §11). `startedAt` ISO 8601. */
+export interface NowPlaying {
+  title: string;
+  artist: string | null;
+  album: string | null;
+  url: string | null;
+  artworkUrl: string | null;
+  startedAt: string;
+}
+
+/** Whether a stored now-playing JSON value says the same as `np` (its `startedAt` aside). */
+export function sameNowPlaying(stored: string | null | undefined, np: Omit<NowPlaying, 'startedAt'>): boolean {
+  if (!stored) return false;
+  try {
+    const o = JSON.parse(stored) as Partial<NowPlaying>;
+    return o.title === np.title && (o.artist ?? null) === np.artist && (o.album ?? null) === np.album && (o.url ?? null) === np.url && (o.artworkUrl ?? null) === np.artworkUrl;
+  } catch {
+    return false;
+  }
+}
+
+/** The listening file extension of a codec (docs/behaviour.md §10). */
+export const LISTEN_EXT: Record<string, string> = { mp3: 'mp3', aac: 'aac', opus: 'opus' };
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** Builds the object; `streamKey` is included when given. */
+export function toStreamObject(row: StreamRow, urls: PublicUrls, listenerCount: number, streamKey?: string): StreamObject {
+  const titles = JSON.parse(row.titles) as Record<string, string>;
+  return {
+    id: row.id,
+    object: 'stream',
+    title: row.title,
+    title_en: titles.title_en ?? null,
+    title_ru: titles.title_ru ?? null,
+    title_de: titles.title_de ?? null,
+    title_fr: titles.title_fr ?? null,
+    status: row.status === 'live' ? 'live' : 'idle',
+    quality: row.quality,
+    codec: row.codec,
+    region: row.region,
+    rtmpUrl: `rtmp://${urls.ingestUrl}/live/${row.id}`,
+    ...(streamKey !== undefined ? { streamKey } : {}),
+    hlsUrl: `${urls.cdnUrl}/hls/${row.id}/index.m3u8`,
+    listenUrl: `${urls.cdnUrl}/listen/${row.id}.${LISTEN_EXT[row.codec] ?? row.codec}`,
+    icecastUrl: `http://${urls.icecastUrl}/live/${row.id}`,
+    nowPlaying: row.now_playing ? (JSON.parse(row.now_playing) as NowPlaying) : null,
+    listenerCount,
+    reconnectWindow: row.reconnect_window,
+    recording: row.recording === null ? null : (JSON.parse(row.recording) as { podcastId: string }),
+    playback: row.playback,
+    latencyMode: row.latency_mode,
+    createdAt: new Date(row.created_at).toISOString(),
+    startedAt: iso(row.started_at),
+    endedAt: iso(row.ended_at),
+    metadata: JSON.parse(row.metadata) as Record<string, string>,
+  };
+}
+
+/**
+ * The ABR ladder (kbps), top first (docs/behaviour.md §9 "HLS"): the layers at and below the ingest
+ * quality — high: 256 (passthrough), 128, 64; medium: 128, 64; low: 64; opus high: 320, 128, 64.
+ */
+export function ladderKbps(quality: string, codec: string): number[] {
+  const top = nominalKbps(quality, codec);
+  return [top, ...[128, 64].filter((k) => k < top)];
+}
+
+/** Nominal ingest bitrate (kbps) of quality × codec (docs/behaviour.md §2: opus+high = 320). */
+export function nominalKbps(quality: string, codec: string): number {
+  if (quality === 'high') return codec === 'opus' ? 320 : 256;
+  if (quality === 'low') return 64;
+  return 128;
+}

@@ -1,0 +1,356 @@
+/**
+ * The Streams resource (spec "Streams", docs/behaviour.md §2, §9, §11): create, read, list, update,
+ * delete, reset the stream key, set what plays now, read the play log and the broadcasts
+ * (docs/streams.md). Knows no HTTP and no SQL text.
+ */
+import { mergeMetadata } from './metadata.js';
+import { ApiError, notFound, paramInvalid } from '../../base/errors/errors.js';
+import { newId, randomBase62 } from '../../base/ids.js';
+import type { StreamRow, StreamsRepo, StreamStatus } from '../../base/db/streams-repo.js';
+import type { Page, PageQuery } from '../../base/db/paginate.js';
+import { UnknownCursorError } from '../../base/db/paginate.js';
+import type { PublicUrls } from '../../base/config.js';
+import { decryptSecret, encryptSecret, hashToken } from '../../base/auth/secrets.js';
+import { REGIONS, type Region } from './accounts.js';
+import type { AccountsRepo } from '../../base/db/accounts-repo.js';
+import { sameNowPlaying, toStreamObject, type NowPlaying, type StreamObject } from './stream-object.js';
+import type { PlayLog, TrackObject } from './play-log.js';
+import type { BroadcastLog, BroadcastObject } from './broadcasts.js';
+
+/** The language titles a stream may carry besides `title` (docs/behaviour.md §2). */
+export const LANGUAGE_TITLES = ['title_en', 'title_ru', 'title_de', 'title_fr'] as const;
+/** Metadata: at most this many keys after a merge (docs/behaviour.md §2). */
+export const METADATA_MAX_KEYS = 16;
+
+type LanguageTitles<V> = { [K in (typeof LANGUAGE_TITLES)[number]]?: V };
+
+/** A validated `POST /streams` body (api/streams/schemas.ts validates it). Bitrate quality names; window in s. */
+export interface CreateStreamInput extends LanguageTitles<string> {
+  title: string;
+  /** `ultra_low` is the deprecated alias of `low`. */
+  quality?: 'low' | 'medium' | 'high' | 'ultra_low';
+  codec?: 'aac' | 'opus' | 'mp3';
+  region?: Region;
+  metadata?: Record<string, string>;
+  reconnectWindow?: number;
+  recording?: { podcastId: string } | null;
+  playback?: 'public' | 'token';
+  /** `standard` (classic HLS; the default) or `low` (LL-HLS). */
+  latencyMode?: 'standard' | 'low';
+}
+
+/** A validated `PATCH /streams/{id}` body: `null` clears a language title or removes a metadata key. */
+export interface UpdateStreamInput extends LanguageTitles<string | null> {
+  title?: string;
+  quality?: 'low' | 'medium' | 'high' | 'ultra_low';
+  metadata?: Record<string, string | null>;
+  reconnectWindow?: number;
+  recording?: { podcastId: string } | null;
+  playback?: 'public' | 'token';
+  /** Takes effect when the stream next starts a timeline (its next publish after being idle). */
+  latencyMode?: 'standard' | 'low';
+}
+
+/** What the live side offers the resource: counts and the power to stop a publisher. */
+export interface LiveControl {
+  listenerCount(streamId: string): number;
+  /** Ends a live stream now (publisher disconnected, `stream.ended`), before deletion. */
+  endNow(streamId: string): void;
+  /** Disconnects the current publisher (after a key reset); the reconnect window applies. */
+  disconnectPublisher(streamId: string): void;
+  /**
+   * What plays now changed (docs/behaviour.md §11): handed to ingest like a source's metadata (the media
+   * hub, then the lifecycle: `nowPlaying`, a track, `stream.now_playing`). `startedAtMs`: the
+   * moment the API answered with, which the lifecycle stores even when the title-change cap
+   * applies the change later (docs/listeners.md "Title changes").
+   */
+  nowPlaying(streamId: string, np: NowPlayingInput & { startedAtMs?: number }): void;
+}
+
+/** A validated `POST /streams/{id}/now_playing` body (api/streams/schemas.ts validates it). */
+export interface NowPlayingInput {
+  title: string;
+  artist?: string | null;
+  album?: string | null;
+  url?: string | null;
+  artworkUrl?: string | null;
+}
+
+/** Result of a write whose input used a deprecated value. */
+export interface WithDeprecation<T> {
+  value: T;
+  deprecated: string[];
+}
+
+export interface StreamsDeps {
+  streams: StreamsRepo;
+  accounts: AccountsRepo;
+  nodeSecret: Buffer;
+  urls: () => PublicUrls;
+  live: LiveControl;
+  /** Refuses a `recording.podcastId` that is not a live podcast of the account. @throws ApiError 400 */
+  checkRecordingPodcast?: (accountId: string, podcastId: string) => void;
+  /** The play log (`GET /streams/{id}/tracks`). */
+  playLog?: PlayLog;
+  /** The broadcasts (`GET /streams/{id}/broadcasts`). */
+  broadcasts?: BroadcastLog;
+  now?: () => number;
+}
+
+const DEFAULT_RECONNECT_WINDOW = 30;
+/** Most stream rows kept by the read cache (emptied when full: a cache, not a store). */
+const ROW_CACHE_MAX = 10_000;
+
+/**
+ * A cached stream row and what was rendered from it: the decrypted stream key (lazily), and the
+ * objects with and without the key, valid for the `urls` and `listenerCount` they were made with.
+ */
+interface CachedStream {
+  row: StreamRow;
+  key?: string;
+  urls?: PublicUrls;
+  listenerCount?: number;
+  withKey?: StreamObject;
+  withoutKey?: StreamObject;
+}
+
+export class StreamsService {
+  private readonly now: () => number;
+  /**
+   * Stream id → row and renders, for `get` (the authenticated GET hot path: no SQLite read, no
+   * AES-GCM decryption, no re-render while nothing changed). This service's own writes drop their
+   * entry at once; every other change (ingest marking a stream live or ended, another process such
+   * as the CLI) is caught by the database change stamp (`total_changes()` + `data_version`), read
+   * once per event-loop turn like the Guard's: a change always commits in an earlier turn than any
+   * request a client sends after learning of it, so nothing stale is observable.
+   */
+  private readonly cache = new Map<string, CachedStream>();
+  private stamp = -1;
+  private stampFresh = false;
+  private readonly expireStamp = () => {
+    this.stampFresh = false;
+  };
+
+  constructor(private readonly d: StreamsDeps) {
+    this.now = d.now ?? Date.now;
+  }
+
+  /** Creates an `idle` stream with a new stream key. @throws ApiError 400 */
+  create(accountId: string, input: CreateStreamInput): WithDeprecation<StreamObject> {
+    const deprecated: string[] = [];
+    if (input.recording) this.d.checkRecordingPodcast?.(accountId, input.recording.podcastId);
+    const quality = normalizeQuality(input.quality, deprecated) ?? 'medium';
+    const account = this.d.accounts.get(accountId);
+    const region = (input.region ?? account?.default_region ?? 'eu-west-1') as Region;
+    const key = makeStreamKey(region);
+    const titles: Record<string, string> = {};
+    for (const t of LANGUAGE_TITLES) if (input[t] !== undefined) titles[t] = input[t]!;
+    const row: StreamRow = {
+      id: newId('stm'),
+      account_id: accountId,
+      title: input.title,
+      titles: JSON.stringify(titles),
+      status: 'idle',
+      quality,
+      codec: input.codec ?? 'aac',
+      region,
+      stream_key_hash: hashToken(key),
+      stream_key_enc: encryptSecret(this.d.nodeSecret, key),
+      metadata: JSON.stringify(input.metadata ?? {}),
+      reconnect_window: input.reconnectWindow ?? DEFAULT_RECONNECT_WINDOW,
+      recording: input.recording ? JSON.stringify(input.recording) : null,
+      playback: input.playback ?? 'public',
+      latency_mode: input.latencyMode ?? 'standard',
+      created_at: this.now(),
+      started_at: null,
+      ended_at: null,
+    };
+    this.d.streams.insert(row);
+    return { value: this.render(row, true), deprecated };
+  }
+
+  /**
+   * The stream object (`streamKey` when `withKey`). Served from the read cache while the row is
+   * unchanged: the answer is shared and frozen (never mutate it).
+   * @throws ApiError 404
+   */
+  get(accountId: string, id: string, withKey: boolean): StreamObject {
+    const c = this.cached(accountId, id);
+    const urls = this.d.urls();
+    const listenerCount = this.d.live.listenerCount(id);
+    if (c.urls !== urls || c.listenerCount !== listenerCount) {
+      c.urls = urls;
+      c.listenerCount = listenerCount;
+      c.withKey = c.withoutKey = undefined;
+    }
+    if (withKey) return (c.withKey ??= freeze(toStreamObject(c.row, urls, listenerCount, (c.key ??= decryptSecret(this.d.nodeSecret, c.row.stream_key_enc)))));
+    return (c.withoutKey ??= freeze(toStreamObject(c.row, urls, listenerCount)));
+  }
+
+  /** A page of the account's streams, newest first. @throws ApiError 400 for an unknown cursor */
+  list(accountId: string, status: StreamStatus | undefined, q: PageQuery, withKey: boolean): { data: StreamObject[]; hasMore: boolean } {
+    let page: Page<StreamRow>;
+    try {
+      page = this.d.streams.list(accountId, status, q);
+    } catch (e) {
+      if (e instanceof UnknownCursorError) throw paramInvalid(e.param, e.message);
+      throw e;
+    }
+    return { data: page.rows.map((r) => this.render(r, withKey)), hasMore: page.hasMore };
+  }
+
+  /** Applies a PATCH; metadata keys given as null are removed. @throws ApiError 400/404 */
+  update(accountId: string, id: string, input: UpdateStreamInput, withKey: boolean): WithDeprecation<StreamObject> {
+    const deprecated: string[] = [];
+    const row = { ...this.row(accountId, id) };
+    if (input.recording) this.d.checkRecordingPodcast?.(accountId, input.recording.podcastId);
+    if (input.title !== undefined) row.title = input.title;
+    const titles = JSON.parse(row.titles) as Record<string, string>;
+    for (const t of LANGUAGE_TITLES) {
+      const value = input[t];
+      if (value === null) delete titles[t];
+      else if (value !== undefined) titles[t] = value;
+    }
+    row.titles = JSON.stringify(titles);
+    const quality = normalizeQuality(input.quality, deprecated);
+    if (quality) row.quality = quality;
+    if (input.metadata !== undefined) row.metadata = mergeMetadata(row.metadata, input.metadata, METADATA_MAX_KEYS);
+    if (input.reconnectWindow !== undefined) row.reconnect_window = input.reconnectWindow;
+    if (input.recording !== undefined) row.recording = input.recording === null ? null : JSON.stringify(input.recording);
+    if (input.playback !== undefined) row.playback = input.playback;
+    if (input.latencyMode !== undefined) row.latency_mode = input.latencyMode;
+    this.d.streams.update(row);
+    this.cache.delete(id);
+    return { value: this.render(row, withKey), deprecated };
+  }
+
+  /** Deletes a stream; a live one's broadcast is ended first (`stream.ended`). @throws ApiError 404 */
+  delete(accountId: string, id: string): { id: string; object: 'stream'; deleted: true } {
+    const row = this.row(accountId, id);
+    if (row.status === 'live') this.d.live.endNow(id);
+    this.d.streams.delete(id);
+    this.cache.delete(id);
+    return { id, object: 'stream', deleted: true };
+  }
+
+  /** Replaces the stream key; the current publisher is disconnected. @throws ApiError 404 */
+  resetStreamKey(accountId: string, id: string): StreamObject {
+    const row = this.row(accountId, id);
+    const key = makeStreamKey(row.region as Region);
+    const hash = hashToken(key);
+    const enc = encryptSecret(this.d.nodeSecret, key);
+    this.d.streams.setStreamKey(id, hash, enc);
+    this.cache.delete(id);
+    this.d.live.disconnectPublisher(id);
+    return this.render({ ...row, stream_key_hash: hash, stream_key_enc: enc }, true);
+  }
+
+  /**
+   * Sets what plays now on a live stream (docs/behaviour.md §11), through the same path as an ingest
+   * source's metadata. Answers the stream with its `nowPlaying` (`startedAt` now; unchanged when the
+   * values are those playing already) — the title asked even while the title-change cap holds it
+   * back (docs/listeners.md "Title changes").
+   * @throws ApiError 404, 409 `stream_not_live`
+   */
+  setNowPlaying(accountId: string, id: string, input: NowPlayingInput, withKey: boolean): StreamObject {
+    const row = this.row(accountId, id);
+    if (row.status !== 'live') throw new ApiError('stream_not_live', `The stream is ${row.status}: what plays now can be set while it is live.`);
+    const np = {
+      title: input.title,
+      artist: input.artist || null,
+      album: input.album || null,
+      url: input.url || null,
+      artworkUrl: input.artworkUrl || null,
+    };
+    const atMs = this.now();
+    const asked: NowPlaying = { ...np, startedAt: new Date(atMs).toISOString() };
+    this.d.live.nowPlaying(id, { ...np, startedAtMs: atMs });
+    this.cache.delete(id);
+    const after = this.row(accountId, id);
+    // A change the title cap holds back (or a write SQLite could not take at once, retried in
+    // order) is applied later: answer what will be stored, the newest title asked.
+    return this.render(sameNowPlaying(after.now_playing, np) ? after : { ...after, now_playing: JSON.stringify(asked) }, withKey);
+  }
+
+  /**
+   * A page of the stream's play log, newest first; with `broadcastId`, only the tracks that started
+   * during that broadcast. @throws ApiError 400 (unknown cursor), 404 (stream, or a broadcast not of it)
+   */
+  tracks(accountId: string, id: string, q: PageQuery, broadcastId?: string): { data: TrackObject[]; hasMore: boolean } {
+    this.row(accountId, id);
+    const b = broadcastId !== undefined ? this.broadcastLog().row(accountId, id, broadcastId) : null;
+    if (!this.d.playLog) return { data: [], hasMore: false };
+    return this.d.playLog.list(accountId, id, q, b ? { from: b.started_at, to: b.ended_at } : undefined);
+  }
+
+  /** A page of the stream's broadcasts, newest first. @throws ApiError 400 (unknown cursor), 404 */
+  broadcasts(accountId: string, id: string, q: PageQuery): { data: BroadcastObject[]; hasMore: boolean } {
+    this.row(accountId, id);
+    return this.broadcastLog().list(accountId, id, q);
+  }
+
+  /** Broadcast `broadcastId` of the stream. @throws ApiError 404 */
+  broadcast(accountId: string, id: string, broadcastId: string): BroadcastObject {
+    this.row(accountId, id);
+    return this.broadcastLog().get(accountId, id, broadcastId);
+  }
+
+  private broadcastLog(): BroadcastLog {
+    if (!this.d.broadcasts) throw new Error('the streams service has no broadcasts');
+    return this.d.broadcasts;
+  }
+
+  private row(accountId: string, id: string): StreamRow {
+    const row = this.d.streams.get(id, accountId);
+    if (!row) throw notFound('stream', id);
+    return row;
+  }
+
+  /** The cache entry of stream `id` of `accountId` (read from SQLite when absent). @throws ApiError 404 */
+  private cached(accountId: string, id: string): CachedStream {
+    if (!this.stampFresh) {
+      const stamp = this.d.streams.changeStamp();
+      if (stamp !== this.stamp) {
+        this.cache.clear();
+        this.stamp = stamp;
+      }
+      this.stampFresh = true;
+      setImmediate(this.expireStamp);
+    }
+    const hit = this.cache.get(id);
+    if (hit) {
+      if (hit.row.account_id !== accountId) throw notFound('stream', id);
+      return hit;
+    }
+    const row = this.row(accountId, id);
+    if (this.cache.size >= ROW_CACHE_MAX) this.cache.clear();
+    const entry: CachedStream = { row };
+    this.cache.set(id, entry);
+    return entry;
+  }
+
+  private render(row: StreamRow, withKey: boolean): StreamObject {
+    const key = withKey ? decryptSecret(this.d.nodeSecret, row.stream_key_enc) : undefined;
+    return toStreamObject(row, this.d.urls(), this.d.live.listenerCount(row.id), key);
+  }
+}
+
+/** Freezes a cached stream object (and its nested objects) so that no caller can alter what others are served. */
+function freeze(o: StreamObject): StreamObject {
+  Object.freeze(o.metadata);
+  if (o.recording) Object.freeze(o.recording);
+  return Object.freeze(o);
+}
+
+/** `sk_<region code>_<40 base62>` (docs/behaviour.md §2). */
+export function makeStreamKey(region: Region): string {
+  return `sk_${REGIONS[region]}_${randomBase62(40)}`;
+}
+
+function normalizeQuality(q: string | undefined, deprecated: string[]): string | undefined {
+  if (q === 'ultra_low') {
+    deprecated.push('quality=ultra_low');
+    return 'low';
+  }
+  return q;
+}

@@ -1,0 +1,478 @@
+/**
+ * Who listens (docs/behaviour.md §4, §10): one entry per HLS session (a server-minted `sid`, or a listener
+ * token's subject), WebRTC peer or progressive (Icecast-style) connection. `listener.joined` on the
+ * first media request (HLS) or on connect, `listener.left` after 3 target durations without a
+ * request (HLS) or when the peer or connection closes (WebRTC, Icecast). Events are
+ * durable (outbox) and the sessions persist in SQLite (stats survive restarts).
+ *
+ * The hot path (a segment GET of a known session) is `touch`: two map lookups and a number store.
+ * No SQLite and no timer per listener: expiry runs on a timer wheel (500 ms slots) that looks at a
+ * listener only when its deadline slot comes up, and re-files it if it was seen since. Joins and
+ * leaves are written in batches (one transaction per ~50 ms), last-seen times every 15 s.
+ *
+ * Idle costs nothing: the wheel's timer runs only while a session is filed on it, the last-seen
+ * timer only while the node tracks a session (or a peak not yet written), the batch timer only while
+ * a batch waits. With no listener the registry arms no timer at all.
+ *
+ * Memory per listener: the Session object, its two map entries and one wheel-slot reference;
+ * measured ≈ 0.7 KB with a ~105-character user agent (docs/listeners.md).
+ */
+import { newId } from '../../base/ids.js';
+import type { Outbox } from '../../base/outbox.js';
+import type { ListenerRow, ListenersRepo } from '../../base/db/listeners-repo.js';
+import type { Database } from '../../base/db/database.js';
+import type { Logger } from '../../base/logger.js';
+import type { Limits } from '../../base/limits/limits.js';
+import { PerAddressRate } from '../../base/limits/address-key.js';
+
+/** How a listener listens: an HLS session, a WebRTC (WHEP) peer, or a progressive (Icecast-style) connection. */
+export type ListenerProtocol = 'hls' | 'webrtc' | 'icecast';
+
+/** The listener object of the API (`lst_…`). Times ISO 8601. */
+export interface ListenerObject {
+  id: string;
+  object: 'listener';
+  streamId: string;
+  protocol: ListenerProtocol;
+  country: string | null;
+  connectedAt: string;
+  lastSeenAt: string;
+  durationSeconds: number;
+  userAgent: string | null;
+}
+
+/** `/stats` (`object: "stream_stats"`). Countries of the current listeners, most first. */
+export interface StreamStats {
+  object: 'stream_stats';
+  streamId: string;
+  listenerCount: number;
+  peakListenerCount: number;
+  countries: Array<{ country: string | null; listeners: number }>;
+  averageListenDurationSeconds: number;
+  totalListeners: number;
+}
+
+/** One live listener. Times in ms since the epoch. */
+export interface Session {
+  readonly id: string;
+  readonly key: string;
+  readonly streamId: string;
+  readonly accountId: string;
+  readonly protocol: ListenerProtocol;
+  readonly country: string | null;
+  readonly userAgent: string | null;
+  readonly connectedAt: number;
+  lastSeenAt: number;
+  /** HLS: inactivity after which the session leaves (ms); 0 = only an explicit `leave` ends it. */
+  readonly timeoutMs: number;
+  /** Last-seen value already written to SQLite. */
+  persistedSeenAt: number;
+  left: boolean;
+  /** Join order (pagination cursor within the stream). */
+  readonly order: number;
+}
+
+/** Who joins: the parts of a session the caller knows. */
+export interface JoinInfo {
+  streamId: string;
+  accountId: string;
+  key: string;
+  protocol: ListenerProtocol;
+  country: string | null;
+  userAgent: string | null;
+  timeoutMs: number;
+}
+
+interface StreamListeners {
+  sessions: Map<string, Session>; // by key (sid / token subject / peer id); insertion = join order
+  byId: Map<string, Session>;
+  peak: number;
+  peakPersisted: number;
+}
+
+type Op = { t: 'join'; s: Session; concurrent: number } | { t: 'leave'; s: Session; at: number };
+
+const SLOT_MS = 500;
+const BATCH_MS = 50;
+const SEEN_FLUSH_MS = 15_000;
+/** Largest user agent kept (characters): bounds memory per listener. */
+export const USER_AGENT_MAX = 256;
+/** Listeners a node tracks at most; beyond, new sessions are refused (503) instead of growing memory. */
+export const MAX_LISTENERS = 200_000;
+
+/** Thrown by `join` when the node already tracks MAX_LISTENERS. */
+export class TooManyListenersError extends Error {}
+
+export interface RegistryDeps {
+  db: Database;
+  repo: ListenersRepo;
+  outbox: Outbox;
+  log: Logger;
+  now?: () => number;
+  /**
+   * New HLS sessions one client address (IPv6: its /64) may start per minute
+   * (`SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE`, see `admitHls`); unlimited when absent.
+   */
+  hlsSessionsPerIpPerMinute?: number;
+  /** Where a refusal of `admitHls` is counted (`hls_sessions_per_ip`). */
+  limits?: Pick<Limits, 'hit'>;
+}
+
+export class ListenerRegistry {
+  private readonly streams = new Map<string, StreamListeners>();
+  private readonly wheel = new Map<number, Session[]>();
+  private lastSlot: number;
+  private count = 0;
+  private orderSeq = 0;
+  private readonly ops: Op[] = [];
+  private batchTimer: NodeJS.Timeout | null = null;
+  /** The wheel's timer: runs while the wheel holds a session (see `file`, `tick`). */
+  private tickTimer: NodeJS.Timeout | null = null;
+  /** The last-seen flush: runs while `streams` holds an entry (see `join`, `flushSeen`). */
+  private seenTimer: NodeJS.Timeout | null = null;
+  private readonly leaveHooks = new Set<(s: Session) => void>();
+  private readonly now: () => number;
+  /** After close(): no more SQLite work (keep-alive requests may still arrive while shutting down). */
+  private closed = false;
+  /**
+   * The node's listener count, shared with the worker threads (they refuse new sessions at
+   * MAX_LISTENERS without asking): cell 0, stored on every join and leave.
+   */
+  readonly countCell = new Int32Array(new SharedArrayBuffer(4));
+  /** New HLS sessions per client address per minute (null: unlimited). */
+  private readonly hlsRate: PerAddressRate | null;
+
+  constructor(private readonly d: RegistryDeps) {
+    this.now = d.now ?? Date.now;
+    this.lastSlot = Math.floor(this.now() / SLOT_MS);
+    this.hlsRate = d.hlsSessionsPerIpPerMinute === undefined ? null : new PerAddressRate(d.hlsSessionsPerIpPerMinute, 60_000, this.now);
+  }
+
+  /**
+   * Whether a new HLS session of the client at `address` may join now: at most
+   * `hlsSessionsPerIpPerMinute` per address group (IPv4, or an IPv6 /64) within any minute, counted
+   * node-wide here (every thread's joins reach this registry). True counts one; false counts a hit
+   * of `hls_sessions_per_ip` and nothing else — the caller serves the request without counting
+   * the session (its later requests ask again, and join once the address is under its rate).
+   * Call it only for a session the registry does not know yet, right before `join`.
+   */
+  admitHls(address: string): boolean {
+    if (!this.hlsRate || this.hlsRate.take(address)) return true;
+    this.d.limits?.hit('hls_sessions_per_ip', address, { setting: 'SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE' });
+    return false;
+  }
+
+  /**
+   * Closes sessions a previous run left open (crash, kill): each leaves at its last persisted
+   * request, with its `listener.left` event.
+   */
+  recover(): void {
+    const open = this.d.repo.open();
+    if (open.length === 0) return;
+    const at = this.now();
+    this.d.db.transaction(() => {
+      for (const r of open) {
+        this.d.repo.leave(r.id, r.stream_id, r.connected_at, r.last_seen_at, at);
+        this.d.outbox.record(r.account_id, 'listener.left', { object: rowObject(r, r.last_seen_at) });
+      }
+    })();
+    this.d.outbox.flush();
+    this.d.log.info('closed listener sessions left open by the previous run', { count: open.length });
+  }
+
+  /**
+   * The hot path: marks the session `key` of `streamId` as seen now. False when it is unknown
+   * (the caller then joins it).
+   */
+  touch(streamId: string, key: string): boolean {
+    const s = this.streams.get(streamId)?.sessions.get(key);
+    if (!s) return false;
+    s.lastSeenAt = this.now();
+    return true;
+  }
+
+  /**
+   * A live session was seen at `at` (ms; a worker thread's report, which may come a moment
+   * after the request it stands for): its last-seen time moves forward, never back.
+   */
+  seen(s: Session, at: number): void {
+    if (!s.left && at > s.lastSeenAt) s.lastSeenAt = at;
+  }
+
+  /**
+   * A new listener. `listener.joined` is recorded (batched) with the listener object.
+   * @throws TooManyListenersError when the node tracks MAX_LISTENERS already
+   */
+  join(info: JoinInfo): Session {
+    let st = this.streams.get(info.streamId);
+    const existing = st?.sessions.get(info.key);
+    if (existing) {
+      existing.lastSeenAt = this.now();
+      return existing;
+    }
+    if (this.closed) throw new TooManyListenersError('this node is shutting down');
+    if (this.count >= MAX_LISTENERS) throw new TooManyListenersError(`this node tracks ${MAX_LISTENERS} listeners already`);
+    if (!st) {
+      const peak = this.d.repo.totals(info.streamId).peak;
+      st = { sessions: new Map(), byId: new Map(), peak, peakPersisted: peak };
+      this.streams.set(info.streamId, st);
+      if (!this.seenTimer) {
+        this.seenTimer = setInterval(() => this.flushSeen(), SEEN_FLUSH_MS);
+        this.seenTimer.unref();
+      }
+    }
+    const now = this.now();
+    const s: Session = {
+      id: newId('lst'),
+      key: info.key,
+      streamId: info.streamId,
+      accountId: info.accountId,
+      protocol: info.protocol,
+      country: info.country,
+      userAgent: info.userAgent ? info.userAgent.slice(0, USER_AGENT_MAX) : null,
+      connectedAt: now,
+      lastSeenAt: now,
+      timeoutMs: info.timeoutMs,
+      persistedSeenAt: now,
+      left: false,
+      order: ++this.orderSeq,
+    };
+    st.sessions.set(s.key, s);
+    st.byId.set(s.id, s);
+    this.count++;
+    Atomics.store(this.countCell, 0, this.count);
+    if (st.sessions.size > st.peak) st.peak = st.sessions.size;
+    if (s.timeoutMs > 0) this.file(s, now + s.timeoutMs);
+    this.enqueue({ t: 'join', s, concurrent: st.sessions.size });
+    return s;
+  }
+
+  /** Ends a session now (WebRTC close/DELETE); no-op when it already left. */
+  leave(s: Session): void {
+    if (s.left) return;
+    s.left = true;
+    const st = this.streams.get(s.streamId);
+    if (st) {
+      st.sessions.delete(s.key);
+      st.byId.delete(s.id);
+      if (st.sessions.size === 0 && st.peak === st.peakPersisted) this.streams.delete(s.streamId);
+      if (this.streams.size === 0) this.stopSeen();
+    }
+    this.count--;
+    Atomics.store(this.countCell, 0, this.count);
+    this.enqueue({ t: 'leave', s, at: this.now() });
+    for (const h of this.leaveHooks) h(s);
+  }
+
+  /** Called after any session leaves (timeouts included). Returns the unsubscribe function. */
+  onLeave(fn: (s: Session) => void): () => void {
+    this.leaveHooks.add(fn);
+    return () => this.leaveHooks.delete(fn);
+  }
+
+  /** Live listeners of a stream. */
+  listenerCount(streamId: string): number {
+    return this.streams.get(streamId)?.sessions.size ?? 0;
+  }
+
+  /** Live listeners of the whole node. */
+  total(): number {
+    return this.count;
+  }
+
+  /** A live session of `streamId` by listener id. */
+  get(streamId: string, id: string): Session | undefined {
+    return this.streams.get(streamId)?.byId.get(id);
+  }
+
+  /** The live sessions of a stream, oldest first. */
+  active(streamId: string): Session[] {
+    const st = this.streams.get(streamId);
+    return st ? [...st.sessions.values()] : [];
+  }
+
+  /** The API's listener object of a session. */
+  object(s: Session): ListenerObject {
+    return sessionObject(s, this.now());
+  }
+
+  /** `/stats` of a stream: live count and countries from memory, totals from SQLite. @throws Error after close() */
+  stats(streamId: string): StreamStats {
+    this.flush(); // totals include every join/leave so far
+    const totals = this.d.repo.totals(streamId);
+    const live = this.active(streamId);
+    const byCountry = new Map<string | null, number>();
+    let liveMs = 0;
+    for (const s of live) {
+      byCountry.set(s.country, (byCountry.get(s.country) ?? 0) + 1);
+      liveMs += Math.max(0, s.lastSeenAt - s.connectedAt);
+    }
+    const countries = [...byCountry].map(([country, listeners]) => ({ country, listeners }));
+    countries.sort((a, b) => b.listeners - a.listeners || (a.country ?? '~').localeCompare(b.country ?? '~'));
+    const sessions = totals.leftSessions + live.length;
+    return {
+      object: 'stream_stats',
+      streamId,
+      listenerCount: live.length,
+      peakListenerCount: Math.max(totals.peak, this.streams.get(streamId)?.peak ?? 0),
+      countries,
+      averageListenDurationSeconds: sessions === 0 ? 0 : Math.round((totals.leftDurationMs + liveMs) / sessions / 100) / 10,
+      totalListeners: totals.total,
+    };
+  }
+
+  /** Writes pending joins/leaves now (one transaction) and announces their events. */
+  flush(): void {
+    if (this.batchTimer) {
+      clearTimeout(this.batchTimer);
+      this.batchTimer = null;
+    }
+    if (this.ops.length === 0 || this.closed) return;
+    const ops = this.ops.splice(0);
+    try {
+      this.d.db.transaction(() => {
+        for (const op of ops) {
+          if (op.t === 'join') {
+            const s = op.s;
+            this.d.repo.join(
+              { id: s.id, account_id: s.accountId, stream_id: s.streamId, protocol: s.protocol, country: s.country, user_agent: s.userAgent, connected_at: s.connectedAt, last_seen_at: s.connectedAt },
+              op.concurrent,
+            );
+            this.d.outbox.record(s.accountId, 'listener.joined', { object: sessionObject(s, s.connectedAt) });
+          } else if (op.t === 'leave') {
+            const s = op.s;
+            this.d.repo.leave(s.id, s.streamId, s.connectedAt, s.lastSeenAt, op.at);
+            this.d.outbox.record(s.accountId, 'listener.left', { object: sessionObject(s, s.lastSeenAt) });
+          }
+        }
+      })();
+      this.d.outbox.flush();
+    } catch (e) {
+      this.d.outbox.discard();
+      this.d.log.error('listener batch not written', { err: e instanceof Error ? e.message : String(e), ops: ops.length });
+    }
+  }
+
+  /** Stops the timers and writes what is pending; live sessions stay open in SQLite (recovered at next start). */
+  close(): void {
+    this.stopTick();
+    this.flush();
+    this.flushSeen();
+    this.stopSeen();
+    this.closed = true;
+  }
+
+  private enqueue(op: Op): void {
+    if (this.closed) return;
+    this.ops.push(op);
+    if (!this.batchTimer) {
+      this.batchTimer = setTimeout(() => {
+        this.batchTimer = null;
+        this.flush();
+      }, BATCH_MS);
+      this.batchTimer.unref();
+    }
+  }
+
+  /** Files `s` at the slot after `deadline`; starts the wheel's timer if it was stopped. */
+  private file(s: Session, deadline: number): void {
+    if (!this.tickTimer && !this.closed) {
+      // The wheel was empty: nothing is due in the slots skipped while stopped.
+      this.lastSlot = Math.max(this.lastSlot, Math.floor(this.now() / SLOT_MS));
+      this.tickTimer = setInterval(() => this.tick(), SLOT_MS);
+      this.tickTimer.unref();
+    }
+    const slot = Math.max(Math.floor(deadline / SLOT_MS) + 1, this.lastSlot + 1);
+    let list = this.wheel.get(slot);
+    if (!list) this.wheel.set(slot, (list = []));
+    list.push(s);
+  }
+
+  /** Expires every slot up to now: sessions seen since they were filed are filed again. Stops the timer once the wheel is empty. */
+  private tick(): void {
+    const now = this.now();
+    const slot = Math.floor(now / SLOT_MS);
+    for (let i = this.lastSlot + 1; i <= slot; i++) {
+      const list = this.wheel.get(i);
+      if (!list) continue;
+      this.wheel.delete(i);
+      this.lastSlot = i; // re-filing goes to a later slot
+      for (const s of list) {
+        if (s.left) continue;
+        const deadline = s.lastSeenAt + s.timeoutMs;
+        if (deadline <= now) this.leave(s);
+        else this.file(s, deadline);
+      }
+    }
+    this.lastSlot = slot;
+    if (this.wheel.size === 0) this.stopTick();
+  }
+
+  private stopTick(): void {
+    if (this.tickTimer) clearInterval(this.tickTimer);
+    this.tickTimer = null;
+  }
+
+  private stopSeen(): void {
+    if (this.seenTimer) clearInterval(this.seenTimer);
+    this.seenTimer = null;
+  }
+
+  /**
+   * Persists last-seen times that moved, and peaks, in one transaction. Streams left without
+   * sessions are dropped once their peak is written; with none left, the timer stops.
+   */
+  private flushSeen(): void {
+    if (this.closed) return;
+    const moved: Session[] = [];
+    const peaks: Array<[string, StreamListeners]> = [];
+    for (const [id, st] of this.streams) {
+      for (const s of st.sessions.values()) if (s.lastSeenAt !== s.persistedSeenAt) moved.push(s);
+      if (st.peak > st.peakPersisted) peaks.push([id, st]);
+    }
+    if (moved.length > 0 || peaks.length > 0) {
+      try {
+        this.d.db.transaction(() => {
+          for (const s of moved) this.d.repo.seen(s.id, s.lastSeenAt);
+          for (const [id, st] of peaks) this.d.repo.raisePeak(id, st.peak);
+        })();
+        for (const s of moved) s.persistedSeenAt = s.lastSeenAt;
+        for (const [, st] of peaks) st.peakPersisted = st.peak;
+      } catch (e) {
+        this.d.log.error('listener last-seen flush failed', { err: e instanceof Error ? e.message : String(e) });
+      }
+    }
+    for (const [id, st] of this.streams) if (st.sessions.size === 0 && st.peak === st.peakPersisted) this.streams.delete(id);
+    if (this.streams.size === 0) this.stopSeen();
+  }
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function sessionObject(s: Session, lastSeenAt: number): ListenerObject {
+  return {
+    id: s.id,
+    object: 'listener',
+    streamId: s.streamId,
+    protocol: s.protocol,
+    country: s.country,
+    connectedAt: iso(s.connectedAt),
+    lastSeenAt: iso(lastSeenAt),
+    durationSeconds: Math.max(0, Math.round((lastSeenAt - s.connectedAt) / 1000)),
+    userAgent: s.userAgent,
+  };
+}
+
+function rowObject(r: ListenerRow, lastSeenAt: number): ListenerObject {
+  return {
+    id: r.id,
+    object: 'listener',
+    streamId: r.stream_id,
+    protocol: r.protocol,
+    country: r.country,
+    connectedAt: iso(r.connected_at),
+    lastSeenAt: iso(lastSeenAt),
+    durationSeconds: Math.max(0, Math.round((lastSeenAt - r.connected_at) / 1000)),
+    userAgent: r.user_agent,
+  };
+}

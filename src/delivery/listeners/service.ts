@@ -1,0 +1,93 @@
+/**
+ * The listener endpoints' logic (docs/behaviour.md §4, §9 "Lists"): active listeners of a stream as a
+ * page, `/stats`, and listener tokens. Knows no HTTP and no SQL text. Streams of another account
+ * are 404, like every resource.
+ */
+import { ApiError, notFound } from '../../base/errors/errors.js';
+import type { StreamsRepo } from '../../base/db/streams-repo.js';
+import type { PageQuery } from '../../base/db/paginate.js';
+import type { ListenerTokens } from '../../base/auth/listener-tokens.js';
+import type { ListenerObject, ListenerRegistry, StreamStats } from './registry.js';
+
+/** A page of listeners, newest first (docs/behaviour.md §9); the API wraps it in the list envelope. */
+export interface ListenerPage {
+  data: ListenerObject[];
+  /** Whether more listeners lie further in the direction of travel. */
+  hasMore: boolean;
+}
+
+/** The figures of a stream's current (or last) broadcast that `/stats` shows (docs/streams.md); null before its first. */
+export type BroadcastFigures = (streamId: string) => { broadcastId: string; peakListeners: number; totalListeners: number; listenerSeconds: number } | null;
+
+export class ListenersService {
+  private broadcasts: BroadcastFigures | null = null;
+
+  constructor(private readonly registry: ListenerRegistry, private readonly streams: StreamsRepo, private readonly tokens: ListenerTokens) {}
+
+  /** Scopes `/stats` to the stream's current broadcast while live, its last one while idle (wired by the composition root). */
+  setBroadcasts(figures: BroadcastFigures): void {
+    this.broadcasts = figures;
+  }
+
+  /**
+   * Active listeners of `streamId`, newest first; `after`/`before` are listener ids of the active
+   * list. @throws ApiError 404 unknown stream, 400 unknown cursor (`param` names it)
+   */
+  list(accountId: string, streamId: string, q: PageQuery): ListenerPage {
+    this.stream(accountId, streamId);
+    const all = this.registry.active(streamId).reverse(); // newest first
+    let rows: typeof all;
+    let hasMore: boolean;
+    if (q.after !== undefined || q.before !== undefined) {
+      const param = q.after !== undefined ? 'after' : 'before';
+      const id = (q.after ?? q.before)!;
+      const i = all.findIndex((s) => s.id === id);
+      if (i < 0) throw new ApiError('parameter_invalid', `No such listener for cursor '${param}': '${id}' (it may have left).`, { param });
+      if (param === 'after') {
+        rows = all.slice(i + 1, i + 1 + q.limit);
+        hasMore = all.length > i + 1 + q.limit;
+      } else {
+        const from = Math.max(0, i - q.limit);
+        rows = all.slice(from, i);
+        hasMore = from > 0;
+      }
+    } else {
+      rows = all.slice(0, q.limit);
+      hasMore = all.length > q.limit;
+    }
+    return { data: rows.map((s) => this.registry.object(s)), hasMore };
+  }
+
+  /**
+   * `/stats` of a stream: the live count and the countries of the current listeners; the peak, the
+   * total and the average listen duration of the current broadcast while live, of the last one
+   * while idle (`broadcastId`; null before the first broadcast). @throws ApiError 404
+   */
+  stats(accountId: string, streamId: string): StreamStats & { broadcastId?: string | null } {
+    this.stream(accountId, streamId);
+    const s = this.registry.stats(streamId); // writes pending joins and leaves first: the broadcast has heard them
+    if (!this.broadcasts) return s;
+    const b = this.broadcasts(streamId);
+    if (!b) return { ...s, broadcastId: null };
+    return {
+      ...s,
+      broadcastId: b.broadcastId,
+      peakListenerCount: b.peakListeners,
+      totalListeners: b.totalListeners,
+      averageListenDurationSeconds: b.totalListeners === 0 ? 0 : Math.round((b.listenerSeconds / b.totalListeners) * 10) / 10,
+    };
+  }
+
+  /** A listener token for the stream, valid 24 h. @throws ApiError 404 */
+  async createToken(accountId: string, streamId: string): Promise<{ object: 'listener_token'; token: string; streamId: string; expiresAt: string }> {
+    this.stream(accountId, streamId);
+    const { token, claims } = await this.tokens.sign(streamId);
+    return { object: 'listener_token', token, streamId, expiresAt: new Date(claims.expiresAt).toISOString() };
+  }
+
+  private stream(accountId: string, streamId: string) {
+    const row = this.streams.get(streamId, accountId);
+    if (!row) throw notFound('stream', streamId);
+    return row;
+  }
+}

@@ -1,0 +1,359 @@
+/**
+ * A mount (Icecast's word): the progressive listening output of one layer of one stream, shared by
+ * every listener of it (docs/behaviour.md §10 "Listening"; the model of Icecast's `source.c`/`refbuf.c`).
+ *
+ * - One queue of immutable chunks (src/delivery/progressive/queue.ts; src/live/media/listen-encoder.ts): each part
+ *   (LL-HLS layers) or segment (classic layers) the layer makes is read back and written in the
+ *   listening format once, cut into ~0.5 s chunks that start on frame/page boundaries. Chunks
+ *   carry sequence numbers and audio times; every listener holds only its position (the next
+ *   chunk's sequence number) and writes the shared chunks themselves — there is no per-listener
+ *   copy of the audio. On a worker thread the queue is the main thread's, mirrored: the same
+ *   chunk bytes in shared memory (src/delivery/progressive/shared.ts), and its listeners wait for the main
+ *   thread's backlog (a millisecond or so) before their burst is written.
+ * - A new listener gets the format's header (Ogg: OpusHead/OpusTags pages), then a burst starting
+ *   on a chunk boundary 2–4 s back from the live edge, then real time. A mount created for the
+ *   first listener builds its queue from the layer's retained parts/segments, so that listener
+ *   gets its burst too.
+ * - Slow listeners: a listener whose unsent audio exceeds SLOW_MS (10 s) is disconnected and
+ *   reported (`left('slow')`); nobody else notices. "Unsent" counts from the start of the last
+ *   batch of writes that found the HTTP layer's buffer empty (the first write of a batch returns
+ *   false while bytes of earlier batches wait), so what the HTTP layer buffers for a listener is
+ *   bounded by ~10 s of audio. A listener whose position fell off the queue's tail is cut the same way.
+ * - ICY metadata (src/delivery/progressive/icy.ts): per listener one byte counter until the next block and the
+ *   version of the title it got last; a chunk is written in `subarray` views around the blocks.
+ *   Titles come from `nowPlaying(streamId)`, asked at every new chunk.
+ * - The mount reads its queue while it has listeners, and for LINGER_MS after the last one
+ *   leaves; it ends every listener (the response ends) when the layer ends.
+ */
+import type { Layer } from '../../live/media/layer.js';
+import { ICY_EMPTY_BLOCK, ICY_METAINT, icyTitleBlock } from './icy.js';
+import { BURST_MAX_MS, BURST_MIN_MS, EncodedQueue, SLOW_MS, type ChunkQueue, type Queued } from './queue.js';
+
+export { SLOW_MS, BURST_MAX_MS, BURST_MIN_MS, RETAIN_MS } from './queue.js';
+/** How long a mount without listeners stays subscribed (ms). */
+export const LINGER_MS = 30_000;
+
+/** Where a listener's bytes go (the progressive HTTP response; src/base/http/routes/progressive.ts). */
+export interface ListenSink {
+  /** Hands bytes over (kept in full); false when they could not all be sent now (backpressure). */
+  write(chunk: Uint8Array): boolean;
+  /** Runs `fn`, its writes sent together (one syscall). */
+  cork(fn: () => void): void;
+  /** `cb` runs when the connection can take more after backpressure. */
+  onWritable(cb: () => void): void;
+  /** Ends the response after what was written. */
+  end(): void;
+  /** Closes the connection now. */
+  close(): void;
+}
+
+/** Why a mount let a listener go. */
+export type LeaveReason = 'ended' | 'slow' | 'closed';
+
+/** One listener as the mount sees it. */
+export interface MountClient {
+  sink: ListenSink;
+  /** Interleave ICY metadata (`Icy-MetaData: 1`). */
+  icy: boolean;
+  /** The mount let this listener go (its sink was ended or closed); called once, not after `remove`. */
+  left(reason: LeaveReason): void;
+  /** The listener took audio (to keep its session's last-seen time). */
+  seen?(): void;
+}
+
+/** What a mount needs: a layer (its queue is encoded here) or a queue (shared, or a worker's mirror). */
+export interface MountOptions {
+  streamId: string;
+  /** The layer whose queue this mount encodes and owns. */
+  layer?: Layer;
+  /** A queue someone else owns (`release` is called when the mount lets go of it). */
+  queue?: ChunkQueue;
+  /** The current ICY title (`<artist> - <title>`), or null for none. Default: the queue's. */
+  nowPlaying?: (streamId: string) => string | null;
+  /** A part/segment could not be read back (logged by the caller, throttled). */
+  onError?: (e: Error) => void;
+  /** The mount is gone (ended, or idle past LINGER_MS): forget it (and release a given queue). */
+  onDispose?: () => void;
+}
+
+interface Listener {
+  c: MountClient;
+  /** Sequence number of the next chunk to write. */
+  next: number;
+  /** Audio time up to which the HTTP layer is known to have sent everything on. */
+  ackedMs: number;
+  /** The last write met backpressure: wait for `onWritable`. */
+  blocked: boolean;
+  /** ICY: bytes until the next metadata block; -1 without ICY. */
+  icyLeft: number;
+  /** ICY: the title version this listener got last. */
+  titleVersion: number;
+  gone: boolean;
+}
+
+/** A listener's handle: `remove()` when its client went away. */
+export interface MountHandle {
+  remove(): void;
+}
+
+export class Mount {
+  private readonly listeners = new Set<Listener>();
+  /** Listeners added before a mirrored queue had its backlog: started once it has. */
+  private pending: Array<{ c: MountClient; l: Listener | null }> = [];
+  private readonly queue: ChunkQueue;
+  private readonly owned: EncodedQueue | null;
+  private stopReading: (() => void) | null = null;
+  private linger: NodeJS.Timeout | null = null;
+  private title: string | null = null;
+  private titleVersion = 0;
+  private titleBlock: Buffer = ICY_EMPTY_BLOCK;
+  private disposed = false;
+  readonly burstTargetMs: number;
+
+  /** @throws Error without `layer` or `queue` */
+  constructor(private readonly o: MountOptions) {
+    if (o.queue) {
+      this.queue = o.queue;
+      this.owned = null;
+    } else if (o.layer) {
+      this.owned = new EncodedQueue(o.layer, () => this.o.nowPlaying?.(this.o.streamId) ?? null, false, o.onError);
+      this.queue = this.owned;
+    } else throw new Error('a mount needs a layer or a queue');
+    // A burst must outlast the wait for the next part/segment: 2 s plus one unit, at most 4 s.
+    this.burstTargetMs = Math.min(BURST_MAX_MS, BURST_MIN_MS + this.queue.unitMs);
+    this.stopReading = this.queue.read({ chunks: () => this.media(), end: () => this.end() });
+  }
+
+  /** Listeners now. */
+  get size(): number {
+    return this.listeners.size + this.pending.length;
+  }
+
+  /** Whether the mount still serves (not ended, not disposed). */
+  get open(): boolean {
+    return !this.disposed;
+  }
+
+  /** Bytes and audio held in the queue. */
+  get held(): { chunks: number; bytes: number; ms: number } {
+    return this.queue.held;
+  }
+
+  /**
+   * Adds a listener: its header and burst are written at once (call it where writes are corked,
+   * e.g. synchronously in the request handler) — or, on a mirrored queue still waiting for its
+   * backlog, as soon as that arrives. @throws Error on a disposed mount
+   */
+  add(c: MountClient): MountHandle {
+    if (this.disposed) throw new Error('mount is closed');
+    if (this.linger) {
+      clearTimeout(this.linger);
+      this.linger = null;
+    }
+    if (!this.queue.ready) {
+      // Started when the backlog arrives; the handle follows the listener.
+      const p: { c: MountClient; l: Listener | null } = { c, l: null };
+      this.pending.push(p);
+      return { remove: () => (p.l ? this.drop(p.l) : this.unpend(p)) };
+    }
+    const l = this.start(c);
+    return { remove: () => this.drop(l) };
+  }
+
+  /** Stops serving (server shutdown): every listener's connection is closed, the queue let go. */
+  close(): void {
+    for (const p of this.pending.splice(0)) this.closeClient(p.c, 'closed');
+    for (const l of [...this.listeners]) this.cut(l, 'closed');
+    this.dispose();
+  }
+
+  private start(c: MountClient): Listener {
+    const q = this.queue;
+    const start = q.burstStart(this.burstTargetMs);
+    const first = q.chunk(start);
+    const l: Listener = { c, next: start, ackedMs: first ? first.startMs : q.edgeMs, blocked: false, icyLeft: c.icy ? ICY_METAINT : -1, titleVersion: 0, gone: false };
+    this.listeners.add(l);
+    c.sink.onWritable(() => {
+      if (l.gone) return;
+      l.blocked = false;
+      this.send(l, null);
+    });
+    this.refreshTitle();
+    this.send(l, first ? first.header : q.header);
+    return l;
+  }
+
+  private unpend(p: { c: MountClient }): void {
+    this.pending = this.pending.filter((x) => x !== p);
+    this.idle();
+  }
+
+  /** New chunks (or a mirrored queue's backlog): pending listeners start, the others get what is new. */
+  private media(): void {
+    if (this.disposed) return;
+    if (this.pending.length > 0) {
+      for (const p of this.pending.splice(0)) p.l = this.start(p.c);
+    }
+    this.refreshTitle();
+    const q = this.queue;
+    for (const l of [...this.listeners]) {
+      if (l.gone) continue;
+      if (q.edgeMs - l.ackedMs > SLOW_MS || l.next < q.firstSeq) {
+        this.cut(l, 'slow');
+        continue;
+      }
+      this.send(l, null);
+    }
+  }
+
+  /** Asks for the current title; a change gets a new block and version. */
+  private refreshTitle(): void {
+    let t: string | null;
+    try {
+      t = this.o.nowPlaying ? this.o.nowPlaying(this.o.streamId) : this.queue.title();
+    } catch {
+      return;
+    }
+    if (t === this.title) return;
+    this.title = t;
+    this.titleVersion++;
+    this.titleBlock = icyTitleBlock(t ?? '');
+  }
+
+  /**
+   * Writes `header` (if any) and every chunk from the listener's position up to the live edge, in
+   * one cork; stops after a chunk whose write met backpressure (the HTTP layer keeps it). The
+   * first write of the batch tells whether the earlier batches were sent: then `ackedMs` moves.
+   */
+  private send(l: Listener, header: Uint8Array | null): void {
+    if (l.gone || l.blocked) return;
+    const q = this.queue;
+    if (l.next >= q.nextSeq && !header?.length) return;
+    const batchMs = q.chunk(l.next)?.startMs ?? q.edgeMs;
+    let first: boolean | null = null;
+    let ok = true;
+    const w = (b: Uint8Array) => {
+      const r = l.c.sink.write(b);
+      first ??= r;
+      if (!r) ok = false;
+    };
+    try {
+      l.c.sink.cork(() => {
+        if (header?.length) this.out(l, header, w);
+        while (ok && l.next < q.nextSeq) {
+          const c: Queued | undefined = q.chunk(l.next);
+          if (!c) break;
+          l.next++;
+          this.out(l, c.data, w);
+        }
+      });
+    } catch {
+      // The connection is gone (its abort is on the way).
+      return;
+    }
+    if (first === true) {
+      l.ackedMs = batchMs;
+      l.c.seen?.();
+    }
+    if (!ok) l.blocked = true;
+  }
+
+  /** Writes `data` for one listener, interleaving ICY metadata blocks by `subarray` views. */
+  private out(l: Listener, data: Uint8Array, w: (b: Uint8Array) => void): void {
+    if (l.icyLeft < 0) return w(data);
+    let d = data;
+    while (d.length > 0) {
+      const n = Math.min(l.icyLeft, d.length);
+      w(n === d.length ? d : d.subarray(0, n));
+      l.icyLeft -= n;
+      d = d.subarray(n);
+      if (l.icyLeft === 0) {
+        if (l.titleVersion !== this.titleVersion) {
+          l.titleVersion = this.titleVersion;
+          w(this.titleBlock);
+        } else w(ICY_EMPTY_BLOCK);
+        l.icyLeft = ICY_METAINT;
+      }
+    }
+  }
+
+  /** Disconnects a listener now (slow, or the mount closes). */
+  private cut(l: Listener, reason: LeaveReason): void {
+    if (l.gone) return;
+    l.gone = true;
+    this.listeners.delete(l);
+    this.closeClient(l.c, reason);
+    this.idle();
+  }
+
+  private closeClient(c: MountClient, reason: LeaveReason): void {
+    try {
+      c.sink.close();
+    } catch {
+      // already gone
+    }
+    this.left(c, reason);
+  }
+
+  /** Tells the client's owner; its fault must not stop the loop over the other listeners. */
+  private left(c: MountClient, reason: LeaveReason): void {
+    try {
+      c.left(reason);
+    } catch (e) {
+      this.o.onError?.(e as Error);
+    }
+  }
+
+  /** The client went away. */
+  private drop(l: Listener): void {
+    if (l.gone) return;
+    l.gone = true;
+    this.listeners.delete(l);
+    this.idle();
+  }
+
+  /** The layer ended: every listener gets what is queued, then the end of its response. */
+  private end(): void {
+    for (const p of this.pending.splice(0)) {
+      try {
+        p.c.sink.end();
+      } catch {
+        // already gone
+      }
+      this.left(p.c, 'ended');
+    }
+    for (const l of [...this.listeners]) {
+      this.send(l, null);
+      l.gone = true;
+      this.listeners.delete(l);
+      try {
+        l.c.sink.end();
+      } catch {
+        // already gone
+      }
+      this.left(l.c, 'ended');
+    }
+    this.dispose();
+  }
+
+  /** Without listeners: lets go of the queue after LINGER_MS. */
+  private idle(): void {
+    if (this.size > 0 || this.disposed || this.linger) return;
+    this.linger = setTimeout(() => {
+      this.linger = null;
+      if (this.size === 0) this.dispose();
+    }, LINGER_MS);
+    this.linger.unref();
+  }
+
+  private dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    if (this.linger) clearTimeout(this.linger);
+    this.linger = null;
+    this.stopReading?.();
+    this.stopReading = null;
+    this.owned?.dispose();
+    this.o.onDispose?.();
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * Serving HTTP on every core (docs/scaling.md): the main thread's half of the worker threads —
+ * which hubs exist (`WatchedMediaRegistry`), the mirror feed, the session intake and the threads
+ * themselves — put together by `startHttpThreads` for the composition root.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { MediaRegistry, type HubOptions, type HubEvents, type StreamHub } from '../../live/media/hub.js';
+import type { HubSource } from '../hls/source.js';
+import type { Logger } from '../../base/logger.js';
+import type { Limits } from '../../base/limits/limits.js';
+import type { ListenerRegistry } from '../listeners/registry.js';
+import type { StreamPolicy } from '../listeners/hls-access.js';
+import { SessionIntake } from '../listeners/remote.js';
+import { MirrorFeed } from './feed.js';
+import { HttpThreads } from './threads.js';
+export { stopAllHttpThreads } from './threads.js';
+import type { ListenFeature } from '../progressive/routes.js';
+import type { ThreadCounts, WorkerInit } from './protocol.js';
+
+export type { ThreadCounts } from './protocol.js';
+
+/** The media registry, telling who asks which hubs it opens (the mirror feed watches each). */
+export class WatchedMediaRegistry extends MediaRegistry {
+  private readonly watchers: Array<(hub: StreamHub) => void> = [];
+
+  /** Calls `fn` with every hub opened from now on. */
+  onOpen(fn: (hub: StreamHub) => void): void {
+    this.watchers.push(fn);
+  }
+
+  override open(streamId: string, opts: HubOptions, events?: HubEvents): StreamHub {
+    const before = this.get(streamId);
+    const hub = super.open(streamId, opts, events);
+    if (hub !== before) for (const fn of this.watchers) fn(hub);
+    return hub;
+  }
+}
+
+/**
+ * A free TCP port on `host` (the kernel's pick, released at once): every thread binds it
+ * explicitly, since a second socket cannot join a port the kernel picked for a first one.
+ */
+export function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, host, () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** A private directory (mode 0700) for the main thread's unix socket, and the socket's path in it. */
+export function privateSocketPath(): { socketPath: string; cleanup: () => void } {
+  const dir = mkdtempSync(path.join(tmpdir(), 'skylark-http-'));
+  return { socketPath: path.join(dir, 'main.sock'), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export interface HttpThreadsDeps {
+  /** Threads serving HTTP, the main thread included (≥ 2 here). */
+  count: number;
+  host: string;
+  port: number;
+  socketPath: string;
+  media: WatchedMediaRegistry;
+  /** The main thread's HLS views (rendering into shared memory). */
+  source: HubSource;
+  registry: ListenerRegistry;
+  policy: (streamId: string) => StreamPolicy | null;
+  /** The main thread's progressive listening (titles, node-wide caps, chunk queues). */
+  listen: ListenFeature;
+  log: Logger;
+  limits: Pick<Limits, 'hit'>;
+  /** What each worker starts with besides its address and the feed. */
+  init: Omit<WorkerInit, 'index' | 'host' | 'port' | 'socketPath' | 'countCell' | 'listenMemory'>;
+}
+
+/** The running worker threads, for the composition root. */
+export interface RunningThreads {
+  /** Each worker's request counts (thread index → counts). */
+  counts(): Promise<Map<number, ThreadCounts>>;
+  /** Makes worker `index` throw an uncaught exception (tests: it is logged and replaced). */
+  fail(index: number): void;
+  /** Stops the workers and the feed; resolves once every worker ended. */
+  close(): Promise<void>;
+}
+
+/** Starts the feed, the intake and `count − 1` workers; resolves once every worker listens. @throws Error when one cannot */
+export async function startHttpThreads(d: HttpThreadsDeps): Promise<RunningThreads> {
+  // The feed and the threads need each other: the feed posts through the threads, a new thread
+  // starts from the feed's snapshot.
+  let threads: HttpThreads | null = null;
+  const feed = new MirrorFeed({
+    source: d.source,
+    current: (id) => d.media.get(id),
+    policy: d.policy,
+    station: (id) => d.listen.station(id),
+    post: (m) => threads?.post(m),
+  });
+  const listen = d.listen.feed((w, m) => threads?.postTo(w, m));
+  const intake = new SessionIntake(d.registry, (w, handles) => threads?.postTo(w, { t: 'forget', handles }));
+  d.media.onOpen((hub) => feed.watch(hub));
+  threads = new HttpThreads({
+    count: d.count,
+    init: { ...d.init, host: d.host, port: d.port, socketPath: d.socketPath, countCell: d.registry.countCell.buffer as SharedArrayBuffer, listenMemory: d.listen.caps.memory },
+    log: d.log,
+    limits: d.limits,
+    intake,
+    snapshot: () => feed.snapshot(),
+    listen,
+  });
+  const t = threads;
+  try {
+    await t.start();
+  } catch (e) {
+    await t.close();
+    feed.close();
+    intake.close();
+    throw e;
+  }
+  return {
+    counts: () => t.counts(),
+    fail: (index) => t.postTo(index, { t: 'fail' }),
+    async close() {
+      await t.close();
+      feed.close();
+      intake.close();
+    },
+  };
+}

@@ -1,0 +1,469 @@
+/**
+ * WHEP (RFC 9725) playback over WebRTC, the only home of werift:
+ * - `POST /whep/<stream_id>` with an SDP offer (`Content-Type: application/sdp`) → `201 Created`,
+ *   the SDP answer (all candidates included: no trickle needed), `Location: /whep/<stream_id>/<session>`
+ *   and `ETag` (RFC 9725 §4.2). The answer sends one Opus track (RFC 7587) from the stream's shared
+ *   packet source (src/delivery/webrtc/source.ts).
+ * - `DELETE` on the session URL ends it (§4.3); `PATCH` (trickle ICE / ICE restart, §4.4) is not
+ *   implemented and answers 405; `OPTIONS` answers the CORS preflight of browsers (§4.7).
+ * - Token streams need the listener token as `Authorization: Bearer <token>` (§4.6) or `?token=`
+ *   (401 without a valid one).
+ * - An answered offer is *pending* until its peer connects (ICE + DTLS, werift's connectionState
+ *   `connected`): only then is it a listener (`protocol: "webrtc"`, `listener.joined`) and fed
+ *   packets (the stream's codec process starts with the first connected peer). Pending offers are
+ *   capped per client address and in total (`whepMaxPendingPerIp`, `whepMaxPending`: beyond → 429
+ *   `too_many_pending_offers` with `Retry-After`) and dropped, every socket closed, after
+ *   `whepOfferTimeoutMs` (docs/behaviour.md §13).
+ * ICE: host candidates on 127.0.0.1 and the configured HTTP host (all interfaces when that is a
+ * wildcard), UDP, IPv4: one UDP socket per advertised address. ICE/DTLS/SRTP by werift. No STUN or
+ * TURN server is contacted unless `SKYLARK_ICE_SERVERS` names some (werift's own default is a
+ * public STUN server: `peerConfiguration` always passes the list).
+ * - Sessions that stop qualifying end within a few seconds (docs/listeners.md "Connections that
+ *   stop qualifying"): the stream was deleted, or it now needs a listener token the session did
+ *   not bring, or whose time ran out.
+ */
+import { RTCPeerConnection, RTCRtpCodecParameters, RtpHeader, RtpPacket, type RTCRtpTransceiver } from 'werift';
+import type { BlockList } from 'node:net';
+import type { HttpServer, RawBodyRequest, RawReply } from '../../base/http/server.js';
+import { errorBody, statusLine } from '../../base/http/server.js';
+import { ApiError, internalError } from '../../base/errors/errors.js';
+import type { Config, IceServer, PublicUrls } from '../../base/config.js';
+import type { Logger } from '../../base/logger.js';
+import type { ListenerTokens } from '../../base/auth/listener-tokens.js';
+import { randomBase62 } from '../../base/ids.js';
+import type { ListenerRegistry, Session } from '../listeners/registry.js';
+import { MAX_LISTENERS, TooManyListenersError } from '../listeners/registry.js';
+import { PerAddressCounter, type Limits } from '../../base/limits/limits.js';
+import type { MediaRegistry, StreamHub } from '../../live/media/hub.js';
+import type { HlsListenerAccess } from '../listeners/hls-access.js';
+import { clientAddress, countryOf } from '../listeners/geo.js';
+import { StreamAudioSource, type PacketSink } from './source.js';
+
+/** Largest SDP offer accepted (bytes). */
+const MAX_OFFER_BYTES = 64 * 1024;
+/** A peer `disconnected` this long is dropped (ms). */
+const DISCONNECTED_GRACE_MS = 10_000;
+/** Packets a peer may have in flight in werift (encrypting/sending); more are dropped for it. */
+const PEER_QUEUE = 32;
+/** A peer that has dropped every packet for this long is closed as too slow (ms). */
+const PEER_MAX_DROPPING_MS = 5000;
+/** How often sessions are checked against their stream's playback rule (ms). */
+export const QUALIFY_SWEEP_MS = 1000;
+/** The Opus payload type we answer with when the offer has none we can match. */
+const OPUS = () => new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48000, channels: 2, payloadType: 111, parameters: 'minptime=10;useinbandfec=1' });
+
+const CORS: ReadonlyArray<readonly [string, string]> = [
+  ['Access-Control-Allow-Origin', '*'],
+  ['Access-Control-Allow-Methods', 'POST, DELETE, OPTIONS'],
+  ['Access-Control-Allow-Headers', 'Authorization, Content-Type, If-Match'],
+  ['Access-Control-Expose-Headers', 'Location, ETag, Link, Accept-Patch'],
+  ['Access-Control-Max-Age', '600'],
+];
+
+export interface WhepDeps {
+  http: HttpServer;
+  media: MediaRegistry;
+  registry: ListenerRegistry;
+  tokens: ListenerTokens;
+  access: HlsListenerAccess;
+  trusted: BlockList;
+  config: Config;
+  log: Logger;
+  urls: () => PublicUrls;
+  /** Counts and logs the caps hit (pending offers, offer timeouts). */
+  limits: Limits;
+}
+
+/** Counters of the WebRTC side (bench, logs). */
+export interface WhepStats {
+  /** Sessions open, pending ones included. */
+  peers: number;
+  /** Answered offers whose peer has not connected yet. */
+  pending: number;
+  packetsSent: number;
+  packetsDropped: number;
+  peersDroppedSlow: number;
+}
+
+/** Who sent an offer: what the listener session is made of once the peer connects. */
+interface OfferClient {
+  /** The client address (kept in memory while pending, for the per-address cap; never stored). */
+  ip: string;
+  accountId: string;
+  /** The listener session key (`<token subject>:whep:<id>` or `whep:<id>`). */
+  keyPrefix: string;
+  userAgent: string | null;
+  /** When the valid listener token for this stream the offer carried expires (ms since the epoch); null: none. */
+  tokenExpiresAt: number | null;
+}
+
+/**
+ * The RTCPeerConnection configuration of a WHEP answer: Opus only, no header extensions, host
+ * candidates on `hosts` (every interface when `allInterfaces`), and exactly `iceServers` — an
+ * empty list unless configured, so no outside STUN/TURN server is contacted.
+ */
+export function peerConfiguration(o: { iceServers: readonly IceServer[]; allInterfaces: boolean; hosts: string[] }) {
+  return {
+    codecs: { audio: [OPUS()], video: [] },
+    headerExtensions: { audio: [], video: [] },
+    iceServers: o.iceServers.map((s) => ({ ...s })),
+    // With a specific HTTP host, one UDP socket per address the answer lists (werift would add
+    // one per interface address, then filtered out of the answer); a wildcard host: all of them.
+    iceUseIpv4: o.allInterfaces,
+    iceUseIpv6: false,
+    iceAdditionalHostAddresses: o.hosts,
+  };
+}
+
+/**
+ * One WHEP session: a werift peer connection with its Opus sender. `pending` from the answer until
+ * werift reports `connected` (then a listener, fed by the stream's source) or the offer timeout;
+ * `closed` once ended. A pending peer holds one slot of the pending caps, given back exactly once.
+ */
+class Peer implements PacketSink {
+  readonly id = randomBase62(24);
+  state: 'pending' | 'connected' | 'closed' = 'pending';
+  session: Session | null = null;
+  source: StreamAudioSource | null = null;
+  private sender;
+  private inflight = 0;
+  /** When the current run of drops began (0: not dropping). */
+  private droppingSince = 0;
+  private offerTimer: NodeJS.Timeout | null = null;
+  private graceTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    readonly streamId: string,
+    readonly hub: StreamHub,
+    readonly pc: RTCPeerConnection,
+    transceiver: RTCRtpTransceiver,
+    readonly client: OfferClient,
+    private readonly owner: Whep,
+    offerTimeoutMs: number,
+  ) {
+    this.sender = transceiver.sender;
+    this.offerTimer = setTimeout(() => {
+      this.offerTimer = null;
+      this.owner.expired(this);
+    }, offerTimeoutMs);
+    this.offerTimer.unref();
+    pc.connectionStateChange.subscribe((state) => {
+      if (state === 'connected') {
+        if (this.offerTimer) clearTimeout(this.offerTimer);
+        if (this.graceTimer) clearTimeout(this.graceTimer);
+        this.offerTimer = this.graceTimer = null;
+        if (this.state === 'pending') this.owner.connected(this);
+      } else if (state === 'failed' || state === 'closed') this.close(`connection ${state}`);
+      else if (state === 'disconnected' && !this.graceTimer && this.state === 'connected') {
+        this.graceTimer = setTimeout(() => this.close('disconnected'), DISCONNECTED_GRACE_MS);
+        this.graceTimer.unref();
+      }
+    });
+  }
+
+  send(seq: number, timestamp: number, payload: Buffer, marker: boolean): void {
+    if (this.state !== 'connected' || this.pc.connectionState !== 'connected') return;
+    if (this.inflight >= PEER_QUEUE) {
+      this.owner.counters.packetsDropped++;
+      const now = Date.now();
+      if (this.droppingSince === 0) this.droppingSince = now;
+      else if (now - this.droppingSince >= PEER_MAX_DROPPING_MS) {
+        this.owner.counters.peersDroppedSlow++;
+        this.close('too slow');
+      }
+      return;
+    }
+    this.droppingSince = 0;
+    this.inflight++;
+    this.owner.counters.packetsSent++;
+    // werift's sender rewrites ssrc/payload type/extensions in place: one packet object per peer.
+    const pkt = new RtpPacket(new RtpHeader({ sequenceNumber: seq, timestamp, marker, payloadType: 111 }), payload);
+    this.sender.sendRtp(pkt).then(this.done, this.done);
+  }
+
+  private readonly done = () => {
+    this.inflight--;
+  };
+
+  /** Ends the session: gives back its pending slot or leaves the registry and the source, closes the connection. */
+  close(reason: string): void {
+    if (this.state === 'closed') return;
+    const was = this.state;
+    this.state = 'closed';
+    if (this.offerTimer) clearTimeout(this.offerTimer);
+    if (this.graceTimer) clearTimeout(this.graceTimer);
+    this.offerTimer = this.graceTimer = null;
+    this.source?.remove(this);
+    this.owner.forget(this, was, reason);
+    this.pc.close().catch(() => {});
+  }
+}
+
+/** The WHEP endpoint and its sessions. */
+class Whep {
+  readonly peers = new Map<string, Peer>();
+  private readonly sources = new Map<string, StreamAudioSource>();
+  readonly counters = { packetsSent: 0, packetsDropped: 0, peersDroppedSlow: 0 };
+  private readonly hosts: string[];
+  private readonly allInterfaces: boolean;
+  /** Offers being negotiated or answered and not connected yet, per client address and in total. */
+  private readonly pending: PerAddressCounter;
+  private sweepTimer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly d: WhepDeps) {
+    const h = d.config.httpHost;
+    this.allInterfaces = h === '0.0.0.0' || h === '::';
+    this.hosts = [...new Set(['127.0.0.1', ...(this.allInterfaces || h === 'localhost' || h.includes(':') ? [] : [h])])];
+    this.pending = new PerAddressCounter(d.config.limits.whepMaxPending, d.config.limits.whepMaxPendingPerIp);
+  }
+
+  register(): void {
+    const http = this.d.http;
+    const headers = ['content-type', 'authorization', 'user-agent', 'x-forwarded-for', 'origin'];
+    http.rawBody('options', '/whep/:id', () => ({ status: '204 No Content', headers: [...CORS, ['Accept-Post', 'application/sdp']], body: new Uint8Array(0) }), { maxBodyBytes: 0, headers: [] });
+    http.rawBody('options', '/whep/:id/:session', () => ({ status: '204 No Content', headers: CORS, body: new Uint8Array(0) }), { maxBodyBytes: 0, headers: [] });
+    http.rawBody('post', '/whep/:id', (req) => this.guarded(req, () => this.offer(req)), { maxBodyBytes: MAX_OFFER_BYTES, headers });
+    http.rawBody('del', '/whep/:id/:session', (req) => this.guarded(req, () => this.delete(req)), { maxBodyBytes: 0, headers: [] });
+    this.sweepTimer = setInterval(() => this.sweep(), QUALIFY_SWEEP_MS);
+    this.sweepTimer.unref();
+  }
+
+  /**
+   * Ends every session that no longer qualifies: its stream was deleted, or the stream needs a
+   * listener token (`playback: "token"`) and the session brought none, or its token expired.
+   * The stream's policy comes from the 2 s cache, so a change applies within about 3 s.
+   */
+  sweep(): void {
+    if (this.peers.size === 0) return;
+    const now = Date.now();
+    for (const p of [...this.peers.values()]) {
+      let why: string | null = null;
+      try {
+        const policy = this.d.access.policy(p.streamId);
+        if (!policy) why = 'stream deleted';
+        else if (policy.playback === 'token' && p.client.tokenExpiresAt === null) why = 'the stream now needs a listener token';
+        else if (policy.playback === 'token' && p.client.tokenExpiresAt !== null && p.client.tokenExpiresAt <= now) why = 'listener token expired';
+      } catch (e) {
+        // The policy could not be read (database): judged again at the next sweep.
+        this.d.log.warn('whep: stream policy unreadable', { streamId: p.streamId, err: (e as Error).message });
+        return;
+      }
+      if (why) p.close(why);
+    }
+  }
+
+  /** Answers errors as the JSON envelope with the CORS headers (a browser must see the status). */
+  private async guarded(req: RawBodyRequest, fn: () => Promise<RawReply> | RawReply): Promise<RawReply> {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!(e instanceof ApiError)) {
+        this.d.log.error('whep request failed', { requestId: req.requestId, err: e instanceof Error ? e.stack : String(e) });
+        e = internalError();
+      }
+      const err = e as ApiError;
+      return {
+        status: statusLine(err.status),
+        headers: [...CORS, ['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-store'], ...Object.entries(err.headers)],
+        body: Buffer.from(JSON.stringify(errorBody(err, req.requestId))),
+      };
+    }
+  }
+
+  private async offer(req: RawBodyRequest): Promise<RawReply> {
+    const streamId = req.params[0]!;
+    if (!/^application\/sdp\s*(;|$)/i.test(req.headers['content-type'] ?? '')) {
+      throw new ApiError('unsupported_media_type', 'A WHEP offer is an SDP body with Content-Type: application/sdp (RFC 9725 §4.2).');
+    }
+    const policy = this.d.access.policy(streamId);
+    if (!policy) throw new ApiError('resource_missing', `No such stream: '${streamId}'.`);
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1] ?? new URLSearchParams(req.query).get('token') ?? '';
+    let key = '';
+    let tokenExpiresAt: number | null = null;
+    if (policy.playback === 'token' || bearer) {
+      const t = bearer ? await this.d.tokens.verify(bearer) : null;
+      const valid = t?.ok === true && t.claims.streamId === streamId;
+      if (!valid && policy.playback === 'token') {
+        throw new ApiError(
+          bearer ? 'invalid_token' : 'missing_token',
+          bearer ? 'The listener token is invalid, expired or for another stream.' : 'This stream needs a listener token (Authorization: Bearer <token>).',
+          { headers: { 'WWW-Authenticate': bearer ? 'Bearer error="invalid_token"' : 'Bearer' } },
+        );
+      }
+      if (valid && t?.ok) {
+        key = `${t.claims.subject}:`;
+        tokenExpiresAt = t.claims.expiresAt;
+      }
+    }
+    const hub = this.d.media.get(streamId);
+    if (!hub || hub.ended) throw new ApiError('stream_not_live', `Stream '${streamId}' is not live.`);
+    const sdp = req.body.toString('utf8');
+    if (!/^v=0/m.test(sdp) || !/^m=audio /m.test(sdp)) throw new ApiError('invalid_sdp', 'The offer must be an SDP with an audio m-line.');
+    if (this.d.registry.total() >= MAX_LISTENERS) throw capacity();
+
+    // Everything below holds sockets: count it against the pending caps first.
+    const ip = clientAddress(req.remoteAddress, req.headers['x-forwarded-for'] ?? '', this.d.trusted);
+    const slot = this.pending.tryAcquire(ip);
+    if (slot !== 'ok') {
+      this.d.limits.hit(slot === 'total' ? 'whep_pending' : 'whep_pending_per_ip', ip, { streamId });
+      const retry = String(Math.max(1, Math.ceil(this.d.config.limits.whepOfferTimeoutMs / 1000)));
+      throw new ApiError(
+        'too_many_pending_offers',
+        slot === 'total'
+          ? 'This node holds as many unconnected WebRTC offers as it may; connect an answered one or retry later.'
+          : 'Too many unconnected WebRTC offers from your address; connect or DELETE an answered one, or retry later.',
+        { headers: { 'Retry-After': retry } },
+      );
+    }
+    let peer: Peer;
+    try {
+      peer = await this.negotiate(streamId, hub, sdp, { ip, accountId: policy.accountId, keyPrefix: key, userAgent: req.headers['user-agent'] || null, tokenExpiresAt });
+    } catch (e) {
+      this.pending.release(ip);
+      throw e;
+    }
+    this.peers.set(peer.id, peer);
+    const location = `/whep/${streamId}/${peer.id}`;
+    return {
+      status: '201 Created',
+      headers: [...CORS, ['Content-Type', 'application/sdp'], ['Location', location], ['ETag', `"${peer.id}"`], ['Cache-Control', 'no-store']],
+      body: Buffer.from(this.filterCandidates(peer.pc.localDescription!.sdp), 'utf8'),
+    };
+  }
+
+  /**
+   * Answers `sdp` with a new peer connection (all candidates gathered); the peer is pending.
+   * @throws ApiError 400 `invalid_sdp` when werift cannot negotiate the offer, 503 when gathering
+   * does not finish within the offer timeout
+   */
+  private async negotiate(streamId: string, hub: StreamHub, sdp: string, client: OfferClient): Promise<Peer> {
+    const timeoutMs = this.d.config.limits.whepOfferTimeoutMs;
+    const pc = new RTCPeerConnection(peerConfiguration({ iceServers: this.d.config.iceServers, allInterfaces: this.allInterfaces, hosts: this.hosts }));
+    let transceiver: RTCRtpTransceiver | undefined;
+    try {
+      await pc.setRemoteDescription({ type: 'offer', sdp });
+      transceiver = pc.getTransceivers().find((t) => t.kind === 'audio');
+      if (!transceiver) throw new ApiError('invalid_sdp', 'The offer has no audio m-line.');
+      transceiver.setDirection('sendonly');
+      await pc.setLocalDescription(await pc.createAnswer());
+      if (!(await gathered(pc, timeoutMs))) throw new ApiError('ice_gathering_timeout', 'The server could not gather its ICE candidates in time; try again.');
+    } catch (e) {
+      pc.close().catch(() => {});
+      if (e instanceof ApiError) throw e;
+      throw new ApiError('invalid_sdp', `The offer could not be negotiated: ${(e as Error).message}`);
+    }
+    return new Peer(streamId, hub, pc, transceiver, client, this, timeoutMs);
+  }
+
+  /** A pending peer connected: it gives back its pending slot, becomes a listener and gets packets. */
+  connected(peer: Peer): void {
+    if (peer.state !== 'pending') return;
+    peer.state = 'connected';
+    this.pending.release(peer.client.ip);
+    const { streamId, hub } = peer;
+    if (hub.ended || this.d.media.get(streamId) !== hub) return peer.close('stream ended');
+    try {
+      peer.session = this.d.registry.join({
+        streamId,
+        accountId: peer.client.accountId,
+        key: `${peer.client.keyPrefix}whep:${peer.id}`,
+        protocol: 'webrtc',
+        country: countryOf(peer.client.ip),
+        userAgent: peer.client.userAgent,
+        timeoutMs: 0,
+      });
+    } catch (e) {
+      // Runs in werift's event callback: nothing may escape.
+      if (!(e instanceof TooManyListenersError)) this.d.log.error('whep listener join failed', { streamId, err: e instanceof Error ? e.stack : String(e) });
+      return peer.close('listener capacity');
+    }
+    let source = this.sources.get(streamId);
+    if (!source) {
+      const s: StreamAudioSource = new StreamAudioSource(streamId, hub, this.codecOf(streamId), this.d.log, () => {
+        if (this.sources.get(streamId) === s) this.sources.delete(streamId);
+      });
+      this.sources.set(streamId, (source = s));
+    }
+    peer.source = source;
+    source.add(peer);
+  }
+
+  /** A pending peer did not connect within the offer timeout: counted, then closed. */
+  expired(peer: Peer): void {
+    if (peer.state !== 'pending') return;
+    this.d.limits.hit('whep_offer_timeout', peer.client.ip, { streamId: peer.streamId });
+    peer.close('never connected');
+  }
+
+  private delete(req: RawBodyRequest): RawReply {
+    const [streamId, id] = req.params as [string, string];
+    const peer = this.peers.get(id);
+    if (!peer || peer.streamId !== streamId) throw new ApiError('resource_missing', `No such WHEP session: '${id}'.`);
+    peer.close('DELETE');
+    return { status: '200 OK', headers: CORS, body: new Uint8Array(0) };
+  }
+
+  /** Called by a peer once it closed, with the state it was in. */
+  forget(peer: Peer, was: 'pending' | 'connected', reason: string): void {
+    this.peers.delete(peer.id);
+    if (was === 'pending') this.pending.release(peer.client.ip);
+    if (peer.session) this.d.registry.leave(peer.session);
+    this.d.log.debug('whep session closed', { streamId: peer.streamId, session: peer.id, reason });
+  }
+
+  /** The stream's codec: its hub's, else the stream row's. */
+  private codecOf(streamId: string): string {
+    return this.d.media.get(streamId)?.opts.codec ?? this.d.access.codec(streamId);
+  }
+
+  /** Keeps only host candidates on the advertised addresses (unless the HTTP host is a wildcard). */
+  private filterCandidates(sdp: string): string {
+    if (this.allInterfaces) return sdp;
+    return sdp
+      .split('\r\n')
+      .filter((l) => {
+        if (!l.startsWith('a=candidate:')) return true;
+        const parts = l.split(' ');
+        return this.hosts.includes(parts[4] ?? '');
+      })
+      .join('\r\n');
+  }
+
+  stats(): WhepStats {
+    return { peers: this.peers.size, pending: this.pending.held(), ...this.counters };
+  }
+
+  async close(): Promise<void> {
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.sweepTimer = null;
+    for (const p of [...this.peers.values()]) p.close('server shutdown');
+  }
+}
+
+/** 503 `listener_capacity`: the node tracks as many listeners as it may. */
+const capacity = () => new ApiError('listener_capacity', 'This node serves as many listeners as it can; try again later.');
+
+/** Resolves true once ICE gathering is complete (non-trickle answer), false after `timeoutMs`. */
+function gathered(pc: RTCPeerConnection, timeoutMs: number): Promise<boolean> {
+  if (pc.iceGatheringState === 'complete') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      unSubscribe();
+      resolve(false);
+    }, timeoutMs);
+    const { unSubscribe } = pc.iceGatheringStateChange.subscribe((s) => {
+      if (s === 'complete') {
+        clearTimeout(timer);
+        unSubscribe();
+        resolve(true);
+      }
+    });
+  });
+}
+
+/** Registers WHEP on `d.http`; returns its stats and shutdown. */
+export function registerWhep(d: WhepDeps): { stats(): WhepStats; close(): Promise<void> } {
+  const w = new Whep(d);
+  w.register();
+  return { stats: () => w.stats(), close: () => w.close() };
+}

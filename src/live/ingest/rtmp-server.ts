@@ -1,0 +1,226 @@
+/**
+ * The RTMP ingest server: the native RtmpListener (TCP accept and reads in C++ on Node's loop, a
+ * sans-I/O RTMP session per connection) and what each connection means to ingest. The RTMP app
+ * must be `live/<stream_id>` and the stream name its key (OBS "Server" + "Stream key"); a publish
+ * goes to `Publishing`, which attaches it to the stream's media hub — once live, its audio reaches
+ * the passthrough segmenter without a JS call per message (docs/decisions.md "Ingest I/O"); its
+ * `onMetaData` `title`/`artist`/`album` is what plays now (docs/behaviour.md §11). Bad
+ * input closes that one connection with one warning line (remote address and reason, never the
+ * stream key). No exception leaves a native callback: each is caught and logged.
+ */
+import { lookup } from 'node:dns/promises';
+import net from 'node:net';
+import { AUDIO_TAG_HEADER_MAX_BYTES, RtmpListener, type RtmpConnection, type RtmpConnectionHandler } from '../native/index.js';
+import type { LimitSettings } from '../../base/config.js';
+import type { Limits } from '../../base/limits/limits.js';
+import type { Logger } from '../../base/logger.js';
+import type { Publishing, PublishSink, Publisher } from './publishing.js';
+import type { NowPlayingUpdate } from './port.js';
+
+/** `live/<stream_id>` (a trailing slash allowed): the stream id, or null. */
+export function streamIdOfApp(app: string): string | null {
+  const m = /^live\/(stm_[A-Za-z0-9]+)\/?$/.exec(app);
+  return m ? m[1]! : null;
+}
+
+/** Ingest limits. Times in ms. */
+export interface IngestOptions {
+  /** A publishing connection silent this long is considered gone. */
+  idleTimeoutMs: number;
+  maxMessageBytes: number;
+  /** Merged reads of live (routed) publishers, ms (0 = read as bytes arrive); RtmpListener. */
+  mergeReadsMs: number;
+  /** The RTMP caps (docs/behaviour.md §13), enforced by the listener; unset: the listener's defaults. */
+  limitSettings?: Pick<LimitSettings, 'rtmpMaxConnections' | 'rtmpMaxConnectionsPerIp' | 'rtmpPublishTimeoutMs' | 'rtmpPrePublishBytes' | 'maxAudioFrameBytes'>;
+  /** Where cap hits are counted and logged. */
+  limits?: Limits;
+}
+
+/** Ingest defaults (docs/decisions.md "Ingest", "Ingest I/O"). */
+export const INGEST_DEFAULTS: IngestOptions = { idleTimeoutMs: 30_000, maxMessageBytes: 1 << 20, mergeReadsMs: 100 };
+
+export class RtmpServer {
+  private readonly listener: RtmpListener;
+
+  constructor(private readonly publishing: Publishing, private readonly log: Logger, private readonly opts: IngestOptions = INGEST_DEFAULTS) {
+    const caps = opts.limitSettings;
+    this.listener = new RtmpListener(
+      {
+        maxMessageBytes: opts.maxMessageBytes,
+        mergeReadsMs: opts.mergeReadsMs,
+        ...(caps && {
+          maxConnections: caps.rtmpMaxConnections,
+          maxConnectionsPerIp: caps.rtmpMaxConnectionsPerIp,
+          publishTimeoutMs: caps.rtmpPublishTimeoutMs,
+          prePublishBytes: caps.rtmpPrePublishBytes,
+          maxAudioMessageBytes: caps.maxAudioFrameBytes + AUDIO_TAG_HEADER_MAX_BYTES,
+        }),
+        onLimit: (cause, remote) => opts.limits?.hit(cause, remote),
+        onCallbackError: (e) => this.log.error('rtmp callback failed', { err: e instanceof Error ? e.stack : String(e) }),
+      },
+      (conn) => this.onConnection(conn),
+    );
+  }
+
+  /**
+   * Listens on host:port (0 = a free port); resolves to the bound port. A host name is resolved
+   * first (the listener takes IP literals).
+   * @throws Error "cannot listen on rtmp://host:port: …" (address in use, no permission, bad host)
+   */
+  async listen(host: string, port: number): Promise<number> {
+    try {
+      const ip = net.isIP(host) ? host : (await lookup(host)).address;
+      return this.listener.listen(ip, port, 511);
+    } catch (e) {
+      throw new Error(`cannot listen on rtmp://${host}:${port}: ${(e as Error).message}`);
+    }
+  }
+
+  /** Stops listening and closes every connection. */
+  close(): Promise<void> {
+    this.listener.close();
+    return Promise.resolve();
+  }
+
+  private onConnection(conn: RtmpConnection): RtmpConnectionHandler {
+    const remote = conn.remote;
+    let sink: PublishSink | null = null;
+    let app = '';
+    /** The stream of the accepted publish (its `onMetaData` title is what plays now). */
+    let publishedTo: string | null = null;
+    let closed = false;
+    /** The connection's last error comes from an audio message over the cap. */
+    let tooLarge = false;
+    // Until its publish is accepted, the listener's absolute publish deadline bounds the connection.
+
+    const endSink = () => {
+      const s = sink;
+      sink = null;
+      s?.end();
+    };
+    const close = (reason: string, level: 'warn' | 'info' = 'info') => {
+      if (closed) return;
+      closed = true;
+      this.log[level](level === 'warn' ? 'rtmp connection closed: bad input' : 'rtmp connection closed', { remote, reason });
+      conn.close(); // unroutes at once: no audio reaches the segmenter after this
+      endSink();
+    };
+    const publisher: Publisher = {
+      remote,
+      close: (reason) => close(reason),
+      reject: (description) => {
+        conn.rejectPublish('NetStream.Publish.Rejected', description);
+        close('publish rejected: NetStream.Publish.Rejected');
+      },
+      route: (target, frames, merge) => {
+        if (!closed) conn.route(target, frames, merge);
+      },
+      audioBytes: () => conn.audioBytes,
+    };
+    const refuse = (reason: string) => {
+      conn.rejectPublish('NetStream.Publish.BadName', 'Unknown stream or wrong stream key.');
+      close(`publish refused: ${reason}`, 'warn');
+    };
+
+    const handler: RtmpConnectionHandler = {
+      audio: (timestampMs, data, segmented) => {
+        if (!closed) sink?.audio(timestampMs, data, segmented);
+      },
+      event: (e) => {
+        if (closed) return;
+        switch (e.type) {
+          case 'connect':
+            app = e.app;
+            break;
+          case 'publish': {
+            const streamId = streamIdOfApp(app);
+            // The log redacts a stream key typed into the app (src/base/logger.ts).
+            if (!streamId) return refuse(`unknown application '${app.slice(0, 80)}'`);
+            const key = e.streamName.split('?')[0]!;
+            // A second publish on this connection replaces its first one.
+            conn.route(null, true, false);
+            endSink();
+            const d = this.publishing.publish(streamId, key, publisher);
+            if (!d.ok) return refuse(d.reason);
+            sink = d.sink;
+            publishedTo = streamId;
+            conn.acceptPublish();
+            conn.setTimeout(this.opts.idleTimeoutMs);
+            this.log.info('publish started', { remote, streamId });
+            break;
+          }
+          case 'unpublish':
+            conn.route(null, true, false);
+            endSink();
+            break;
+          case 'error':
+            // An audio frame over the cap (docs/behaviour.md §13): the stream's owner hears why the publish ended.
+            if (tooLarge && sink) sink.fail({ code: 'frame_too_large', message: `An audio message was larger than ${this.opts.limitSettings?.maxAudioFrameBytes ?? 'the allowed'} bytes; the publish was ended.` });
+            close(`${e.code}: ${e.message}`, 'warn');
+            break;
+          case 'metadata': {
+            // docs/behaviour.md §11: `@setDataFrame`/`onMetaData` carrying `title` (FFmpeg `-metadata title=…`).
+            const np = nowPlayingOf(e.values);
+            if (np && sink && publishedTo) this.publishing.nowPlaying(publishedTo, np);
+            break;
+          }
+        }
+      },
+      limit: (cause) => {
+        if (cause === 'audio_frame_bytes') tooLarge = true;
+      },
+      timeout: () => close('publisher silent', 'warn'),
+      closed: (reason, error) => {
+        if (closed) return;
+        if (error) close(`${error.code}: ${error.message}`, 'warn');
+        else close(reason);
+      },
+    };
+    return guarded(handler, (where, e) => {
+      this.log.error('rtmp connection handler failed; connection closed', { remote, where, err: e instanceof Error ? e.stack : String(e) });
+      try {
+        close(`internal error in ${where}`, 'warn');
+      } catch {
+        // Closing failed too: the listener drops the connection when its socket closes.
+      }
+    });
+  }
+}
+
+/** Longest now-playing text taken from a publisher (docs/behaviour.md §11). */
+const NOW_PLAYING_MAX = 256;
+
+/**
+ * What plays now from `onMetaData` values: `title` (required), `artist`, `album` — strings only,
+ * trimmed, at most 256 characters; other keys are ignored. Null without a title.
+ */
+export function nowPlayingOf(values: Record<string, number | string | boolean>): NowPlayingUpdate | null {
+  const text = (k: string): string | null => {
+    const v = Object.hasOwn(values, k) ? values[k] : undefined;
+    if (typeof v !== 'string') return null;
+    const t = v.trim().slice(0, NOW_PLAYING_MAX);
+    return t === '' ? null : t;
+  };
+  const title = text('title');
+  return title === null ? null : { title, artist: text('artist'), album: text('album') };
+}
+
+/** The same handler, with every callback's exception caught and given to `onError` (never into native code). */
+function guarded(h: RtmpConnectionHandler, onError: (where: string, e: unknown) => void): RtmpConnectionHandler {
+  const wrap =
+    <A extends unknown[]>(where: string, f: (...a: A) => void) =>
+    (...a: A): void => {
+      try {
+        f(...a);
+      } catch (e) {
+        onError(where, e);
+      }
+    };
+  return {
+    audio: wrap('audio', h.audio),
+    limit: wrap('limit', (c: Parameters<NonNullable<RtmpConnectionHandler['limit']>>[0]) => h.limit?.(c)),
+    event: wrap('event', h.event),
+    timeout: wrap('timeout', h.timeout),
+    closed: wrap('closed', h.closed),
+  };
+}

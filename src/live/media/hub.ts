@@ -1,0 +1,766 @@
+/**
+ * The per-stream media hub (docs/behaviour.md §3, §9 "HLS"): the layers of the stream's HLS ladder — the
+ * ingest passed through, plus the layers an FFmpeg codec process encodes from it — the taps that
+ * hear the ingest audio (WebRTC), the recording and the ingest bitrate watch. One hub per live
+ * stream; it outlives publisher reconnects (the timeline continues with a discontinuity).
+ *
+ * A publisher reaches the hub through `attach(connection)`: the hub decides how the connection's
+ * audio travels — through JS (`PublishFeed.audio`), or natively straight into the passthrough
+ * layer's segmenter (`MediaConnection.route`), whose handle never leaves media
+ * (docs/decisions.md "Ingest I/O"). Imports no other app folder but native/.
+ */
+import { Layer, type LayerSegmenter, type LayerError, type NowPlayingFields } from './layer.js';
+import { LadderTranscoder } from './transcoder.js';
+import { BitrateMonitor } from './bitrate.js';
+import { Recorder, type Recording, type RecordingLeftover, type RecordingStop } from './recorder.js';
+import { readAudioTag, type AudioCodec, type AudioTag } from './codec.js';
+import { Segmenter, type SegmenterEvent } from '../native/index.js';
+
+export { Layer } from './layer.js';
+export type { Segment, Part } from './layer.js';
+
+/** What a segmenter factory is asked for (the native Segmenter's options). Durations in ms, sizes in bytes. */
+export interface SegmenterRequest {
+  container: 'ts' | 'fmp4';
+  targetDurationMs: number;
+  partTargetMs: number;
+  expectCodec: AudioCodec;
+  maxFrameBytes?: number;
+  maxSegmentBytes?: number;
+  /** With parts: false = segment events carry no bytes, the layer joins its parts (`SegmenterOptions.segmentBytes`). */
+  segmentBytes?: boolean;
+}
+
+/** What media logs through (a structural subset of the server's Logger). */
+export interface MediaLog {
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+/**
+ * A problem of the stream's media to report as `stream.error` (docs/behaviour.md §9 "Events"): codes
+ * `transcoder_failed`, `bitrate_spike` (with `measuredKbps`, `nominalKbps`), `frame_too_large`,
+ * `segment_too_large`, `recording_stopped`. `fatal`: the publish must end (the caps of §13).
+ */
+export interface MediaError {
+  code: string;
+  message: string;
+  fatal?: boolean;
+  [detail: string]: unknown;
+}
+
+/** What a hub tells its owner. */
+export interface HubEvents {
+  error(e: MediaError): void;
+  /** The stream's recording finished (after `end()`), to become a draft episode. */
+  recording?(r: Recording): void;
+}
+
+/** Where and how a stream records (docs/behaviour.md §3 "Recording"). */
+export interface RecordingTarget {
+  dir: string;
+  /** File name without extension, unique per recording. */
+  name: string;
+  /** Stop before the volume's free space falls under this (bytes). */
+  minFreeBytes: number;
+  /** A recording an earlier run left for this stream, to append to. */
+  resume?: RecordingLeftover;
+}
+
+/** Hub settings. Durations in ms; bitrates in kbps; sizes in bytes. */
+export interface HubOptions {
+  codec: AudioCodec;
+  targetDurationMs: number;
+  /** LL-HLS part target for fMP4 layers (0 = classic HLS only). */
+  partTargetMs: number;
+  /** Segments listed in the live playlist. */
+  windowSegments: number;
+  /** The ladder, top first: [passthrough nominal kbps, encoded layers' kbps…]. */
+  ladder: number[];
+  /** Largest audio frame a segmenter takes (docs/behaviour.md §13); unset: no cap. */
+  maxFrameBytes?: number;
+  /** A segment holds at most this × its nominal bytes (nominal kbps × target duration); unset: no cap. */
+  segmentBytesFactor?: number;
+  /** FFmpeg for the ladder's codec process and the recording's remux; null: passthrough only. */
+  ffmpeg?: () => string | null;
+  /** Record the stream (null: no recording). */
+  recording?: RecordingTarget | null;
+  log?: MediaLog;
+  /** Segmenters other than the native one (benches). */
+  createSegmenter?: (o: SegmenterRequest) => LayerSegmenter;
+  /** Where the stream's previous broadcast left its HLS timeline (set by `MediaRegistry.open`; see `Layer` `continues`). */
+  continues?: Timeline;
+}
+
+/** Where a stream's HLS timeline stands: the next media sequence number and the discontinuity sequence number. */
+export interface Timeline {
+  sequence: number;
+  discontinuity: number;
+}
+
+/**
+ * A subscriber to a hub's ingest audio (the WebRTC packet source). `audio` gets every FLV
+ * AUDIODATA body as pushed (sequence headers included) with its read tag header; `data` is only
+ * valid during the call (copy what you keep). `end` when the stream ends.
+ */
+export interface AudioTap {
+  audio(timestampMs: number, data: Uint8Array, tag: AudioTag): void;
+  end(): void;
+}
+
+/** A segmenter error of one pushed frame (the frame was dropped). */
+export type HubError = LayerError;
+
+export type { NowPlayingFields } from './layer.js';
+
+/**
+ * What media needs of a publisher's connection (the RTMP listener's, an Icecast source's): to
+ * have its audio routed natively into a segmenter, and its byte count.
+ */
+export interface MediaConnection {
+  /**
+   * From the next socket read, audio goes straight into `target.segmenter` (in C++) and what it
+   * makes of it to `target.onEvents`; the feed then hears only sequence headers — or every
+   * message when `frames` — flagged `segmented`. null: everything back to the feed. `merge`: the
+   * socket may be read lazily while no part or segment is about to close.
+   */
+  route(target: { segmenter: Segmenter; onEvents(events: SegmenterEvent[]): void } | null, frames: boolean, merge: boolean): void;
+  /** Audio body bytes received on this publish so far. */
+  audioBytes(): number;
+}
+
+/** A publish attached to a hub: how its audio reaches media. */
+export interface PublishFeed {
+  /**
+   * One ingest audio body (RTMP timestamp, ms) read as `tag`; `segmented`: the passthrough
+   * segmenter has it already (natively routed). Problems go to `HubEvents.error`.
+   */
+  audio(timestampMs: number, data: Uint8Array, tag: AudioTag, segmented: boolean): void;
+  /** The publish is live (codec checked, first frame in): its audio may now be routed natively. */
+  live(): void;
+  /** The publisher left: open segments close; the hub waits for the next publisher or `end()`. */
+  detach(): void;
+}
+
+const NO_ERRORS: HubError[] = [];
+
+/** A publisher sending bad audio would log ~47 lines a second; one line per 5 s says enough. */
+const DROP_LOG_EVERY_MS = 5000;
+/** The longest wait for a closed codec process to hand over its last frames (it is killed after 2 s). */
+const DRAIN_TIMEOUT_MS = 3000;
+/** Segmenter error codes that end the publish (docs/behaviour.md §13 caps). */
+const FATAL_CODES = new Set(['frame_too_large', 'segment_too_large']);
+
+/**
+ * The container of a codec's layers (docs/decisions.md "HLS"): AAC and Opus in fMP4/CMAF with
+ * LL-HLS parts; MP3 in MPEG-TS (what every player takes for MP3).
+ */
+export function containerFor(codec: AudioCodec): 'ts' | 'fmp4' {
+  return codec === 'mp3' ? 'ts' : 'fmp4';
+}
+
+/** Layer name of a layer of `kbps`: `a128`. */
+export const layerName = (kbps: number) => `a${kbps}`;
+
+/** Resolves when `t` has exited and its outputs were read, or after DRAIN_TIMEOUT_MS. */
+function drained(t: LadderTranscoder): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, DRAIN_TIMEOUT_MS);
+    timer.unref();
+    void t.exited.then(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/** The publish attached now. */
+interface Publish {
+  conn: MediaConnection;
+  /** Detached already. */
+  gone: boolean;
+  live: boolean;
+  /** How it is routed: not yet, straight to the segmenter, or that plus frames. */
+  routed: 'no' | 'segmenter' | 'frames';
+  /** Whether the current route allows merged (lazy) socket reads. */
+  merged: boolean;
+  bitrate: BitrateMonitor;
+  /** `audioBytes()` at the last bitrate sample. */
+  bytesSeen: number;
+  /** A fatal error was raised for this publish (raised once). */
+  failed: boolean;
+}
+
+export class StreamHub {
+  ended = false;
+  /** The ladder's layers, top (passthrough) first. */
+  readonly layers: Layer[];
+  /** The last audio sequence header pushed (AAC AudioSpecificConfig or E-RTMP SequenceStart), copied. */
+  audioHeader: Uint8Array | null = null;
+  private taps: AudioTap[] = [];
+  /** Taps of the encoded layers, by layer; each layer's last sequence header (copied). */
+  private readonly encodedTaps = new Map<Layer, AudioTap[]>();
+  private readonly encodedHeaders = new Map<Layer, Uint8Array>();
+  private publish: Publish | null = null;
+  /** The ladder's codec process of the current publish (null: none, or it failed). */
+  private transcoder: LadderTranscoder | null = null;
+  /** The codec process of a publish that has left, emptying its last frames into the encoded layers. */
+  private draining: LadderTranscoder | null = null;
+  private recorder: Recorder | null = null;
+  private dropLog = { at: 0, suppressed: 0 };
+  /** A publisher was attached before (the next one continues the timeline with a discontinuity). */
+  private attachedBefore = false;
+  /** What plays now, as last set (docs/behaviour.md §11); null before the first change. */
+  nowPlaying: NowPlayingFields | null = null;
+  /** The latest ingest timestamp of this publish seen here (ms, the publisher's clock), and when (ms, wall clock); null before its first audio. */
+  private ingestTs: number | null = null;
+  private ingestAt = 0;
+  /** A change came before the publish's first audio: the layers get it with that audio. */
+  private nowPlayingPending = false;
+  private readonly nominalKbps: number;
+
+  constructor(
+    readonly streamId: string,
+    readonly opts: HubOptions,
+    private readonly events: HubEvents = { error: () => {} },
+  ) {
+    const container = containerFor(opts.codec);
+    const partTargetMs = container === 'fmp4' ? opts.partTargetMs : 0;
+    this.nominalKbps = opts.ladder[0]!;
+    const create = opts.createSegmenter ?? ((o: SegmenterRequest) => new Segmenter(o));
+    this.layers = opts.ladder.map(
+      (kbps, i) =>
+        new Layer({
+          name: layerName(kbps),
+          kbps,
+          container,
+          targetDurationMs: opts.targetDurationMs,
+          partTargetMs,
+          windowSegments: opts.windowSegments,
+          passthrough: i === 0,
+          ...(opts.continues ? { continues: opts.continues } : {}),
+          createSegmenter: () =>
+            create({
+              container,
+              targetDurationMs: opts.targetDurationMs,
+              partTargetMs,
+              expectCodec: opts.codec,
+              ...(opts.maxFrameBytes ? { maxFrameBytes: opts.maxFrameBytes } : {}),
+              ...(opts.segmentBytesFactor ? { maxSegmentBytes: Math.ceil(((opts.segmentBytesFactor * kbps * 1000) / 8) * (opts.targetDurationMs / 1000)) } : {}),
+              // A segment of an LL-HLS layer is its parts' bytes: the layer joins them when the
+              // segment is first read, instead of the segmenter making (allocating) them twice.
+              ...(partTargetMs > 0 ? { segmentBytes: false } : {}),
+            }),
+        }),
+    );
+    if (opts.recording) this.openRecorder(opts.recording);
+  }
+
+  /** The passthrough layer (the ingest, not re-encoded). */
+  get top(): Layer {
+    return this.layers[0]!;
+  }
+
+  /** Where this hub's timeline stands (the highest of its layers): a next broadcast continues from it. */
+  timeline(): Timeline {
+    let sequence = 0;
+    let discontinuity = 0;
+    for (const l of this.layers) {
+      sequence = Math.max(sequence, l.nextSequence);
+      discontinuity = Math.max(discontinuity, l.discontinuityNumber);
+    }
+    return { sequence, discontinuity };
+  }
+
+  /** Sum of the layers' versions: changes whenever any playlist would. */
+  get version(): number {
+    let v = this.ended ? 1 : 0;
+    for (const l of this.layers) v += l.version + (l.failed ? 1 : 0);
+    return v;
+  }
+
+  /**
+   * Attaches a publisher: a current one is detached first; a timeline that ran before continues
+   * with a discontinuity; the ladder's codec process starts. Audio travels through the returned
+   * feed until `feed.live()`, then natively where nothing in JS needs every frame.
+   */
+  attach(conn: MediaConnection): PublishFeed {
+    if (this.publish) this.detach(this.publish);
+    // The last publish's codec process may still be draining: its tail is dropped and the
+    // encoded layers' open segments close now, before the new timeline starts.
+    if (this.draining) {
+      this.draining = null;
+      this.flush('encoded');
+    }
+    if (this.attachedBefore) this.discontinuity();
+    this.attachedBefore = true;
+    this.ingestTs = null; // a new publisher's clock
+    const p: Publish = { conn, gone: false, live: false, routed: 'no', merged: false, bitrate: new BitrateMonitor({ nominalKbps: this.nominalKbps }), bytesSeen: 0, failed: false };
+    this.publish = p;
+    this.transcoder?.close();
+    this.transcoder = this.startLadder();
+    return {
+      audio: (ts, data, tag, segmented) => {
+        if (this.publish !== p) return;
+        this.feed(p, ts, data, tag, segmented);
+      },
+      live: () => {
+        if (this.publish !== p || p.live) return;
+        p.live = true;
+        this.route();
+      },
+      detach: () => {
+        if (this.publish === p) this.detach(p);
+      },
+    };
+  }
+
+  /** Whether a publisher is attached. */
+  get publishing(): boolean {
+    return this.publish !== null;
+  }
+
+  /**
+   * How the attached publisher is routed (docs/decisions.md "Ingest I/O"): 'no' (every frame
+   * through JS), 'segmenter' (socket → segmenter in C++), 'frames' (that, plus every frame to JS
+   * for taps, the ladder or the recording); null when nobody publishes.
+   */
+  get ingestRoute(): 'no' | 'segmenter' | 'frames' | null {
+    return this.publish ? this.publish.routed : null;
+  }
+
+  /**
+   * Once a second (MediaRegistry's bitrate watch): the attached publisher's audio bytes since the
+   * last sample go to its BitrateMonitor (docs/behaviour.md §2 `bitrate_spike`).
+   */
+  sampleBitrate(nowMs: number): void {
+    const p = this.publish;
+    if (!p) return;
+    const bytes = p.conn.audioBytes();
+    const spike = p.bitrate.add(bytes - p.bytesSeen, nowMs);
+    p.bytesSeen = bytes;
+    if (spike) this.events.error({ code: 'bitrate_spike', message: `Ingest bitrate ${spike.measuredKbps} kbps is over 1.5 × the nominal ${spike.nominalKbps} kbps.`, ...spike });
+  }
+
+  /**
+   * What plays now changed (docs/behaviour.md §11): kept as `nowPlaying` and, where the layers' segmenter
+   * carries timed metadata (`pushMetadata`), handed to every layer at ingest timestamp `atMs` (ms,
+   * the publisher's clock) — by default the latest this hub saw, moved on by the wall-clock time
+   * since (natively routed audio does not pass through JS). Before the publish's first audio the
+   * layers get it with that audio. The same fields as now change nothing.
+   */
+  setNowPlaying(fields: NowPlayingFields, atMs?: number): void {
+    const np = { title: fields.title, artist: fields.artist ?? null, album: fields.album ?? null, url: fields.url ?? null };
+    const cur = this.nowPlaying;
+    if (cur && cur.title === np.title && cur.artist === np.artist && cur.album === np.album && cur.url === np.url) return;
+    this.nowPlaying = np;
+    const ts = atMs ?? (this.ingestTs === null ? null : this.ingestTs + Math.max(0, Date.now() - this.ingestAt));
+    this.nowPlayingPending = ts === null;
+    if (ts !== null) this.pushMetadata(ts);
+  }
+
+  /** Feeds one ingest body to the taps and the passthrough layer (tests and tools; publishers use `attach`). */
+  pushAudio(timestampMs: number, data: Uint8Array): HubError[] {
+    this.sawIngest(timestampMs);
+    const tag = readAudioTag(data);
+    this.tapAudio(timestampMs, data, tag);
+    const errors = this.top.push(timestampMs, data);
+    return errors.length === 0 ? NO_ERRORS : errors;
+  }
+
+  /** Whether any tap listens (then every ingest frame must reach JS). */
+  get tapped(): boolean {
+    return this.taps.length !== 0;
+  }
+
+  /** The encoded layers stop (their codec process failed): they leave the multivariant playlist. */
+  failEncoded(): void {
+    for (const l of this.layers) if (!l.o.passthrough && !l.failed) l.failed = true;
+  }
+
+  /** The stream ended: playlists get EXT-X-ENDLIST; taps hear `end`; the recording is finished. */
+  end(): void {
+    if (this.ended) return;
+    if (this.publish) this.detach(this.publish);
+    this.ended = true;
+    const t = this.transcoder ?? this.draining;
+    this.transcoder = null;
+    if (t) {
+      // The passthrough layer ends now; the encoded ones once the codec process has drained.
+      this.draining = t;
+      t.close();
+      this.top.end();
+      void drained(t).then(() => {
+        if (this.draining === t) this.draining = null;
+        for (const l of this.layers) l.end();
+      });
+    } else for (const l of this.layers) l.end();
+    const taps = [...this.taps, ...[...this.encodedTaps.values()].flat()];
+    this.taps = [];
+    this.encodedTaps.clear();
+    for (const tap of taps) tap.end();
+    const rec = this.recorder;
+    this.recorder = null;
+    if (rec) void this.finishRecording(rec);
+  }
+
+  /**
+   * Ends a hub whose stream never went live: nothing to keep — its recording (if any) is removed.
+   */
+  abandon(): void {
+    const rec = this.recorder;
+    this.recorder = null;
+    this.end();
+    if (rec) void rec.finish(null).then((r) => r.release(), () => rec.discard());
+  }
+
+  /**
+   * Stops without ending (server shutdown): the recording's file is closed but kept with its
+   * sidecar, to be resumed or finished by the next run; codec processes stop.
+   */
+  async close(): Promise<void> {
+    this.transcoder?.close();
+    this.transcoder = null;
+    this.draining?.close();
+    this.draining = null;
+    const rec = this.recorder;
+    this.recorder = null;
+    if (rec) await rec.finish(null).catch(() => {});
+  }
+
+  /** A layer by URL name. */
+  layer(name: string): Layer | undefined {
+    for (const l of this.layers) if (l.name === name) return l;
+    return undefined;
+  }
+
+  /** Layers the multivariant playlist lists: the passthrough once ready, the others unless failed. */
+  listed(): Layer[] {
+    return this.top.ready ? this.layers.filter((l) => l.o.passthrough || !l.failed) : [];
+  }
+
+  /**
+   * Subscribes to one layer's audio bodies, as its segmenter gets them: the passthrough layer's are
+   * the ingest's (`onAudio`), an encoded layer's come from the ladder's codec process (Enhanced RTMP
+   * `Opus` bodies for Opus, classic FLV for AAC/MP3). Returns the unsubscribe function.
+   */
+  onLayerAudio(layer: Layer, tap: AudioTap): () => void {
+    if (layer === this.top) return this.onAudio(tap);
+    this.encodedTaps.set(layer, [...(this.encodedTaps.get(layer) ?? []), tap]);
+    return () => {
+      const left = (this.encodedTaps.get(layer) ?? []).filter((t) => t !== tap);
+      if (left.length > 0) this.encodedTaps.set(layer, left);
+      else this.encodedTaps.delete(layer);
+    };
+  }
+
+  /** The last audio sequence header of `layer` (AudioSpecificConfig / OpusHead body), or null. */
+  layerHeader(layer: Layer): Uint8Array | null {
+    return layer === this.top ? this.audioHeader : (this.encodedHeaders.get(layer) ?? null);
+  }
+
+  /** Subscribes to the ingest audio (costs nothing per push without subscribers). Returns the unsubscribe function. */
+  onAudio(tap: AudioTap): () => void {
+    this.taps = [...this.taps, tap];
+    this.route();
+    return () => {
+      const before = this.taps.length;
+      this.taps = this.taps.filter((t) => t !== tap);
+      if (this.taps.length !== before) this.route();
+    };
+  }
+
+  private feed(p: Publish, ts: number, data: Uint8Array, tag: AudioTag, segmented: boolean): void {
+    this.sawIngest(ts);
+    this.tapAudio(ts, data, tag);
+    if (!segmented) {
+      const errors = this.top.push(ts, data);
+      if (errors.length > 0) this.segmenterErrors(p, errors);
+    }
+    this.transcoder?.push(ts, data, tag);
+    this.recorder?.push(data, tag);
+  }
+
+  /** An ingest timestamp (ms) passed by: the clock `setNowPlaying` aligns to; a change waiting for audio goes now. */
+  private sawIngest(ts: number): void {
+    this.ingestTs = ts;
+    this.ingestAt = Date.now();
+    if (this.nowPlayingPending) {
+      this.nowPlayingPending = false;
+      this.pushMetadata(ts);
+    }
+  }
+
+  /** Hands `nowPlaying` to every layer's segmenter that carries timed metadata. */
+  private pushMetadata(ts: number): void {
+    const np = this.nowPlaying;
+    if (!np) return;
+    for (const l of this.layers) {
+      try {
+        l.pushMetadata(ts, np);
+      } catch (e) {
+        this.opts.log?.warn('now playing not carried by a layer', { streamId: this.streamId, layer: l.name, err: (e as Error).message });
+      }
+    }
+  }
+
+  private tapAudio(ts: number, data: Uint8Array, tag: AudioTag): void {
+    if (tag.kind === 'header') this.audioHeader = data.slice();
+    if (this.taps.length !== 0) for (const t of this.taps) t.audio(ts, data, tag);
+  }
+
+  /**
+   * Routes the attached publisher's audio natively into the passthrough segmenter (once live),
+   * asking for every frame while something in JS needs them: a tap (WebRTC), the ladder's codec
+   * process, the recording.
+   */
+  private route(): void {
+    const p = this.publish;
+    if (!p || p.gone || !p.live) return;
+    const want = this.tapped || this.transcoder !== null || this.recorder !== null ? 'frames' : 'segmenter';
+    // Lazy reads delay frames to JS by up to a merge period: not while a WebRTC tap or the
+    // ladder's codec process (whose layers' parts would lag) wants them at once.
+    const merge = !this.tapped && this.transcoder === null;
+    if (want === p.routed && merge === p.merged) return;
+    p.routed = want;
+    p.merged = merge;
+    const top = this.top;
+    p.conn.route(
+      {
+        segmenter: top.segmenterHandle as Segmenter,
+        onEvents: (events) => {
+          const errors = top.apply(events as Parameters<Layer['apply']>[0]);
+          if (errors.length > 0) this.segmenterErrors(this.publish === p ? p : null, errors);
+        },
+      },
+      want === 'frames',
+      merge,
+    );
+  }
+
+  private detach(p: Publish): void {
+    p.gone = true;
+    this.publish = null;
+    const t = this.transcoder;
+    this.transcoder = null;
+    this.flush('passthrough');
+    if (t) {
+      // FFmpeg still holds the last ~100 ms of the encoded layers: let it hand them over before
+      // their open segments close (else they would make a short extra segment).
+      this.draining = t;
+      t.close();
+      void drained(t).then(() => {
+        if (this.draining !== t) return; // a new publisher or the end took over
+        this.draining = null;
+        this.flush('encoded');
+      });
+    } else this.flush('encoded');
+  }
+
+  /**
+   * The publisher left: close the open segments — of every layer, or only of the passthrough
+   * layer or only of the encoded ones.
+   */
+  private flush(which: 'passthrough' | 'encoded'): void {
+    for (const l of this.layers) if (l.o.passthrough === (which === 'passthrough')) l.flush();
+  }
+
+  /** A publisher (re)attached to a running timeline: every layer's next segment is a discontinuity. */
+  private discontinuity(): void {
+    for (const l of this.layers) l.discontinuity();
+  }
+
+  /** Caps of docs/behaviour.md §13 end the publish (once); other errors (bad frames) are logged, throttled. */
+  private segmenterErrors(p: Publish | null, errors: HubError[]): void {
+    const fatal = errors.find((e) => FATAL_CODES.has(e.code));
+    if (fatal && p && !p.failed) {
+      p.failed = true;
+      this.events.error({ code: fatal.code, message: fatal.message, fatal: true });
+      return;
+    }
+    const now = Date.now();
+    if (now - this.dropLog.at < DROP_LOG_EVERY_MS) {
+      this.dropLog.suppressed += errors.length;
+      return;
+    }
+    const e = errors[0]!;
+    this.opts.log?.warn('ingest audio dropped', { streamId: this.streamId, code: e.code, message: e.message, suppressedSinceLast: this.dropLog.suppressed });
+    this.dropLog = { at: now, suppressed: errors.length - 1 };
+  }
+
+  /** Starts the ladder's codec process for a publish, or null for a one-layer ladder or no FFmpeg. */
+  private startLadder(): LadderTranscoder | null {
+    const encoded = this.layers.filter((l) => !l.o.passthrough && !l.failed).map((l) => l.o.kbps);
+    if (encoded.length === 0) return null;
+    const fail = (reason: string) => {
+      if (this.transcoder !== t) return;
+      this.transcoder = null;
+      this.failEncoded();
+      this.route(); // no codec process to feed: frames may stay in C++
+      this.opts.log?.error('ladder codec process failed; the passthrough layer keeps serving', { streamId: this.streamId, reason });
+      this.events.error({ code: 'transcoder_failed', message: `The ABR ladder's encoder stopped: ${reason}` });
+    };
+    const ffmpeg = this.opts.ffmpeg?.() ?? null;
+    if (!ffmpeg) {
+      this.failEncoded();
+      this.opts.log?.error('no ffmpeg: the ABR ladder is off; the passthrough layer keeps serving', { streamId: this.streamId });
+      this.events.error({ code: 'transcoder_failed', message: 'FFmpeg was not found, so only the passthrough layer is served.' });
+      return null;
+    }
+    const t: LadderTranscoder = new LadderTranscoder({
+      ffmpeg,
+      codec: this.opts.codec,
+      layers: encoded,
+      onAudio: (kbps, ts, body) => {
+        if (this.transcoder !== t && this.draining !== t) return; // a replaced publish's late frames
+        const layer = this.layers.find((l) => l.o.kbps === kbps && !l.o.passthrough);
+        if (!layer || layer.failed || layer.ended) return;
+        const taps = this.encodedTaps.get(layer);
+        if (taps || !this.encodedHeaders.has(layer)) {
+          const tag = readAudioTag(body);
+          if (tag.kind === 'header') this.encodedHeaders.set(layer, body.slice());
+          if (taps) for (const tap of taps) tap.audio(ts, body, tag);
+        }
+        const errors = layer.push(ts, body);
+        if (errors.length > 0) this.segmenterErrors(null, errors);
+      },
+      onFailure: (reason) => fail(reason),
+    });
+    return t;
+  }
+
+  private openRecorder(target: RecordingTarget): void {
+    const o = {
+      streamId: this.streamId,
+      minFreeBytes: target.minFreeBytes,
+      onStopped: (s: RecordingStop) => {
+        const message =
+          s.reason === 'disk_free'
+            ? `Recording stopped: the data volume has ${s.freeBytes} bytes free, under the floor of ${s.minFreeBytes}. What was recorded is kept.`
+            : `Recording stopped: a write failed (${s.message}). What was recorded is kept.`;
+        this.opts.log?.error('recording stopped', { streamId: this.streamId, reason: s.reason });
+        this.events.error({ code: 'recording_stopped', message, reason: s.reason });
+      },
+      onDrop: (why: string) => this.opts.log?.warn('recording: frame dropped (logged once per recording)', { streamId: this.streamId, why }),
+    };
+    try {
+      // Synchronous, so that the first frames (the sequence header among them) are kept.
+      this.recorder = target.resume ? Recorder.resume(target.resume, o) : Recorder.create(target.dir, target.name, this.opts.codec, o);
+    } catch (e) {
+      o.onStopped({ reason: 'write_failed', message: (e as Error).message });
+    }
+  }
+
+  private async finishRecording(rec: Recorder): Promise<void> {
+    try {
+      const done = await rec.finish(this.opts.ffmpeg?.() ?? null);
+      this.events.recording?.(done);
+    } catch (e) {
+      this.opts.log?.error('recording failed', { streamId: this.streamId, err: (e as Error).message });
+    }
+  }
+}
+
+/** How often the ingest bitrate watch samples each publisher's byte count (ms). */
+const BITRATE_SAMPLE_MS = 1000;
+/** How long an ended hub is kept aside (ms) — its encoded layers drain meanwhile — before only its timeline is kept. */
+const RETIRE_MS = 2 * DRAIN_TIMEOUT_MS;
+
+/**
+ * Hubs by stream id, and the one timer of the ingest bitrate watch. A stream's broadcasts share one
+ * HLS timeline (docs/streams.md "One timeline"): when a broadcast ends its hub leaves at once (the
+ * stream's playlists answer 404 while it is idle), and the next broadcast's hub continues the media
+ * sequence and discontinuity sequence where it stopped. The registry keeps, per stream that
+ * broadcast since start-up, that position (two numbers; a restart begins a new timeline at 0).
+ */
+export class MediaRegistry {
+  private readonly hubs = new Map<string, StreamHub>();
+  /** Hubs of broadcasts that ended in the last RETIRE_MS (their encoded layers may still add a segment). */
+  private readonly retired = new Map<string, StreamHub>();
+  /** Where each stream's timeline stopped, for streams whose hub retired. */
+  private readonly timelines = new Map<string, Timeline>();
+  private bitrateTimer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  get(streamId: string): StreamHub | undefined {
+    return this.hubs.get(streamId);
+  }
+
+  /** The stream's hub, created on first use (an ended one is replaced), continuing the stream's timeline. */
+  open(streamId: string, opts: HubOptions, events?: HubEvents): StreamHub {
+    let hub = this.hubs.get(streamId);
+    if (!hub || hub.ended) {
+      const continues = this.timelineOf(streamId, hub);
+      hub = new StreamHub(streamId, continues ? { ...opts, continues } : opts, events);
+      this.hubs.set(streamId, hub);
+    }
+    this.watchBitrates();
+    return hub;
+  }
+
+  /**
+   * Ends the stream's hub (its broadcast ended): layers end (progressive listeners are let go) and
+   * the hub leaves at once — the stream's playlists answer 404 until its next broadcast, which
+   * continues the timeline.
+   */
+  end(streamId: string): void {
+    const hub = this.hubs.get(streamId);
+    if (!hub) return;
+    hub.end();
+    this.hubs.delete(streamId);
+    this.retired.set(streamId, hub);
+    setTimeout(() => {
+      if (this.retired.get(streamId) !== hub) return;
+      this.retired.delete(streamId);
+      this.timelines.set(streamId, hub.timeline());
+    }, RETIRE_MS).unref();
+  }
+
+  /** Where the stream's timeline continues from (an ended hub still listed, a retired one, or one kept), or undefined for a new one. */
+  private timelineOf(streamId: string, ended: StreamHub | undefined): Timeline | undefined {
+    const old = ended ?? this.retired.get(streamId);
+    this.retired.delete(streamId);
+    const t = old?.timeline() ?? this.timelines.get(streamId);
+    this.timelines.delete(streamId);
+    return t;
+  }
+
+  /** Forgets a hub at once (a publish that never went live); the stream's timeline position stays. */
+  delete(streamId: string): void {
+    const hub = this.hubs.get(streamId);
+    this.hubs.delete(streamId);
+    if (hub && !this.retired.has(streamId)) this.timelines.set(streamId, hub.timeline());
+  }
+
+  /** Server shutdown: every hub stops without ending (recordings kept for the next run). */
+  async close(): Promise<void> {
+    if (this.bitrateTimer) clearInterval(this.bitrateTimer);
+    this.bitrateTimer = null;
+    await Promise.all([...this.hubs.values()].map((h) => h.close()));
+  }
+
+  /** Once a second while anyone publishes; stops when nobody does. */
+  private watchBitrates(): void {
+    if (this.bitrateTimer) return;
+    this.bitrateTimer = setInterval(() => {
+      const now = this.now();
+      let publishing = 0;
+      for (const hub of this.hubs.values()) {
+        if (!hub.publishing) continue;
+        publishing++;
+        try {
+          hub.sampleBitrate(now);
+        } catch {
+          // A failing report (database) must not stop the watch of the other streams.
+        }
+      }
+      if (publishing === 0 && this.bitrateTimer) {
+        clearInterval(this.bitrateTimer);
+        this.bitrateTimer = null;
+      }
+    }, BITRATE_SAMPLE_MS);
+    this.bitrateTimer.unref();
+  }
+}

@@ -1,0 +1,632 @@
+/**
+ * One layer (rendition) of a stream's HLS ladder: its segmenter's output kept in memory — the init
+ * section (fMP4), finished segments (immutable), the LL-HLS parts of the newest segments and of the
+ * segment in progress — plus the waiters of blocking playlist reloads and preload hints
+ * (draft-pantos-hls-rfc8216bis §6.2.5.2, §6.2.6). Imports no other app folder: the segmenter comes
+ * in through a factory.
+ */
+
+/** Segmenter events a layer understands (the native Segmenter's; docs/native-api.md). */
+export type LayerSegmenterEvent =
+  | { type: 'config'; codec: string; codecs: string; sampleRate: number; channels: number; init?: Uint8Array }
+  | { type: 'part'; sequence: number; partIndex: number; data: Uint8Array; durationMs: number; pts90k?: number; metadata?: MetadataMark[] }
+  | { type: 'segment'; sequence: number; data: Uint8Array; durationMs: number; discontinuity: boolean; pts90k?: number; metadata?: MetadataMark[] }
+  | { type: 'error'; code: string; message: string; expected?: string; received?: string };
+
+/** A now-playing change as a part/segment carries it (the native Segmenter's metadata mark). */
+export interface MetadataMark {
+  id: number;
+  /** As pushed (ms, modulo 2^32). */
+  timestampMs: number;
+  /** PTS of the frame it is presented with (90 kHz). */
+  pts90k: number;
+}
+
+/** What plays now, as the layers carry it (docs/behaviour.md §11: timed ID3 `TIT2`, `TPE1`, `TALB`, `WXXX`). */
+export interface NowPlayingFields {
+  title: string;
+  artist?: string | null;
+  album?: string | null;
+  url?: string | null;
+}
+
+/** A change in the layer's timeline (`EXT-X-DATERANGE`): when it is presented (ms since the epoch) and what. */
+export interface DateRange {
+  /** Unique in the layer (the segmenter's change number). */
+  id: number;
+  startMs: number;
+  fields: NowPlayingFields;
+}
+
+/** A segmenter error of one pushed frame (the frame was dropped). */
+export interface LayerError {
+  code: string;
+  message: string;
+  expected?: string;
+  received?: string;
+}
+
+/** The segmenter surface a layer drives. */
+export interface LayerSegmenter {
+  pushAudio(timestampMs: number, data: Uint8Array): LayerSegmenterEvent[];
+  flush(): LayerSegmenterEvent[];
+  discontinuity(): void;
+}
+
+/** One LL-HLS part: `sequence` is its segment's media sequence number, `index` counts from 0. */
+export interface Part {
+  sequence: number;
+  index: number;
+  data: Uint8Array;
+  durationMs: number;
+}
+
+/**
+ * A finished segment. `data` is the native buffer itself (never copied) — or, on a layer with
+ * parts whose segmenter leaves segment bytes out (`segmentBytes: false`), its parts' bytes joined
+ * into one buffer when `data` is first read (then kept).
+ */
+export interface Segment {
+  sequence: number;
+  data: Uint8Array;
+  durationMs: number;
+  /** This segment follows a discontinuity (EXT-X-DISCONTINUITY before it). */
+  discontinuity: boolean;
+  /** Discontinuity sequence number of this segment (RFC 8216 §4.3.3.3). */
+  discontinuitySequence: number;
+  /** Its LL-HLS parts while they are still listed (cleared once the segment is old). */
+  parts: Part[];
+  /** `Layer.initVersion` of the init section this segment needs (fMP4). */
+  initVersion: number;
+  /**
+   * Wall-clock time of its first sample (ms since the epoch; `EXT-X-PROGRAM-DATE-TIME`): anchored
+   * when a timeline starts (the first segment after a discontinuity) to when its audio arrived,
+   * then each segment's start is the previous start plus the previous duration, so the dates agree
+   * with `EXTINF` exactly.
+   */
+  programDateMs: number;
+}
+
+/** Layer settings. Durations in ms, bitrate in kbps. */
+export interface LayerOptions {
+  /** Path segment of the layer in URLs, e.g. `a128`. */
+  name: string;
+  /** Nominal bitrate (kbps), used for BANDWIDTH until segments are measured. */
+  kbps: number;
+  container: 'ts' | 'fmp4';
+  targetDurationMs: number;
+  /** LL-HLS part target (fMP4 only; 0 = classic HLS). */
+  partTargetMs: number;
+  windowSegments: number;
+  /** Whether this layer passes the ingest through (the top of the ladder). */
+  passthrough: boolean;
+  createSegmenter: () => LayerSegmenter;
+  /**
+   * Where an earlier broadcast of the stream left the timeline (docs/streams.md "One timeline"):
+   * this layer's media sequence numbers start at `sequence`, and its first segment follows an
+   * `EXT-X-DISCONTINUITY` with discontinuity sequence `discontinuity + 1`. Absent: a new timeline at 0.
+   */
+  continues?: { sequence: number; discontinuity: number };
+}
+
+/**
+ * One new piece of a layer's output, as progressive listening takes it (src/delivery/progressive/): an LL-HLS
+ * part on layers with parts, a finished segment on the others. `data` is the layer's own buffer
+ * (shared with HLS; never modified).
+ */
+export interface LayerMedia {
+  data: Uint8Array;
+  durationMs: number;
+  /** `Layer.initVersion` of the init section it needs (fMP4). */
+  initVersion: number;
+}
+
+/** A subscriber to a layer's output (`Layer.onMedia`). Exceptions it throws are swallowed. */
+export interface LayerMediaListener {
+  /** A new part (layers with parts) or segment (others), in order. */
+  media(m: LayerMedia): void;
+  /** The layer ended (its last media came before). */
+  end(): void;
+}
+
+/** Segments kept past the window, so that a player that just read the playlist can still fetch them. */
+export const RETAIN_EXTRA = 4;
+/** Segments (newest) whose parts stay listed: parts older than ~3 target durations are dropped (§4.4.4.9). */
+const PART_SEGMENTS = 3;
+/** A blocking request waits at most this many target durations (§6.2.5.2: 3 × target is typical). */
+const WAIT_TARGETS = 3;
+
+interface Waiter {
+  msn: number;
+  part: number | undefined;
+  /** A blocking playlist reload: waits for `reached` (a part index past its segment's last rolls over), else for `has`. */
+  reload: boolean;
+  done: () => void;
+  /** When it is answered anyway (ms, `Date.now()` clock). */
+  deadline: number;
+  /** Answered or cancelled: skipped when met in the list. */
+  gone: boolean;
+}
+
+export class Layer {
+  /** Bumped on every change a playlist shows (segment, part, end). */
+  version = 0;
+  ended = false;
+  codec: string | null = null;
+  codecs: string | null = null;
+  sampleRate = 0;
+  channels = 0;
+  /** fMP4 init section (EXT-X-MAP), replaced on a codec configuration change. */
+  init: Uint8Array | null = null;
+  /** Version of `init` (its URL carries it, so a changed init is a new resource). */
+  initVersion = 0;
+  maxDurationMs = 0;
+  /** Longest part so far (ms). */
+  maxPartMs = 0;
+  /** The ladder gave up on this layer (codec process failed): not listed any more. */
+  failed = false;
+  /** Media sequence number of the segment in progress (the next to finish). */
+  nextSequence = 0;
+  /** Parts of the segment in progress. */
+  openParts: Part[] = [];
+  readonly segments: Segment[] = [];
+  private readonly segmenter: LayerSegmenter;
+  private discontinuitySequence = 0;
+  private pendingDiscontinuity = false;
+  /** Byte size of each retained segment (read without joining an LL-HLS segment's parts). */
+  private readonly sizes = new WeakMap<Segment, number>();
+  /**
+   * Held blocking requests in arrival order. They all wait the same time, so their deadlines come
+   * in list order: one timer per layer, armed for the oldest; cancelling only marks a waiter
+   * (`gone`) and the list sheds marked ones as it is walked (no per-waiter timer, no O(n) cancel).
+   */
+  private waiters: Waiter[] = [];
+  private waitTimer: NodeJS.Timeout | null = null;
+  /** When the open segment's first part arrived, minus the part's duration (ms), or null. */
+  private openStartMs: number | null = null;
+  /** PTS (90 kHz) of the open segment's first part. */
+  private openStartPts: number | null = null;
+  /** Changes pushed to the segmenter and not yet seen in its output, by the timestamp pushed (mod 2^32). */
+  private readonly pendingMeta = new Map<number, NowPlayingFields>();
+  /** The changes presented in the retained timeline, oldest first (`EXT-X-DATERANGE`). */
+  dateRanges: DateRange[] = [];
+  private mediaListeners: LayerMediaListener[] = [];
+  private changeListeners: Array<() => void> = [];
+
+  /** Added to the segmenter's sequence numbers (which start at 0 for every segmenter): where the timeline continues. */
+  private readonly sequenceBase: number;
+  /** The first segment follows a discontinuity although it is this layer's first (an earlier broadcast came before). */
+  private continuing: boolean;
+
+  constructor(readonly o: LayerOptions) {
+    this.segmenter = o.createSegmenter();
+    this.sequenceBase = o.continues?.sequence ?? 0;
+    this.nextSequence = this.sequenceBase;
+    this.discontinuitySequence = o.continues?.discontinuity ?? 0;
+    this.continuing = o.continues !== undefined;
+  }
+
+  /** Discontinuity sequence number of the newest segment (RFC 8216 §4.3.3.3), or where the timeline continues from. */
+  get discontinuityNumber(): number {
+    return this.discontinuitySequence;
+  }
+
+  get name(): string {
+    return this.o.name;
+  }
+  /** LL-HLS is on for this layer. */
+  get lowLatency(): boolean {
+    return this.o.container === 'fmp4' && this.o.partTargetMs > 0;
+  }
+
+  /** Feeds one FLV AUDIODATA body; returns the segmenter's errors (the frame is dropped). */
+  push(timestampMs: number, data: Uint8Array): LayerError[] {
+    return this.apply(this.segmenter.pushAudio(timestampMs, data));
+  }
+
+  /**
+   * The segmenter itself (a native Segmenter), for native ingest to push into directly
+   * (RtmpConnection.route); what it makes of that audio comes back through `apply`.
+   */
+  get segmenterHandle(): LayerSegmenter {
+    return this.segmenter;
+  }
+
+  /**
+   * A now-playing change at ingest timestamp `timestampMs` (ms): the segmenter writes it as timed
+   * ID3 into the part/segment of the frame it lands on (where it can: the native Segmenter's
+   * `pushMetadata`); the layer lists it as an `EXT-X-DATERANGE` once that part or segment is out.
+   */
+  pushMetadata(timestampMs: number, fields: NowPlayingFields): void {
+    const seg = this.segmenter as LayerSegmenter & { pushMetadata?(ts: number, f: NowPlayingFields): void };
+    if (typeof seg.pushMetadata !== 'function') return;
+    seg.pushMetadata(timestampMs, fields);
+    const key = ((Math.floor(timestampMs) % 4294967296) + 4294967296) % 4294967296;
+    if (this.pendingMeta.size >= 64) this.pendingMeta.delete(this.pendingMeta.keys().next().value!);
+    this.pendingMeta.set(key, fields);
+  }
+
+  /** The publisher left: close the open segment. */
+  flush(): void {
+    this.apply(this.segmenter.flush());
+  }
+
+  /** The next segment follows a discontinuity (a new publisher, a new transcoder). */
+  discontinuity(): void {
+    this.segmenter.discontinuity();
+  }
+
+  /** The stream ended: EXT-X-ENDLIST, and every waiter is answered; media subscribers hear `end`. */
+  end(): void {
+    if (this.ended) return;
+    this.flush();
+    this.ended = true;
+    this.version++;
+    this.wake(true);
+    this.changed();
+    const subs = this.mediaListeners;
+    this.mediaListeners = [];
+    for (const l of subs) {
+      try {
+        l.end();
+      } catch {
+        // A subscriber's fault stays its own (this runs under native ingest callbacks).
+      }
+    }
+  }
+
+  /**
+   * Subscribes to the layer's new media: each LL-HLS part (layers with parts) or finished segment
+   * (others) as `apply` takes it in, then `end`. Costs nothing per frame, and nothing at all
+   * without subscribers. Returns the unsubscribe function. On an ended layer, `end` is called at once.
+   */
+  onMedia(l: LayerMediaListener): () => void {
+    if (this.ended) {
+      l.end();
+      return () => {};
+    }
+    this.mediaListeners = [...this.mediaListeners, l];
+    return () => {
+      this.mediaListeners = this.mediaListeners.filter((x) => x !== l);
+    };
+  }
+
+  /**
+   * Calls `fn` after every change a playlist shows (the version moved: a part, a segment, a date
+   * range, the end), once per batch of segmenter events, after the layer's own waiters were
+   * answered. Exceptions it throws are swallowed. Returns the unsubscribe function.
+   */
+  onChange(fn: () => void): () => void {
+    this.changeListeners = [...this.changeListeners, fn];
+    return () => {
+      this.changeListeners = this.changeListeners.filter((x) => x !== fn);
+    };
+  }
+
+  private changed(): void {
+    for (const fn of this.changeListeners) {
+      try {
+        fn();
+      } catch {
+        // A subscriber's fault stays its own (this runs under native ingest callbacks).
+      }
+    }
+  }
+
+  /**
+   * The newest retained media covering at least `minMs` of audio (less when less is retained),
+   * oldest first, in the units `onMedia` hands out where they are still kept: the parts of the
+   * newest segments and of the one in progress, whole segments before them. What a progressive
+   * listener's burst is built from.
+   */
+  recentMedia(minMs: number): LayerMedia[] {
+    const out: LayerMedia[] = [];
+    let ms = 0;
+    const take = (data: Uint8Array, durationMs: number, initVersion: number): boolean => {
+      out.push({ data, durationMs, initVersion });
+      ms += durationMs;
+      return ms >= minMs;
+    };
+    done: {
+      for (let i = this.openParts.length - 1; i >= 0; i--) if (take(this.openParts[i]!.data, this.openParts[i]!.durationMs, this.initVersion)) break done;
+      for (let i = this.segments.length - 1; i >= 0; i--) {
+        const s = this.segments[i]!;
+        if (this.lowLatency && s.parts.length > 0) {
+          for (let j = s.parts.length - 1; j >= 0; j--) if (take(s.parts[j]!.data, s.parts[j]!.durationMs, s.initVersion)) break done;
+        } else if (take(s.data, s.durationMs, s.initVersion)) break done;
+      }
+    }
+    return out.reverse();
+  }
+
+  /**
+   * Whether the layer can be played: configured and holding at least one segment — or, for an
+   * LL-HLS layer, one part (so LL-HLS players start ~0.5 s after the first audio).
+   */
+  get ready(): boolean {
+    return this.codecs !== null && (this.segments.length > 0 || (this.lowLatency && this.openParts.length > 0));
+  }
+
+  /** The segments of the live window, oldest first. */
+  window(): Segment[] {
+    return this.segments.slice(-this.o.windowSegments);
+  }
+
+  /** A retained segment by media sequence number. */
+  segment(sequence: number): Segment | undefined {
+    const first = this.segments[0];
+    return first ? this.segments[sequence - first.sequence] : undefined;
+  }
+
+  /** A retained part, of a finished segment or of the one in progress. */
+  part(sequence: number, index: number): Part | undefined {
+    if (sequence === this.nextSequence) return this.openParts[index];
+    return this.segment(sequence)?.parts[index];
+  }
+
+  /**
+   * Whether segment `msn` is finished, or (given `part`) its part `part` exists — or segment `msn`
+   * is finished anyway (then that part never will). What a wait for a part's bytes waits for.
+   */
+  has(msn: number, part?: number): boolean {
+    if (part === undefined) return msn < this.nextSequence;
+    if (msn < this.nextSequence) return true; // a finished segment holds all its parts
+    return msn === this.nextSequence && part < this.openParts.length;
+  }
+
+  /**
+   * Whether the playlist holds what a blocking playlist reload `_HLS_msn=msn[&_HLS_part=part]`
+   * asks for (rfc8216bis §6.2.5.2): segment `msn` finished, or part `part` of segment `msn`; a part
+   * index past the last part of a finished segment asks for part 0 of the next segment.
+   */
+  reached(msn: number, part?: number): boolean {
+    if (part === undefined || msn > this.nextSequence) return msn < this.nextSequence;
+    if (msn === this.nextSequence) return part < this.openParts.length;
+    if (msn < this.nextSequence - 1) return true; // the segment after it is finished too
+    if (part < (this.segment(msn)?.parts.length ?? 0)) return true;
+    return this.openParts.length > 0; // part 0 of the segment in progress
+  }
+
+  /**
+   * Calls `done` once segment `msn` (part `part`) exists (`reload`: once `reached(msn, part)`),
+   * the layer ends, or 3 target durations pass — whichever comes first. Returns a cancel function
+   * (for an aborted request).
+   */
+  waitFor(msn: number, part: number | undefined, done: () => void, reload = false): () => void {
+    if (this.ended || (reload ? this.reached(msn, part) : this.has(msn, part))) {
+      done();
+      return () => {};
+    }
+    const w: Waiter = { msn, part, reload, done, deadline: Date.now() + WAIT_TARGETS * this.o.targetDurationMs, gone: false };
+    this.waiters.push(w);
+    if (!this.waitTimer) this.armWaitTimer();
+    return () => {
+      w.gone = true;
+    };
+  }
+
+  /** Held blocking requests (for diagnostics and tests). */
+  get waiting(): number {
+    let n = 0;
+    for (const w of this.waiters) if (!w.gone) n++;
+    return n;
+  }
+
+  /** Arms the one timer for the oldest live waiter's deadline (none when nobody waits). */
+  private armWaitTimer(): void {
+    let i = 0;
+    while (i < this.waiters.length && this.waiters[i]!.gone) i++;
+    if (i > 0) this.waiters = this.waiters.slice(i);
+    const first = this.waiters[0];
+    if (!first) return;
+    this.waitTimer = setTimeout(() => this.expireWaiters(), Math.max(0, first.deadline - Date.now()));
+    this.waitTimer.unref();
+  }
+
+  /** Answers every waiter whose deadline passed (with the playlist as it is), then re-arms. */
+  private expireWaiters(): void {
+    this.waitTimer = null;
+    const now = Date.now();
+    let i = 0;
+    const due: Waiter[] = [];
+    for (; i < this.waiters.length; i++) {
+      const w = this.waiters[i]!;
+      if (w.gone) continue;
+      if (w.deadline > now) break;
+      w.gone = true;
+      due.push(w);
+    }
+    this.waiters = this.waiters.slice(i);
+    this.armWaitTimer();
+    for (const w of due) w.done();
+  }
+
+  /**
+   * `BANDWIDTH` (`peak`) and `AVERAGE-BANDWIDTH` (`average`) of the layer, bits/s (rfc8216bis
+   * §4.4.6.2), measured over the segments of the live window only — a layer belongs to one
+   * broadcast, so nothing of an earlier one counts, and a burst leaves with the window. Both
+   * leave out a segment shorter than half the target duration and one that ends at a
+   * discontinuity (a publisher's flushed tail before a reconnect or takeover): a fraction of a
+   * second carrying a segment's container overhead is no rate a player must sustain
+   * (docs/decisions.md "HLS"). The peak is the highest bit rate of the other segments, the
+   * average their bytes over their duration (every segment's when none qualifies); the peak is
+   * never below the average. Before the first segment: nominal + 10 % for both.
+   */
+  bandwidth(): { peak: number; average: number } {
+    const win = this.window();
+    let bytes = 0;
+    let ms = 0;
+    let allBytes = 0;
+    let allMs = 0;
+    let peak = 0;
+    for (let i = 0; i < win.length; i++) {
+      const s = win[i]!;
+      const b = this.sizes.get(s) ?? 0;
+      allBytes += b;
+      allMs += s.durationMs;
+      const short = s.durationMs * 2 < this.o.targetDurationMs;
+      const beforeDiscontinuity = win[i + 1]?.discontinuity === true;
+      if (short || beforeDiscontinuity || s.durationMs <= 0) continue;
+      bytes += b;
+      ms += s.durationMs;
+      peak = Math.max(peak, (b * 8000) / s.durationMs);
+    }
+    if (allMs <= 0) {
+      const nominal = Math.round(this.o.kbps * 1000 * 1.1);
+      return { peak: nominal, average: nominal };
+    }
+    const average = ms > 0 ? Math.round((bytes * 8000) / ms) : Math.round((allBytes * 8000) / allMs);
+    return { peak: Math.max(Math.round(peak), average), average };
+  }
+
+  /**
+   * Takes the segmenter's events — of `push`/`flush`, or produced outside them by natively routed
+   * ingest — into the layer's segments and parts; returns the errors (those frames were dropped).
+   */
+  apply(events: LayerSegmenterEvent[]): LayerError[] {
+    const errors: LayerError[] = [];
+    let changed = false;
+    const media: LayerMedia[] | null = this.mediaListeners.length > 0 ? [] : null;
+    for (const raw of events) {
+      const e = this.sequenceBase > 0 && (raw.type === 'part' || raw.type === 'segment') ? { ...raw, sequence: raw.sequence + this.sequenceBase } : raw;
+      if (e.type === 'config') {
+        if (this.codecs !== null && (e.codecs !== this.codecs || e.sampleRate !== this.sampleRate || e.channels !== this.channels)) {
+          this.pendingDiscontinuity = true;
+        }
+        this.codec = e.codec;
+        this.codecs = e.codecs;
+        this.sampleRate = e.sampleRate;
+        this.channels = e.channels;
+        if (e.init) {
+          this.init = e.init;
+          this.initVersion++;
+        }
+      } else if (e.type === 'part') {
+        if (this.openParts.length === 0 || this.openParts[0]!.sequence !== e.sequence) {
+          this.openStartMs = Date.now() - e.durationMs;
+          this.openStartPts = e.pts90k ?? null;
+        }
+        if (e.metadata && e.pts90k !== undefined && this.openStartMs !== null && this.openStartPts !== null) {
+          this.dated(e.metadata, this.programDateOfOpen(), this.openStartPts);
+        }
+        this.openParts.push({ sequence: e.sequence, index: e.partIndex, data: e.data, durationMs: e.durationMs });
+        this.maxPartMs = Math.max(this.maxPartMs, e.durationMs);
+        if (media && this.lowLatency) media.push({ data: e.data, durationMs: e.durationMs, initVersion: this.initVersion });
+        changed = true;
+      } else if (e.type === 'segment') {
+        const discontinuity = ((e.discontinuity || this.pendingDiscontinuity) && this.segments.length > 0) || this.continuing;
+        this.pendingDiscontinuity = false;
+        this.continuing = false;
+        if (discontinuity) this.discontinuitySequence++;
+        const parts = this.openParts.filter((p) => p.sequence === e.sequence);
+        this.openParts = [];
+        const prev = this.segments[this.segments.length - 1];
+        const programDateMs = prev && !discontinuity ? prev.programDateMs + prev.durationMs : (parts.length > 0 && this.openStartMs !== null ? this.openStartMs : Date.now() - e.durationMs);
+        this.openStartMs = null;
+        this.openStartPts = null;
+        if (e.metadata && e.pts90k !== undefined) this.dated(e.metadata, programDateMs, e.pts90k);
+        // Layers with parts handed out the segment's parts already (a segment is its parts' bytes).
+        if (media && (!this.lowLatency || parts.length === 0)) media.push({ data: e.data, durationMs: e.durationMs, initVersion: this.initVersion });
+        const fields = { sequence: e.sequence, durationMs: e.durationMs, discontinuity, discontinuitySequence: this.discontinuitySequence, parts, initVersion: this.initVersion, programDateMs };
+        // No bytes with the event (`segmentBytes: false`): the segment is its parts' bytes.
+        const joined = e.data.byteLength === 0 && parts.length > 0;
+        const bytes = joined ? partBytes(parts) : e.data.byteLength;
+        const segment = joined ? joinedSegment(fields, parts.map((p) => p.data), bytes) : { ...fields, data: e.data };
+        this.sizes.set(segment, bytes);
+        this.segments.push(segment);
+        if (this.segments.length > this.o.windowSegments + RETAIN_EXTRA) this.segments.shift();
+        // A change stays listed while the window holds its time, and the last one before it always.
+        const windowStart = this.window()[0]?.programDateMs ?? 0;
+        while (this.dateRanges.length > 1 && this.dateRanges[1]!.startMs <= windowStart) this.dateRanges.shift();
+        const stale = this.segments.length - PART_SEGMENTS - 1;
+        if (stale >= 0 && this.segments[stale]!.parts.length > 0) this.segments[stale]!.parts = [];
+        this.nextSequence = e.sequence + 1;
+        this.maxDurationMs = Math.max(this.maxDurationMs, e.durationMs);
+        changed = true;
+      } else errors.push(e);
+    }
+    if (changed) {
+      this.version++;
+      this.wake(false);
+      this.changed();
+    }
+    if (media && media.length > 0) this.emit(media);
+    return errors;
+  }
+
+  private emit(media: LayerMedia[]): void {
+    for (const l of this.mediaListeners) {
+      for (const m of media) {
+        try {
+          l.media(m);
+        } catch {
+          // A subscriber's fault stays its own (this runs under native ingest callbacks).
+        }
+      }
+    }
+  }
+
+  /** Wall-clock start of the open segment, as its segment will be dated (ms). */
+  private programDateOfOpen(): number {
+    const prev = this.segments[this.segments.length - 1];
+    return prev && !this.pendingDiscontinuity ? prev.programDateMs + prev.durationMs : (this.openStartMs ?? Date.now());
+  }
+
+  /** Records the changes `marks` (from a part or segment starting at `startPts`, dated `startMs`) as date ranges, once each. */
+  private dated(marks: MetadataMark[], startMs: number, startPts: number): void {
+    for (const m of marks) {
+      if (this.dateRanges.some((d) => d.id === m.id)) continue;
+      const fields = this.pendingMeta.get(m.timestampMs);
+      if (!fields) continue;
+      this.pendingMeta.delete(m.timestampMs);
+      this.dateRanges.push({ id: m.id, startMs: startMs + (m.pts90k - startPts) / 90, fields });
+      this.version++;
+    }
+  }
+
+  private wake(all: boolean): void {
+    if (this.waiters.length === 0) return;
+    const due: Waiter[] = [];
+    const keep: Waiter[] = [];
+    for (const w of this.waiters) {
+      if (w.gone) continue;
+      if (all || (w.reload ? this.reached(w.msn, w.part) : this.has(w.msn, w.part))) {
+        w.gone = true;
+        due.push(w);
+      } else keep.push(w);
+    }
+    this.waiters = keep;
+    if (keep.length === 0 && this.waitTimer) {
+      clearTimeout(this.waitTimer);
+      this.waitTimer = null;
+    }
+    for (const w of due) w.done();
+  }
+}
+
+/** Bytes of `parts` together. */
+function partBytes(parts: Part[]): number {
+  let n = 0;
+  for (const p of parts) n += p.data.byteLength;
+  return n;
+}
+
+/**
+ * A segment whose bytes are `pieces` (its parts' bytes, in order; `bytes` in all), joined into one
+ * buffer when `data` is first read — by a player, a listener's burst, the thread mirror — and kept;
+ * until then the layer holds each byte once (in its parts), and a segment nobody reads costs no copy.
+ */
+function joinedSegment(fields: Omit<Segment, 'data'>, pieces: Uint8Array[], bytes: number): Segment {
+  let data: Uint8Array | null = null;
+  let rest: Uint8Array[] | null = pieces;
+  return Object.defineProperty(fields, 'data', {
+    enumerable: true,
+    get(): Uint8Array {
+      if (data === null) {
+        data = Buffer.concat(rest!, bytes);
+        rest = null;
+      }
+      return data;
+    },
+  }) as Segment;
+}

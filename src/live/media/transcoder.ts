@@ -1,0 +1,157 @@
+/**
+ * The ABR ladder's codec process (docs/behaviour.md §3): ONE FFmpeg per stream, ingest audio on stdin,
+ * one encoded layer per extra pipe (fd 3, 4, …) on the way out. FFmpeg only encodes; segmenting,
+ * timing and playlists stay ours, so every layer is cut at the same boundaries. AAC and MP3 travel
+ * as FLV; Opus as Ogg (FFmpeg 5.1 cannot put Opus in FLV). Output tags come back as FLV AUDIODATA
+ * bodies (Enhanced RTMP `Opus` FourCC bodies for Opus), ready for a segmenter.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
+import { flvAudioTag, flvHeader, FlvReader } from './flv.js';
+import { OggOpusReader, OggOpusWriter, opusPacketSamples } from './ogg.js';
+import { readAudioTag, type AudioCodec, type AudioTag } from './codec.js';
+
+/** Options of one stream's ladder. Bitrates in kbps. */
+export interface TranscoderOptions {
+  ffmpeg: string;
+  codec: AudioCodec;
+  /** The encoded layers' bitrates, e.g. [128, 64]. */
+  layers: number[];
+  /** An encoded audio tag of layer `kbps`: timestamp (ms, on the ingest clock) and AUDIODATA body. */
+  onAudio(kbps: number, timestampMs: number, body: Buffer): void;
+  /** The process ended without close() (crash, bad input, missing binary). */
+  onFailure(reason: string): void;
+}
+
+/** Ingest bytes buffered for a stalled FFmpeg before it is declared stuck (bytes). */
+const MAX_STDIN_BACKLOG = 2 << 20;
+const ENCODER: Record<AudioCodec, string> = { aac: 'aac', mp3: 'libmp3lame', opus: 'libopus' };
+
+/** E-RTMP audio body: byte 0 = (9 << 4) | packetType, FourCC, payload (Enhanced RTMP v2). */
+export function eRtmpOpusBody(packetType: 0 | 1, payload: Uint8Array): Buffer {
+  const b = Buffer.allocUnsafe(5 + payload.length);
+  b[0] = 0x90 | packetType;
+  b.write('Opus', 1, 'latin1');
+  b.set(payload, 5);
+  return b;
+}
+
+/** The FFmpeg arguments of a ladder (exported for tests and the docs). */
+export function transcoderArgs(codec: AudioCodec, layers: number[]): string[] {
+  const input = codec === 'opus' ? ['-f', 'ogg'] : ['-f', 'flv'];
+  const args = ['-hide_banner', '-loglevel', 'error', '-nostdin', '-probesize', '32', '-analyzeduration', '0', ...input, '-i', 'pipe:0'];
+  layers.forEach((kbps, i) => {
+    args.push('-map', '0:a:0', '-c:a', ENCODER[codec], '-b:a', `${kbps}k`);
+    if (codec === 'opus') args.push('-f', 'ogg', '-page_duration', '20000');
+    else args.push('-f', 'flv');
+    args.push('-flush_packets', '1', `pipe:${3 + i}`);
+  });
+  return args;
+}
+
+/** One stream's ladder process. */
+export class LadderTranscoder {
+  private readonly child: ChildProcess;
+  private readonly stdin: Writable;
+  private closed = false;
+  private failed = false;
+  private ogg: OggOpusWriter | null = null;
+  private firstIngestTs: number | null = null;
+  private stderr = '';
+  /** Resolves when the process has exited and every layer's output was read. */
+  readonly exited: Promise<void>;
+
+  constructor(private readonly o: TranscoderOptions) {
+    const stdio: Array<'pipe' | 'ignore'> = ['pipe', 'ignore', 'pipe', ...o.layers.map(() => 'pipe' as const)];
+    this.child = spawn(o.ffmpeg, transcoderArgs(o.codec, o.layers), { stdio });
+    this.stdin = this.child.stdin!;
+    this.stdin.on('error', () => {}); // EPIPE after a crash: reported by 'exit'
+    this.child.stderr!.on('data', (d: Buffer) => {
+      if (this.stderr.length < 4096) this.stderr += d.toString();
+    });
+    this.child.on('error', (e) => this.fail(`cannot run ffmpeg: ${e.message}`));
+    this.child.on('exit', (code, signal) => {
+      if (!this.closed) this.fail(`ffmpeg exited (${signal ?? code}): ${this.stderr.trim().slice(0, 500)}`);
+    });
+    if (o.codec !== 'opus') this.stdin.write(flvHeader());
+    const outputs = o.layers.map((kbps, i) => {
+      const out = this.child.stdio[3 + i] as Readable;
+      this.readLayer(kbps, out);
+      return new Promise<void>((resolve) => out.once('close', () => resolve()));
+    });
+    this.exited = Promise.all([...outputs, new Promise<void>((resolve) => this.child.once('close', () => resolve()))]).then(() => undefined);
+  }
+
+  /**
+   * Feeds one ingest AUDIODATA body (classic FLV for AAC/MP3, E-RTMP `Opus` for Opus), read as
+   * `tag` when the caller has read it already.
+   */
+  push(timestampMs: number, body: Uint8Array, tag: AudioTag = readAudioTag(body)): void {
+    if (this.closed || this.failed) return;
+    if (this.firstIngestTs === null) this.firstIngestTs = timestampMs;
+    if (this.stdin.writableLength > MAX_STDIN_BACKLOG) return this.fail('ffmpeg stopped reading its input');
+    if (this.o.codec !== 'opus') {
+      this.stdin.write(flvAudioTag(timestampMs, body));
+      return;
+    }
+    if (tag.codec !== 'opus') return;
+    if (tag.kind === 'header') {
+      if (!this.ogg) {
+        this.ogg = new OggOpusWriter();
+        this.stdin.write(this.ogg.header(tag.payload));
+      }
+    } else if (tag.kind === 'frame' && this.ogg) this.stdin.write(this.ogg.packet(tag.payload));
+  }
+
+  /** Stops the process (publisher gone, stream ended). */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.stdin.end();
+    const kill = setTimeout(() => this.child.kill('SIGKILL'), 2000);
+    kill.unref();
+    this.child.once('exit', () => clearTimeout(kill));
+  }
+
+  private fail(reason: string): void {
+    if (this.failed || this.closed) return;
+    this.failed = true;
+    this.child.kill('SIGKILL');
+    this.o.onFailure(reason);
+  }
+
+  /** Re-bases a layer's timestamps so its first tag lands on the first ingest timestamp. */
+  private readLayer(kbps: number, out: Readable): void {
+    let firstOut: number | null = null;
+    const at = (ts: number) => {
+      if (firstOut === null) firstOut = ts;
+      return (this.firstIngestTs ?? 0) + (ts - firstOut);
+    };
+    if (this.o.codec !== 'opus') {
+      const reader = new FlvReader();
+      out.on('data', (chunk: Buffer) => {
+        try {
+          for (const t of reader.push(chunk)) this.o.onAudio(kbps, at(t.timestampMs), t.body);
+        } catch (e) {
+          this.fail(`bad FLV from ffmpeg: ${(e as Error).message}`);
+        }
+      });
+      return;
+    }
+    const reader = new OggOpusReader();
+    let samples = 0;
+    out.on('data', (chunk: Buffer) => {
+      try {
+        for (const p of reader.push(chunk)) {
+          if (p.kind === 'head') this.o.onAudio(kbps, at(0), eRtmpOpusBody(0, p.data));
+          else if (p.kind === 'audio') {
+            this.o.onAudio(kbps, at(Math.round(samples / 48)), eRtmpOpusBody(1, p.data));
+            samples += opusPacketSamples(p.data);
+          }
+        }
+      } catch (e) {
+        this.fail(`bad Ogg from ffmpeg: ${(e as Error).message}`);
+      }
+    });
+  }
+}
