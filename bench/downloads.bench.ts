@@ -1,6 +1,6 @@
 /**
  * Episode audio GETs with podcast download counting on and off (docs/podcasts.md "Download
- * counting"), against a stock nginx serving the same file with sendfile (peers/nginx-static.conf.tmpl),
+ * counting"), against a stock nginx serving the same file with sendfile (bench/peers/nginx-static.conf.tmpl),
  * in the same run: whole-file GETs per second and per server CPU-second, wrk -t1 from 127.0.0.1.
  *
  * Two `skylark serve` processes (the CLI, dist/) on their own data dirs: one counting (the default),

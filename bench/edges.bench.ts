@@ -1,5 +1,5 @@
 /**
- * What an origin costs behind caching edges (docs/behaviour.md §12; issue "Behind caches and edges"),
+ * What an origin costs behind caching edges (docs/behaviour.md §12; docs/edges.md),
  * loopback only, bounded in time. One Skylark origin (the CLI process) serving an AAC 128 kbps
  * LL-HLS stream (0.5 s parts, one layer) published by FFmpeg; the same number of `hlsjs-ll`
  * listeners (bench/lib/player-client.ts: blocking reload for the next part, then the part, as

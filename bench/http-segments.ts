@@ -1,6 +1,6 @@
 /**
  * HLS serving load run: Skylark (the CLI, `node bin/skylark.js serve`, as its own process) against
- * Debian nginx serving copies of the same bytes (peers/nginx-static.conf.tmpl, 1 worker,
+ * Debian nginx serving copies of the same bytes (bench/peers/nginx-static.conf.tmpl, 1 worker,
  * open_file_cache), with wrk -t1 at 100 and 1000 connections, in the same run. See
  * docs/benchmarks.md for what each number means.
  *
@@ -312,7 +312,7 @@ function toRows(
       }
     }
   }
-  // Derived, as in RESULTS.md: a 2 s-segment listener fetches one segment and one playlist per 2 s.
+  // Derived as in docs/benchmarks.md "Peers": a 2 s-segment listener fetches one segment and one playlist per 2 s.
   for (const suffix of ['', ' +titles']) {
     for (const conns of connsList) {
       const s = results.get(`segment${suffix}|${conns}`);
@@ -545,7 +545,7 @@ export async function startNginx(dir: string) {
   mkdirSync(path.join(dir, 'static'), { recursive: true });
   writeFileSync(path.join(dir, 'static', 'ready.txt'), 'ok\n');
   const port = await freePort();
-  const tmpl = readFileSync('/work/shared/peers/nginx-static.conf.tmpl', 'utf8');
+  const tmpl = readFileSync(path.join(import.meta.dirname, 'peers', 'nginx-static.conf.tmpl'), 'utf8');
   const conf = tmpl.replaceAll('@WORKERS@', '1').replaceAll('@DIR@', dir).replaceAll('@HTTP_PORT@', String(port));
   const leftover = /@[A-Z_]+@/.exec(conf);
   if (leftover) throw new Error(`nginx template placeholder ${leftover[0]} is not filled in`);

@@ -1,10 +1,10 @@
 /**
- * RTMP ingest + HLS remux, Skylark vs nginx-rtmp in the same run (peers/RESULTS.md
- * §1–§2 say how nginx-rtmp was measured; docs/benchmarks.md "Ingest" says what each row means).
+ * RTMP ingest + HLS remux, Skylark vs nginx-rtmp in the same run (docs/benchmarks.md "Peers"
+ * says how nginx-rtmp was measured alone; docs/benchmarks.md "Ingest" says what each row means).
  *
  * 1. Skylark as its own process (`node bin/skylark.js serve`, temp data dir, log level warn), a
  *    paid account from `skylark accounts create --json`; nginx + nginx-rtmp from
- *    peers/nginx-rtmp.conf.tmpl (1 worker, `hls on; hls_fragment 2s`). Both on loopback.
+ *    bench/peers/nginx-rtmp.conf.tmpl (1 worker, `hls on; hls_fragment 2s`). Both on loopback.
  * 2. For each N (1, 50, 200): N AAC 128 kbit/s publishers from ONE light replayer process
  *    (bench/lib/rtmp-replayer.ts: a recorded FLV replayed in real time, one timer for all), to
  *    Skylark (N fresh streams, `POST /v2/streams`, reconnectWindow 5) and to nginx-rtmp, one

@@ -16,7 +16,7 @@
  * - `classic`: classic HLS players on the MP3 stream (2 s segments), bench/lib/player-client.ts.
  * - `ll`: hls.js-like LL-HLS players on an AAC stream with 0.5 s parts: chained blocking reloads
  *   held (src/delivery/listeners/held.ts) plus a second connection for parts (2 connections a listener).
- * - `icecast2`: the `progressive` case against Debian Icecast 2 (/work/shared/peers/icecast.xml.tmpl),
+ * - `icecast2`: the `progressive` case against Debian Icecast 2 (bench/peers/icecast.xml.tmpl),
  *   RSS only (the ratio).
  *
  * How the server is read: Skylark runs with `--expose-gc --import <probe.mjs>` (through
@@ -410,7 +410,7 @@ async function startServer(work: string, c: CaseName): Promise<Server> {
     chmodSync(dir, 0o777);
     chmodSync(path.join(dir, 'log'), 0o777);
     const port = await freePort();
-    const conf = readFileSync('/work/shared/peers/icecast.xml.tmpl', 'utf8').replaceAll('@MAX_CLIENTS@', String(N + WARM + 100)).replaceAll('@PORT@', String(port)).replaceAll('@DIR@', dir);
+    const conf = readFileSync(path.join(import.meta.dirname, 'peers', 'icecast.xml.tmpl'), 'utf8').replaceAll('@MAX_CLIENTS@', String(N + WARM + 100)).replaceAll('@PORT@', String(port)).replaceAll('@DIR@', dir);
     writeFileSync(path.join(dir, 'icecast.xml'), conf);
     chmodSync(path.join(dir, 'icecast.xml'), 0o644);
     const ice = spawnFds(['icecast2', '-c', path.join(dir, 'icecast.xml')]);

@@ -10,7 +10,7 @@
  *     no later than 2 target durations after the segment appeared (the coordinator polls the
  *     playlist every 100 ms to time that): a player polling once per target duration has then
  *     fetched segment N before segment N+1 is due. Steps go up until one fails.
- *     Side by side, Icecast (Debian icecast2, /work/shared/peers/icecast.xml.tmpl, one 128 kbps MP3
+ *     Side by side, Icecast (Debian icecast2, bench/peers/icecast.xml.tmpl, one 128 kbps MP3
  *     mount fed by FFmpeg/libmp3lame) with the same client processes in `icecast` mode: HELD when
  *     every listener stays connected and the slowest 1 % still receive ≥ 95 % of 16,000 B/s.
  * (b) WebRTC listeners per Skylark process: werift peers in client processes doing WHEP against an
@@ -215,7 +215,7 @@ async function icecast(work: string): Promise<StepResult[]> {
   chmodSync(path.join(dir, 'log'), 0o777);
   const port = await freePort();
   const maxSteps = steps('BENCH_LISTENERS_ICECAST_STEPS', '5000,10000,15000');
-  const conf = readFileSync('/work/shared/peers/icecast.xml.tmpl', 'utf8')
+  const conf = readFileSync(path.join(import.meta.dirname, 'peers', 'icecast.xml.tmpl'), 'utf8')
     .replaceAll('@MAX_CLIENTS@', String(Math.max(...maxSteps) + 100))
     .replaceAll('@PORT@', String(port))
     .replaceAll('@DIR@', dir);
@@ -233,7 +233,7 @@ async function icecast(work: string): Promise<StepResult[]> {
       const ramp = 1000;
       const rampS = n / ramp;
       // Icecast's listen backlog of 5 lets only ~130–290 connects/s through under a burst
-      // (peers/RESULTS.md §4): give every listener time to connect before the window.
+      // (docs/benchmarks.md "Peers"): give every listener time to connect before the window.
       const from = Date.now() + (Math.max(rampS * 2, n / 130) + 15) * 1000;
       const to = from + WINDOW_S * 1000;
       const exitAt = to + 1000;

@@ -2,7 +2,7 @@
  * Episode-audio throughput: 100 concurrent range readers (wrk, 100 connections,
  * each request a random 256 KiB byte range) against Skylark's `/media/…` (the CLI, `node
  * bin/skylark.js serve`, as its own process: file streamed from disk with uWS backpressure) and
- * against Debian nginx serving the same file (peers/nginx-static.conf.tmpl, 1 worker, sendfile),
+ * against Debian nginx serving the same file (bench/peers/nginx-static.conf.tmpl, 1 worker, sendfile),
  * in the same run. MB/s is what wrk read per second (1 MB = 10^6 B). The file: 2 minutes of 48 kHz
  * stereo WAV made by FFmpeg (~23 MB), uploaded and published through the API; both servers are
  * checked to answer the same bytes for a range before and after each run.
@@ -151,7 +151,7 @@ async function startNginx(dir: string, file: string): Promise<{ child: ChildProc
   mkdirSync(path.join(dir, 'static'), { recursive: true });
   copyFileSync(file, path.join(dir, 'static', 'episode.wav'));
   const port = await freePort();
-  const conf = readFileSync('/work/shared/peers/nginx-static.conf.tmpl', 'utf8').replaceAll('@WORKERS@', '1').replaceAll('@DIR@', dir).replaceAll('@HTTP_PORT@', String(port));
+  const conf = readFileSync(path.join(import.meta.dirname, 'peers', 'nginx-static.conf.tmpl'), 'utf8').replaceAll('@WORKERS@', '1').replaceAll('@DIR@', dir).replaceAll('@HTTP_PORT@', String(port));
   writeFileSync(path.join(dir, 'nginx.conf'), conf);
   const child = spawnWithFds([have('nginx') ? 'nginx' : '/usr/sbin/nginx', '-p', `${dir}/`, '-e', path.join(dir, 'error.log'), '-c', path.join(dir, 'nginx.conf')]);
   const url = `http://127.0.0.1:${port}/static/episode.wav`;

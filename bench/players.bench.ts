@@ -1,5 +1,5 @@
 /**
- * What players cost (issue "Real players, real cost", scope 1), loopback only, bounded in time:
+ * What players cost (docs/benchmarks.md "Players"), loopback only, bounded in time:
  * listeners that behave like real players, one mode per player behaviour, against Skylark (the CLI
  * process) and Debian Icecast in the same run, driven by the same light load client
  * (bench/lib/player-client.ts, 1–2 client processes).
@@ -8,7 +8,7 @@
  *   blocking reloads and the parts they list, as hls.js does.
  * - `classic` against Skylark serving an MP3 128 kbps stream (MPEG-TS, 2 s segments, no parts):
  *   one playlist GET per target duration and each new segment.
- * - `icecast` against Icecast 2 (/work/shared/peers/icecast.xml.tmpl) with one MP3 128 kbps mount fed
+ * - `icecast` against Icecast 2 (bench/peers/icecast.xml.tmpl) with one MP3 128 kbps mount fed
  *   by FFmpeg; and against Skylark's `/listen/<id>.mp3` on the MP3 stream when that endpoint answers.
  *
  * Per mode, listener counts step up (doubling) until one is not held or the mode's share of the
@@ -60,7 +60,7 @@ const MODES = (process.env.BENCH_PLAYERS_MODES || 'hlsjs-ll,classic,icecast').sp
 const HINTS = process.env.BENCH_PLAYERS_HINTS === '1';
 /**
  * Arrivals per second, all client processes together: 1,000/s for Skylark; 300/s for Icecast,
- * whose listen backlog of 5 lets only ~130–290 connects/s through a burst (peers/RESULTS.md §4):
+ * whose listen backlog of 5 lets only ~130–290 connects/s through a burst (docs/benchmarks.md "Peers"):
  * faster arrivals would measure its accept queue, not what it costs to serve a listener.
  */
 const ARRIVALS_PER_S = { skylark: 1000, icecast2: 300 } as const;
@@ -508,7 +508,7 @@ async function icecast(work: string): Promise<ModeResult> {
   chmodSync(path.join(dir, 'log'), 0o777);
   const port = await freePort();
   const stepList = steps('BENCH_PLAYERS_STEPS_ICECAST', '1000,2000,4000,8000,16000');
-  const conf = readFileSync('/work/shared/peers/icecast.xml.tmpl', 'utf8')
+  const conf = readFileSync(path.join(import.meta.dirname, 'peers', 'icecast.xml.tmpl'), 'utf8')
     .replaceAll('@MAX_CLIENTS@', String(Math.max(...stepList) + 100))
     .replaceAll('@PORT@', String(port))
     .replaceAll('@DIR@', dir);

@@ -1,5 +1,5 @@
 /**
- * Servers and load for the ingest bench: nginx-rtmp from /work/shared/peers/nginx-rtmp.conf.tmpl,
+ * Servers and load for the ingest bench: nginx-rtmp from bench/peers/nginx-rtmp.conf.tmpl,
  * Skylark streams through the API, and the replayer child process (bench/lib/ingest-replay-child.ts).
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -40,7 +40,7 @@ export async function startNginxRtmp(dir: string) {
   writeFileSync(path.join(dir, 'hls', 'ready.txt'), 'ok\n');
   const rtmpPort = await freePort();
   const httpPort = await freePort();
-  const conf = readFileSync('/work/shared/peers/nginx-rtmp.conf.tmpl', 'utf8')
+  const conf = readFileSync(path.join(import.meta.dirname, '..', 'peers', 'nginx-rtmp.conf.tmpl'), 'utf8')
     .replaceAll('@WORKERS@', '1')
     .replaceAll('@DIR@', dir)
     .replaceAll('@RTMP_PORT@', String(rtmpPort))

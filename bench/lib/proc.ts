@@ -1,6 +1,6 @@
 /**
  * Process helpers for the load benches: spawning children with a raised fd limit and a deadline,
- * stopping them, CPU time from /proc (like peers/RESULTS.md: utime+stime of every thread of the
+ * stopping them, CPU time from /proc (as in docs/benchmarks.md "Peers": utime+stime of every thread of the
  * process and of its child processes), free loopback ports, and which tools are installed.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
