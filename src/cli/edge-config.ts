@@ -93,11 +93,27 @@ function cidr(s: string): string {
   return s.trim();
 }
 
+/** The options of `nginxEdgeConfig`, checked and resolved into what the config text writes. */
+interface EdgeSettings {
+  origin: URL;
+  tls: boolean;
+  /** The origin as nginx's `upstream` `server` takes it (`host:port`, IPv6 in brackets). */
+  upstream: string;
+  listen: { host: string; port: number };
+  /** The absolute cache dir. */
+  dir: string;
+  logTo: { host: string; port: number } | null;
+  trusted: string[];
+  maxSize: string;
+  accessLog: string | null;
+  scheme: 'http' | 'https';
+}
+
 /**
- * The nginx.conf text for `o` (see the module comment).
+ * Checks `o` and resolves it into `EdgeSettings`, in the order the options are reported.
  * @throws EdgeConfigError naming the option that nginx could not take
  */
-export function nginxEdgeConfig(o: EdgeConfigOptions): string {
+function edgeSettings(o: EdgeConfigOptions): EdgeSettings {
   let origin: URL;
   try {
     origin = new URL(o.origin);
@@ -120,31 +136,48 @@ export function nginxEdgeConfig(o: EdgeConfigOptions): string {
   const maxSize = o.cacheMaxSize ?? '2g';
   if (!/^\d{1,9}[kKmMgG]?$/.test(maxSize)) throw new EdgeConfigError(`--cache-max-size must be an nginx size such as 2g (got '${maxSize}')`);
   const accessLog = o.accessLog ? safePath(o.accessLog, '--access-log') : null;
-  const scheme = tls ? 'https' : 'http';
+  return { origin, tls, upstream, listen, dir, logTo, trusted, maxSize, accessLog, scheme: tls ? 'https' : 'http' };
+}
 
-  const syslog = logTo
-    ? `access_log syslog:server=${logTo.host}:${logTo.port},tag=skylark,nohostname skylark_edge if=$skylark_edge_log;`
-    : '# (no --log-to: the origin counts only the listeners whose requests reach it)';
-  const fileLog = accessLog ? `access_log ${accessLog} skylark_edge_file;` : '';
-  const lock = [
-    'proxy_cache skylark_edge;',
-    'proxy_cache_lock on;',
-    '# Long enough for a blocking reload the origin holds (≤ 3 target durations of ≤ 10 s):',
-    '# one fetch per key even while the origin waits for the part.',
-    'proxy_cache_lock_timeout 35s;',
-    'proxy_cache_lock_age 35s;',
-    'proxy_read_timeout 40s;',
-    '# A listener that leaves does not end the fetch that fills the cache: nginx would drop it, and',
-    '# every listener waiting on the lock would then go to the origin itself.',
-    'proxy_ignore_client_abort on;',
-    '# Token streams (?token=) are never cached: each request reaches the origin, which checks the token.',
-    'proxy_cache_bypass $arg_token;',
-    'proxy_no_cache $arg_token;',
-  ];
-  const ind = (lines: string[], n: number) => lines.map((l) => (l ? ' '.repeat(n) + l : l)).join('\n');
+/** The cache directives shared by the media object and media playlist locations (the lock, the token bypass). */
+const CACHE_LOCK = [
+  'proxy_cache skylark_edge;',
+  'proxy_cache_lock on;',
+  '# Long enough for a blocking reload the origin holds (≤ 3 target durations of ≤ 10 s):',
+  '# one fetch per key even while the origin waits for the part.',
+  'proxy_cache_lock_timeout 35s;',
+  'proxy_cache_lock_age 35s;',
+  'proxy_read_timeout 40s;',
+  '# A listener that leaves does not end the fetch that fills the cache: nginx would drop it, and',
+  '# every listener waiting on the lock would then go to the origin itself.',
+  'proxy_ignore_client_abort on;',
+  '# Token streams (?token=) are never cached: each request reaches the origin, which checks the token.',
+  'proxy_cache_bypass $arg_token;',
+  'proxy_no_cache $arg_token;',
+];
+/** `lines` indented by `n` spaces (empty lines stay empty), one per line. */
+const ind = (lines: string[], n: number) => lines.map((l) => (l ? ' '.repeat(n) + l : l)).join('\n');
 
-  const text = `# Skylark edge (docs/edges.md in the Skylark repository), made by:
-#   skylark edge-config --origin ${o.origin} --listen ${o.listen} --cache-dir ${o.cacheDir}${o.logTo ? ` --log-to ${o.logTo}` : ''}${trusted.map((c) => ` --trust-forwarded-from ${c}`).join('')}
+/**
+ * The nginx.conf text for `o` (see the module comment).
+ * @throws EdgeConfigError naming the option that nginx could not take
+ */
+export function nginxEdgeConfig(o: EdgeConfigOptions): string {
+  const s = edgeSettings(o);
+  const text = `${preamble(o, s)}
+http {
+${httpSettings(o, s)}
+${serverBlock(s)}
+}
+`;
+  return text.replace(/^[ \t]+$/gm, '').replace(/\n{3,}/g, '\n\n').replace(/\n*$/, '\n');
+}
+
+/** The head of the file: how it was made and is run, the main context (user, workers, pid, logs) and `events`. */
+function preamble(o: EdgeConfigOptions, s: EdgeSettings): string {
+  const { dir } = s;
+  return `# Skylark edge (docs/edges.md in the Skylark repository), made by:
+#   skylark edge-config --origin ${o.origin} --listen ${o.listen} --cache-dir ${o.cacheDir}${o.logTo ? ` --log-to ${o.logTo}` : ''}${s.trusted.map((c) => ` --trust-forwarded-from ${c}`).join('')}
 # The folders it names under the cache dir were made by edge-config (unless --no-mkdir: then mkdir -p them).
 # Run it with Debian's nginx:  nginx -c <this file>        (add -g 'daemon off;' to stay in the foreground)
 # Reload after editing:        nginx -c <this file> -s reload
@@ -160,9 +193,13 @@ error_log ${dir}/error.log warn;
 events {
     worker_connections 16384;
 }
+`;
+}
 
-http {
-    access_log off;
+/** The `http` context up to the `server` block: connections, temp paths, the cache, the log formats, realip and the upstream. */
+function httpSettings(o: EdgeConfigOptions, s: EdgeSettings): string {
+  const { dir, trusted } = s;
+  return `    access_log off;
     sendfile on;
     tcp_nopush on;
     tcp_nodelay on;
@@ -178,7 +215,7 @@ http {
     scgi_temp_path ${dir}/temp-scgi;
 
     # Objects by URI path, blocking-reload playlists by path + _HLS_msn + _HLS_part (see the locations).
-    proxy_cache_path ${dir}/cache levels=1:2 keys_zone=skylark_edge:32m max_size=${maxSize} inactive=10m use_temp_path=off;
+    proxy_cache_path ${dir}/cache levels=1:2 keys_zone=skylark_edge:32m max_size=${s.maxSize} inactive=10m use_temp_path=off;
 
     # Media playlist requests are logged to the origin's edge log receiver (RFC 3164 over UDP): the
     # session id, the client's own address, its user agent, the path, the status, the time (s.ms).
@@ -213,28 +250,37 @@ ${trusted.map((c) => `    set_real_ip_from ${c};`).join('\n')}
 `
 }
     upstream skylark_origin {
-        server ${upstream};
+        server ${s.upstream};
         keepalive 64;
         keepalive_requests 1000000;
         keepalive_timeout 60s;
     }
+`;
+}
 
-    server {
-        listen ${listen.host}:${listen.port} backlog=4096;
+/** The `server` block: the proxy headers and the three locations (media objects, media playlists, everything else). */
+function serverBlock(s: EdgeSettings): string {
+  const { logTo, scheme } = s;
+  const syslog = logTo
+    ? `access_log syslog:server=${logTo.host}:${logTo.port},tag=skylark,nohostname skylark_edge if=$skylark_edge_log;`
+    : '# (no --log-to: the origin counts only the listeners whose requests reach it)';
+  const fileLog = s.accessLog ? `access_log ${s.accessLog} skylark_edge_file;` : '';
+  return `    server {
+        listen ${s.listen.host}:${s.listen.port} backlog=4096;
 
         proxy_http_version 1.1;
         proxy_set_header Connection "";
         proxy_set_header Host $host;
         # The client's own address (after realip): the origin trusts it from this edge (SKYLARK_TRUSTED_PROXIES).
         proxy_set_header X-Forwarded-For $remote_addr;
-        proxy_set_header X-Forwarded-Proto $scheme;${tls ? `\n        proxy_ssl_server_name on;\n        proxy_ssl_name ${origin.hostname};` : ''}
+        proxy_set_header X-Forwarded-Proto $scheme;${s.tls ? `\n        proxy_ssl_server_name on;\n        proxy_ssl_name ${s.origin.hostname};` : ''}
         add_header X-Cache-Status $upstream_cache_status always;
         ${fileLog}
 
         # Segments, parts, init sections: the same URI for every listener, immutable.
         location ~ ^/hls/[^/]+/[^/]+/[^/]+\\.(?:m4s|ts|mp4)$ {
             proxy_pass ${scheme}://skylark_origin;
-${ind(lock, 12)}
+${ind(CACHE_LOCK, 12)}
             proxy_cache_key $uri;
             proxy_cache_use_stale updating;
         }
@@ -244,7 +290,7 @@ ${ind(lock, 12)}
         # session id (sid) is not part of the key.
         location ~ ^/hls/[^/]+/[^/]+/index\\.m3u8$ {
             proxy_pass ${scheme}://skylark_origin;
-${ind(lock, 12)}
+${ind(CACHE_LOCK, 12)}
             proxy_cache_key $uri?_HLS_msn=$arg__HLS_msn&_HLS_part=$arg__HLS_part&_HLS_skip=$arg__HLS_skip;
             ${syslog}${fileLog ? `\n            ${fileLog}` : ''}
         }
@@ -258,10 +304,7 @@ ${ind(lock, 12)}
             proxy_read_timeout 1h;
             proxy_send_timeout 1h;
         }
-    }
-}
-`;
-  return text.replace(/^[ \t]+$/gm, '').replace(/\n{3,}/g, '\n\n').replace(/\n*$/, '\n');
+    }`;
 }
 
 /**

@@ -91,7 +91,6 @@ function persons(parent: XMLBuilder, json: string | undefined): void {
 
 /** Renders the feed document as UTF-8 bytes. */
 export function renderFeed(f: FeedInput): Uint8Array {
-  const p = f.podcast;
   const doc = create({ version: '1.0', encoding: 'UTF-8' });
   const rss = doc.ele('rss', {
     version: '2.0',
@@ -101,6 +100,17 @@ export function renderFeed(f: FeedInput): Uint8Array {
     'xmlns:content': NS.content,
   });
   const ch = rss.ele('channel');
+  channel(ch, f);
+  const p = f.podcast;
+  const author = p.author ?? p.owner_name;
+  for (const live of f.liveItems) liveItem(ch, live, p, author);
+  for (const e of f.episodes) item(ch, e, f);
+  return Buffer.from(doc.end({ prettyPrint: false }), 'utf8');
+}
+
+/** The channel's own elements (everything before the live items and items). */
+function channel(ch: XMLBuilder, f: FeedInput): void {
+  const p = f.podcast;
   text(ch, 'title', p.title);
   text(ch, 'link', p.link ?? f.feedUrl);
   text(ch, 'description', p.description || p.title);
@@ -141,52 +151,54 @@ export function renderFeed(f: FeedInput): Uint8Array {
     const roll = ch.ele('podcast:podroll');
     for (const r of podroll) roll.ele('podcast:remoteItem', { feedGuid: r.feedGuid, ...(r.feedUrl ? { feedUrl: clean(r.feedUrl) } : {}) });
   }
+}
 
-  for (const live of f.liveItems) {
-    const li = ch.ele('podcast:liveItem', {
-      status: live.status,
-      start: new Date(live.start).toISOString(),
-      ...(live.end !== null ? { end: new Date(live.end).toISOString() } : {}),
-    });
-    text(li, 'title', live.title);
-    li.ele('guid', { isPermaLink: 'false' }).txt(live.id);
-    // The enclosure every podcast app plays (one long audio response); HLS as the alternate.
-    li.ele('enclosure', { url: live.listenUrl, type: live.listenType, length: '0' });
-    li.ele('podcast:alternateEnclosure', { type: 'application/x-mpegURL', length: '0', title: 'HLS' }).ele('podcast:source', { uri: live.hlsUrl, contentType: 'application/x-mpegURL' });
-    li.ele('podcast:contentLink', { href: live.listenUrl }).txt(clean(`Listen live: ${live.title}`));
-    if (author) text(li, 'author', p.owner_email ? `${p.owner_email} (${author})` : author);
-  }
+/** One `podcast:liveItem` (`author`: the channel's author, or null). */
+function liveItem(ch: XMLBuilder, live: LiveItemInput, p: PodcastRow, author: string | null): void {
+  const li = ch.ele('podcast:liveItem', {
+    status: live.status,
+    start: new Date(live.start).toISOString(),
+    ...(live.end !== null ? { end: new Date(live.end).toISOString() } : {}),
+  });
+  text(li, 'title', live.title);
+  li.ele('guid', { isPermaLink: 'false' }).txt(live.id);
+  // The enclosure every podcast app plays (one long audio response); HLS as the alternate.
+  li.ele('enclosure', { url: live.listenUrl, type: live.listenType, length: '0' });
+  li.ele('podcast:alternateEnclosure', { type: 'application/x-mpegURL', length: '0', title: 'HLS' }).ele('podcast:source', { uri: live.hlsUrl, contentType: 'application/x-mpegURL' });
+  li.ele('podcast:contentLink', { href: live.listenUrl }).txt(clean(`Listen live: ${live.title}`));
+  if (author) text(li, 'author', p.owner_email ? `${p.owner_email} (${author})` : author);
+}
 
-  for (const e of f.episodes) {
-    const it = ch.ele('item');
-    text(it, 'title', e.title);
-    text(it, 'description', e.description || e.title);
-    it.ele('guid', { isPermaLink: 'false' }).txt(clean(e.guid ?? e.id));
-    text(it, 'pubDate', rfc2822(e.published_at ?? e.updated_at));
-    it.ele('enclosure', { url: f.audioUrl(e), length: String(e.audio_size ?? 0), type: e.audio_mime ?? 'audio/mpeg' });
-    // A loudness-normalised episode also offers the upload as it came (docs/podcasts.md "Loudness").
-    if (e.original_audio_file) {
-      it.ele('podcast:alternateEnclosure', { type: e.audio_mime ?? 'audio/mpeg', length: String(e.original_audio_size ?? 0), title: 'Original (not loudness-normalised)' })
-        .ele('podcast:source', { uri: f.audioUrl({ ...e, audio_file: e.original_audio_file }) });
-    }
-    text(it, 'itunes:title', e.title);
-    if (e.audio_duration !== null) text(it, 'itunes:duration', Math.max(1, Math.round(e.audio_duration)));
-    if (e.episode_number !== null) text(it, 'itunes:episode', e.episode_number);
-    if (e.season !== null) text(it, 'itunes:season', e.season);
-    text(it, 'itunes:episodeType', e.episode_type);
-    text(it, 'itunes:explicit', e.explicit ? 'true' : 'false');
-    if (p.image_url) it.ele('itunes:image', { href: clean(p.image_url) });
-    if (e.season !== null) text(it, 'podcast:season', e.season);
-    if (e.episode_number !== null) text(it, 'podcast:episode', e.episode_number);
-    if (e.chapters && f.chaptersUrl) it.ele('podcast:chapters', { url: f.chaptersUrl(e), type: CHAPTERS_TYPE });
-    if (e.transcript && e.transcript_type && f.transcriptUrl) {
-      it.ele('podcast:transcript', { url: f.transcriptUrl(e), type: e.transcript_type, ...(CAPTION_TYPES.has(e.transcript_type) ? { rel: 'captions' } : {}) });
-    }
-    persons(it, e.persons);
-    for (const b of list<{ startTime: number; duration: number; title?: string }>(e.soundbites)) {
-      const sb = it.ele('podcast:soundbite', { startTime: String(b.startTime), duration: String(b.duration) });
-      if (b.title) sb.txt(clean(b.title));
-    }
+/** One published episode's `item`. */
+function item(ch: XMLBuilder, e: EpisodeRow, f: FeedInput): void {
+  const p = f.podcast;
+  const it = ch.ele('item');
+  text(it, 'title', e.title);
+  text(it, 'description', e.description || e.title);
+  it.ele('guid', { isPermaLink: 'false' }).txt(clean(e.guid ?? e.id));
+  text(it, 'pubDate', rfc2822(e.published_at ?? e.updated_at));
+  it.ele('enclosure', { url: f.audioUrl(e), length: String(e.audio_size ?? 0), type: e.audio_mime ?? 'audio/mpeg' });
+  // A loudness-normalised episode also offers the upload as it came (docs/podcasts.md "Loudness").
+  if (e.original_audio_file) {
+    it.ele('podcast:alternateEnclosure', { type: e.audio_mime ?? 'audio/mpeg', length: String(e.original_audio_size ?? 0), title: 'Original (not loudness-normalised)' })
+      .ele('podcast:source', { uri: f.audioUrl({ ...e, audio_file: e.original_audio_file }) });
   }
-  return Buffer.from(doc.end({ prettyPrint: false }), 'utf8');
+  text(it, 'itunes:title', e.title);
+  if (e.audio_duration !== null) text(it, 'itunes:duration', Math.max(1, Math.round(e.audio_duration)));
+  if (e.episode_number !== null) text(it, 'itunes:episode', e.episode_number);
+  if (e.season !== null) text(it, 'itunes:season', e.season);
+  text(it, 'itunes:episodeType', e.episode_type);
+  text(it, 'itunes:explicit', e.explicit ? 'true' : 'false');
+  if (p.image_url) it.ele('itunes:image', { href: clean(p.image_url) });
+  if (e.season !== null) text(it, 'podcast:season', e.season);
+  if (e.episode_number !== null) text(it, 'podcast:episode', e.episode_number);
+  if (e.chapters && f.chaptersUrl) it.ele('podcast:chapters', { url: f.chaptersUrl(e), type: CHAPTERS_TYPE });
+  if (e.transcript && e.transcript_type && f.transcriptUrl) {
+    it.ele('podcast:transcript', { url: f.transcriptUrl(e), type: e.transcript_type, ...(CAPTION_TYPES.has(e.transcript_type) ? { rel: 'captions' } : {}) });
+  }
+  persons(it, e.persons);
+  for (const b of list<{ startTime: number; duration: number; title?: string }>(e.soundbites)) {
+    const sb = it.ele('podcast:soundbite', { startTime: String(b.startTime), duration: String(b.duration) });
+    if (b.title) sb.txt(clean(b.title));
+  }
 }

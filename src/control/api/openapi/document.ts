@@ -98,68 +98,15 @@ export function buildOpenApi(routes: readonly RouteInfo[], urls: { baseUrl: stri
   };
 }
 
+/** The OpenAPI operation object of route `r` at OpenAPI path `path` (its parameters, answers, errors and body). */
 function operation(r: RouteInfo, doc: RouteDoc | undefined, path: string): Record<string, unknown> {
   const isPublic = doc?.public === true && !r.scope;
   const pathParams = [...path.matchAll(/\{([A-Za-z0-9_]+)\}/g)].map((m) => m[1]!);
   const rawBody = doc?.rawBody;
   const hasBody = rawBody !== undefined || doc?.body !== undefined || r.method === 'POST' || r.method === 'PATCH' || r.method === 'PUT';
-  const hasQuery = (doc?.query?.length ?? 0) > 0;
-  const parameters: unknown[] = pathParams.map((name) => ({ name, in: 'path', required: true, description: doc?.params?.[name] ?? `The object's id.`, schema: { type: 'string' } }));
-  for (const q of doc?.query ?? []) parameters.push({ name: q.name, in: 'query', required: q.required ?? false, description: q.description, schema: q.schema });
-  if (r.method === 'POST') {
-    parameters.push({
-      name: 'Idempotency-Key',
-      in: 'header',
-      required: false,
-      description: 'Makes the request safe to retry for 24 h: a retry with the same key and body gets the stored answer (with `Idempotent-Replayed: true`).',
-      schema: { type: 'string', maxLength: 255 },
-    });
-  }
-  const standardHeaders = (withRate: boolean) =>
-    Object.fromEntries(['X-Request-ID', ...(withRate ? RATE_HEADERS : [])].map((h) => [h, { $ref: `#/components/headers/${h}` }]));
-
-  const responses: Record<string, unknown> = {};
-  for (const [status, res] of Object.entries(doc?.responses ?? { 200: { description: 'Success (this route has no description yet).' } })) {
-    responses[status] = {
-      description: res.description,
-      headers: { ...standardHeaders(!isPublic), ...(r.method === 'POST' ? { 'Idempotent-Replayed': { $ref: '#/components/headers/Idempotent-Replayed' } } : {}), ...res.headers },
-      content: { 'application/json': { schema: schemaOf(res.schema) } },
-    };
-  }
-  const errors: Record<number, Set<ErrorCode>> = {};
-  const add = (status: number, codes: ErrorCode[]) => {
-    const set = (errors[status] ??= new Set());
-    for (const c of codes) set.add(c);
-  };
-  if (!isPublic) {
-    add(401, STD_ERRORS[401]!.codes);
-    add(403, STD_ERRORS[403]!.codes);
-    add(429, STD_ERRORS[429]!.codes);
-  }
-  const jsonBody = hasBody && !rawBody;
-  if (hasBody || hasQuery || r.method === 'POST') add(400, jsonBody || hasQuery ? STD_ERRORS[400]!.codes : []);
-  add(400, ['parameter_unknown']); // any route refuses a query parameter it does not list
-  if (hasBody) add(413, STD_ERRORS[413]!.codes);
-  if (pathParams.length) add(404, STD_ERRORS[404]!.codes);
-  if (r.method === 'POST') {
-    add(400, ['idempotency_key_reused', 'idempotency_key_invalid']);
-    add(409, ['idempotency_key_in_use']);
-  }
-  add(500, STD_ERRORS[500]!.codes);
-  for (const [s, codes] of Object.entries(doc?.errors ?? {})) add(Number(s), codes);
-  for (const [s, codes] of Object.entries(errors)) {
-    const status = Number(s);
-    responses[s] = {
-      description: `${doc?.errorDescriptions?.[status] ?? STD_ERRORS[status]?.description ?? 'Error'}. \`error.code\`: ${[...codes].map((c) => `\`${c}\``).join(', ') || 'see the message'}.`,
-      headers: {
-        ...standardHeaders(!isPublic && status !== 401),
-        ...(status === 429 ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : {}),
-        ...(status === 401 || status === 403 ? { 'WWW-Authenticate': { description: 'RFC 6750 §3 challenge, e.g. `Bearer error="insufficient_scope", scope="streams:write"`.', schema: { type: 'string' } } } : {}),
-      },
-      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-    };
-  }
-
+  const parameters = parametersOf(r, doc, pathParams);
+  const responses = successResponses(r, doc, isPublic);
+  errorResponses(responses, errorCodes(r, doc, { isPublic, hasBody, pathParams: pathParams.length > 0 }), doc, isPublic);
   const op: Record<string, unknown> = {
     operationId: doc?.operationId ?? operationId(r.method, path),
     summary: doc?.summary ?? `${r.method} ${path}`,
@@ -186,6 +133,81 @@ function operation(r: RouteInfo, doc: RouteDoc | undefined, path: string): Recor
     };
   }
   return op;
+}
+
+/** The operation's parameters: its path parameters, the query parameters it lists, `Idempotency-Key` on a POST. */
+function parametersOf(r: RouteInfo, doc: RouteDoc | undefined, pathParams: string[]): unknown[] {
+  const parameters: unknown[] = pathParams.map((name) => ({ name, in: 'path', required: true, description: doc?.params?.[name] ?? `The object's id.`, schema: { type: 'string' } }));
+  for (const q of doc?.query ?? []) parameters.push({ name: q.name, in: 'query', required: q.required ?? false, description: q.description, schema: q.schema });
+  if (r.method === 'POST') {
+    parameters.push({
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      description: 'Makes the request safe to retry for 24 h: a retry with the same key and body gets the stored answer (with `Idempotent-Replayed: true`).',
+      schema: { type: 'string', maxLength: 255 },
+    });
+  }
+  return parameters;
+}
+
+/** References to `X-Request-ID` and, `withRate`, the rate-limit headers. */
+const standardHeaders = (withRate: boolean) => Object.fromEntries(['X-Request-ID', ...(withRate ? RATE_HEADERS : [])].map((h) => [h, { $ref: `#/components/headers/${h}` }]));
+
+/** The answers the route documents (a bare 200 when it documents none), by status. */
+function successResponses(r: RouteInfo, doc: RouteDoc | undefined, isPublic: boolean): Record<string, unknown> {
+  const responses: Record<string, unknown> = {};
+  for (const [status, res] of Object.entries(doc?.responses ?? { 200: { description: 'Success (this route has no description yet).' } })) {
+    responses[status] = {
+      description: res.description,
+      headers: { ...standardHeaders(!isPublic), ...(r.method === 'POST' ? { 'Idempotent-Replayed': { $ref: '#/components/headers/Idempotent-Replayed' } } : {}), ...res.headers },
+      content: { 'application/json': { schema: schemaOf(res.schema) } },
+    };
+  }
+  return responses;
+}
+
+/** The error codes the route may answer, by status: the standard ones of what the route is (see `STD_ERRORS`), then its own. */
+function errorCodes(r: RouteInfo, doc: RouteDoc | undefined, o: { isPublic: boolean; hasBody: boolean; pathParams: boolean }): Record<number, Set<ErrorCode>> {
+  const hasQuery = (doc?.query?.length ?? 0) > 0;
+  const errors: Record<number, Set<ErrorCode>> = {};
+  const add = (status: number, codes: ErrorCode[]) => {
+    const set = (errors[status] ??= new Set());
+    for (const c of codes) set.add(c);
+  };
+  if (!o.isPublic) {
+    add(401, STD_ERRORS[401]!.codes);
+    add(403, STD_ERRORS[403]!.codes);
+    add(429, STD_ERRORS[429]!.codes);
+  }
+  const jsonBody = o.hasBody && !doc?.rawBody;
+  if (o.hasBody || hasQuery || r.method === 'POST') add(400, jsonBody || hasQuery ? STD_ERRORS[400]!.codes : []);
+  add(400, ['parameter_unknown']); // any route refuses a query parameter it does not list
+  if (o.hasBody) add(413, STD_ERRORS[413]!.codes);
+  if (o.pathParams) add(404, STD_ERRORS[404]!.codes);
+  if (r.method === 'POST') {
+    add(400, ['idempotency_key_reused', 'idempotency_key_invalid']);
+    add(409, ['idempotency_key_in_use']);
+  }
+  add(500, STD_ERRORS[500]!.codes);
+  for (const [s, codes] of Object.entries(doc?.errors ?? {})) add(Number(s), codes);
+  return errors;
+}
+
+/** Adds to `responses` one error answer per status of `errors` (the `Error` envelope, its codes listed). */
+function errorResponses(responses: Record<string, unknown>, errors: Record<number, Set<ErrorCode>>, doc: RouteDoc | undefined, isPublic: boolean): void {
+  for (const [s, codes] of Object.entries(errors)) {
+    const status = Number(s);
+    responses[s] = {
+      description: `${doc?.errorDescriptions?.[status] ?? STD_ERRORS[status]?.description ?? 'Error'}. \`error.code\`: ${[...codes].map((c) => `\`${c}\``).join(', ') || 'see the message'}.`,
+      headers: {
+        ...standardHeaders(!isPublic && status !== 401),
+        ...(status === 429 ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : {}),
+        ...(status === 401 || status === 403 ? { 'WWW-Authenticate': { description: 'RFC 6750 §3 challenge, e.g. `Bearer error="insufficient_scope", scope="streams:write"`.', schema: { type: 'string' } } } : {}),
+      },
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+    };
+  }
 }
 
 /** `POST /streams/{id}/reset_stream_key` → `postStreamsIdResetStreamKey`. */
