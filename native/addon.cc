@@ -15,7 +15,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   // Instance data is deleted by Node when the environment tears down (cleanup hook).
   env.SetInstanceData<skylark::binding::AddonState>(state);
   skylark::binding::InitSegmenter(env, exports, *state);
-  skylark::binding::InitRtmpServer(env, exports, *state);
+  skylark::binding::InitRtmpAddon(env, exports, *state);
   skylark::binding::InitIcecastSource(env, exports, *state);
   skylark::binding::InitHttpFront(env, exports);
   exports.Set("abiVersion", Napi::Number::New(env, 1));

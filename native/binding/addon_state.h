@@ -7,14 +7,14 @@ namespace skylark::binding {
 
 struct AddonState {
   Napi::FunctionReference segmenter;     // class Segmenter (binding/segmenter.cc)
-  Napi::FunctionReference rtmpServer;    // class RtmpServer (binding/rtmp_server.cc)
+  Napi::FunctionReference rtmpAddon;     // class RtmpAddon (binding/rtmp_addon.cc)
 };
 
-// Registers class Segmenter on `exports` and stores its constructor in `state` (RtmpServer.route
+// Registers class Segmenter on `exports` and stores its constructor in `state` (RtmpAddon.route
 // recognises a Segmenter by it).
 void InitSegmenter(Napi::Env env, Napi::Object exports, AddonState& state);
 
-// Registers class RtmpServer (the ingest listener over native/io, on Node's libuv loop) on `exports`.
-void InitRtmpServer(Napi::Env env, Napi::Object exports, AddonState& state);
+// Registers class RtmpAddon (the ingest listener over native/io, on Node's libuv loop) on `exports`.
+void InitRtmpAddon(Napi::Env env, Napi::Object exports, AddonState& state);
 
 }  // namespace skylark::binding

@@ -3,7 +3,7 @@
 //
 //   SK_GUARD(RequireArgs(info, 2, "Segmenter.pushAudio(timestampMs, data): two arguments"));
 //   double ms;
-//   SK_GUARD(ArgNumber(info, 1, "RtmpServer.setTimeout(id, ms): ms must be a number", &ms));
+//   SK_GUARD(ArgNumber(info, 1, "RtmpAddon.setTimeout(id, ms): ms must be a number", &ms));
 //
 // In a constructor (no return value): `if (!ArgObject(info, 0, "...")) return;`.
 #pragma once

@@ -1,5 +1,5 @@
-// The batch buffers that carry a read's audio bodies to JS without an object per message (RtmpServer,
-// binding/rtmp_server.cc, and any binding that hands JS a batch of audio messages), and RTMP
+// The batch buffers that carry a read's audio bodies to JS without an object per message (RtmpAddon,
+// binding/rtmp_addon.cc, and any binding that hands JS a batch of audio messages), and RTMP
 // control events (connect, publish, ...) as JS objects. Layout: docs/native-api.md "RtmpServer".
 #pragma once
 #include <cstddef>
@@ -13,7 +13,7 @@ namespace skylark::binding {
 
 // Two plain ArrayBuffers held by strong references, reused from batch to batch:
 //   meta  (Float64): [0] = audio bytes of the batch; per event i, [1+2i] = timestamp in ms (audio;
-//         plus kind * 2^32 when the caller gives one: RtmpServer's 0 sequence header / 1 coded
+//         plus kind * 2^32 when the caller gives one: RtmpAddon's 0 sequence header / 1 coded
 //         frame / 2 other) or -1 (another event), [2+2i] = end offset of the audio body in `arena`;
 //   arena (bytes):   the audio bodies back to back from 0.
 // They start at 128 events / 16 KiB, grow to fit a batch and shrink back after one over 1 MiB.

@@ -8,7 +8,7 @@
 
 namespace skylark::binding {
 
-// What the native RTMP server (binding/rtmp_server.cc) feeds a JS Segmenter object with, without
+// What the native RTMP server (binding/rtmp_addon.cc) feeds a JS Segmenter object with, without
 // a JS call per message: PushNative() keeps the segmenter's events until TakeNativeEvents() turns
 // them into the same event objects pushAudio() returns.
 class NativeSegmenterInput {

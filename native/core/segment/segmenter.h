@@ -172,7 +172,7 @@ class Segmenter {
 
   /** Media time (ms) the open part (with parts) or segment still needs before it reaches its
    *  target, i.e. roughly how soon a frame will close it; 0 when unknown (not configured, nothing
-   *  open). Ingest reads lazily while this is large (binding/rtmp_server.cc merged reads). */
+   *  open). Ingest reads lazily while this is large (binding/rtmp_addon.cc merged reads). */
   uint32_t ms_to_next_cut() const;
 
   /** Bytes the segmenter holds for the open segment: its frames not yet written, the parts written

@@ -5,7 +5,7 @@
  *
  * The main thread's views render each playlist — and an LL-HLS layer's delta update — once per
  * version (the layer's `version`), for its own answers and for every worker thread's: with `shared` set, the rendered bytes are put into a
- * SharedArrayBuffer at that one render, and the mirror feed (src/delivery/threads/feed.ts) posts them as they
+ * SharedArrayBuffer at that one render, and the mirror updates (src/delivery/threads/mirror-updates.ts) post them as they
  * are (the memory is shared, not copied).
  */
 import type { Layer, MediaRegistry, StreamHub } from '../../live/media/hub.js';

@@ -15,7 +15,7 @@ import type { Layer } from '../../live/media/layer.js';
 import { EncodedQueue, MirrorQueue, type Chunk } from './queue.js';
 
 /** Main thread → worker: chunks of a layer's queue (`backlog`: the first post), or its end. */
-export type ListenFeedMessage =
+export type ListenMessage =
   | { t: 'listen'; id: string; layer: string; unitMs: number; chunks: Chunk[]; header: Uint8Array; title: string | null }
   | { t: 'listen-end'; id: string; layer: string };
 
@@ -72,7 +72,7 @@ export class SharedQueues {
 }
 
 /** The main thread's side: which workers read which layer's queue. */
-export class ListenFeed {
+export class ListenFanout {
   private readonly subs = new Map<string, { layer: Layer; q: EncodedQueue; workers: Set<number>; stop: () => void }>();
 
   /**
@@ -82,7 +82,7 @@ export class ListenFeed {
   constructor(
     private readonly queues: SharedQueues,
     private readonly layerOf: (streamId: string, layer: string) => Layer | null,
-    private readonly post: (worker: number, m: ListenFeedMessage) => void,
+    private readonly post: (worker: number, m: ListenMessage) => void,
   ) {}
 
   /** Worker `worker` wants (or lets go of) a layer's chunks. */
@@ -106,7 +106,7 @@ export class ListenFeed {
       const s = { layer, q, workers: new Set<number>(), stop: () => {} };
       s.stop = q.read({
         chunks: (added) => {
-          const m: ListenFeedMessage = { t: 'listen', id: w.id, layer: w.layer, unitMs: q.unitMs, chunks: added.map(wire), header: q.header, title: q.title() };
+          const m: ListenMessage = { t: 'listen', id: w.id, layer: w.layer, unitMs: q.unitMs, chunks: added.map(wire), header: q.header, title: q.title() };
           for (const wk of s.workers) this.post(wk, m);
         },
         end: () => {
@@ -176,7 +176,7 @@ export class MirrorQueues {
   }
 
   /** A message of the main thread. */
-  take(m: ListenFeedMessage): void {
+  take(m: ListenMessage): void {
     const q = this.queues.get(key(m.id, m.layer));
     if (!q) return;
     if (m.t === 'listen-end') {

@@ -1,6 +1,6 @@
 /**
  * Serving HTTP on every core (docs/scaling.md): the main thread's half of the worker threads —
- * which hubs exist (`WatchedMediaRegistry`), the mirror feed, the session intake and the threads
+ * which hubs exist (`WatchedMediaRegistry`), the mirror updates, the session intake and the threads
  * themselves — put together by `startHttpThreads` for the composition root.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,7 +14,7 @@ import type { Limits } from '../../base/limits/limits.js';
 import type { ListenerRegistry } from '../listeners/registry.js';
 import type { StreamPolicy } from '../listeners/hls-access.js';
 import { SessionIntake } from '../listeners/remote.js';
-import { MirrorFeed } from './feed.js';
+import { MirrorUpdates } from './mirror-updates.js';
 import { HttpThreads } from './threads.js';
 export { stopAllHttpThreads } from './threads.js';
 import type { ListenFeature } from '../progressive/routes.js';
@@ -22,7 +22,7 @@ import type { ThreadCounts, WorkerInit } from './protocol.js';
 
 export type { ThreadCounts } from './protocol.js';
 
-/** The media registry, telling who asks which hubs it opens (the mirror feed watches each). */
+/** The media registry, telling who asks which hubs it opens (the mirror updates watch each). */
 export class WatchedMediaRegistry extends MediaRegistry {
   private readonly watchers: Array<(hub: StreamHub) => void> = [];
 
@@ -75,7 +75,7 @@ export interface HttpThreadsDeps {
   listen: ListenFeature;
   log: Logger;
   limits: Pick<Limits, 'hit'>;
-  /** What each worker starts with besides its address and the feed. */
+  /** What each worker starts with besides its address and the mirror snapshot. */
   init: Omit<WorkerInit, 'index' | 'host' | 'port' | 'socketPath' | 'countCell' | 'listenMemory'>;
 }
 
@@ -85,32 +85,32 @@ export interface RunningThreads {
   counts(): Promise<Map<number, ThreadCounts>>;
   /** Makes worker `index` throw an uncaught exception (tests: it is logged and replaced). */
   fail(index: number): void;
-  /** Stops the workers and the feed; resolves once every worker ended. */
+  /** Stops the workers and the mirror updates; resolves once every worker ended. */
   close(): Promise<void>;
 }
 
-/** Starts the feed, the intake and `count − 1` workers; resolves once every worker listens. @throws Error when one cannot */
+/** Starts the mirror updates, the intake and `count − 1` workers; resolves once every worker listens. @throws Error when one cannot */
 export async function startHttpThreads(d: HttpThreadsDeps): Promise<RunningThreads> {
-  // The feed and the threads need each other: the feed posts through the threads, a new thread
-  // starts from the feed's snapshot.
+  // The mirror updates and the threads need each other: they post through the threads, a new thread
+  // starts from the mirror updates' snapshot.
   let threads: HttpThreads | null = null;
-  const feed = new MirrorFeed({
+  const updates = new MirrorUpdates({
     source: d.source,
     current: (id) => d.media.get(id),
     policy: d.policy,
     station: (id) => d.listen.station(id),
     post: (m) => threads?.post(m),
   });
-  const listen = d.listen.feed((w, m) => threads?.postTo(w, m));
+  const listen = d.listen.fanout((w, m) => threads?.postTo(w, m));
   const intake = new SessionIntake(d.registry, (w, handles) => threads?.postTo(w, { t: 'forget', handles }));
-  d.media.onOpen((hub) => feed.watch(hub));
+  d.media.onOpen((hub) => updates.watch(hub));
   threads = new HttpThreads({
     count: d.count,
     init: { ...d.init, host: d.host, port: d.port, socketPath: d.socketPath, countCell: d.registry.countCell.buffer as SharedArrayBuffer, listenMemory: d.listen.caps.memory },
     log: d.log,
     limits: d.limits,
     intake,
-    snapshot: () => feed.snapshot(),
+    snapshot: () => updates.snapshot(),
     listen,
   });
   const t = threads;
@@ -118,7 +118,7 @@ export async function startHttpThreads(d: HttpThreadsDeps): Promise<RunningThrea
     await t.start();
   } catch (e) {
     await t.close();
-    feed.close();
+    updates.close();
     intake.close();
     throw e;
   }
@@ -127,7 +127,7 @@ export async function startHttpThreads(d: HttpThreadsDeps): Promise<RunningThrea
     fail: (index) => t.postTo(index, { t: 'fail' }),
     async close() {
       await t.close();
-      feed.close();
+      updates.close();
       intake.close();
     },
   };

@@ -3,11 +3,11 @@
  * here crosses `postMessage` (structured clone); byte payloads are views of SharedArrayBuffers,
  * shared rather than copied.
  */
-import type { FeedMessage } from './feed.js';
+import type { MirrorMessage } from './mirror-updates.js';
 import type { SessionBatch } from '../listeners/remote.js';
 import type { LimitCause } from '../../base/limits/limits.js';
 import type { LogLevel } from '../../base/logger.js';
-import type { ListenFeedMessage, ListenWant } from '../progressive/shared.js';
+import type { ListenMessage, ListenWant } from '../progressive/shared.js';
 
 /** What a worker thread starts with (`workerData`). */
 export interface WorkerInit {
@@ -46,8 +46,8 @@ export interface ThreadCounts {
 
 /** Main thread → worker. */
 export type ToWorker =
-  | FeedMessage
-  | ListenFeedMessage
+  | MirrorMessage
+  | ListenMessage
   | { t: 'forget'; handles: Int32Array }
   | { t: 'counts'; id: number }
   /** Throw an uncaught exception (tests: a crashed worker is logged and replaced). */

@@ -1,7 +1,7 @@
 /**
  * The main thread's HTTP worker threads (`SKYLARK_HTTP_THREADS`, docs/scaling.md): it starts
  * `count − 1` workers (src/delivery/threads/worker.ts), each listening on the node's host:port beside the
- * main thread's App, feeds them the serving state (src/delivery/threads/feed.ts), takes their session
+ * main thread's App, sends them the serving state (src/delivery/threads/mirror-updates.ts), takes their session
  * batches (src/delivery/listeners/remote.ts), their log lines and limit hits, and answers nothing itself.
  *
  * - Start: every worker must be listening before `start` resolves (a refused bind fails the start).
@@ -18,8 +18,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Logger } from '../../base/logger.js';
 import type { Limits } from '../../base/limits/limits.js';
 import type { SessionIntake } from '../listeners/remote.js';
-import type { FeedMessage } from './feed.js';
-import type { ListenFeed } from '../progressive/shared.js';
+import type { MirrorMessage } from './mirror-updates.js';
+import type { ListenFanout } from '../progressive/shared.js';
 import type { FromWorker, ThreadCounts, ToWorker, WorkerInit } from './protocol.js';
 
 export interface HttpThreadsOptions {
@@ -30,10 +30,10 @@ export interface HttpThreadsOptions {
   log: Logger;
   limits: Pick<Limits, 'hit'>;
   intake: SessionIntake;
-  /** The messages a new worker starts from (the feed's snapshot). */
-  snapshot: () => FeedMessage[];
+  /** The messages a new worker starts from (the mirror updates' snapshot). */
+  snapshot: () => MirrorMessage[];
   /** Progressive listening's chunk queues (src/delivery/progressive/shared.ts). */
-  listen: ListenFeed;
+  listen: ListenFanout;
 }
 
 interface Slot {

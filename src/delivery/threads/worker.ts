@@ -2,7 +2,7 @@
  * An HTTP worker thread (docs/scaling.md; docs/architecture.md "uWS rules" 6): its own uWS App on the node's
  * host:port (the kernel spreads connections over the threads' listen sockets, SO_REUSEPORT). It
  * serves HLS and progressive listening from its mirror of the serving state, which the main
- * thread feeds (src/delivery/threads/feed.ts); it checks listener tokens and session ids itself (the node
+ * thread keeps up to date (src/delivery/threads/mirror-updates.ts); it checks listener tokens and session ids itself (the node
  * secret is in `workerData`); it reports sessions to the main thread's registry in batches
  * (src/delivery/listeners/remote.ts) and counts held requests and listening connections in the node-wide
  * shared counters. Every other request is forwarded to the main thread (src/base/http/proxy.ts).

@@ -32,8 +32,8 @@ export interface RtmpSessionOptions {
   prePublishBytes?: number;
 }
 
-/** The addon's listener class (native/binding/rtmp_server.cc); only RtmpListener below uses it. */
-interface RawRtmpServer {
+/** The addon's listener class (native/binding/rtmp_addon.cc); only RtmpListener below uses it. */
+interface RawRtmpAddon {
   listen(host: string, port: number, backlog: number): number;
   close(): void;
   buffers(): [ArrayBuffer, ArrayBuffer];
@@ -143,7 +143,7 @@ export class RtmpConnection {
   segmentSink: ((events: SegmenterEvent[]) => void) | null = null;
 
   constructor(
-    private readonly raw: RawRtmpServer,
+    private readonly raw: RawRtmpAddon,
     /** Unique among the listener's open connections (an id is reused only after its close). */
     readonly id: number,
     /** The peer, `ip:port`. */
@@ -203,7 +203,7 @@ export class RtmpConnection {
  * wakeups, that much more latency at most). Throws TypeError for bad options.
  */
 export class RtmpListener {
-  private readonly raw: RawRtmpServer;
+  private readonly raw: RawRtmpAddon;
   private readonly conns = new Map<number, RtmpConnection>();
   private readonly onLimit: ((cause: RtmpLimitCause, remote: string) => void) | undefined;
   private readonly forget = (c: RtmpConnection) => {
@@ -223,7 +223,7 @@ export class RtmpListener {
         onError(e);
       }
     };
-    this.raw = new addon.RtmpServer(native, dispatch);
+    this.raw = new addon.RtmpAddon(native, dispatch);
     this.mapBuffers();
   }
 
@@ -476,7 +476,7 @@ export interface Segmenter {
 
 interface Addon {
   Segmenter: new (options: SegmenterOptions) => Segmenter;
-  RtmpServer: new (options: Omit<RtmpListenerOptions, 'onLimit'>, dispatch: RawDispatch) => RawRtmpServer;
+  RtmpAddon: new (options: Omit<RtmpListenerOptions, 'onLimit'>, dispatch: RawDispatch) => RawRtmpAddon;
   abiVersion: number;
 }
 

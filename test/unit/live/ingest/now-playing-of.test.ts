@@ -1,6 +1,6 @@
 /** What plays now from RTMP `onMetaData` values (docs/behaviour.md §11). */
 import { describe, expect, it } from 'vitest';
-import { nowPlayingOf } from '../../../../src/live/ingest/rtmp-server.js';
+import { nowPlayingOf } from '../../../../src/live/ingest/rtmp-ingest.js';
 
 describe('nowPlayingOf', () => {
   it('takes title, artist and album strings, trimmed and capped; ignores other keys and types', () => {

@@ -76,7 +76,7 @@ describe('per-instance addon state (worker threads)', () => {
       const { workerData, parentPort } = require('node:worker_threads');
       const addon = require(workerData);
       const seg = new addon.Segmenter({ container: 'ts' });
-      const server = new addon.RtmpServer({}, () => {});
+      const server = new addon.RtmpAddon({}, () => {});
       server.route(12345, seg, false, false); // an unknown id: ignored, but the segmenter is recognised
       let foreign = 'accepted';
       try { server.route(12345, { pushAudio() {} }, false, false); } catch (e) { foreign = e.constructor.name; }
@@ -95,7 +95,7 @@ describe('per-instance addon state (worker threads)', () => {
     const code = `
       const { workerData, parentPort } = require('node:worker_threads');
       const addon = require(workerData);
-      const server = new addon.RtmpServer({}, () => {});
+      const server = new addon.RtmpAddon({}, () => {});
       parentPort.postMessage(server.listen('127.0.0.1', 0, 16));
       parentPort.once('message', () => process.exit(0)); // ends the worker with the listener open
     `;

@@ -1,4 +1,4 @@
-// RtmpListener caps (native/binding/rtmp_server.cc, docs/behaviour.md §13) with real TCP sockets on
+// RtmpListener caps (native/binding/rtmp_addon.cc, docs/behaviour.md §13) with real TCP sockets on
 // 127.0.0.x: connections per IP and in total (refused at accept), the absolute publish deadline
 // (a slow drip of bytes does not extend it), the pre-publish byte cap (with the process's RSS and
 // fds from /proc while 200 such clients come and go), the audio message cap, and the per-message

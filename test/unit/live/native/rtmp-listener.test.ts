@@ -1,4 +1,4 @@
-// RtmpListener (native/binding/rtmp_server.cc over native/io): real TCP on 127.0.0.1, port 0, fed the recorded
+// RtmpListener (native/binding/rtmp_addon.cc over native/io): real TCP on 127.0.0.1, port 0, fed the recorded
 // FFmpeg publishes of test/fixtures/rtmp. Checks what JS hears, routing into a Segmenter without a
 // JS call per message, timeouts, closes from either side, and argument errors.
 import { readFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * The worker threads' mirror (src/delivery/threads/feed.ts → src/delivery/hls/mirror.ts) over a real hub (the native
+ * The worker threads' mirror (src/delivery/threads/mirror-updates.ts → src/delivery/hls/mirror.ts) over a real hub (the native
  * Segmenter fed the AAC fixture, LL-HLS parts): every message crosses a structured clone as a
  * thread's `postMessage` does. The mirror serves what the hub serves — the same playlist bytes per
  * version, segments, parts, init section, `has` — from SharedArrayBuffers copied once each (a new
@@ -14,7 +14,7 @@ import { FlvReader } from '../../../../src/live/media/flv.js';
 import { StreamHub } from '../../../../src/live/media/hub.js';
 import { HubSource } from '../../../../src/delivery/hls/source.js';
 import { MirrorSource } from '../../../../src/delivery/hls/mirror.js';
-import { MirrorFeed, type FeedMessage } from '../../../../src/delivery/threads/feed.js';
+import { MirrorUpdates, type MirrorMessage } from '../../../../src/delivery/threads/mirror-updates.js';
 import { MediaRegistry } from '../../../../src/live/media/hub.js';
 
 const tags = new FlvReader().push(readFileSync(path.resolve(import.meta.dirname, '../../../fixtures/aac/sine48k_stereo_128k.flv')));
@@ -22,16 +22,16 @@ const header = tags.find((t) => t.body[0]! >> 4 === 10 && t.body[1] === 0)!;
 const frames = tags.filter((t) => t !== header);
 
 function setup() {
-  const hub = new StreamHub('stm_feed', { codec: 'aac', targetDurationMs: 2000, partTargetMs: 500, windowSegments: 3, ladder: [128] });
+  const hub = new StreamHub('stm_mirror', { codec: 'aac', targetDurationMs: 2000, partTargetMs: 500, windowSegments: 3, ladder: [128] });
   const media = new MediaRegistry();
   const source = new HubSource(media, true);
-  const posted: FeedMessage[] = [];
+  const posted: MirrorMessage[] = [];
   const mirror = new MirrorSource();
-  const feed = new MirrorFeed({
+  const updates = new MirrorUpdates({
     source,
     current: () => hub,
     policy: () => ({ accountId: 'acct_x', playback: 'public', codec: 'aac' }),
-    station: () => [['icy-name', 'Feed']],
+    station: () => [['icy-name', 'Mirror']],
     post: (m) => {
       posted.push(m);
       const c = structuredClone(m);
@@ -42,7 +42,7 @@ function setup() {
   let i = 0;
   let ts = 0;
   hub.pushAudio(0, header.body);
-  /** Pushes `ms` of audio (looping the fixture), then lets the feed post (a microtask). */
+  /** Pushes `ms` of audio (looping the fixture), then lets the updates post (a microtask). */
   const push = async (ms: number) => {
     const until = ts + ms;
     while (ts < until) {
@@ -52,7 +52,7 @@ function setup() {
     }
     await Promise.resolve();
   };
-  return { hub, source, feed, mirror, posted, push };
+  return { hub, source, updates, mirror, posted, push };
 }
 
 const shared = (b: Uint8Array | undefined) => b !== undefined && b.buffer instanceof SharedArrayBuffer;
@@ -65,19 +65,19 @@ function sameMemory(a: Uint8Array, b: Uint8Array): boolean {
   return same;
 }
 
-describe('MirrorFeed → MirrorSource', () => {
+describe('MirrorUpdates → MirrorSource', () => {
   it('mirrors the hub: the same playlists, segments, parts and init section, in shared memory', async () => {
-    const { hub, source, feed, mirror, push } = setup();
-    feed.watch(hub);
+    const { hub, source, updates, mirror, push } = setup();
+    updates.watch(hub);
     await push(20_000);
     const view = source.view(hub);
     const lv = view.layer('a128')!;
-    const ml = mirror.get('stm_feed')!.layer('a128')!;
-    expect(mirror.get('stm_feed')!.playable).toBe(true);
+    const ml = mirror.get('stm_mirror')!.layer('a128')!;
+    expect(mirror.get('stm_mirror')!.playable).toBe(true);
     expect(ml.version).toBe(lv.version);
     expect(Buffer.from(ml.playlist().plain).equals(Buffer.from(lv.playlist().plain))).toBe(true);
     expect(sameMemory(ml.playlist().plain, lv.playlist().plain)).toBe(true); // rendered once, shared
-    expect(Buffer.from(mirror.get('stm_feed')!.multivariant()!.plain).equals(Buffer.from(view.multivariant()!.plain))).toBe(true);
+    expect(Buffer.from(mirror.get('stm_mirror')!.multivariant()!.plain).equals(Buffer.from(view.multivariant()!.plain))).toBe(true);
     expect(ml.nextSequence).toBe(lv.nextSequence);
     expect(ml.openParts).toBe(lv.openParts);
     expect(Buffer.from(ml.init!).equals(Buffer.from(lv.init!))).toBe(true);
@@ -98,26 +98,26 @@ describe('MirrorFeed → MirrorSource', () => {
   });
 
   it("gives a new worker the state as it is, reusing the shared copies (no second copy)", async () => {
-    const { hub, source, feed, posted, push } = setup();
-    feed.watch(hub);
+    const { hub, source, updates, posted, push } = setup();
+    updates.watch(hub);
     await push(5000);
     const firstSeg = (posted.flatMap((m) => (m.t === 'stream' ? m.u.layers.flatMap((l) => l.segments) : [])))[0]!;
-    const snap = feed.snapshot();
+    const snap = updates.snapshot();
     const again = snap.flatMap((m) => (m.t === 'stream' ? m.u.layers.flatMap((l) => l.segments) : [])).find(([seq]) => seq === firstSeg[0])!;
     expect(again[1].buffer).toBe(firstSeg[1].buffer);
     const fresh = new MirrorSource();
     for (const m of snap) if (m.t === 'stream') fresh.apply(structuredClone(m.u));
-    const ml = fresh.get('stm_feed')!.layer('a128')!;
+    const ml = fresh.get('stm_mirror')!.layer('a128')!;
     expect(sameMemory(ml.playlist().plain, source.view(hub).layer('a128')!.playlist().plain)).toBe(true);
     expect(ml.nextSequence).toBe(hub.top.nextSequence);
     for (const s of hub.top.segments) expect(Buffer.from(ml.segment(s.sequence)!).equals(Buffer.from(s.data))).toBe(true);
   });
 
   it('answers a held request in the mirror when the message with its part arrives, and every one at the end', async () => {
-    const { hub, feed, mirror, push } = setup();
-    feed.watch(hub);
+    const { hub, updates, mirror, push } = setup();
+    updates.watch(hub);
     await push(3000);
-    const ml = mirror.get('stm_feed')!.layer('a128')!;
+    const ml = mirror.get('stm_mirror')!.layer('a128')!;
     const next = { msn: ml.nextSequence, part: ml.openParts };
     let answered = false;
     ml.waitFor(next.msn, next.part, () => (answered = true));

@@ -15,8 +15,8 @@ import { shareBytes } from '../hls/source.js';
 import type { LayerUpdate, StreamUpdate } from '../hls/mirror.js';
 import type { StreamPolicy } from '../listeners/hls-access.js';
 
-/** What the feed posts to worker threads. */
-export type FeedMessage =
+/** What the mirror updates post to worker threads. */
+export type MirrorMessage =
   | { t: 'stream'; u: StreamUpdate }
   | { t: 'drop'; id: string; gen: number }
   | { t: 'policy'; id: string; policy: StreamPolicy | null; station: ReadonlyArray<readonly [string, string]> };
@@ -43,7 +43,8 @@ interface Watched {
   offs: Array<() => void>;
 }
 
-export interface MirrorFeedDeps {
+/** What MirrorUpdates reads the serving state from and posts through. */
+export interface MirrorUpdatesDeps {
   /** The main thread's HLS views (rendering into shared memory). */
   source: HubSource;
   /** The hub the registry serves for a stream now (a dropped or replaced hub is let go). */
@@ -53,13 +54,17 @@ export interface MirrorFeedDeps {
   /** A stream's station identity headers as listening sends them (`icy-name`, …). */
   station: (streamId: string) => ReadonlyArray<readonly [string, string]>;
   /** Posts a message to every worker thread. */
-  post: (m: FeedMessage) => void;
+  post: (m: MirrorMessage) => void;
 }
 
 /** How often changes without a layer event are looked for (ms). */
 const SWEEP_MS = 1000;
 
-export class MirrorFeed {
+/**
+ * The main thread's updates of the worker threads' mirror (see the top of this file): `watch` a
+ * hub, `snapshot` for a new worker, `close` at shutdown. Posts through `MirrorUpdatesDeps.post`.
+ */
+export class MirrorUpdates {
   private readonly watched = new Map<string, Watched>();
   /** The shared copy of each native buffer posted (kept while the layer keeps the buffer). */
   private readonly shared = new WeakMap<Uint8Array, Uint8Array>();
@@ -68,7 +73,7 @@ export class MirrorFeed {
   private nextGen = 1;
   private sweepTimer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly d: MirrorFeedDeps) {}
+  constructor(private readonly d: MirrorUpdatesDeps) {}
 
   /** Starts mirroring `hub` (the registry opened it); a hub watched before under its id is let go. */
   watch(hub: StreamHub): void {
@@ -91,8 +96,8 @@ export class MirrorFeed {
   }
 
   /** Everything mirrored now, as the messages a new worker thread starts from. */
-  snapshot(): FeedMessage[] {
-    const out: FeedMessage[] = [];
+  snapshot(): MirrorMessage[] {
+    const out: MirrorMessage[] = [];
     for (const w of this.watched.values()) {
       out.push({ t: 'policy', id: w.hub.streamId, policy: this.d.policy(w.hub.streamId), station: this.d.station(w.hub.streamId) });
       out.push({ t: 'stream', u: this.streamUpdate(w, w.hub.layers, true) });

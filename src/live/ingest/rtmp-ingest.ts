@@ -10,7 +10,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import net from 'node:net';
-import { AUDIO_TAG_HEADER_MAX_BYTES, RtmpListener, type RtmpConnection, type RtmpConnectionHandler } from '../native/index.js';
+import { AUDIO_TAG_HEADER_MAX_BYTES, RtmpListener, type RtmpConnection, type RtmpConnectionHandler, type RtmpControlEvent } from '../native/index.js';
 import type { LimitSettings } from '../../base/config.js';
 import type { Limits } from '../../base/limits/limits.js';
 import type { Logger } from '../../base/logger.js';
@@ -39,7 +39,11 @@ export interface IngestOptions {
 /** Ingest defaults (docs/decisions.md "Ingest", "Ingest I/O"). */
 export const INGEST_DEFAULTS: IngestOptions = { idleTimeoutMs: 30_000, maxMessageBytes: 1 << 20, mergeReadsMs: 100 };
 
-export class RtmpServer {
+/**
+ * The RTMP ingest (docs/behaviour.md §13 for its caps): a native RtmpListener whose connections
+ * publish through `Publishing`. `listen` resolves to the bound port; `close` ends every connection.
+ */
+export class RtmpIngest {
   private readonly listener: RtmpListener;
 
   constructor(private readonly publishing: Publishing, private readonly log: Logger, private readonly opts: IngestOptions = INGEST_DEFAULTS) {
@@ -83,107 +87,136 @@ export class RtmpServer {
   }
 
   private onConnection(conn: RtmpConnection): RtmpConnectionHandler {
-    const remote = conn.remote;
-    let sink: PublishSink | null = null;
-    let app = '';
-    /** The stream of the accepted publish (its `onMetaData` title is what plays now). */
-    let publishedTo: string | null = null;
-    let closed = false;
-    /** The connection's last error comes from an audio message over the cap. */
-    let tooLarge = false;
-    // Until its publish is accepted, the listener's absolute publish deadline bounds the connection.
-
-    const endSink = () => {
-      const s = sink;
-      sink = null;
-      s?.end();
-    };
-    const close = (reason: string, level: 'warn' | 'info' = 'info') => {
-      if (closed) return;
-      closed = true;
-      this.log[level](level === 'warn' ? 'rtmp connection closed: bad input' : 'rtmp connection closed', { remote, reason });
-      conn.close(); // unroutes at once: no audio reaches the segmenter after this
-      endSink();
-    };
-    const publisher: Publisher = {
-      remote,
-      close: (reason) => close(reason),
-      reject: (description) => {
-        conn.rejectPublish('NetStream.Publish.Rejected', description);
-        close('publish rejected: NetStream.Publish.Rejected');
-      },
-      route: (target, frames, merge) => {
-        if (!closed) conn.route(target, frames, merge);
-      },
-      audioBytes: () => conn.audioBytes,
-    };
-    const refuse = (reason: string) => {
-      conn.rejectPublish('NetStream.Publish.BadName', 'Unknown stream or wrong stream key.');
-      close(`publish refused: ${reason}`, 'warn');
-    };
-
-    const handler: RtmpConnectionHandler = {
-      audio: (timestampMs, data, segmented) => {
-        if (!closed) sink?.audio(timestampMs, data, segmented);
-      },
-      event: (e) => {
-        if (closed) return;
-        switch (e.type) {
-          case 'connect':
-            app = e.app;
-            break;
-          case 'publish': {
-            const streamId = streamIdOfApp(app);
-            // The log redacts a stream key typed into the app (src/base/logger.ts).
-            if (!streamId) return refuse(`unknown application '${app.slice(0, 80)}'`);
-            const key = e.streamName.split('?')[0]!;
-            // A second publish on this connection replaces its first one.
-            conn.route(null, true, false);
-            endSink();
-            const d = this.publishing.publish(streamId, key, publisher);
-            if (!d.ok) return refuse(d.reason);
-            sink = d.sink;
-            publishedTo = streamId;
-            conn.acceptPublish();
-            conn.setTimeout(this.opts.idleTimeoutMs);
-            this.log.info('publish started', { remote, streamId });
-            break;
-          }
-          case 'unpublish':
-            conn.route(null, true, false);
-            endSink();
-            break;
-          case 'error':
-            // An audio frame over the cap (docs/behaviour.md §13): the stream's owner hears why the publish ended.
-            if (tooLarge && sink) sink.fail({ code: 'frame_too_large', message: `An audio message was larger than ${this.opts.limitSettings?.maxAudioFrameBytes ?? 'the allowed'} bytes; the publish was ended.` });
-            close(`${e.code}: ${e.message}`, 'warn');
-            break;
-          case 'metadata': {
-            // docs/behaviour.md §11: `@setDataFrame`/`onMetaData` carrying `title` (FFmpeg `-metadata title=…`).
-            const np = nowPlayingOf(e.values);
-            if (np && sink && publishedTo) this.publishing.nowPlaying(publishedTo, np);
-            break;
-          }
-        }
-      },
-      limit: (cause) => {
-        if (cause === 'audio_frame_bytes') tooLarge = true;
-      },
-      timeout: () => close('publisher silent', 'warn'),
-      closed: (reason, error) => {
-        if (closed) return;
-        if (error) close(`${error.code}: ${error.message}`, 'warn');
-        else close(reason);
-      },
-    };
-    return guarded(handler, (where, e) => {
-      this.log.error('rtmp connection handler failed; connection closed', { remote, where, err: e instanceof Error ? e.stack : String(e) });
+    const session = new IngestConnection(conn, this.publishing, this.log, this.opts);
+    return guarded(session.handler(), (where, e) => {
+      this.log.error('rtmp connection handler failed; connection closed', { remote: conn.remote, where, err: e instanceof Error ? e.stack : String(e) });
       try {
-        close(`internal error in ${where}`, 'warn');
+        session.close(`internal error in ${where}`, 'warn');
       } catch {
         // Closing failed too: the listener drops the connection when its socket closes.
       }
     });
+  }
+}
+
+/**
+ * What one RTMP connection means to ingest: its `connect` app, its publish (handed to
+ * `Publishing`, answered NetStream.Publish.Start or .BadName), its audio into the publish sink,
+ * its `onMetaData` now playing, and its close (once, with one log line). Until its publish is
+ * accepted, the listener's absolute publish deadline bounds the connection.
+ */
+class IngestConnection {
+  private sink: PublishSink | null = null;
+  private app = '';
+  /** The stream of the accepted publish (its `onMetaData` title is what plays now). */
+  private publishedTo: string | null = null;
+  private closed = false;
+  /** The connection's last error comes from an audio message over the cap. */
+  private tooLarge = false;
+  private readonly publisher: Publisher;
+
+  constructor(
+    private readonly conn: RtmpConnection,
+    private readonly publishing: Publishing,
+    private readonly log: Logger,
+    private readonly opts: IngestOptions,
+  ) {
+    this.publisher = {
+      remote: conn.remote,
+      close: (reason) => this.close(reason),
+      reject: (description) => {
+        conn.rejectPublish('NetStream.Publish.Rejected', description);
+        this.close('publish rejected: NetStream.Publish.Rejected');
+      },
+      route: (target, frames, merge) => {
+        if (!this.closed) conn.route(target, frames, merge);
+      },
+      audioBytes: () => conn.audioBytes,
+    };
+  }
+
+  /** Closes the connection once (unrouted at once: no audio reaches the segmenter after this) and ends its publish. */
+  close(reason: string, level: 'warn' | 'info' = 'info'): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.log[level](level === 'warn' ? 'rtmp connection closed: bad input' : 'rtmp connection closed', { remote: this.conn.remote, reason });
+    this.conn.close();
+    this.endSink();
+  }
+
+  /** The listener's handler of this connection (unguarded: RtmpIngest wraps it). */
+  handler(): RtmpConnectionHandler {
+    return {
+      audio: (timestampMs, data, segmented) => {
+        if (!this.closed) this.sink?.audio(timestampMs, data, segmented);
+      },
+      event: (e) => {
+        if (!this.closed) this.event(e);
+      },
+      limit: (cause) => {
+        if (cause === 'audio_frame_bytes') this.tooLarge = true;
+      },
+      timeout: () => this.close('publisher silent', 'warn'),
+      closed: (reason, error) => {
+        if (this.closed) return;
+        if (error) this.close(`${error.code}: ${error.message}`, 'warn');
+        else this.close(reason);
+      },
+    };
+  }
+
+  private event(e: RtmpControlEvent): void {
+    switch (e.type) {
+      case 'connect':
+        this.app = e.app;
+        break;
+      case 'publish':
+        this.publish(e.streamName);
+        break;
+      case 'unpublish':
+        this.conn.route(null, true, false);
+        this.endSink();
+        break;
+      case 'error':
+        // An audio frame over the cap (docs/behaviour.md §13): the stream's owner hears why the publish ended.
+        if (this.tooLarge && this.sink) this.sink.fail({ code: 'frame_too_large', message: `An audio message was larger than ${this.opts.limitSettings?.maxAudioFrameBytes ?? 'the allowed'} bytes; the publish was ended.` });
+        this.close(`${e.code}: ${e.message}`, 'warn');
+        break;
+      case 'metadata': {
+        // docs/behaviour.md §11: `@setDataFrame`/`onMetaData` carrying `title` (FFmpeg `-metadata title=…`).
+        const np = nowPlayingOf(e.values);
+        if (np && this.sink && this.publishedTo) this.publishing.nowPlaying(this.publishedTo, np);
+        break;
+      }
+    }
+  }
+
+  private publish(streamName: string): void {
+    const streamId = streamIdOfApp(this.app);
+    // The log redacts a stream key typed into the app (src/base/logger.ts).
+    if (!streamId) return this.refuse(`unknown application '${this.app.slice(0, 80)}'`);
+    const key = streamName.split('?')[0]!;
+    // A second publish on this connection replaces its first one.
+    this.conn.route(null, true, false);
+    this.endSink();
+    const d = this.publishing.publish(streamId, key, this.publisher);
+    if (!d.ok) return this.refuse(d.reason);
+    this.sink = d.sink;
+    this.publishedTo = streamId;
+    this.conn.acceptPublish();
+    this.conn.setTimeout(this.opts.idleTimeoutMs);
+    this.log.info('publish started', { remote: this.conn.remote, streamId });
+  }
+
+  private refuse(reason: string): void {
+    this.conn.rejectPublish('NetStream.Publish.BadName', 'Unknown stream or wrong stream key.');
+    this.close(`publish refused: ${reason}`, 'warn');
+  }
+
+  private endSink(): void {
+    const s = this.sink;
+    this.sink = null;
+    s?.end();
   }
 }
 

@@ -1,11 +1,11 @@
-// class RtmpServer — the JS face of the RTMP ingest listener. The sockets, the caps and the read
+// class RtmpAddon — the JS face of the RTMP ingest listener. The sockets, the caps and the read
 // scheduler are io::RtmpServer (native/io, plain C++ on Node's own libuv loop, no thread); this
 // class turns JS calls into calls on it, and its events into one `dispatch` call each. A routed
 // connection's audio goes from the read buffer through the RTMP session into its Segmenter in C++
 // (no JS per message), and JS hears only of parts and segments (docs/native-api.md "RtmpServer";
 // docs/decisions.md "Ingest I/O").
 //
-//   new RtmpServer({ maxMessageBytes?, maxAudioMessageBytes?, prePublishBytes?, maxConnections?,
+//   new RtmpAddon({ maxMessageBytes?, maxAudioMessageBytes?, prePublishBytes?, maxConnections?,
 //                    maxConnectionsPerIp?, publishTimeoutMs?, mergeReadsMs? }, dispatch)
 //       Limits (each hit is reported as LIMIT with its cause):
 //       maxConnections (default 1000) / maxConnectionsPerIp (default 10): integers 1..1000000;
@@ -114,7 +114,7 @@ class SegmenterRoute final : public io::AudioSink {
 
 // Reads the options object into `out`; false with a pending TypeError when it is wrong.
 bool ParseOptions(Napi::Env env, Napi::Object o, io::RtmpServerOptions* out) {
-  constexpr const char* kWho = "RtmpServer";
+  constexpr const char* kWho = "RtmpAddon";
   rtmp::SessionOptions& s = out->session;
   return OptionalIntegerFor(kWho, env, o, "maxMessageBytes", 1024, 0xFFFFFF, &s.max_message_bytes) &&
          OptionalIntegerFor(kWho, env, o, "maxAudioMessageBytes", 16, 0xFFFFFF, &s.max_audio_message_bytes) &&
@@ -125,39 +125,39 @@ bool ParseOptions(Napi::Env env, Napi::Object o, io::RtmpServerOptions* out) {
          OptionalIntegerFor(kWho, env, o, "mergeReadsMs", 0, 1000, &out->merge_reads_ms);
 }
 
-class RtmpServer : public Napi::ObjectWrap<RtmpServer>, private io::RtmpServerEvents {
+class RtmpAddon : public Napi::ObjectWrap<RtmpAddon>, private io::RtmpServerEvents {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "RtmpServer",
-                       {InstanceMethod<&RtmpServer::Listen>("listen"),
-                        InstanceMethod<&RtmpServer::Close>("close"),
-                        InstanceMethod<&RtmpServer::Buffers>("buffers"),
-                        InstanceMethod<&RtmpServer::AcceptPublish>("acceptPublish"),
-                        InstanceMethod<&RtmpServer::RejectPublish>("rejectPublish"),
-                        InstanceMethod<&RtmpServer::SetTimeout>("setTimeout"),
-                        InstanceMethod<&RtmpServer::Route>("route"),
-                        InstanceMethod<&RtmpServer::AudioBytes>("audioBytes"),
-                        InstanceMethod<&RtmpServer::CloseConnection>("closeConnection")});
+    return DefineClass(env, "RtmpAddon",
+                       {InstanceMethod<&RtmpAddon::Listen>("listen"),
+                        InstanceMethod<&RtmpAddon::Close>("close"),
+                        InstanceMethod<&RtmpAddon::Buffers>("buffers"),
+                        InstanceMethod<&RtmpAddon::AcceptPublish>("acceptPublish"),
+                        InstanceMethod<&RtmpAddon::RejectPublish>("rejectPublish"),
+                        InstanceMethod<&RtmpAddon::SetTimeout>("setTimeout"),
+                        InstanceMethod<&RtmpAddon::Route>("route"),
+                        InstanceMethod<&RtmpAddon::AudioBytes>("audioBytes"),
+                        InstanceMethod<&RtmpAddon::CloseConnection>("closeConnection")});
   }
 
-  explicit RtmpServer(const Napi::CallbackInfo& info) : Napi::ObjectWrap<RtmpServer>(info) {
+  explicit RtmpAddon(const Napi::CallbackInfo& info) : Napi::ObjectWrap<RtmpAddon>(info) {
     Napi::Env env = info.Env();
-    constexpr const char* kUsage = "RtmpServer(options, dispatch): options must be an object and dispatch a function";
+    constexpr const char* kUsage = "RtmpAddon(options, dispatch): options must be an object and dispatch a function";
     if (!ArgObject(info, 0, kUsage) || !ArgFunction(info, 1, kUsage)) return;
     io::RtmpServerOptions options;
     if (!ParseOptions(env, info[0].As<Napi::Object>(), &options)) return;
     uv_loop_t* loop = nullptr;
     if (napi_get_uv_event_loop(env, &loop) != napi_ok || !loop) {
-      Napi::Error::New(env, "RtmpServer: no libuv loop").ThrowAsJavaScriptException();
+      Napi::Error::New(env, "RtmpAddon: no libuv loop").ThrowAsJavaScriptException();
       return;
     }
     dispatch_ = Napi::Persistent(info[1].As<Napi::Function>());
-    async_ = std::make_unique<Napi::AsyncContext>(env, "SkylarkRtmpServer");
+    async_ = std::make_unique<Napi::AsyncContext>(env, "SkylarkRtmpAddon");
     server_.reset(new io::RtmpServer(loop, options, static_cast<io::RtmpServerEvents&>(*this)));
-    napi_add_async_cleanup_hook(env, &RtmpServer::OnEnvCleanup, this, &cleanup_);
+    napi_add_async_cleanup_hook(env, &RtmpAddon::OnEnvCleanup, this, &cleanup_);
   }
 
-  ~RtmpServer() override {
+  ~RtmpAddon() override {
     if (cleanup_) napi_remove_async_cleanup_hook(cleanup_);
   }
 
@@ -166,13 +166,13 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer>, private io::RtmpServerEv
 
   Napi::Value Listen(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    constexpr const char* kUsage = "RtmpServer.listen(host, port, backlog): host must be a string, port and backlog numbers";
+    constexpr const char* kUsage = "RtmpAddon.listen(host, port, backlog): host must be a string, port and backlog numbers";
     std::string host;
     double port = 0, backlog = 0;
     SK_GUARD(ArgString(info, 0, kUsage, &host) && ArgNumber(info, 1, kUsage, &port) && ArgNumber(info, 2, kUsage, &backlog));
-    SK_GUARD(Require(env, server_->can_listen(), "RtmpServer.listen: already listening or closed"));
+    SK_GUARD(Require(env, server_->can_listen(), "RtmpAddon.listen: already listening or closed"));
     SK_GUARD(Require(env, port >= 0 && port <= 65535 && std::floor(port) == port,
-                     "RtmpServer.listen: port must be an integer in 0..65535"));
+                     "RtmpAddon.listen: port must be an integer in 0..65535"));
     backlog = !(backlog >= 1) ? 1 : backlog > 65535 ? 65535 : backlog;
     int bound = 0;
     const int err = server_->listen(host, static_cast<int>(port), static_cast<int>(backlog), &bound);
@@ -201,7 +201,7 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer>, private io::RtmpServerEv
   }
 
   Napi::Value RejectPublish(const Napi::CallbackInfo& info) {
-    constexpr const char* kUsage = "RtmpServer.rejectPublish(id, code, description): code and description must be strings";
+    constexpr const char* kUsage = "RtmpAddon.rejectPublish(id, code, description): code and description must be strings";
     std::string code, description;
     uint32_t id = 0;
     SK_GUARD(ArgString(info, 1, kUsage, &code) && ArgString(info, 2, kUsage, &description));
@@ -213,7 +213,7 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer>, private io::RtmpServerEv
   Napi::Value SetTimeout(const Napi::CallbackInfo& info) {
     double ms = 0;
     uint32_t id = 0;
-    SK_GUARD(ArgNumber(info, 1, "RtmpServer.setTimeout(id, ms): ms must be a number", &ms));
+    SK_GUARD(ArgNumber(info, 1, "RtmpAddon.setTimeout(id, ms): ms must be a number", &ms));
     SK_GUARD(ConnectionId(info, &id));
     server_->set_timeout(id, ms > 0 && std::isfinite(ms) ? static_cast<uint64_t>(ms) : 0);
     return info.Env().Undefined();
@@ -221,13 +221,13 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer>, private io::RtmpServerEv
 
   Napi::Value Route(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    constexpr const char* kUsage = "RtmpServer.route(id, segmenter, frames, merge): frames and merge must be booleans";
+    constexpr const char* kUsage = "RtmpAddon.route(id, segmenter, frames, merge): frames and merge must be booleans";
     bool frames = false, merge = false;
     SK_GUARD(RequireArgs(info, 4, kUsage) && ArgBool(info, 2, kUsage, &frames) && ArgBool(info, 3, kUsage, &merge));
     NativeSegmenterInput* segmenter = nullptr;
     if (!info[1].IsNull() && !info[1].IsUndefined()) {
       segmenter = UnwrapSegmenter(env, info[1]);
-      SK_GUARD(Require(env, segmenter != nullptr, "RtmpServer.route: segmenter must be a Segmenter or null"));
+      SK_GUARD(Require(env, segmenter != nullptr, "RtmpAddon.route: segmenter must be a Segmenter or null"));
     }
     uint32_t id = 0;
     SK_GUARD(ConnectionId(info, &id));
@@ -253,7 +253,7 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer>, private io::RtmpServerEv
   // info[0], the connection id.
   static bool ConnectionId(const Napi::CallbackInfo& info, uint32_t* id) {
     double d = 0;
-    if (!ArgNumber(info, 0, "RtmpServer: connection id must be a number", &d)) return false;
+    if (!ArgNumber(info, 0, "RtmpAddon: connection id must be a number", &d)) return false;
     *id = info[0].As<Napi::Number>().Uint32Value();
     return true;
   }
@@ -373,7 +373,7 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer>, private io::RtmpServerEv
   // keep it (and so this code) until libuv has run their close callbacks (an async cleanup hook:
   // Node runs the loop until FinishCleanup).
   static void OnEnvCleanup(napi_async_cleanup_hook_handle, void* arg) {
-    auto* self = static_cast<RtmpServer*>(arg);
+    auto* self = static_cast<RtmpAddon*>(arg);
     self->tearing_down_ = true;
     self->server_->close();
     if (self->server_->open_handles() == 0) self->FinishCleanup();
@@ -399,10 +399,10 @@ class RtmpServer : public Napi::ObjectWrap<RtmpServer>, private io::RtmpServerEv
 
 }  // namespace
 
-void InitRtmpServer(Napi::Env env, Napi::Object exports, AddonState& state) {
-  Napi::Function ctor = RtmpServer::Define(env);
-  state.rtmpServer = Napi::Persistent(ctor);
-  exports.Set("RtmpServer", ctor);
+void InitRtmpAddon(Napi::Env env, Napi::Object exports, AddonState& state) {
+  Napi::Function ctor = RtmpAddon::Define(env);
+  state.rtmpAddon = Napi::Persistent(ctor);
+  exports.Set("RtmpAddon", ctor);
 }
 
 }  // namespace skylark::binding
