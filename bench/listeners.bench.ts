@@ -32,7 +32,7 @@ import type { BenchRow } from './lib/report.js';
 import { cpuMeter, freePort, have, sleep, spawnWithFds, stop } from './lib/proc.js';
 import { createAccount, startSkylark } from './http-segments.js';
 import { StreamHub } from '../src/live/media/hub.js';
-import type { LayerSegmenterEvent } from '../src/live/media/layer.js';
+import type { SegmenterEvent } from '../src/live/native/index.js';
 import { fill, mediaTemplate } from '../src/delivery/hls/playlists.js';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -335,10 +335,11 @@ function playlistMicro(): BenchRow[] {
     windowSegments: 6,
     ladder: [128],
     createSegmenter: () => ({
-      pushAudio: (): LayerSegmenterEvent[] => [
-        ...(seq === 0 ? [{ type: 'config' as const, codec: 'mp3', codecs: 'mp4a.40.34', sampleRate: 44100, channels: 2 }] : []),
-        { type: 'segment', sequence: seq++, data: new Uint8Array(35720), durationMs: 2000, discontinuity: false },
+      pushAudio: (): SegmenterEvent[] => [
+        ...(seq === 0 ? [{ type: 'config' as const, codec: 'mp3' as const, codecs: 'mp4a.40.34', sampleRate: 44100, channels: 2 }] : []),
+        { type: 'segment', sequence: seq++, data: Buffer.alloc(35720), durationMs: 2000, discontinuity: false, pts90k: 0, frames: 0, independent: true },
       ],
+      pushMetadata: () => {},
       flush: () => [],
       discontinuity: () => {},
     }),

@@ -1,6 +1,6 @@
 /**
  * A worker thread's mirror of the streams it serves (docs/scaling.md): what HLS needs of each hub
- * and layer, kept up to date by the main thread's messages (src/delivery/threads/feed.ts builds them). Byte
+ * and layer, kept up to date by the main thread's messages (src/delivery/threads/mirror-updates.ts builds them). Byte
  * payloads — segments, parts, init sections, rendered playlists — arrive as views of
  * SharedArrayBuffers: the main thread copied each once, and every thread reads that one copy.
  * A layer's held requests (blocking reloads, part waits) wait here and are answered when the
@@ -11,7 +11,7 @@
  */
 import type { Template } from './playlists.js';
 import type { HlsLayerView, HlsSource, HlsStreamView } from './source.js';
-import { Waiters } from './waiters.js';
+import { Waiters } from '../../live/media/waiters.js';
 
 /** What changed in one layer since the last message (the first message of a layer carries all of it). */
 export interface LayerUpdate {

@@ -2,33 +2,14 @@
  * One layer (rendition) of a stream's HLS ladder: its segmenter's output kept in memory — the init
  * section (fMP4), finished segments (immutable), the LL-HLS parts of the newest segments and of the
  * segment in progress — plus the waiters of blocking playlist reloads and preload hints
- * (draft-pantos-hls-rfc8216bis §6.2.5.2, §6.2.6). Imports no other app folder: the segmenter comes
- * in through a factory.
+ * (draft-pantos-hls-rfc8216bis §6.2.5.2, §6.2.6). The segmenter comes in through a factory; of
+ * src/live/native/ it takes only the Segmenter's types (docs/native-api.md).
  */
-
-/** Segmenter events a layer understands (the native Segmenter's; docs/native-api.md). */
-export type LayerSegmenterEvent =
-  | { type: 'config'; codec: string; codecs: string; sampleRate: number; channels: number; init?: Uint8Array }
-  | { type: 'part'; sequence: number; partIndex: number; data: Uint8Array; durationMs: number; pts90k?: number; metadata?: MetadataMark[] }
-  | { type: 'segment'; sequence: number; data: Uint8Array; durationMs: number; discontinuity: boolean; pts90k?: number; metadata?: MetadataMark[] }
-  | { type: 'error'; code: string; message: string; expected?: string; received?: string };
-
-/** A now-playing change as a part/segment carries it (the native Segmenter's metadata mark). */
-export interface MetadataMark {
-  id: number;
-  /** As pushed (ms, modulo 2^32). */
-  timestampMs: number;
-  /** PTS of the frame it is presented with (90 kHz). */
-  pts90k: number;
-}
+import type { Segmenter, SegmenterEvent, SegmenterMetadataFields, SegmenterMetadataMark } from '../native/index.js';
+import { Waiters } from './waiters.js';
 
 /** What plays now, as the layers carry it (docs/behaviour.md §11: timed ID3 `TIT2`, `TPE1`, `TALB`, `WXXX`). */
-export interface NowPlayingFields {
-  title: string;
-  artist?: string | null;
-  album?: string | null;
-  url?: string | null;
-}
+export type NowPlayingFields = SegmenterMetadataFields;
 
 /** A change in the layer's timeline (`EXT-X-DATERANGE`): when it is presented (ms since the epoch) and what. */
 export interface DateRange {
@@ -44,13 +25,6 @@ export interface LayerError {
   message: string;
   expected?: string;
   received?: string;
-}
-
-/** The segmenter surface a layer drives. */
-export interface LayerSegmenter {
-  pushAudio(timestampMs: number, data: Uint8Array): LayerSegmenterEvent[];
-  flush(): LayerSegmenterEvent[];
-  discontinuity(): void;
 }
 
 /** One LL-HLS part: `sequence` is its segment's media sequence number, `index` counts from 0. */
@@ -100,7 +74,8 @@ export interface LayerOptions {
   windowSegments: number;
   /** Whether this layer passes the ingest through (the top of the ladder). */
   passthrough: boolean;
-  createSegmenter: () => LayerSegmenter;
+  /** The layer's segmenter: a native Segmenter (a test may give a stand-in of the same shape). */
+  createSegmenter: () => Segmenter;
   /**
    * Where an earlier broadcast of the stream left the timeline (docs/streams.md "One timeline"):
    * this layer's media sequence numbers start at `sequence`, and its first segment follows an
@@ -136,18 +111,6 @@ const PART_SEGMENTS = 3;
 /** A blocking request waits at most this many target durations (§6.2.5.2: 3 × target is typical). */
 const WAIT_TARGETS = 3;
 
-interface Waiter {
-  msn: number;
-  part: number | undefined;
-  /** A blocking playlist reload: waits for `reached` (a part index past its segment's last rolls over), else for `has`. */
-  reload: boolean;
-  done: () => void;
-  /** When it is answered anyway (ms, `Date.now()` clock). */
-  deadline: number;
-  /** Answered or cancelled: skipped when met in the list. */
-  gone: boolean;
-}
-
 export class Layer {
   /** Bumped on every change a playlist shows (segment, part, end). */
   version = 0;
@@ -170,18 +133,13 @@ export class Layer {
   /** Parts of the segment in progress. */
   openParts: Part[] = [];
   readonly segments: Segment[] = [];
-  private readonly segmenter: LayerSegmenter;
+  private readonly segmenter: Segmenter;
   private discontinuitySequence = 0;
   private pendingDiscontinuity = false;
   /** Byte size of each retained segment (read without joining an LL-HLS segment's parts). */
   private readonly sizes = new WeakMap<Segment, number>();
-  /**
-   * Held blocking requests in arrival order. They all wait the same time, so their deadlines come
-   * in list order: one timer per layer, armed for the oldest; cancelling only marks a waiter
-   * (`gone`) and the list sheds marked ones as it is walked (no per-waiter timer, no O(n) cancel).
-   */
-  private waiters: Waiter[] = [];
-  private waitTimer: NodeJS.Timeout | null = null;
+  /** Held blocking requests (src/live/media/waiters.ts): a blocking playlist reload waits for `reached`, else for `has`. */
+  private readonly waiters = new Waiters((msn, part, reload) => (reload ? this.reached(msn, part) : this.has(msn, part)));
   /** When the open segment's first part arrived, minus the part's duration (ms), or null. */
   private openStartMs: number | null = null;
   /** PTS (90 kHz) of the open segment's first part. */
@@ -228,7 +186,7 @@ export class Layer {
    * The segmenter itself (a native Segmenter), for native ingest to push into directly
    * (RtmpConnection.route); what it makes of that audio comes back through `apply`.
    */
-  get segmenterHandle(): LayerSegmenter {
+  get segmenterHandle(): Segmenter {
     return this.segmenter;
   }
 
@@ -238,9 +196,7 @@ export class Layer {
    * `pushMetadata`); the layer lists it as an `EXT-X-DATERANGE` once that part or segment is out.
    */
   pushMetadata(timestampMs: number, fields: NowPlayingFields): void {
-    const seg = this.segmenter as LayerSegmenter & { pushMetadata?(ts: number, f: NowPlayingFields): void };
-    if (typeof seg.pushMetadata !== 'function') return;
-    seg.pushMetadata(timestampMs, fields);
+    this.segmenter.pushMetadata(timestampMs, fields);
     const key = ((Math.floor(timestampMs) % 4294967296) + 4294967296) % 4294967296;
     if (this.pendingMeta.size >= 64) this.pendingMeta.delete(this.pendingMeta.keys().next().value!);
     this.pendingMeta.set(key, fields);
@@ -397,48 +353,12 @@ export class Layer {
       done();
       return () => {};
     }
-    const w: Waiter = { msn, part, reload, done, deadline: Date.now() + WAIT_TARGETS * this.o.targetDurationMs, gone: false };
-    this.waiters.push(w);
-    if (!this.waitTimer) this.armWaitTimer();
-    return () => {
-      w.gone = true;
-    };
+    return this.waiters.add(msn, part, WAIT_TARGETS * this.o.targetDurationMs, done, reload);
   }
 
   /** Held blocking requests (for diagnostics and tests). */
   get waiting(): number {
-    let n = 0;
-    for (const w of this.waiters) if (!w.gone) n++;
-    return n;
-  }
-
-  /** Arms the one timer for the oldest live waiter's deadline (none when nobody waits). */
-  private armWaitTimer(): void {
-    let i = 0;
-    while (i < this.waiters.length && this.waiters[i]!.gone) i++;
-    if (i > 0) this.waiters = this.waiters.slice(i);
-    const first = this.waiters[0];
-    if (!first) return;
-    this.waitTimer = setTimeout(() => this.expireWaiters(), Math.max(0, first.deadline - Date.now()));
-    this.waitTimer.unref();
-  }
-
-  /** Answers every waiter whose deadline passed (with the playlist as it is), then re-arms. */
-  private expireWaiters(): void {
-    this.waitTimer = null;
-    const now = Date.now();
-    let i = 0;
-    const due: Waiter[] = [];
-    for (; i < this.waiters.length; i++) {
-      const w = this.waiters[i]!;
-      if (w.gone) continue;
-      if (w.deadline > now) break;
-      w.gone = true;
-      due.push(w);
-    }
-    this.waiters = this.waiters.slice(i);
-    this.armWaitTimer();
-    for (const w of due) w.done();
+    return this.waiters.size;
   }
 
   /**
@@ -483,7 +403,7 @@ export class Layer {
    * Takes the segmenter's events — of `push`/`flush`, or produced outside them by natively routed
    * ingest — into the layer's segments and parts; returns the errors (those frames were dropped).
    */
-  apply(events: LayerSegmenterEvent[]): LayerError[] {
+  apply(events: SegmenterEvent[]): LayerError[] {
     const errors: LayerError[] = [];
     let changed = false;
     const media: LayerMedia[] | null = this.mediaListeners.length > 0 ? [] : null;
@@ -573,7 +493,7 @@ export class Layer {
   }
 
   /** Records the changes `marks` (from a part or segment starting at `startPts`, dated `startMs`) as date ranges, once each. */
-  private dated(marks: MetadataMark[], startMs: number, startPts: number): void {
+  private dated(marks: SegmenterMetadataMark[], startMs: number, startPts: number): void {
     for (const m of marks) {
       if (this.dateRanges.some((d) => d.id === m.id)) continue;
       const fields = this.pendingMeta.get(m.timestampMs);
@@ -585,22 +505,7 @@ export class Layer {
   }
 
   private wake(all: boolean): void {
-    if (this.waiters.length === 0) return;
-    const due: Waiter[] = [];
-    const keep: Waiter[] = [];
-    for (const w of this.waiters) {
-      if (w.gone) continue;
-      if (all || (w.reload ? this.reached(w.msn, w.part) : this.has(w.msn, w.part))) {
-        w.gone = true;
-        due.push(w);
-      } else keep.push(w);
-    }
-    this.waiters = keep;
-    if (keep.length === 0 && this.waitTimer) {
-      clearTimeout(this.waitTimer);
-      this.waitTimer = null;
-    }
-    for (const w of due) w.done();
+    this.waiters.wake(all);
   }
 }
 

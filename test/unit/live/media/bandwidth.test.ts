@@ -6,7 +6,8 @@
  * is never below the average, and a burst is forgotten once it leaves the window.
  */
 import { describe, expect, it } from 'vitest';
-import { Layer, type LayerSegmenterEvent } from '../../../../src/live/media/layer.js';
+import { Layer } from '../../../../src/live/media/layer.js';
+import type { SegmenterEvent } from '../../../../src/live/native/index.js';
 
 const TARGET_MS = 2000;
 
@@ -19,15 +20,15 @@ function layer(): Layer {
     partTargetMs: 0,
     windowSegments: 6,
     passthrough: true,
-    createSegmenter: () => ({ pushAudio: () => [], flush: () => [], discontinuity: () => {} }),
+    createSegmenter: () => ({ pushAudio: () => [], pushMetadata: () => {}, flush: () => [], discontinuity: () => {} }),
   });
 }
 
 let seq = 0;
 /** A segment event of `durationMs` at `kbps` (its bytes), after a discontinuity when `discontinuity`. */
-function segment(durationMs: number, kbps: number, discontinuity = false): LayerSegmenterEvent {
+function segment(durationMs: number, kbps: number, discontinuity = false): SegmenterEvent {
   const bytes = Math.round((kbps * 1000 * durationMs) / 8000);
-  return { type: 'segment', sequence: seq++, data: new Uint8Array(bytes), durationMs, discontinuity };
+  return { type: 'segment', sequence: seq++, data: Buffer.alloc(bytes), durationMs, discontinuity, pts90k: 0, frames: 0, independent: true };
 }
 
 describe('layer bandwidth', () => {

@@ -1,10 +1,11 @@
 /**
  * Held blocking requests of one layer (LL-HLS blocking playlist reloads and preload-hint part
- * waits, draft-pantos-hls-rfc8216bis §6.2.5.2, §6.2.6), as a worker thread's mirror of a layer
- * keeps them (src/delivery/hls/mirror.ts; the main thread's `Layer` keeps its own the same way). They all
- * wait the same time, so their deadlines come in list order: one timer per layer, armed for the
- * oldest; cancelling only marks a waiter and the list sheds marked ones as it is walked (no timer
- * and no allocation beyond the waiter itself per held request, no O(n) cancel).
+ * waits, draft-pantos-hls-rfc8216bis §6.2.5.2, §6.2.6): the one list both the main thread's
+ * `Layer` (src/live/media/layer.ts) and a worker thread's mirror of a layer
+ * (src/delivery/hls/mirror.ts) keep. They all wait the same time, so their deadlines come in list
+ * order: one timer per layer, armed for the oldest; cancelling only marks a waiter and the list
+ * sheds marked ones as it is walked (no timer and no allocation beyond the waiter itself per held
+ * request, no O(n) cancel).
  */
 
 interface Waiter {
