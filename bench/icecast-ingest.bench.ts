@@ -1,6 +1,6 @@
 /**
- * Icecast source ingest vs RTMP ingest, Skylark, same run ("report the
- * Icecast-ingest CPU per source vs RTMP ingest"; docs/benchmarks.md "Icecast ingest").
+ * Icecast source ingest vs RTMP ingest, Skylark, same run: CPU per Icecast source against CPU per
+ * RTMP publisher (docs/benchmarks.md "Icecast source ingest vs RTMP ingest").
  *
  * One Skylark process (the CLI, ABR ladder off: the passthrough path of both ingests). For each N
  * (50, 200 by default): N fresh AAC streams publish the SAME 128 kbit/s AAC frames

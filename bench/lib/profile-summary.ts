@@ -1,7 +1,7 @@
 /**
  * Summarizes a V8 `.cpuprofile` (node --cpu-prof): self time by function (top N) and by file, and
  * the share of idle, GC and "(program)" (native code outside JS: uWS, libuv, syscalls). Used to
- * profile the listener path (docs/benchmarks.md "Per-request cost").
+ * profile the listener path (docs/benchmarks.md "Players", `SKYLARK_BENCH_CPU_PROF`).
  *
  *   npx tsx bench/lib/profile-summary.ts FILE.cpuprofile [top=30] [from_s] [to_s]
  *
