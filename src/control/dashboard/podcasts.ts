@@ -13,15 +13,16 @@ import type { PodcastsService } from '../services/podcasts.js';
 import type { EpisodeObject, EpisodesService } from '../services/episodes.js';
 import type { PodcastStatsService } from '../services/podcast-stats.js';
 import { downloadsCard } from './downloads.js';
-import type { HttpServer, ApiRequest } from '../../base/http/server.js';
+import type { HttpServer, ApiRequest, WebReply } from '../../base/http/server.js';
 import { registerUploadRoute } from '../../base/http/upload.js';
 import type { MediaStore } from '../episode-audio/store.js';
 import type { Logger } from '../../base/logger.js';
 import type { AssetUrls } from './assets.js';
 import type { Gate, Signed } from './gate.js';
-import { badge, confirmBody, copyField, csrfField, esc, postButton, tableWrap, time } from './html.js';
+import { unconfirmed } from './confirm.js';
+import { badge, copyField, csrfField, esc, postButton, tableWrap, time } from './html.js';
 import type { Limits } from '../../base/limits/limits.js';
-import type { Router } from './router.js';
+import type { DashRequest, Router } from './router.js';
 
 export interface PodcastPagesDeps {
   http: HttpServer;
@@ -42,15 +43,52 @@ export interface PodcastPagesDeps {
 
 /** Registers `/dashboard/podcasts…` and the dashboard's audio upload route. */
 export function registerPodcastPages(router: Router, d: PodcastPagesDeps): void {
-  router.get('/dashboard/podcasts', (r) => {
-    const list = d.podcasts.list(r.account.id, undefined, { limit: 100 }).data;
-    const rows = list.map(
-      (p) => `<tr><td><a href="/dashboard/podcasts/${esc(p.id)}">${esc(p.title)}</a></td><td>${badge(p.status)}</td><td class="num">${p.episodeCount}</td><td>${time(p.createdAt)}</td></tr>`,
-    );
-    return r.page(
-      'Podcasts',
-      'podcasts',
-      `<h1>Podcasts</h1>
+  const back = (p: string[]) => `/dashboard/podcasts/${p[0]}`;
+  const epBack = (p: string[]) => `/dashboard/podcasts/${p[0]}/episodes/${p[1]}`;
+  router.get('/dashboard/podcasts', (r) => podcastsPage(d, r));
+  router.post('/dashboard/podcasts', () => '/dashboard/podcasts', (r) => createPodcast(d, r));
+  router.get('/dashboard/podcasts/:id', (r) => podcastPage(d, r));
+  router.post('/dashboard/podcasts/:id/archive', back, (r) => archivePodcast(d, r));
+  router.post('/dashboard/podcasts/:id/episodes', back, (r) => createEpisode(d, r));
+  router.get('/dashboard/podcasts/:id/episodes/:eid', (r) => episodePage(d, r));
+  router.post('/dashboard/podcasts/:id/episodes/:eid/publish', epBack, (r) => publishEpisode(d, r));
+  router.post('/dashboard/podcasts/:id/episodes/:eid/unschedule', epBack, (r) => unscheduleEpisode(d, r));
+  router.post('/dashboard/podcasts/:id/episodes/:eid/delete', epBack, (r) => deleteEpisode(d, r));
+  // The upload: same streaming, size cap and service as PUT /v2/…/audio; authenticated by the
+  // session cookie and the X-CSRF-Token header (a cross-site page can send neither).
+  registerUploadRoute<Signed>(d.http, 'put', '/dashboard/podcasts/:id/episodes/:eid/audio', {
+    guard: (req) => uploadGuard(d, req),
+    begin: (req, s) => {
+      d.episodes.checkUploadTarget(s.account.id, req.params[0]!, req.params[1]!);
+      return { tempPath: d.media.tempPath(), maxBytes: d.maxUploadBytes };
+    },
+    finish: async (req, s, tempPath, size) => ({ status: 200, body: await d.episodes.attachAudio(s.account.id, req.params[0]!, req.params[1]!, tempPath, size) }),
+    minFreeDiskBytes: d.minFreeDiskBytes,
+    limits: d.limits,
+    log: d.log,
+  });
+}
+
+/** The dashboard upload's guard: the session of the cookie, sent by this dashboard (Origin and `X-CSRF-Token`). @throws ApiError 401 `not_signed_in`, 403 `csrf_failed` */
+function uploadGuard(d: PodcastPagesDeps, req: ApiRequest): Signed {
+  const signed = d.gate.signedByCookie(req.headers.cookie ?? '');
+  if (!signed) throw new ApiError('not_signed_in', 'Sign in to the dashboard again.');
+  if (!d.gate.sameOrigin(req.headers.origin) || !d.gate.sessions.checkCsrf(signed.session, req.headers.csrfToken)) {
+    throw new ApiError('csrf_failed', 'The upload was not sent by this dashboard (CSRF check failed). Reload the page.');
+  }
+  return signed;
+}
+
+/** GET `/dashboard/podcasts`: the list and the create form. */
+function podcastsPage(d: PodcastPagesDeps, r: DashRequest): WebReply {
+  const list = d.podcasts.list(r.account.id, undefined, { limit: 100 }).data;
+  const rows = list.map(
+    (p) => `<tr><td><a href="/dashboard/podcasts/${esc(p.id)}">${esc(p.title)}</a></td><td>${badge(p.status)}</td><td class="num">${p.episodeCount}</td><td>${time(p.createdAt)}</td></tr>`,
+  );
+  return r.page(
+    'Podcasts',
+    'podcasts',
+    `<h1>Podcasts</h1>
 <section class="card" aria-labelledby="create-podcast">
 <h2 id="create-podcast">Create a podcast</h2>
 <form method="post" action="/dashboard/podcasts" class="grid-form">${csrfField(r.session.csrfToken)}
@@ -67,27 +105,29 @@ export function registerPodcastPages(router: Router, d: PodcastPagesDeps): void 
 <section aria-labelledby="podcasts-list"><h2 id="podcasts-list">Your podcasts</h2>
 ${tableWrap('Podcasts', ['Title', 'Status', 'Episodes', 'Created'], rows, 'No podcasts yet.')}
 </section>`,
-    );
-  });
+  );
+}
 
-  router.post('/dashboard/podcasts', () => '/dashboard/podcasts', (r) => {
-    const p = d.podcasts.create(r.account.id, parse(CreatePodcast, formObject(r.form, ['title', 'description', 'author', 'ownerEmail', 'language', 'category', 'imageUrl'])));
-    return r.redirect(`/dashboard/podcasts/${p.id}`, { notice: `Podcast “${p.title}” created. Add an episode and publish it to open the feed.` });
-  });
+/** POST `/dashboard/podcasts`: creates a podcast, then shows it. */
+function createPodcast(d: PodcastPagesDeps, r: DashRequest): WebReply {
+  const p = d.podcasts.create(r.account.id, parse(CreatePodcast, formObject(r.form, ['title', 'description', 'author', 'ownerEmail', 'language', 'category', 'imageUrl'])));
+  return r.redirect(`/dashboard/podcasts/${p.id}`, { notice: `Podcast “${p.title}” created. Add an episode and publish it to open the feed.` });
+}
 
-  router.get('/dashboard/podcasts/:id', (r) => {
-    const p = d.podcasts.get(r.account.id, r.params[0]!);
-    const eps = d.episodes.list(r.account.id, p.id, undefined, { limit: 100 }).data;
-    const csrf = r.session.csrfToken;
-    const rows = eps.map(
-      (e) => `<tr><td><a href="/dashboard/podcasts/${esc(p.id)}/episodes/${esc(e.id)}">${esc(e.title)}</a></td><td>${badge(e.status)}</td>
+/** GET `/dashboard/podcasts/:id`: the feed, the downloads card, the new-episode form, the episodes. */
+function podcastPage(d: PodcastPagesDeps, r: DashRequest): WebReply {
+  const p = d.podcasts.get(r.account.id, r.params[0]!);
+  const eps = d.episodes.list(r.account.id, p.id, undefined, { limit: 100 }).data;
+  const csrf = r.session.csrfToken;
+  const rows = eps.map(
+    (e) => `<tr><td><a href="/dashboard/podcasts/${esc(p.id)}/episodes/${esc(e.id)}">${esc(e.title)}</a></td><td>${badge(e.status)}</td>
 <td>${e.audio ? `${esc(e.audio.mimeType)}, ${formatBytes(e.audio.sizeBytes)}${e.audio.durationSeconds ? `, ${Math.round(e.audio.durationSeconds)} s` : ''}` : '<span class="muted">no audio</span>'}</td>
 <td>${e.status === 'scheduled' ? time(e.publishAt) : time(e.publishedAt)}</td></tr>`,
-    );
-    return r.page(
-      p.title,
-      'podcasts',
-      `<p class="crumbs"><a href="/dashboard/podcasts">Podcasts</a> /</p>
+  );
+  return r.page(
+    p.title,
+    'podcasts',
+    `<p class="crumbs"><a href="/dashboard/podcasts">Podcasts</a> /</p>
 <h1>${esc(p.title)} ${badge(p.status)}</h1>
 <section class="card" aria-labelledby="feed">
 <h2 id="feed">Feed</h2>
@@ -110,50 +150,45 @@ ${d.stats ? downloadsCard(d.stats.stats(r.account.id, p.id, null, {}), new Map(e
 <section aria-labelledby="episodes"><h2 id="episodes">Episodes</h2>
 ${tableWrap('Episodes', ['Title', 'Status', 'Audio', 'Published / scheduled'], rows, 'No episodes yet.')}
 </section>`,
-    );
+  );
+}
+
+/** POST `/dashboard/podcasts/:id/archive`: archives the podcast, once confirmed. */
+function archivePodcast(d: PodcastPagesDeps, r: DashRequest): WebReply {
+  const p = d.podcasts.get(r.account.id, r.params[0]!);
+  const ask = unconfirmed(r, 'Archive podcast', 'podcasts', {
+    title: `Archive “${p.title}”?`,
+    message: 'The feed keeps serving with itunes:complete; no episode can be published any more.',
+    action: `/dashboard/podcasts/${p.id}/archive`,
+    button: 'Archive',
+    back: `/dashboard/podcasts/${p.id}`,
   });
+  if (ask) return ask;
+  d.podcasts.update(r.account.id, p.id, parse(UpdatePodcast, { status: 'archived' }));
+  return r.redirect(`/dashboard/podcasts/${p.id}`, { notice: 'Podcast archived.' });
+}
 
-  router.post('/dashboard/podcasts/:id/archive', (p) => `/dashboard/podcasts/${p[0]}`, (r) => {
-    const p = d.podcasts.get(r.account.id, r.params[0]!);
-    if (r.form.get('confirm') !== 'yes') {
-      return r.page(
-        'Archive podcast',
-        'podcasts',
-        confirmBody({
-          title: `Archive “${p.title}”?`,
-          message: 'The feed keeps serving with itunes:complete; no episode can be published any more.',
-          action: `/dashboard/podcasts/${p.id}/archive`,
-          csrf: r.session.csrfToken,
-          button: 'Archive',
-          back: `/dashboard/podcasts/${p.id}`,
-        }),
-      );
-    }
-    d.podcasts.update(r.account.id, p.id, parse(UpdatePodcast, { status: 'archived' }));
-    return r.redirect(`/dashboard/podcasts/${p.id}`, { notice: 'Podcast archived.' });
-  });
+/** POST `/dashboard/podcasts/:id/episodes`: creates a draft episode, then shows it. */
+function createEpisode(d: PodcastPagesDeps, r: DashRequest): WebReply {
+  const input: Record<string, unknown> = formObject(r.form, ['title', 'description', 'episodeType']);
+  for (const k of ['season', 'episodeNumber'] as const) {
+    const v = r.form.get(k);
+    if (v) input[k] = /^\d+$/.test(v) ? Number(v) : v;
+  }
+  const e = d.episodes.create(r.account.id, r.params[0]!, parse(CreateEpisode, input));
+  return r.redirect(`/dashboard/podcasts/${e.podcastId}/episodes/${e.id}`, { notice: `Episode “${e.title}” created. Upload its audio, then publish it.` });
+}
 
-  router.post('/dashboard/podcasts/:id/episodes', (p) => `/dashboard/podcasts/${p[0]}`, (r) => {
-    const input: Record<string, unknown> = formObject(r.form, ['title', 'description', 'episodeType']);
-    for (const k of ['season', 'episodeNumber'] as const) {
-      const v = r.form.get(k);
-      if (v) input[k] = /^\d+$/.test(v) ? Number(v) : v;
-    }
-    const e = d.episodes.create(r.account.id, r.params[0]!, parse(CreateEpisode, input));
-    return r.redirect(`/dashboard/podcasts/${e.podcastId}/episodes/${e.id}`, { notice: `Episode “${e.title}” created. Upload its audio, then publish it.` });
-  });
-
-  const epBack = (p: string[]) => `/dashboard/podcasts/${p[0]}/episodes/${p[1]}`;
-
-  router.get('/dashboard/podcasts/:id/episodes/:eid', (r) => {
-    const p = d.podcasts.get(r.account.id, r.params[0]!);
-    const e = d.episodes.get(r.account.id, p.id, r.params[1]!);
-    const csrf = r.session.csrfToken;
-    const base = `/dashboard/podcasts/${p.id}/episodes/${e.id}`;
-    return r.page(
-      e.title,
-      'podcasts',
-      `<p class="crumbs"><a href="/dashboard/podcasts">Podcasts</a> / <a href="/dashboard/podcasts/${esc(p.id)}">${esc(p.title)}</a> /</p>
+/** GET `/dashboard/podcasts/:id/episodes/:eid`: the audio (with the upload form), publishing, the details. */
+function episodePage(d: PodcastPagesDeps, r: DashRequest): WebReply {
+  const p = d.podcasts.get(r.account.id, r.params[0]!);
+  const e = d.episodes.get(r.account.id, p.id, r.params[1]!);
+  const csrf = r.session.csrfToken;
+  const base = `/dashboard/podcasts/${p.id}/episodes/${e.id}`;
+  return r.page(
+    e.title,
+    'podcasts',
+    `<p class="crumbs"><a href="/dashboard/podcasts">Podcasts</a> / <a href="/dashboard/podcasts/${esc(p.id)}">${esc(p.title)}</a> /</p>
 <h1>${esc(e.title)} <span id="episode-status">${badge(e.status)}</span></h1>
 <section class="card" aria-labelledby="audio">
 <h2 id="audio">Audio</h2>
@@ -182,70 +217,45 @@ ${publishHtml(e, base, csrf, p.status)}
 ${e.description ? `<p>${esc(e.description)}</p>` : ''}
 <div class="actions">${postButton(`${base}/delete`, csrf, 'Delete episode…', { cls: 'btn btn-small btn-danger' })}</div>
 </section>`,
-      { scripts: [d.assets.upload] },
-    );
-  });
+    { scripts: [d.assets.upload] },
+  );
+}
 
-  router.post('/dashboard/podcasts/:id/episodes/:eid/publish', epBack, (r) => {
-    const [podcastId, episodeId] = r.params as [string, string];
-    let publishAt: string | undefined;
-    if (r.form.get('when') === 'schedule') {
-      publishAt = localToIso(r.form.get('publish_at') ?? '', r.form.get('tz_offset'));
-      if (!publishAt) throw new ApiError('parameter_invalid', 'Choose the date and time to publish at.', { param: 'publishAt' });
-    }
-    const e = d.episodes.publish(r.account.id, podcastId, parse(PublishEpisode, { episodeId, ...(publishAt ? { publishAt } : {}) }));
-    return r.redirect(`/dashboard/podcasts/${podcastId}/episodes/${episodeId}`, {
-      notice: e.status === 'published' ? 'Episode published: it is in the feed now.' : `Episode scheduled for ${e.publishAt}.`,
-    });
+/** POST `/dashboard/podcasts/:id/episodes/:eid/publish`: publishes now, or schedules (`when=schedule`, `publish_at` in the browser's time zone). */
+function publishEpisode(d: PodcastPagesDeps, r: DashRequest): WebReply {
+  const [podcastId, episodeId] = r.params as [string, string];
+  let publishAt: string | undefined;
+  if (r.form.get('when') === 'schedule') {
+    publishAt = localToIso(r.form.get('publish_at') ?? '', r.form.get('tz_offset'));
+    if (!publishAt) throw new ApiError('parameter_invalid', 'Choose the date and time to publish at.', { param: 'publishAt' });
+  }
+  const e = d.episodes.publish(r.account.id, podcastId, parse(PublishEpisode, { episodeId, ...(publishAt ? { publishAt } : {}) }));
+  return r.redirect(`/dashboard/podcasts/${podcastId}/episodes/${episodeId}`, {
+    notice: e.status === 'published' ? 'Episode published: it is in the feed now.' : `Episode scheduled for ${e.publishAt}.`,
   });
+}
 
-  router.post('/dashboard/podcasts/:id/episodes/:eid/unschedule', epBack, (r) => {
-    const [podcastId, episodeId] = r.params as [string, string];
-    d.episodes.update(r.account.id, podcastId, episodeId, parse(UpdateEpisode, { status: 'draft' }));
-    return r.redirect(`/dashboard/podcasts/${podcastId}/episodes/${episodeId}`, { notice: 'Schedule cancelled: the episode is a draft again.' });
-  });
+/** POST `/dashboard/podcasts/:id/episodes/:eid/unschedule`: the scheduled episode becomes a draft again. */
+function unscheduleEpisode(d: PodcastPagesDeps, r: DashRequest): WebReply {
+  const [podcastId, episodeId] = r.params as [string, string];
+  d.episodes.update(r.account.id, podcastId, episodeId, parse(UpdateEpisode, { status: 'draft' }));
+  return r.redirect(`/dashboard/podcasts/${podcastId}/episodes/${episodeId}`, { notice: 'Schedule cancelled: the episode is a draft again.' });
+}
 
-  router.post('/dashboard/podcasts/:id/episodes/:eid/delete', epBack, (r) => {
-    const [podcastId, episodeId] = r.params as [string, string];
-    const e = d.episodes.get(r.account.id, podcastId, episodeId);
-    if (r.form.get('confirm') !== 'yes') {
-      return r.page(
-        'Delete episode',
-        'podcasts',
-        confirmBody({
-          title: `Delete “${e.title}”?`,
-          message: e.status === 'published' ? 'The episode leaves the feed and its audio is deleted (podcast.deleted is sent).' : 'The episode and its audio are deleted.',
-          action: `/dashboard/podcasts/${podcastId}/episodes/${episodeId}/delete`,
-          csrf: r.session.csrfToken,
-          button: 'Delete episode',
-          back: `/dashboard/podcasts/${podcastId}/episodes/${episodeId}`,
-        }),
-      );
-    }
-    d.episodes.delete(r.account.id, podcastId, episodeId);
-    return r.redirect(`/dashboard/podcasts/${podcastId}`, { notice: `Episode “${e.title}” deleted.` });
+/** POST `/dashboard/podcasts/:id/episodes/:eid/delete`: deletes the episode and its audio, once confirmed. */
+function deleteEpisode(d: PodcastPagesDeps, r: DashRequest): WebReply {
+  const [podcastId, episodeId] = r.params as [string, string];
+  const e = d.episodes.get(r.account.id, podcastId, episodeId);
+  const ask = unconfirmed(r, 'Delete episode', 'podcasts', {
+    title: `Delete “${e.title}”?`,
+    message: e.status === 'published' ? 'The episode leaves the feed and its audio is deleted (podcast.deleted is sent).' : 'The episode and its audio are deleted.',
+    action: `/dashboard/podcasts/${podcastId}/episodes/${episodeId}/delete`,
+    button: 'Delete episode',
+    back: `/dashboard/podcasts/${podcastId}/episodes/${episodeId}`,
   });
-
-  // The upload: same streaming, size cap and service as PUT /v2/…/audio; authenticated by the
-  // session cookie and the X-CSRF-Token header (a cross-site page can send neither).
-  registerUploadRoute<Signed>(d.http, 'put', '/dashboard/podcasts/:id/episodes/:eid/audio', {
-    guard: (req: ApiRequest) => {
-      const signed = d.gate.signedByCookie(req.headers.cookie ?? '');
-      if (!signed) throw new ApiError('not_signed_in', 'Sign in to the dashboard again.');
-      if (!d.gate.sameOrigin(req.headers.origin) || !d.gate.sessions.checkCsrf(signed.session, req.headers.csrfToken)) {
-        throw new ApiError('csrf_failed', 'The upload was not sent by this dashboard (CSRF check failed). Reload the page.');
-      }
-      return signed;
-    },
-    begin: (req, s) => {
-      d.episodes.checkUploadTarget(s.account.id, req.params[0]!, req.params[1]!);
-      return { tempPath: d.media.tempPath(), maxBytes: d.maxUploadBytes };
-    },
-    finish: async (req, s, tempPath, size) => ({ status: 200, body: await d.episodes.attachAudio(s.account.id, req.params[0]!, req.params[1]!, tempPath, size) }),
-    minFreeDiskBytes: d.minFreeDiskBytes,
-    limits: d.limits,
-    log: d.log,
-  });
+  if (ask) return ask;
+  d.episodes.delete(r.account.id, podcastId, episodeId);
+  return r.redirect(`/dashboard/podcasts/${podcastId}`, { notice: `Episode “${e.title}” deleted.` });
 }
 
 /** The named non-empty form fields as an object (empty fields are left out, as if not sent). */

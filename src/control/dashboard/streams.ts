@@ -20,8 +20,10 @@ import type { ListenersService } from '../../delivery/listeners/service.js';
 import type { StreamStats } from '../../delivery/listeners/registry.js';
 import type { ListenerTokens } from '../../base/auth/listener-tokens.js';
 import type { AssetUrls } from './assets.js';
-import { badge, confirmBody, copyField, csrfField, esc, postButton, tableWrap, time } from './html.js';
-import type { Router } from './router.js';
+import type { WebReply } from '../../base/http/server.js';
+import { unconfirmed } from './confirm.js';
+import { badge, copyField, csrfField, esc, postButton, tableWrap, time } from './html.js';
+import type { DashRequest, Router } from './router.js';
 
 /** What the stream page polls. */
 export interface StreamLive {
@@ -70,48 +72,64 @@ export interface StreamPagesDeps {
 
 /** Registers `/dashboard/streams…`. */
 export function registerStreamPages(router: Router, d: StreamPagesDeps): void {
-  const errorsOf = (accountId: string, streamId: string): StreamErrorItem[] => {
-    const out: StreamErrorItem[] = [];
-    for (const e of d.events.list(accountId, 'stream.error', { limit: ERRORS_SCANNED }).data) {
-      const obj = e.data.object as { id?: string } | null;
-      if (obj?.id !== streamId) continue;
-      const err = (e.data.error ?? {}) as { code?: string; message?: string };
-      out.push({ id: e.id, created: new Date(e.created * 1000).toISOString(), code: String(err.code ?? 'error'), message: String(err.message ?? '') });
-      if (out.length >= ERRORS_SHOWN) break;
-    }
-    return out;
-  };
-  const live = (accountId: string, id: string): StreamLive => {
-    const s = d.streams.get(accountId, id, false);
-    const st = d.listeners.stats(accountId, id);
-    return {
-      status: s.status,
-      startedAt: s.startedAt,
-      endedAt: s.endedAt,
-      listenerCount: st.listenerCount,
-      peakListenerCount: st.peakListenerCount,
-      totalListeners: st.totalListeners,
-      averageListenDurationSeconds: st.averageListenDurationSeconds,
-      countries: st.countries,
-      nowPlaying: s.nowPlaying,
-      tracks: d.streams.tracks(accountId, id, { limit: TRACKS_SHOWN }).data,
-      errors: errorsOf(accountId, id),
-      at: new Date(d.now()).toISOString(),
-    };
-  };
+  const back = (p: string[]) => `/dashboard/streams/${p[0]}`;
+  router.get('/dashboard/streams', (r) => streamsPage(d, r));
+  router.post('/dashboard/streams', () => '/dashboard/streams', (r) => createStream(d, r));
+  router.get('/dashboard/streams/:id', (r) => streamPage(d, r));
+  router.json('/dashboard/streams/:id/live.json', (r) => streamLive(d, r.account.id, r.params[0]!));
+  router.post('/dashboard/streams/:id/recording', back, (r) => setRecording(d, r));
+  router.post('/dashboard/streams/:id/now_playing', back, (r) => setNowPlaying(d, r));
+  router.post('/dashboard/streams/:id/listener_token', back, (r) => listenerToken(d, r));
+  router.post('/dashboard/streams/:id/reset_key', back, (r) => resetKey(d, r));
+  router.post('/dashboard/streams/:id/delete', back, (r) => deleteStream(d, r));
+}
 
-  router.get('/dashboard/streams', (r) => {
-    const after = r.req.query.get('after') ?? undefined;
-    const page = d.streams.list(r.account.id, undefined, { limit: 50, after }, false);
-    const rows = page.data.map(
-      (s) => `<tr><td><a href="/dashboard/streams/${esc(s.id)}">${esc(s.title)}</a><div class="muted mono small">${esc(s.id)}</div></td>
+/** The newest `stream.error` events of the stream (at most `ERRORS_SHOWN`, among the account's `ERRORS_SCANNED` newest). */
+function streamErrors(d: StreamPagesDeps, accountId: string, streamId: string): StreamErrorItem[] {
+  const out: StreamErrorItem[] = [];
+  for (const e of d.events.list(accountId, 'stream.error', { limit: ERRORS_SCANNED }).data) {
+    const obj = e.data.object as { id?: string } | null;
+    if (obj?.id !== streamId) continue;
+    const err = (e.data.error ?? {}) as { code?: string; message?: string };
+    out.push({ id: e.id, created: new Date(e.created * 1000).toISOString(), code: String(err.code ?? 'error'), message: String(err.message ?? '') });
+    if (out.length >= ERRORS_SHOWN) break;
+  }
+  return out;
+}
+
+/** What the stream page polls (`live.json`), now. */
+function streamLive(d: StreamPagesDeps, accountId: string, id: string): StreamLive {
+  const s = d.streams.get(accountId, id, false);
+  const st = d.listeners.stats(accountId, id);
+  return {
+    status: s.status,
+    startedAt: s.startedAt,
+    endedAt: s.endedAt,
+    listenerCount: st.listenerCount,
+    peakListenerCount: st.peakListenerCount,
+    totalListeners: st.totalListeners,
+    averageListenDurationSeconds: st.averageListenDurationSeconds,
+    countries: st.countries,
+    nowPlaying: s.nowPlaying,
+    tracks: d.streams.tracks(accountId, id, { limit: TRACKS_SHOWN }).data,
+    errors: streamErrors(d, accountId, id),
+    at: new Date(d.now()).toISOString(),
+  };
+}
+
+/** GET `/dashboard/streams`: the list (50 a page, `?after=`) and the create form. */
+function streamsPage(d: StreamPagesDeps, r: DashRequest): WebReply {
+  const after = r.req.query.get('after') ?? undefined;
+  const page = d.streams.list(r.account.id, undefined, { limit: 50, after }, false);
+  const rows = page.data.map(
+    (s) => `<tr><td><a href="/dashboard/streams/${esc(s.id)}">${esc(s.title)}</a><div class="muted mono small">${esc(s.id)}</div></td>
 <td>${badge(s.status)}</td><td>${esc(s.codec.toUpperCase())} · ${esc(s.quality)}</td><td class="num">${s.listenerCount}</td><td>${time(s.createdAt)}</td></tr>`,
-    );
-    const last = page.data[page.data.length - 1];
-    return r.page(
-      'Streams',
-      'streams',
-      `<h1>Streams</h1>
+  );
+  const last = page.data[page.data.length - 1];
+  return r.page(
+    'Streams',
+    'streams',
+    `<h1>Streams</h1>
 <section class="card" aria-labelledby="create-stream">
 <h2 id="create-stream">Create a stream</h2>
 <form method="post" action="/dashboard/streams" class="grid-form">${csrfField(r.session.csrfToken)}
@@ -127,37 +145,59 @@ export function registerStreamPages(router: Router, d: StreamPagesDeps): void {
 ${tableWrap('Streams', ['Title', 'Status', 'Audio', 'Listeners', 'Created'], rows, 'No streams yet: create one above, then point OBS or FFmpeg at it.')}
 ${page.hasMore && last ? `<p><a href="/dashboard/streams?after=${esc(last.id)}">Older streams →</a></p>` : ''}
 </section>`,
-    );
-  });
+  );
+}
 
-  router.post('/dashboard/streams', () => '/dashboard/streams', (r) => {
-    const input: Record<string, unknown> = { title: r.form.get('title') ?? '' };
-    for (const k of ['codec', 'quality', 'playback', 'latencyMode'] as const) {
-      const v = r.form.get(k);
-      if (v) input[k] = v;
-    }
-    const s = d.streams.create(r.account.id, parse(CreateStream, input)).value;
-    return r.redirect(`/dashboard/streams/${s.id}`, { notice: `Stream “${s.title}” created. Paste the server and stream key into OBS to go live.` });
-  });
+/** POST `/dashboard/streams`: creates a stream, then shows it. */
+function createStream(d: StreamPagesDeps, r: DashRequest): WebReply {
+  const input: Record<string, unknown> = { title: r.form.get('title') ?? '' };
+  for (const k of ['codec', 'quality', 'playback', 'latencyMode'] as const) {
+    const v = r.form.get(k);
+    if (v) input[k] = v;
+  }
+  const s = d.streams.create(r.account.id, parse(CreateStream, input)).value;
+  return r.redirect(`/dashboard/streams/${s.id}`, { notice: `Stream “${s.title}” created. Paste the server and stream key into OBS to go live.` });
+}
 
-  router.get('/dashboard/streams/:id', (r) => {
-    const s = d.streams.get(r.account.id, r.params[0]!, true);
-    const l = live(r.account.id, s.id);
-    const csrf = r.session.csrfToken;
-    const countries = countriesHtml(l.countries);
-    const errors = errorsHtml(l.errors);
-    const broadcasts = d.streams.broadcasts(r.account.id, s.id, { limit: BROADCASTS_SHOWN }).data;
-    const ice = new URL(s.icecastUrl);
-    const icecast = { host: ice.hostname.replace(/^\[|\]$/g, ''), port: ice.port || '80', mount: ice.pathname };
-    return r.page(
-      s.title,
-      'streams',
-      `<p class="crumbs"><a href="/dashboard/streams">Streams</a> /</p>
+/** GET `/dashboard/streams/:id`: the stream's page (its cards are kept current by `assets/stream.js`). */
+function streamPage(d: StreamPagesDeps, r: DashRequest): WebReply {
+  const s = d.streams.get(r.account.id, r.params[0]!, true);
+  const l = streamLive(d, r.account.id, s.id);
+  const csrf = r.session.csrfToken;
+  const broadcasts = d.streams.broadcasts(r.account.id, s.id, { limit: BROADCASTS_SHOWN }).data;
+  const tokenAttrs = s.playback === 'token' ? ` data-token-url="/dashboard/streams/${esc(s.id)}/listener_token" data-csrf="${esc(csrf)}"` : '';
+  return r.page(
+    s.title,
+    'streams',
+    `<p class="crumbs"><a href="/dashboard/streams">Streams</a> /</p>
 <h1>${esc(s.title)} <span id="stream-status" aria-live="polite">${badge(s.status)}</span></h1>
-<div id="stream-page" class="stream-grid" data-live-url="/dashboard/streams/${esc(s.id)}/live.json" data-hls-url="${esc(s.hlsUrl)}" data-hls-js="${esc(d.assets.hls)}"${
-        s.playback === 'token' ? ` data-token-url="/dashboard/streams/${esc(s.id)}/listener_token" data-csrf="${esc(csrf)}"` : ''
-      }>
-<section class="card" aria-labelledby="ingest">
+<div id="stream-page" class="stream-grid" data-live-url="/dashboard/streams/${esc(s.id)}/live.json" data-hls-url="${esc(s.hlsUrl)}" data-hls-js="${esc(d.assets.hls)}"${tokenAttrs}>
+${ingestCard(s, csrf)}
+
+${icecastCard(s)}
+
+${listenersCard(l)}
+
+${nowPlayingCard(s, l, csrf)}
+
+${broadcastsCard(s, broadcasts, csrf)}
+
+${PLAYER_CARD}
+
+<section class="card" aria-labelledby="errors-title">
+<h2 id="errors-title">Recent errors</h2>
+<div id="stream-errors">${errorsHtml(l.errors)}</div>
+</section>
+
+${detailsCard(s, csrf)}
+</div>`,
+    { scripts: [d.assets.stream] },
+  );
+}
+
+/** The stream page's OBS ingest card: server, stream key (hidden until revealed), playback URLs. */
+function ingestCard(s: StreamObject, csrf: string): string {
+  return `<section class="card" aria-labelledby="ingest">
 <h2 id="ingest">Ingest settings (OBS)</h2>
 <p class="muted small">OBS → Settings → Stream → Service <em>Custom…</em>. Audio codec ${esc(s.codec.toUpperCase())}; video is ignored.</p>
 ${copyField('ingest-server', 'Server', s.rtmpUrl)}
@@ -165,9 +205,14 @@ ${copyField('ingest-key', 'Stream key', s.streamKey ?? '', { secret: true })}
 ${copyField('hls-url', 'HLS playback URL', s.hlsUrl)}
 ${copyField('listen-url', 'Listen URL (Icecast-style: VLC, smart speakers, podcast apps)', s.listenUrl)}
 <div class="actions">${postButton(`/dashboard/streams/${s.id}/reset_key`, csrf, 'Reset stream key…', { cls: 'btn btn-small' })}</div>
-</section>
+</section>`;
+}
 
-<section class="card" aria-labelledby="icecast-source">
+/** The stream page's Icecast source card: server, port, mount, user, password (the stream key, hidden until revealed). */
+function icecastCard(s: StreamObject): string {
+  const ice = new URL(s.icecastUrl);
+  const icecast = { host: ice.hostname.replace(/^\[|\]$/g, ''), port: ice.port || '80', mount: ice.pathname };
+  return `<section class="card" aria-labelledby="icecast-source">
 <h2 id="icecast-source">Icecast source settings (BUTT, Mixxx, Liquidsoap, ezstream)</h2>
 <p class="muted small">Server type <em>Icecast</em>; send ${esc(s.codec === 'mp3' ? 'MP3' : s.codec === 'aac' ? 'AAC (ADTS)' : 'Ogg Opus')}. The password is the stream key.</p>
 ${copyField('icecast-server', 'Icecast server', icecast.host)}
@@ -175,9 +220,12 @@ ${copyField('icecast-port', 'Icecast port', icecast.port)}
 ${copyField('icecast-mount', 'Mount', icecast.mount)}
 ${copyField('icecast-user', 'User', 'source')}
 ${copyField('icecast-password', 'Source password', s.streamKey ?? '', { secret: true })}
-</section>
+</section>`;
+}
 
-<section class="card" aria-labelledby="listeners">
+/** The stream page's listeners card: the counts, the chart (drawn by the page script) and the countries. */
+function listenersCard(l: StreamLive): string {
+  return `<section class="card" aria-labelledby="listeners">
 <h2 id="listeners">Listeners</h2>
 <div class="stats">
 <div class="stat"><span class="stat-value" id="listener-count" aria-live="polite">${l.listenerCount}</span><span class="stat-label">listening now</span></div>
@@ -190,10 +238,13 @@ ${copyField('icecast-password', 'Source password', s.streamKey ?? '', { secret: 
 <figcaption id="chart-caption" class="muted small">Listeners over time while this page is open (sampled every 2 s).</figcaption>
 </figure>
 <h3>Countries</h3>
-<div id="countries">${countries}</div>
-</section>
+<div id="countries">${countriesHtml(l.countries)}</div>
+</section>`;
+}
 
-<section class="card" aria-labelledby="now-playing-title">
+/** The stream page's now-playing card: what plays, the form that sets it, the play log. */
+function nowPlayingCard(s: StreamObject, l: StreamLive, csrf: string): string {
+  return `<section class="card" aria-labelledby="now-playing-title">
 <h2 id="now-playing-title">Now playing</h2>
 <p id="now-playing" class="now-playing" aria-live="polite">${nowPlayingHtml(l.nowPlaying)}</p>
 <form method="post" action="/dashboard/streams/${esc(s.id)}/now_playing" class="grid-form">${csrfField(csrf)}
@@ -204,9 +255,12 @@ ${copyField('icecast-password', 'Source password', s.streamKey ?? '', { secret: 
 <p class="muted small">While the stream is live. DJ software sets it too: the Icecast metadata update, or <code>title</code>/<code>artist</code> in RTMP metadata.</p>
 <h3>Play log</h3>
 <div id="play-log">${tracksHtml(l.tracks)}</div>
-</section>
+</section>`;
+}
 
-<section class="card" aria-labelledby="broadcasts-title">
+/** The stream page's broadcasts card: the broadcasts and the recording form. */
+function broadcastsCard(s: StreamObject, broadcasts: BroadcastObject[], csrf: string): string {
+  return `<section class="card" aria-labelledby="broadcasts-title">
 <h2 id="broadcasts-title">Broadcasts</h2>
 <p class="muted small">Each time the stream goes live with its key is a broadcast; the URLs and the key stay the same.</p>
 <div id="broadcasts">${broadcastsHtml(broadcasts, s.recording?.podcastId ?? null)}</div>
@@ -216,21 +270,20 @@ ${copyField('icecast-password', 'Source password', s.streamKey ?? '', { secret: 
 <div class="field field-end"><button type="submit" class="btn btn-primary">Save recording</button></div>
 </form>
 <p class="muted small">Each recorded broadcast becomes its own draft episode of the podcast, with chapters from its play log. A change applies from the next broadcast.</p>
-</section>
+</section>`;
+}
 
-<section class="card" aria-labelledby="player-title">
+/** The stream page's player card (hls.js, started by the page script). */
+const PLAYER_CARD = `<section class="card" aria-labelledby="player-title">
 <h2 id="player-title">Player</h2>
 <audio id="player" controls preload="none" aria-labelledby="player-title"></audio>
 <div class="actions"><button type="button" class="btn btn-primary" id="play">Play</button><span id="player-state" class="muted small" aria-live="polite"></span></div>
 <p class="muted small">Plays the HLS stream with hls.js (served by Skylark); the player counts as one listener while it plays.</p>
-</section>
+</section>`;
 
-<section class="card" aria-labelledby="errors-title">
-<h2 id="errors-title">Recent errors</h2>
-<div id="stream-errors">${errors}</div>
-</section>
-
-<section class="card" aria-labelledby="details">
+/** The stream page's details card and its delete button. */
+function detailsCard(s: StreamObject, csrf: string): string {
+  return `<section class="card" aria-labelledby="details">
 <h2 id="details">Details</h2>
 <dl class="details">
 <dt>ID</dt><dd class="mono">${esc(s.id)}</dd>
@@ -244,76 +297,65 @@ ${copyField('icecast-password', 'Source password', s.streamKey ?? '', { secret: 
 <dt>Last broadcast ended</dt><dd id="ended-at">${time(s.endedAt)}</dd>
 </dl>
 <div class="actions">${postButton(`/dashboard/streams/${s.id}/delete`, csrf, 'Delete stream…', { cls: 'btn btn-small btn-danger' })}</div>
-</section>
-</div>`,
-      { scripts: [d.assets.stream] },
-    );
-  });
+</section>`;
+}
 
-  router.json('/dashboard/streams/:id/live.json', (r) => live(r.account.id, r.params[0]!));
+/** POST `/dashboard/streams/:id/recording`: sets (or clears) the podcast every broadcast is recorded into. */
+function setRecording(d: StreamPagesDeps, r: DashRequest): WebReply {
+  const podcastId = r.form.get('podcastId')?.trim() ?? '';
+  const s = d.streams.update(r.account.id, r.params[0]!, parse(UpdateStream, { recording: podcastId ? { podcastId } : null }), false).value;
+  return r.redirect(`/dashboard/streams/${s.id}`, { notice: s.recording ? `Every broadcast is recorded into podcast ${s.recording.podcastId}.` : 'Broadcasts are not recorded.' });
+}
 
-  router.post('/dashboard/streams/:id/recording', (p) => `/dashboard/streams/${p[0]}`, (r) => {
-    const podcastId = r.form.get('podcastId')?.trim() ?? '';
-    const s = d.streams.update(r.account.id, r.params[0]!, parse(UpdateStream, { recording: podcastId ? { podcastId } : null }), false).value;
-    return r.redirect(`/dashboard/streams/${s.id}`, { notice: s.recording ? `Every broadcast is recorded into podcast ${s.recording.podcastId}.` : 'Broadcasts are not recorded.' });
-  });
+/** POST `/dashboard/streams/:id/now_playing`: sets what plays now. */
+function setNowPlaying(d: StreamPagesDeps, r: DashRequest): WebReply {
+  const input: Record<string, unknown> = { title: r.form.get('title') ?? '' };
+  const artist = r.form.get('artist')?.trim();
+  if (artist) input.artist = artist;
+  const s = d.streams.setNowPlaying(r.account.id, r.params[0]!, parse(SetNowPlaying, input), false);
+  const np = s.nowPlaying!;
+  return r.redirect(`/dashboard/streams/${s.id}`, { notice: `Now playing: ${np.artist ? `${np.artist} – ` : ''}${np.title}.` });
+}
 
-  router.post('/dashboard/streams/:id/now_playing', (p) => `/dashboard/streams/${p[0]}`, (r) => {
-    const input: Record<string, unknown> = { title: r.form.get('title') ?? '' };
-    const artist = r.form.get('artist')?.trim();
-    if (artist) input.artist = artist;
-    const s = d.streams.setNowPlaying(r.account.id, r.params[0]!, parse(SetNowPlaying, input), false);
-    const np = s.nowPlaying!;
-    return r.redirect(`/dashboard/streams/${s.id}`, { notice: `Now playing: ${np.artist ? `${np.artist} – ` : ''}${np.title}.` });
-  });
+/**
+ * POST `/dashboard/streams/:id/listener_token`: a listener token for the page's player (token
+ * streams), by POST with the CSRF token: it is a credential, so it is answered as JSON and never
+ * put in the page's URL.
+ */
+async function listenerToken(d: StreamPagesDeps, r: DashRequest): Promise<WebReply> {
+  const s = d.streams.get(r.account.id, r.params[0]!, false);
+  const { token } = await d.listenerTokens.sign(s.id);
+  return { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' }, body: JSON.stringify({ token }) };
+}
 
-  // A listener token for the page's player (token streams), by POST with the CSRF token: it is a
-  // credential, so it is answered as JSON and never put in the page's URL.
-  router.post('/dashboard/streams/:id/listener_token', (p) => `/dashboard/streams/${p[0]}`, async (r) => {
-    const s = d.streams.get(r.account.id, r.params[0]!, false);
-    const { token } = await d.listenerTokens.sign(s.id);
-    return { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' }, body: JSON.stringify({ token }) };
+/** POST `/dashboard/streams/:id/reset_key`: a new stream key, once confirmed. */
+function resetKey(d: StreamPagesDeps, r: DashRequest): WebReply {
+  const s = d.streams.get(r.account.id, r.params[0]!, false);
+  const ask = unconfirmed(r, 'Reset stream key', 'streams', {
+    title: `Reset the stream key of “${s.title}”?`,
+    message: 'A new key replaces the current one; a publisher using the old key is disconnected and must use the new key.',
+    action: `/dashboard/streams/${s.id}/reset_key`,
+    button: 'Reset key',
+    back: `/dashboard/streams/${s.id}`,
   });
+  if (ask) return ask;
+  d.streams.resetStreamKey(r.account.id, s.id);
+  return r.redirect(`/dashboard/streams/${s.id}`, { notice: 'The stream key was reset. Reveal the new key below.' });
+}
 
-  router.post('/dashboard/streams/:id/reset_key', (p) => `/dashboard/streams/${p[0]}`, (r) => {
-    const s = d.streams.get(r.account.id, r.params[0]!, false);
-    if (r.form.get('confirm') !== 'yes') {
-      return r.page(
-        'Reset stream key',
-        'streams',
-        confirmBody({
-          title: `Reset the stream key of “${s.title}”?`,
-          message: 'A new key replaces the current one; a publisher using the old key is disconnected and must use the new key.',
-          action: `/dashboard/streams/${s.id}/reset_key`,
-          csrf: r.session.csrfToken,
-          button: 'Reset key',
-          back: `/dashboard/streams/${s.id}`,
-        }),
-      );
-    }
-    d.streams.resetStreamKey(r.account.id, s.id);
-    return r.redirect(`/dashboard/streams/${s.id}`, { notice: 'The stream key was reset. Reveal the new key below.' });
+/** POST `/dashboard/streams/:id/delete`: deletes the stream (ending it when live), once confirmed. */
+function deleteStream(d: StreamPagesDeps, r: DashRequest): WebReply {
+  const s = d.streams.get(r.account.id, r.params[0]!, false);
+  const ask = unconfirmed(r, 'Delete stream', 'streams', {
+    title: `Delete “${s.title}”?`,
+    message: s.status === 'live' ? 'The stream is live: the publisher is disconnected and the stream ends, then it is deleted.' : 'The stream and its key are deleted.',
+    action: `/dashboard/streams/${s.id}/delete`,
+    button: 'Delete stream',
+    back: `/dashboard/streams/${s.id}`,
   });
-
-  router.post('/dashboard/streams/:id/delete', (p) => `/dashboard/streams/${p[0]}`, (r) => {
-    const s = d.streams.get(r.account.id, r.params[0]!, false);
-    if (r.form.get('confirm') !== 'yes') {
-      return r.page(
-        'Delete stream',
-        'streams',
-        confirmBody({
-          title: `Delete “${s.title}”?`,
-          message: s.status === 'live' ? 'The stream is live: the publisher is disconnected and the stream ends, then it is deleted.' : 'The stream and its key are deleted.',
-          action: `/dashboard/streams/${s.id}/delete`,
-          csrf: r.session.csrfToken,
-          button: 'Delete stream',
-          back: `/dashboard/streams/${s.id}`,
-        }),
-      );
-    }
-    d.streams.delete(r.account.id, s.id);
-    return r.redirect('/dashboard/streams', { notice: `Stream “${s.title}” deleted.` });
-  });
+  if (ask) return ask;
+  d.streams.delete(r.account.id, s.id);
+  return r.redirect('/dashboard/streams', { notice: `Stream “${s.title}” deleted.` });
 }
 
 /** Seconds → `3 min 12 s`. */

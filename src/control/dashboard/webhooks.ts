@@ -10,8 +10,10 @@ import { CreateWebhook, EVENT_TYPES, UpdateWebhook } from '../api/webhooks/schem
 import type { WebhooksService, WebhookObject } from '../services/webhooks.js';
 import type { EventsService, EventWithDeliveries } from '../services/events.js';
 import type { AssetUrls } from './assets.js';
-import { badge, confirmBody, csrfField, esc, postButton, tableWrap, time } from './html.js';
-import type { Router } from './router.js';
+import type { WebReply } from '../../base/http/server.js';
+import { unconfirmed } from './confirm.js';
+import { badge, csrfField, esc, postButton, tableWrap, time } from './html.js';
+import type { DashRequest, Router } from './router.js';
 import { safeNext } from './gate.js';
 
 /** Events shown in a log. */
@@ -27,46 +29,63 @@ export interface WebhookPagesDeps {
 
 /** Registers `/dashboard/webhooks…` and `/dashboard/events/:id/redeliver`. */
 export function registerWebhookPages(router: Router, d: WebhookPagesDeps): void {
-  /** The newest events with their deliveries; for one endpoint, only events delivered to it. */
-  const log = (accountId: string, webhookId?: string): EventWithDeliveries[] => {
-    const out: EventWithDeliveries[] = [];
-    for (const e of d.events.list(accountId, undefined, { limit: webhookId ? LOG_SCAN : LOG_EVENTS }).data) {
-      const full = d.events.get(accountId, e.id);
-      if (webhookId) {
-        full.deliveries = full.deliveries.filter((x) => x.webhookId === webhookId);
-        if (full.deliveries.length === 0) continue;
-      }
-      out.push(full);
-      if (out.length >= LOG_EVENTS) break;
-    }
-    return out;
-  };
-  const logHtml = (accountId: string, csrf: string, back: string, webhookId?: string): string => {
-    const urls = new Map<string, string>();
-    const urlOf = (id: string) => {
-      if (!urls.has(id)) {
-        try {
-          urls.set(id, d.webhooks.get(accountId, id).url);
-        } catch {
-          urls.set(id, `${id} (deleted)`);
-        }
-      }
-      return urls.get(id)!;
-    };
-    return eventLogHtml(log(accountId, webhookId), csrf, back, urlOf, webhookId);
-  };
+  const back = (p: string[]) => `/dashboard/webhooks/${p[0]}`;
+  router.get('/dashboard/webhooks', (r) => webhooksPage(d, r));
+  router.get('/dashboard/webhooks/log', (r) => router.html(200, logHtml(d, r.account.id, r.session.csrfToken, '/dashboard/webhooks')));
+  router.post('/dashboard/webhooks', () => '/dashboard/webhooks', (r) => createWebhook(d, r));
+  router.get('/dashboard/webhooks/:id', (r) => webhookPage(d, r));
+  router.get('/dashboard/webhooks/:id/log', (r) => webhookLog(d, router, r));
+  router.post('/dashboard/webhooks/:id', back, (r) => updateWebhook(d, r));
+  router.post('/dashboard/webhooks/:id/status', back, (r) => setWebhookStatus(d, r));
+  router.post('/dashboard/webhooks/:id/test', back, (r) => testWebhook(d, r));
+  router.post('/dashboard/webhooks/:id/roll_secret', back, (r) => rollSecret(d, r));
+  router.post('/dashboard/webhooks/:id/delete', back, (r) => deleteWebhook(d, r));
+  router.post('/dashboard/events/:id/redeliver', () => '/dashboard/webhooks', (r) => redeliver(d, r));
+}
 
-  router.get('/dashboard/webhooks', (r) => {
-    const list = d.webhooks.list(r.account.id, undefined, { limit: 100 }).data;
-    const csrf = r.session.csrfToken;
-    const rows = list.map(
-      (w) => `<tr><td><a href="/dashboard/webhooks/${esc(w.id)}" class="break">${esc(w.url)}</a>${w.description ? `<div class="muted small">${esc(w.description)}</div>` : ''}</td>
+/** The newest events with their deliveries; for one endpoint, only events delivered to it. */
+function eventLog(d: WebhookPagesDeps, accountId: string, webhookId?: string): EventWithDeliveries[] {
+  const out: EventWithDeliveries[] = [];
+  for (const e of d.events.list(accountId, undefined, { limit: webhookId ? LOG_SCAN : LOG_EVENTS }).data) {
+    const full = d.events.get(accountId, e.id);
+    if (webhookId) {
+      full.deliveries = full.deliveries.filter((x) => x.webhookId === webhookId);
+      if (full.deliveries.length === 0) continue;
+    }
+    out.push(full);
+    if (out.length >= LOG_EVENTS) break;
+  }
+  return out;
+}
+
+/** The event log fragment (see `eventLogHtml`; endpoints are named by their URL, looked up once each). */
+function logHtml(d: WebhookPagesDeps, accountId: string, csrf: string, back: string, webhookId?: string): string {
+  const urls = new Map<string, string>();
+  const urlOf = (id: string) => {
+    if (!urls.has(id)) {
+      try {
+        urls.set(id, d.webhooks.get(accountId, id).url);
+      } catch {
+        urls.set(id, `${id} (deleted)`);
+      }
+    }
+    return urls.get(id)!;
+  };
+  return eventLogHtml(eventLog(d, accountId, webhookId), csrf, back, urlOf, webhookId);
+}
+
+/** GET `/dashboard/webhooks`: the endpoints, the add form and the event log. */
+function webhooksPage(d: WebhookPagesDeps, r: DashRequest): WebReply {
+  const list = d.webhooks.list(r.account.id, undefined, { limit: 100 }).data;
+  const csrf = r.session.csrfToken;
+  const rows = list.map(
+    (w) => `<tr><td><a href="/dashboard/webhooks/${esc(w.id)}" class="break">${esc(w.url)}</a>${w.description ? `<div class="muted small">${esc(w.description)}</div>` : ''}</td>
 <td>${w.events.map((e) => `<code>${esc(e)}</code>`).join(' ')}</td><td>${badge(w.status)}</td><td>${time(w.createdAt)}</td></tr>`,
-    );
-    return r.page(
-      'Webhooks',
-      'webhooks',
-      `<h1>Webhooks</h1>
+  );
+  return r.page(
+    'Webhooks',
+    'webhooks',
+    `<h1>Webhooks</h1>
 <p class="lead">Skylark POSTs signed events to your endpoints and retries after 1 min, 5 min, 30 min, 2 h and 8 h.</p>
 <section class="card" aria-labelledby="add-endpoint">
 <h2 id="add-endpoint">Add an endpoint</h2>
@@ -81,33 +100,33 @@ ${eventsFieldset('wh-ev', ['*'])}
 ${tableWrap('Webhook endpoints', ['URL', 'Events', 'Status', 'Created'], rows, 'No endpoints yet.')}
 </section>
 <section aria-labelledby="log-title"><h2 id="log-title">Event log</h2>
-<div id="event-log" data-refresh-url="/dashboard/webhooks/log" aria-live="polite">${logHtml(r.account.id, csrf, '/dashboard/webhooks')}</div>
+<div id="event-log" data-refresh-url="/dashboard/webhooks/log" aria-live="polite">${logHtml(d, r.account.id, csrf, '/dashboard/webhooks')}</div>
 </section>`,
-      { scripts: [d.assets.webhooks] },
-    );
+    { scripts: [d.assets.webhooks] },
+  );
+}
+
+/** POST `/dashboard/webhooks`: adds an endpoint; its signing secret is shown once. */
+async function createWebhook(d: WebhookPagesDeps, r: DashRequest): Promise<WebReply> {
+  const input: Record<string, unknown> = { url: r.form.get('url') ?? '', events: r.form.getAll('events') };
+  const desc = r.form.get('description');
+  if (desc) input.description = desc;
+  const w = await d.webhooks.create(r.account.id, parse(CreateWebhook, input));
+  return r.redirect(`/dashboard/webhooks/${w.id}`, {
+    notice: 'Endpoint added.',
+    secret: { label: 'Signing secret', value: w.signingSecret!, note: 'Verify every request with this secret (Service-Signature). It is shown only now; roll it to get a new one.' },
   });
+}
 
-  router.get('/dashboard/webhooks/log', (r) => router.html(200, logHtml(r.account.id, r.session.csrfToken, '/dashboard/webhooks')));
-
-  router.post('/dashboard/webhooks', () => '/dashboard/webhooks', async (r) => {
-    const input: Record<string, unknown> = { url: r.form.get('url') ?? '', events: r.form.getAll('events') };
-    const desc = r.form.get('description');
-    if (desc) input.description = desc;
-    const w = await d.webhooks.create(r.account.id, parse(CreateWebhook, input));
-    return r.redirect(`/dashboard/webhooks/${w.id}`, {
-      notice: 'Endpoint added.',
-      secret: { label: 'Signing secret', value: w.signingSecret!, note: 'Verify every request with this secret (Service-Signature). It is shown only now; roll it to get a new one.' },
-    });
-  });
-
-  router.get('/dashboard/webhooks/:id', (r) => {
-    const w = d.webhooks.get(r.account.id, r.params[0]!);
-    const csrf = r.session.csrfToken;
-    const base = `/dashboard/webhooks/${w.id}`;
-    return r.page(
-      'Webhook endpoint',
-      'webhooks',
-      `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> /</p>
+/** GET `/dashboard/webhooks/:id`: the endpoint's actions, settings and deliveries. */
+function webhookPage(d: WebhookPagesDeps, r: DashRequest): WebReply {
+  const w = d.webhooks.get(r.account.id, r.params[0]!);
+  const csrf = r.session.csrfToken;
+  const base = `/dashboard/webhooks/${w.id}`;
+  return r.page(
+    'Webhook endpoint',
+    'webhooks',
+    `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> /</p>
 <h1 class="break">${esc(w.url)} ${badge(w.status)}</h1>
 <div class="actions">
 ${w.status === 'active' ? postButton(`${base}/test`, csrf, 'Send test event', { cls: 'btn btn-primary' }) : ''}
@@ -120,85 +139,73 @@ ${postButton(`${base}/delete`, csrf, 'Delete…', { cls: 'btn btn-danger' })}
 ${editForm(w, csrf)}
 </section>
 <section aria-labelledby="log-title"><h2 id="log-title">Deliveries to this endpoint</h2>
-<div id="event-log" data-refresh-url="${base}/log" aria-live="polite">${logHtml(r.account.id, csrf, base, w.id)}</div>
+<div id="event-log" data-refresh-url="${base}/log" aria-live="polite">${logHtml(d, r.account.id, csrf, base, w.id)}</div>
 </section>`,
-      { scripts: [d.assets.webhooks] },
-    );
-  });
-
-  router.get('/dashboard/webhooks/:id/log', (r) => {
-    const w = d.webhooks.get(r.account.id, r.params[0]!);
-    return router.html(200, logHtml(r.account.id, r.session.csrfToken, `/dashboard/webhooks/${w.id}`, w.id));
-  });
-
-  const back = (p: string[]) => `/dashboard/webhooks/${p[0]}`;
-
-  router.post('/dashboard/webhooks/:id', back, async (r) => {
-    const desc = r.form.get('description') ?? '';
-    const input = { url: r.form.get('url') ?? '', events: r.form.getAll('events'), description: desc === '' ? null : desc };
-    const w = await d.webhooks.update(r.account.id, r.params[0]!, parse(UpdateWebhook, input));
-    return r.redirect(`/dashboard/webhooks/${w.id}`, { notice: 'Endpoint saved.' });
-  });
-
-  router.post('/dashboard/webhooks/:id/status', back, async (r) => {
-    const w = await d.webhooks.update(r.account.id, r.params[0]!, parse(UpdateWebhook, { status: r.form.get('status') ?? '' }));
-    return r.redirect(`/dashboard/webhooks/${w.id}`, { notice: w.status === 'active' ? 'Endpoint enabled: pending deliveries resume.' : 'Endpoint disabled: it gets no new events and no attempts.' });
-  });
-
-  router.post('/dashboard/webhooks/:id/test', back, (r) => {
-    const e = d.webhooks.test(r.account.id, r.params[0]!);
-    return r.redirect(`/dashboard/webhooks/${r.params[0]}`, { notice: `Test event ${e.id} sent; its delivery appears below.` });
-  });
-
-  router.post('/dashboard/webhooks/:id/roll_secret', back, (r) => {
-    const w = d.webhooks.get(r.account.id, r.params[0]!);
-    if (r.form.get('confirm') !== 'yes') {
-      return r.page(
-        'Roll signing secret',
-        'webhooks',
-        confirmBody({
-          title: 'Roll the signing secret?',
-          message: `Every request to ${w.url} from now on (retries included) is signed with a new secret; update your receiver at once.`,
-          action: `/dashboard/webhooks/${w.id}/roll_secret`,
-          csrf: r.session.csrfToken,
-          button: 'Roll secret',
-          back: `/dashboard/webhooks/${w.id}`,
-        }),
-      );
-    }
-    const rolled = d.webhooks.rollSecret(r.account.id, w.id);
-    return r.redirect(`/dashboard/webhooks/${w.id}`, { secret: { label: 'New signing secret', value: rolled.signingSecret!, note: 'Requests are signed with it from now on. It is shown only now.' } });
-  });
-
-  router.post('/dashboard/webhooks/:id/delete', back, (r) => {
-    const w = d.webhooks.get(r.account.id, r.params[0]!);
-    if (r.form.get('confirm') !== 'yes') {
-      return r.page(
-        'Delete endpoint',
-        'webhooks',
-        confirmBody({
-          title: 'Delete this endpoint?',
-          message: `${w.url} gets no more events; its pending deliveries end undelivered.`,
-          action: `/dashboard/webhooks/${w.id}/delete`,
-          csrf: r.session.csrfToken,
-          button: 'Delete endpoint',
-          back: `/dashboard/webhooks/${w.id}`,
-        }),
-      );
-    }
-    d.webhooks.delete(r.account.id, w.id);
-    return r.redirect('/dashboard/webhooks', { notice: `Endpoint ${w.url} deleted.` });
-  });
-
-  router.post(
-    '/dashboard/events/:id/redeliver',
-    () => '/dashboard/webhooks',
-    (r) => {
-      const webhookId = r.form.get('webhook_id') || undefined;
-      const e = d.events.redeliver(r.account.id, r.params[0]!, webhookId);
-      return r.redirect(safeNext(r.form.get('back')), { notice: `Event ${e.id} queued for delivery again.` });
-    },
+    { scripts: [d.assets.webhooks] },
   );
+}
+
+/** GET `/dashboard/webhooks/:id/log`: the endpoint's deliveries (the fragment the page re-fetches). */
+function webhookLog(d: WebhookPagesDeps, router: Router, r: DashRequest): WebReply {
+  const w = d.webhooks.get(r.account.id, r.params[0]!);
+  return router.html(200, logHtml(d, r.account.id, r.session.csrfToken, `/dashboard/webhooks/${w.id}`, w.id));
+}
+
+/** POST `/dashboard/webhooks/:id`: saves the URL, description and events. */
+async function updateWebhook(d: WebhookPagesDeps, r: DashRequest): Promise<WebReply> {
+  const desc = r.form.get('description') ?? '';
+  const input = { url: r.form.get('url') ?? '', events: r.form.getAll('events'), description: desc === '' ? null : desc };
+  const w = await d.webhooks.update(r.account.id, r.params[0]!, parse(UpdateWebhook, input));
+  return r.redirect(`/dashboard/webhooks/${w.id}`, { notice: 'Endpoint saved.' });
+}
+
+/** POST `/dashboard/webhooks/:id/status`: enables or disables the endpoint. */
+async function setWebhookStatus(d: WebhookPagesDeps, r: DashRequest): Promise<WebReply> {
+  const w = await d.webhooks.update(r.account.id, r.params[0]!, parse(UpdateWebhook, { status: r.form.get('status') ?? '' }));
+  return r.redirect(`/dashboard/webhooks/${w.id}`, { notice: w.status === 'active' ? 'Endpoint enabled: pending deliveries resume.' : 'Endpoint disabled: it gets no new events and no attempts.' });
+}
+
+/** POST `/dashboard/webhooks/:id/test`: sends a test event to the endpoint. */
+function testWebhook(d: WebhookPagesDeps, r: DashRequest): WebReply {
+  const e = d.webhooks.test(r.account.id, r.params[0]!);
+  return r.redirect(`/dashboard/webhooks/${r.params[0]}`, { notice: `Test event ${e.id} sent; its delivery appears below.` });
+}
+
+/** POST `/dashboard/webhooks/:id/roll_secret`: a new signing secret (shown once), once confirmed. */
+function rollSecret(d: WebhookPagesDeps, r: DashRequest): WebReply {
+  const w = d.webhooks.get(r.account.id, r.params[0]!);
+  const ask = unconfirmed(r, 'Roll signing secret', 'webhooks', {
+    title: 'Roll the signing secret?',
+    message: `Every request to ${w.url} from now on (retries included) is signed with a new secret; update your receiver at once.`,
+    action: `/dashboard/webhooks/${w.id}/roll_secret`,
+    button: 'Roll secret',
+    back: `/dashboard/webhooks/${w.id}`,
+  });
+  if (ask) return ask;
+  const rolled = d.webhooks.rollSecret(r.account.id, w.id);
+  return r.redirect(`/dashboard/webhooks/${w.id}`, { secret: { label: 'New signing secret', value: rolled.signingSecret!, note: 'Requests are signed with it from now on. It is shown only now.' } });
+}
+
+/** POST `/dashboard/webhooks/:id/delete`: deletes the endpoint, once confirmed. */
+function deleteWebhook(d: WebhookPagesDeps, r: DashRequest): WebReply {
+  const w = d.webhooks.get(r.account.id, r.params[0]!);
+  const ask = unconfirmed(r, 'Delete endpoint', 'webhooks', {
+    title: 'Delete this endpoint?',
+    message: `${w.url} gets no more events; its pending deliveries end undelivered.`,
+    action: `/dashboard/webhooks/${w.id}/delete`,
+    button: 'Delete endpoint',
+    back: `/dashboard/webhooks/${w.id}`,
+  });
+  if (ask) return ask;
+  d.webhooks.delete(r.account.id, w.id);
+  return r.redirect('/dashboard/webhooks', { notice: `Endpoint ${w.url} deleted.` });
+}
+
+/** POST `/dashboard/events/:id/redeliver`: queues the event again (to one endpoint with `webhook_id`), then back to the page it came from. */
+function redeliver(d: WebhookPagesDeps, r: DashRequest): WebReply {
+  const webhookId = r.form.get('webhook_id') || undefined;
+  const e = d.events.redeliver(r.account.id, r.params[0]!, webhookId);
+  return r.redirect(safeNext(r.form.get('back')), { notice: `Event ${e.id} queued for delivery again.` });
 }
 
 /** The event-type checkboxes (`*` = all). */
