@@ -55,7 +55,7 @@ export async function run(): Promise<BenchRow[]> {
   const srv = await startServer(loadConfig({ SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: tmp.dir, SKYLARK_LOG_LEVEL: 'error' }), createLogger('error'));
   let bare: uWS.us_listen_socket | null = null;
   try {
-    srv.context.guard.limits.paid = 1e9;
+    srv.guard.limits.paid = 1e9;
     const base = `http://127.0.0.1:${srv.httpPort}`;
     const acct = await srv.accounts.create({ name: 'Bench', plan: 'paid', region: 'eu-west-1', email: 'bench@example.com', password: 'bench-password' });
     const created = await fetch(`${base}/v2/streams`, {

@@ -228,7 +228,7 @@ describe('dashboard', () => {
       await page.waitForFunction((t0) => (document.getElementById('player')).currentTime > t0 + 2, t1, { timeout: 20_000 });
       expect(await page.evaluate(() => (document.getElementById('player')).paused)).toBe(false);
       // The same count through the API, and the chart and countries drawn from the samples.
-      expect(t.server.context.listenerCount(streamId)).toBe(1);
+      expect(t.server.listenerCount(streamId)).toBe(1);
       await page.waitForFunction(() => document.querySelectorAll('#listeners-chart polyline').length === 1);
       expect(await page.locator('#countries li').first().textContent()).toContain('Unknown');
       await page.waitForTimeout(2500); // a few more chart samples at 1

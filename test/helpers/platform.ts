@@ -143,7 +143,7 @@ export class OpenApiChecker {
 
   /** Checks every `/v2` JSON answer `server` sends from now on; problems collect in `problems`. */
   observe(server: RunningServer): void {
-    server.context.http.observeResponses((r: ObservedResponse) => {
+    server.http.observeResponses((r: ObservedResponse) => {
       if (!r.pattern || !r.pattern.startsWith('/v2/') || !r.headers['Content-Type']?.startsWith('application/json')) return;
       let body: unknown;
       try {

@@ -105,7 +105,7 @@ describe('edge log receiver', () => {
   }, 30_000);
 
   it('drops lines from untrusted senders, forged sids, refusals, objects, token streams and garbage', async () => {
-    const before = t.server.context.limits.count('edge_log_untrusted');
+    const before = t.server.limits.count('edge_log_untrusted');
     const c0 = counts();
     const total0 = (await stats(stream.id)).totalListeners;
     const c = await mint(stream.hlsUrl);
@@ -123,7 +123,7 @@ describe('edge log receiver', () => {
     const m = await mint(stream.hlsUrl);
     await send(edge, line({ a: '5.9.0.1', u: m.path, sid: m.sid }));
     await waitFor(async () => (await stats(stream.id)).totalListeners === total0 + 1, 5000, 50, 'the marker listener');
-    expect(t.server.context.limits.count('edge_log_untrusted')).toBe(before + 1);
+    expect(t.server.limits.count('edge_log_untrusted')).toBe(before + 1);
     const c1 = counts();
     expect(c1.untrusted - c0.untrusted).toBe(1);
     expect(c1.malformed - c0.malformed).toBe(3);
@@ -133,7 +133,7 @@ describe('edge log receiver', () => {
   });
 
   it('counts nobody from a trusted address without the edge-log secret; the right secret counts', async () => {
-    const before = t.server.context.limits.count('edge_log_unsigned');
+    const before = t.server.limits.count('edge_log_unsigned');
     const c0 = counts();
     const total0 = (await stats(stream.id)).totalListeners;
     const spoofed = await mint(stream.hlsUrl);
@@ -149,7 +149,7 @@ describe('edge log receiver', () => {
     const c1 = counts();
     expect(c1.unsigned - c0.unsigned).toBe(4);
     expect(c1.joined - c0.joined).toBe(1);
-    expect(t.server.context.limits.count('edge_log_unsigned')).toBe(before + 4);
+    expect(t.server.limits.count('edge_log_unsigned')).toBe(before + 4);
     // The spoofed session was never counted: only the marker joined.
     expect((await stats(stream.id)).totalListeners).toBe(total0 + 1);
   });

@@ -62,7 +62,7 @@ async function hint(): Promise<{ msn: number; uri: string }> {
 }
 /** Whether a playlist lists segment `msn`. */
 const lists = (a: Answer, msn: number) => a.body.split('\n').some((l) => l.startsWith(`${msn}.m4s`));
-const limit = (cause: string) => t.server.context.limits.count(cause as never);
+const limit = (cause: string) => t.server.limits.count(cause as never);
 /** Lets the requests already sent reach the server (same process, loopback): sequencing, not a timing assertion. */
 const settle = () => new Promise((r) => setTimeout(r, 300));
 

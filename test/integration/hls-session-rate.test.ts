@@ -46,7 +46,7 @@ afterAll(async () => {
 
 describe('HLS sessions per address per minute', () => {
   it('the 61st session minted from 127.0.0.1 within a minute is served but not counted', async () => {
-    const limit = () => t.server.context.limits.count('hls_sessions_per_ip');
+    const limit = () => t.server.limits.count('hls_sessions_per_ip');
     const hits0 = limit();
     for (let i = 0; i < 60; i++) expect(await session()).toBe(200);
     await waitFor(async () => (await stats()).listenerCount === 60, 10_000, 100, '60 listeners');

@@ -47,10 +47,10 @@ describe('a refused body gets its answer (in-process server)', () => {
   for (const chunked of [false, true]) {
     const how = chunked ? 'chunked' : 'with Content-Length';
     it(`JSON API: 5 MB ${how} → 413 body_too_large read by node:http, counted as a limit hit`, async () => {
-      const before = s.server.context.limits.count('http_body_bytes');
+      const before = s.server.limits.count('http_body_bytes');
       const r = await send(s.http, 'POST', '/v2/streams', { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, FIVE_MB, { chunked });
       expect(envelope(r, 413)).toMatchObject({ type: 'invalid_request_error', code: 'body_too_large' });
-      expect(s.server.context.limits.count('http_body_bytes')).toBe(before + 1);
+      expect(s.server.limits.count('http_body_bytes')).toBe(before + 1);
     });
 
     it(`form route (OAuth token): 5 MB ${how} → 413 read by the client`, async () => {

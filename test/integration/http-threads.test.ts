@@ -171,7 +171,7 @@ describe('two HTTP threads', () => {
   });
 
   it('forwards API requests with the client address: per-IP OAuth limits count one client across threads', async () => {
-    const limits = t.server.context.guard.limits;
+    const limits = t.server.guard.limits;
     const saved = limits.oauthPerIp;
     limits.oauthPerIp = 3;
     try {

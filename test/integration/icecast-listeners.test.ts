@@ -248,7 +248,7 @@ describe('Icecast port listeners', () => {
   });
 
   it('a listener that stops reading is cut as slow (the send buffer is capped)', async () => {
-    const before = t.server.context.limits.count('listen_slow_client');
+    const before = t.server.limits.count('listen_slow_client');
     // A raw socket that reads the response head, then nothing, with a tiny receive buffer.
     const py = spawn('python3', ['-c', `
 import socket, time
@@ -263,7 +263,7 @@ time.sleep(90)
     try {
       const status = await new Promise<string>((r) => py.stdout!.once('data', (d) => r(String(d))));
       expect(status).toMatch(/^HTTP\/1.0 200/);
-      await waitFor(() => t.server.context.limits.count('listen_slow_client') > before, 45_000, 250, 'the stalled listener to be cut');
+      await waitFor(() => t.server.limits.count('listen_slow_client') > before, 45_000, 250, 'the stalled listener to be cut');
     } finally {
       py.kill('SIGKILL');
     }

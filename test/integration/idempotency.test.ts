@@ -26,7 +26,7 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${srv.httpPort}`;
   key = (await srv.accounts.create({ name: 'Idem', plan: 'paid', region: 'eu-west-1' })).secretKey;
   // A test-only POST whose handler waits until released (a request "in flight"), or fails with 500 on demand.
-  const { http, guard } = srv.context;
+  const { http, guard } = srv;
   http.api(
     'post',
     '/v2/test_slow',

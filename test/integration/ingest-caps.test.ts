@@ -39,7 +39,7 @@ describe('media caps end the publish', () => {
     expect(errors.map((e) => e.data.error.code)).toEqual(['frame_too_large']);
     expect(await exited(p)).not.toBe(0); // cut off long before its 20 s
     expect((await api(t.http, t.secretKey, 'GET', `/v2/streams/${s.id}`)).json.status).toBe('idle');
-    expect(t.server.context.limits.count('audio_frame_bytes')).toBeGreaterThan(0);
+    expect(t.server.limits.count('audio_frame_bytes')).toBeGreaterThan(0);
   });
 
   it('a segment over the byte cap: stream.error segment_too_large, the publisher is cut off, no segment over the cap', async () => {
@@ -61,6 +61,6 @@ describe('media caps end the publish', () => {
         expect(body.byteLength).toBeLessThan(32_000 * 1.2);
       }
     }
-    expect(t.server.context.limits.count('segment_bytes')).toBeGreaterThan(0);
+    expect(t.server.limits.count('segment_bytes')).toBeGreaterThan(0);
   });
 });

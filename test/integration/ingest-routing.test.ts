@@ -76,7 +76,7 @@ const stderrWrite = process.stderr.write;
 
 /** How ingest currently routes the stream's publisher (Publishing.ingestRoute). */
 function routed(streamId: string): string | undefined {
-  return t.server.context.ingest.ingestRoute(streamId) ?? undefined;
+  return t.server.ingest.ingestRoute(streamId) ?? undefined;
 }
 
 beforeAll(async () => {

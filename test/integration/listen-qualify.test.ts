@@ -112,7 +112,7 @@ describe('connections that stop qualifying', () => {
     expect(tokenPeer.pc.connectionState).toBe('connected');
 
     // A token that expires in a few seconds: valid now, then its connections end.
-    const soon = (await new ListenerTokens(t.server.context.nodeSecret, () => Date.now() - 24 * 3600_000 + 8000).sign(s.id)).token;
+    const soon = (await new ListenerTokens(t.server.nodeSecret, () => Date.now() - 24 * 3600_000 + 8000).sign(s.id)).token;
     const shortReader = await listen(`${s.listenUrl}?token=${soon}`);
     await whep(s.id, soon);
     await waitFor(async () => (await webrtcListeners(s.id)) === 2, 10_000, 100, 'the short-token WHEP listener');
@@ -123,6 +123,6 @@ describe('connections that stop qualifying', () => {
     // Deleted: everything left ends.
     expect((await v2('DELETE', `/streams/${s.id}`)).status).toBe(200);
     await waitFor(() => withToken.ended(), 15_000, 50, 'the last reader ended');
-    await waitFor(() => t.server.context.listenerCount(s.id) === 0, 15_000, 100, 'no listener left');
+    await waitFor(() => t.server.listenerCount(s.id) === 0, 15_000, 100, 'no listener left');
   }, 120_000);
 });

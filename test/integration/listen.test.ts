@@ -352,7 +352,7 @@ describe('who may listen, and who is counted', () => {
 describe('slow listeners and connection caps', () => {
   it('cuts a client that stops reading after ~10 s; a listener on the same stream keeps receiving at rate', async () => {
     const s = await streams.get('mp3')!;
-    const before = t.server.context.limits.count('listen_slow_client');
+    const before = t.server.limits.count('listen_slow_client');
     const fine = await get(s.listen);
     // A raw socket that reads the response headers, then nothing: a tiny receive buffer, and a small
     // MSS so that the server's kernel does not grow its send buffer to megabytes (it does on
@@ -372,7 +372,7 @@ time.sleep(60)
     try {
       const status = await new Promise<string>((r) => py.stdout!.once('data', (d) => r(String(d))));
       expect(status).toMatch(/^HTTP\/1.1 200/);
-      await waitFor(() => t.server.context.limits.count('listen_slow_client') > before, 45_000, 250, 'the slow client to be cut');
+      await waitFor(() => t.server.limits.count('listen_slow_client') > before, 45_000, 250, 'the slow client to be cut');
       const cutAfter = (Date.now() - started) / 1000;
       expect(cutAfter).toBeGreaterThan(8);
       expect(cutAfter).toBeLessThan(40);
@@ -408,7 +408,7 @@ time.sleep(60)
       const total = await fetch(s.listen, { headers: as('192.0.2.99') });
       expect(total.status).toBe(429);
       await total.arrayBuffer();
-      const limits = t.server.context.limits;
+      const limits = t.server.limits;
       expect(limits.count('listen_connections_per_ip')).toBeGreaterThanOrEqual(1);
       expect(limits.count('listen_connections')).toBeGreaterThanOrEqual(1);
     } finally {

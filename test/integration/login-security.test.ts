@@ -72,7 +72,7 @@ async function oauthLogin(email: string, password: string, ip: string) {
 
 describe('pre-login CSRF token: a signed cookie, nothing stored', () => {
   it('1,000 anonymous GETs of the login pages leave the sessions table unchanged', async () => {
-    const limits = srv.context.guard.limits;
+    const limits = srv.guard.limits;
     const saved = limits.oauthPerIp;
     limits.oauthPerIp = 10_000;
     try {

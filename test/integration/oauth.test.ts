@@ -509,7 +509,7 @@ describe('OAuth tokens on /v2', () => {
 
 describe('per-IP rate limit on /oauth/*', () => {
   it('counts every OAuth request per client address; 429 with Retry-After and RateLimit headers', async () => {
-    const limits = srv.context.guard.limits;
+    const limits = srv.guard.limits;
     const saved = limits.oauthPerIp;
     limits.oauthPerIp = 3;
     clock += 120_000; // a fresh window

@@ -37,7 +37,7 @@ afterAll(async () => {
   await s?.close();
 });
 
-const apiRoutes = () => s.server.context.http.routes().filter((r) => r.kind === 'api' && r.pattern.startsWith('/v2/'));
+const apiRoutes = () => s.server.http.routes().filter((r) => r.kind === 'api' && r.pattern.startsWith('/v2/'));
 
 describe('the document', () => {
   it('is valid OpenAPI 3.1', async () => {
@@ -112,7 +112,7 @@ describe('the document', () => {
 
 describe('routes registered with http.stream()', () => {
   it('appear in routes() and answer 405 with Allow for other methods', async () => {
-    const routes = s.server.context.http.routes();
+    const routes = s.server.http.routes();
     expect(routes).toContainEqual(expect.objectContaining({ method: 'PUT', pattern: '/v2/podcasts/:id/episodes/:eid/audio', kind: 'api', scope: 'podcasts:write' }));
     expect(routes).toContainEqual(expect.objectContaining({ method: 'GET', pattern: '/feed/:file', kind: 'raw' }));
     expect(routes).toContainEqual(expect.objectContaining({ method: 'HEAD', pattern: '/media/:podcast/:file', kind: 'raw' }));

@@ -158,7 +158,7 @@ describe('the window', () => {
   it('limits can be raised at run time (tests, operators) through the Guard', async () => {
     clock += 3_600_000;
     const a = await newAccount('free');
-    const limitsRef = srv.context.guard.limits;
+    const limitsRef = srv.guard.limits;
     limitsRef.free = 2;
     try {
       expect((await get(a.secretKey)).status).toBe(200);

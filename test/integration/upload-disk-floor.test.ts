@@ -94,7 +94,7 @@ async function expectRefused(e: Env, r: Outcome, hitsBefore: number): Promise<vo
   expect(readdirSync(path.join(e.vol.dir, 'media', '.tmp'))).toEqual([]);
   const ep = await api(e.s.http, e.key, 'GET', `/v2/podcasts/${e.pid}/episodes/${e.eid}`);
   expect(ep.json.audio).toEqual(e.audio); // the episode is as it was
-  expect(e.s.server.context.limits.count('disk_free')).toBeGreaterThan(hitsBefore);
+  expect(e.s.server.limits.count('disk_free')).toBeGreaterThan(hitsBefore);
 }
 
 /** The partial file's space comes back (its unlinked descriptor closes right after the answer). */
@@ -115,13 +115,13 @@ describe.skipIf(!probe)('disk floor: an upload that would cross it is refused (5
 
   it('with Content-Length: refused before the first byte is written', async () => {
     const size = free(e.vol.dir) - FLOOR + 64 * 1024; // just over what the floor leaves
-    const hits = e.s.server.context.limits.count('disk_free');
+    const hits = e.s.server.limits.count('disk_free');
     await expectRefused(e, await upload(e, size, false), hits);
   });
 
   it('chunked: refused while writing, the partial file removed', async () => {
     const before = free(e.vol.dir);
-    const hits = e.s.server.context.limits.count('disk_free');
+    const hits = e.s.server.limits.count('disk_free');
     await expectRefused(e, await upload(e, 5_000_000, true), hits);
     await spaceBack(e, before);
   });
@@ -148,7 +148,7 @@ describe.skipIf(!probe)('a full volume (floor 0): ENOSPC mid-upload answers 507'
   it('a body larger than the volume, chunked and with Content-Length: 507, no partial file, the space back', async () => {
     const before = free(e.vol.dir);
     for (const chunked of [true, false]) {
-      const hits = e.s.server.context.limits.count('disk_free');
+      const hits = e.s.server.limits.count('disk_free');
       await expectRefused(e, await upload(e, 10 * MiB, chunked), hits);
       await spaceBack(e, before);
     }
@@ -161,7 +161,7 @@ describe.skipIf(!probe)('a full volume (floor 0): ENOSPC mid-upload answers 507'
     } catch {
       // ENOSPC on the last bytes: the volume is full either way
     }
-    const hits = e.s.server.context.limits.count('disk_free');
+    const hits = e.s.server.limits.count('disk_free');
     await expectRefused(e, await upload(e, 256 * 1024, true), hits);
     rmSync(filler, { force: true });
     expect((await api(e.s.http, e.key, 'POST', '/v2/podcasts', { title: 'After the full disk' })).status).toBe(201);

@@ -108,7 +108,7 @@ function codecProcesses(): number {
 }
 const listenerEvents = (type: string) =>
   (t.server.db.prepare('SELECT data FROM events WHERE type = ?').all(type) as Array<{ data: string }>).filter((e) => JSON.parse(e.data).object.streamId === stream.id).length;
-const limit = (cause: string) => t.server.context.limits.count(cause as never);
+const limit = (cause: string) => t.server.limits.count(cause as never);
 
 function expectTooMany(r: { status: number; headers: Headers; body: string }) {
   expect(r.status).toBe(429);

@@ -12,22 +12,26 @@
  *   same events.
  * - Assets (CSS, a small script per page, hls.js) are served by Skylark at hashed URLs.
  */
-import type { AppContext, Feature } from '../../context.js';
-import type { WebReply, WebRequest } from '../../base/http/server.js';
+import type { Feature } from '../../base/feature.js';
+import type { HttpServer, WebReply, WebRequest } from '../../base/http/server.js';
+import type { Guard } from '../../base/auth/guard.js';
+import type { PublicUrls } from '../../base/config.js';
+import type { Logger } from '../../base/logger.js';
+import type { Limits } from '../../base/limits/limits.js';
+import type { AccountsRepo } from '../../base/db/accounts-repo.js';
 import type { StreamsService } from '../services/streams.js';
 import type { PodcastsService } from '../services/podcasts.js';
 import type { EpisodesService } from '../services/episodes.js';
 import type { PodcastStatsService } from '../services/podcast-stats.js';
-import type { ListenerRegistry } from '../../delivery/listeners/registry.js';
 import type { WebhooksService } from '../services/webhooks.js';
 import type { EventsService } from '../services/events.js';
-import { AccountsService } from '../services/accounts.js';
-import { ListenersService } from '../../delivery/listeners/service.js';
-import { ListenerTokens } from '../../base/auth/listener-tokens.js';
-import { OAuthRepo } from '../../base/db/oauth-repo.js';
-import { OAuthClients } from '../oauth/clients.js';
-import { MediaStore } from '../episode-audio/store.js';
-import { Sessions } from '../../base/auth/sessions.js';
+import type { AccountsService } from '../services/accounts.js';
+import type { ListenersService } from '../../delivery/listeners/service.js';
+import type { ListenerTokens } from '../../base/auth/listener-tokens.js';
+import type { OAuthClients } from '../oauth/clients.js';
+import type { MediaStore } from '../episode-audio/store.js';
+import type { Sessions } from '../../base/auth/sessions.js';
+import type { UploadSettings } from '../api/services.js';
 import { signInOwner } from '../../base/auth/owner-login.js';
 import { registerAssets } from './assets.js';
 import { Gate, safeNext, seeOther } from './gate.js';
@@ -39,34 +43,47 @@ import { registerWebhookPages } from './webhooks.js';
 import { registerPodcastPages } from './podcasts.js';
 import { registerOAuthClientPages } from './oauth-clients.js';
 
-/** Services built by other features that the dashboard calls (handed over by the composition root). */
+/** What the dashboard is given by the composition root (src/app/control.ts): the services the API calls too. */
 export interface DashboardDeps {
+  http: HttpServer;
+  /** The per-client-IP limit of the login form, client addresses and the per-account login backoff. */
+  guard: Pick<Guard, 'limitClient' | 'clientAddress' | 'logins'>;
+  /** The owner's sign-in sessions: the same store and cookie as the OAuth consent page (one sign-in for both). */
+  sessions: Sessions;
+  /** Accounts as stored: the login's password check and the signed-in account of a session. */
+  accountsRepo: AccountsRepo;
+  /** API keys. */
+  accounts: AccountsService;
   streams: StreamsService;
   podcasts: { podcasts: PodcastsService; episodes: EpisodesService; stats?: PodcastStatsService };
-  listeners: ListenerRegistry;
+  /** Active listeners and stats of streams. */
+  listeners: ListenersService;
+  listenerTokens: ListenerTokens;
   /** The webhooks feature's services: a test event or redelivery wakes the delivery engine at once. */
   webhooks: { webhooks: WebhooksService; events: EventsService };
+  /** Where episode audio is stored (uploads are written to its temp folder first). */
+  episodeMedia: MediaStore;
+  uploads: UploadSettings;
+  oauthClients: OAuthClients;
+  urls: () => PublicUrls;
+  limits: Limits;
+  log: Logger;
+  now: () => number;
 }
 
 /** Registers every `/dashboard` route. */
-export function registerDashboard(ctx: AppContext, deps: DashboardDeps): Feature {
-  const { http, db, now } = ctx;
-  const log = ctx.log.child('dashboard');
-  // The same session store and cookie as the OAuth consent page (one sign-in for both).
-  const sessions = new Sessions(db, ctx.nodeSecret, () => ctx.urls().authUrl.startsWith('https:'), now);
-  const gate = new Gate(sessions, ctx.accounts, ctx.urls, now);
+export function registerDashboard(deps: DashboardDeps): Feature {
+  const { http, now } = deps;
+  const log = deps.log.child('dashboard');
+  const gate = new Gate(deps.sessions, deps.accountsRepo, deps.urls, now);
   const assets = registerAssets(http, log);
-  const router = new Router(http, gate, assets, ctx.urls, log);
-
-  const accounts = new AccountsService(ctx.accounts, now);
+  const router = new Router(http, gate, assets, deps.urls, log);
   const { webhooks, events } = deps.webhooks;
-  const listenerTokens = new ListenerTokens(ctx.nodeSecret, now);
-  const listeners = new ListenersService(deps.listeners, ctx.streams, listenerTokens);
 
-  registerLogin(ctx, router, gate, assets);
+  registerLogin(deps, router, gate, assets);
   registerOverview(router, deps);
-  registerKeyPages(router, accounts);
-  registerStreamPages(router, { streams: deps.streams, events, listeners, listenerTokens, assets, now });
+  registerKeyPages(router, deps.accounts);
+  registerStreamPages(router, { streams: deps.streams, events, listeners: deps.listeners, listenerTokens: deps.listenerTokens, assets, now });
   registerWebhookPages(router, { webhooks, events, assets });
   registerPodcastPages(router, {
     http,
@@ -74,21 +91,22 @@ export function registerDashboard(ctx: AppContext, deps: DashboardDeps): Feature
     podcasts: deps.podcasts.podcasts,
     episodes: deps.podcasts.episodes,
     ...(deps.podcasts.stats ? { stats: deps.podcasts.stats } : {}),
-    media: new MediaStore(ctx.config.dataDir),
-    maxUploadBytes: ctx.config.maxUploadBytes,
-    minFreeDiskBytes: ctx.config.limits.minFreeDiskBytes,
-    limits: ctx.limits,
+    media: deps.episodeMedia,
+    maxUploadBytes: deps.uploads.maxBytes,
+    minFreeDiskBytes: deps.uploads.minFreeDiskBytes,
+    limits: deps.limits,
     assets,
     log,
     now,
   });
-  registerOAuthClientPages(router, new OAuthClients(new OAuthRepo(db), now), () => ctx.urls().authUrl);
+  registerOAuthClientPages(router, deps.oauthClients, () => deps.urls().authUrl);
   return {};
 }
 
 /** `/dashboard/login` (GET form, POST credentials) and `POST /dashboard/logout`. */
-function registerLogin(ctx: AppContext, router: Router, gate: Gate, assets: ReturnType<typeof registerAssets>): void {
-  const { http, guard, accounts } = ctx;
+function registerLogin(deps: DashboardDeps, router: Router, gate: Gate, assets: ReturnType<typeof registerAssets>): void {
+  const { http, guard } = deps;
+  const accounts = deps.accountsRepo;
   const page = (status: number, o: Parameters<typeof loginPage>[0], extra: Record<string, string> = {}): WebReply => router.html(status, loginPage(o), extra);
 
   http.web('get', '/dashboard/login', (req: WebRequest) => {
@@ -115,7 +133,7 @@ function registerLogin(ctx: AppContext, router: Router, gate: Gate, assets: Retu
     const ip = guard.clientAddress(req.remoteAddress, req.headers.forwardedFor);
     const r = await signInOwner(accounts, guard.logins, email, form.get('password') ?? '', ip);
     if (r.kind === 'locked') {
-      ctx.limits.hit('login_backoff', ip);
+      deps.limits.hit('login_backoff', ip);
       const wait = { ...headers, 'Retry-After': String(r.retryAfterS) };
       return page(429, { assets, csrf: s.csrfToken, next, email, error: `Too many failed sign-ins for this account. Try again in ${r.retryAfterS} seconds.` }, wait);
     }

@@ -9,10 +9,15 @@
  * logins also back off per account (Guard.logins). Before login the browser holds a signed
  * pre-login token (src/base/auth/sessions.ts): showing the login form stores nothing.
  */
-import type { AppContext, Feature } from '../../context.js';
-import type { WebReply, WebRequest } from '../../base/http/server.js';
-import { AuthorizationServer, type EndpointResult, type PendingRequest } from './service.js';
-import { Sessions, type Session } from '../../base/auth/sessions.js';
+import type { Feature } from '../../base/feature.js';
+import type { HttpServer, WebReply, WebRequest } from '../../base/http/server.js';
+import type { Guard } from '../../base/auth/guard.js';
+import type { AccessTokens } from '../../base/auth/jwt.js';
+import type { AccountsRepo } from '../../base/db/accounts-repo.js';
+import type { PublicUrls } from '../../base/config.js';
+import type { Limits } from '../../base/limits/limits.js';
+import type { AuthorizationServer, EndpointResult, PendingRequest } from './service.js';
+import type { Session, Sessions } from '../../base/auth/sessions.js';
 import { signInOwner } from '../../base/auth/owner-login.js';
 import { consentPage, errorPage, loginPage } from './html.js';
 
@@ -26,33 +31,25 @@ const HTML_HEADERS = {
   'X-Content-Type-Options': 'nosniff',
 };
 
+/** What the authorization server's routes are given by the composition root (src/app/control.ts). */
+export interface OAuthDeps {
+  http: HttpServer;
+  /** The per-client-IP limit (`limitClient`), client addresses and the per-account login backoff. */
+  guard: Pick<Guard, 'limitClient' | 'clientAddress' | 'logins'>;
+  /** The authorization server (RFC 6749): checks, held requests, decisions, tokens, revocation. */
+  server: AuthorizationServer;
+  /** Access tokens: the JWKS and the signing key made at start. */
+  tokens: Pick<AccessTokens, 'jwks' | 'ensureKey'>;
+  /** The owner's sign-in sessions (shared with the dashboard: one sign-in for both). */
+  sessions: Sessions;
+  accounts: AccountsRepo;
+  urls: () => PublicUrls;
+  limits: Pick<Limits, 'hit'>;
+}
+
 /** Registers the authorization server's routes; `start` makes sure a signing key exists. */
-export function registerOAuth(ctx: AppContext): Feature & { server: AuthorizationServer; sessions: Sessions } {
-  const { http, guard, db, accounts, urls, now } = ctx;
-  const tokens = guard.tokens;
-  const repo = guard.oauth;
-  if (!tokens || !repo) throw new Error('registerOAuth needs a Guard constructed with GuardOptions');
-  const server = new AuthorizationServer({ db, repo, accounts, tokens, issuer: () => urls().authUrl, now });
-  const sessions = new Sessions(db, ctx.nodeSecret, () => urls().authUrl.startsWith('https:'), now);
-
-  const json = (r: EndpointResult, extra: Record<string, string>): WebReply => ({
-    status: r.status,
-    headers: { ...JSON_HEADERS, ...extra, ...r.headers },
-    body: r.body === null ? '' : JSON.stringify(r.body),
-  });
-  const html = (status: number, body: string, extra: Record<string, string> = {}): WebReply => ({ status, headers: { ...HTML_HEADERS, ...extra }, body });
-  const redirect = (status: 302 | 303, location: string, extra: Record<string, string> = {}): WebReply => ({
-    status,
-    headers: { Location: location, 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer', ...extra },
-  });
-  /** Counts the request against its IP; a refusal as JSON or HTML. */
-  const limited = (req: WebRequest, headers: Record<string, string>, asHtml: boolean): WebReply | null => {
-    if (guard.limitClient(req.remoteAddress, req.headers.forwardedFor, headers)) return null;
-    const msg = `Too many requests from your address; retry after ${headers['Retry-After']} seconds.`;
-    return asHtml ? html(429, errorPage('Too many requests', msg), headers) : json({ status: 429, body: { error: 'temporarily_unavailable', error_description: msg } }, headers);
-  };
-  const isForm = (req: WebRequest) => /^application\/x-www-form-urlencoded\s*(;|$)/i.test(req.headers.contentType);
-
+export function registerOAuth(d: OAuthDeps): Feature {
+  const { http, server, tokens } = d;
   http.web('get', '/.well-known/oauth-authorization-server', () => ({
     status: 200,
     headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'public, max-age=3600', 'Access-Control-Allow-Origin': '*' },
@@ -63,107 +60,134 @@ export function registerOAuth(ctx: AppContext): Feature & { server: Authorizatio
     headers: { 'Content-Type': 'application/jwk-set+json', 'Cache-Control': 'public, max-age=300', 'Access-Control-Allow-Origin': '*' },
     body: JSON.stringify(tokens.jwks()),
   }));
+  http.web('get', '/oauth/authorize', (req) => getAuthorize(d, req));
+  http.web('post', '/oauth/authorize', (req) => postAuthorize(d, req));
+  http.web('post', '/oauth/token', (req) => postToken(d, req));
+  http.web('post', '/oauth/revoke', (req) => postRevoke(d, req));
+  return { start: () => tokens.ensureKey() };
+}
 
-  /** The login form or, for a logged-in owner, the consent page of `p`. */
-  const loginOrConsent = (p: PendingRequest, s: Session, extra: Record<string, string>, error?: { status: number; message: string }, email?: string): WebReply => {
-    const account = s.accountId ? accounts.get(s.accountId) : undefined;
-    if (!account || error !== undefined) {
-      return html(error?.status ?? 200, loginPage({ clientName: p.client.name, csrf: s.csrfToken, requestId: p.id, error: error?.message, email }), extra);
-    }
-    let redirectOrigin = p.redirectUri;
-    try {
-      const u = new URL(p.redirectUri);
-      redirectOrigin = u.origin !== 'null' ? u.origin : `${u.protocol}//`;
-    } catch {
-      /* registered URIs parse; keep the raw one */
-    }
-    return html(
-      200,
-      consentPage({ clientName: p.client.name, redirectOrigin, scopes: p.scopes, accountName: account.name, email: account.owner_email ?? '', csrf: s.csrfToken, requestId: p.id }),
-      extra,
-    );
-  };
+const json = (r: EndpointResult, extra: Record<string, string>): WebReply => ({
+  status: r.status,
+  headers: { ...JSON_HEADERS, ...extra, ...r.headers },
+  body: r.body === null ? '' : JSON.stringify(r.body),
+});
+const html = (status: number, body: string, extra: Record<string, string> = {}): WebReply => ({ status, headers: { ...HTML_HEADERS, ...extra }, body });
+const redirect = (status: 302 | 303, location: string, extra: Record<string, string> = {}): WebReply => ({
+  status,
+  headers: { Location: location, 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer', ...extra },
+});
+const isForm = (req: WebRequest) => /^application\/x-www-form-urlencoded\s*(;|$)/i.test(req.headers.contentType);
+const NOT_A_FORM: EndpointResult = { status: 400, body: { error: 'invalid_request', error_description: 'Send the parameters as application/x-www-form-urlencoded.' } };
 
-  http.web('get', '/oauth/authorize', (req) => {
-    const headers: Record<string, string> = {};
-    const refused = limited(req, headers, true);
-    if (refused) return refused;
-    const check = server.checkAuthorize(req.query);
-    if (check.kind === 'fatal') return html(400, errorPage('This authorization request is invalid', check.description), headers);
-    if (check.kind === 'redirect') return redirect(302, check.location, headers);
-    let s = sessions.fromCookie(req.headers.cookie);
-    if (!s) {
-      const pre = sessions.preLogin(req.headers.cookie); // signed, nothing stored until a login succeeds
-      s = pre.session;
-      if (pre.setCookie) headers['Set-Cookie'] = pre.setCookie;
-    }
-    return loginOrConsent(server.hold(check.request, s.idHash), s, headers);
-  });
+/** Counts the request against its IP (filling `headers`); a refusal as JSON or HTML, or null when it may go on. */
+function limited(d: OAuthDeps, req: WebRequest, headers: Record<string, string>, asHtml: boolean): WebReply | null {
+  if (d.guard.limitClient(req.remoteAddress, req.headers.forwardedFor, headers)) return null;
+  const msg = `Too many requests from your address; retry after ${headers['Retry-After']} seconds.`;
+  return asHtml ? html(429, errorPage('Too many requests', msg), headers) : json({ status: 429, body: { error: 'temporarily_unavailable', error_description: msg } }, headers);
+}
 
-  http.web('post', '/oauth/authorize', async (req) => {
-    const headers: Record<string, string> = {};
-    const refused = limited(req, headers, true);
-    if (refused) return refused;
-    const expected = new URL(urls().authUrl).origin;
-    if (req.headers.origin && req.headers.origin !== expected) {
-      return html(403, errorPage('Request refused', 'The form was sent from another site.'), headers);
-    }
-    if (!isForm(req)) return html(400, errorPage('Bad request', 'The form must be sent as application/x-www-form-urlencoded.'), headers);
-    const form = new URLSearchParams(req.body.toString('utf8'));
-    const s = sessions.current(req.headers.cookie);
-    if (!s) return html(403, errorPage('Your session expired', 'Your sign-in session is missing or expired.'), headers);
-    if (!sessions.checkCsrf(s, form.get('csrf_token'))) return html(403, errorPage('Request refused', 'The form is stale or was not sent by this page (CSRF token mismatch).'), headers);
-    const p = server.held(form.get('request_id') ?? '', s.idHash);
-    if (!p) return html(400, errorPage('This authorization request expired', 'The authorization request is unknown or expired.'), headers);
+/** The login form or, for a logged-in owner, the consent page of `p`. */
+function loginOrConsent(d: OAuthDeps, p: PendingRequest, s: Session, extra: Record<string, string>, error?: { status: number; message: string }, email?: string): WebReply {
+  const account = s.accountId ? d.accounts.get(s.accountId) : undefined;
+  if (!account || error !== undefined) {
+    return html(error?.status ?? 200, loginPage({ clientName: p.client.name, csrf: s.csrfToken, requestId: p.id, error: error?.message, email }), extra);
+  }
+  let redirectOrigin = p.redirectUri;
+  try {
+    const u = new URL(p.redirectUri);
+    redirectOrigin = u.origin !== 'null' ? u.origin : `${u.protocol}//`;
+  } catch {
+    /* registered URIs parse; keep the raw one */
+  }
+  return html(
+    200,
+    consentPage({ clientName: p.client.name, redirectOrigin, scopes: p.scopes, accountName: account.name, email: account.owner_email ?? '', csrf: s.csrfToken, requestId: p.id }),
+    extra,
+  );
+}
 
-    if (form.has('switch_account')) {
-      const fresh = sessions.restart(s);
-      p.sessionHash = fresh.session.idHash;
-      return loginOrConsent(p, fresh.session, { ...headers, 'Set-Cookie': fresh.setCookie });
-    }
-    if (form.has('email') || form.has('password')) {
-      const email = form.get('email') ?? '';
-      const ip = guard.clientAddress(req.remoteAddress, req.headers.forwardedFor);
-      const r = await signInOwner(accounts, guard.logins, email, form.get('password') ?? '', ip);
-      if (r.kind === 'locked') {
-        ctx.limits.hit('login_backoff', ip);
-        const message = `Too many failed sign-ins for this account. Try again in ${r.retryAfterS} seconds.`;
-        return loginOrConsent(p, s, { ...headers, 'Retry-After': String(r.retryAfterS) }, { status: 429, message }, email);
-      }
-      if (r.kind === 'busy') {
-        const message = 'The server is busy checking other sign-ins. Try again in a moment.';
-        return loginOrConsent(p, s, { ...headers, 'Retry-After': String(r.retryAfterS) }, { status: 503, message }, email);
-      }
-      if (r.kind === 'wrong') return loginOrConsent(p, s, headers, { status: 401, message: 'The email or password is wrong.' }, email);
-      const started = sessions.start(r.account.id, s); // a new session id on login: no fixation
-      p.sessionHash = started.session.idHash;
-      return loginOrConsent(p, started.session, { ...headers, 'Set-Cookie': started.setCookie });
-    }
-    const decision = form.get('decision');
-    if (!s.accountId || !accounts.get(s.accountId)) return loginOrConsent(p, s, headers);
-    if (decision !== 'allow' && decision !== 'deny') return html(400, errorPage('Bad request', 'decision must be allow or deny.'), headers);
-    return redirect(303, server.decide(p, s.accountId, decision === 'allow'), headers);
-  });
+/** `GET /oauth/authorize` (RFC 6749 §4.1.1): validates, holds the request, shows the login form or the consent page. */
+function getAuthorize(d: OAuthDeps, req: WebRequest): WebReply {
+  const headers: Record<string, string> = {};
+  const refused = limited(d, req, headers, true);
+  if (refused) return refused;
+  const check = d.server.checkAuthorize(req.query);
+  if (check.kind === 'fatal') return html(400, errorPage('This authorization request is invalid', check.description), headers);
+  if (check.kind === 'redirect') return redirect(302, check.location, headers);
+  let s = d.sessions.fromCookie(req.headers.cookie);
+  if (!s) {
+    const pre = d.sessions.preLogin(req.headers.cookie); // signed, nothing stored until a login succeeds
+    s = pre.session;
+    if (pre.setCookie) headers['Set-Cookie'] = pre.setCookie;
+  }
+  return loginOrConsent(d, d.server.hold(check.request, s.idHash), s, headers);
+}
 
-  http.web('post', '/oauth/token', async (req) => {
-    const headers: Record<string, string> = {};
-    const refused = limited(req, headers, false);
-    if (refused) return refused;
-    if (!isForm(req)) return json({ status: 400, body: { error: 'invalid_request', error_description: 'Send the parameters as application/x-www-form-urlencoded.' } }, headers);
-    return json(await server.token(new URLSearchParams(req.body.toString('utf8')), req.headers.authorization), headers);
-  });
+/** `POST /oauth/authorize`: the login form, `switch_account`, or the consent decision (RFC 6749 §4.1.2), each checked for origin, session and CSRF token. */
+async function postAuthorize(d: OAuthDeps, req: WebRequest): Promise<WebReply> {
+  const { sessions, server } = d;
+  const headers: Record<string, string> = {};
+  const refused = limited(d, req, headers, true);
+  if (refused) return refused;
+  const expected = new URL(d.urls().authUrl).origin;
+  if (req.headers.origin && req.headers.origin !== expected) {
+    return html(403, errorPage('Request refused', 'The form was sent from another site.'), headers);
+  }
+  if (!isForm(req)) return html(400, errorPage('Bad request', 'The form must be sent as application/x-www-form-urlencoded.'), headers);
+  const form = new URLSearchParams(req.body.toString('utf8'));
+  const s = sessions.current(req.headers.cookie);
+  if (!s) return html(403, errorPage('Your session expired', 'Your sign-in session is missing or expired.'), headers);
+  if (!sessions.checkCsrf(s, form.get('csrf_token'))) return html(403, errorPage('Request refused', 'The form is stale or was not sent by this page (CSRF token mismatch).'), headers);
+  const p = server.held(form.get('request_id') ?? '', s.idHash);
+  if (!p) return html(400, errorPage('This authorization request expired', 'The authorization request is unknown or expired.'), headers);
 
-  http.web('post', '/oauth/revoke', (req) => {
-    const headers: Record<string, string> = {};
-    const refused = limited(req, headers, false);
-    if (refused) return refused;
-    if (!isForm(req)) return json({ status: 400, body: { error: 'invalid_request', error_description: 'Send the parameters as application/x-www-form-urlencoded.' } }, headers);
-    return json(server.revoke(new URLSearchParams(req.body.toString('utf8')), req.headers.authorization), headers);
-  });
+  if (form.has('switch_account')) {
+    const fresh = sessions.restart(s);
+    p.sessionHash = fresh.session.idHash;
+    return loginOrConsent(d, p, fresh.session, { ...headers, 'Set-Cookie': fresh.setCookie });
+  }
+  if (form.has('email') || form.has('password')) return signIn(d, req, form, p, s, headers);
+  const decision = form.get('decision');
+  if (!s.accountId || !d.accounts.get(s.accountId)) return loginOrConsent(d, p, s, headers);
+  if (decision !== 'allow' && decision !== 'deny') return html(400, errorPage('Bad request', 'decision must be allow or deny.'), headers);
+  return redirect(303, server.decide(p, s.accountId, decision === 'allow'), headers);
+}
 
-  return {
-    server,
-    sessions,
-    start: () => tokens.ensureKey(),
-  };
+/** The login form of a held request: the password check with its per-account backoff, then the consent page in a new session. */
+async function signIn(d: OAuthDeps, req: WebRequest, form: URLSearchParams, p: PendingRequest, s: Session, headers: Record<string, string>): Promise<WebReply> {
+  const email = form.get('email') ?? '';
+  const ip = d.guard.clientAddress(req.remoteAddress, req.headers.forwardedFor);
+  const r = await signInOwner(d.accounts, d.guard.logins, email, form.get('password') ?? '', ip);
+  if (r.kind === 'locked') {
+    d.limits.hit('login_backoff', ip);
+    const message = `Too many failed sign-ins for this account. Try again in ${r.retryAfterS} seconds.`;
+    return loginOrConsent(d, p, s, { ...headers, 'Retry-After': String(r.retryAfterS) }, { status: 429, message }, email);
+  }
+  if (r.kind === 'busy') {
+    const message = 'The server is busy checking other sign-ins. Try again in a moment.';
+    return loginOrConsent(d, p, s, { ...headers, 'Retry-After': String(r.retryAfterS) }, { status: 503, message }, email);
+  }
+  if (r.kind === 'wrong') return loginOrConsent(d, p, s, headers, { status: 401, message: 'The email or password is wrong.' }, email);
+  const started = d.sessions.start(r.account.id, s); // a new session id on login: no fixation
+  p.sessionHash = started.session.idHash;
+  return loginOrConsent(d, p, started.session, { ...headers, 'Set-Cookie': started.setCookie });
+}
+
+/** `POST /oauth/token` (RFC 6749 §3.2), form-encoded. */
+async function postToken(d: OAuthDeps, req: WebRequest): Promise<WebReply> {
+  const headers: Record<string, string> = {};
+  const refused = limited(d, req, headers, false);
+  if (refused) return refused;
+  if (!isForm(req)) return json(NOT_A_FORM, headers);
+  return json(await d.server.token(new URLSearchParams(req.body.toString('utf8')), req.headers.authorization), headers);
+}
+
+/** `POST /oauth/revoke` (RFC 7009 §2.1), form-encoded. */
+function postRevoke(d: OAuthDeps, req: WebRequest): WebReply {
+  const headers: Record<string, string> = {};
+  const refused = limited(d, req, headers, false);
+  if (refused) return refused;
+  if (!isForm(req)) return json(NOT_A_FORM, headers);
+  return json(d.server.revoke(new URLSearchParams(req.body.toString('utf8')), req.headers.authorization), headers);
 }

@@ -15,7 +15,7 @@ import type { Database } from '../../base/db/database.js';
 import type { Outbox } from '../../base/outbox.js';
 import type { Logger } from '../../base/logger.js';
 import type { PublicUrls } from '../../base/config.js';
-import type { IngestPort, NowPlayingUpdate, PublishDecision, StreamError, Recording } from '../../live/ports.js';
+import type { IngestPort, NowPlayingUpdate, PublishDecision, StreamError, Recording, FallbackItem, FallbackSetting, SourceChangeReason, StreamSource } from '../../live/ports.js';
 import { isAudioCodec } from '../../live/ports.js';
 import { tokenMatches } from '../../base/auth/secrets.js';
 import { ladderKbps, sameNowPlaying, toStreamObject, type NowPlaying } from './stream-object.js';
@@ -46,28 +46,21 @@ export interface LifecycleDeps {
   playLog?: PlayLog;
   /** Broadcasts: one starts when the stream goes live, and ends when it goes idle. */
   broadcasts?: BroadcastLog;
+  /** The fallback episodes of the account that exist and have audio, in the order given (docs/streams.md "Fallback"). */
+  fallbackItems?: (accountId: string, episodeIds: string[]) => FallbackItem[];
   /** Title changes per stream: at most one per this long (ms), more coalesce into the newest (default 2000; 0: no cap). */
   nowPlayingMinIntervalMs?: number;
   now?: () => number;
 }
 
 export class StreamLifecycle implements IngestPort {
-  private recordingHandler: RecordingHandler | undefined;
-
   private readonly now: () => number;
   /** Every source's title changes pass here once (docs/listeners.md "Title changes"). */
   private readonly titles: TitleCap<{ np: NowPlayingUpdate; atMs: number }>;
 
   constructor(private readonly d: LifecycleDeps) {
-    this.recordingHandler = d.onRecording;
     this.now = d.now ?? Date.now;
     this.titles = new TitleCap({ minIntervalMs: d.nowPlayingMinIntervalMs ?? NOW_PLAYING_MIN_INTERVAL_MS, apply: (id, c) => this.applyMetadata(id, c.np, c.atMs) });
-  }
-
-  /** Installs what makes draft episodes of recordings (the podcasts feature, registered later). */
-  setRecordingHandler(h: RecordingHandler, hasRecordingEpisode: (streamId: string) => boolean): void {
-    this.recordingHandler = h;
-    this.d.hasRecordingEpisode = hasRecordingEpisode;
   }
 
   authorizePublish(streamId: string, key: string): PublishDecision {
@@ -79,8 +72,14 @@ export class StreamLifecycle implements IngestPort {
     }
     if (!row) return { ok: false, reason: `unknown stream ${streamId}` };
     if (!tokenMatches(key, row.stream_key_hash)) return { ok: false, reason: `wrong stream key for ${row.id}` };
-    if (!isAudioCodec(row.codec)) return { ok: false, reason: `stream ${row.id} has an unknown codec` };
-    return { ok: true, grant: { streamId: row.id, codec: row.codec, ladderKbps: ladderKbps(row.quality, row.codec), recording: row.recording !== null, latencyMode: row.latency_mode } };
+    const grant = this.authorizeRow(row);
+    return grant ? { ok: true, grant } : { ok: false, reason: `stream ${row.id} has an unknown codec` };
+  }
+
+  /** What the stream's media is made of (a publish's grant, the fallback's settings); null for an unknown codec. */
+  private authorizeRow(row: StreamRow): FallbackSetting['grant'] | null {
+    if (!isAudioCodec(row.codec)) return null;
+    return { streamId: row.id, codec: row.codec, ladderKbps: ladderKbps(row.quality, row.codec), recording: row.recording !== null, latencyMode: row.latency_mode };
   }
 
   streamState(streamId: string): { status: 'idle' | 'live'; reconnectWindowS: number } | null {
@@ -132,6 +131,36 @@ export class StreamLifecycle implements IngestPort {
         this.d.outbox.record(row.account_id, 'stream.ended', { object: this.object(row), broadcastId: b?.id ?? null });
       });
       for (const f of afters) f();
+    });
+  }
+
+  /** The stream's fallback with the episodes playable now; null without one, or when none of its episodes is playable. */
+  fallback(streamId: string): FallbackSetting | null {
+    let row: StreamRow | undefined;
+    try {
+      row = this.d.streams.getAny(streamId);
+    } catch (e) {
+      this.d.log.error('cannot read the stream\'s fallback', { streamId, err: (e as Error).message });
+      return null;
+    }
+    if (!row?.fallback || !this.d.fallbackItems) return null;
+    const f = JSON.parse(row.fallback) as { episodeIds: string[]; order: 'sequential' | 'shuffle'; silenceSeconds: number | null };
+    const items = this.d.fallbackItems(row.account_id, f.episodeIds);
+    const grant = this.authorizeRow(row);
+    if (items.length === 0 || !grant) return null;
+    return { grant, plan: { items, order: f.order, silenceSeconds: f.silenceSeconds } };
+  }
+
+  fallbackStreams(): string[] {
+    return this.d.streams.resetSources();
+  }
+
+  /** The stream's `source` changed: stored, and `stream.source_changed` `{object, source, reason}` when there is a reason (docs/streams.md "Fallback"). */
+  onSourceChanged(streamId: string, source: StreamSource, reason: SourceChangeReason | null): void {
+    this.write(streamId, 'stream.source_changed', () => {
+      const row = this.d.streams.getAny(streamId);
+      if (!row || !this.d.streams.setSource(streamId, source)) return;
+      if (reason) this.d.outbox.record(row.account_id, 'stream.source_changed', { object: this.object({ ...row, source }), source, reason });
     });
   }
 
@@ -238,7 +267,7 @@ export class StreamLifecycle implements IngestPort {
   async onRecording(streamId: string, recording: Recording): Promise<void> {
     const row = this.d.streams.getAny(streamId);
     const target = row?.recording ? (JSON.parse(row.recording) as { podcastId: string }) : null;
-    if (!row || !target || !this.recordingHandler) {
+    if (!row || !target || !this.d.onRecording) {
       this.d.log.info('recording discarded: the stream no longer records into a podcast', { streamId });
       return;
     }
@@ -249,7 +278,7 @@ export class StreamLifecycle implements IngestPort {
     }
     const from = b?.started_at ?? row.started_at;
     const chapters = from !== null ? (this.d.playLog?.chapters(streamId, from, b?.ended_at ?? null) ?? null) : null;
-    const episode = await this.recordingHandler({ accountId: row.account_id, podcastId: target.podcastId, streamId, title: row.title, filePath: recording.path, chapters });
+    const episode = await this.d.onRecording({ accountId: row.account_id, podcastId: target.podcastId, streamId, title: row.title, filePath: recording.path, chapters });
     const episodeId = (episode as { id?: unknown } | null)?.id;
     if (b && typeof episodeId === 'string') this.d.broadcasts?.setEpisode(b.id, episodeId);
     this.d.log.info('recording saved as a draft episode', { streamId, podcastId: target.podcastId, broadcastId: b?.id });

@@ -100,12 +100,14 @@ export interface PlayLogDeps {
   outbox: Outbox;
   writes: WriteRetry;
   log: Logger;
+  /** The listener registry's view: countries of a stream's listeners, and settling its pending batch. */
+  listeners?: ListenerView;
 }
 
 export class PlayLog {
   /** Stream id → its running track (one per stream with a now playing that has not ended). */
   private readonly running = new Map<string, Running>();
-  private listeners: ListenerView | null = null;
+  private readonly listeners: ListenerView | null;
   private saveTimer: NodeJS.Timeout | null = null;
   private readonly unsubscribe: () => void;
 
@@ -114,13 +116,9 @@ export class PlayLog {
    * starts empty), so each continues from its stored figures with no listener now.
    */
   constructor(private readonly d: PlayLogDeps) {
+    this.listeners = d.listeners ?? null;
     for (const row of d.repo.allOpen()) this.running.set(row.stream_id, loaded(row));
     this.unsubscribe = d.outbox.subscribe((e) => this.onEvent(e));
-  }
-
-  /** Installs the listener registry's view (the listeners room is built after the services). */
-  setListeners(v: ListenerView): void {
-    this.listeners = v;
   }
 
   /** Before a change's transaction (outside it): the registry's pending joins and leaves are written and heard. */

@@ -35,6 +35,8 @@ export interface FeedNotificationsOptions {
   /** The notifiers. */
   notify: FeedNotifyTarget[];
   now: () => number;
+  /** Asks the delivery engine to try a destination's lane (after the change's transaction committed). */
+  wake: (destinationId: string) => void;
 }
 
 const idOf = (kind: string, key: string) => `feed:${kind}:${createHash('sha1').update(key).digest('hex').slice(0, 12)}`;
@@ -43,8 +45,6 @@ const idOf = (kind: string, key: string) => `feed:${kind}:${createHash('sha1').u
 export class FeedNotifications {
   /** The engine's internal destinations (hub first, then the notifiers); empty when none is configured. */
   readonly destinations: InternalDestination[] = [];
-  /** Asks the engine to try a destination's lane (set once the engine exists). */
-  wake: (destinationId: string) => void = () => {};
   private readonly hubId: string | null;
   private readonly notifyIds: string[] = [];
 
@@ -93,7 +93,7 @@ export class FeedNotifications {
     if (ids.length === 0) return;
     this.o.repo.insertFeedPing({ id: newId('fpg'), podcastId, feedUrl, reason: REASON[change], accountId }, ids, this.o.now());
     setImmediate(() => {
-      for (const id of ids) this.wake(id);
+      for (const id of ids) this.o.wake(id);
     });
   }
 

@@ -6,7 +6,7 @@
  * mounts no routes: the Webhooks and Events resources are the API's (src/control/api/webhooks,
  * src/control/api/events), and what they change reaches the engine through `wake`/`notify`.
  */
-import type { Feature } from '../../context.js';
+import type { Feature } from '../../base/feature.js';
 import type { Database } from '../../base/db/database.js';
 import type { Outbox } from '../../base/outbox.js';
 import type { Logger } from '../../base/logger.js';

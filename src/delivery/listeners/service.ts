@@ -20,14 +20,16 @@ export interface ListenerPage {
 export type BroadcastFigures = (streamId: string) => { broadcastId: string; peakListeners: number; totalListeners: number; listenerSeconds: number } | null;
 
 export class ListenersService {
-  private broadcasts: BroadcastFigures | null = null;
-
-  constructor(private readonly registry: ListenerRegistry, private readonly streams: StreamsRepo, private readonly tokens: ListenerTokens) {}
-
-  /** Scopes `/stats` to the stream's current broadcast while live, its last one while idle (wired by the composition root). */
-  setBroadcasts(figures: BroadcastFigures): void {
-    this.broadcasts = figures;
-  }
+  /**
+   * `broadcasts` scopes `/stats` to the stream's current broadcast while live, its last one while
+   * idle (docs/streams.md); without it `/stats` shows the registry's figures alone.
+   */
+  constructor(
+    private readonly registry: ListenerRegistry,
+    private readonly streams: StreamsRepo,
+    private readonly tokens: ListenerTokens,
+    private readonly broadcasts: BroadcastFigures | null = null,
+  ) {}
 
   /**
    * Active listeners of `streamId`, newest first; `after`/`before` are listener ids of the active

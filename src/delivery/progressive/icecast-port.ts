@@ -146,93 +146,101 @@ export function icecastListening(d: IcecastListeningDeps): { listen(req: Icecast
   const now = d.now ?? Date.now;
   const startedAt = now();
   let cached: { body: string; until: number } | null = null;
-
-  const listen = (req: IcecastListenRequest): IcecastListenAnswer => {
-    const row = d.row(req.streamId);
-    const ext = req.ext === 'ogg' ? 'opus' : (req.ext ?? row?.codec ?? 'none');
-    const preq: ProgressiveRequest = {
-      method: req.method,
-      params: [`${req.streamId}.${ext}`],
-      query: req.query,
-      header: (name) => req.header(name),
-      remoteAddress: req.remoteAddress,
-      requestId: newRequestId(),
-    };
-    const a = d.handler()(preq);
-    if (!('stream' in a)) {
-      const headers: Array<readonly [string, string]> = [];
-      for (const [k, v] of a.headers) headers.push([latin1(k), latin1(v)]);
-      return { refuse: { status: latin1(a.status), headers, body: a.body instanceof ArrayBuffer ? new Uint8Array(a.body) : a.body } };
-    }
-    const identity = stationHeaders(row?.title ?? '', row?.metadata);
-    const headers: Array<readonly [string, string]> = [];
-    for (const [k, v] of a.stream.headers) {
-      const name = latin1(k);
-      const lower = name.toLowerCase();
-      if (lower === 'icy-name' || lower === 'icy-description' || lower === 'icy-genre' || lower === 'icy-url') continue;
-      if (lower === 'access-control-expose-headers') continue;
-      headers.push([name, latin1(v)]);
-    }
-    headers.push(...identity, ['Access-Control-Expose-Headers', 'icy-name, icy-description, icy-genre, icy-url, icy-br, icy-metaint']);
-    return { stream: { headers, open: (sink) => a.stream.open(sink) } };
-  };
-
-  const build = (): string => {
-    const host = d.icecastUrl();
-    const source: Array<Record<string, string | number>> = [];
-    for (const row of d.live()) {
-      if (row.playback !== 'public') continue;
-      const layer = d.layer(row.id);
-      if (!layer) continue;
-      let np: { title?: unknown; artist?: unknown } | null = null;
-      try {
-        np = row.now_playing ? (JSON.parse(row.now_playing) as { title?: unknown; artist?: unknown }) : null;
-      } catch {
-        np = null;
-      }
-      const meta = stationMetadata(row.metadata);
-      const stats = d.stats(row.id);
-      const start = row.started_at ?? now();
-      const s: Record<string, string | number> = {
-        audio_info: `bitrate=${layer.kbps}`,
-        bitrate: layer.kbps,
-        listener_peak: Math.max(stats.peak, stats.listeners),
-        listeners: stats.listeners,
-        listenurl: `http://${host}/live/${row.id}`,
-        server_name: row.title,
-        server_type: CONTENT_TYPES[row.codec] ?? 'application/octet-stream',
-        stream_start: rfc822(start),
-        stream_start_iso8601: iso8601(start),
-      };
-      if (meta.description) s.server_description = meta.description;
-      if (meta.genre) s.genre = meta.genre;
-      if (meta.url) s.server_url = meta.url;
-      if (np && typeof np.title === 'string') s.title = np.title;
-      if (np && typeof np.artist === 'string' && np.artist !== '') s.artist = np.artist;
-      source.push(s);
-    }
-    const hostname = host.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1');
-    return JSON.stringify({
-      icestats: {
-        admin: 'icemaster@localhost',
-        host: hostname,
-        location: 'Skylark',
-        server_id: 'Icecast 2.4 compatible (Skylark)',
-        server_start: rfc822(startedAt),
-        server_start_iso8601: iso8601(startedAt),
-        source,
-      },
-    });
-  };
-
   return {
-    listen,
+    listen: (req) => icecastListen(d, req),
     /** The body of `GET /status-json.xsl` (JSON, UTF-8), rebuilt at most once per STATUS_TTL_MS. */
     statusJson(): string {
       const t = now();
       if (cached && cached.until > t) return cached.body;
-      cached = { body: build(), until: t + STATUS_TTL_MS };
+      cached = { body: statusDocument(d, startedAt, now), until: t + STATUS_TTL_MS };
       return cached.body;
     },
   };
+}
+
+/**
+ * A listener on the Icecast port: the `/listen/<id>.<ext>` handler's answer to the same request,
+ * its station identity headers replaced by the stream's own (`stationHeaders`).
+ */
+function icecastListen(d: IcecastListeningDeps, req: IcecastListenRequest): IcecastListenAnswer {
+  const row = d.row(req.streamId);
+  const ext = req.ext === 'ogg' ? 'opus' : (req.ext ?? row?.codec ?? 'none');
+  const preq: ProgressiveRequest = {
+    method: req.method,
+    params: [`${req.streamId}.${ext}`],
+    query: req.query,
+    header: (name) => req.header(name),
+    remoteAddress: req.remoteAddress,
+    requestId: newRequestId(),
+  };
+  const a = d.handler()(preq);
+  if (!('stream' in a)) {
+    const headers: Array<readonly [string, string]> = [];
+    for (const [k, v] of a.headers) headers.push([latin1(k), latin1(v)]);
+    return { refuse: { status: latin1(a.status), headers, body: a.body instanceof ArrayBuffer ? new Uint8Array(a.body) : a.body } };
+  }
+  const identity = stationHeaders(row?.title ?? '', row?.metadata);
+  const headers: Array<readonly [string, string]> = [];
+  for (const [k, v] of a.stream.headers) {
+    const name = latin1(k);
+    const lower = name.toLowerCase();
+    if (lower === 'icy-name' || lower === 'icy-description' || lower === 'icy-genre' || lower === 'icy-url') continue;
+    if (lower === 'access-control-expose-headers') continue;
+    headers.push([name, latin1(v)]);
+  }
+  headers.push(...identity, ['Access-Control-Expose-Headers', 'icy-name, icy-description, icy-genre, icy-url, icy-br, icy-metaint']);
+  return { stream: { headers, open: (sink) => a.stream.open(sink) } };
+}
+
+/** Icecast 2.4's `/status-json.xsl` document: the live `public` streams with audio now. */
+function statusDocument(d: IcecastListeningDeps, startedAt: number, now: () => number): string {
+  const host = d.icecastUrl();
+  const source: Array<Record<string, string | number>> = [];
+  for (const row of d.live()) {
+    if (row.playback !== 'public') continue;
+    const layer = d.layer(row.id);
+    if (layer) source.push(statusSource(d, row, layer, host, now));
+  }
+  const hostname = host.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1');
+  return JSON.stringify({
+    icestats: {
+      admin: 'icemaster@localhost',
+      host: hostname,
+      location: 'Skylark',
+      server_id: 'Icecast 2.4 compatible (Skylark)',
+      server_start: rfc822(startedAt),
+      server_start_iso8601: iso8601(startedAt),
+      source,
+    },
+  });
+}
+
+/** One stream's `source` entry of the status document. */
+function statusSource(d: IcecastListeningDeps, row: StationRow, layer: { kbps: number }, host: string, now: () => number): Record<string, string | number> {
+  let np: { title?: unknown; artist?: unknown } | null = null;
+  try {
+    np = row.now_playing ? (JSON.parse(row.now_playing) as { title?: unknown; artist?: unknown }) : null;
+  } catch {
+    np = null;
+  }
+  const meta = stationMetadata(row.metadata);
+  const stats = d.stats(row.id);
+  const start = row.started_at ?? now();
+  const s: Record<string, string | number> = {
+    audio_info: `bitrate=${layer.kbps}`,
+    bitrate: layer.kbps,
+    listener_peak: Math.max(stats.peak, stats.listeners),
+    listeners: stats.listeners,
+    listenurl: `http://${host}/live/${row.id}`,
+    server_name: row.title,
+    server_type: CONTENT_TYPES[row.codec] ?? 'application/octet-stream',
+    stream_start: rfc822(start),
+    stream_start_iso8601: iso8601(start),
+  };
+  if (meta.description) s.server_description = meta.description;
+  if (meta.genre) s.genre = meta.genre;
+  if (meta.url) s.server_url = meta.url;
+  if (np && typeof np.title === 'string') s.title = np.title;
+  if (np && typeof np.artist === 'string' && np.artist !== '') s.artist = np.artist;
+  return s;
 }

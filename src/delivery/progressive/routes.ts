@@ -24,8 +24,8 @@
  * its token expired.
  */
 import type { BlockList } from 'node:net';
-import type { AppContext, Feature } from '../../context.js';
-import type { HttpServer, ProgressiveAnswer, ProgressiveRequest, RawReply } from '../../base/http/server.js';
+import type { Feature } from '../../base/feature.js';
+import type { HttpServer, ProgressiveAnswer, ProgressiveRequest, ProgressiveSink, RawReply } from '../../base/http/server.js';
 import { errorBody, statusLine } from '../../base/http/server.js';
 import { ApiError } from '../../base/errors/errors.js';
 import type { ErrorCode } from '../../base/errors/codes.js';
@@ -42,7 +42,7 @@ import { randomBase62 } from '../../base/ids.js';
 import { ICY_METAINT } from './icy.js';
 import { stationHeaders } from './icecast-port.js';
 import { Mount } from './mount.js';
-import { ListenFeed, SharedQueues, type ListenFeedMessage } from './shared.js';
+import { ListenFanout, SharedQueues, type ListenMessage } from './shared.js';
 
 /** One layer as listening sees it. */
 export interface ListenLayerView {
@@ -102,7 +102,7 @@ const CONTENT_TYPES: Record<string, string> = { mp3: 'audio/mpeg', aac: 'audio/a
 const JSON_HEADERS = [['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-cache, no-store'], ['Access-Control-Allow-Origin', '*']] as const;
 /** Seconds a client over a connection cap is told to wait. */
 const RETRY_AFTER_S = '5';
-/** How long a stream's title is cached (ms); a `stream.now_playing` event drops it at once. */
+/** How long a stream's station identity (title, metadata) is cached (ms). */
 const TITLE_TTL_MS = 2000;
 /** How often open connections are checked against their stream's playback rule (ms). */
 export const QUALIFY_SWEEP_MS = 1000;
@@ -133,145 +133,22 @@ interface OpenListen {
  */
 export function registerListenHandlers(http: HttpServer, c: ListenContext): { close(): void } {
   const open = new Set<OpenListen>();
-  const sweep = () => {
-    const now = Date.now();
-    const policies = new Map<string, StreamPolicy | null>();
-    for (const o of [...open]) {
-      let pol = policies.get(o.streamId);
-      try {
-        if (pol === undefined) policies.set(o.streamId, (pol = c.policy(o.streamId)));
-      } catch (e) {
-        // The policy could not be read (database): judged again at the next sweep.
-        c.log.warn('listening: stream policy unreadable', { streamId: o.streamId, err: (e as Error).message });
-        return;
-      }
-      if (!pol || (pol.playback === 'token' && (o.tokenExpiresAt === null || o.tokenExpiresAt <= now))) {
-        open.delete(o);
-        o.close();
-      }
-    }
-  };
   const timer = setInterval(() => {
-    if (open.size > 0) sweep();
+    if (open.size > 0) sweepQualified(c, open);
   }, QUALIFY_SWEEP_MS);
   timer.unref();
-
-  const handle = (req: ProgressiveRequest, id: string, kbps: number | null, ext: string): ProgressiveAnswer => {
-    const { requestId } = req;
-    if (c.counts) c.counts.listen++;
-    const notFound = () => refuse(404, 'resource_missing', `No live listening stream at this URL for stream '${id}'.`, requestId);
-    const s = c.stream(id);
-    if (!s || s.ended || !s.playable || CONTENT_TYPES[ext] === undefined || s.codec !== ext) return notFound();
-    let layer: ListenLayerView | undefined;
-    for (const l of s.layers()) {
-      if (kbps === null || (l.kbps === kbps && !l.failed)) {
-        layer = l;
-        break;
-      }
-    }
-    if (!layer || !layer.ready || layer.ended) return notFound();
-    const pol = c.policy(id);
-    if (!pol) return notFound();
-    const token = queryParam(req.query, 'token');
-    let tokenExpiresAt: number | null = null;
-    if (pol.playback === 'token') {
-      if (token === '') return refuse(401, 'missing_token', 'This stream needs a listener token: add ?token=<token> to the URL.', requestId, [['WWW-Authenticate', 'Bearer realm="listener"']]);
-      const r = c.tokens.verifySync(token);
-      if (!r.ok && r.reason === 'expired') return refuse(403, 'token_expired', 'The listener token has expired; get a new one.', requestId);
-      if (!r.ok) return refuse(403, 'invalid_token', 'The listener token is malformed or its signature is invalid.', requestId);
-      if (r.claims.streamId !== id) return refuse(403, 'invalid_token', 'The listener token is for another stream.', requestId);
-      tokenExpiresAt = r.claims.expiresAt;
-    } else if (token !== '') {
-      // A public stream needs none, but a valid one keeps the connection if the stream turns to tokens.
-      const r = c.tokens.verifySync(token);
-      if (r.ok && r.claims.streamId === id) tokenExpiresAt = r.claims.expiresAt;
-    }
-    const icy = req.header('icy-metadata') === '1';
-    const headers: Array<readonly [string, string]> = [
-      ['Content-Type', CONTENT_TYPES[ext]!],
-      ['Cache-Control', 'no-cache, no-store'],
-      ['Access-Control-Allow-Origin', '*'],
-      ['Access-Control-Expose-Headers', 'icy-name, icy-description, icy-genre, icy-url, icy-br, icy-metaint'],
-      ...c.station(id),
-      ['icy-br', String(layer.kbps)],
-    ];
-    if (icy) headers.push(['icy-metaint', String(ICY_METAINT)]);
-    if (req.method === 'HEAD') return { stream: { headers, open: () => () => {} } };
-
-    const ip = clientAddress(req.remoteAddress, req.header('x-forwarded-for'), c.trusted);
-    const cap = c.caps.tryAcquire(ip);
-    if (cap !== 'ok') {
-      c.limits.hit(cap === 'total' ? 'listen_connections' : 'listen_connections_per_ip', ip);
-      const which = cap === 'total' ? 'This node has as many listening connections as it takes' : 'This address has as many listening connections as it may';
-      return refuse(429, 'too_many_connections', `${which}; retry later.`, requestId, [['Retry-After', RETRY_AFTER_S]]);
-    }
-    if (c.full()) {
-      c.caps.release(ip);
-      return refuse(503, 'listener_capacity', 'This node serves as many listeners as it can; try again later.', requestId);
-    }
-    const userAgent = req.header('user-agent') || null;
-    const target = layer;
-    return {
-      stream: {
-        headers,
-        open: (sink) => {
-          let session: ListenSession | null = null;
-          let done = false;
-          const entry: OpenListen = { streamId: id, tokenExpiresAt, close: () => sink.close() };
-          const finish = () => {
-            if (done) return;
-            done = true;
-            open.delete(entry);
-            session?.close();
-            c.caps.release(ip);
-          };
-          try {
-            session = c.open({ streamId: id, accountId: pol.accountId, key: `icy_${randomBase62(16)}`, ip, userAgent });
-          } catch (e) {
-            finish();
-            if (e instanceof TooManyListenersError) {
-              sink.close();
-              return () => {};
-            }
-            throw e;
-          }
-          const ses = session;
-          let h: { remove(): void };
-          try {
-            h = c.mount(id, target).add({
-              sink,
-              icy,
-              seen: () => ses.seen(),
-              left: (reason) => {
-                if (reason === 'slow') c.limits.hit('listen_slow_client', ip, { streamId: id });
-                finish();
-              },
-            });
-          } catch (e) {
-            finish();
-            throw e;
-          }
-          open.add(entry);
-          return () => {
-            h.remove();
-            finish();
-          };
-        },
-      },
-    };
-  };
 
   const file = /^([A-Za-z0-9_-]{1,64})\.([a-z0-9]{1,8})$/;
   http.progressive('/listen/:file', (req) => {
     const m = file.exec(req.params[0]!);
     if (!m) return refuse(404, 'resource_missing', 'No such listening URL.', req.requestId);
-    return handle(req, m[1]!, null, m[2]!);
+    return listenAnswer(c, open, req, m[1]!, null, m[2]!);
   });
   http.progressive('/listen/:id/:file', (req) => {
     const m = file.exec(req.params[1]!);
     const id = req.params[0]!;
     if (!m || !/^\d{1,5}$/.test(m[1]!) || !/^[A-Za-z0-9_-]{1,64}$/.test(id)) return refuse(404, 'resource_missing', 'No such listening URL.', req.requestId);
-    return handle(req, id, Number(m[1]), m[2]!);
+    return listenAnswer(c, open, req, id, Number(m[1]), m[2]!);
   });
   return {
     close() {
@@ -281,13 +158,177 @@ export function registerListenHandlers(http: HttpServer, c: ListenContext): { cl
   };
 }
 
-/** What the main thread's listening routes are given besides the HTTP server and the media. */
+/** Closes the open connections whose stream was deleted, or needs a token they do not carry (any more). */
+function sweepQualified(c: ListenContext, open: Set<OpenListen>): void {
+  const now = Date.now();
+  const policies = new Map<string, StreamPolicy | null>();
+  for (const o of [...open]) {
+    let pol = policies.get(o.streamId);
+    try {
+      if (pol === undefined) policies.set(o.streamId, (pol = c.policy(o.streamId)));
+    } catch (e) {
+      // The policy could not be read (database): judged again at the next sweep.
+      c.log.warn('listening: stream policy unreadable', { streamId: o.streamId, err: (e as Error).message });
+      return;
+    }
+    if (!pol || (pol.playback === 'token' && (o.tokenExpiresAt === null || o.tokenExpiresAt <= now))) {
+      open.delete(o);
+      o.close();
+    }
+  }
+}
+
+/** The layer `kbps` names (null: the passthrough, top layer) when it can be listened to now, else undefined. */
+function listenLayer(s: ListenStreamView | undefined, kbps: number | null, ext: string): ListenLayerView | undefined {
+  if (!s || s.ended || !s.playable || CONTENT_TYPES[ext] === undefined || s.codec !== ext) return undefined;
+  for (const l of s.layers()) {
+    if (kbps === null || (l.kbps === kbps && !l.failed)) return l.ready && !l.ended ? l : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * The `?token=` check of a stream (docs/behaviour.md §3): a refusal, or when the valid listener
+ * token the URL carried expires (ms since the epoch; null: none — a public stream needs none).
+ */
+function tokenCheck(c: ListenContext, req: ProgressiveRequest, id: string, pol: StreamPolicy): { refused: RawReply } | { expiresAt: number | null } {
+  const { requestId } = req;
+  const token = queryParam(req.query, 'token');
+  if (pol.playback === 'token') {
+    if (token === '') return { refused: refuse(401, 'missing_token', 'This stream needs a listener token: add ?token=<token> to the URL.', requestId, [['WWW-Authenticate', 'Bearer realm="listener"']]) };
+    const r = c.tokens.verifySync(token);
+    if (!r.ok && r.reason === 'expired') return { refused: refuse(403, 'token_expired', 'The listener token has expired; get a new one.', requestId) };
+    if (!r.ok) return { refused: refuse(403, 'invalid_token', 'The listener token is malformed or its signature is invalid.', requestId) };
+    if (r.claims.streamId !== id) return { refused: refuse(403, 'invalid_token', 'The listener token is for another stream.', requestId) };
+    return { expiresAt: r.claims.expiresAt };
+  }
+  if (token === '') return { expiresAt: null };
+  // A public stream needs none, but a valid one keeps the connection if the stream turns to tokens.
+  const r = c.tokens.verifySync(token);
+  return { expiresAt: r.ok && r.claims.streamId === id ? r.claims.expiresAt : null };
+}
+
+/** The answer to one `GET|HEAD /listen/…`: a refusal, or the response headers and what opens the listener. */
+function listenAnswer(c: ListenContext, open: Set<OpenListen>, req: ProgressiveRequest, id: string, kbps: number | null, ext: string): ProgressiveAnswer {
+  const { requestId } = req;
+  if (c.counts) c.counts.listen++;
+  const notFound = () => refuse(404, 'resource_missing', `No live listening stream at this URL for stream '${id}'.`, requestId);
+  const layer = listenLayer(c.stream(id), kbps, ext);
+  if (!layer) return notFound();
+  const pol = c.policy(id);
+  if (!pol) return notFound();
+  const tok = tokenCheck(c, req, id, pol);
+  if ('refused' in tok) return tok.refused;
+  const icy = req.header('icy-metadata') === '1';
+  const headers: Array<readonly [string, string]> = [
+    ['Content-Type', CONTENT_TYPES[ext]!],
+    ['Cache-Control', 'no-cache, no-store'],
+    ['Access-Control-Allow-Origin', '*'],
+    ['Access-Control-Expose-Headers', 'icy-name, icy-description, icy-genre, icy-url, icy-br, icy-metaint'],
+    ...c.station(id),
+    ['icy-br', String(layer.kbps)],
+  ];
+  if (icy) headers.push(['icy-metaint', String(ICY_METAINT)]);
+  if (req.method === 'HEAD') return { stream: { headers, open: () => () => {} } };
+
+  const ip = clientAddress(req.remoteAddress, req.header('x-forwarded-for'), c.trusted);
+  const cap = c.caps.tryAcquire(ip);
+  if (cap !== 'ok') {
+    c.limits.hit(cap === 'total' ? 'listen_connections' : 'listen_connections_per_ip', ip);
+    const which = cap === 'total' ? 'This node has as many listening connections as it takes' : 'This address has as many listening connections as it may';
+    return refuse(429, 'too_many_connections', `${which}; retry later.`, requestId, [['Retry-After', RETRY_AFTER_S]]);
+  }
+  if (c.full()) {
+    c.caps.release(ip);
+    return refuse(503, 'listener_capacity', 'This node serves as many listeners as it can; try again later.', requestId);
+  }
+  const listener: Listener = { streamId: id, accountId: pol.accountId, layer, icy, ip, userAgent: req.header('user-agent') || null, tokenExpiresAt: tok.expiresAt };
+  return { stream: { headers, open: (sink) => openListener(c, open, listener, sink) } };
+}
+
+/** A listener admitted by `listenAnswer` (its connection cap taken), before its body starts. */
+interface Listener {
+  streamId: string;
+  accountId: string;
+  layer: ListenLayerView;
+  icy: boolean;
+  ip: string;
+  userAgent: string | null;
+  tokenExpiresAt: number | null;
+}
+
+/**
+ * Starts a listener's body: its registry session, its place on the layer's mount and in the
+ * qualify sweep. Returns what ends it; everything it took (session, cap) is given back once.
+ */
+function openListener(c: ListenContext, open: Set<OpenListen>, l: Listener, sink: ProgressiveSink): () => void {
+  const id = l.streamId;
+  let session: ListenSession | null = null;
+  let done = false;
+  const entry: OpenListen = { streamId: id, tokenExpiresAt: l.tokenExpiresAt, close: () => sink.close() };
+  const finish = () => {
+    if (done) return;
+    done = true;
+    open.delete(entry);
+    session?.close();
+    c.caps.release(l.ip);
+  };
+  try {
+    session = c.open({ streamId: id, accountId: l.accountId, key: `icy_${randomBase62(16)}`, ip: l.ip, userAgent: l.userAgent });
+  } catch (e) {
+    finish();
+    if (e instanceof TooManyListenersError) {
+      sink.close();
+      return () => {};
+    }
+    throw e;
+  }
+  const ses = session;
+  let h: { remove(): void };
+  try {
+    h = c.mount(id, l.layer).add({
+      sink,
+      icy: l.icy,
+      seen: () => ses.seen(),
+      left: (reason) => {
+        if (reason === 'slow') c.limits.hit('listen_slow_client', l.ip, { streamId: id });
+        finish();
+      },
+    });
+  } catch (e) {
+    finish();
+    throw e;
+  }
+  open.add(entry);
+  return () => {
+    h.remove();
+    finish();
+  };
+}
+
+/** A stream's station identity as stored (docs/icecast.md "Station identity"): its title and `metadata` JSON. */
+export interface StationIdentity {
+  title: string;
+  /** The stream's `metadata` (a JSON object), or null/undefined for none. */
+  metadata?: string | null;
+}
+
+/** What the main thread's listening routes are given by the composition root (src/app/delivery.ts). */
 export interface ListenDeps {
-  ctx: AppContext;
+  /** The hubs of live streams: their layers, and what plays now (`nowPlaying`, docs/behaviour.md §11). */
+  media: MediaRegistry;
   listeners: Pick<Listeners, 'registry' | 'access' | 'tokens' | 'trusted'>;
+  /** A stream's station identity (its row's title and metadata), or undefined for an unknown stream. */
+  identity(streamId: string): StationIdentity | undefined;
+  /** Listening connections node-wide and per client address (`SKYLARK_LISTEN_MAX_CONNECTIONS[_PER_IP]`). */
+  maxConnections: number;
+  maxConnectionsPerIp: number;
+  log: Logger;
+  limits: Pick<Limits, 'hit'>;
+  now: () => number;
   /**
-   * The ICY title of a stream now (`<artist> - <title>`), or null for none. Default: the stream's
-   * now playing (docs/behaviour.md §11), else its title; a block carries it when it changed.
+   * The ICY title of a stream now (`<artist> - <title>`), or null for none. Default: what plays
+   * now on the stream's hub (docs/behaviour.md §11), else its title; a block carries it when it changed.
    */
   nowPlaying?: (streamId: string) => string | null;
   /** Chunk bytes in shared memory (worker threads serve listeners too). */
@@ -302,57 +343,77 @@ export interface ListenFeature extends Feature {
   /** The node-wide connection counts (worker threads count into them). */
   caps: SharedAddressCounter;
   /** The chunk queues worker threads read (src/delivery/progressive/shared.ts). */
-  feed(post: (worker: number, m: ListenFeedMessage) => void): ListenFeed;
+  fanout(post: (worker: number, m: ListenMessage) => void): ListenFanout;
+}
+
+/**
+ * A stream's station identity, cached TITLE_TTL_MS per stream: the identity headers and its title
+ * (what the ICY title falls back to when nothing plays).
+ */
+function stationCache(d: ListenDeps): (id: string) => { headers: ReadonlyArray<readonly [string, string]>; title: string } {
+  const stations = new Map<string, { headers: ReadonlyArray<readonly [string, string]>; title: string; until: number }>();
+  return (id) => {
+    const now = d.now();
+    const c = stations.get(id);
+    if (c && c.until > now) return c;
+    const row = d.identity(id);
+    const entry = { headers: stationHeaders(row?.title ?? '', row?.metadata), title: row?.title ?? '', until: now + TITLE_TTL_MS };
+    if (stations.size > 10_000) stations.clear();
+    stations.set(id, entry);
+    return entry;
+  };
+}
+
+/** The ICY title of a stream now: its hub's now playing (`<artist> - <title>`), else its title; null for neither. */
+function hubTitle(media: MediaRegistry, stationTitle: (id: string) => string): (id: string) => string | null {
+  return (id) => {
+    const np = media.get(id)?.nowPlaying;
+    const title = np ? (np.artist ? `${np.artist} - ${np.title}` : np.title) : stationTitle(id);
+    return title || null;
+  };
+}
+
+/** The open mount of each layer (made on first use, forgotten when it disposes). */
+function layerMounts(queues: SharedQueues): { mounts: Map<Layer, Mount>; mount(id: string, layer: Layer): Mount } {
+  const mounts = new Map<Layer, Mount>();
+  const mount = (id: string, layer: Layer): Mount => {
+    const m = mounts.get(layer);
+    if (m?.open) return m;
+    const q = queues.acquire(id, layer);
+    const made: Mount = new Mount({
+      streamId: id,
+      queue: q,
+      onDispose: () => {
+        if (mounts.get(layer) === made) mounts.delete(layer);
+        queues.release(layer, q);
+      },
+    });
+    if (made.open) mounts.set(layer, made);
+    return made;
+  };
+  return { mounts, mount };
 }
 
 /** Registers the main thread's listening routes. */
-export function registerListenRoutes(http: HttpServer, media: MediaRegistry, d: ListenDeps): ListenFeature {
-  const { ctx, listeners } = d;
+export function registerListenRoutes(http: HttpServer, d: ListenDeps): ListenFeature {
+  const { media, listeners } = d;
   const { registry, access, tokens, trusted } = listeners;
-  const log = ctx.log.child('listen');
-  const caps = new SharedAddressCounter(ctx.config.limits.listenMaxConnections, ctx.config.limits.listenMaxConnectionsPerIp);
-  const mounts = new Map<Layer, Mount>();
-  const titles = new Map<string, { title: string; until: number }>();
-
-  const titleOf = (id: string): string => {
-    const now = ctx.now();
-    const c = titles.get(id);
-    if (c && c.until > now) return c.title;
-    const row = ctx.streams.getAny(id);
-    const np = row?.now_playing ? (JSON.parse(row.now_playing) as { title: string; artist: string | null }) : null;
-    const title = np ? (np.artist ? `${np.artist} - ${np.title}` : np.title) : (row?.title ?? '');
-    if (titles.size > 10_000) titles.clear();
-    titles.set(id, { title, until: now + TITLE_TTL_MS });
-    return title;
-  };
-  const stations = new Map<string, { headers: ReadonlyArray<readonly [string, string]>; until: number }>();
-  const stationOf = (id: string): ReadonlyArray<readonly [string, string]> => {
-    const now = ctx.now();
-    const c = stations.get(id);
-    if (c && c.until > now) return c.headers;
-    const row = ctx.streams.getAny(id);
-    const headers = stationHeaders(row?.title ?? '', row?.metadata);
-    if (stations.size > 10_000) stations.clear();
-    stations.set(id, { headers, until: now + TITLE_TTL_MS });
-    return headers;
-  };
-  const nowPlaying = d.nowPlaying ?? ((id: string) => titleOf(id) || null);
-  // A change of what plays now reaches the next metadata block, not one up to TITLE_TTL_MS later.
-  const unsubscribe = ctx.outbox.subscribe((e) => {
-    const o = e.type === 'stream.now_playing' ? (e.data.object as { id?: unknown } | null) : null;
-    if (typeof o?.id === 'string') titles.delete(o.id);
-  });
+  const log = d.log.child('listen');
+  const caps = new SharedAddressCounter(d.maxConnections, d.maxConnectionsPerIp);
+  const station = stationCache(d);
+  const stationOf = (id: string) => station(id).headers;
   const failures = new WeakMap<Layer, number>();
-  const queues = new SharedQueues(d.shared ?? false, nowPlaying, (id, layer, e) => {
+  const queues = new SharedQueues(d.shared ?? false, d.nowPlaying ?? hubTitle(media, (id) => station(id).title), (id, layer, e) => {
     const n = failures.get(layer) ?? 0;
     failures.set(layer, n + 1);
     if (n % LOG_EVERY === 0) log.warn('listening: a part/segment could not be read back; skipped', { streamId: id, layer: layer.name, err: e.message, failures: n + 1 });
   });
+  const { mounts, mount } = layerMounts(queues);
 
   const layerView = (l: Layer): ListenLayerView & { layer: Layer } => ({ layer: l, name: l.name, kbps: l.o.kbps, ready: l.ready, ended: l.ended, failed: l.failed });
   const handlers = registerListenHandlers(http, {
     log,
-    limits: ctx.limits,
+    limits: d.limits,
     caps,
     trusted,
     tokens,
@@ -362,23 +423,7 @@ export function registerListenRoutes(http: HttpServer, media: MediaRegistry, d: 
       const hub = media.get(id);
       return hub ? { ended: hub.ended, codec: hub.opts.codec, playable: hub.top.ready, layers: () => hub.layers.map(layerView) } : undefined;
     },
-    mount: (id, v) => {
-      const layer = (v as ListenLayerView & { layer: Layer }).layer;
-      let m = mounts.get(layer);
-      if (m?.open) return m;
-      const q = queues.acquire(id, layer);
-      const mount: Mount = new Mount({
-        streamId: id,
-        queue: q,
-        onDispose: () => {
-          if (mounts.get(layer) === mount) mounts.delete(layer);
-          queues.release(layer, q);
-        },
-      });
-      m = mount;
-      if (m.open) mounts.set(layer, m);
-      return m;
-    },
+    mount: (id, v) => mount(id, (v as ListenLayerView & { layer: Layer }).layer),
     full: () => registry.total() >= MAX_LISTENERS,
     open: (j) => {
       const s: Session = registry.join({ streamId: j.streamId, accountId: j.accountId, key: j.key, protocol: 'icecast', country: countryOf(j.ip), userAgent: j.userAgent, timeoutMs: 0 });
@@ -387,23 +432,18 @@ export function registerListenRoutes(http: HttpServer, media: MediaRegistry, d: 
     counts: d.counts,
   });
 
-  let feed: ListenFeed | null = null;
+  let fanout: ListenFanout | null = null;
+  const liveLayer = (id: string, name: string) => {
+    const l = media.get(id)?.layer(name);
+    return l && !l.ended && !l.failed ? l : null;
+  };
   return {
     station: stationOf,
     caps,
-    feed: (post) =>
-      (feed ??= new ListenFeed(
-        queues,
-        (id, name) => {
-          const l = media.get(id)?.layer(name);
-          return l && !l.ended && !l.failed ? l : null;
-        },
-        post,
-      )),
+    fanout: (post) => (fanout ??= new ListenFanout(queues, liveLayer, post)),
     close() {
       handlers.close();
-      unsubscribe();
-      feed?.close();
+      fanout?.close();
       for (const m of [...mounts.values()]) m.close();
       mounts.clear();
       queues.close();

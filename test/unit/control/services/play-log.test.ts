@@ -36,8 +36,8 @@ afterEach(() => {
 function node() {
   const outbox = new Outbox(new EventsRepo(db));
   const registry = new ListenerRegistry({ db, repo: new ListenersRepo(db), outbox, log });
-  const playLog = new PlayLog({ repo: new TracksRepo(db), outbox, writes: new WriteRetry(db, log, new Limits(log)), log });
-  playLog.setListeners({ countries: (id) => registry.active(id).map((s) => s.country), settle: () => registry.flush() });
+  const listeners = { countries: (id: string) => registry.active(id).map((s) => s.country), settle: () => registry.flush() };
+  const playLog = new PlayLog({ repo: new TracksRepo(db), outbox, writes: new WriteRetry(db, log, new Limits(log)), log, listeners });
   let n = 0;
   const join = (country: string | null) =>
     registry.join({ streamId: 'stm_a', accountId: 'acct_a', key: `k${++n}`, protocol: 'icecast', country, userAgent: null, timeoutMs: 0 });

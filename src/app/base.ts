@@ -1,0 +1,100 @@
+/**
+ * The composition root's base plane (src/main.ts calls it first): the database and its
+ * repositories, the node secret, the limits, the outbox, the write retry, the HTTP server and the
+ * Guard. Everything the live, delivery and control planes are built from (src/app/live.ts,
+ * src/app/delivery.ts, src/app/control.ts).
+ */
+import type { Config, PublicUrls } from '../base/config.js';
+import { openDatabase, SERVER_BUSY_TIMEOUT_MS, type Database } from '../base/db/database.js';
+import { MIGRATIONS } from '../base/db/migrations.js';
+import { AccountsRepo } from '../base/db/accounts-repo.js';
+import { StreamsRepo } from '../base/db/streams-repo.js';
+import { EventsRepo } from '../base/db/events-repo.js';
+import { PodcastsRepo } from '../base/db/podcasts-repo.js';
+import { WebhooksRepo } from '../base/db/webhooks-repo.js';
+import { OAuthRepo } from '../base/db/oauth-repo.js';
+import { Outbox } from '../base/outbox.js';
+import { loadNodeSecret } from '../base/auth/secrets.js';
+import { Guard } from '../base/auth/guard.js';
+import { HttpServer } from '../base/http/server.js';
+import type { Logger } from '../base/logger.js';
+import { Limits } from '../base/limits/limits.js';
+import { WriteRetry } from '../control/services/write-retry.js';
+
+/** The repositories shared by more than one plane (each plane builds the ones only it uses). */
+export interface Repos {
+  accounts: AccountsRepo;
+  streams: StreamsRepo;
+  podcasts: PodcastsRepo;
+  webhooks: WebhooksRepo;
+  oauth: OAuthRepo;
+}
+
+/** The public URLs of the node: resolved once listening (the ports are known then). */
+export class UrlsCell {
+  private urls: PublicUrls | null = null;
+
+  /** The public URLs. @throws Error before `resolve` (call it in handlers and timers only). */
+  readonly get = (): PublicUrls => {
+    if (!this.urls) throw new Error('public URLs are not known before listening');
+    return this.urls;
+  };
+
+  /** Sets the URLs once the ports are bound (src/main.ts). */
+  resolve(urls: PublicUrls): PublicUrls {
+    return (this.urls = urls);
+  }
+}
+
+/** The base plane, built. */
+export interface Base {
+  config: Config;
+  log: Logger;
+  now: () => number;
+  db: Database;
+  /** The node secret (32 bytes) from `<dataDir>/secret.key`. */
+  nodeSecret: Buffer;
+  repos: Repos;
+  outbox: Outbox;
+  /** Counts and logs hits of the node's limits (docs/behaviour.md §13). */
+  limits: Limits;
+  /** Writes SQLite cannot take now are retried in order (live-path writes). */
+  writes: WriteRetry;
+  http: HttpServer;
+  guard: Guard;
+  urls: UrlsCell;
+}
+
+/**
+ * Opens the database (migrating it) and builds the base plane.
+ * @throws Error when the database or the node secret cannot be opened.
+ */
+export function buildBase(config: Config, log: Logger, now: () => number): Base {
+  const db = openDatabase(config.dataDir, MIGRATIONS, { busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS });
+  const nodeSecret = loadNodeSecret(config.dataDir);
+  const repos: Repos = {
+    accounts: new AccountsRepo(db),
+    streams: new StreamsRepo(db),
+    podcasts: new PodcastsRepo(db),
+    webhooks: new WebhooksRepo(db),
+    oauth: new OAuthRepo(db),
+  };
+  const limits = new Limits(log.child('limits'), now);
+  const urls = new UrlsCell();
+  const http = new HttpServer({ maxJsonBodyBytes: config.maxJsonBodyBytes, log: log.child('http'), limits });
+  const guard = new Guard(repos.accounts, { oauth: repos.oauth, nodeSecret, urls: urls.get, now, trustedProxies: config.trustedProxies });
+  return {
+    config,
+    log,
+    now,
+    db,
+    nodeSecret,
+    repos,
+    outbox: new Outbox(new EventsRepo(db), now),
+    limits,
+    writes: new WriteRetry(db, log.child('db'), limits, SERVER_BUSY_TIMEOUT_MS),
+    http,
+    guard,
+    urls,
+  };
+}

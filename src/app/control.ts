@@ -1,0 +1,250 @@
+/**
+ * The composition root's control plane. `buildServices` comes right after the listeners room and
+ * before publishing (the stream lifecycle is ingest's port): the play log and broadcasts, the
+ * podcasts side (episodes, the publication scheduler, loudness, download counting, feed
+ * notifications), webhooks and their delivery engine, then the lifecycle, which is given the
+ * listener count and the recording hand-over at construction. `buildStreamsService` comes after
+ * publishing (it ends and disconnects publishers). `mountControl` registers the API (`mountApi`,
+ * once), OAuth, idempotency, the dashboard and the feed routes.
+ */
+import type { Base } from './base.js';
+import type { Feature } from '../base/feature.js';
+import type { Listeners } from '../delivery/listeners/feature.js';
+import { ListenersService } from '../delivery/listeners/service.js';
+import type { Publishing } from '../live/ingest/publishing.js';
+import { decryptSecret } from '../base/auth/secrets.js';
+import { EventsQuery } from '../base/db/events-repo.js';
+import { TracksRepo } from '../base/db/tracks-repo.js';
+import { BroadcastsRepo } from '../base/db/broadcasts-repo.js';
+import { LoudnessRepo } from '../base/db/loudness-repo.js';
+import { FfmpegPool, ffmpegPath } from '../base/ffmpeg.js';
+import { Sessions } from '../base/auth/sessions.js';
+import { AccountsService } from '../control/services/accounts.js';
+import { StreamsService } from '../control/services/streams.js';
+import { StreamLifecycle } from '../control/services/lifecycle.js';
+import { PlayLog } from '../control/services/play-log.js';
+import { BroadcastLog } from '../control/services/broadcasts.js';
+import { PodcastsService, feedUrlOf, recordingPodcastCheck, type FeedChanged } from '../control/services/podcasts.js';
+import { EpisodesService } from '../control/services/episodes.js';
+import { PublishScheduler } from '../control/services/scheduler.js';
+import { WebhooksService } from '../control/services/webhooks.js';
+import { EventsService } from '../control/services/events.js';
+import { LoudnessService } from '../control/services/loudness.js';
+import { MediaStore } from '../control/episode-audio/store.js';
+import { LoudnessAnalyzer } from '../control/episode-audio/loudness.js';
+import { FeedService } from '../control/feed/feed-service.js';
+import { registerFeedRoutes } from '../control/feed/routes.js';
+import { createDownloads, type Downloads } from '../control/downloads/feature.js';
+import { mountApi, type UploadSettings } from '../control/api/index.js';
+import { registerIdempotency } from '../control/api/idempotency/feature.js';
+import { AuthorizationServer } from '../control/oauth/service.js';
+import { OAuthClients } from '../control/oauth/clients.js';
+import { registerOAuth } from '../control/oauth/routes.js';
+import { registerDashboard } from '../control/dashboard/feature.js';
+import { createDelivery, type Delivery } from '../control/webhooks/index.js';
+import { FeedNotifications, watchBroadcasts } from '../control/webhooks/feed-notify.js';
+
+/** The podcasts side: what the API, the dashboard, the feed and the lifecycle's recordings call. */
+export interface PodcastServices {
+  podcasts: PodcastsService;
+  episodes: EpisodesService;
+  feed: FeedService;
+  /** Where episode audio is stored. */
+  episodeMedia: MediaStore;
+  /** Podcast download counting (docs/podcasts.md "Download counting"). */
+  downloads: Downloads;
+  scheduler: PublishScheduler;
+  /** Episode loudness (docs/podcasts.md "Loudness"); undefined without FFmpeg. */
+  loudness: LoudnessService | undefined;
+  /** Records that a podcast's feed changed (feed-update notifications). */
+  feedChanged: FeedChanged;
+}
+
+/** Webhooks (docs/behaviour.md §6): the services and the delivery engine they wake. */
+export interface WebhookServices {
+  webhooks: WebhooksService;
+  events: EventsService;
+  /** Feed-update notifications (docs/podcasts.md), delivered by the same engine. */
+  feedNotes: FeedNotifications;
+  delivery: Delivery;
+}
+
+/** The control plane's services, built before publishing. */
+export interface ControlServices extends PodcastServices, WebhookServices {
+  accounts: AccountsService;
+  playLog: PlayLog;
+  /** Broadcasts (docs/streams.md): each stretch of a stream from live to the end of its reconnect window. */
+  broadcasts: BroadcastLog;
+  lifecycle: StreamLifecycle;
+  /** Active listeners, stats (scoped to broadcasts) and listener tokens of streams. */
+  listeners: ListenersService;
+}
+
+/** Every service, once publishing exists (what tests reach through `RunningServer.services`). */
+export interface Services extends ControlServices {
+  streams: StreamsService;
+}
+
+/**
+ * Webhooks and feed notifications. The engine and the notifications need each other: the engine
+ * takes the notifications' destinations, and a change wakes the engine after its transaction
+ * commits (never while building), through the function bound here.
+ */
+function buildWebhooks(b: Base): WebhookServices {
+  const { config, db, now, nodeSecret, outbox } = b;
+  const repo = b.repos.webhooks;
+  const wake = (id: string) => delivery.engine.wake(id);
+  const feedNotes = new FeedNotifications({ repo, hubUrl: config.websubHub, notify: config.feedNotifyUrls, now, wake });
+  const delivery = createDelivery({
+    db,
+    repo,
+    outbox,
+    log: b.log.child('webhooks'),
+    now,
+    allowPrivate: config.webhooksAllowPrivate,
+    secretOf: (row) => decryptSecret(nodeSecret, row.secret_enc),
+    internal: feedNotes.destinations,
+  });
+  const webhooks = new WebhooksService({ db, repo, outbox, nodeSecret, allowPrivate: config.webhooksAllowPrivate, wake, now });
+  const events = new EventsService({ db, events: new EventsQuery(db), webhooks: repo, wake, now });
+  return { webhooks, events, feedNotes, delivery };
+}
+
+/** The podcasts side; every change of a schedule pokes the publication scheduler. */
+function buildPodcasts(b: Base, feedNotes: FeedNotifications): PodcastServices {
+  const { config, db, now } = b;
+  const repo = b.repos.podcasts;
+  const log = b.log.child('podcasts');
+  const urls = b.urls.get;
+  const episodeMedia = new MediaStore(config.dataDir);
+  const downloads = createDownloads({ db, podcasts: repo, media: episodeMedia, trustedProxies: config.trustedProxies, log: b.log, now, enabled: config.downloadCounting });
+  // Episode loudness: measured and normalised after storing, by capped low-priority FFmpeg processes.
+  const bin = ffmpegPath();
+  const pool = bin ? new FfmpegPool({ bin, concurrency: config.limits.loudnessConcurrency }) : null;
+  const loudness = pool
+    ? new LoudnessService({ repo: new LoudnessRepo(db), media: episodeMedia, analyzer: new LoudnessAnalyzer(pool), pool, concurrency: config.limits.loudnessConcurrency, now, log, audioReplaced: downloads.audioPlaced })
+    : undefined;
+  const feedChanged: FeedChanged = (accountId, podcastId, change) => feedNotes.changed(accountId, podcastId, feedUrlOf(urls(), podcastId), change);
+  // The scheduler publishes through the episodes service, which pokes it: it calls `publishDue` only once started.
+  const scheduler = new PublishScheduler({ nextDueAt: () => repo.nextDueAt(), publishDue: () => episodes.publishDue(), now, log });
+  const poke = () => scheduler.poke();
+  const podcasts = new PodcastsService({ repo, urls, now, onScheduleChange: poke, loudness, feedChanged });
+  const episodes = new EpisodesService({ repo, outbox: b.outbox, media: episodeMedia, urls, now, onScheduleChange: poke, audioPlaced: downloads.audioPlaced, loudness, feedChanged });
+  const feed = new FeedService({ repo, recordingStreams: (id) => b.repos.streams.recordingInto(id), urls, now, hubUrl: config.websubHub });
+  return { podcasts, episodes, feed, episodeMedia, downloads, scheduler, loudness, feedChanged };
+}
+
+/**
+ * The control plane's services over the listeners room: the lifecycle counts listeners and hands
+ * recordings to the episodes service from the start.
+ */
+export function buildServices(b: Base, room: Listeners): ControlServices {
+  const { db, outbox, writes, now } = b;
+  const log = b.log.child('live');
+  const listenerCount = (id: string) => room.registry.listenerCount(id);
+  const playLog = new PlayLog({
+    repo: new TracksRepo(db),
+    outbox,
+    writes,
+    log,
+    listeners: { countries: (id) => room.registry.active(id).map((s) => s.country), settle: () => room.registry.flush() },
+  });
+  const broadcasts = new BroadcastLog({ repo: new BroadcastsRepo(db), outbox, writes, log, now });
+  const hooks = buildWebhooks(b);
+  const podcasts = buildPodcasts(b, hooks.feedNotes);
+  const { episodes } = podcasts;
+  const lifecycle = new StreamLifecycle({
+    db,
+    streams: b.repos.streams,
+    outbox,
+    log,
+    urls: b.urls.get,
+    writes,
+    listenerCount,
+    onRecording: (r) => episodes.createFromRecording(r),
+    hasRecordingEpisode: (streamId) => episodes.hasRecordingOf(streamId),
+    playLog,
+    broadcasts,
+    nowPlayingMinIntervalMs: b.config.limits.nowPlayingMinIntervalMs,
+    now,
+  });
+  const accounts = new AccountsService(b.repos.accounts, now);
+  const listeners = new ListenersService(room.registry, b.repos.streams, room.tokens, (id) => broadcasts.stats(id));
+  return { ...hooks, ...podcasts, accounts, playLog, broadcasts, lifecycle, listeners };
+}
+
+/** The streams service (docs/behaviour.md §2): over publishing, which it asks to end, disconnect and retitle. */
+export function buildStreamsService(b: Base, s: ControlServices, room: Listeners, ingest: Publishing): Services {
+  const streams = new StreamsService({
+    streams: b.repos.streams,
+    accounts: b.repos.accounts,
+    nodeSecret: b.nodeSecret,
+    urls: b.urls.get,
+    live: {
+      listenerCount: (id) => room.registry.listenerCount(id),
+      endNow: (id) => ingest.endNow(id),
+      disconnectPublisher: (id) => ingest.disconnectPublisher(id),
+      nowPlaying: (id, np) => ingest.nowPlaying(id, np),
+    },
+    now: b.now,
+    checkRecordingPodcast: recordingPodcastCheck(b.repos.podcasts),
+    playLog: s.playLog,
+    broadcasts: s.broadcasts,
+  });
+  return { ...s, streams };
+}
+
+/** The features of the services themselves (the play log and broadcasts stop after the listeners room: their last events count). */
+export function serviceFeatures(s: ControlServices): Feature[] {
+  return [{ close: () => s.playLog.close() }, { close: () => s.broadcasts.close() }];
+}
+
+/**
+ * Registers the API (`/v2`: every resource from one list, src/control/api/index.ts), idempotency,
+ * OAuth, the feed routes and the dashboard, and returns the control plane's features in start order.
+ * @throws Error when the Guard was built without OAuth (no access tokens)
+ */
+export function mountControl(b: Base, s: Services, room: Listeners): Feature[] {
+  const { http, guard, now, config } = b;
+  const uploads: UploadSettings = { maxBytes: config.maxUploadBytes, minFreeDiskBytes: config.limits.minFreeDiskBytes };
+  registerFeedRoutes(http, { feed: s.feed, repo: b.repos.podcasts, media: s.episodeMedia, log: b.log.child('podcasts'), onAudio: s.downloads.onAudio });
+  mountApi({ http, guard, urls: b.urls.get, now, log: b.log, limits: b.limits, accounts: s.accounts, streams: s.streams, listeners: s.listeners, podcasts: s.podcasts, episodes: s.episodes, podcastStats: s.downloads.stats, episodeMedia: s.episodeMedia, uploads, webhooks: s.webhooks, events: s.events });
+  const tokens = guard.tokens;
+  if (!tokens) throw new Error('the OAuth routes need a Guard constructed with GuardOptions');
+  // One session store and cookie for the OAuth consent page and the dashboard (one sign-in for both).
+  const sessions = new Sessions(b.db, b.nodeSecret, () => b.urls.get().authUrl.startsWith('https:'), now);
+  const server = new AuthorizationServer({ db: b.db, repo: b.repos.oauth, accounts: b.repos.accounts, tokens, issuer: () => b.urls.get().authUrl, now });
+  const features: Feature[] = [s.downloads];
+  features.push(registerIdempotency({ http, db: b.db, nodeSecret: b.nodeSecret, now }));
+  features.push(registerOAuth({ http, guard, server, tokens, sessions, accounts: b.repos.accounts, urls: b.urls.get, limits: b.limits }));
+  features.push({ start: () => s.episodeMedia.clearTemp() }); // uploads cut off by the last shutdown
+  features.push(s.scheduler);
+  if (s.loudness) features.push(s.loudness);
+  features.push({ start: () => void s.feedNotes.forgetOthers() }); // pings to destinations no longer configured
+  features.push(s.delivery);
+  const podcastsRepo = b.repos.podcasts;
+  const served = (podcastId: string) => (podcastsRepo.getPodcastAny(podcastId)?.status ?? 'draft') !== 'draft';
+  features.push({ close: watchBroadcasts(b.outbox, served, (fn) => podcastsRepo.tx(fn), s.feedChanged) });
+  features.push(
+    registerDashboard({
+      http,
+      guard,
+      sessions,
+      accountsRepo: b.repos.accounts,
+      accounts: s.accounts,
+      streams: s.streams,
+      podcasts: { podcasts: s.podcasts, episodes: s.episodes, stats: s.downloads.stats },
+      listeners: s.listeners,
+      listenerTokens: room.tokens,
+      webhooks: { webhooks: s.webhooks, events: s.events },
+      episodeMedia: s.episodeMedia,
+      uploads,
+      oauthClients: new OAuthClients(b.repos.oauth, now),
+      urls: b.urls.get,
+      limits: b.limits,
+      log: b.log,
+      now,
+    }),
+  );
+  return features;
+}

@@ -1,0 +1,128 @@
+/**
+ * The composition root's delivery plane: the listeners room (built right after the base plane, so
+ * the lifecycle and the play log count listeners from the start), then the rooms that serve the
+ * hubs — HLS, progressive listening on `/listen` and on the Icecast port, WHEP, the edge log
+ * receiver — and the HTTP worker threads that serve HLS and listening beside the main thread.
+ */
+import type { Base } from './base.js';
+import type { Feature } from '../base/feature.js';
+import { createEdgeLog, createListeners, type Listeners } from '../delivery/listeners/feature.js';
+import type { EdgeLogReceiver } from '../delivery/listeners/edge-log.js';
+import { listenerTimeoutMs, registerHlsRoutes } from '../delivery/hls/routes.js';
+import { HubSource } from '../delivery/hls/source.js';
+import { startHttpThreads, type RunningThreads, type ThreadCounts, type WatchedMediaRegistry } from '../delivery/threads/index.js';
+import { registerListenRoutes, type ListenFeature } from '../delivery/progressive/routes.js';
+import { icecastListening, keepProgressive } from '../delivery/progressive/icecast-port.js';
+import { registerWhep } from '../delivery/webrtc/whep.js';
+
+/** Builds the listeners room (docs/behaviour.md §3–§4): registry, listener tokens, HLS access, held-request caps. */
+export function buildListenersRoom(b: Base): Listeners {
+  return createListeners({ config: b.config, db: b.db, streams: b.repos.streams, outbox: b.outbox, nodeSecret: b.nodeSecret, log: b.log, limits: b.limits, now: b.now });
+}
+
+/** The delivery rooms, registered on the HTTP server. */
+export interface Delivery {
+  /** Playlists of the hubs (rendered into shared memory with worker threads). */
+  hlsSource: HubSource;
+  /** Requests the main thread answered (tests and diagnostics: which thread served). */
+  mainCounts: ThreadCounts;
+  /** The edge log receiver (docs/behaviour.md §12), or null when it is off. */
+  edgeLog: EdgeLogReceiver | null;
+  /** The main thread's listening (worker threads read its queues). */
+  listen: ListenFeature;
+  /** What the Icecast port answers listeners and `/status-json.xsl` (docs/icecast.md "Listeners"). */
+  icecastListeners: ReturnType<typeof icecastListening>;
+  /** In start order (closed in reverse). */
+  features: Feature[];
+}
+
+/**
+ * Registers HLS, listening (`/listen` and the Icecast port's), WHEP and builds the edge log
+ * receiver, over the hubs of `media` and the listeners room.
+ * @throws Error when the `/listen/:file` route could not be kept for the Icecast port
+ */
+export function buildDelivery(b: Base, room: Listeners, media: WatchedMediaRegistry): Delivery {
+  const { http, config } = b;
+  const shared = config.httpThreads > 1;
+  // With worker threads, playlists are rendered into shared memory (once per version, for every thread).
+  const hlsSource = new HubSource(media, shared);
+  const mainCounts: ThreadCounts = { hls: 0, listen: 0, forwarded: 0 };
+  registerHlsRoutes(http, hlsSource, { access: room.access, hold: room.held, served: mainCounts });
+  // Listeners behind nginx edges (docs/behaviour.md §12): counted from the edges' access log lines, with
+  // the same timeout as a direct request to the same layer.
+  const edgeLog = createEdgeLog(b, room, (id, name) => {
+    const layer = media.get(id)?.layer(name);
+    return layer && !layer.failed ? listenerTimeoutMs(layer) : null;
+  });
+  // The Icecast port serves listeners with the very `/listen` handler (docs/icecast.md).
+  const kept = keepProgressive(http);
+  const streams = b.repos.streams;
+  const listen = registerListenRoutes(kept.http, {
+    media,
+    listeners: room,
+    identity: (id) => streams.getAny(id),
+    maxConnections: config.limits.listenMaxConnections,
+    maxConnectionsPerIp: config.limits.listenMaxConnectionsPerIp,
+    log: b.log,
+    limits: b.limits,
+    now: b.now,
+    shared,
+    counts: mainCounts,
+  });
+  const listenHandler = kept.handler('/listen/:file');
+  if (!listenHandler) throw new Error('the /listen/:file route was not registered');
+  const icecastListeners = icecastListening({
+    handler: () => listenHandler,
+    row: (id) => streams.getAny(id),
+    live: () => streams.allLive(),
+    layer: (id) => {
+      const hub = media.get(id);
+      return hub && !hub.ended && hub.top.ready ? { kbps: hub.top.o.kbps } : null;
+    },
+    stats: (id) => {
+      const s = room.registry.stats(id);
+      return { listeners: s.listenerCount, peak: s.peakListenerCount };
+    },
+    icecastUrl: () => b.urls.get().icecastUrl,
+    now: b.now,
+  });
+  const whep = registerWhep({ http, media, registry: room.registry, tokens: room.tokens, access: room.access, trusted: room.trusted, config, log: b.log.child('webrtc'), urls: b.urls.get, limits: b.limits });
+  const features: Feature[] = [];
+  if (edgeLog) features.push({ close: () => edgeLog.close() });
+  features.push(listen, { close: () => whep.close() });
+  return { hlsSource, mainCounts, edgeLog, listen, icecastListeners, features };
+}
+
+/**
+ * Starts the HTTP worker threads (`SKYLARK_HTTP_THREADS` > 1) on the main thread's host:port
+ * (SO_REUSEPORT); what they do not serve comes to the main thread over its private unix socket.
+ * @returns null with one thread
+ */
+export async function startDeliveryThreads(b: Base, room: Listeners, media: WatchedMediaRegistry, d: Delivery, port: number, socketPath: string): Promise<RunningThreads | null> {
+  const { config } = b;
+  if (config.httpThreads <= 1) return null;
+  return startHttpThreads({
+    count: config.httpThreads,
+    host: config.httpHost,
+    port,
+    socketPath,
+    media,
+    source: d.hlsSource,
+    registry: room.registry,
+    policy: (id) => room.access.policy(id),
+    listen: d.listen,
+    log: b.log.child('http-threads'),
+    limits: b.limits,
+    init: {
+      nodeSecret: b.nodeSecret,
+      trustedProxies: config.trustedProxies,
+      maxJsonBodyBytes: config.maxJsonBodyBytes,
+      logLevel: config.logLevel,
+      heldMemory: room.held.memory,
+      httpMaxHeld: config.limits.httpMaxHeld,
+      httpMaxHeldPerIp: config.limits.httpMaxHeldPerIp,
+      listenMaxConnections: config.limits.listenMaxConnections,
+      listenMaxConnectionsPerIp: config.limits.listenMaxConnectionsPerIp,
+    },
+  });
+}

@@ -1,0 +1,73 @@
+/**
+ * The composition root's live plane: the media registry and publishing (ingest's state machine
+ * over the stream lifecycle, its port), then the RTMP and Icecast source servers that feed it.
+ */
+import path from 'node:path';
+import type { Base } from './base.js';
+import type { IngestPort } from '../live/ports.js';
+import { Publishing } from '../live/ingest/publishing.js';
+import { ICECAST_DEFAULTS, IcecastServer, type IcecastListening } from '../live/ingest/icecast-server.js';
+import { INGEST_DEFAULTS, RtmpIngest } from '../live/ingest/rtmp-ingest.js';
+import { ffmpegPath } from '../base/ffmpeg.js';
+import { WatchedMediaRegistry } from '../delivery/threads/index.js';
+
+/** Publishing, built: the hubs of live streams and the ingest that feeds them. */
+export interface Live {
+  /** The hubs (watched: worker threads mirror them). */
+  media: WatchedMediaRegistry;
+  ingest: Publishing;
+}
+
+/** Builds the media registry and publishing over `port` (the stream lifecycle, docs/streams.md). */
+export function buildPublishing(b: Base, port: IngestPort): Live {
+  const { config } = b;
+  const media = new WatchedMediaRegistry();
+  const ingest = new Publishing({
+    port,
+    media,
+    log: b.log.child('live'),
+    limits: b.limits,
+    now: b.now,
+    options: {
+      segmentDurationMs: config.segmentDurationMs,
+      partTargetMs: Math.min(config.partDurationMs, config.segmentDurationMs),
+      windowSegments: config.liveWindowSegments,
+      abrLadder: config.abrLadder,
+      ffmpeg: ffmpegPath,
+      recordingsDir: path.join(config.dataDir, 'recordings'),
+      maxAudioFrameBytes: config.limits.maxAudioFrameBytes,
+      segmentBytesFactor: config.limits.segmentBytesFactor,
+      minFreeDiskBytes: config.limits.minFreeDiskBytes,
+      nowPlayingMinIntervalMs: config.limits.nowPlayingMinIntervalMs,
+    },
+  });
+  return { media, ingest };
+}
+
+/** The ingest servers (not listening yet). */
+export interface IngestServers {
+  rtmp: RtmpIngest;
+  /** Icecast sources, and listeners on the same port (docs/icecast.md). */
+  icecast: IcecastServer;
+}
+
+/** Builds the RTMP and Icecast source servers over `port` (the stream lifecycle); `listeners` is what the Icecast port answers listeners. */
+export function buildIngestServers(b: Base, live: Live, port: Pick<IngestPort, 'authorizePublish' | 'onError'>, listeners: IcecastListening): IngestServers {
+  const { config, limits } = b;
+  const rtmp = new RtmpIngest(live.ingest, b.log.child('rtmp'), { ...INGEST_DEFAULTS, mergeReadsMs: config.ingestMergeMs, limitSettings: config.limits, limits });
+  const icecast = new IcecastServer(
+    live.ingest,
+    port,
+    b.log.child('icecast'),
+    limits,
+    {
+      ...ICECAST_DEFAULTS,
+      maxConnections: config.limits.icecastMaxConnections,
+      maxConnectionsPerIp: config.limits.icecastMaxConnectionsPerIp,
+      maxAudioFrameBytes: config.limits.maxAudioFrameBytes,
+      listenSendBufferBytes: config.limits.listenSendBufferBytes,
+    },
+    listeners,
+  );
+  return { rtmp, icecast };
+}
