@@ -2,7 +2,7 @@
  * A mount (Icecast's word): the progressive listening output of one layer of one stream, shared by
  * every listener of it (docs/behaviour.md §10 "Listening"; the model of Icecast's `source.c`/`refbuf.c`).
  *
- * - One queue of immutable chunks (src/delivery/progressive/queue.ts; src/live/media/listen-encoder.ts): each part
+ * - One queue of immutable chunks (src/delivery/progressive/queue.ts; src/delivery/progressive/encoder.ts): each part
  *   (LL-HLS layers) or segment (classic layers) the layer makes is read back and written in the
  *   listening format once, cut into ~0.5 s chunks that start on frame/page boundaries. Chunks
  *   carry sequence numbers and audio times; every listener holds only its position (the next

@@ -4,14 +4,14 @@
  * the newest RETAIN_MS of audio kept. Mounts (src/delivery/progressive/mount.ts) hold listeners' positions in it.
  *
  * - `EncodedQueue` (the main thread): each part (LL-HLS layers) or segment (classic layers) the
- *   layer makes is read back and written in the listening format once (src/live/media/listen-encoder.ts);
+ *   layer makes is read back and written in the listening format once (src/delivery/progressive/encoder.ts);
  *   a queue made for the first listener starts from the layer's retained parts/segments, so that
  *   listener gets its burst. With `share`, each chunk's bytes are put into a SharedArrayBuffer at
  *   that one copy: every thread's listeners then write the same memory (src/delivery/progressive/shared.ts).
  * - `MirrorQueue` (a worker thread): the same chunks, as the main thread posts them.
  */
 import type { Layer, LayerMedia } from '../../live/media/layer.js';
-import { CHUNK_MS, ListenEncoder, type ListenChunk } from '../../live/media/listen-encoder.js';
+import { CHUNK_MS, ListenEncoder, type ListenChunk } from './encoder.js';
 
 /** A listener more than this much audio behind (unsent, ms) is disconnected (docs/behaviour.md §10). */
 export const SLOW_MS = 10_000;

@@ -1,7 +1,7 @@
 /**
  * A layer's HLS output → the bytes of progressive (Icecast-style) listening (docs/behaviour.md §10
- * "Listening"): each LL-HLS part or segment is read back into codec frames once (src/live/media/
- * fmp4-read.ts, ts-read.ts) and written in the listening format — AAC as ADTS frames (the
+ * "Listening"): each LL-HLS part or segment is read back into codec frames once (fmp4-read.ts,
+ * ts-read.ts beside this file) and written in the listening format — AAC as ADTS frames (the
  * AudioSpecificConfig from the init section's `esds`), MP3 frames as they are, Opus as Ogg pages
  * (RFC 7845: OpusHead and OpusTags pages first, then audio pages whose granule positions count
  * 48 kHz samples continuously across parts).
@@ -10,11 +10,11 @@
  * (`subarray` views) that each start on a frame (ADTS, MP3) or page (Ogg) boundary, so a listener
  * may start at any chunk. Chunks are immutable and shared by every listener of the layer.
  */
-import { ADTS_MAX_PAYLOAD_BYTES, parseAsc, writeAdtsFrame, type AdtsConfig } from './adts.js';
+import { ADTS_MAX_PAYLOAD_BYTES, parseAsc, writeAdtsFrame, type AdtsConfig } from '../../live/media/adts.js';
+import { OGG_BOS, OGG_EOS, OGG_MAX_LACING, OGG_PAGE_HEADER_BYTES, oggLacing, oggPageBytes, opusPacketSamples, opusTagsPacket, writeOggPage } from '../../live/media/ogg.js';
+import type { LayerMedia } from '../../live/media/layer.js';
 import { opusHeadFromDops, readFragments, readInit, type Mp4AudioTrack } from './fmp4-read.js';
-import { OGG_BOS, OGG_EOS, OGG_MAX_LACING, OGG_PAGE_HEADER_BYTES, oggLacing, oggPageBytes, opusPacketSamples, opusTagsPacket, writeOggPage } from './ogg.js';
 import { readTsAudio } from './ts-read.js';
-import type { LayerMedia } from './layer.js';
 
 /** A piece of a mount's stream: immutable, shared by every listener. */
 export interface ListenChunk {
@@ -85,76 +85,43 @@ export class ListenEncoder {
       if (!this.ogg || !this.ogg.head.equals(head)) out.push(...this.chain(head));
     }
     if (frames.length === 0) return out;
-    // Group into ~CHUNK_MS chunks; a short tail joins the chunk before it.
-    const groups: Array<[number, number, number]> = []; // [first, end, ms]
-    let first = 0;
-    let ms = 0;
-    for (let i = 0; i < frames.length; i++) {
-      ms += frames[i]!.ms;
-      if (ms >= CHUNK_MS || i === frames.length - 1) {
-        const last = groups[groups.length - 1];
-        if (ms < CHUNK_MS / 2 && last) {
-          last[1] = i + 1;
-          last[2] += ms;
-        } else groups.push([first, i + 1, ms]);
-        first = i + 1;
-        ms = 0;
-      }
+    const groups = chunkGroups(frames);
+    if (kind === 'ogg') out.push(...this.oggChunks(frames, groups));
+    else out.push(...this.frameChunks(kind, frames, groups));
+    return out;
+  }
+
+  /** Ogg: the groups' frames as pages of this logical stream (granule positions continue), one chunk per group. */
+  private oggChunks(frames: Frame[], groups: Group[]): ListenChunk[] {
+    const pages = oggPages(frames, groups);
+    let size = 0;
+    for (const p of pages) size += oggPageBytes(p.packets);
+    const buf = Buffer.allocUnsafe(size);
+    const ends: number[] = groups.map(() => 0);
+    const s = this.ogg!;
+    let o = 0;
+    for (const p of pages) {
+      s.granule += BigInt(p.samples);
+      o = writeOggPage(buf, o, p.packets, { serial: s.serial, sequence: s.sequence++, granule: s.granule, flags: 0 });
+      ends[p.group] = o;
     }
     const header = this.header;
-    if (kind === 'ogg') {
-      // Pages: packets until OGG_PAGE_MS of audio or the lacing limit, never across chunks.
-      const pages: Array<{ group: number; packets: Uint8Array[]; samples: number }> = [];
-      let size = 0;
-      groups.forEach(([a, b], g) => {
-        let packets: Uint8Array[] = [];
-        let lacing = 0;
-        let pageMs = 0;
-        let samples = 0;
-        for (let i = a; i < b; i++) {
-          const f = frames[i]!;
-          const p = f.parts[0]!;
-          const l = oggLacing(p.length);
-          if (packets.length > 0 && lacing + l > OGG_MAX_LACING) {
-            pages.push({ group: g, packets, samples });
-            packets = [];
-            lacing = 0;
-            pageMs = 0;
-            samples = 0;
-          }
-          packets.push(p);
-          lacing += l;
-          pageMs += f.ms;
-          samples += f.samples;
-          if (pageMs >= OGG_PAGE_MS || i === b - 1) {
-            pages.push({ group: g, packets, samples });
-            packets = [];
-            lacing = 0;
-            pageMs = 0;
-            samples = 0;
-          }
-        }
-      });
-      for (const p of pages) size += oggPageBytes(p.packets);
-      const buf = Buffer.allocUnsafe(size);
-      const ends: number[] = groups.map(() => 0);
-      const s = this.ogg!;
-      let o = 0;
-      for (const p of pages) {
-        s.granule += BigInt(p.samples);
-        o = writeOggPage(buf, o, p.packets, { serial: s.serial, sequence: s.sequence++, granule: s.granule, flags: 0 });
-        ends[p.group] = o;
-      }
-      let start = 0;
-      groups.forEach(([, , gms], g) => {
-        out.push({ data: buf.subarray(start, ends[g]), ms: gms, header, startable: true });
-        start = ends[g]!;
-      });
-      return out;
-    }
+    const out: ListenChunk[] = [];
+    let start = 0;
+    groups.forEach(([, , gms], g) => {
+      out.push({ data: buf.subarray(start, ends[g]), ms: gms, header, startable: true });
+      start = ends[g]!;
+    });
+    return out;
+  }
+
+  /** ADTS (a 7-byte header per AAC frame) or raw MP3 frames, one chunk per group. */
+  private frameChunks(kind: 'adts' | 'raw', frames: Frame[], groups: Group[]): ListenChunk[] {
     let size = 0;
     for (const f of frames) size += f.bytes + (kind === 'adts' ? 7 : 0);
     const buf = Buffer.allocUnsafe(size);
+    const header = this.header;
+    const out: ListenChunk[] = [];
     let o = 0;
     for (const [a, b, gms] of groups) {
       const start = o;
@@ -237,4 +204,64 @@ export class ListenEncoder {
     writeOggPage(eos, 0, [], { serial: old.serial, sequence: old.sequence++, granule: old.granule, flags: OGG_EOS });
     return [{ data: Buffer.concat([eos, header]), ms: 0, header, startable: false }];
   }
+}
+
+/** A chunk's frames: `[first, end, ms]` (frame indexes, end exclusive; audio ms). */
+type Group = [number, number, number];
+
+/** Groups frames into chunks of ~CHUNK_MS of audio, each closing at the first frame reaching it; a short tail joins the chunk before it. */
+function chunkGroups(frames: Frame[]): Group[] {
+  const groups: Group[] = [];
+  let first = 0;
+  let ms = 0;
+  for (let i = 0; i < frames.length; i++) {
+    ms += frames[i]!.ms;
+    if (ms >= CHUNK_MS || i === frames.length - 1) {
+      const last = groups[groups.length - 1];
+      if (ms < CHUNK_MS / 2 && last) {
+        last[1] = i + 1;
+        last[2] += ms;
+      } else groups.push([first, i + 1, ms]);
+      first = i + 1;
+      ms = 0;
+    }
+  }
+  return groups;
+}
+
+/** One Ogg page to write: its group (chunk), its packets, the 48 kHz samples they carry. */
+interface PagePlan {
+  group: number;
+  packets: Uint8Array[];
+  samples: number;
+}
+
+/** Opus packets into pages: until OGG_PAGE_MS of audio or the lacing limit (RFC 3533 §6), never across chunks. */
+function oggPages(frames: Frame[], groups: Group[]): PagePlan[] {
+  const pages: PagePlan[] = [];
+  groups.forEach(([a, b], g) => {
+    let packets: Uint8Array[] = [];
+    let lacing = 0;
+    let pageMs = 0;
+    let samples = 0;
+    const close = () => {
+      pages.push({ group: g, packets, samples });
+      packets = [];
+      lacing = 0;
+      pageMs = 0;
+      samples = 0;
+    };
+    for (let i = a; i < b; i++) {
+      const f = frames[i]!;
+      const p = f.parts[0]!;
+      const l = oggLacing(p.length);
+      if (packets.length > 0 && lacing + l > OGG_MAX_LACING) close();
+      packets.push(p);
+      lacing += l;
+      pageMs += f.ms;
+      samples += f.samples;
+      if (pageMs >= OGG_PAGE_MS || i === b - 1) close();
+    }
+  });
+  return pages;
 }

@@ -1,4 +1,4 @@
-// Listening formats from a layer's HLS output (src/live/media/listen-encoder.ts): the native Segmenter
+// Listening formats from a layer's HLS output (src/delivery/progressive/encoder.ts): the native Segmenter
 // is fed the fixtures; its parts/segments become ADTS, MP3 frames or Ogg Opus chunks that start
 // on frame/page boundaries, carry every frame byte for byte, and decode with FFmpeg from the first
 // chunk and from one in the middle (a listener joining late).
@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Segmenter, type ConfigEvent, type SegmenterEvent, type SegmenterOptions } from '../../../../src/live/native/index.js';
 import { FlvReader } from '../../../../src/live/media/flv.js';
-import { CHUNK_MS, ListenEncoder, type ListenChunk } from '../../../../src/live/media/listen-encoder.js';
+import { CHUNK_MS, ListenEncoder, type ListenChunk } from '../../../../src/delivery/progressive/encoder.js';
 import { OggReader, opusPacketSamples } from '../../../../src/live/media/ogg.js';
 import { opusTagsFromOgg, oggPackets } from '../../../helpers/ogg.js';
 

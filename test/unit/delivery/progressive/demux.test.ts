@@ -1,4 +1,4 @@
-// Reading our own HLS output back (src/live/media/fmp4-read.ts, src/live/media/ts-read.ts): the native
+// Reading our own HLS output back (src/delivery/progressive/fmp4-read.ts, src/delivery/progressive/ts-read.ts): the native
 // Segmenter is fed the fixtures (AAC and MP3 from FLV, Opus as E-RTMP tags from Ogg), and every
 // frame comes back byte for byte from its parts, its segments and its init section.
 import fs from 'node:fs';
@@ -6,8 +6,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Segmenter, type ConfigEvent, type PartEvent, type SegmentDoneEvent, type SegmenterEvent, type SegmenterOptions } from '../../../../src/live/native/index.js';
 import { FlvReader } from '../../../../src/live/media/flv.js';
-import { Mp4ReadError, opusHeadFromDops, readFragments, readInit } from '../../../../src/live/media/fmp4-read.js';
-import { TsReadError, readTsAudio } from '../../../../src/live/media/ts-read.js';
+import { Mp4ReadError, opusHeadFromDops, readFragments, readInit } from '../../../../src/delivery/progressive/fmp4-read.js';
+import { TsReadError, readTsAudio } from '../../../../src/delivery/progressive/ts-read.js';
 import { opusTagsFromOgg, oggPackets } from '../../../helpers/ogg.js';
 
 const fixtures = path.resolve(import.meta.dirname, '../../../fixtures');
