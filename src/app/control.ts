@@ -22,6 +22,7 @@ import { Sessions } from '../base/auth/sessions.js';
 import { AccountsService } from '../control/services/accounts.js';
 import { StreamsService } from '../control/services/streams.js';
 import { StreamLifecycle } from '../control/services/lifecycle.js';
+import { FallbackEpisodes } from '../control/services/fallback.js';
 import { PlayLog } from '../control/services/play-log.js';
 import { BroadcastLog } from '../control/services/broadcasts.js';
 import { PodcastsService, feedUrlOf, recordingPodcastCheck, type FeedChanged } from '../control/services/podcasts.js';
@@ -163,6 +164,7 @@ export function buildServices(b: Base, room: Listeners): ControlServices {
     listenerCount,
     onRecording: (r) => episodes.createFromRecording(r),
     hasRecordingEpisode: (streamId) => episodes.hasRecordingOf(streamId),
+    fallbackItems: fallbackEpisodesOf(b, podcasts.episodeMedia),
     playLog,
     broadcasts,
     nowPlayingMinIntervalMs: b.config.limits.nowPlayingMinIntervalMs,
@@ -171,6 +173,12 @@ export function buildServices(b: Base, room: Listeners): ControlServices {
   const accounts = new AccountsService(b.repos.accounts, now);
   const listeners = new ListenersService(room.registry, b.repos.streams, room.tokens, (id) => broadcasts.stats(id));
   return { ...hooks, ...podcasts, accounts, playLog, broadcasts, lifecycle, listeners };
+}
+
+/** The episodes a stream's fallback can play now (docs/streams.md "Fallback"), from the media store. */
+function fallbackEpisodesOf(b: Base, media: MediaStore): (accountId: string, ids: string[]) => ReturnType<FallbackEpisodes['items']> {
+  const f = new FallbackEpisodes(b.repos.podcasts, media);
+  return (accountId, ids) => f.items(accountId, ids);
 }
 
 /** The streams service (docs/behaviour.md §2): over publishing, which it asks to end, disconnect and retitle. */
@@ -185,9 +193,11 @@ export function buildStreamsService(b: Base, s: ControlServices, room: Listeners
       endNow: (id) => ingest.endNow(id),
       disconnectPublisher: (id) => ingest.disconnectPublisher(id),
       nowPlaying: (id, np) => ingest.nowPlaying(id, np),
+      fallbackChanged: (id) => ingest.fallbackChanged(id),
     },
     now: b.now,
     checkRecordingPodcast: recordingPodcastCheck(b.repos.podcasts),
+    checkFallbackEpisodes: (accountId, ids) => new FallbackEpisodes(b.repos.podcasts, s.episodeMedia).check(accountId, ids),
     playLog: s.playLog,
     broadcasts: s.broadcasts,
   });

@@ -6,24 +6,26 @@
 import { newId } from './ids.js';
 import type { EventsRepo } from './db/events-repo.js';
 
-/** The event types: the spec's, and `stream.now_playing` (docs/behaviour.md §11). */
+/** The event types: the spec's, `stream.now_playing` (docs/behaviour.md §11) and `stream.source_changed` (docs/streams.md "Fallback"). */
 export type EventType =
   | 'stream.started'
   | 'stream.ended'
   | 'stream.error'
   | 'stream.now_playing'
+  | 'stream.source_changed'
   | 'listener.joined'
   | 'listener.left'
   | 'podcast.published'
   | 'podcast.deleted'
   | 'webhook.test';
 
-/** Every event type (spec "Event types", in its order, then `stream.now_playing` of docs/behaviour.md §11). */
+/** Every event type (spec "Event types", in its order, then `stream.now_playing` of docs/behaviour.md §11 and `stream.source_changed` of docs/streams.md "Fallback"). */
 export const EVENT_TYPES: readonly EventType[] = [
   'stream.started',
   'stream.ended',
   'stream.error',
   'stream.now_playing',
+  'stream.source_changed',
   'listener.joined',
   'listener.left',
   'podcast.published',

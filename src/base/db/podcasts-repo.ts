@@ -218,6 +218,12 @@ export class PodcastsRepo {
   deleteEpisode(id: string): void {
     this.s.deleteEpisode.run(id);
   }
+  /** Episode `id` of `accountId` in any of its podcasts: its podcast, title and audio file (null without audio), or undefined. */
+  episodeAudio(id: string, accountId: string): { id: string; podcast_id: string; title: string; audio_file: string | null } | undefined {
+    return this.db.prepare('SELECT id, podcast_id, title, audio_file FROM episodes WHERE id = ? AND account_id = ?').get(id, accountId) as
+      | { id: string; podcast_id: string; title: string; audio_file: string | null }
+      | undefined;
+  }
   /** Whether an episode was made from stream `streamId`'s recording (`source_stream_id`). */
   hasEpisodeFromStream(streamId: string): boolean {
     return this.db.prepare('SELECT 1 FROM episodes WHERE source_stream_id = ? LIMIT 1').get(streamId) !== undefined;

@@ -32,6 +32,10 @@ export interface StreamRow {
   ended_at: number | null;
   /** JSON NowPlaying, or null (docs/behaviour.md §11). */
   now_playing?: string | null;
+  /** JSON {episodeIds, order, silenceSeconds}, or null (docs/streams.md "Fallback", migration 014). */
+  fallback?: string | null;
+  /** Where the audio comes from now: 'live', 'fallback', or null (docs/streams.md "Fallback"). */
+  source?: string | null;
 }
 
 /** Prepared statements over `streams`. */
@@ -51,13 +55,14 @@ export class StreamsRepo {
 
   constructor(readonly db: Database) {
     this.insertStmt = db.prepare(`INSERT INTO streams (id, account_id, title, titles, status, quality, codec, region, stream_key_hash,
-      stream_key_enc, metadata, reconnect_window, recording, playback, latency_mode, created_at, started_at, ended_at)
+      stream_key_enc, metadata, reconnect_window, recording, playback, latency_mode, created_at, started_at, ended_at, fallback)
       VALUES (@id, @account_id, @title, @titles, @status, @quality, @codec, @region, @stream_key_hash, @stream_key_enc, @metadata,
-      @reconnect_window, @recording, @playback, @latency_mode, @created_at, @started_at, @ended_at)`);
+      @reconnect_window, @recording, @playback, @latency_mode, @created_at, @started_at, @ended_at, @fallback)`);
     this.byId = db.prepare('SELECT * FROM streams WHERE id = ? AND account_id = ?');
     this.byIdAnyAccount = db.prepare('SELECT * FROM streams WHERE id = ?');
     this.updateStmt = db.prepare(`UPDATE streams SET title = @title, titles = @titles, quality = @quality, metadata = @metadata,
-      reconnect_window = @reconnect_window, recording = @recording, playback = @playback, latency_mode = @latency_mode WHERE id = @id`);
+      reconnect_window = @reconnect_window, recording = @recording, playback = @playback, latency_mode = @latency_mode,
+      fallback = @fallback WHERE id = @id`);
     this.deleteStmt = db.prepare('DELETE FROM streams WHERE id = ?');
     this.setKey = db.prepare('UPDATE streams SET stream_key_hash = ?, stream_key_enc = ? WHERE id = ?');
     this.toLive = db.prepare("UPDATE streams SET status = 'live', started_at = ? WHERE id = ? AND status = 'idle'");
@@ -77,7 +82,7 @@ export class StreamsRepo {
   }
 
   insert(row: StreamRow): void {
-    this.insertStmt.run(row);
+    this.insertStmt.run({ ...row, fallback: row.fallback ?? null });
   }
   /** The stream `id` of `accountId`, or undefined. */
   get(id: string, accountId: string): StreamRow | undefined {
@@ -88,7 +93,16 @@ export class StreamsRepo {
     return this.byIdAnyAccount.get(id) as StreamRow | undefined;
   }
   update(row: StreamRow): void {
-    this.updateStmt.run(row);
+    this.updateStmt.run({ ...row, fallback: row.fallback ?? null });
+  }
+  /** Sets where the stream's audio comes from now (docs/streams.md "Fallback"); false when there is no such stream. */
+  setSource(id: string, source: string | null): boolean {
+    return this.db.prepare('UPDATE streams SET source = ? WHERE id = ?').run(source, id).changes === 1;
+  }
+  /** At start-up: forgets every stored `source` (nothing plays yet) and answers the ids of the streams with a fallback. */
+  resetSources(): string[] {
+    this.db.prepare('UPDATE streams SET source = NULL WHERE source IS NOT NULL').run();
+    return this.db.prepare('SELECT id FROM streams WHERE fallback IS NOT NULL ORDER BY seq').pluck().all() as string[];
   }
   delete(id: string): void {
     this.deleteStmt.run(id);

@@ -37,6 +37,17 @@ export interface StreamObject {
   /** When the last broadcast ended (null before the first one ended); kept while the next one runs. */
   endedAt: string | null;
   metadata: Record<string, string>;
+  /** What plays while no live audio does (docs/streams.md "Fallback"), or null. */
+  fallback: StreamFallback | null;
+  /** Where the audio comes from now: `live`, `fallback`, or null (nothing plays). */
+  source: 'live' | 'fallback' | null;
+}
+
+/** A stream's fallback (docs/streams.md "Fallback"): episodes of the account, their order, the silence that switches to it (s, or null). */
+export interface StreamFallback {
+  episodeIds: string[];
+  order: 'sequential' | 'shuffle';
+  silenceSeconds: number | null;
 }
 
 /** What plays now (docs/behaviour.md §11). `startedAt` ISO 8601. */
@@ -95,6 +106,8 @@ export function toStreamObject(row: StreamRow, urls: PublicUrls, listenerCount: 
     startedAt: iso(row.started_at),
     endedAt: iso(row.ended_at),
     metadata: JSON.parse(row.metadata) as Record<string, string>,
+    fallback: row.fallback ? (JSON.parse(row.fallback) as StreamFallback) : null,
+    source: row.source === 'live' || row.source === 'fallback' ? row.source : null,
   };
 }
 

@@ -13,7 +13,7 @@ import type { PublicUrls } from '../../base/config.js';
 import { decryptSecret, encryptSecret, hashToken } from '../../base/auth/secrets.js';
 import { REGIONS, type Region } from './accounts.js';
 import type { AccountsRepo } from '../../base/db/accounts-repo.js';
-import { sameNowPlaying, toStreamObject, type NowPlaying, type StreamObject } from './stream-object.js';
+import { sameNowPlaying, toStreamObject, type NowPlaying, type StreamFallback, type StreamObject } from './stream-object.js';
 import type { PlayLog, TrackObject } from './play-log.js';
 import type { BroadcastLog, BroadcastObject } from './broadcasts.js';
 
@@ -37,6 +37,8 @@ export interface CreateStreamInput extends LanguageTitles<string> {
   playback?: 'public' | 'token';
   /** `standard` (classic HLS; the default) or `low` (LL-HLS). */
   latencyMode?: 'standard' | 'low';
+  /** What plays while no live audio does (docs/streams.md "Fallback"); null: nothing. */
+  fallback?: StreamFallback | null;
 }
 
 /** A validated `PATCH /streams/{id}` body: `null` clears a language title or removes a metadata key. */
@@ -49,6 +51,8 @@ export interface UpdateStreamInput extends LanguageTitles<string | null> {
   playback?: 'public' | 'token';
   /** Takes effect when the stream next starts a timeline (its next publish after being idle). */
   latencyMode?: 'standard' | 'low';
+  /** Set, replaced or (null) removed at once (docs/streams.md "Fallback"). */
+  fallback?: StreamFallback | null;
 }
 
 /** What the live side offers the resource: counts and the power to stop a publisher. */
@@ -65,6 +69,8 @@ export interface LiveControl {
    * applies the change later (docs/listeners.md "Title changes").
    */
   nowPlaying(streamId: string, np: NowPlayingInput & { startedAtMs?: number }): void;
+  /** The stream's fallback was set, changed or removed, or the stream was deleted (docs/streams.md "Fallback"): ingest reads it again. */
+  fallbackChanged?(streamId: string): void;
 }
 
 /** A validated `POST /streams/{id}/now_playing` body (api/streams/schemas.ts validates it). */
@@ -90,6 +96,11 @@ export interface StreamsDeps {
   live: LiveControl;
   /** Refuses a `recording.podcastId` that is not a live podcast of the account. @throws ApiError 400 */
   checkRecordingPodcast?: (accountId: string, podcastId: string) => void;
+  /**
+   * Refuses a fallback episode that is not an episode of the account with audio, naming it
+   * (`fallback.episodeIds[i]`). @throws ApiError 400
+   */
+  checkFallbackEpisodes?: (accountId: string, episodeIds: string[]) => void;
   /** The play log (`GET /streams/{id}/tracks`). */
   playLog?: PlayLog;
   /** The broadcasts (`GET /streams/{id}/broadcasts`). */
@@ -139,6 +150,7 @@ export class StreamsService {
   create(accountId: string, input: CreateStreamInput): WithDeprecation<StreamObject> {
     const deprecated: string[] = [];
     if (input.recording) this.d.checkRecordingPodcast?.(accountId, input.recording.podcastId);
+    if (input.fallback) this.d.checkFallbackEpisodes?.(accountId, input.fallback.episodeIds);
     const quality = normalizeQuality(input.quality, deprecated) ?? 'medium';
     const account = this.d.accounts.get(accountId);
     const region = (input.region ?? account?.default_region ?? 'eu-west-1') as Region;
@@ -164,9 +176,11 @@ export class StreamsService {
       created_at: this.now(),
       started_at: null,
       ended_at: null,
+      fallback: input.fallback ? JSON.stringify(fallbackOf(input.fallback)) : null,
     };
     this.d.streams.insert(row);
-    return { value: this.render(row, true), deprecated };
+    if (row.fallback) this.d.live.fallbackChanged?.(row.id);
+    return { value: this.render(this.d.streams.getAny(row.id) ?? row, true), deprecated };
   }
 
   /**
@@ -204,6 +218,7 @@ export class StreamsService {
     const deprecated: string[] = [];
     const row = { ...this.row(accountId, id) };
     if (input.recording) this.d.checkRecordingPodcast?.(accountId, input.recording.podcastId);
+    if (input.fallback) this.d.checkFallbackEpisodes?.(accountId, input.fallback.episodeIds);
     if (input.title !== undefined) row.title = input.title;
     const titles = JSON.parse(row.titles) as Record<string, string>;
     for (const t of LANGUAGE_TITLES) {
@@ -219,9 +234,12 @@ export class StreamsService {
     if (input.recording !== undefined) row.recording = input.recording === null ? null : JSON.stringify(input.recording);
     if (input.playback !== undefined) row.playback = input.playback;
     if (input.latencyMode !== undefined) row.latency_mode = input.latencyMode;
+    if (input.fallback !== undefined) row.fallback = input.fallback === null ? null : JSON.stringify(fallbackOf(input.fallback));
     this.d.streams.update(row);
     this.cache.delete(id);
-    return { value: this.render(row, withKey), deprecated };
+    if (input.fallback !== undefined || input.quality !== undefined) this.d.live.fallbackChanged?.(id);
+    // The fallback may have put the stream on air (or taken it off): its `source` and `nowPlaying` as they are now.
+    return { value: this.render(this.d.streams.getAny(id) ?? row, withKey), deprecated };
   }
 
   /** Deletes a stream; a live one's broadcast is ended first (`stream.ended`). @throws ApiError 404 */
@@ -230,6 +248,7 @@ export class StreamsService {
     if (row.status === 'live') this.d.live.endNow(id);
     this.d.streams.delete(id);
     this.cache.delete(id);
+    if (row.fallback) this.d.live.fallbackChanged?.(id);
     return { id, object: 'stream', deleted: true };
   }
 
@@ -340,6 +359,11 @@ function freeze(o: StreamObject): StreamObject {
   Object.freeze(o.metadata);
   if (o.recording) Object.freeze(o.recording);
   return Object.freeze(o);
+}
+
+/** The stored form of a validated fallback: every field present, duplicates kept (an episode may play twice a round). */
+function fallbackOf(f: StreamFallback): StreamFallback {
+  return { episodeIds: [...f.episodeIds], order: f.order ?? 'sequential', silenceSeconds: f.silenceSeconds ?? null };
 }
 
 /** `sk_<region code>_<40 base62>` (docs/behaviour.md §2). */

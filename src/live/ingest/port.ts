@@ -6,6 +6,19 @@
  */
 import type { AudioCodec } from '../media/codec.js';
 import type { Recording } from '../media/recorder.js';
+import type { FallbackPlan } from './fallback.js';
+
+/** Where a stream's audio comes from now (docs/streams.md "Fallback"): null while nothing plays. */
+export type StreamSource = 'live' | 'fallback' | null;
+
+/** Why the source changed (`stream.source_changed` `reason`); null: the fallback was set or removed. */
+export type SourceChangeReason = 'publisher_connected' | 'publisher_left' | 'silence' | 'audio_returned';
+
+/** A stream's fallback as ingest plays it: the stream's settings (as for a publish) and the plan. */
+export interface FallbackSetting {
+  grant: PublishGrant;
+  plan: FallbackPlan;
+}
 
 /** What a publish to a stream may carry, as the stream says (docs/behaviour.md §2, §9). Bitrates in kbps. */
 export interface PublishGrant {
@@ -67,4 +80,13 @@ export interface IngestPort {
    * handed over (its files may then be released); rejects when it could not be (kept for a retry).
    */
   onRecording(streamId: string, recording: Recording): Promise<void>;
+  /**
+   * The stream's fallback (docs/streams.md "Fallback") with the episodes it can play now (those
+   * deleted or without audio left out); null when it has none (or the stream is gone).
+   */
+  fallback?(streamId: string): FallbackSetting | null;
+  /** At start-up: the streams that have a fallback; every `source` an earlier run stored is forgotten (null). */
+  fallbackStreams?(): string[];
+  /** The stream's source changed: its `source`, and `stream.source_changed` with `reason` (none when null). */
+  onSourceChanged?(streamId: string, source: StreamSource, reason: SourceChangeReason | null): void;
 }

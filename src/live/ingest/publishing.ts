@@ -15,10 +15,11 @@
 import type { Logger } from '../../base/logger.js';
 import type { Limits } from '../../base/limits/limits.js';
 import { TitleCap } from '../../base/limits/title-cap.js';
-import type { MediaConnection, MediaError, MediaRegistry, PublishFeed, StreamHub } from '../media/hub.js';
+import type { MediaConnection, MediaError, MediaRegistry, PublishInput, StreamHub } from '../media/hub.js';
 import { readAudioTag, type AudioTag } from '../media/codec.js';
 import { Recorder, type Recording, type RecordingLeftover } from '../media/recorder.js';
-import type { IngestPort, NowPlayingUpdate, PublishGrant, StreamError } from './port.js';
+import type { FallbackSetting, IngestPort, NowPlayingUpdate, PublishGrant, SourceChangeReason, StreamError, StreamSource } from './port.js';
+import { FallbackSource } from './fallback.js';
 
 /** A connected publisher, as ingest sees it (one per accepted publish, any protocol). */
 export interface Publisher extends MediaConnection {
@@ -71,7 +72,7 @@ interface StreamIngest {
   grant: PublishGrant;
   hub: StreamHub;
   publisher: Publisher | null;
-  feed: PublishFeed | null;
+  input: PublishInput | null;
   /** Which attach the current sink belongs to (a replaced publisher's late calls are ignored). */
   generation: number;
   reconnectTimer: NodeJS.Timeout | null;
@@ -80,6 +81,12 @@ interface StreamIngest {
   sawHeader: boolean;
   /** `live` was triggered for this hub. */
   liveTriggered: boolean;
+  /** The fallback audio playing now (docs/streams.md "Fallback"), or null. */
+  fallback: FallbackSource | null;
+  /** What the stream's `source` is (as last told to the port). */
+  source: StreamSource;
+  /** The live source's last title (put back when its audio returns after a silence). */
+  liveTitle: NowPlayingUpdate | null;
 }
 
 export interface PublishingDeps {
@@ -133,6 +140,9 @@ export class Publishing {
   nowPlaying(streamId: string, np: NowPlayingUpdate | null): void {
     const s = this.streams.get(streamId);
     if (!s?.publisher && this.d.port.streamState(streamId)?.status !== 'live') return;
+    if (s) s.liveTitle = np;
+    // While the fallback plays, its episode is what plays: the live title waits for the live audio.
+    if (s?.fallback) return;
     // `null` (a new source): the hub forgets the old title (the next one is carried even if equal).
     if (np === null) {
       this.hubTitles.forget(streamId);
@@ -147,13 +157,28 @@ export class Publishing {
     return s?.publisher ? s.hub.ingestRoute : null;
   }
 
+  /**
+   * The stream's fallback was set, changed or removed, or the stream was deleted: read again
+   * through the port (docs/streams.md "Fallback"). While no live audio is on air the fallback plays
+   * (from its next episode, the stream's HLS and `/listen` on air from now, also before a first
+   * broadcast); removed, it stops, and a stream that is not live goes off air. Live audio on air
+   * goes on: the plan is read again when the fallback next plays.
+   */
+  fallbackChanged(streamId: string): void {
+    const f = this.d.port.fallback?.(streamId) ?? null;
+    const s = this.streams.get(streamId);
+    if (!f) return this.fallbackRemoved(streamId, s);
+    if (s?.publisher && !s.fallback) return;
+    this.playFallback(streamId, s, f, null);
+  }
+
   /** Ends a live stream's broadcast at once (DELETE): publisher closed, `stream.ended`. */
   endNow(streamId: string): void {
     const s = this.streams.get(streamId);
     if (s?.publisher) {
       const p = s.publisher;
       s.publisher = null;
-      s.feed?.detach();
+      s.input?.detach();
       p.close('stream deleted');
     }
     this.end(streamId);
@@ -188,6 +213,7 @@ export class Publishing {
       timer.unref();
       this.recoverTimers.add(timer);
     }
+    for (const id of this.d.port.fallbackStreams?.() ?? []) this.fallbackChanged(id);
   }
 
   /**
@@ -199,6 +225,8 @@ export class Publishing {
     for (const t of this.recoverTimers) clearTimeout(t);
     this.recoverTimers.clear();
     for (const s of this.streams.values()) {
+      s.fallback?.close();
+      s.fallback = null;
       if (s.reconnectTimer) clearTimeout(s.reconnectTimer);
       s.reconnectTimer = null;
       const p = s.publisher;
@@ -223,26 +251,25 @@ export class Publishing {
         old.close('replaced by a newer publisher');
       }
       if (s.hub.ended) s = undefined; // an ended hub lingers for players: start fresh
+      // The fallback's hub, made with other settings (a PATCH of quality since): a fresh one.
+      else if (!s.liveTriggered && !sameSettings(s.grant, grant)) s = this.retire(streamId, s);
     }
-    if (!s) {
-      const hub = this.d.media.open(streamId, this.hubOptions(grant), {
-        error: (e) => this.mediaError(streamId, e),
-        recording: (r) => void this.handOver(streamId, r),
-      });
-      s = { grant, hub, publisher: null, feed: null, generation: 0, reconnectTimer: null, codecChecked: false, sawHeader: false, liveTriggered: false };
-      this.streams.set(streamId, s);
-    }
+    s ??= this.openIngest(grant, true);
     const generation = ++this.generations;
     const st = s;
     st.publisher = publisher;
     st.generation = generation;
     st.codecChecked = false;
     st.sawHeader = false;
-    st.feed = st.hub.attach(publisher);
+    // Live audio takes over from the fallback (docs/streams.md "Fallback"); a new broadcast records.
+    st.fallback?.close();
+    st.fallback = null;
+    if (!st.liveTriggered && grant.recording) st.hub.record(this.recordingTarget(grant));
+    st.input = st.hub.attach(publisher);
     // A new source starts with no title (docs/icecast.md): what the previous one played is not
     // what this one plays; its own title (onMetaData, OpusTags, updinfo) comes after this.
     this.nowPlaying(streamId, null);
-    const feed = st.feed;
+    const input = st.input;
     const codec = grant.codec;
     return {
       audio: (ts, data, segmented, known) => {
@@ -251,6 +278,7 @@ export class Publishing {
         if (!st.codecChecked) {
           if (tag.codec !== codec) return this.codecMismatch(streamId, st, codec, tag.codec);
           st.codecChecked = true;
+          this.setSource(streamId, st, 'live', 'publisher_connected');
         }
         // docs/behaviour.md §9: live on the first coded frame after a sequence header, whatever the
         // segmenter makes of it (WebRTC forwards Opus the HLS segmenter may not take yet).
@@ -264,9 +292,9 @@ export class Publishing {
             this.d.log.info('stream live', { streamId });
           }
         }
-        feed.audio(ts, data, tag, segmented);
+        input.audio(ts, data, tag, segmented);
         // Codec checked and live: from the next read the passthrough segmenter may be fed natively.
-        if (nowLive || (st.liveTriggered && generation === st.generation)) feed.live();
+        if (nowLive || (st.liveTriggered && generation === st.generation)) input.live();
       },
       end: () => {
         if (st.generation !== generation || st.publisher === null) return;
@@ -280,10 +308,29 @@ export class Publishing {
     };
   }
 
-  private hubOptions(grant: PublishGrant) {
+  /** A new ingest entry and hub for the stream (`recording`: a publish's, which records when the stream does). */
+  private openIngest(grant: PublishGrant, recording: boolean): StreamIngest {
+    const streamId = grant.streamId;
+    const hub = this.d.media.open(streamId, this.hubOptions(grant, recording), {
+      error: (e) => this.mediaError(streamId, e),
+      recording: (r) => void this.handOver(streamId, r),
+      silence: (silent) => this.silence(streamId, silent),
+    });
+    const s: StreamIngest = { grant, hub, publisher: null, input: null, generation: 0, reconnectTimer: null, codecChecked: false, sawHeader: false, liveTriggered: false, fallback: null, source: null, liveTitle: null };
+    this.streams.set(streamId, s);
+    return s;
+  }
+
+  /** Where a broadcast of the stream records (a recording an earlier run left is resumed). */
+  private recordingTarget(grant: PublishGrant) {
     const o = this.d.options;
     const leftover = this.resumable.get(grant.streamId);
     this.resumable.delete(grant.streamId);
+    return { dir: o.recordingsDir, name: `${grant.streamId}-${this.now()}`, minFreeBytes: o.minFreeDiskBytes, ...(leftover ? { resume: leftover } : {}) };
+  }
+
+  private hubOptions(grant: PublishGrant, recording: boolean) {
+    const o = this.d.options;
     return {
       codec: grant.codec,
       targetDurationMs: o.segmentDurationMs,
@@ -294,18 +341,22 @@ export class Publishing {
       maxFrameBytes: o.maxAudioFrameBytes,
       segmentBytesFactor: o.segmentBytesFactor,
       ffmpeg: o.ffmpeg,
-      recording: grant.recording
-        ? { dir: o.recordingsDir, name: `${grant.streamId}-${this.now()}`, minFreeBytes: o.minFreeDiskBytes, ...(leftover ? { resume: leftover } : {}) }
-        : null,
+      recording: recording && grant.recording ? this.recordingTarget(grant) : null,
+      silenceSeconds: () => this.d.port.fallback?.(grant.streamId)?.plan.silenceSeconds ?? null,
       log: this.d.log,
     };
   }
 
   private publisherGone(streamId: string, s: StreamIngest): void {
-    s.feed?.detach();
-    s.feed = null;
+    s.input?.detach();
+    s.input = null;
+    // The fallback plays at once (docs/streams.md "Fallback"); a silence's fallback plays on.
+    const fallback = this.d.port.fallback?.(streamId) ?? null;
+    if (!fallback) this.setSource(streamId, s, null, 'publisher_left');
+    else if (!s.fallback) this.playFallback(streamId, s, fallback, 'publisher_left');
     const state = this.d.port.streamState(streamId);
     if (!s.liveTriggered && (!state || state.status !== 'live')) {
+      if (fallback) return; // the hub stays on air with the fallback
       // Never went live (no audio yet): nothing to resume.
       s.hub.abandon();
       this.streams.delete(streamId);
@@ -326,7 +377,15 @@ export class Publishing {
     if (s?.reconnectTimer) clearTimeout(s.reconnectTimer);
     this.d.port.onEnded(streamId, this.now());
     this.d.log.info('stream ended', { streamId });
+    if (s?.fallback && !s.publisher) {
+      // The broadcast ended; the stream stays on air with its fallback (docs/streams.md "Fallback").
+      s.reconnectTimer = null;
+      s.liveTriggered = false;
+      s.hub.stopRecording();
+      return;
+    }
     if (s) {
+      s.fallback?.close();
       this.streams.delete(streamId);
       this.d.media.end(streamId);
     } else {
@@ -335,6 +394,98 @@ export class Publishing {
       this.resumable.delete(streamId);
       if (l) void this.handOverLeftover(l);
     }
+  }
+
+  /** The fallback plays in place of whatever is on air (a silent publisher stays attached, muted). */
+  private playFallback(streamId: string, s: StreamIngest | undefined, f: FallbackSetting, reason: SourceChangeReason | null): void {
+    const ffmpeg = this.d.options.ffmpeg();
+    if (!ffmpeg) {
+      this.d.log.error('no ffmpeg: the fallback cannot play', { streamId });
+      return;
+    }
+    let st = s;
+    const source = st?.source ?? null;
+    if (st && (st.hub.ended || (!st.publisher && !st.liveTriggered && !sameSettings(st.grant, f.grant)))) st = this.retire(streamId, st);
+    if (!st) {
+      st = this.openIngest(f.grant, false);
+      st.source = source;
+    }
+    const old = st.fallback;
+    const src: FallbackSource = new FallbackSource({
+      streamId,
+      ffmpeg,
+      codec: st.grant.codec,
+      kbps: st.grant.ladderKbps[0]!,
+      plan: () => this.d.port.fallback?.(streamId)?.plan ?? null,
+      title: (title) => this.fallbackTitle(streamId, src, title),
+      log: this.d.log,
+    });
+    st.fallback = src;
+    old?.close();
+    src.start(st.publisher ? st.hub.muteFor(src) : st.hub.attach(src, { fallback: true }));
+    this.setSource(streamId, st, 'fallback', reason);
+  }
+
+  /** The fallback is gone: a muted publisher is on air again; else the stream goes off air unless a broadcast holds it. */
+  private fallbackRemoved(streamId: string, s: StreamIngest | undefined): void {
+    if (!s?.fallback) return;
+    if (this.returnToLive(streamId, s)) return;
+    s.fallback.close();
+    s.fallback = null;
+    this.setSource(streamId, s, null, null);
+    // A publish not live yet, or a reconnect window: the hub waits as it would without a fallback.
+    if (s.publisher || this.d.port.streamState(streamId)?.status === 'live') return;
+    this.streams.delete(streamId);
+    this.d.media.end(streamId);
+  }
+
+  /** A muted publisher goes back on air (its audio returned, or the fallback was removed); false when none is muted. */
+  private returnToLive(streamId: string, s: StreamIngest): boolean {
+    const src = s.fallback;
+    if (!src || !s.hub.unmute()) return false;
+    s.fallback = null;
+    src.close();
+    this.setSource(streamId, s, 'live', 'audio_returned');
+    this.nowPlaying(streamId, s.liveTitle);
+    return true;
+  }
+
+  /** The publisher's audio fell silent for the fallback's `silenceSeconds`, or sound returned (docs/streams.md "Fallback"). */
+  private silence(streamId: string, silent: boolean): void {
+    const s = this.streams.get(streamId);
+    if (!s?.publisher) return;
+    if (!silent) {
+      if (this.returnToLive(streamId, s)) this.d.log.info('live audio returned: fallback off', { streamId });
+      return;
+    }
+    const f = s.fallback ? null : (this.d.port.fallback?.(streamId) ?? null);
+    if (!f) return;
+    this.d.log.info('live audio silent: fallback on', { streamId });
+    this.playFallback(streamId, s, f, 'silence');
+  }
+
+  /** An episode of the fallback started: it is what plays now (the hub's timed metadata and the stream's `nowPlaying`). */
+  private fallbackTitle(streamId: string, src: FallbackSource, title: string): void {
+    if (this.streams.get(streamId)?.fallback !== src) return;
+    const np = { title: title.slice(0, 256) };
+    this.hubTitles.offer(streamId, np);
+    this.d.port.onMetadata(streamId, np);
+  }
+
+  /** Tells the port of a change of the stream's `source` (none when it is the same). */
+  private setSource(streamId: string, s: StreamIngest, source: StreamSource, reason: SourceChangeReason | null): void {
+    if (s.source === source) return;
+    s.source = source;
+    this.d.port.onSourceChanged?.(streamId, source, reason);
+  }
+
+  /** Ends the stream's hub (made with settings no longer the stream's) and forgets its entry: undefined. */
+  private retire(streamId: string, s: StreamIngest): undefined {
+    s.fallback?.close();
+    s.fallback = null;
+    this.streams.delete(streamId);
+    this.d.media.end(streamId);
+    return undefined;
   }
 
   private codecMismatch(streamId: string, s: StreamIngest, expected: string, received: string): void {
@@ -383,4 +534,9 @@ export class Publishing {
     this.d.log.info('recording left by an earlier run finished', { streamId: l.streamId });
     await this.handOver(l.streamId, r);
   }
+}
+
+/** Whether two grants make the same media (codec, ladder, latency mode): a hub made for one serves the other. */
+function sameSettings(a: PublishGrant, b: PublishGrant): boolean {
+  return a.codec === b.codec && a.latencyMode === b.latencyMode && a.ladderKbps.join() === b.ladderKbps.join();
 }

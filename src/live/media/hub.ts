@@ -53,8 +53,13 @@ export interface MediaError {
 /** What a hub tells its owner. */
 export interface HubEvents {
   error(e: MediaError): void;
-  /** The stream's recording finished (after `end()`), to become a draft episode. */
+  /** The stream's recording finished (after `end()` or `stopRecording()`), to become a draft episode. */
   recording?(r: Recording): void;
+  /**
+   * The publisher's audio fell silent (below −50 dBFS) for `HubOptions.silenceSeconds` (true), or
+   * sound returned after that (false): docs/streams.md "Fallback".
+   */
+  silence?(silent: boolean): void;
 }
 
 /** Where and how a stream records (docs/behaviour.md §3 "Recording"). */
@@ -91,6 +96,8 @@ export interface HubOptions {
   createSegmenter?: (o: SegmenterRequest) => Segmenter;
   /** Where the stream's previous broadcast left its HLS timeline (set by `MediaRegistry.open`; see `Layer` `continues`). */
   continues?: Timeline;
+  /** Seconds of silence after which `HubEvents.silence` fires (read when a publisher attaches); null: no detection. */
+  silenceSeconds?: () => number | null;
 }
 
 /** Where a stream's HLS timeline stands: the next media sequence number and the discontinuity sequence number. */
@@ -191,6 +198,8 @@ interface Publish {
   bytesSeen: number;
   /** A fatal error was raised for this publish (raised once). */
   failed: boolean;
+  /** The stream's fallback audio (docs/streams.md "Fallback"), not a publisher: not recorded, no silence detection. */
+  fallback: boolean;
 }
 
 export class StreamHub {
@@ -204,6 +213,11 @@ export class StreamHub {
   private readonly encodedTaps = new Map<Layer, AudioTap[]>();
   private readonly encodedHeaders = new Map<Layer, Uint8Array>();
   private publish: Publish | null = null;
+  /**
+   * A publisher taken off air while its audio is silent and the fallback plays (docs/streams.md
+   * "Fallback"): its codec process keeps hearing it (silence detection), its outputs go nowhere.
+   */
+  private muted: { p: Publish; t: LadderTranscoder | null } | null = null;
   /** The ladder's codec process of the current publish (null: none, or it failed). */
   private transcoder: LadderTranscoder | null = null;
   /** The codec process of a publish that has left, emptying its last frames into the encoded layers. */
@@ -286,8 +300,9 @@ export class StreamHub {
    * with a discontinuity; the ladder's codec process starts. Audio travels through the returned
    * input until `input.live()`, then natively where nothing in JS needs every frame.
    */
-  attach(conn: MediaConnection): PublishInput {
+  attach(conn: MediaConnection, as: { fallback?: boolean } = {}): PublishInput {
     if (this.publish) this.detach(this.publish);
+    this.dropMuted();
     // The last publish's codec process may still be draining: its tail is dropped and the
     // encoded layers' open segments close now, before the new timeline starts.
     if (this.draining) {
@@ -297,14 +312,15 @@ export class StreamHub {
     if (this.attachedBefore) this.discontinuity();
     this.attachedBefore = true;
     this.ingestTs = null; // a new publisher's clock
-    const p: Publish = { conn, gone: false, live: false, routed: 'no', merged: false, bitrate: new BitrateMonitor({ nominalKbps: this.nominalKbps }), bytesSeen: 0, failed: false };
+    const fallback = as.fallback === true;
+    const p: Publish = { conn, gone: false, live: false, routed: 'no', merged: false, bitrate: new BitrateMonitor({ nominalKbps: this.nominalKbps }), bytesSeen: 0, failed: false, fallback };
     this.publish = p;
     this.transcoder?.close();
-    this.transcoder = this.startLadder();
+    this.transcoder = this.startLadder(fallback ? null : (this.opts.silenceSeconds?.() ?? null));
     return {
       audio: (ts, data, tag, segmented) => {
-        if (this.publish !== p) return;
-        this.take(p, ts, data, tag, segmented);
+        if (this.publish === p) this.take(p, ts, data, tag, segmented);
+        else if (this.muted?.p === p) this.muted.t?.push(ts, data, tag);
       },
       live: () => {
         if (this.publish !== p || p.live) return;
@@ -313,8 +329,84 @@ export class StreamHub {
       },
       detach: () => {
         if (this.publish === p) this.detach(p);
+        else if (this.muted?.p === p) this.dropMuted();
       },
     };
+  }
+
+  /**
+   * The publisher's audio went silent (docs/streams.md "Fallback"): it goes off air — its audio
+   * comes back through JS (no native route) and only its codec process hears it, for silence
+   * detection — and `conn` (the fallback audio) is attached in its place, after a discontinuity.
+   * Without an attached publisher this is `attach(conn, { fallback: true })`.
+   */
+  muteFor(conn: MediaConnection): PublishInput {
+    const p = this.publish;
+    if (p && !p.fallback && !this.muted) {
+      this.publish = null;
+      this.muted = { p, t: this.transcoder };
+      this.transcoder = null;
+      p.conn.route(null, false, false);
+      p.routed = 'no';
+      p.merged = false;
+      this.flush('passthrough');
+      this.flush('encoded');
+    }
+    const m = this.muted;
+    this.muted = null; // kept out of attach()'s reach
+    const input = this.attach(conn, { fallback: true });
+    this.muted = m;
+    return input;
+  }
+
+  /**
+   * Sound returned (docs/streams.md "Fallback"): the muted publisher is on air again after a
+   * discontinuity (its codec process kept running), and the fallback audio is dropped. False when
+   * no publisher is muted.
+   */
+  unmute(): boolean {
+    const m = this.muted;
+    if (!m) return false;
+    this.muted = null;
+    const f = this.publish;
+    if (f) f.gone = true;
+    this.publish = null;
+    this.transcoder?.close();
+    this.transcoder = null;
+    this.draining?.close();
+    this.draining = null;
+    this.flush('passthrough');
+    this.flush('encoded');
+    this.discontinuity();
+    this.ingestTs = null;
+    this.publish = m.p;
+    this.transcoder = m.t;
+    this.route();
+    return true;
+  }
+
+  /** Whether a publisher is muted while the fallback plays. */
+  get isMuted(): boolean {
+    return this.muted !== null;
+  }
+
+  /** Forgets a muted publisher (it left, or another source took over): its codec process stops. */
+  private dropMuted(): void {
+    const m = this.muted;
+    this.muted = null;
+    m?.t?.close();
+  }
+
+  /** Starts recording a broadcast into `target` (a hub that outlives broadcasts: docs/streams.md "Fallback"); no-op while one records. */
+  record(target: RecordingTarget): void {
+    if (!this.recorder && !this.ended) this.openRecorder(target);
+  }
+
+  /** The broadcast ended while the hub stays (the fallback plays on): its recording is finished and handed over (`HubEvents.recording`). */
+  stopRecording(): void {
+    const rec = this.recorder;
+    this.recorder = null;
+    if (rec) void this.finishRecording(rec);
   }
 
   /** Whether a publisher is attached. */
@@ -384,6 +476,7 @@ export class StreamHub {
   end(): void {
     if (this.ended) return;
     if (this.publish) this.detach(this.publish);
+    this.dropMuted();
     this.ended = true;
     const t = this.transcoder ?? this.draining;
     this.transcoder = null;
@@ -425,6 +518,7 @@ export class StreamHub {
     this.transcoder = null;
     this.draining?.close();
     this.draining = null;
+    this.dropMuted();
     const rec = this.recorder;
     this.recorder = null;
     if (rec) await rec.finish(null).catch(() => {});
@@ -480,7 +574,7 @@ export class StreamHub {
       if (errors.length > 0) this.segmenterErrors(p, errors);
     }
     this.transcoder?.push(ts, data, tag);
-    this.recorder?.push(data, tag);
+    if (!p.fallback) this.recorder?.push(data, tag);
   }
 
   /** An ingest timestamp (ms) passed by: the clock `setNowPlaying` aligns to; a change waiting for audio goes now. */
@@ -590,10 +684,13 @@ export class StreamHub {
     this.dropLog = { at: now, suppressed: errors.length - 1 };
   }
 
-  /** Starts the ladder's codec process for a publish, or null for a one-layer ladder or no FFmpeg. */
-  private startLadder(): LadderTranscoder | null {
+  /**
+   * Starts the ladder's codec process for a publish, or null for a one-layer ladder (without silence
+   * detection) or no FFmpeg. `silenceSeconds`: the same process also detects silence.
+   */
+  private startLadder(silenceSeconds: number | null): LadderTranscoder | null {
     const encoded = this.layers.filter((l) => !l.o.passthrough && !l.failed).map((l) => l.o.kbps);
-    if (encoded.length === 0) return null;
+    if (encoded.length === 0 && !silenceSeconds) return null;
     const fail = (reason: string) => {
       if (this.transcoder !== t) return;
       this.transcoder = null;
@@ -627,6 +724,10 @@ export class StreamHub {
         if (errors.length > 0) this.segmenterErrors(null, errors);
       },
       onFailure: (reason) => fail(reason),
+      silenceSeconds,
+      onSilence: (silent) => {
+        if (this.transcoder === t || this.muted?.t === t) this.events.silence?.(silent);
+      },
     });
     return t;
   }

@@ -21,7 +21,17 @@ export interface TranscoderOptions {
   onAudio(kbps: number, timestampMs: number, body: Buffer): void;
   /** The process ended without close() (crash, bad input, missing binary). */
   onFailure(reason: string): void;
+  /**
+   * Silence detection on the decoded ingest (docs/streams.md "Fallback"): FFmpeg's `silencedetect`
+   * at −50 dBFS over this many seconds, on the audio this process decodes anyway; null or unset: none.
+   */
+  silenceSeconds?: number | null;
+  /** The ingest fell silent for `silenceSeconds` (true), or sound returned after that (false). */
+  onSilence?(silent: boolean): void;
 }
+
+/** Below this level (dBFS) audio counts as silence (docs/streams.md "Fallback"). */
+export const SILENCE_DB = -50;
 
 /** Ingest bytes buffered for a stalled FFmpeg before it is declared stuck (bytes). */
 const MAX_STDIN_BACKLOG = 2 << 20;
@@ -37,15 +47,18 @@ export function eRtmpOpusBody(packetType: 0 | 1, payload: Uint8Array): Buffer {
 }
 
 /** The FFmpeg arguments of a ladder (exported for tests and the docs). */
-export function transcoderArgs(codec: AudioCodec, layers: number[]): string[] {
+export function transcoderArgs(codec: AudioCodec, layers: number[], silenceSeconds: number | null = null): string[] {
   const input = codec === 'opus' ? ['-f', 'ogg'] : ['-f', 'flv'];
-  const args = ['-hide_banner', '-loglevel', 'error', '-nostdin', '-probesize', '32', '-analyzeduration', '0', ...input, '-i', 'pipe:0'];
+  // silencedetect reports at level info; -nostats keeps progress lines off stderr.
+  const level = silenceSeconds ? ['-loglevel', 'info', '-nostats'] : ['-loglevel', 'error'];
+  const args = ['-hide_banner', ...level, '-nostdin', '-probesize', '32', '-analyzeduration', '0', ...input, '-i', 'pipe:0'];
   layers.forEach((kbps, i) => {
     args.push('-map', '0:a:0', '-c:a', ENCODER[codec], '-b:a', `${kbps}k`);
     if (codec === 'opus') args.push('-f', 'ogg', '-page_duration', '20000');
     else args.push('-f', 'flv');
     args.push('-flush_packets', '1', `pipe:${3 + i}`);
   });
+  if (silenceSeconds) args.push('-map', '0:a:0', '-af', `silencedetect=n=${SILENCE_DB}dB:d=${silenceSeconds}`, '-f', 'null', '-');
   return args;
 }
 
@@ -63,11 +76,18 @@ export class LadderTranscoder {
 
   constructor(private readonly o: TranscoderOptions) {
     const stdio: Array<'pipe' | 'ignore'> = ['pipe', 'ignore', 'pipe', ...o.layers.map(() => 'pipe' as const)];
-    this.child = spawn(o.ffmpeg, transcoderArgs(o.codec, o.layers), { stdio });
+    this.child = spawn(o.ffmpeg, transcoderArgs(o.codec, o.layers, o.silenceSeconds ?? null), { stdio });
     this.stdin = this.child.stdin!;
     this.stdin.on('error', () => {}); // EPIPE after a crash: reported by 'exit'
+    let partial = '';
     this.child.stderr!.on('data', (d: Buffer) => {
-      if (this.stderr.length < 4096) this.stderr += d.toString();
+      if (!o.silenceSeconds) {
+        if (this.stderr.length < 4096) this.stderr += d.toString();
+        return;
+      }
+      const lines = (partial + d.toString()).split('\n');
+      partial = lines.pop()!.slice(-4096);
+      for (const line of lines) this.stderrLine(line);
     });
     this.child.on('error', (e) => this.fail(`cannot run ffmpeg: ${e.message}`));
     this.child.on('exit', (code, signal) => {
@@ -111,6 +131,13 @@ export class LadderTranscoder {
     const kill = setTimeout(() => this.child.kill('SIGKILL'), 2000);
     kill.unref();
     this.child.once('exit', () => clearTimeout(kill));
+  }
+
+  /** One stderr line of a process with silence detection: a `silencedetect` report, or kept for a failure's reason. */
+  private stderrLine(line: string): void {
+    if (line.includes('silence_start:')) this.o.onSilence?.(true);
+    else if (line.includes('silence_end:')) this.o.onSilence?.(false);
+    else if (!line.includes('silencedetect')) this.stderr = `${this.stderr}${line}\n`.slice(-4096);
   }
 
   private fail(reason: string): void {

@@ -29,6 +29,24 @@ const recording = v.nullable(v.pipe(plainObject, v.strictObject({ podcastId: v.p
 const playback = v.picklist(['public', 'token'], 'must be public or token');
 export const LATENCY_MODES = ['standard', 'low'] as const;
 const latencyMode = v.picklist(LATENCY_MODES, 'must be standard or low');
+/** Most episodes a fallback lists (docs/streams.md "Fallback"). */
+export const FALLBACK_MAX_EPISODES = 100;
+export const FALLBACK_ORDERS = ['sequential', 'shuffle'] as const;
+/** `fallback` (docs/streams.md "Fallback"): null, or episodes of the account with audio, their order and the silence (s) that switches to it. */
+const fallback = v.nullable(
+  v.pipe(
+    plainObject,
+    v.strictObject({
+      episodeIds: v.pipe(
+        v.array(v.pipe(v.string('must be episode ids'), v.regex(/^ep_[A-Za-z0-9]+$/, 'must be episode ids (ep_…)'))),
+        v.minLength(1, 'must list at least one episode'),
+        v.maxLength(FALLBACK_MAX_EPISODES, `must list at most ${FALLBACK_MAX_EPISODES} episodes`),
+      ),
+      order: v.optional(v.picklist(FALLBACK_ORDERS, 'must be sequential or shuffle'), 'sequential'),
+      silenceSeconds: v.optional(v.nullable(v.pipe(v.number(), v.integer(), v.minValue(5, 'must be 5–300'), v.maxValue(300, 'must be 5–300'))), null),
+    }),
+  ),
+);
 
 export const CreateStream = v.strictObject({
   title,
@@ -50,6 +68,7 @@ export const CreateStream = v.strictObject({
   recording: v.optional(recording),
   playback: v.optional(playback),
   latencyMode: v.optional(latencyMode),
+  fallback: v.optional(fallback),
 });
 
 export const UpdateStream = v.strictObject({
@@ -65,6 +84,7 @@ export const UpdateStream = v.strictObject({
   recording: v.optional(recording),
   playback: v.optional(playback),
   latencyMode: v.optional(latencyMode),
+  fallback: v.optional(fallback),
 });
 
 /** A stream is `live` during a broadcast and `idle` between them; it has no terminal state (docs/streams.md). */
@@ -123,6 +143,8 @@ export const StreamObject = v.object({
   startedAt: v.nullable(timestamp),
   endedAt: v.nullable(timestamp),
   metadata: v.record(v.string(), v.string()),
+  fallback: v.nullable(v.object({ episodeIds: v.array(v.string()), order: v.picklist(FALLBACK_ORDERS), silenceSeconds: v.nullable(v.number()) })),
+  source: v.nullable(v.picklist(['live', 'fallback'])),
 });
 
 /** One track of the play log (docs/behaviour.md §11): `countries` counts the distinct listeners per country heard during it. */

@@ -1,0 +1,180 @@
+/**
+ * A stream's fallback audio (docs/streams.md "Fallback"): episode files played in a loop, in real
+ * time, encoded to the stream's ingest codec at its top bitrate by ONE FFmpeg process at a time per
+ * stream (`ffmpeg -re -i <episode file>`, one episode per run, the next run starting as the last
+ * ends) that writes ADTS, MP3 or Ogg Opus on stdout. That byte stream goes through the native
+ * Icecast source parser (src/live/native/icecast.ts, as an Icecast source's body does in
+ * ./icecast-server.ts) and the audio messages it makes reach the stream's media hub like a
+ * publisher's; the ladder encodes the lower layers from them as for live audio.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { IcecastSource, type IcecastSourceEvent } from '../native/icecast.js';
+import { readAudioTag, type AudioCodec } from '../media/codec.js';
+import type { MediaConnection, MediaLog, PublishInput } from '../media/hub.js';
+
+/** One episode of a fallback: its audio file (absolute path) and its title (the stream's `nowPlaying` while it plays). */
+export interface FallbackItem {
+  path: string;
+  title: string;
+}
+
+/** What a stream's fallback plays (docs/streams.md "Fallback"). `silenceSeconds`: 5–300, or null (no silence detection). */
+export interface FallbackPlan {
+  items: FallbackItem[];
+  order: 'sequential' | 'shuffle';
+  silenceSeconds: number | null;
+}
+
+/** Settings of one stream's fallback source. Bitrate in kbps. */
+export interface FallbackSourceOptions {
+  streamId: string;
+  ffmpeg: string;
+  codec: AudioCodec;
+  kbps: number;
+  /** The plan now (read again before each episode: episodes deleted meanwhile are left out); null: stop. */
+  plan(): FallbackPlan | null;
+  /** An episode started playing: its title. */
+  title(title: string): void;
+  log: MediaLog;
+}
+
+/** Sample rate of the fallback's encoding (Opus needs 48 kHz; the others take it too). */
+const SAMPLE_RATE = 48000;
+/** The wait before the next episode after a run that failed (ms): a broken file does not spin. */
+const RETRY_MS = 1000;
+/** After this many failed runs in a row the wait grows to FAILED_WAIT_MS. */
+const MAX_FAILED_RUNS = 5;
+const FAILED_WAIT_MS = 10_000;
+
+/** FFmpeg output options per codec: the byte streams an Icecast source sends (ADTS, MP3, Ogg Opus). */
+const OUTPUT: Record<AudioCodec, string[]> = {
+  aac: ['-c:a', 'aac', '-f', 'adts'],
+  mp3: ['-c:a', 'libmp3lame', '-write_xing', '0', '-id3v2_version', '0', '-f', 'mp3'],
+  opus: ['-c:a', 'libopus', '-f', 'ogg', '-page_duration', '20000'],
+};
+
+/** The FFmpeg arguments that play `file` in real time as `codec` at `kbps` on stdout (exported for tests and docs). */
+export function fallbackArgs(file: string, codec: AudioCodec, kbps: number): string[] {
+  return ['-hide_banner', '-loglevel', 'error', '-nostdin', '-re', '-i', file, '-vn', '-map', '0:a:0', '-ac', '2', '-ar', String(SAMPLE_RATE), '-b:a', `${kbps}k`, ...OUTPUT[codec], 'pipe:1'];
+}
+
+/**
+ * The fallback audio of one stream, as a connection of its media hub (`MediaConnection`: read in
+ * JS, never routed natively). `start(input)` plays the plan's episodes one after another, in a
+ * loop (`sequential`: in the plan's order; `shuffle`: each round in a new random order), on one
+ * continuous clock; `close()` stops the running FFmpeg process. Never throws once started: a run
+ * that fails is logged and the next episode follows.
+ */
+export class FallbackSource implements MediaConnection {
+  private child: ChildProcess | null = null;
+  private input: PublishInput | null = null;
+  private closed = false;
+  private timer: NodeJS.Timeout | null = null;
+  /** The clock of the audio handed on (ms): each run's timestamps continue from the last one's. */
+  private offsetMs = 0;
+  private lastTs = 0;
+  private next = 0;
+  private queue: number[] = [];
+  private failedRuns = 0;
+
+  constructor(private readonly o: FallbackSourceOptions) {}
+
+  /** Never routed: every message goes through `PublishInput.audio`. */
+  route(): void {}
+
+  /** The bitrate watch does not apply to the fallback (its bytes are ours). */
+  audioBytes(): number {
+    return 0;
+  }
+
+  /** Starts playing into `input`. */
+  start(input: PublishInput): void {
+    this.input = input;
+    this.playNext();
+  }
+
+  /** Stops: the FFmpeg process is killed and the hub's input detached. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.child?.kill('SIGKILL');
+    this.child = null;
+    this.input?.detach();
+  }
+
+  /** The index of the next episode of a plan of `n` (the plan may have changed since the last one). */
+  private pick(plan: FallbackPlan): number {
+    const n = plan.items.length;
+    if (plan.order === 'sequential') {
+      const i = this.next % n;
+      this.next = i + 1;
+      return i;
+    }
+    this.queue = this.queue.filter((i) => i < n);
+    if (this.queue.length === 0) {
+      this.queue = [...Array(n).keys()];
+      for (let i = n - 1; i > 0; i--) {
+        const j = Math.floor(Math.random() * (i + 1));
+        [this.queue[i], this.queue[j]] = [this.queue[j]!, this.queue[i]!];
+      }
+    }
+    return this.queue.shift()!;
+  }
+
+  private playNext(): void {
+    this.timer = null;
+    if (this.closed) return;
+    const plan = this.o.plan();
+    if (!plan || plan.items.length === 0) return this.wait(FAILED_WAIT_MS);
+    const item = plan.items[this.pick(plan)]!;
+    const child = spawn(this.o.ffmpeg, fallbackArgs(item.path, this.o.codec, this.o.kbps), { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    const parser = new IcecastSource(this.o.codec, { maxFrameBytes: 65536 });
+    let titled = false;
+    let stderr = '';
+    const base = this.offsetMs;
+    const handler = {
+      audio: (ts: number, body: Buffer) => {
+        if (this.child !== child || !this.input) return;
+        if (!titled) {
+          titled = true;
+          this.o.title(item.title);
+        }
+        this.lastTs = base + ts;
+        const tag = readAudioTag(body);
+        this.input.audio(this.lastTs, body, tag, false);
+        if (tag.kind === 'frame') this.input.live();
+      },
+      event: (e: IcecastSourceEvent) => {
+        if (e.type === 'error') this.o.log.warn('fallback audio: bad output', { streamId: this.o.streamId, code: e.code, message: e.message });
+      },
+    };
+    child.stdout!.on('data', (d: Buffer) => {
+      if (this.child === child) parser.pushTo(d, handler);
+    });
+    child.stderr!.on('data', (d: Buffer) => {
+      if (stderr.length < 2048) stderr += d.toString();
+    });
+    child.on('error', (e) => this.o.log.error('fallback audio: cannot run ffmpeg', { streamId: this.o.streamId, err: e.message }));
+    child.once('close', (code) => {
+      if (this.child !== child || this.closed) return;
+      this.child = null;
+      // The next run's clock starts one frame (at most ~26 ms) after this run's last message.
+      this.offsetMs = this.lastTs + 26;
+      if (code === 0 && titled) {
+        this.failedRuns = 0;
+        return this.playNext();
+      }
+      this.failedRuns++;
+      this.o.log.warn('fallback audio: an episode could not be played', { streamId: this.o.streamId, code, stderr: stderr.trim().slice(0, 300) });
+      this.wait(this.failedRuns >= MAX_FAILED_RUNS ? FAILED_WAIT_MS : RETRY_MS);
+    });
+  }
+
+  private wait(ms: number): void {
+    if (this.closed) return;
+    this.timer = setTimeout(() => this.playNext(), ms);
+    this.timer.unref();
+  }
+}
