@@ -1,0 +1,218 @@
+/**
+ * The stream fallback (docs/streams.md "Fallback") against a real server, real FFmpeg and real
+ * episode audio:
+ * - validation of `fallback` on create and PATCH (400 naming the field: shape, bounds, unknown
+ *   episode, episode without audio);
+ * - an idle stream with a fallback is on air: HLS playlists of every ladder layer with segments,
+ *   `/listen` audio, `nowPlaying` = the episode's title, `source: "fallback"`, still `idle`;
+ * - an RTMP publisher takes over (`source: "live"`, `stream.source_changed` publisher_connected,
+ *   an EXT-X-DISCONTINUITY), a `/listen` connection opened during the fallback keeps receiving
+ *   across the switches; the publisher killed → fallback again (publisher_left);
+ * - a publisher sending 20 s of digital silence then a tone, with `silenceSeconds` 5 → fallback
+ *   (silence) and back (audio_returned).
+ * Switch times are measured and printed.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
+import { ffmpegPath } from '../helpers/ffmpeg.js';
+import { publish } from '../helpers/publish.js';
+
+let t: TestServer;
+const children: ChildProcess[] = [];
+const readers: Array<{ stop(): void }> = [];
+let e1: string;
+let e2: string;
+let noAudio: string;
+
+const v2 = (method: string, p: string, body?: unknown) => api(t.http, t.secretKey, method, `/v2${p}`, body);
+
+/** A tone of `seconds` made by FFmpeg as MP3 (real audio for an episode). */
+function tone(file: string, seconds: number, hz: number): Buffer {
+  const out = path.join(t.dataDir, file);
+  execFileSync(ffmpegPath(), ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `sine=frequency=${hz}:duration=${seconds}`, '-c:a', 'libmp3lame', '-b:a', '64k', out], { timeout: 30_000 });
+  return readFileSync(out);
+}
+
+async function episodeWithAudio(pid: string, title: string, audio: Buffer | null): Promise<string> {
+  const e = await v2('POST', `/podcasts/${pid}/episodes`, { title });
+  expect(e.status, e.text).toBe(201);
+  if (audio) {
+    const r = await fetch(`${t.http}/v2/podcasts/${pid}/episodes/${e.json.id}/audio`, { method: 'PUT', headers: { Authorization: `Bearer ${t.secretKey}`, 'Content-Type': 'audio/mpeg' }, body: audio });
+    expect(r.status, await r.text()).toBe(200);
+  }
+  return e.json.id as string;
+}
+
+function eventsOf(type: string, streamId: string): Array<{ source: string; reason: string; object: { id: string; source: string } }> {
+  const rows = t.server.db.prepare('SELECT data FROM events WHERE type = ? ORDER BY seq').all(type) as Array<{ data: string }>;
+  return rows.map((r) => JSON.parse(r.data)).filter((d) => d.object.id === streamId);
+}
+
+const stream = async (id: string) => (await v2('GET', `/streams/${id}`)).json;
+const playlist = async (hlsUrl: string, layer: string) => {
+  const r = await fetch(hlsUrl.replace('index.m3u8', `${layer}/index.m3u8`));
+  return r.status === 200 ? r.text() : '';
+};
+const count = (text: string, what: string) => text.split(what).length - 1;
+
+/** Reads `url` in the background: the bytes so far, and whether the body ended. */
+function listen(url: string) {
+  const state = { bytes: 0, ended: false, stop: () => {} };
+  const ac = new AbortController();
+  state.stop = () => ac.abort();
+  void (async () => {
+    try {
+      const res = await fetch(url, { signal: ac.signal });
+      const reader = res.body!.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        state.bytes += value.byteLength;
+      }
+    } catch {
+      /* aborted */
+    }
+    state.ended = true;
+  })();
+  readers.push(state);
+  return state;
+}
+
+/** Waits until the stream's `source` is `want`; answers the time it took (ms) from `since`. */
+async function sourceIs(id: string, want: string | null, since: number, timeoutMs = 20_000): Promise<number> {
+  await waitFor(async () => (await stream(id)).source === want, timeoutMs, 100, `source ${want}`);
+  return Date.now() - since;
+}
+
+beforeAll(async () => {
+  t = await startInProcess({});
+  const p = await v2('POST', '/podcasts', { title: 'Station archive' });
+  expect(p.status, p.text).toBe(201);
+  e1 = await episodeWithAudio(p.json.id, 'Episode one', tone('one.mp3', 8, 440));
+  e2 = await episodeWithAudio(p.json.id, 'Episode two', tone('two.mp3', 8, 660));
+  noAudio = await episodeWithAudio(p.json.id, 'Silent draft', null);
+}, 60_000);
+
+afterAll(async () => {
+  for (const r of readers) r.stop();
+  for (const c of children) c.kill('SIGKILL');
+  await t?.close();
+});
+
+describe('fallback validation', () => {
+  it.each([
+    [{ episodeIds: [] }, 'fallback.episodeIds'],
+    [{ episodeIds: 'ep_x' }, 'fallback.episodeIds'],
+    [{ episodeIds: Array.from({ length: 101 }, (_, i) => `ep_${i}`) }, 'fallback.episodeIds'],
+    [{ episodeIds: ['ep_a'], order: 'random' }, 'fallback.order'],
+    [{ episodeIds: ['ep_a'], silenceSeconds: 4 }, 'fallback.silenceSeconds'],
+    [{ episodeIds: ['ep_a'], silenceSeconds: 301 }, 'fallback.silenceSeconds'],
+    [{ episodeIds: ['ep_a'], silenceSeconds: 5.5 }, 'fallback.silenceSeconds'],
+    [{ episodeIds: ['ep_a'], extra: 1 }, 'fallback'],
+    ['all', 'fallback'],
+  ])('fallback %j → 400 naming %s', async (fallback, param) => {
+    const r = await v2('POST', '/streams', { title: 't', fallback });
+    expect(r.status, r.text).toBe(400);
+    expect(r.json.error.type).toBe('invalid_request_error');
+    expect(r.json.error.param === param || r.json.error.param.startsWith(param), r.text).toBe(true);
+  });
+
+  it('refuses unknown episodes and episodes without audio, on create and PATCH', async () => {
+    let r = await v2('POST', '/streams', { title: 't', fallback: { episodeIds: [e1, 'ep_doesnotexist'] } });
+    expect(r.status, r.text).toBe(400);
+    expect(r.json.error).toMatchObject({ code: 'parameter_invalid', param: 'fallback.episodeIds[1]' });
+    const s = await v2('POST', '/streams', { title: 't' });
+    r = await v2('PATCH', `/streams/${s.json.id}`, { fallback: { episodeIds: [noAudio] } });
+    expect(r.status, r.text).toBe(400);
+    expect(r.json.error).toMatchObject({ code: 'parameter_invalid', param: 'fallback.episodeIds[0]' });
+    expect((await stream(s.json.id)).fallback).toBeNull();
+    expect((await stream(s.json.id)).source).toBeNull();
+    await v2('DELETE', `/streams/${s.json.id}`);
+  });
+});
+
+describe('the dead-air-proof station', () => {
+  it('plays the fallback on an idle stream, gives way to a publisher and comes back when it leaves', async () => {
+    const created = await v2('POST', '/streams', { title: 'Station', reconnectWindow: 0 });
+    const s = created.json;
+    expect(s.source).toBeNull();
+    expect((await fetch(s.hlsUrl)).status).toBe(404);
+    const set = Date.now();
+    const patched = await v2('PATCH', `/streams/${s.id}`, { fallback: { episodeIds: [e1, e2], order: 'sequential' } });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.json.fallback).toEqual({ episodeIds: [e1, e2], order: 'sequential', silenceSeconds: null });
+    expect(patched.json.source).toBe('fallback');
+    expect(patched.json.status).toBe('idle');
+
+    // On air before any broadcast: every ladder layer has segments, /listen sends audio, the title is the episode's.
+    await waitFor(async () => count(await playlist(s.hlsUrl, 'a128'), '#EXTINF') >= 2, 30_000, 200, 'fallback segments (a128)');
+    const onAirMs = Date.now() - set;
+    await waitFor(async () => count(await playlist(s.hlsUrl, 'a64'), '#EXTINF') >= 1, 30_000, 200, 'fallback segments (a64)');
+    const master = await (await fetch(s.hlsUrl)).text();
+    expect(master).toContain('a128/index.m3u8');
+    await waitFor(async () => (await stream(s.id)).nowPlaying?.title === 'Episode one', 10_000, 100, 'episode title');
+    const l = listen(s.listenUrl);
+    await waitFor(() => l.bytes > 16_000, 20_000, 100, '/listen bytes during the fallback');
+    expect((await stream(s.id)).status).toBe('idle');
+
+    // A publisher connects: live within a segment, a discontinuity, /listen goes on.
+    const before = count(await playlist(s.hlsUrl, 'a128'), '#EXT-X-DISCONTINUITY\n');
+    const start = Date.now();
+    const p = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 30 });
+    children.push(p);
+    const toLiveMs = await sourceIs(s.id, 'live', start);
+    expect(eventsOf('stream.source_changed', s.id).at(-1)).toMatchObject({ source: 'live', reason: 'publisher_connected', object: { source: 'live' } });
+    await waitFor(async () => count(await playlist(s.hlsUrl, 'a128'), '#EXT-X-DISCONTINUITY\n') > before, 20_000, 200, 'discontinuity at the switch');
+    await waitFor(async () => (await stream(s.id)).status === 'live', 10_000, 100, 'live');
+    const atSwitch = l.bytes;
+    await waitFor(() => l.bytes > atSwitch + 16_000, 20_000, 100, '/listen bytes after the switch to live');
+    expect(l.ended).toBe(false);
+
+    // The publisher is killed: the fallback plays again at once; the broadcast ends (window 0), the stream stays on air.
+    const kill = Date.now();
+    p.kill('SIGKILL');
+    const toFallbackMs = await sourceIs(s.id, 'fallback', kill);
+    expect(eventsOf('stream.source_changed', s.id).at(-1)).toMatchObject({ source: 'fallback', reason: 'publisher_left' });
+    await waitFor(async () => (await stream(s.id)).status === 'idle', 10_000, 100, 'idle after the broadcast');
+    const atBack = l.bytes;
+    await waitFor(() => l.bytes > atBack + 16_000, 20_000, 100, '/listen bytes after the switch back');
+    expect(l.ended).toBe(false);
+    await waitFor(async () => ['Episode one', 'Episode two'].includes((await stream(s.id)).nowPlaying?.title), 10_000, 100, 'episode title again');
+    const broadcasts = (await v2('GET', `/streams/${s.id}/broadcasts`)).json.data;
+    expect(broadcasts).toHaveLength(1);
+    console.log(`fallback switch times: on air after PATCH ${onAirMs} ms (2 segments listed), fallback→live ${toLiveMs} ms after the publisher started, live→fallback ${toFallbackMs} ms after it was killed`);
+
+    // Removed while idle: off air.
+    const off = await v2('PATCH', `/streams/${s.id}`, { fallback: null });
+    expect(off.json.source).toBeNull();
+    await waitFor(async () => (await fetch(s.hlsUrl)).status === 404, 10_000, 100, 'off air');
+    await waitFor(() => l.ended, 10_000, 100, '/listen closed when off air');
+  }, 150_000);
+
+  it('switches to the fallback after silenceSeconds of silence and back when sound returns', async () => {
+    const s = (await v2('POST', '/streams', { title: 'Quiet show', reconnectWindow: 0, fallback: { episodeIds: [e2, e1], order: 'shuffle', silenceSeconds: 5 } })).json;
+    expect(s.source).toBe('fallback');
+    // 20 s of digital silence, then a tone, as one real-time RTMP publish.
+    const graph = 'anullsrc=r=48000:cl=stereo:d=20[a];sine=frequency=440:sample_rate=48000:duration=15,aformat=channel_layouts=stereo[b];[a][b]concat=n=2:v=0:a=1[out0]';
+    const start = Date.now();
+    const p = spawn(ffmpegPath(), ['-hide_banner', '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', graph, '-c:a', 'aac', '-b:a', '128k', '-f', 'flv', `${s.rtmpUrl}/${s.streamKey}`], { stdio: 'ignore' });
+    children.push(p);
+    const toLiveMs = await sourceIs(s.id, 'live', start);
+    const silentFrom = Date.now();
+    const toSilenceMs = await sourceIs(s.id, 'fallback', silentFrom, 20_000);
+    expect(eventsOf('stream.source_changed', s.id).at(-1)).toMatchObject({ source: 'fallback', reason: 'silence' });
+    expect((await stream(s.id)).status).toBe('live'); // the publisher is still connected: the broadcast goes on
+    await waitFor(async () => ['Episode one', 'Episode two'].includes((await stream(s.id)).nowPlaying?.title), 10_000, 100, 'episode title during the silence');
+    const toSoundMs = await sourceIs(s.id, 'live', start, 40_000);
+    expect(eventsOf('stream.source_changed', s.id).at(-1)).toMatchObject({ source: 'live', reason: 'audio_returned' });
+    const reasons = eventsOf('stream.source_changed', s.id).map((e) => e.reason);
+    expect(reasons).toEqual(['publisher_connected', 'silence', 'audio_returned']);
+    console.log(`silence switch times: live ${toLiveMs} ms after start; fallback ${toSilenceMs} ms after the first live frame (silence 5 s); back to live ${toSoundMs} ms after start (tone from 20 000 ms)`);
+    p.kill('SIGKILL');
+    await sourceIs(s.id, 'fallback', Date.now());
+    await v2('DELETE', `/streams/${s.id}`);
+  }, 120_000);
+});
