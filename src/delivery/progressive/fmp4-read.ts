@@ -195,8 +195,10 @@ export function readInit(d: Uint8Array): Mp4AudioTrack {
  * The samples of a fragment — every `moof` + `mdat` pair in `d` (a part, or a segment made of
  * parts), in decode order — of the track `trackId` (the first `traf` when undefined). Sample sizes
  * and durations come from `trun`, else the `tfhd` defaults; the data offset counts from the `moof`
- * (default-base-is-moof, or no base offset) or from `base_data_offset`.
- * @throws Mp4ReadError on a malformed fragment, or a sample outside `d`
+ * (default-base-is-moof, or no base offset) or from `base_data_offset`. A fragment never holds more
+ * samples than it has bytes (every sample Skylark writes has one at least), so a `trun` count past
+ * that is refused before any sample is listed: the result stays bounded by the input.
+ * @throws Mp4ReadError on a malformed fragment, a sample outside `d`, or more samples than `d` has bytes
  */
 export function readFragments(d: Uint8Array, trackId?: number): Mp4Sample[] {
   const out: Mp4Sample[] = [];
@@ -244,6 +246,7 @@ export function readFragments(d: Uint8Array, trackId?: number): Mp4Sample[] {
         if (flags & 0x4) p += 4; // first_sample_flags
         const per = ((flags & 0x100) !== 0 ? 4 : 0) + ((flags & 0x200) !== 0 ? 4 : 0) + ((flags & 0x400) !== 0 ? 4 : 0) + ((flags & 0x800) !== 0 ? 4 : 0);
         if (p + count * per > trun.end) throw new Mp4ReadError(`trun of ${count} samples is truncated`);
+        if (out.length + count > d.length) throw new Mp4ReadError(`trun of ${count} samples: more samples than the ${d.length}-byte fragment has bytes`);
         for (let i = 0; i < count; i++) {
           let duration = defDuration;
           let size = defSize;

@@ -93,6 +93,21 @@ describe('fMP4 read-back', () => {
       }
     }
   });
+
+  it('refuses a trun that lists more samples than the fragment has bytes (no unbounded sample list)', () => {
+    const box = (type: string, ...body: Buffer[]) => {
+      const b = Buffer.concat(body);
+      const h = Buffer.alloc(8);
+      h.writeUInt32BE(8 + b.length, 0);
+      h.write(type, 4, 'latin1');
+      return Buffer.concat([h, b]);
+    };
+    const u32 = (...v: number[]) => Buffer.concat(v.map((x) => Buffer.from([x >>> 24, (x >>> 16) & 0xff, (x >>> 8) & 0xff, x & 0xff])));
+    // tfhd: no defaults (samples of 0 bytes); trun: no per-sample fields, 2^23 samples.
+    const frag = (count: number) => box('moof', box('traf', box('tfhd', u32(0, 1)), box('trun', u32(0, count))));
+    expect(readFragments(frag(3))).toHaveLength(3);
+    expect(() => readFragments(frag(0x800000))).toThrow(/more samples than the \d+-byte fragment has bytes/);
+  });
 });
 
 describe('MPEG-TS read-back', () => {
