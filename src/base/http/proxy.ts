@@ -45,140 +45,177 @@ export function registerForwardRoute(app: uWS.TemplatedApp, socketPath: string, 
   // thread's idle timeout just as it is reused (the request would then fail). A unix connect costs
   // tens of µs, and forwarded requests are the API's, not the listeners'.
   const agent = new http.Agent({ keepAlive: false });
-  app.any('/*', (res, req) => {
-    counts.forwarded++;
-    const requestId = newRequestId();
-    const method = req.getMethod().toUpperCase();
-    const query = req.getQuery();
-    const url = req.getUrl();
-    const path = query ? `${url}?${query}` : url;
-    const state: ReqState = { aborted: false, answered: false, method, url };
-    const headers: Record<string, string | string[]> = {};
-    req.forEach((k, v) => {
-      if (DROP_REQUEST.has(k)) return;
-      const had = headers[k];
-      if (had === undefined) headers[k] = v;
-      else if (Array.isArray(had)) had.push(v);
-      else headers[k] = [had, v];
-    });
-    headers[PEER_HEADER] = remoteAddressOf(res, req);
-    const hasBody = announcesBody(req);
-    let headSent = false;
-    let finished = false;
-    const upstream = http.request({ socketPath, method, path, headers, agent, setHost: false });
-    res.onAborted(() => {
-      state.aborted = true;
-      upstream.destroy();
-    });
-    const fail = (e: unknown) => {
-      if (state.aborted || finished) return;
-      finished = true;
-      if (!headSent) {
-        log.warn('forwarding to the main thread failed', { requestId, method, url, err: e instanceof Error ? e.message : String(e) });
-        replies.error(res, state, new ApiError('internal_error', 'The request could not be passed to the server; retry.'), requestId);
-      } else {
-        state.aborted = true;
-        res.close();
-      }
-    };
-    upstream.on('error', fail);
-
-    // The client's body, streamed: the socket pauses while the upstream socket's buffer is full.
-    if (hasBody) {
-      res.onData((chunk, isLast) => {
-        if (state.aborted) return;
-        // uWS neuters `chunk` when this returns: copy it.
-        const ok = upstream.write(Buffer.from(new Uint8Array(chunk)));
-        if (isLast) upstream.end();
-        else if (!ok) {
-          res.pause();
-          upstream.once('drain', () => {
-            if (!state.aborted) res.resume();
-          });
-        }
-      });
-    } else upstream.end();
-
-    upstream.on('response', (up) => {
-      if (state.aborted) return up.destroy();
-      const lengthHeader = up.headers['content-length'];
-      const length = lengthHeader !== undefined && /^\d+$/.test(lengthHeader) ? Number(lengthHeader) : null;
-      const status = `${up.statusCode ?? 502} ${up.statusMessage ?? ''}`.trim();
-      const raw = up.rawHeaders;
-      res.cork(() => {
-        res.writeStatus(status);
-        for (let i = 0; i + 1 < raw.length; i += 2) if (!DROP_RESPONSE.has(raw[i]!.toLowerCase())) res.writeHeader(raw[i]!, raw[i + 1]!);
-      });
-      headSent = true;
-      state.answered = true;
-      if (method === 'HEAD') {
-        up.resume();
-        finished = true;
-        res.cork(() => {
-          if (length !== null) res.writeHeader('Content-Length', String(length));
-          res.endWithoutBody();
-        });
-        return;
-      }
-      // Backpressure: the upstream response pauses while the client's socket is full. `write`
-      // (no length: chunked) keeps what it could not send; `tryEnd` (a known length) does not, so
-      // the rest of that chunk is written again from `onWritable`.
-      let pending: { chunk: Buffer; from: number } | null = null;
-      let waiting = false;
-      res.onWritable((offset) => {
-        if (state.aborted || finished) return true;
-        if (length === null) {
-          if (waiting) {
-            waiting = false;
-            up.resume();
-          }
-          return true;
-        }
-        if (!pending) return true;
-        const [sent, done] = res.tryEnd(pending.chunk.subarray(offset - pending.from), length);
-        if (done) finished = true;
-        if (!sent && !done) return false;
-        pending = null;
-        up.resume();
-        return true;
-      });
-      up.on('data', (chunk: Buffer) => {
-        if (state.aborted || finished) return;
-        if (length === null) {
-          let ok = true;
-          res.cork(() => {
-            ok = res.write(chunk);
-          });
-          if (!ok) {
-            waiting = true;
-            up.pause();
-          }
-          return;
-        }
-        const from = res.getWriteOffset();
-        let sent = true;
-        res.cork(() => {
-          const [s, done] = res.tryEnd(chunk, length);
-          if (done) finished = true;
-          sent = s || done;
-        });
-        if (!sent) {
-          pending = { chunk, from };
-          up.pause();
-        }
-      });
-      up.on('end', () => {
-        if (state.aborted || finished) return;
-        finished = true;
-        if (length === null || length === 0) res.cork(() => res.end());
-        else {
-          // The main thread's answer was shorter than it announced: the client must not take it as whole.
-          state.aborted = true;
-          res.close();
-        }
-      });
-      up.on('error', fail);
-    });
-  });
+  const route: ForwardRoute = { socketPath, replies, log, counts, agent };
+  app.any('/*', (res, req) => forward(route, res, req));
   return agent;
+}
+
+/** What every forwarded request uses: bound once by `registerForwardRoute`. */
+interface ForwardRoute {
+  socketPath: string;
+  replies: Replies;
+  log: Logger;
+  counts: ForwardCounts;
+  agent: http.Agent;
+}
+
+/** One forwarded request: its reply state, whether the answer's head was written, whether it is over. */
+interface ForwardState extends ReqState {
+  headSent: boolean;
+  finished: boolean;
+}
+
+/** The forwarding handler: copies the request, opens the upstream request, streams the body up and the answer back. */
+function forward(route: ForwardRoute, res: uWS.HttpResponse, req: uWS.HttpRequest): void {
+  route.counts.forwarded++;
+  const requestId = newRequestId();
+  const method = req.getMethod().toUpperCase();
+  const query = req.getQuery();
+  const url = req.getUrl();
+  const path = query ? `${url}?${query}` : url;
+  const state: ForwardState = { aborted: false, answered: false, method, url, headSent: false, finished: false };
+  const headers = forwardedHeaders(req);
+  headers[PEER_HEADER] = remoteAddressOf(res, req);
+  const hasBody = announcesBody(req);
+  const upstream = http.request({ socketPath: route.socketPath, method, path, headers, agent: route.agent, setHost: false });
+  res.onAborted(() => {
+    state.aborted = true;
+    upstream.destroy();
+  });
+  const fail = (e: unknown) => {
+    if (state.aborted || state.finished) return;
+    state.finished = true;
+    if (!state.headSent) {
+      route.log.warn('forwarding to the main thread failed', { requestId, method, url, err: e instanceof Error ? e.message : String(e) });
+      route.replies.error(res, state, new ApiError('internal_error', 'The request could not be passed to the server; retry.'), requestId);
+    } else {
+      state.aborted = true;
+      res.close();
+    }
+  };
+  upstream.on('error', fail);
+  if (hasBody) streamRequestBody(res, state, upstream);
+  else upstream.end();
+  upstream.on('response', (up) => relayAnswer(res, state, up, fail));
+}
+
+/** The request's headers as `http.request` takes them (repeated ones as arrays), without those of `DROP_REQUEST`. */
+function forwardedHeaders(req: uWS.HttpRequest): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  req.forEach((k, v) => {
+    if (DROP_REQUEST.has(k)) return;
+    const had = headers[k];
+    if (had === undefined) headers[k] = v;
+    else if (Array.isArray(had)) had.push(v);
+    else headers[k] = [had, v];
+  });
+  return headers;
+}
+
+/** The client's body, streamed: the socket pauses while the upstream socket's buffer is full. */
+function streamRequestBody(res: uWS.HttpResponse, state: ForwardState, upstream: http.ClientRequest): void {
+  res.onData((chunk, isLast) => {
+    if (state.aborted) return;
+    // uWS neuters `chunk` when this returns: copy it.
+    const ok = upstream.write(Buffer.from(new Uint8Array(chunk)));
+    if (isLast) upstream.end();
+    else if (!ok) {
+      res.pause();
+      upstream.once('drain', () => {
+        if (!state.aborted) res.resume();
+      });
+    }
+  });
+}
+
+/** The main thread's answer: its status and headers (less `DROP_RESPONSE`) at once, then its body (none for HEAD). */
+function relayAnswer(res: uWS.HttpResponse, state: ForwardState, up: http.IncomingMessage, fail: (e: unknown) => void): void {
+  if (state.aborted) {
+    up.destroy();
+    return;
+  }
+  const lengthHeader = up.headers['content-length'];
+  const length = lengthHeader !== undefined && /^\d+$/.test(lengthHeader) ? Number(lengthHeader) : null;
+  const status = `${up.statusCode ?? 502} ${up.statusMessage ?? ''}`.trim();
+  const raw = up.rawHeaders;
+  res.cork(() => {
+    res.writeStatus(status);
+    for (let i = 0; i + 1 < raw.length; i += 2) if (!DROP_RESPONSE.has(raw[i]!.toLowerCase())) res.writeHeader(raw[i]!, raw[i + 1]!);
+  });
+  state.headSent = true;
+  state.answered = true;
+  if (state.method === 'HEAD') {
+    up.resume();
+    state.finished = true;
+    res.cork(() => {
+      if (length !== null) res.writeHeader('Content-Length', String(length));
+      res.endWithoutBody();
+    });
+    return;
+  }
+  relayBody(res, state, up, length);
+  up.on('error', fail);
+}
+
+/**
+ * The answer's body, `length` bytes (null: unknown, sent chunked). Backpressure: the upstream
+ * response pauses while the client's socket is full. `write` (no length: chunked) keeps what it
+ * could not send; `tryEnd` (a known length) does not, so the rest of that chunk is written again
+ * from `onWritable`.
+ */
+function relayBody(res: uWS.HttpResponse, state: ForwardState, up: http.IncomingMessage, length: number | null): void {
+  let pending: { chunk: Buffer; from: number } | null = null;
+  let waiting = false;
+  res.onWritable((offset) => {
+    if (state.aborted || state.finished) return true;
+    if (length === null) {
+      if (waiting) {
+        waiting = false;
+        up.resume();
+      }
+      return true;
+    }
+    if (!pending) return true;
+    const [sent, done] = res.tryEnd(pending.chunk.subarray(offset - pending.from), length);
+    if (done) state.finished = true;
+    if (!sent && !done) return false;
+    pending = null;
+    up.resume();
+    return true;
+  });
+  up.on('data', (chunk: Buffer) => {
+    if (state.aborted || state.finished) return;
+    if (length === null) {
+      let ok = true;
+      res.cork(() => {
+        ok = res.write(chunk);
+      });
+      if (!ok) {
+        waiting = true;
+        up.pause();
+      }
+      return;
+    }
+    const from = res.getWriteOffset();
+    let sent = true;
+    res.cork(() => {
+      const [s, done] = res.tryEnd(chunk, length);
+      if (done) state.finished = true;
+      sent = s || done;
+    });
+    if (!sent) {
+      pending = { chunk, from };
+      up.pause();
+    }
+  });
+  up.on('end', () => {
+    if (state.aborted || state.finished) return;
+    state.finished = true;
+    if (length === null || length === 0) res.cork(() => res.end());
+    else {
+      // The main thread's answer was shorter than it announced: the client must not take it as whole.
+      state.aborted = true;
+      res.close();
+    }
+  });
 }

@@ -178,135 +178,159 @@ export const listenerTimeoutMs = (layer: Layer): number => 3 * targetDurationSec
 /** Media object file names: `<seq>.m4s|.ts`, `<seq>.<part>.m4s`, `init-<v>.mp4`. */
 const FILE = /^(?:(\d{1,15})(?:\.(\d{1,4}))?\.(m4s|ts)|init-(\d{1,9})\.mp4)$/;
 
+/** What the HLS handlers share: bound once by `registerHlsRoutes` (see the module comment for `access` and `hold`). */
+interface HlsRoutes {
+  source: HlsSource;
+  access: HlsAccess | undefined;
+  hold: HoldGate | undefined;
+  served: { hls: number };
+}
+
+/** A `raw()` route handler (src/base/http/server.ts). */
+type RawHandler = (params: string[], query: string, requestId: string, info: RawRequestInfo) => RawReply | DeferredReply;
+
 /** Registers the HLS routes on `http`, serving the streams of `source` (see the module comment for `access` and `hold`). */
 export function registerHlsRoutes(http: HttpServer, source: HlsSource, opts: HlsRouteOptions = {}): void {
-  const { access, hold } = opts;
-  const served = opts.served ?? { hls: 0 };
-  /** The error envelope of `code` (its status from src/base/errors/codes.ts, or `status` where the table allows it). */
-  const refuse = (code: ErrorCode, message: string, requestId: string, opts: { status?: number; retryAfter?: string } = {}): RawReply => {
-    const err = new ApiError(code, message, { status: opts.status });
-    return {
-      status: statusLine(err.status),
-      headers: err.status === 401 ? [...JSON_HEADERS, ['WWW-Authenticate', 'Bearer realm="listener"']] : opts.retryAfter ? [...JSON_HEADERS, ['Retry-After', opts.retryAfter]] : JSON_HEADERS,
-      body: Buffer.from(JSON.stringify(errorBody(err, requestId))),
-    };
-  };
-  const notFound = (what: string, requestId: string) => refuse('resource_missing', what, requestId);
-  /** 503 + `Retry-After: 1`: a request that would be held, over the held caps. */
-  const busy = (requestId: string) => refuse('too_many_held_requests', 'Too many requests held open; retry in a second.', requestId, { retryAfter: '1' });
-  /** Token check and listener accounting for a media request: the refusal, or the query and privacy to answer with. */
-  const admit = (id: string, query: string, info: RawRequestInfo, layer: HlsLayerView, requestId: string): RawReply | { query: string; private: boolean } => {
-    if (!access) return PUBLIC_ADMIT;
-    const d = access.media(id, query, info, 3 * layer.targetSeconds * 1000);
-    return d.ok ? d : refuse(d.code, d.message, requestId, { status: d.status });
-  };
-  /** The media playlist of the current version (`skip`: its delta update, when the layer has one). */
-  const template = (layer: HlsLayerView, skip: boolean) => (skip && !layer.ended && layer.deltaPlaylist()) || layer.playlist();
-  /** The media playlist as it is now, for `admitted`: the shared bytes, or a token stream's own copy. */
-  const playlist = (layer: HlsLayerView, admitted: { query: string; private: boolean }, skip: boolean): RawReply =>
-    admitted.private
-      ? { status: STATUS_200, headers: PLAYLIST_PRIVATE, body: fill(template(layer, skip), admitted.query) }
-      : { status: STATUS_200, headers: playlistHeaders(layer.ended, layer.targetSeconds, layer.lowLatency), body: template(layer, skip).plain };
-  /**
-   * Answers with `reply` once `layer.has(msn, part)` (`reload`: `layer.reached(msn, part)`, a
-   * blocking playlist reload) — or the layer ends, or the wait times out: at once when it already
-   * holds; held (deferred reply) when the gate admits it; else `over()`. The held slot is given
-   * back exactly once: on the answer, the client's abort or the timeout.
-   */
-  const when = (layer: HlsLayerView, msn: number, part: number | undefined, info: RawRequestInfo, reply: () => RawReply, over: () => RawReply, reload = false): RawReply | DeferredReply => {
-    if (layer.ended || (reload ? layer.reached(msn, part) : layer.has(msn, part))) return reply();
-    const key = hold ? hold.acquire(info) : '';
-    if (key === null) return over();
-    return new Held(layer, msn, part, reload, hold, key, reply);
-  };
-
+  const h: HlsRoutes = { source, access: opts.access, hold: opts.hold, served: opts.served ?? { hls: 0 } };
+  const multivariant: RawHandler = (params, query, requestId) => multivariantPlaylist(h, params, query, requestId);
+  const media: RawHandler = (params, query, requestId, info) => mediaPlaylist(h, params, query, requestId, info);
+  const object: RawHandler = (params, query, requestId, info) => mediaObject(h, params, query, requestId, info);
   for (const method of ['get', 'head'] as const) {
-    http.raw(method, '/hls/:id/index.m3u8', ([id], query, requestId) => {
-      served.hls++;
-      const s = source.get(id!);
-      const t = s?.multivariant();
-      if (!s || !t) return notFound(`No live HLS for stream '${id}'.`, requestId);
-      if (!access) return { status: STATUS_200, headers: playlistHeaders(s.ended, s.topTargetSeconds, false), body: t.plain };
-      const d = access.enter(id!, query);
-      if (!d.ok) return refuse(d.code, d.message, requestId, { status: d.status });
-      const headers = d.private ? PLAYLIST_PRIVATE : d.query === '' ? playlistHeaders(s.ended, s.topTargetSeconds, false) : multivariantSession(Math.floor(s.topTargetSeconds / 2));
-      return { status: STATUS_200, headers, body: fill(t, d.query) };
-    });
-
-    http.raw(method, '/hls/:id/:layer/index.m3u8', ([id, name], query, requestId, info) => {
-      served.hls++;
-      const s = source.get(id!);
-      const layer = s?.layer(name!);
-      if (!s || !layer || layer.failed || !s.playable) return notFound(`No such HLS layer '${name}' for stream '${id}'.`, requestId);
-      const d = directives(query);
-      if (typeof d === 'string') return refuse('parameter_invalid', d, requestId);
-      if (d.part !== null && d.msn === null) return refuse('parameter_invalid', '_HLS_part needs _HLS_msn (rfc8216bis §6.2.5.2).', requestId);
-      if (d.skip !== null && d.skip !== 'YES' && d.skip !== 'v2') return refuse('parameter_invalid', '_HLS_skip must be YES or v2.', requestId);
-      // Delta updates are offered by live LL-HLS layers (CAN-SKIP-UNTIL); elsewhere `_HLS_skip` is ignored (§6.2.5.1).
-      const skip = d.skip !== null && layer.lowLatency && !layer.ended;
-      if (skip && d.skip === 'v2') return refuse('parameter_invalid', 'Date ranges are not skipped here (no CAN-SKIP-DATERANGES): use _HLS_skip=YES.', requestId);
-      // The session and token checks read `sid` and `token` only: the delivery directives stay in the query.
-      const admitted = admit(id!, query, info, layer, requestId);
-      if ('status' in admitted) return admitted;
-      if (d.msn === null) {
-        if (layer.ready) return playlist(layer, admitted, skip);
-        // A ladder layer whose codec process has not cut its first segment (part) yet: wait for it.
-        const render = () => (layer.ready ? playlist(layer, admitted, skip) : notFound(`HLS layer '${name}' of stream '${id}' has no segment yet.`, requestId));
-        return when(layer, layer.nextSequence, layer.lowLatency ? 0 : undefined, info, render, () => busy(requestId));
-      }
-      if (!layer.lowLatency) return refuse('parameter_invalid', 'This layer does not support blocking playlist reload.', requestId);
-      const msn = integer(d.msn);
-      const part = d.part === null ? undefined : integer(d.part);
-      if (Number.isNaN(msn) || Number.isNaN(part ?? 0)) return refuse('parameter_invalid', '_HLS_msn and _HLS_part must be integers.', requestId);
-      // §6.2.5.2: more than two segments past the last segment listed (nextSequence − 1) is refused;
-      // an ended layer ignores the directives (it answers its final playlist).
-      if (!layer.ended && msn > layer.nextSequence + 1) return refuse('parameter_invalid', `_HLS_msn ${msn} is more than two segments past the last segment of the playlist.`, requestId);
-      /** The answer to the blocking reload: shareable when it lists what was asked for (docs/behaviour.md §12), else `no-store`. */
-      const answer = (): RawReply => {
-        if (admitted.private || layer.ended || !layer.ready) {
-          return layer.ready ? playlist(layer, admitted, skip) : notFound(`HLS layer '${name}' of stream '${id}' has no segment yet.`, requestId);
-        }
-        return { status: STATUS_200, headers: layer.reached(msn, part) ? blockingHit(layer.targetSeconds) : PLAYLIST_UNREACHED, body: template(layer, skip).plain };
-      };
-      // Over the held caps: 503 + Retry-After, never the playlist as it is (the client would ask again at once).
-      return when(layer, msn, part, info, answer, () => busy(requestId), true);
-    });
-
-    http.raw(method, '/hls/:id/:layer/:file', ([id, name, file], query, requestId, info) => {
-      served.hls++;
-      const s = source.get(id!);
-      const layer = s?.layer(name!);
-      const m = FILE.exec(file!);
-      if (!s || !layer || !m) return notFound(`No such file '${name}/${file}' for stream '${id}'.`, requestId);
-      let p: 0 | 1 = 0;
-      if (access) {
-        const d = access.object(id!, query);
-        if (!d.ok) return refuse(d.code, d.message, requestId, { status: d.status });
-        if (d.private) p = 1;
-      }
-      if (m[4] !== undefined) {
-        const init = layer.init;
-        if (!init || Number(m[4]) !== layer.initVersion) return notFound(`No such init section '${name}/${file}'.`, requestId);
-        return { status: STATUS_200, headers: INIT_HEADERS[p], body: init };
-      }
-      const seq = Number(m[1]);
-      const ext = m[3]!;
-      if ((ext === 'ts') !== (layer.container === 'ts')) return notFound(`No such file '${name}/${file}'.`, requestId);
-      const headers = ext === 'ts' ? TS_HEADERS[p] : M4S_HEADERS[p];
-      if (m[2] === undefined) {
-        const seg = layer.segment(seq);
-        return seg ? { status: STATUS_200, headers, body: seg } : notFound(`No such segment '${name}/${file}' for stream '${id}'.`, requestId);
-      }
-      const index = Number(m[2]);
-      const serve = (): RawReply => {
-        const part = layer.part(seq, index);
-        return part ? { status: STATUS_200, headers, body: part } : notFound(`No such part '${name}/${file}' for stream '${id}'.`, requestId);
-      };
-      // The part a preload hint names (the next one) is answered as soon as it exists.
-      if (!layer.has(seq, index) && !layer.ended && seq === layer.nextSequence && index <= layer.openParts) return when(layer, seq, index, info, serve, () => busy(requestId));
-      return serve();
-    });
+    http.raw(method, '/hls/:id/index.m3u8', multivariant);
+    http.raw(method, '/hls/:id/:layer/index.m3u8', media);
+    http.raw(method, '/hls/:id/:layer/:file', object);
   }
+}
+
+/** The error envelope of `code` (its status from src/base/errors/codes.ts, or `status` where the table allows it). */
+function refuse(code: ErrorCode, message: string, requestId: string, opts: { status?: number; retryAfter?: string } = {}): RawReply {
+  const err = new ApiError(code, message, { status: opts.status });
+  return {
+    status: statusLine(err.status),
+    headers: err.status === 401 ? [...JSON_HEADERS, ['WWW-Authenticate', 'Bearer realm="listener"']] : opts.retryAfter ? [...JSON_HEADERS, ['Retry-After', opts.retryAfter]] : JSON_HEADERS,
+    body: Buffer.from(JSON.stringify(errorBody(err, requestId))),
+  };
+}
+const notFound = (what: string, requestId: string) => refuse('resource_missing', what, requestId);
+/** 503 + `Retry-After: 1`: a request that would be held, over the held caps. */
+const busy = (requestId: string) => refuse('too_many_held_requests', 'Too many requests held open; retry in a second.', requestId, { retryAfter: '1' });
+
+/** Token check and listener accounting for a media request: the refusal, or the query and privacy to answer with. */
+function admit(h: HlsRoutes, id: string, query: string, info: RawRequestInfo, layer: HlsLayerView, requestId: string): RawReply | { query: string; private: boolean } {
+  if (!h.access) return PUBLIC_ADMIT;
+  const d = h.access.media(id, query, info, 3 * layer.targetSeconds * 1000);
+  return d.ok ? d : refuse(d.code, d.message, requestId, { status: d.status });
+}
+
+/** The media playlist of the current version (`skip`: its delta update, when the layer has one). */
+const template = (layer: HlsLayerView, skip: boolean) => (skip && !layer.ended && layer.deltaPlaylist()) || layer.playlist();
+
+/** The media playlist as it is now, for `admitted`: the shared bytes, or a token stream's own copy. */
+const playlist = (layer: HlsLayerView, admitted: { query: string; private: boolean }, skip: boolean): RawReply =>
+  admitted.private
+    ? { status: STATUS_200, headers: PLAYLIST_PRIVATE, body: fill(template(layer, skip), admitted.query) }
+    : { status: STATUS_200, headers: playlistHeaders(layer.ended, layer.targetSeconds, layer.lowLatency), body: template(layer, skip).plain };
+
+/**
+ * Answers with `reply` once `layer.has(msn, part)` (`reload`: `layer.reached(msn, part)`, a
+ * blocking playlist reload) — or the layer ends, or the wait times out: at once when it already
+ * holds; held (deferred reply) when the gate admits it; else `over()`. The held slot is given
+ * back exactly once: on the answer, the client's abort or the timeout.
+ */
+function when(h: HlsRoutes, layer: HlsLayerView, msn: number, part: number | undefined, info: RawRequestInfo, reply: () => RawReply, over: () => RawReply, reload = false): RawReply | DeferredReply {
+  if (layer.ended || (reload ? layer.reached(msn, part) : layer.has(msn, part))) return reply();
+  const key = h.hold ? h.hold.acquire(info) : '';
+  if (key === null) return over();
+  return new Held(layer, msn, part, reload, h.hold, key, reply);
+}
+
+/** `/hls/:id/index.m3u8`: the multivariant playlist (variant URIs carry the listener's `?sid=` or `?token=`). */
+function multivariantPlaylist(h: HlsRoutes, [id]: string[], query: string, requestId: string): RawReply {
+  h.served.hls++;
+  const s = h.source.get(id!);
+  const t = s?.multivariant();
+  if (!s || !t) return notFound(`No live HLS for stream '${id}'.`, requestId);
+  if (!h.access) return { status: STATUS_200, headers: playlistHeaders(s.ended, s.topTargetSeconds, false), body: t.plain };
+  const d = h.access.enter(id!, query);
+  if (!d.ok) return refuse(d.code, d.message, requestId, { status: d.status });
+  const headers = d.private ? PLAYLIST_PRIVATE : d.query === '' ? playlistHeaders(s.ended, s.topTargetSeconds, false) : multivariantSession(Math.floor(s.topTargetSeconds / 2));
+  return { status: STATUS_200, headers, body: fill(t, d.query) };
+}
+
+/** `/hls/:id/:layer/index.m3u8`: a layer's media playlist, its delta update (`_HLS_skip`), or a blocking reload (`_HLS_msn`, `_HLS_part`). */
+function mediaPlaylist(h: HlsRoutes, [id, name]: string[], query: string, requestId: string, info: RawRequestInfo): RawReply | DeferredReply {
+  h.served.hls++;
+  const s = h.source.get(id!);
+  const layer = s?.layer(name!);
+  if (!s || !layer || layer.failed || !s.playable) return notFound(`No such HLS layer '${name}' for stream '${id}'.`, requestId);
+  const d = directives(query);
+  if (typeof d === 'string') return refuse('parameter_invalid', d, requestId);
+  if (d.part !== null && d.msn === null) return refuse('parameter_invalid', '_HLS_part needs _HLS_msn (rfc8216bis §6.2.5.2).', requestId);
+  if (d.skip !== null && d.skip !== 'YES' && d.skip !== 'v2') return refuse('parameter_invalid', '_HLS_skip must be YES or v2.', requestId);
+  // Delta updates are offered by live LL-HLS layers (CAN-SKIP-UNTIL); elsewhere `_HLS_skip` is ignored (§6.2.5.1).
+  const skip = d.skip !== null && layer.lowLatency && !layer.ended;
+  if (skip && d.skip === 'v2') return refuse('parameter_invalid', 'Date ranges are not skipped here (no CAN-SKIP-DATERANGES): use _HLS_skip=YES.', requestId);
+  // The session and token checks read `sid` and `token` only: the delivery directives stay in the query.
+  const admitted = admit(h, id!, query, info, layer, requestId);
+  if ('status' in admitted) return admitted;
+  if (d.msn === null) {
+    if (layer.ready) return playlist(layer, admitted, skip);
+    // A ladder layer whose codec process has not cut its first segment (part) yet: wait for it.
+    const render = () => (layer.ready ? playlist(layer, admitted, skip) : notFound(`HLS layer '${name}' of stream '${id}' has no segment yet.`, requestId));
+    return when(h, layer, layer.nextSequence, layer.lowLatency ? 0 : undefined, info, render, () => busy(requestId));
+  }
+  if (!layer.lowLatency) return refuse('parameter_invalid', 'This layer does not support blocking playlist reload.', requestId);
+  const msn = integer(d.msn);
+  const part = d.part === null ? undefined : integer(d.part);
+  if (Number.isNaN(msn) || Number.isNaN(part ?? 0)) return refuse('parameter_invalid', '_HLS_msn and _HLS_part must be integers.', requestId);
+  // §6.2.5.2: more than two segments past the last segment listed (nextSequence − 1) is refused;
+  // an ended layer ignores the directives (it answers its final playlist).
+  if (!layer.ended && msn > layer.nextSequence + 1) return refuse('parameter_invalid', `_HLS_msn ${msn} is more than two segments past the last segment of the playlist.`, requestId);
+  /** The answer to the blocking reload: shareable when it lists what was asked for (docs/behaviour.md §12), else `no-store`. */
+  const answer = (): RawReply => {
+    if (admitted.private || layer.ended || !layer.ready) {
+      return layer.ready ? playlist(layer, admitted, skip) : notFound(`HLS layer '${name}' of stream '${id}' has no segment yet.`, requestId);
+    }
+    return { status: STATUS_200, headers: layer.reached(msn, part) ? blockingHit(layer.targetSeconds) : PLAYLIST_UNREACHED, body: template(layer, skip).plain };
+  };
+  // Over the held caps: 503 + Retry-After, never the playlist as it is (the client would ask again at once).
+  return when(h, layer, msn, part, info, answer, () => busy(requestId), true);
+}
+
+/** `/hls/:id/:layer/:file`: a segment, a part (the one a preload hint names is waited for) or an init section. */
+function mediaObject(h: HlsRoutes, [id, name, file]: string[], query: string, requestId: string, info: RawRequestInfo): RawReply | DeferredReply {
+  h.served.hls++;
+  const s = h.source.get(id!);
+  const layer = s?.layer(name!);
+  const m = FILE.exec(file!);
+  if (!s || !layer || !m) return notFound(`No such file '${name}/${file}' for stream '${id}'.`, requestId);
+  let p: 0 | 1 = 0;
+  if (h.access) {
+    const d = h.access.object(id!, query);
+    if (!d.ok) return refuse(d.code, d.message, requestId, { status: d.status });
+    if (d.private) p = 1;
+  }
+  if (m[4] !== undefined) {
+    const init = layer.init;
+    if (!init || Number(m[4]) !== layer.initVersion) return notFound(`No such init section '${name}/${file}'.`, requestId);
+    return { status: STATUS_200, headers: INIT_HEADERS[p], body: init };
+  }
+  const seq = Number(m[1]);
+  const ext = m[3]!;
+  if ((ext === 'ts') !== (layer.container === 'ts')) return notFound(`No such file '${name}/${file}'.`, requestId);
+  const headers = ext === 'ts' ? TS_HEADERS[p] : M4S_HEADERS[p];
+  if (m[2] === undefined) {
+    const seg = layer.segment(seq);
+    return seg ? { status: STATUS_200, headers, body: seg } : notFound(`No such segment '${name}/${file}' for stream '${id}'.`, requestId);
+  }
+  const index = Number(m[2]);
+  const serve = (): RawReply => {
+    const part = layer.part(seq, index);
+    return part ? { status: STATUS_200, headers, body: part } : notFound(`No such part '${name}/${file}' for stream '${id}'.`, requestId);
+  };
+  // The part a preload hint names (the next one) is answered as soon as it exists.
+  if (!layer.has(seq, index) && !layer.ended && seq === layer.nextSequence && index <= layer.openParts) return when(h, layer, seq, index, info, serve, () => busy(requestId));
+  return serve();
 }
 
 /**

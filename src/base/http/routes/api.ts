@@ -122,97 +122,133 @@ export interface IdempotencyHook {
  * idempotency store per request (it is installed after the routes are registered).
  */
 export function registerApiRoute(host: RouteHost, idempotencyOf: () => IdempotencyHook | null, method: HttpMethod, pattern: string, handler: GuardedApiHandler<unknown>, opts: ApiRouteOptions): void {
-  const readBody = opts.readBody ?? (method === 'post' || method === 'patch' || method === 'put');
-  const guard = opts.guard;
-  const idempotent = method === 'post';
-  const nParams = paramCount(pattern);
-  const httpName = httpMethod(method);
-  const { replies, maxJsonBodyBytes: maxBytes } = host;
+  const route: ApiRoute = {
+    host,
+    replies: host.replies,
+    maxBytes: host.maxJsonBodyBytes,
+    idempotencyOf,
+    pattern,
+    handler,
+    readBody: opts.readBody ?? (method === 'post' || method === 'patch' || method === 'put'),
+    guard: opts.guard,
+    idempotent: method === 'post',
+    nParams: paramCount(pattern),
+    httpName: httpMethod(method),
+  };
   registerApiPreflight(host, pattern);
-  host.app[method](pattern, (res, req) => {
-    const requestId = newRequestId();
-    const { params, bad } = decodedParams(req, nParams);
-    const state: ReqState = { aborted: false, answered: false, method: httpName, pattern, url: req.getUrl() };
-    const request = new UwsApiRequest(res, state, req, params, requestId);
-    const extra = request.responseHeaders;
-    // Only routes that read a body need a reader (GETs skip the header look-ups and onData).
-    const body = readBody
-      ? bodyReader(host, res, req, state, maxBytes, () => request.remoteAddress)
-      : null;
-    // An answer given before the body was read drains it first (src/base/http/body.ts), so it reaches the client.
-    const refuse = (e: unknown) => (body ? body.refuse((close) => replies.error(res, state, e, requestId, extra, close)) : replies.error(res, state, e, requestId, extra));
-    // A malformed %-escape in a path segment names no object: answer like any unknown id would.
-    if (bad) return refuse(new ApiError('resource_missing', 'The URL holds a malformed percent-encoded segment.'));
-    let ctx: unknown;
-    if (guard) {
-      try {
-        ctx = guard(request);
-      } catch (e) {
-        return refuse(e);
-      }
+  host.app[method](pattern, (res, req) => answerApi(route, res, req));
+}
+
+/** What every request of one JSON API route uses: bound once by `registerApiRoute`. */
+interface ApiRoute {
+  host: RouteHost;
+  replies: RouteHost['replies'];
+  /** The JSON body cap (bytes). */
+  maxBytes: number;
+  idempotencyOf: () => IdempotencyHook | null;
+  pattern: string;
+  handler: GuardedApiHandler<unknown>;
+  readBody: boolean;
+  guard: ((req: ApiRequest) => unknown) | undefined;
+  /** A POST: `Idempotency-Key` is honoured. */
+  idempotent: boolean;
+  nParams: number;
+  /** The method as HTTP spells it (`GET`). */
+  httpName: string;
+}
+
+/** The route's uWS handler: copies the request, runs the guard before any body byte is read, then the handler. */
+function answerApi(route: ApiRoute, res: uWS.HttpResponse, req: uWS.HttpRequest): void {
+  const { replies, guard } = route;
+  const requestId = newRequestId();
+  const { params, bad } = decodedParams(req, route.nParams);
+  const state: ReqState = { aborted: false, answered: false, method: route.httpName, pattern: route.pattern, url: req.getUrl() };
+  const request = new UwsApiRequest(res, state, req, params, requestId);
+  const extra = request.responseHeaders;
+  // Only routes that read a body need a reader (GETs skip the header look-ups and onData).
+  const body = route.readBody ? bodyReader(route.host, res, req, state, route.maxBytes, () => request.remoteAddress) : null;
+  // An answer given before the body was read drains it first (src/base/http/body.ts), so it reaches the client.
+  const refuse = (e: unknown) => (body ? body.refuse((close) => replies.error(res, state, e, requestId, extra, close)) : replies.error(res, state, e, requestId, extra));
+  // A malformed %-escape in a path segment names no object: answer like any unknown id would.
+  if (bad) return refuse(new ApiError('resource_missing', 'The URL holds a malformed percent-encoded segment.'));
+  let ctx: unknown;
+  if (guard) {
+    try {
+      ctx = guard(request);
+    } catch (e) {
+      return refuse(e);
     }
-    if (!body) {
-      // The common case (GET, DELETE): no body, no idempotency. A synchronous answer is written
-      // right here, inside uWS's own cork, without registering onAborted (uWS needs it only for
-      // answers sent after the handler returned).
-      let reply: ApiReply | Promise<ApiReply>;
-      try {
-        reply = handler(request, ctx);
-      } catch (e) {
-        return replies.error(res, state, e, requestId, extra);
-      }
-      if (!(reply instanceof Promise)) return replies.json(res, state, reply, requestId, extra);
-      res.onAborted(() => {
-        state.aborted = true;
-      });
-      reply.then(
-        (r) => replies.json(res, state, r, requestId, extra),
-        (e) => replies.error(res, state, e, requestId, extra),
-      );
-      return;
-    }
-    const run = () => {
-      let complete: ((reply: ApiReply | null) => void) | null = null;
-      const idempotency = idempotent ? idempotencyOf() : null;
-      if (idempotency && request.headers.idempotencyKey) {
-        try {
-          const d = idempotency.begin(request);
-          if (d.kind === 'replay') {
-            extra['Idempotent-Replayed'] = 'true';
-            return replies.json(res, state, d.reply, requestId, extra);
-          }
-          complete = d.complete;
-        } catch (e) {
-          return replies.error(res, state, e, requestId, extra);
-        }
-      }
-      const ok = (r: ApiReply) => {
-        complete?.(r);
-        replies.json(res, state, r, requestId, extra);
-      };
-      const fail = (e: unknown) => {
-        complete?.(e instanceof ApiError && e.status < 500 ? { status: e.status, body: errorBody(e, requestId), headers: e.headers } : null);
-        replies.error(res, state, e, requestId, extra);
-      };
-      let reply: ApiReply | Promise<ApiReply>;
-      try {
-        reply = handler(request, ctx);
-      } catch (e) {
-        return fail(e);
-      }
-      if (reply instanceof Promise) reply.then(ok, fail);
-      else ok(reply);
-    };
-    body.buffer(
-      (bytes) => {
-        const parsed = parseJsonObject(bytes);
-        if (parsed instanceof ApiError) return replies.error(res, state, parsed, requestId, extra);
-        request.body = parsed;
-        run();
-      },
-      (err, close) => replies.error(res, state, err, requestId, extra, close),
-    );
+  }
+  if (!body) return answerWithoutBody(route, res, state, request, ctx);
+  body.buffer(
+    (bytes) => {
+      const parsed = parseJsonObject(bytes);
+      if (parsed instanceof ApiError) return replies.error(res, state, parsed, requestId, extra);
+      request.body = parsed;
+      answerWithBody(route, res, state, request, ctx);
+    },
+    (err, close) => replies.error(res, state, err, requestId, extra, close),
+  );
+}
+
+/**
+ * The common case (GET, DELETE): no body, no idempotency. A synchronous answer is written right
+ * here, inside uWS's own cork, without registering onAborted (uWS needs it only for answers sent
+ * after the handler returned).
+ */
+function answerWithoutBody(route: ApiRoute, res: uWS.HttpResponse, state: ReqState, request: ApiRequest, ctx: unknown): void {
+  const { replies } = route;
+  const { requestId, responseHeaders: extra } = request;
+  let reply: ApiReply | Promise<ApiReply>;
+  try {
+    reply = route.handler(request, ctx);
+  } catch (e) {
+    return replies.error(res, state, e, requestId, extra);
+  }
+  if (!(reply instanceof Promise)) return replies.json(res, state, reply, requestId, extra);
+  res.onAborted(() => {
+    state.aborted = true;
   });
+  reply.then(
+    (r) => replies.json(res, state, r, requestId, extra),
+    (e) => replies.error(res, state, e, requestId, extra),
+  );
+}
+
+/** Runs the handler once the JSON body was read, under idempotency for a POST carrying `Idempotency-Key` (docs/behaviour.md §7). */
+function answerWithBody(route: ApiRoute, res: uWS.HttpResponse, state: ReqState, request: ApiRequest, ctx: unknown): void {
+  const { replies } = route;
+  const { requestId, responseHeaders: extra } = request;
+  let complete: ((reply: ApiReply | null) => void) | null = null;
+  const idempotency = route.idempotent ? route.idempotencyOf() : null;
+  if (idempotency && request.headers.idempotencyKey) {
+    try {
+      const d = idempotency.begin(request);
+      if (d.kind === 'replay') {
+        extra['Idempotent-Replayed'] = 'true';
+        return replies.json(res, state, d.reply, requestId, extra);
+      }
+      complete = d.complete;
+    } catch (e) {
+      return replies.error(res, state, e, requestId, extra);
+    }
+  }
+  const ok = (r: ApiReply) => {
+    complete?.(r);
+    replies.json(res, state, r, requestId, extra);
+  };
+  const fail = (e: unknown) => {
+    complete?.(e instanceof ApiError && e.status < 500 ? { status: e.status, body: errorBody(e, requestId), headers: e.headers } : null);
+    replies.error(res, state, e, requestId, extra);
+  };
+  let reply: ApiReply | Promise<ApiReply>;
+  try {
+    reply = route.handler(request, ctx);
+  } catch (e) {
+    return fail(e);
+  }
+  if (reply instanceof Promise) reply.then(ok, fail);
+  else ok(reply);
 }
 
 /**
