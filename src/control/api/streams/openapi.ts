@@ -27,7 +27,7 @@ export const STREAM_DOCS = {
     body: {
       schema: valibot(CreateStream),
       description:
-        '`metadata`: up to 16 keys. `quality=ultra_low` is a deprecated alias of `low`. `latencyMode`: `standard` (classic HLS, the default; one playlist poll and one segment per 2 s per listener) or `low` (LL-HLS: ~0.5 s parts, blocking playlist reload, preload hints; ~4 requests per listener-second, several times the CPU per listener).',
+        '`metadata`: up to 16 keys. `quality=ultra_low` is a deprecated alias of `low`. `latencyMode`: `standard` (classic HLS, the default; one playlist poll and one segment per 2 s per listener) or `low` (LL-HLS: ~0.5 s parts, blocking playlist reload, preload hints; ~4 requests per listener-second, several times the CPU per listener). `fallback` (docs/streams.md "Fallback"): up to 100 episodes of the account with audio (`episodeIds`), `order` `sequential` (default) or `shuffle`, `silenceSeconds` 5–300 or null; set, the stream is on air with it while no live audio plays (`source: "fallback"`).',
     },
     responses: { 201: { description: 'The new stream (status `idle`). `streamKey` for secret keys only.', schema: stream, headers: deprecationHeaders } },
   },
@@ -38,7 +38,8 @@ export const STREAM_DOCS = {
   },
   update: {
     summary: 'Update a stream',
-    description: '`metadata` keys given as `null` are removed, others set; at most 16 keys after the merge.',
+    description:
+      '`metadata` keys given as `null` are removed, others set; at most 16 keys after the merge. `fallback` is replaced as a whole and takes effect at once (docs/streams.md "Fallback"); `null` removes it (an idle stream goes off air).',
     params: id,
     body: { schema: valibot(UpdateStream), required: false },
     responses: { 200: { description: 'The updated stream.', schema: stream, headers: deprecationHeaders } },
