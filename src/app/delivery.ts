@@ -6,6 +6,7 @@
  */
 import type { Base } from './base.js';
 import type { Feature } from '../base/feature.js';
+import { ListenersRepo } from '../base/db/listeners-repo.js';
 import { createEdgeLog, createListeners, type Listeners } from '../delivery/listeners/feature.js';
 import type { EdgeLogReceiver } from '../delivery/listeners/edge-log.js';
 import { listenerTimeoutMs, registerHlsRoutes } from '../delivery/hls/routes.js';
@@ -17,7 +18,7 @@ import { registerWhep } from '../delivery/webrtc/whep.js';
 
 /** Builds the listeners room (docs/behaviour.md §3–§4): registry, listener tokens, HLS access, held-request caps. */
 export function buildListenersRoom(b: Base): Listeners {
-  return createListeners({ config: b.config, db: b.db, streams: b.repos.streams, outbox: b.outbox, nodeSecret: b.nodeSecret, log: b.log, limits: b.limits, now: b.now });
+  return createListeners({ config: b.config, db: b.db, repo: new ListenersRepo(b.db), streams: b.repos.streams, outbox: b.outbox, nodeSecret: b.nodeSecret, log: b.log, limits: b.limits, now: b.now });
 }
 
 /** The delivery rooms, registered on the HTTP server. */

@@ -5,7 +5,7 @@
  * description; list routes answer the list envelope of ./lists.ts), `schemas.ts` (the valibot
  * schemas of its requests and answers) and `openapi.ts` (its `RouteDoc`s, passed as the routes'
  * `doc` option). Errors are ApiErrors with a code of src/base/errors/codes.ts. `mountApi` registers every
- * resource from the one list below; the composition root (src/main.ts) builds the services
+ * resource from the one list below; the composition root (src/app/control.ts) builds the services
  * (./services.ts) and calls it once, before `http.finish()`.
  */
 import type { ApiServices } from './services.js';

@@ -1,7 +1,7 @@
 /**
  * What every API resource is given (src/control/api/index.ts `mountApi`): the HTTP server to register on,
  * the Guard that authenticates and scopes requests, the node's clock, URLs, log and limits, and the
- * services the routes call. Built once by the composition root (src/main.ts). Routes know no SQL
+ * services the routes call: the API's Deps, built once by the composition root (src/app/control.ts). Routes know no SQL
  * and no repository: everything they do goes through these services.
  */
 import type { HttpServer } from '../../base/http/server.js';

@@ -13,7 +13,7 @@ import type { StreamsRepo } from '../../base/db/streams-repo.js';
 import type { Outbox } from '../../base/outbox.js';
 import type { Logger } from '../../base/logger.js';
 import type { Limits } from '../../base/limits/limits.js';
-import { ListenersRepo } from '../../base/db/listeners-repo.js';
+import type { ListenersRepo } from '../../base/db/listeners-repo.js';
 import { ListenerTokens } from '../../base/auth/listener-tokens.js';
 import { ListenerRegistry } from './registry.js';
 import { CachedPolicies, HlsListenerAccess, registrySessions } from './hls-access.js';
@@ -25,6 +25,8 @@ import { EdgeLogReceiver, edgeLogSecretOf } from './edge-log.js';
 export interface ListenersDeps {
   config: Pick<Config, 'limits' | 'trustedProxies'>;
   db: Database;
+  /** Listener sessions as stored. */
+  repo: ListenersRepo;
   /** Streams' playback policies (who may listen). */
   streams: StreamsRepo;
   outbox: Outbox;
@@ -52,7 +54,7 @@ export interface Listeners extends Feature {
 export function createListeners(d: ListenersDeps): Listeners {
   const registry = new ListenerRegistry({
     db: d.db,
-    repo: new ListenersRepo(d.db),
+    repo: d.repo,
     outbox: d.outbox,
     log: d.log.child('listeners'),
     now: d.now,
