@@ -472,11 +472,16 @@ export class Publishing {
     this.d.port.onMetadata(streamId, np);
   }
 
-  /** Tells the port of a change of the stream's `source` (none when it is the same). */
+  /**
+   * Tells the port of a change of the stream's `source` (none when it is the same). Only a switch
+   * to or from the fallback is an event (docs/streams.md "Fallback"): without one, going live and
+   * idle is told by `stream.started` and `stream.ended`.
+   */
   private setSource(streamId: string, s: StreamIngest, source: StreamSource, reason: SourceChangeReason | null): void {
-    if (s.source === source) return;
+    const was = s.source;
+    if (was === source) return;
     s.source = source;
-    this.d.port.onSourceChanged?.(streamId, source, reason);
+    this.d.port.onSourceChanged?.(streamId, source, was === 'fallback' || source === 'fallback' ? reason : null);
   }
 
   /** Ends the stream's hub (made with settings no longer the stream's) and forgets its entry: undefined. */
