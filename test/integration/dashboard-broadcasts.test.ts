@@ -2,9 +2,15 @@
  * The dashboard's stream page and broadcasts (docs/streams.md), over real HTTP after a dashboard
  * login: the page has a Broadcasts card (none yet), a CSRF-checked form sets `recording` (a form
  * without the CSRF token is refused and changes nothing), and after an FFmpeg RTMP broadcast the
- * card lists it with its listeners and a link to the draft episode its recording became.
+ * card lists it with its listeners and a link to the draft episode its recording became. The
+ * Fallback card's form (CSRF-checked too) sets the stream's fallback episodes (docs/streams.md
+ * "Fallback"): the stream goes on air with them and the card says so; an empty form clears it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { ffmpegPath } from '../helpers/ffmpeg.js';
 import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 import { Browser, formFields } from '../helpers/platform.js';
@@ -74,5 +80,50 @@ describe('dashboard: broadcasts', () => {
     const off = formFields(html, `action="${action}"`);
     expect((await b.request(`${t.http}${off.action}`, { form: { ...off.hidden, podcastId: '' } })).status).toBe(303);
     expect((await v2('GET', `/streams/${s.id}`)).json.recording).toBeNull();
+  }, 90_000);
+
+  it('sets and clears the fallback with a CSRF-checked form; the card shows what is on air', async () => {
+    const v2 = (method: string, p: string, body?: unknown) => api(t.http, key, method, `/v2${p}`, body);
+    const pod = (await v2('POST', '/podcasts', { title: 'Reruns' })).json;
+    const ep = (await v2('POST', `/podcasts/${pod.id}/episodes`, { title: 'Best of' })).json;
+    const mp3 = path.join(t.dataDir, 'rerun.mp3');
+    execFileSync(ffmpegPath(), ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', 'sine=frequency=330:duration=20', '-c:a', 'libmp3lame', '-b:a', '64k', mp3], { timeout: 30_000 });
+    const put = await fetch(`${t.http}/v2/podcasts/${pod.id}/episodes/${ep.id}/audio`, { method: 'PUT', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'audio/mpeg' }, body: readFileSync(mp3) });
+    expect(put.status).toBe(200);
+    const s = (await v2('POST', '/streams', { title: 'Station', codec: 'mp3' })).json;
+
+    const b = new Browser();
+    const login = formFields((await b.request(`${t.http}/dashboard/login`)).text, 'name="password"');
+    expect((await b.request(`${t.http}${login.action}`, { form: { ...login.hidden, ...OWNER } })).status).toBe(303);
+    const pageUrl = `${t.http}/dashboard/streams/${s.id}`;
+    let html = (await b.request(pageUrl)).text;
+    expect(html).toContain('<h2 id="fallback-title">Fallback</h2>');
+    expect(html).toContain('nothing (off air)');
+
+    const action = `/dashboard/streams/${s.id}/fallback`;
+    expect((await b.request(`${t.http}${action}`, { form: { episodeIds: ep.id, order: 'sequential', silenceSeconds: '' } })).status).toBe(403);
+    expect((await v2('GET', `/streams/${s.id}`)).json.fallback).toBeNull();
+
+    const form = formFields(html, `action="${action}"`);
+    const saved = await b.request(`${t.http}${form.action}`, { form: { ...form.hidden, episodeIds: ` ${ep.id} `, order: 'shuffle', silenceSeconds: '10' } });
+    expect(saved.status).toBe(303);
+    expect((await v2('GET', `/streams/${s.id}`)).json.fallback).toEqual({ episodeIds: [ep.id], order: 'shuffle', silenceSeconds: 10 });
+    await waitFor(async () => (await v2('GET', `/streams/${s.id}`)).json.source === 'fallback', 20_000, 200, 'on air with the fallback');
+    html = (await b.request(pageUrl)).text;
+    expect(html).toContain('the fallback episodes');
+    expect(html).toContain(`value="${ep.id}"`);
+    const live = await b.request(`${pageUrl}/live.json`);
+    expect(JSON.parse(live.text).source).toBe('fallback');
+
+    // A bad value goes back to the page with the API's message, and changes nothing.
+    const bad = formFields(html, `action="${action}"`);
+    expect((await b.request(`${t.http}${bad.action}`, { form: { ...bad.hidden, episodeIds: ep.id, order: 'sequential', silenceSeconds: '2' } })).status).toBe(303);
+    expect((await b.request(pageUrl)).text).toContain('silenceSeconds');
+    expect((await v2('GET', `/streams/${s.id}`)).json.fallback.silenceSeconds).toBe(10);
+
+    const off = formFields(html, `action="${action}"`);
+    expect((await b.request(`${t.http}${off.action}`, { form: { ...off.hidden, episodeIds: '', order: 'sequential', silenceSeconds: '' } })).status).toBe(303);
+    expect((await v2('GET', `/streams/${s.id}`)).json.fallback).toBeNull();
+    await waitFor(async () => (await v2('GET', `/streams/${s.id}`)).json.source === null, 20_000, 200, 'off air again');
   }, 90_000);
 });

@@ -28,6 +28,8 @@ import type { DashRequest, Router } from './router.js';
 /** What the stream page polls. */
 export interface StreamLive {
   status: StreamObject['status'];
+  /** Where the audio comes from now (docs/streams.md "Fallback"). */
+  source: StreamObject['source'];
   startedAt: string | null;
   endedAt: string | null;
   listenerCount: number;
@@ -78,6 +80,7 @@ export function registerStreamPages(router: Router, d: StreamPagesDeps): void {
   router.get('/dashboard/streams/:id', (r) => streamPage(d, r));
   router.json('/dashboard/streams/:id/live.json', (r) => streamLive(d, r.account.id, r.params[0]!));
   router.post('/dashboard/streams/:id/recording', back, (r) => setRecording(d, r));
+  router.post('/dashboard/streams/:id/fallback', back, (r) => setFallback(d, r));
   router.post('/dashboard/streams/:id/now_playing', back, (r) => setNowPlaying(d, r));
   router.post('/dashboard/streams/:id/listener_token', back, (r) => listenerToken(d, r));
   router.post('/dashboard/streams/:id/reset_key', back, (r) => resetKey(d, r));
@@ -103,6 +106,7 @@ function streamLive(d: StreamPagesDeps, accountId: string, id: string): StreamLi
   const st = d.listeners.stats(accountId, id);
   return {
     status: s.status,
+    source: s.source,
     startedAt: s.startedAt,
     endedAt: s.endedAt,
     listenerCount: st.listenerCount,
@@ -181,6 +185,8 @@ ${listenersCard(l)}
 ${nowPlayingCard(s, l, csrf)}
 
 ${broadcastsCard(s, broadcasts, csrf)}
+
+${fallbackCard(s, csrf)}
 
 ${PLAYER_CARD}
 
@@ -281,6 +287,32 @@ const PLAYER_CARD = `<section class="card" aria-labelledby="player-title">
 <p class="muted small">Plays the HLS stream with hls.js (served by Skylark); the player counts as one listener while it plays.</p>
 </section>`;
 
+/**
+ * The stream page's fallback card (docs/streams.md "Fallback"): what plays while no publisher is on
+ * air or the live audio is silent, and where the audio comes from now.
+ */
+function fallbackCard(s: StreamObject, csrf: string): string {
+  const f = s.fallback;
+  const source = sourceText(s.source);
+  const order = (o: 'sequential' | 'shuffle', label: string) => `<option value="${o}"${(f?.order ?? 'sequential') === o ? ' selected' : ''}>${label}</option>`;
+  return `<section class="card" aria-labelledby="fallback-title">
+<h2 id="fallback-title">Fallback</h2>
+<p>On air now: <strong id="stream-source">${esc(source)}</strong></p>
+<p class="muted small">Episodes that play in a loop while no publisher is connected, or while the live audio has been silent for the given time; the stream is on air with them from the moment they are set.</p>
+<form method="post" action="/dashboard/streams/${esc(s.id)}/fallback" class="grid-form">${csrfField(csrf)}
+<div class="field span-2"><label for="fallback-episodes">Episodes (ids <code>ep_…</code>, separated by spaces or commas; empty: no fallback)</label><input id="fallback-episodes" name="episodeIds" class="mono" maxlength="4000" value="${esc(f?.episodeIds.join(' ') ?? '')}"></div>
+<div class="field"><label for="fallback-order">Order</label><select id="fallback-order" name="order">${order('sequential', 'In order')}${order('shuffle', 'Shuffled')}</select></div>
+<div class="field"><label for="fallback-silence">Switch on silence after (s, 5–300; empty: never)</label><input id="fallback-silence" name="silenceSeconds" type="number" min="5" max="300" value="${f?.silenceSeconds ?? ''}"></div>
+<div class="field field-end"><button type="submit" class="btn btn-primary">Save fallback</button></div>
+</form>
+</section>`;
+}
+
+/** What the fallback card says is on air (assets/stream.js says the same). */
+function sourceText(source: StreamObject['source']): string {
+  return source === 'live' ? 'live audio' : source === 'fallback' ? 'the fallback episodes' : 'nothing (off air)';
+}
+
 /** The stream page's details card and its delete button. */
 function detailsCard(s: StreamObject, csrf: string): string {
   return `<section class="card" aria-labelledby="details">
@@ -305,6 +337,16 @@ function setRecording(d: StreamPagesDeps, r: DashRequest): WebReply {
   const podcastId = r.form.get('podcastId')?.trim() ?? '';
   const s = d.streams.update(r.account.id, r.params[0]!, parse(UpdateStream, { recording: podcastId ? { podcastId } : null }), false).value;
   return r.redirect(`/dashboard/streams/${s.id}`, { notice: s.recording ? `Every broadcast is recorded into podcast ${s.recording.podcastId}.` : 'Broadcasts are not recorded.' });
+}
+
+/** POST `/dashboard/streams/:id/fallback`: sets (or clears, with no episodes) the stream's fallback. @throws ApiError 400 as the API answers a bad fallback */
+function setFallback(d: StreamPagesDeps, r: DashRequest): WebReply {
+  const episodeIds = (r.form.get('episodeIds') ?? '').split(/[\s,]+/).filter(Boolean);
+  const silence = r.form.get('silenceSeconds')?.trim() ?? '';
+  const fallback = episodeIds.length ? { episodeIds, order: r.form.get('order') ?? 'sequential', silenceSeconds: silence === '' ? null : Number(silence) } : null;
+  const s = d.streams.update(r.account.id, r.params[0]!, parse(UpdateStream, { fallback }), false).value;
+  const n = s.fallback?.episodeIds.length ?? 0;
+  return r.redirect(`/dashboard/streams/${s.id}`, { notice: s.fallback ? `The fallback plays ${n} episode${n === 1 ? '' : 's'}.` : 'The stream has no fallback.' });
 }
 
 /** POST `/dashboard/streams/:id/now_playing`: sets what plays now. */

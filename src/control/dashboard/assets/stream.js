@@ -172,8 +172,16 @@
     dd.replaceChildren(el('time', { datetime: iso }, isoText(iso)));
   }
 
+  function renderSource(source) {
+    var holder = $('stream-source');
+    if (!holder) return;
+    var text = source === 'live' ? 'live audio' : source === 'fallback' ? 'the fallback episodes' : 'nothing (off air)';
+    if (holder.textContent !== text) holder.textContent = text;
+  }
+
   function apply(d) {
     renderStatus(d.status);
+    renderSource(d.source);
     renderTime('started-at', d.startedAt);
     renderTime('ended-at', d.endedAt);
     $('listener-count').textContent = String(d.listenerCount);
