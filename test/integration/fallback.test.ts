@@ -10,6 +10,8 @@
  *   across the switches; the publisher killed → fallback again (publisher_left);
  * - a publisher sending 20 s of digital silence then a tone, with `silenceSeconds` 5 → fallback
  *   (silence) and back (audio_returned).
+ * - a recording stream whose hub the fallback made: the broadcast's draft episode holds the live
+ *   audio only.
  * Switch times are measured and printed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,6 +28,7 @@ const readers: Array<{ stop(): void }> = [];
 let e1: string;
 let e2: string;
 let noAudio: string;
+let podcastId: string;
 
 const v2 = (method: string, p: string, body?: unknown) => api(t.http, t.secretKey, method, `/v2${p}`, body);
 
@@ -91,6 +94,7 @@ beforeAll(async () => {
   t = await startInProcess({});
   const p = await v2('POST', '/podcasts', { title: 'Station archive' });
   expect(p.status, p.text).toBe(201);
+  podcastId = p.json.id;
   e1 = await episodeWithAudio(p.json.id, 'Episode one', tone('one.mp3', 8, 440));
   e2 = await episodeWithAudio(p.json.id, 'Episode two', tone('two.mp3', 8, 660));
   noAudio = await episodeWithAudio(p.json.id, 'Silent draft', null);
@@ -215,4 +219,25 @@ describe('the dead-air-proof station', () => {
     await sourceIs(s.id, 'fallback', Date.now());
     await v2('DELETE', `/streams/${s.id}`);
   }, 120_000);
+
+  it('records a broadcast on a stream the fallback keeps on air: the live audio only', async () => {
+    const s = (await v2('POST', '/streams', { title: 'Recorded station', reconnectWindow: 0, recording: { podcastId }, fallback: { episodeIds: [e1] } })).json;
+    expect(s.source).toBe('fallback');
+    await waitFor(async () => count(await playlist(s.hlsUrl, 'a128'), '#EXTINF') >= 1, 30_000, 200, 'fallback segments');
+    const p = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 6 });
+    children.push(p);
+    await sourceIs(s.id, 'live', Date.now());
+    await sourceIs(s.id, 'fallback', Date.now(), 30_000); // the publish ran out: publisher_left
+    const b = await waitFor(async () => {
+      const list = (await v2('GET', `/streams/${s.id}/broadcasts`)).json.data;
+      return list.length === 1 && list[0].episodeId ? list[0] : null;
+    }, 30_000, 200, 'the broadcast\'s episode');
+    const ep = (await v2('GET', `/podcasts/${podcastId}/episodes/${b.episodeId}`)).json;
+    expect(ep.status).toBe('draft');
+    expect(ep.audio.durationSeconds).toBeGreaterThan(3);
+    expect(ep.audio.durationSeconds).toBeLessThan(8.5);
+    expect((await stream(s.id)).source).toBe('fallback');
+    await v2('DELETE', `/streams/${s.id}`);
+    await waitFor(async () => (await fetch(s.hlsUrl)).status === 404, 10_000, 100, 'off air after DELETE');
+  }, 90_000);
 });

@@ -249,6 +249,9 @@ export class Publishing {
       if (old) {
         this.d.log.info('publisher replaced by a newer one', { streamId });
         old.close('replaced by a newer publisher');
+        // A replaced publisher muted by a silence must not come back on air with its audio.
+        if (s.hub.isMuted) s.input?.detach();
+        s.input = null;
       }
       if (s.hub.ended) s = undefined; // an ended hub lingers for players: start fresh
       // The fallback's hub, made with other settings (a PATCH of quality since): a fresh one.
@@ -261,15 +264,12 @@ export class Publishing {
     st.generation = generation;
     st.codecChecked = false;
     st.sawHeader = false;
-    // Live audio takes over from the fallback (docs/streams.md "Fallback"); a new broadcast records.
-    st.fallback?.close();
-    st.fallback = null;
+    // A new broadcast records; the fallback plays on until this publisher's first audio (takeOver).
     if (!st.liveTriggered && grant.recording) st.hub.record(this.recordingTarget(grant));
-    st.input = st.hub.attach(publisher);
+    st.input = st.fallback ? null : st.hub.attach(publisher);
     // A new source starts with no title (docs/icecast.md): what the previous one played is not
     // what this one plays; its own title (onMetaData, OpusTags, updinfo) comes after this.
     this.nowPlaying(streamId, null);
-    const input = st.input;
     const codec = grant.codec;
     return {
       audio: (ts, data, segmented, known) => {
@@ -278,8 +278,9 @@ export class Publishing {
         if (!st.codecChecked) {
           if (tag.codec !== codec) return this.codecMismatch(streamId, st, codec, tag.codec);
           st.codecChecked = true;
-          this.setSource(streamId, st, 'live', 'publisher_connected');
+          if (st.input) this.setSource(streamId, st, 'live', 'publisher_connected');
         }
+        const input = st.input ?? this.takeOver(streamId, st, publisher);
         // docs/behaviour.md §9: live on the first coded frame after a sequence header, whatever the
         // segmenter makes of it (WebRTC forwards Opus the HLS segmenter may not take yet).
         let nowLive = false;
@@ -306,6 +307,21 @@ export class Publishing {
         this.d.port.onError(streamId, error);
       },
     };
+  }
+
+  /**
+   * A publisher's first audio message: it is on air — the fallback stops (docs/streams.md
+   * "Fallback", `publisher_connected`) and the publisher is attached to the hub, without a title.
+   */
+  private takeOver(streamId: string, s: StreamIngest, publisher: Publisher): PublishInput {
+    const src = s.fallback;
+    s.fallback = null;
+    src?.close();
+    const input = s.hub.attach(publisher);
+    s.input = input;
+    this.setSource(streamId, s, 'live', 'publisher_connected');
+    if (src) this.nowPlaying(streamId, null);
+    return input;
   }
 
   /** A new ingest entry and hub for the stream (`recording`: a publish's, which records when the stream does). */
@@ -382,18 +398,15 @@ export class Publishing {
       s.reconnectTimer = null;
       s.liveTriggered = false;
       s.hub.stopRecording();
-      return;
-    }
-    if (s) {
+    } else if (s) {
       s.fallback?.close();
       this.streams.delete(streamId);
       this.d.media.end(streamId);
-    } else {
-      // Ended without a publisher since a restart: the recording it left is finished now.
-      const l = this.resumable.get(streamId);
-      this.resumable.delete(streamId);
-      if (l) void this.handOverLeftover(l);
     }
+    // Ended without a publisher since a restart (none resumed it): the recording it left is finished now.
+    const l = this.resumable.get(streamId);
+    this.resumable.delete(streamId);
+    if (l) void this.handOverLeftover(l);
   }
 
   /** The fallback plays in place of whatever is on air (a silent publisher stays attached, muted). */
