@@ -128,6 +128,18 @@ module.exports = {
       to: { path: '^src/base/db/' },
     },
     {
+      name: 'repositories-are-built-by-the-root',
+      comment:
+        'repositories are constructed by the composition root (src/main.ts, src/app/) or the CLI and handed over; elsewhere they are named as types only. ' +
+        'Exceptions: the stores that own a private table (download counts, idempotency keys, sign-in sessions)',
+      severity: 'error',
+      from: {
+        path: '^src/',
+        pathNot: ['^src/main\\.ts$', '^src/app/', '^src/cli/', '^src/base/db/', '^src/control/downloads/feature\\.ts$', '^src/control/api/idempotency/store\\.ts$', '^src/base/auth/sessions\\.ts$'],
+      },
+      to: { path: '^src/base/db/[^/]+-repo\\.ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'no-cycles',
       comment: 'imports form no cycle',
       severity: 'error',
