@@ -38,6 +38,7 @@ import { setSendBuffer } from '../native/http-front.js';
 import type { Publishing, PublishSink, Publisher } from './publishing.js';
 import type { IngestPort } from './port.js';
 import { basicCredentials, codecOfContentType, decodeCharset, Dechunker, HeadReader, queryBytes, type RequestHead } from './icecast-http.js';
+import type { ProgressiveSink } from '../../base/http/routes/progressive.js';
 
 /** Icecast ingest settings. Times in ms, sizes in bytes. */
 export interface IcecastServerOptions {
@@ -72,17 +73,11 @@ export interface IcecastListenRequest {
   remoteAddress: string;
 }
 
-/** Where a listener's body goes: the socket (backpressure: `write` false, then `onWritable`). */
-export interface IcecastListenSink {
-  write(chunk: Uint8Array): boolean;
-  cork(fn: () => void): void;
-  onWritable(cb: () => void): void;
-  /** Ends the body (the connection closes after it). */
-  end(): void;
-  /** Closes the connection now. */
-  close(): void;
-  readonly done: boolean;
-}
+/**
+ * Where a listener's body goes: the socket, with the very contract of an HTTP progressive body
+ * (backpressure: `write` false, then `onWritable`); `end` closes the connection after the body.
+ */
+export type IcecastListenSink = ProgressiveSink;
 
 /** What the listening side answers: a refusal (`status` such as `404 Not Found`) or a stream. */
 export type IcecastListenAnswer =
