@@ -22,7 +22,7 @@ import { installHttpFront } from './live/native/http-front.js';
 import type { Publishing } from './live/ingest/publishing.js';
 import type { AccountsService } from './control/services/accounts.js';
 import type { EdgeLogReceiver } from './delivery/listeners/edge-log.js';
-import { freePort, privateSocketPath, type RunningThreads, type ThreadCounts } from './delivery/threads/index.js';
+import { freePort, privateSocketPath, type RunningThreads, type ThreadCounts, type WatchedMediaRegistry } from './delivery/threads/index.js';
 export { stopAllHttpThreads } from './delivery/threads/index.js';
 import { buildBase, type Base } from './app/base.js';
 import { buildIngestServers, buildPublishing, type IngestServers } from './app/live.js';
@@ -75,7 +75,8 @@ interface Built {
   ingest: Publishing;
   delivery: Delivery;
   servers: IngestServers;
-  media: Parameters<typeof startDeliveryThreads>[2];
+  /** The hubs of live streams (worker threads mirror them). */
+  media: WatchedMediaRegistry;
   /** In start order (closed in reverse). */
   features: Feature[];
 }
