@@ -16,7 +16,7 @@ import { UnknownCursorError, type Page, type PageQuery } from '../../base/db/pag
 import type { ApiEvent, Outbox } from '../../base/outbox.js';
 import type { Logger } from '../../base/logger.js';
 import type { WriteRetry } from './write-retry.js';
-import type { TrackCountry } from './play-log.js';
+import { countriesFromJson, DebouncedSave, type TrackCountry } from './tally.js';
 
 /** The broadcast object of the API. Times ISO 8601, durations in seconds. */
 export interface BroadcastObject {
@@ -76,7 +76,7 @@ export interface BroadcastLogDeps {
 export class BroadcastLog {
   private readonly running = new Map<string, Running>();
   private readonly now: () => number;
-  private saveTimer: NodeJS.Timeout | null = null;
+  private readonly saves = new DebouncedSave(SAVE_EVERY_MS, () => this.save());
   private readonly unsubscribe: () => void;
 
   /** Picks up the broadcasts an earlier run left running (nobody listens after a restart yet). */
@@ -175,9 +175,7 @@ export class BroadcastLog {
   /** Writes what moved, stops the timer and stops listening (server shutdown). */
   close(): void {
     this.unsubscribe();
-    this.save();
-    if (this.saveTimer) clearTimeout(this.saveTimer);
-    this.saveTimer = null;
+    this.saves.flush();
   }
 
   /** Renders a row (with its running figures, when it runs here). */
@@ -234,19 +232,10 @@ export class BroadcastLog {
         r.listenedMs += Math.max(0, seen - joined);
       }
       r.dirty = true;
-      this.scheduleSave();
+      this.saves.schedule();
     } catch (err) {
       this.d.log.error('broadcasts: a listener event was not counted', { err: (err as Error).message });
     }
-  }
-
-  private scheduleSave(): void {
-    if (this.saveTimer) return;
-    this.saveTimer = setTimeout(() => {
-      this.saveTimer = null;
-      this.save();
-    }, SAVE_EVERY_MS);
-    this.saveTimer.unref();
   }
 
   /** Writes the figures of every running broadcast that moved (each in its stream's write order). */
@@ -264,12 +253,7 @@ export class BroadcastLog {
 
 /** A running broadcast read back from SQLite (after a restart, or just started: nobody listens yet). */
 function loaded(row: BroadcastRow): Running {
-  const countries = new Map<string, number>();
-  try {
-    for (const c of JSON.parse(row.countries) as TrackCountry[]) countries.set(c.country ?? '', c.listeners);
-  } catch {
-    // A damaged value starts over.
-  }
+  const countries = countriesFromJson(row.countries);
   return { id: row.id, streamId: row.stream_id, startedAt: row.started_at, current: 0, peak: row.peak_listeners, total: row.total_listeners, listenedMs: row.listener_ms, present: new Map(), countries, dirty: false };
 }
 

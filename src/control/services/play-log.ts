@@ -17,6 +17,7 @@ import { UnknownCursorError, type PageQuery } from '../../base/db/paginate.js';
 import type { ApiEvent, Outbox } from '../../base/outbox.js';
 import type { Logger } from '../../base/logger.js';
 import type { WriteRetry } from './write-retry.js';
+import { countriesFromJson, DebouncedSave, type TrackCountry } from './tally.js';
 
 /** What the play log reads of the listener registry (the listeners room, wired by the composition root). */
 export interface ListenerView {
@@ -27,10 +28,7 @@ export interface ListenerView {
 }
 
 /** One entry of a track's `countries`. */
-export interface TrackCountry {
-  country: string | null;
-  listeners: number;
-}
+export type { TrackCountry } from './tally.js';
 
 /** The track object of the API (`trk_…`). Times ISO 8601. */
 export interface TrackObject {
@@ -108,7 +106,7 @@ export class PlayLog {
   /** Stream id → its running track (one per stream with a now playing that has not ended). */
   private readonly running = new Map<string, Running>();
   private readonly listeners: ListenerView | null;
-  private saveTimer: NodeJS.Timeout | null = null;
+  private readonly saves = new DebouncedSave(SAVE_EVERY_MS, () => this.save());
   private readonly unsubscribe: () => void;
 
   /**
@@ -206,9 +204,7 @@ export class PlayLog {
   /** Writes what moved, stops the timer and stops listening (server shutdown). */
   close(): void {
     this.unsubscribe();
-    this.save();
-    if (this.saveTimer) clearTimeout(this.saveTimer);
-    this.saveTimer = null;
+    this.saves.flush();
   }
 
   /** Ends the stream's running track (inside the caller's transaction) with its figures as they are. */
@@ -234,19 +230,10 @@ export class PlayLog {
         addCountry(r, l.country ?? null);
       } else r.current = Math.max(0, r.current - 1);
       r.dirty = true;
-      this.scheduleSave();
+      this.saves.schedule();
     } catch (err) {
       this.d.log.error('play log: a listener event was not counted', { err: (err as Error).message });
     }
-  }
-
-  private scheduleSave(): void {
-    if (this.saveTimer) return;
-    this.saveTimer = setTimeout(() => {
-      this.saveTimer = null;
-      this.save();
-    }, SAVE_EVERY_MS);
-    this.saveTimer.unref();
   }
 
   /** Writes the figures of every running track that moved (each in the stream's write order). */
@@ -263,12 +250,7 @@ export class PlayLog {
 
 /** A running track read back from SQLite (after a restart: nobody listens yet). */
 function loaded(row: TrackRow): Running {
-  const countries = new Map<string, number>();
-  try {
-    for (const c of JSON.parse(row.countries) as TrackCountry[]) countries.set(c.country ?? '', c.listeners);
-  } catch {
-    // A damaged value starts over.
-  }
+  const countries = countriesFromJson(row.countries);
   return { id: row.id, streamId: row.stream_id, current: 0, peak: row.peak_listeners, countries, dirty: false };
 }
 
