@@ -1,0 +1,93 @@
+/**
+ * The fallback source (docs/streams.md "Fallback") with real FFmpeg, real episode files and the
+ * native Icecast source parser: episodes play one after another in real time, as audio messages of
+ * the stream's codec on one continuous clock, each announcing its title; a broken file is skipped;
+ * `close()` stops and detaches. And the ladder's silence detection arguments.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { FallbackSource, fallbackArgs, type FallbackPlan } from '../../../../src/live/ingest/fallback.js';
+import { transcoderArgs } from '../../../../src/live/media/transcoder.js';
+import { readAudioTag, type AudioCodec, type AudioTag } from '../../../../src/live/media/codec.js';
+import type { PublishInput } from '../../../../src/live/media/hub.js';
+import { ffmpegPath } from '../../../../src/base/ffmpeg.js';
+
+let dir: string;
+const ffmpeg = ffmpegPath()!;
+const quiet = { info() {}, warn() {}, error() {} };
+
+beforeAll(() => {
+  dir = mkdtempSync(path.join(tmpdir(), 'skylark-fallback-'));
+  for (const [name, hz] of [['a', 440], ['b', 880]] as const) {
+    execFileSync(ffmpeg, ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `sine=frequency=${hz}:duration=1.5`, '-c:a', 'libmp3lame', '-b:a', '64k', path.join(dir, `${name}.mp3`)]);
+  }
+  writeFileSync(path.join(dir, 'broken.mp3'), 'not audio at all');
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Plays `plan` as `codec` for `ms`, collecting what a hub would get. */
+async function play(codec: AudioCodec, plan: FallbackPlan, ms: number) {
+  const got: Array<{ ts: number; tag: AudioTag }> = [];
+  const titles: Array<{ title: string; at: number }> = [];
+  let detached = false;
+  const input: PublishInput = {
+    audio: (ts, data, tag) => got.push({ ts, tag: tag ?? readAudioTag(data) }),
+    live: () => {},
+    detach: () => {
+      detached = true;
+    },
+  };
+  const src = new FallbackSource({ streamId: 'stm_test', ffmpeg, codec, kbps: 128, plan: () => plan, title: (title) => titles.push({ title, at: got.length }), log: quiet });
+  const start = Date.now();
+  src.start(input);
+  await new Promise((r) => setTimeout(r, ms));
+  src.close();
+  return { got, titles, detached, elapsed: Date.now() - start };
+}
+
+describe('FallbackSource', () => {
+  it.each(['aac', 'mp3', 'opus'] as const)('plays the episodes in order in real time as %s on one clock, with their titles', async (codec) => {
+    const plan: FallbackPlan = { items: [{ path: path.join(dir, 'a.mp3'), title: 'A' }, { path: path.join(dir, 'broken.mp3'), title: 'Broken' }, { path: path.join(dir, 'b.mp3'), title: 'B' }], order: 'sequential', silenceSeconds: null };
+    const { got, titles, detached } = await play(codec, plan, 5000);
+    expect(detached).toBe(true);
+    expect(got.every((m) => m.tag.codec === codec)).toBe(true);
+    if (codec !== 'mp3') expect(got[0]!.tag.kind).toBe('header');
+    // The broken file is skipped (logged): A, then B.
+    expect(titles.map((t) => t.title).slice(0, 2)).toEqual(['A', 'B']);
+    const frames = got.filter((m) => m.tag.kind === 'frame');
+    // Real time: 1.5 s of A, a second's wait after the broken run, then B: well under 5 s of audio in 5 s.
+    const lastTs = frames.at(-1)!.ts;
+    expect(lastTs).toBeGreaterThan(1500);
+    expect(lastTs).toBeLessThan(5000);
+    // One clock: timestamps never go back, and B continues where A stopped (no gap over 100 ms).
+    for (let i = 1; i < frames.length; i++) {
+      expect(frames[i]!.ts).toBeGreaterThanOrEqual(frames[i - 1]!.ts);
+      expect(frames[i]!.ts - frames[i - 1]!.ts).toBeLessThan(100);
+    }
+  }, 20_000);
+
+  it('shuffle plays every episode of a round once', async () => {
+    const plan: FallbackPlan = { items: [{ path: path.join(dir, 'a.mp3'), title: 'A' }, { path: path.join(dir, 'b.mp3'), title: 'B' }], order: 'shuffle', silenceSeconds: null };
+    const { titles } = await play('aac', plan, 3600);
+    expect(titles.slice(0, 2).map((t) => t.title).sort()).toEqual(['A', 'B']);
+  }, 20_000);
+
+  it('encodes to the stream codec at its top bitrate on stdout, 48 kHz stereo', () => {
+    expect(fallbackArgs('/x.mp3', 'aac', 128)).toEqual(expect.arrayContaining(['-re', '-i', '/x.mp3', '-b:a', '128k', '-f', 'adts', 'pipe:1', '-ar', '48000', '-ac', '2']));
+    expect(fallbackArgs('/x.mp3', 'opus', 320)).toEqual(expect.arrayContaining(['-c:a', 'libopus', '-f', 'ogg', '-b:a', '320k']));
+    expect(fallbackArgs('/x.mp3', 'mp3', 64)).toEqual(expect.arrayContaining(['-c:a', 'libmp3lame', '-f', 'mp3']));
+  });
+});
+
+describe('silence detection in the ladder process', () => {
+  it('adds silencedetect at −50 dBFS over silenceSeconds, at log level info, only when asked', () => {
+    const args = transcoderArgs('aac', [64], 7);
+    expect(args.join(' ')).toContain('-af silencedetect=n=-50dB:d=7 -f null -');
+    expect(args).toEqual(expect.arrayContaining(['-loglevel', 'info', '-nostats']));
+    expect(transcoderArgs('aac', [64]).join(' ')).not.toContain('silencedetect');
+    expect(transcoderArgs('aac', [], 5).join(' ')).toContain('silencedetect');
+  });
+});
