@@ -17,6 +17,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
 import { ffmpegPath } from '../helpers/ffmpeg.js';
@@ -80,6 +81,25 @@ function listen(url: string) {
     }
     state.ended = true;
   })();
+  readers.push(state);
+  return state;
+}
+
+/** Listens on the Icecast port (`GET /live/<id>`, docs/icecast.md) over a raw socket: the bytes after the head so far. */
+function listenIcecast(streamId: string) {
+  const state = { bytes: 0, ended: false, stop: () => {} };
+  const sock = net.connect(t.server.icecastPort, '127.0.0.1', () => sock.write(`GET /live/${streamId} HTTP/1.1\r\nHost: x\r\n\r\n`));
+  let head = true;
+  sock.on('data', (d: Buffer) => {
+    if (!head) return void (state.bytes += d.length);
+    const end = d.indexOf('\r\n\r\n');
+    if (end < 0) return;
+    head = false;
+    state.bytes += d.length - end - 4;
+  });
+  sock.on('error', () => {});
+  sock.on('close', () => (state.ended = true));
+  state.stop = () => sock.destroy();
   readers.push(state);
   return state;
 }
@@ -159,7 +179,9 @@ describe('the dead-air-proof station', () => {
     expect(master).toContain('a128/index.m3u8');
     await waitFor(async () => (await stream(s.id)).nowPlaying?.title === 'Episode one', 10_000, 100, 'episode title');
     const l = listen(s.listenUrl);
+    const ice = listenIcecast(s.id);
     await waitFor(() => l.bytes > 16_000, 20_000, 100, '/listen bytes during the fallback');
+    await waitFor(() => ice.bytes > 16_000, 20_000, 100, 'Icecast-port bytes during the fallback');
     expect((await stream(s.id)).status).toBe('idle');
 
     // A publisher connects: live within a segment, a discontinuity, /listen goes on.
@@ -172,8 +194,11 @@ describe('the dead-air-proof station', () => {
     await waitFor(async () => count(await playlist(s.hlsUrl, 'a128'), '#EXT-X-DISCONTINUITY\n') > before, 20_000, 200, 'discontinuity at the switch');
     await waitFor(async () => (await stream(s.id)).status === 'live', 10_000, 100, 'live');
     const atSwitch = l.bytes;
+    const iceAtSwitch = ice.bytes;
     await waitFor(() => l.bytes > atSwitch + 16_000, 20_000, 100, '/listen bytes after the switch to live');
+    await waitFor(() => ice.bytes > iceAtSwitch + 16_000, 20_000, 100, 'Icecast-port bytes after the switch to live');
     expect(l.ended).toBe(false);
+    expect(ice.ended).toBe(false);
 
     // The publisher is killed: the fallback plays again at once; the broadcast ends (window 0), the stream stays on air.
     const kill = Date.now();
