@@ -379,6 +379,8 @@ export class StreamHub {
     this.flush('encoded');
     this.discontinuity();
     this.ingestTs = null;
+    // The bytes it sent while muted are not a burst: the bitrate watch starts from now.
+    m.p.bytesSeen = m.p.conn.audioBytes();
     this.publish = m.p;
     this.transcoder = m.t;
     this.route();
