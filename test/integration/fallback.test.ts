@@ -10,6 +10,7 @@
  *   across the switches; the publisher killed → fallback again (publisher_left);
  * - a publisher sending 20 s of digital silence then a tone, with `silenceSeconds` 5 → fallback
  *   (silence) and back (audio_returned).
+ * - a restart: the fallback of a stream is on air again (its `source` of the earlier run forgotten);
  * - a recording stream whose hub the fallback made: the broadcast's draft episode holds the live
  *   audio only.
  * Switch times are measured and printed.
@@ -19,7 +20,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
+import { api, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
 import { ffmpegPath } from '../helpers/ffmpeg.js';
 import { publish } from '../helpers/publish.js';
 
@@ -264,5 +265,34 @@ describe('the dead-air-proof station', () => {
     expect((await stream(s.id)).source).toBe('fallback');
     await v2('DELETE', `/streams/${s.id}`);
     await waitFor(async () => (await fetch(s.hlsUrl)).status === 404, 10_000, 100, 'off air after DELETE');
+  }, 90_000);
+
+  it('puts the fallback on air again after a restart', async () => {
+    const data = tempDir();
+    let a: TestServer | null = await startInProcess({ SKYLARK_DATA_DIR: data.dir });
+    let b: TestServer | null = null;
+    try {
+      const call = (srv: TestServer, method: string, p: string, body?: unknown) => api(srv.http, a!.secretKey, method, `/v2${p}`, body);
+      const pod = (await call(a, 'POST', '/podcasts', { title: 'Archive' })).json;
+      const ep = (await call(a, 'POST', `/podcasts/${pod.id}/episodes`, { title: 'Loop' })).json;
+      const put = await fetch(`${a.http}/v2/podcasts/${pod.id}/episodes/${ep.id}/audio`, { method: 'PUT', headers: { Authorization: `Bearer ${a.secretKey}`, 'Content-Type': 'audio/mpeg' }, body: readFileSync(path.join(t.dataDir, 'one.mp3')) });
+      expect(put.status).toBe(200);
+      const s = (await call(a, 'POST', '/streams', { title: 'Night loop', fallback: { episodeIds: [ep.id] } })).json;
+      expect(s.source).toBe('fallback');
+      const key = a.secretKey;
+      await a.server.close();
+      a = null;
+      b = await startInProcess({ SKYLARK_DATA_DIR: data.dir });
+      const srv = b;
+      const again = await waitFor(async () => {
+        const o = (await api(srv.http, key, 'GET', `/v2/streams/${s.id}`)).json;
+        return o.source === 'fallback' && o.nowPlaying?.title === 'Loop' ? o : null;
+      }, 20_000, 100, 'fallback after the restart');
+      await waitFor(async () => count(await playlist(again.hlsUrl, 'a128'), '#EXTINF') >= 1, 30_000, 200, 'segments after the restart');
+    } finally {
+      await a?.server.close();
+      await b?.server.close();
+      data.cleanup();
+    }
   }, 90_000);
 });
