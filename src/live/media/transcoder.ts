@@ -28,10 +28,37 @@ export interface TranscoderOptions {
   silenceSeconds?: number | null;
   /** The ingest fell silent for `silenceSeconds` (true), or sound returned after that (false). */
   onSilence?(silent: boolean): void;
+  /**
+   * Loudness of the decoded ingest (docs/streams.md "Live loudness"), every 100 ms from FFmpeg's
+   * `ebur128` (ITU-R BS.1770-4): `momentary` the last 400 ms block, `shortTerm` the last 3 s, in
+   * LUFS (at least `LOUDNESS_FLOOR`).
+   */
+  onLoudness?(momentary: number, shortTerm: number): void;
 }
 
 /** Below this level (dBFS) audio counts as silence (docs/streams.md "Fallback"). */
 export const SILENCE_DB = -50;
+
+/** The lowest loudness reported (LUFS): FFmpeg's `ebur128` figure for digital silence. */
+export const LOUDNESS_FLOOR = -120.7;
+
+/** One `ebur128` frame log line: `… t: 1.2  TARGET:-23 LUFS  M: -20.1 S: -21.0  I: … LRA: …`. */
+const EBUR128_LINE = /\bM:\s*(\S+)\s+S:\s*(\S+)/;
+
+/**
+ * The momentary and short-term loudness (LUFS) of an `ebur128` frame log line, or null for any
+ * other line. Values FFmpeg prints as `-inf`/`nan` (or below the floor) read as `LOUDNESS_FLOOR`.
+ */
+export function parseEbur128(line: string): { momentary: number; shortTerm: number } | null {
+  if (!line.includes('TARGET:')) return null;
+  const m = EBUR128_LINE.exec(line);
+  if (!m) return null;
+  const lufs = (v: string) => {
+    const n = Number.parseFloat(v);
+    return Number.isFinite(n) ? Math.max(LOUDNESS_FLOOR, n) : LOUDNESS_FLOOR;
+  };
+  return { momentary: lufs(m[1]!), shortTerm: lufs(m[2]!) };
+}
 
 /** Ingest bytes buffered for a stalled FFmpeg before it is declared stuck (bytes). */
 const MAX_STDIN_BACKLOG = 2 << 20;
@@ -46,18 +73,22 @@ export function eRtmpOpusBody(packetType: 0 | 1, payload: Uint8Array): Buffer {
   return b;
 }
 
-/** The FFmpeg arguments of a ladder (exported for tests and the docs). */
+/**
+ * The FFmpeg arguments of a ladder (exported for tests and the docs). Besides the encoded layers,
+ * an analysis output always measures loudness (`ebur128`, docs/streams.md "Live loudness"), and
+ * one detects silence when `silenceSeconds` is set.
+ */
 export function transcoderArgs(codec: AudioCodec, layers: number[], silenceSeconds: number | null = null): string[] {
   const input = codec === 'opus' ? ['-f', 'ogg'] : ['-f', 'flv'];
-  // silencedetect reports at level info; -nostats keeps progress lines off stderr.
-  const level = silenceSeconds ? ['-loglevel', 'info', '-nostats'] : ['-loglevel', 'error'];
-  const args = ['-hide_banner', ...level, '-nostdin', '-probesize', '32', '-analyzeduration', '0', ...input, '-i', 'pipe:0'];
+  // ebur128 and silencedetect report at level info; -nostats keeps progress lines off stderr.
+  const args = ['-hide_banner', '-loglevel', 'info', '-nostats', '-nostdin', '-probesize', '32', '-analyzeduration', '0', ...input, '-i', 'pipe:0'];
   layers.forEach((kbps, i) => {
     args.push('-map', '0:a:0', '-c:a', ENCODER[codec], '-b:a', `${kbps}k`);
     if (codec === 'opus') args.push('-f', 'ogg', '-page_duration', '20000');
     else args.push('-f', 'flv');
     args.push('-flush_packets', '1', `pipe:${3 + i}`);
   });
+  args.push('-map', '0:a:0', '-af', 'ebur128=framelog=info', '-f', 'null', '-');
   if (silenceSeconds) args.push('-map', '0:a:0', '-af', `silencedetect=n=${SILENCE_DB}dB:d=${silenceSeconds}`, '-f', 'null', '-');
   return args;
 }
@@ -81,17 +112,13 @@ export class LadderTranscoder {
     this.stdin.on('error', () => {}); // EPIPE after a crash: reported by 'exit'
     let partial = '';
     this.child.stderr!.on('data', (d: Buffer) => {
-      if (!o.silenceSeconds) {
-        if (this.stderr.length < 4096) this.stderr += d.toString();
-        return;
-      }
       const lines = (partial + d.toString()).split('\n');
       partial = lines.pop()!.slice(-4096);
       for (const line of lines) this.stderrLine(line);
     });
     this.child.on('error', (e) => this.fail(`cannot run ffmpeg: ${e.message}`));
     this.child.on('exit', (code, signal) => {
-      if (!this.closed) this.fail(`ffmpeg exited (${signal ?? code}): ${this.stderr.trim().slice(0, 500)}`);
+      if (!this.closed) this.fail(`ffmpeg exited (${signal ?? code}): ${this.stderr.trim().slice(-500)}`);
     });
     if (o.codec !== 'opus') this.stdin.write(flvHeader());
     const outputs = o.layers.map((kbps, i) => {
@@ -133,11 +160,13 @@ export class LadderTranscoder {
     this.child.once('exit', () => clearTimeout(kill));
   }
 
-  /** One stderr line of a process with silence detection: a `silencedetect` report, or kept for a failure's reason. */
+  /** One stderr line: an `ebur128` or `silencedetect` report, or kept for a failure's reason. */
   private stderrLine(line: string): void {
-    if (line.includes('silence_start:')) this.o.onSilence?.(true);
+    const loudness = parseEbur128(line);
+    if (loudness) this.o.onLoudness?.(loudness.momentary, loudness.shortTerm);
+    else if (line.includes('silence_start:')) this.o.onSilence?.(true);
     else if (line.includes('silence_end:')) this.o.onSilence?.(false);
-    else if (!line.includes('silencedetect')) this.stderr = `${this.stderr}${line}\n`.slice(-4096);
+    else if (!line.includes('silencedetect') && !line.includes('ebur128')) this.stderr = `${this.stderr}${line}\n`.slice(-4096);
   }
 
   private fail(reason: string): void {
