@@ -60,7 +60,26 @@ export interface HubEvents {
    * sound returned after that (false): docs/streams.md "Fallback".
    */
   silence?(silent: boolean): void;
+  /**
+   * The publisher's loudness (docs/streams.md "Live loudness"), about once a second, from the
+   * ladder's codec process; a stream without one (a one-layer ladder without silence detection)
+   * reports none, nor does the fallback audio.
+   */
+  loudness?(reading: LoudnessReading): void;
 }
+
+/**
+ * One second of a publisher's loudness (ITU-R BS.1770-4, in LUFS): `momentary` the 400 ms blocks
+ * that ended in it, 100 ms apart (75 % overlap: the standard's gating blocks), oldest first;
+ * `shortTerm` the loudness of the last 3 s.
+ */
+export interface LoudnessReading {
+  momentary: number[];
+  shortTerm: number;
+}
+
+/** Momentary values (100 ms apart) gathered into one `HubEvents.loudness` report: one second. */
+const LOUDNESS_BATCH = 10;
 
 /** Where and how a stream records (docs/behaviour.md §3 "Recording"). */
 export interface RecordingTarget {
@@ -708,6 +727,7 @@ export class StreamHub {
       this.events.error({ code: 'transcoder_failed', message: 'FFmpeg was not found, so only the passthrough layer is served.' });
       return null;
     }
+    const blocks: number[] = [];
     const t: LadderTranscoder = new LadderTranscoder({
       ffmpeg,
       codec: this.opts.codec,
@@ -729,6 +749,12 @@ export class StreamHub {
       silenceSeconds,
       onSilence: (silent) => {
         if (this.transcoder === t || this.muted?.t === t) this.events.silence?.(silent);
+      },
+      onLoudness: (momentary, shortTerm) => {
+        const publisher = (this.transcoder === t && this.publish?.fallback === false) || this.muted?.t === t;
+        if (!publisher) return;
+        blocks.push(momentary);
+        if (blocks.length >= LOUDNESS_BATCH) this.events.loudness?.({ momentary: blocks.splice(0), shortTerm });
       },
     });
     return t;
