@@ -6,7 +6,10 @@
  */
 import type { AudioCodec } from '../media/codec.js';
 import type { Recording } from '../media/recorder.js';
+import type { LoudnessReading } from '../media/hub.js';
 import type { FallbackPlan } from './fallback.js';
+
+export type { LoudnessReading };
 
 /** Where a stream's audio comes from now (docs/streams.md "Fallback"): null while nothing plays. */
 export type StreamSource = 'live' | 'fallback' | null;
@@ -89,4 +92,9 @@ export interface IngestPort {
   fallbackStreams?(): string[];
   /** The stream's source changed: its `source`, and `stream.source_changed` with `reason` (none when null). */
   onSourceChanged?(streamId: string, source: StreamSource, reason: SourceChangeReason | null): void;
+  /**
+   * About once a second while a publisher's audio passes the ladder's codec process: its loudness
+   * (docs/streams.md "Live loudness"). Streams without a codec process report none.
+   */
+  onLoudness?(streamId: string, reading: LoudnessReading): void;
 }

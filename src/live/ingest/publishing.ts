@@ -331,6 +331,7 @@ export class Publishing {
       error: (e) => this.mediaError(streamId, e),
       recording: (r) => void this.handOver(streamId, r),
       silence: (silent) => this.silence(streamId, silent),
+      loudness: (reading) => this.d.port.onLoudness?.(streamId, reading),
     });
     const s: StreamIngest = { grant, hub, publisher: null, input: null, generation: 0, reconnectTimer: null, codecChecked: false, sawHeader: false, liveTriggered: false, fallback: null, source: null, liveTitle: null };
     this.streams.set(streamId, s);
