@@ -38,12 +38,13 @@ import type { MediaRegistry, StreamHub } from '../../live/media/hub.js';
 import type { HlsListenerAccess } from '../listeners/hls-access.js';
 import { clientAddress, countryOf } from '../listeners/geo.js';
 import { StreamAudioSource, type PacketSink } from './source.js';
+import { RtpSender } from './rtp-sender.js';
 
 /** Largest SDP offer accepted (bytes). */
 const MAX_OFFER_BYTES = 64 * 1024;
 /** A peer `disconnected` this long is dropped (ms). */
 const DISCONNECTED_GRACE_MS = 10_000;
-/** Packets a peer may have in flight in werift (encrypting/sending); more are dropped for it. */
+/** Packets a peer may have waiting (in its UDP socket's send queue, or in werift's send path); more are dropped for it. */
 const PEER_QUEUE = 32;
 /** A peer that has dropped every packet for this long is closed as too slow (ms). */
 const PEER_MAX_DROPPING_MS = 5000;
@@ -83,6 +84,8 @@ export interface WhepStats {
   packetsSent: number;
   packetsDropped: number;
   peersDroppedSlow: number;
+  /** Peers whose media went through werift's own sender (src/delivery/webrtc/rtp-sender.ts could not attach). */
+  werift: number;
 }
 
 /** Who sent an offer: what the listener session is made of once the peer connects. */
@@ -126,6 +129,8 @@ class Peer implements PacketSink {
   session: Session | null = null;
   source: StreamAudioSource | null = null;
   private sender;
+  /** The media path once connected (src/delivery/webrtc/rtp-sender.ts); null: werift's `sendRtp`. */
+  private rtp: RtpSender | null = null;
   private inflight = 0;
   /** When the current run of drops began (0: not dropping). */
   private droppingSince = 0;
@@ -136,7 +141,7 @@ class Peer implements PacketSink {
     readonly streamId: string,
     readonly hub: StreamHub,
     readonly pc: RTCPeerConnection,
-    transceiver: RTCRtpTransceiver,
+    private readonly transceiver: RTCRtpTransceiver,
     readonly client: OfferClient,
     private readonly owner: Whep,
     offerTimeoutMs: number,
@@ -152,7 +157,11 @@ class Peer implements PacketSink {
         if (this.offerTimer) clearTimeout(this.offerTimer);
         if (this.graceTimer) clearTimeout(this.graceTimer);
         this.offerTimer = this.graceTimer = null;
-        if (this.state === 'pending') this.owner.connected(this);
+        if (this.state === 'pending') {
+          this.rtp = RtpSender.attach(this.transceiver);
+          if (!this.rtp) this.owner.fallback(this);
+          this.owner.connected(this);
+        }
       } else if (state === 'failed' || state === 'closed') this.close(`connection ${state}`);
       else if (state === 'disconnected' && !this.graceTimer && this.state === 'connected') {
         this.graceTimer = setTimeout(() => this.close('disconnected'), DISCONNECTED_GRACE_MS);
@@ -163,22 +172,29 @@ class Peer implements PacketSink {
 
   send(seq: number, timestamp: number, payload: Buffer, marker: boolean): void {
     if (this.state !== 'connected' || this.pc.connectionState !== 'connected') return;
-    if (this.inflight >= PEER_QUEUE) {
-      this.owner.counters.packetsDropped++;
-      const now = Date.now();
-      if (this.droppingSince === 0) this.droppingSince = now;
-      else if (now - this.droppingSince >= PEER_MAX_DROPPING_MS) {
-        this.owner.counters.peersDroppedSlow++;
-        this.close('too slow');
-      }
+    const rtp = this.rtp;
+    if ((rtp ? rtp.queued() : this.inflight) >= PEER_QUEUE) return this.dropped();
+    this.droppingSince = 0;
+    if (rtp) {
+      if (rtp.send(seq, timestamp, payload, marker)) this.owner.counters.packetsSent++;
       return;
     }
-    this.droppingSince = 0;
     this.inflight++;
     this.owner.counters.packetsSent++;
     // werift's sender rewrites ssrc/payload type/extensions in place: one packet object per peer.
     const pkt = new RtpPacket(new RtpHeader({ sequenceNumber: seq, timestamp, marker, payloadType: 111 }), payload);
     this.sender.sendRtp(pkt).then(this.done, this.done);
+  }
+
+  /** A packet dropped for a full queue; a peer that has dropped everything for PEER_MAX_DROPPING_MS is closed. */
+  private dropped(): void {
+    this.owner.counters.packetsDropped++;
+    const now = Date.now();
+    if (this.droppingSince === 0) this.droppingSince = now;
+    else if (now - this.droppingSince >= PEER_MAX_DROPPING_MS) {
+      this.owner.counters.peersDroppedSlow++;
+      this.close('too slow');
+    }
   }
 
   private readonly done = () => {
@@ -203,7 +219,7 @@ class Peer implements PacketSink {
 class Whep {
   readonly peers = new Map<string, Peer>();
   private readonly sources = new Map<string, StreamAudioSource>();
-  readonly counters = { packetsSent: 0, packetsDropped: 0, peersDroppedSlow: 0 };
+  readonly counters = { packetsSent: 0, packetsDropped: 0, peersDroppedSlow: 0, werift: 0 };
   private readonly hosts: string[];
   private readonly allInterfaces: boolean;
   /** Offers being negotiated or answered and not connected yet, per client address and in total. */
@@ -386,6 +402,11 @@ class Whep {
     }
     peer.source = source;
     source.add(peer);
+  }
+
+  /** A connected peer's media goes through werift's `sendRtp` (its connection lacks what RtpSender needs): logged once. */
+  fallback(peer: Peer): void {
+    if (this.counters.werift++ === 0) this.d.log.warn('whep: werift connection without the expected SRTP/ICE state; using werift\'s sender', { streamId: peer.streamId });
   }
 
   /** A pending peer did not connect within the offer timeout: counted, then closed. */
