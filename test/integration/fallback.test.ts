@@ -194,6 +194,8 @@ describe('the dead-air-proof station', () => {
     expect(eventsOf('stream.source_changed', s.id).at(-1)).toMatchObject({ source: 'live', reason: 'publisher_connected', object: { source: 'live' } });
     await waitFor(async () => count(await playlist(s.hlsUrl, 'a128'), '#EXT-X-DISCONTINUITY\n') > before, 20_000, 200, 'discontinuity at the switch');
     await waitFor(async () => (await stream(s.id)).status === 'live', 10_000, 100, 'live');
+    // The publisher sends no title: the episode's title goes with the fallback.
+    await waitFor(async () => (await stream(s.id)).nowPlaying === null, 10_000, 100, 'no title while live');
     const atSwitch = l.bytes;
     const iceAtSwitch = ice.bytes;
     await waitFor(() => l.bytes > atSwitch + 16_000, 20_000, 100, '/listen bytes after the switch to live');
@@ -228,16 +230,18 @@ describe('the dead-air-proof station', () => {
     // 20 s of digital silence, then a tone, as one real-time RTMP publish.
     const graph = 'anullsrc=r=48000:cl=stereo:d=20[a];sine=frequency=440:sample_rate=48000:duration=15,aformat=channel_layouts=stereo[b];[a][b]concat=n=2:v=0:a=1[out0]';
     const start = Date.now();
-    const p = spawn(ffmpegPath(), ['-hide_banner', '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', graph, '-c:a', 'aac', '-b:a', '128k', '-f', 'flv', `${s.rtmpUrl}/${s.streamKey}`], { stdio: 'ignore' });
+    const p = spawn(ffmpegPath(), ['-hide_banner', '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', graph, '-c:a', 'aac', '-b:a', '128k', '-metadata', 'title=Quiet live', '-f', 'flv', `${s.rtmpUrl}/${s.streamKey}`], { stdio: 'ignore' });
     children.push(p);
     const toLiveMs = await sourceIs(s.id, 'live', start);
     const silentFrom = Date.now();
+    await waitFor(async () => (await stream(s.id)).nowPlaying?.title === 'Quiet live', 5_000, 100, 'the live title');
     const toSilenceMs = await sourceIs(s.id, 'fallback', silentFrom, 20_000);
     expect(eventsOf('stream.source_changed', s.id).at(-1)).toMatchObject({ source: 'fallback', reason: 'silence' });
     expect((await stream(s.id)).status).toBe('live'); // the publisher is still connected: the broadcast goes on
     await waitFor(async () => ['Episode one', 'Episode two'].includes((await stream(s.id)).nowPlaying?.title), 10_000, 100, 'episode title during the silence');
     const toSoundMs = await sourceIs(s.id, 'live', start, 40_000);
     expect(eventsOf('stream.source_changed', s.id).at(-1)).toMatchObject({ source: 'live', reason: 'audio_returned' });
+    await waitFor(async () => (await stream(s.id)).nowPlaying?.title === 'Quiet live', 10_000, 100, 'the live title again');
     const reasons = eventsOf('stream.source_changed', s.id).map((e) => e.reason);
     expect(reasons).toEqual(['publisher_connected', 'silence', 'audio_returned']);
     console.log(`silence switch times: live ${toLiveMs} ms after start; fallback ${toSilenceMs} ms after the first live frame (silence 5 s); back to live ${toSoundMs} ms after start (tone from 20 000 ms)`);

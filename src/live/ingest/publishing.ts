@@ -311,7 +311,8 @@ export class Publishing {
 
   /**
    * A publisher's first audio message: it is on air — the fallback stops (docs/streams.md
-   * "Fallback", `publisher_connected`) and the publisher is attached to the hub, without a title.
+   * "Fallback", `publisher_connected`) and the publisher is attached to the hub with the title it
+   * sent before its audio (or none).
    */
   private takeOver(streamId: string, s: StreamIngest, publisher: Publisher): PublishInput {
     const src = s.fallback;
@@ -320,7 +321,8 @@ export class Publishing {
     const input = s.hub.attach(publisher);
     s.input = input;
     this.setSource(streamId, s, 'live', 'publisher_connected');
-    if (src) this.nowPlaying(streamId, null);
+    // The episode's title goes with the fallback: what the publisher said before its audio, or none.
+    if (src) this.nowPlaying(streamId, s.liveTitle);
     return input;
   }
 
