@@ -11,6 +11,12 @@
  *
  * Protocol servers (RTMP today) hand each publish here as a `Publisher`; the stream lifecycle is
  * reached through the `IngestPort` only.
+ *
+ * A stream with a fallback (docs/streams.md "Fallback") is never off air: while no publisher's
+ * audio is on air — before its first broadcast, from the moment a publisher leaves, or while the
+ * live audio is silent for the fallback's `silenceSeconds` (the hub's ladder process detects it) —
+ * a `FallbackSource` (./fallback.ts) feeds the same hub; the stream's `source` follows, and every
+ * switch to or from the fallback is a `stream.source_changed`.
  */
 import type { Logger } from '../../base/logger.js';
 import type { Limits } from '../../base/limits/limits.js';
