@@ -1,7 +1,7 @@
 /**
- * Broadcasts (migration 013, docs/streams.md): one row per stretch of a stream from `live` to the end
- * of its reconnect window, with its listener figures and the episode its recording became. Times in
- * ms since the epoch.
+ * Broadcasts (migrations 013 and 015, docs/streams.md): one row per stretch of a stream from `live`
+ * to the end of its reconnect window, with its listener figures, its integrated loudness and the
+ * episode its recording became. Times in ms since the epoch.
  */
 import type { Database } from './database.js';
 import { paginator, type Page, type PageQuery } from './paginate.js';
@@ -20,6 +20,8 @@ export interface BroadcastRow {
   listener_ms: number;
   countries: string;
   episode_id: string | null;
+  /** Integrated loudness (LUFS, ITU-R BS.1770-4) so far or in the end; null when not measured. */
+  integrated_lufs: number | null;
 }
 
 /** The listener figures of a broadcast, as they are written. */
@@ -29,6 +31,8 @@ export interface BroadcastFigures {
   listenerMs: number;
   /** JSON [{country, listeners}]. */
   countries: string;
+  /** Integrated loudness (LUFS), or null when not measured. */
+  integratedLufs: number | null;
 }
 
 /** Prepared statements over `broadcasts`. */
@@ -46,14 +50,14 @@ export class BroadcastsRepo {
   private readonly page;
 
   constructor(readonly db: Database) {
-    this.insertStmt = db.prepare(`INSERT INTO broadcasts (id, account_id, stream_id, started_at, ended_at, peak_listeners, total_listeners, listener_ms, countries, episode_id)
-      VALUES (@id, @account_id, @stream_id, @started_at, @ended_at, @peak_listeners, @total_listeners, @listener_ms, @countries, @episode_id)`);
+    this.insertStmt = db.prepare(`INSERT INTO broadcasts (id, account_id, stream_id, started_at, ended_at, peak_listeners, total_listeners, listener_ms, countries, episode_id, integrated_lufs)
+      VALUES (@id, @account_id, @stream_id, @started_at, @ended_at, @peak_listeners, @total_listeners, @listener_ms, @countries, @episode_id, @integrated_lufs)`);
     this.byId = db.prepare('SELECT * FROM broadcasts WHERE id = ? AND stream_id = ? AND account_id = ?');
     this.openOf = db.prepare('SELECT * FROM broadcasts WHERE stream_id = ? AND ended_at IS NULL ORDER BY seq DESC LIMIT 1');
     this.openAll = db.prepare('SELECT * FROM broadcasts WHERE ended_at IS NULL ORDER BY seq');
     this.latestOf = db.prepare('SELECT * FROM broadcasts WHERE stream_id = ? ORDER BY seq DESC LIMIT 1');
-    this.endStmt = db.prepare('UPDATE broadcasts SET ended_at = @at, peak_listeners = @peak, total_listeners = @total, listener_ms = @listenerMs, countries = @countries WHERE id = @id AND ended_at IS NULL');
-    this.figuresStmt = db.prepare('UPDATE broadcasts SET peak_listeners = @peak, total_listeners = @total, listener_ms = @listenerMs, countries = @countries WHERE id = @id');
+    this.endStmt = db.prepare('UPDATE broadcasts SET ended_at = @at, peak_listeners = @peak, total_listeners = @total, listener_ms = @listenerMs, countries = @countries, integrated_lufs = @integratedLufs WHERE id = @id AND ended_at IS NULL');
+    this.figuresStmt = db.prepare('UPDATE broadcasts SET peak_listeners = @peak, total_listeners = @total, listener_ms = @listenerMs, countries = @countries, integrated_lufs = @integratedLufs WHERE id = @id');
     this.episodeStmt = db.prepare('UPDATE broadcasts SET episode_id = ? WHERE id = ?');
     this.forRecordingStmt = db.prepare('SELECT * FROM broadcasts WHERE stream_id = ? AND started_at >= ? ORDER BY seq ASC LIMIT 1');
     this.trackCountStmt = db
@@ -85,7 +89,7 @@ export class BroadcastsRepo {
   end(id: string, at: number, f: BroadcastFigures): boolean {
     return this.endStmt.run({ id, at, ...f }).changes === 1;
   }
-  /** Writes a running broadcast's listener figures. */
+  /** Writes a running broadcast's listener figures and loudness so far. */
   setFigures(id: string, f: BroadcastFigures): void {
     this.figuresStmt.run({ id, ...f });
   }

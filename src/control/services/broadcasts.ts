@@ -7,7 +7,14 @@
  * broadcast runs (as the play log's do): `peakListeners` (most at once), `totalListeners` (listeners
  * that joined during it), `listenerSeconds` (the time they listened within it), `countries`
  * (distinct listeners per country). They reach SQLite at most once a second per stream and when the
- * broadcast ends. Knows no HTTP and no SQL text.
+ * broadcast ends.
+ *
+ * Loudness (docs/streams.md "Live loudness"): the publisher's 400 ms momentary blocks, as the
+ * ladder's codec process measures them, feed the running broadcast's integrated loudness (ITU-R
+ * BS.1770-4 gating, ./integrated-loudness.ts), written with the figures (at most every 10 s for
+ * loudness alone) and when the broadcast ends; the latest short-term and momentary values of each
+ * stream stay in memory for the dashboard. A broadcast picked up after a restart keeps its stored
+ * value until new blocks arrive, then measures from those. Knows no HTTP and no SQL text.
  */
 import { newId } from '../../base/ids.js';
 import { notFound, paramInvalid } from '../../base/errors/errors.js';
@@ -17,6 +24,8 @@ import type { ApiEvent, Outbox } from '../../base/outbox.js';
 import type { Logger } from '../../base/logger.js';
 import type { WriteRetry } from './write-retry.js';
 import { countriesFromJson, DebouncedSave, type TrackCountry } from './tally.js';
+import { LoudnessGate } from './integrated-loudness.js';
+import type { LoudnessReading } from '../../live/ports.js';
 
 /** The broadcast object of the API. Times ISO 8601, durations in seconds. */
 export interface BroadcastObject {
@@ -36,6 +45,21 @@ export interface BroadcastObject {
   episodeId: string | null;
   /** Tracks of the play log that started during the broadcast. */
   trackCount: number;
+  /**
+   * Integrated loudness of the publisher's audio (LUFS, ITU-R BS.1770-4, to 0.1), so far while the
+   * broadcast runs; null when not measured (docs/streams.md "Live loudness").
+   */
+  integratedLufs: number | null;
+}
+
+/** A stream's loudness now (docs/streams.md "Live loudness"), in LUFS to 0.1. */
+export interface LiveLoudness {
+  /** The last 3 s. */
+  shortTermLufs: number;
+  /** The last 400 ms. */
+  momentaryLufs: number;
+  /** The running broadcast's so far, or null (none runs, or nothing above the gates yet). */
+  integratedLufs: number | null;
 }
 
 /** The listener figures `/stats` shows for a stream: those of its current (or last) broadcast. */
@@ -60,10 +84,20 @@ interface Running {
   present: Map<string, number>;
   countries: Map<string, number>;
   dirty: boolean;
+  /** The gated loudness blocks measured during the broadcast (here, since it started or was picked up). */
+  gate: LoudnessGate;
+  /** The integrated loudness stored before a restart (LUFS), used until `gate` has blocks. */
+  storedLufs: number | null;
+  /** When loudness alone last asked for a save (ms). */
+  loudnessSavedAt: number;
 }
 
 /** How often a running broadcast's figures are written (ms). */
 const SAVE_EVERY_MS = 1000;
+/** How often a running broadcast is written for its loudness alone (ms). */
+const LOUDNESS_SAVE_EVERY_MS = 10_000;
+/** A stream's latest loudness is shown for this long (ms): later, no codec process measures it. */
+const LOUDNESS_FRESH_MS = 5000;
 
 export interface BroadcastLogDeps {
   repo: BroadcastsRepo;
@@ -75,6 +109,8 @@ export interface BroadcastLogDeps {
 
 export class BroadcastLog {
   private readonly running = new Map<string, Running>();
+  /** Each stream's latest loudness reading and when it came (ms). */
+  private readonly latestLoudness = new Map<string, { at: number; momentary: number; shortTerm: number }>();
   private readonly now: () => number;
   private readonly saves = new DebouncedSave(SAVE_EVERY_MS, () => this.save());
   private readonly unsubscribe: () => void;
@@ -103,6 +139,7 @@ export class BroadcastLog {
       listener_ms: 0,
       countries: '[]',
       episode_id: null,
+      integrated_lufs: null,
     };
     this.d.repo.insert(row);
     return { id: row.id, after: () => this.running.set(streamId, loaded(row)) };
@@ -117,7 +154,7 @@ export class BroadcastLog {
     const open = this.d.repo.open(streamId);
     if (!open) return { id: null, after: () => {} };
     const r = this.running.get(streamId);
-    const f = r?.id === open.id ? figures(r, atMs) : { peak: open.peak_listeners, total: open.total_listeners, listenerMs: open.listener_ms, countries: open.countries };
+    const f = r?.id === open.id ? figures(r, atMs) : stored(open);
     this.d.repo.end(open.id, atMs, f);
     return {
       id: open.id,
@@ -172,6 +209,34 @@ export class BroadcastLog {
     return row;
   }
 
+  /**
+   * A second of the stream's loudness (docs/streams.md "Live loudness"): kept as the stream's
+   * latest, and its momentary blocks count towards the running broadcast's integrated loudness.
+   * Never throws.
+   */
+  onLoudness(streamId: string, reading: LoudnessReading): void {
+    const momentary = reading.momentary.at(-1);
+    if (momentary === undefined) return;
+    const now = this.now();
+    this.latestLoudness.set(streamId, { at: now, momentary, shortTerm: reading.shortTerm });
+    const r = this.running.get(streamId);
+    if (!r) return;
+    r.gate.add(...reading.momentary);
+    if (now - r.loudnessSavedAt < LOUDNESS_SAVE_EVERY_MS) return;
+    r.loudnessSavedAt = now;
+    r.dirty = true;
+    this.saves.schedule();
+  }
+
+  /** The stream's loudness now, or null when none was measured in the last 5 s (no codec process, nobody publishing). */
+  loudness(streamId: string): LiveLoudness | null {
+    const l = this.latestLoudness.get(streamId);
+    if (!l || this.now() - l.at > LOUDNESS_FRESH_MS) return null;
+    const r = this.running.get(streamId);
+    const integrated = r ? r.gate.integrated() ?? r.storedLufs : null;
+    return { shortTermLufs: tenth(l.shortTerm), momentaryLufs: tenth(l.momentary), integratedLufs: integrated === null ? null : tenth(integrated) };
+  }
+
   /** Writes what moved, stops the timer and stops listening (server shutdown). */
   close(): void {
     this.unsubscribe();
@@ -183,7 +248,7 @@ export class BroadcastLog {
     const r = this.running.get(row.stream_id);
     const mine = row.ended_at === null && r?.id === row.id ? r : null;
     const now = this.now();
-    const f = mine ? figures(mine, now) : { peak: row.peak_listeners, total: row.total_listeners, listenerMs: row.listener_ms, countries: row.countries };
+    const f = mine ? figures(mine, now) : stored(row);
     let countries: TrackCountry[];
     try {
       countries = JSON.parse(f.countries) as TrackCountry[];
@@ -203,6 +268,7 @@ export class BroadcastLog {
       countries,
       episodeId: row.episode_id,
       trackCount: this.d.repo.trackCount(row.stream_id, row.started_at, row.ended_at),
+      integratedLufs: f.integratedLufs === null ? null : Math.round(f.integratedLufs * 10) / 10,
     };
   }
 
@@ -254,7 +320,31 @@ export class BroadcastLog {
 /** A running broadcast read back from SQLite (after a restart, or just started: nobody listens yet). */
 function loaded(row: BroadcastRow): Running {
   const countries = countriesFromJson(row.countries);
-  return { id: row.id, streamId: row.stream_id, startedAt: row.started_at, current: 0, peak: row.peak_listeners, total: row.total_listeners, listenedMs: row.listener_ms, present: new Map(), countries, dirty: false };
+  return {
+    id: row.id,
+    streamId: row.stream_id,
+    startedAt: row.started_at,
+    current: 0,
+    peak: row.peak_listeners,
+    total: row.total_listeners,
+    listenedMs: row.listener_ms,
+    present: new Map(),
+    countries,
+    dirty: false,
+    gate: new LoudnessGate(),
+    storedLufs: row.integrated_lufs,
+    loudnessSavedAt: 0,
+  };
+}
+
+/** The figures of a broadcast as stored. */
+function stored(row: BroadcastRow): BroadcastFigures {
+  return { peak: row.peak_listeners, total: row.total_listeners, listenerMs: row.listener_ms, countries: row.countries, integratedLufs: row.integrated_lufs };
+}
+
+/** `lufs` to 0.1 LU. */
+function tenth(lufs: number): number {
+  return Math.round(lufs * 10) / 10;
 }
 
 /** The figures of a running broadcast as of `atMs` (listeners present count up to then). */
@@ -263,5 +353,6 @@ function figures(r: Running, atMs: number): BroadcastFigures {
   for (const joined of r.present.values()) ms += Math.max(0, atMs - joined);
   const countries = [...r.countries].map(([k, n]) => ({ country: k === '' ? null : k, listeners: n }));
   countries.sort((a, b) => b.listeners - a.listeners || (a.country ?? '~').localeCompare(b.country ?? '~'));
-  return { peak: r.peak, total: r.total, listenerMs: Math.round(ms), countries: JSON.stringify(countries) };
+  const integratedLufs = r.gate.blocks > 0 ? r.gate.integrated() : r.storedLufs;
+  return { peak: r.peak, total: r.total, listenerMs: Math.round(ms), countries: JSON.stringify(countries), integratedLufs };
 }

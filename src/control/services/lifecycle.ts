@@ -15,7 +15,7 @@ import type { Database } from '../../base/db/database.js';
 import type { Outbox } from '../../base/outbox.js';
 import type { Logger } from '../../base/logger.js';
 import type { PublicUrls } from '../../base/config.js';
-import type { IngestPort, NowPlayingUpdate, PublishDecision, StreamError, Recording, FallbackItem, FallbackSetting, SourceChangeReason, StreamSource } from '../../live/ports.js';
+import type { IngestPort, NowPlayingUpdate, PublishDecision, StreamError, Recording, FallbackItem, FallbackSetting, SourceChangeReason, StreamSource, LoudnessReading } from '../../live/ports.js';
 import { isAudioCodec } from '../../live/ports.js';
 import { tokenMatches } from '../../base/auth/secrets.js';
 import { ladderKbps, sameNowPlaying, toStreamObject, type NowPlaying } from './stream-object.js';
@@ -162,6 +162,15 @@ export class StreamLifecycle implements IngestPort {
       if (!row || !this.d.streams.setSource(streamId, source)) return;
       if (reason) this.d.outbox.record(row.account_id, 'stream.source_changed', { object: this.object({ ...row, source }), source, reason });
     });
+  }
+
+  /** A second of the publisher's loudness: the broadcast log keeps it (docs/streams.md "Live loudness"). */
+  onLoudness(streamId: string, reading: LoudnessReading): void {
+    try {
+      this.d.broadcasts?.onLoudness(streamId, reading);
+    } catch (e) {
+      this.d.log.error('loudness reading dropped', { streamId, err: (e as Error).message });
+    }
   }
 
   onError(streamId: string, error: StreamError): void {
