@@ -164,7 +164,11 @@ export const TrackObject = v.object({
   countries: v.array(v.object({ country: nullableString, listeners: count })),
 });
 
-/** One broadcast of a stream (docs/streams.md): from `live` to the end of the reconnect window. */
+/**
+ * One broadcast of a stream (docs/streams.md): from `live` to the end of the reconnect window.
+ * `integratedLufs`: its integrated loudness (ITU-R BS.1770-4, LUFS to 0.1; so far while it runs),
+ * null when not measured (docs/streams.md "Live loudness").
+ */
 export const BroadcastObject = v.object({
   id: objectId('brd'),
   object: v.literal('broadcast'),
@@ -178,4 +182,5 @@ export const BroadcastObject = v.object({
   countries: v.array(v.object({ country: nullableString, listeners: count })),
   episodeId: nullableString,
   trackCount: count,
+  integratedLufs: v.nullable(v.number()),
 });
