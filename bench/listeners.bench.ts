@@ -14,7 +14,10 @@
  *     mount fed by FFmpeg/libmp3lame) with the same client processes in `icecast` mode: HELD when
  *     every listener stays connected and the slowest 1 % still receive ≥ 95 % of 16,000 B/s.
  * (b) WebRTC listeners per Skylark process: werift peers in client processes doing WHEP against an
- *     AAC stream (one shared codec process); HELD while packet loss stays < 1 %; CPU per listener.
+ *     Opus stream fed by FFmpeg over the Icecast source port (20 ms packets, forwarded as they are;
+ *     `BENCH_LISTENERS_WEBRTC_SOURCE=aac`: an AAC stream over RTMP, one shared codec process, 60 ms
+ *     packets); HELD while packet loss stays < 1 %; server CPU per listener and per packet a peer
+ *     received (docs/benchmarks.md "WebRTC fan-out").
  *
  * Part (a) is superseded by bench/players.bench.ts (a load client per player behaviour, with
  * CPU per listener-second and per request) and runs only when asked for
@@ -22,7 +25,8 @@
  *
  * Environment: BENCH_LISTENERS_HLS_STEPS ("5000,10000,15000,18000"), BENCH_LISTENERS_ICECAST_STEPS
  * ("5000,10000,15000"), BENCH_LISTENERS_WEBRTC_STEPS ("250,500"), BENCH_LISTENERS_WINDOW_S (16),
- * BENCH_LISTENERS_PARTS ("webrtc"; any of hls, icecast, webrtc).
+ * BENCH_LISTENERS_PARTS ("webrtc"; any of hls, icecast, webrtc), BENCH_LISTENERS_WEBRTC_SOURCE
+ * ("opus" or "aac"), SKYLARK_BENCH_CPU_PROF (a directory: Skylark runs with `node --cpu-prof`).
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,6 +44,8 @@ const log = (msg: string) => process.stderr.write(`[listeners] ${msg}\n`);
 const steps = (name: string, dflt: string) => (process.env[name] || dflt).split(',').map(Number).filter((n) => n > 0);
 const WINDOW_S = Number(process.env.BENCH_LISTENERS_WINDOW_S || 16);
 const PARTS = (process.env.BENCH_LISTENERS_PARTS || 'webrtc').split(',');
+/** WebRTC source: `opus` (default: an Opus stream, 20 ms packets forwarded) or `aac` (transcoded, 60 ms packets). */
+const RTC_OPUS = (process.env.BENCH_LISTENERS_WEBRTC_SOURCE || 'opus') !== 'aac';
 const PER_PROCESS = 5000;
 const TARGET_S = 2;
 const GROUP_HLS = 'Listeners held: HLS (Skylark) vs Icecast 128 kbps, loopback';
@@ -280,13 +286,18 @@ async function webrtc(work: string): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   try {
     const key = await createAccount(dataDir, sky.defaultSecretKey);
-    const s = await api(sky.http, key, 'POST', '/v2/streams', { title: 'Bench WebRTC', reconnectWindow: 300 });
-    children.push(ffmpegPublish(`${s.rtmpUrl}/${s.streamKey}`, ['-ac', '2', '-c:a', 'aac', '-b:a', '128k', '-f', 'flv']));
+    const s = await api(sky.http, key, 'POST', '/v2/streams', { title: 'Bench WebRTC', reconnectWindow: 300, codec: RTC_OPUS ? 'opus' : 'aac' });
+    if (RTC_OPUS) {
+      // Ogg Opus, 20 ms packets, over the Icecast source port: forwarded to the peers as they are.
+      const ice = new URL(s.icecastUrl as string);
+      const target = `icecast://source:${s.streamKey}@${ice.host}${ice.pathname}`;
+      children.push(ffmpegPublish(target, ['-ac', '2', '-c:a', 'libopus', '-b:a', '96k', '-frame_duration', '20', '-application', 'audio', '-content_type', 'audio/ogg', '-f', 'ogg']));
+    } else children.push(ffmpegPublish(`${s.rtmpUrl}/${s.streamKey}`, ['-ac', '2', '-c:a', 'aac', '-b:a', '128k', '-f', 'flv']));
     for (let i = 0; i < 100; i++) {
       if ((await api(sky.http, key, 'GET', `/v2/streams/${s.id}`)).status === 'live') break;
       await sleep(100);
     }
-    let best: { n: number; cpuPer: number; loss: number; cpu: number; connected: number } | null = null;
+    let best: { n: number; cpuPer: number; loss: number; cpu: number; connected: number; usPerPacket: number; pps: number } | null = null;
     for (const n of steps('BENCH_LISTENERS_WEBRTC_STEPS', '250,500')) {
       const ramp = 15;
       const from = Date.now() + (n / ramp + 14) * 1000;
@@ -308,15 +319,21 @@ async function webrtc(work: string): Promise<BenchRow[]> {
       // peers that never connected are setup failures, reported apart (≤ 1 % allowed).
       const loss = expected ? (1 - received / expected) * 100 : 100;
       const held = connected >= n * 0.99 && loss < 1;
-      log(`WebRTC ${n}: ${held ? 'HELD' : 'not held'}; ${connected}/${n} connected (${silent} silent), loss ${loss.toFixed(3)} %, ${retried} setups retried, server CPU ${cpu.serverPercent.toFixed(0)} % (box ${cpu.boxPercent.toFixed(0)} %), errors: ${mergeErrors(outs as unknown as ClientOut[])}`);
-      if (held) best = { n, cpuPer: cpu.serverPercent / n, loss, cpu: cpu.serverPercent, connected };
+      // The server's CPU time in the window per RTP packet a peer received (all of it, fixed costs included).
+      const usPerPacket = received ? ((cpu.serverPercent / 100) * WINDOW_S * 1e6) / received : NaN;
+      const pps = received / WINDOW_S / Math.max(1, connected);
+      log(`WebRTC ${n}: ${held ? 'HELD' : 'not held'}; ${connected}/${n} connected (${silent} silent), loss ${loss.toFixed(3)} %, ${retried} setups retried, server CPU ${cpu.serverPercent.toFixed(0)} % (box ${cpu.boxPercent.toFixed(0)} %), ${usPerPacket.toFixed(1)} µs per peer-packet at ${pps.toFixed(1)} packets/s per peer, errors: ${mergeErrors(outs as unknown as ClientOut[])}`);
+      if (held) best = { n, cpuPer: cpu.serverPercent / n, loss, cpu: cpu.serverPercent, connected, usPerPacket, pps };
       await sleep(3000);
       if (!held) break;
     }
-    rows.push({ group: GROUP_RTC, name: 'peers held with packet loss < 1 %', value: best?.n ?? 0, unit: 'peers', note: `target 500 per process; AAC stream, one shared codec process, 60 ms Opus packets${best ? `; ${best.connected}/${best.n} connected` : ''}` });
+    const what = RTC_OPUS ? 'Opus stream (Icecast source), 20 ms packets forwarded' : 'AAC stream, one shared codec process, 60 ms Opus packets';
+    rows.push({ group: GROUP_RTC, name: 'peers held with packet loss < 1 %', value: best?.n ?? 0, unit: 'peers', note: `${what}${best ? `; ${best.connected}/${best.n} connected` : ''}` });
     if (best) {
       rows.push({ group: GROUP_RTC, name: `server CPU at ${best.n} peers`, value: best.cpu, unit: '% core' });
       rows.push({ group: GROUP_RTC, name: 'server CPU per peer', value: best.cpuPer, unit: '% core' });
+      rows.push({ group: GROUP_RTC, name: 'server CPU per peer-packet', value: best.usPerPacket, unit: 'µs', note: `${best.pps.toFixed(1)} packets/s per peer` });
+      rows.push({ group: GROUP_RTC, name: 'peers per core at 20 ms packets (from the CPU per peer-packet)', value: 1e6 / (50 * best.usPerPacket), unit: 'peers' });
       rows.push({ group: GROUP_RTC, name: `packet loss at ${best.n} peers`, value: best.loss, unit: '%' });
     }
     return rows;

@@ -2,12 +2,13 @@
  * A load-client process for the WebRTC part of bench/listeners.bench.ts: `count` werift peers, each
  * a WHEP session (`POST /whep/<stream>` with a recvonly offer, non-trickle), counting the RTP
  * packets each receives inside the measuring window by sequence number (loss = gaps between the
- * first and last sequence number seen in the window). DELETEs its sessions at the end.
+ * first and last sequence number seen in the window). DELETEs its sessions at the end. Once a peer
+ * connects, its datagrams are counted raw (one in 50 verified by werift's SRTP), see `light`.
  *
  * Config: one JSON argument {url, count, rampPerSec, from, to, exitAt}. Prints one JSON line:
  * per peer {received, expected} plus setup failures.
  */
-import { RTCPeerConnection, RTCRtpCodecParameters } from 'werift';
+import { RTCPeerConnection, RTCRtpCodecParameters, type RTCRtpTransceiver } from 'werift';
 
 interface Cfg {
   url: string;
@@ -18,6 +19,9 @@ interface Cfg {
   exitAt: number;
 }
 const cfg = JSON.parse(process.argv[2]!) as Cfg;
+/** Count raw datagrams once connected (see `light`) unless BENCH_WEBRTC_CLIENT_FULL=1 (werift's receiver). */
+const LIGHT = process.env.BENCH_WEBRTC_CLIENT_FULL !== '1';
+const VERIFY_EVERY = 50;
 const errors: Record<string, number> = {};
 const err = (k: string) => (errors[k] = (errors[k] ?? 0) + 1);
 
@@ -41,25 +45,25 @@ async function startPeer(): Promise<void> {
   const st: PeerStat = { received: 0, first: -1, last: -1, connected: false, location: null, pc };
   peers.push(st);
   let ext = -1; // extended sequence number
-  pc.addTransceiver('audio', { direction: 'recvonly' });
-  pc.onTrack.subscribe((track) => {
-    track.onReceiveRtp.subscribe((rtp) => {
-      const now = Date.now();
-      const s = rtp.header.sequenceNumber;
-      if (ext < 0) ext = s;
-      else {
-        const delta = (s - (ext & 0xffff) + 0x10000) % 0x10000;
-        if (delta < 0x8000) ext += delta;
-        else return; // late/duplicate
-      }
-      if (now < cfg.from || now >= cfg.to) return;
-      if (st.first < 0) st.first = ext;
-      st.last = ext;
-      st.received++;
-    });
-  });
+  const count = (s: number) => {
+    const now = Date.now();
+    if (ext < 0) ext = s;
+    else {
+      const delta = (s - (ext & 0xffff) + 0x10000) % 0x10000;
+      if (delta < 0x8000) ext += delta;
+      else return; // late/duplicate
+    }
+    if (now < cfg.from || now >= cfg.to) return;
+    if (st.first < 0) st.first = ext;
+    st.last = ext;
+    st.received++;
+  };
+  const transceiver = pc.addTransceiver('audio', { direction: 'recvonly' });
+  if (!LIGHT) pc.onTrack.subscribe((track) => track.onReceiveRtp.subscribe((rtp) => count(rtp.header.sequenceNumber)));
   pc.connectionStateChange.subscribe((s) => {
-    if (s === 'connected') st.connected = true;
+    if (s !== 'connected' || st.connected) return;
+    st.connected = true;
+    if (LIGHT) light(transceiver, count);
   });
   await pc.setLocalDescription(await pc.createOffer());
   await new Promise<void>((r) => {
@@ -84,6 +88,34 @@ async function startPeer(): Promise<void> {
   }, 10_000);
 }
 let retries = 0;
+
+/**
+ * The light receiver: once connected, the datagrams of the ICE pair are counted by their RTP
+ * sequence number (in clear in SRTP, RFC 3711 §3.1) instead of going through werift's SRTP
+ * decryption and RTP receiver, so the client processes cost less than the server they load. One
+ * packet in `VERIFY_EVERY` is still decrypted and authenticated by werift's SRTP session (failures
+ * are counted as errors `srtp auth`). RTCP (payload types 64–95 with the marker bit, RFC 5761 §4)
+ * and DTLS/STUN are not counted.
+ */
+function light(transceiver: RTCRtpTransceiver, count: (seq: number) => void): void {
+  const dtls = transceiver.receiver.dtlsTransport as unknown as { srtp?: { decrypt(b: Buffer): Buffer }; iceTransport: { connection: { onData: { allUnsubscribe(): void; subscribe(f: (b: Buffer) => void): unknown } } } };
+  const conn = dtls.iceTransport.connection;
+  conn.onData.allUnsubscribe();
+  let n = 0;
+  conn.onData.subscribe((b) => {
+    if (b.length < 12 || (b[0]! & 0xc0) !== 0x80) return;
+    const pt = b[1]! & 0x7f;
+    if (pt >= 64 && pt <= 95) return; // RTCP
+    if (++n % VERIFY_EVERY === 0) {
+      try {
+        dtls.srtp?.decrypt(b);
+      } catch {
+        err('srtp auth');
+      }
+    }
+    count(b.readUInt16BE(2));
+  });
+}
 
 let started = 0;
 const t0 = Date.now();
