@@ -15,7 +15,7 @@ import { REGIONS, type Region } from './accounts.js';
 import type { AccountsRepo } from '../../base/db/accounts-repo.js';
 import { sameNowPlaying, toStreamObject, type NowPlaying, type StreamFallback, type StreamObject } from './stream-object.js';
 import type { PlayLog, TrackObject } from './play-log.js';
-import type { BroadcastLog, BroadcastObject } from './broadcasts.js';
+import type { BroadcastLog, BroadcastObject, LiveLoudness } from './broadcasts.js';
 
 /** The language titles a stream may carry besides `title` (docs/behaviour.md §2). */
 export const LANGUAGE_TITLES = ['title_en', 'title_ru', 'title_de', 'title_fr'] as const;
@@ -312,6 +312,12 @@ export class StreamsService {
   broadcast(accountId: string, id: string, broadcastId: string): BroadcastObject {
     this.row(accountId, id);
     return this.broadcastLog().get(accountId, id, broadcastId);
+  }
+
+  /** The stream's loudness now (docs/streams.md "Live loudness"), or null when not measured. @throws ApiError 404 */
+  loudness(accountId: string, id: string): LiveLoudness | null {
+    this.row(accountId, id);
+    return this.d.broadcasts?.loudness(id) ?? null;
   }
 
   private broadcastLog(): BroadcastLog {
