@@ -2,8 +2,9 @@
  * Streams pages: the list with status badges and a create form; a stream's page with the OBS ingest
  * settings (Server = `rtmpUrl`, Stream key hidden until revealed, copy buttons), the listen URL and
  * the Icecast source settings (server, port, mount, user, password hidden until revealed), the live listener
- * count, a listeners-over-time chart and the countries of the listeners (kept current by
- * `assets/stream.js` polling `/dashboard/streams/:id/live.json`), what plays now and the play log
+ * count, a listeners-over-time chart and the countries of the listeners, a loudness meter
+ * (docs/streams.md "Live loudness") (all kept current by `assets/stream.js` polling
+ * `/dashboard/streams/:id/live.json`), what plays now and the play log
  * (kept current by the same poll) with a form that sets the title, the recent `stream.error` events
  * and an hls.js player; the stream's broadcasts (docs/streams.md) with their listeners and the
  * episodes their recordings became, and a form that sets `recording` (the podcast each broadcast
@@ -12,7 +13,7 @@
 import { parse } from '../api/validation.js';
 import { CreateStream, CODECS, NOW_PLAYING_MAX, QUALITIES, SetNowPlaying, UpdateStream } from '../api/streams/schemas.js';
 import type { TrackObject } from '../services/play-log.js';
-import type { BroadcastObject } from '../services/broadcasts.js';
+import type { BroadcastObject, LiveLoudness } from '../services/broadcasts.js';
 import type { StreamsService } from '../services/streams.js';
 import type { StreamObject } from '../services/stream-object.js';
 import type { EventsService } from '../services/events.js';
@@ -42,6 +43,8 @@ export interface StreamLive {
   /** The newest tracks of the play log. */
   tracks: TrackObject[];
   errors: StreamErrorItem[];
+  /** The publisher's loudness now (docs/streams.md "Live loudness"), or null when not measured. */
+  loudness: LiveLoudness | null;
   /** Server time of this sample (ISO). */
   at: string;
 }
@@ -117,6 +120,7 @@ function streamLive(d: StreamPagesDeps, accountId: string, id: string): StreamLi
     nowPlaying: s.nowPlaying,
     tracks: d.streams.tracks(accountId, id, { limit: TRACKS_SHOWN }).data,
     errors: streamErrors(d, accountId, id),
+    loudness: d.streams.loudness(accountId, id),
     at: new Date(d.now()).toISOString(),
   };
 }
@@ -181,6 +185,8 @@ ${ingestCard(s, csrf)}
 ${icecastCard(s)}
 
 ${listenersCard(l)}
+
+${loudnessCard(l.loudness)}
 
 ${nowPlayingCard(s, l, csrf)}
 
@@ -247,6 +253,48 @@ function listenersCard(l: StreamLive): string {
 <div id="countries">${countriesHtml(l.countries)}</div>
 </section>`;
 }
+
+/** The loudness meter's range (LUFS) and its marks: EBU R128's −23 and the usual streaming target −16. */
+const METER_MIN = -60;
+const METER_MAX = 0;
+const METER_MARKS = [-23, -16];
+
+/** x (0…600) of `lufs` on the meter. */
+function meterX(lufs: number): number {
+  return Math.round(((Math.min(METER_MAX, Math.max(METER_MIN, lufs)) - METER_MIN) / (METER_MAX - METER_MIN)) * 6000) / 10;
+}
+
+/** A loudness figure as text: `−21.0 LUFS`, or a dash. */
+export function lufsText(lufs: number | null): string {
+  return lufs === null ? '—' : `${lufs.toFixed(1).replace('-', '−')} LUFS`;
+}
+
+/**
+ * The stream page's loudness card (docs/streams.md "Live loudness"): a meter of the short-term
+ * loudness from −60 to 0 LUFS (`role="meter"`; SVG, drawn again by the page script) with marks at
+ * −23 and −16 LUFS, and the short-term, momentary and broadcast's integrated values in text.
+ */
+function loudnessCard(l: LiveLoudness | null): string {
+  const now = l ? Math.min(METER_MAX, Math.max(METER_MIN, l.shortTermLufs)) : METER_MIN;
+  const marks = METER_MARKS.map((m) => `<line class="lufs-mark" x1="${meterX(m)}" x2="${meterX(m)}" y1="0" y2="28"/>`).join('');
+  return `<section class="card" aria-labelledby="loudness-title">
+<h2 id="loudness-title">Loudness</h2>
+<div id="loudness-meter" class="lufs-meter" role="meter" aria-label="Short-term loudness" aria-valuemin="${METER_MIN}" aria-valuemax="${METER_MAX}" aria-valuenow="${now}" aria-valuetext="${l ? esc(lufsText(l.shortTermLufs)) : 'not measured'}">
+<svg viewBox="0 0 600 28" preserveAspectRatio="none" aria-hidden="true" focusable="false"><rect class="lufs-track" x="0" y="0" width="600" height="28"/><rect id="loudness-fill" class="lufs-fill" x="0" y="0" width="${l ? meterX(l.shortTermLufs) : 0}" height="28"/>${marks}</svg>
+<div class="lufs-scale" aria-hidden="true"><span class="lufs-at-min">−60</span><span class="lufs-at-r128">−23 R128</span><span class="lufs-at-target">−16 streaming</span><span class="lufs-at-max">0</span></div>
+</div>
+<div class="stats">
+<div class="stat"><span class="stat-value" id="loudness-short">${lufsText(l?.shortTermLufs ?? null)}</span><span class="stat-label">short-term (3 s)</span></div>
+<div class="stat"><span class="stat-value" id="loudness-momentary">${lufsText(l?.momentaryLufs ?? null)}</span><span class="stat-label">momentary (400 ms)</span></div>
+<div class="stat"><span class="stat-value" id="loudness-integrated">${lufsText(l?.integratedLufs ?? null)}</span><span class="stat-label">this broadcast (integrated)</span></div>
+</div>
+<p class="muted small" id="loudness-note">${l ? LOUDNESS_NOTE : LOUDNESS_NONE}</p>
+</section>`;
+}
+
+/** The loudness card's note while measured, and while not. */
+const LOUDNESS_NOTE = 'ITU-R BS.1770-4, measured on the publisher’s audio. EBU R128 aims at −23 LUFS; streaming services at about −16.';
+const LOUDNESS_NONE = 'Not measured now: nobody publishes, or the stream has no encoding process (quality low without silence detection, or the ABR ladder off).';
 
 /** The stream page's now-playing card: what plays, the form that sets it, the play log. */
 function nowPlayingCard(s: StreamObject, l: StreamLive, csrf: string): string {

@@ -1,5 +1,6 @@
 // Skylark dashboard, stream page: polls the session-authenticated live.json every 2 s for the
-// status, listener counts, countries, what plays now, the play log and recent errors; draws the
+// status, listener counts, countries, the loudness meter (docs/streams.md "Live loudness"), what
+// plays now, the play log and recent errors; draws the
 // listeners-over-time chart (inline SVG) from those samples; plays the stream with hls.js (served by
 // Skylark) on "Play".
 (function () {
@@ -172,6 +173,24 @@
     dd.replaceChildren(el('time', { datetime: iso }, isoText(iso)));
   }
 
+  // The loudness meter: short-term loudness from -60 to 0 LUFS on a 600-wide SVG.
+  var LOUDNESS_NOTE = 'ITU-R BS.1770-4, measured on the publisher\u2019s audio. EBU R128 aims at \u221223 LUFS; streaming services at about \u221216.';
+  var LOUDNESS_NONE = 'Not measured now: nobody publishes, or the stream has no encoding process (quality low without silence detection, or the ABR ladder off).';
+  function lufsText(v) { return v === null || v === undefined ? '\u2014' : v.toFixed(1).replace('-', '\u2212') + ' LUFS'; }
+  function setText(id, text) { var e = $(id); if (e && e.textContent !== text) e.textContent = text; }
+  function renderLoudness(l) {
+    var meter = $('loudness-meter');
+    if (!meter) return;
+    var clamped = l ? Math.min(0, Math.max(-60, l.shortTermLufs)) : -60;
+    meter.setAttribute('aria-valuenow', String(clamped));
+    meter.setAttribute('aria-valuetext', l ? lufsText(l.shortTermLufs) : 'not measured');
+    $('loudness-fill').setAttribute('width', String(Math.round((clamped + 60) * 100) / 10));
+    setText('loudness-short', lufsText(l ? l.shortTermLufs : null));
+    setText('loudness-momentary', lufsText(l ? l.momentaryLufs : null));
+    setText('loudness-integrated', lufsText(l ? l.integratedLufs : null));
+    setText('loudness-note', l ? LOUDNESS_NOTE : LOUDNESS_NONE);
+  }
+
   function renderSource(source) {
     var holder = $('stream-source');
     if (!holder) return;
@@ -192,6 +211,7 @@
     renderNowPlaying(d.nowPlaying);
     renderTracks(d.tracks);
     renderErrors(d.errors);
+    renderLoudness(d.loudness);
     samples.push({ t: Date.parse(d.at), n: d.listenerCount });
     if (samples.length > MAX_SAMPLES) samples.shift();
     renderChart();
