@@ -155,6 +155,15 @@ describe('fallback validation', () => {
     expect(r.json.error).toMatchObject({ code: 'parameter_invalid', param: 'fallback.episodeIds[0]' });
     expect((await stream(s.json.id)).fallback).toBeNull();
     expect((await stream(s.json.id)).source).toBeNull();
+    // Another account's episode (with audio) is unknown here.
+    const other = await t.server.accounts.create({ name: 'Other', plan: 'paid', region: 'eu-west-1' });
+    const op = await api(t.http, other.secretKey, 'POST', '/v2/podcasts', { title: 'Theirs' });
+    const oe = await api(t.http, other.secretKey, 'POST', `/v2/podcasts/${op.json.id}/episodes`, { title: 'Theirs' });
+    const put = await fetch(`${t.http}/v2/podcasts/${op.json.id}/episodes/${oe.json.id}/audio`, { method: 'PUT', headers: { Authorization: `Bearer ${other.secretKey}`, 'Content-Type': 'audio/mpeg' }, body: readFileSync(path.join(t.dataDir, 'one.mp3')) });
+    expect(put.status).toBe(200);
+    r = await v2('PATCH', `/streams/${s.json.id}`, { fallback: { episodeIds: [e1, e2, oe.json.id] } });
+    expect(r.status, r.text).toBe(400);
+    expect(r.json.error).toMatchObject({ code: 'parameter_invalid', param: 'fallback.episodeIds[2]' });
     await v2('DELETE', `/streams/${s.json.id}`);
   });
 });
