@@ -26,7 +26,7 @@
  * Environment: BENCH_LISTENERS_HLS_STEPS ("5000,10000,15000,18000"), BENCH_LISTENERS_ICECAST_STEPS
  * ("5000,10000,15000"), BENCH_LISTENERS_WEBRTC_STEPS ("250,500"), BENCH_LISTENERS_WINDOW_S (16),
  * BENCH_LISTENERS_PARTS ("webrtc"; any of hls, icecast, webrtc), BENCH_LISTENERS_WEBRTC_SOURCE
- * ("opus" or "aac"), SKYLARK_BENCH_CPU_PROF (a directory: Skylark runs with `node --cpu-prof`).
+ * ("opus" or "aac"), BENCH_LISTENERS_WEBRTC_RAMP (15 peers/s), SKYLARK_BENCH_CPU_PROF (a directory: Skylark runs with `node --cpu-prof`).
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -299,7 +299,7 @@ async function webrtc(work: string): Promise<BenchRow[]> {
     }
     let best: { n: number; cpuPer: number; loss: number; cpu: number; connected: number; usPerPacket: number; pps: number } | null = null;
     for (const n of steps('BENCH_LISTENERS_WEBRTC_STEPS', '250,500')) {
-      const ramp = 15;
+      const ramp = Number(process.env.BENCH_LISTENERS_WEBRTC_RAMP || 15);
       const from = Date.now() + (n / ramp + 14) * 1000;
       const to = from + WINDOW_S * 1000;
       log(`WebRTC ${n} peers`);

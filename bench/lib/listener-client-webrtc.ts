@@ -3,12 +3,12 @@
  * a WHEP session (`POST /whep/<stream>` with a recvonly offer, non-trickle), counting the RTP
  * packets each receives inside the measuring window by sequence number (loss = gaps between the
  * first and last sequence number seen in the window). DELETEs its sessions at the end. Once a peer
- * connects, its datagrams are counted raw (one in 50 verified by werift's SRTP), see `light`.
+ * connects, its SRTP packets are counted without being decrypted (one in 50 verified), see `light`.
  *
  * Config: one JSON argument {url, count, rampPerSec, from, to, exitAt}. Prints one JSON line:
  * per peer {received, expected} plus setup failures.
  */
-import { RTCPeerConnection, RTCRtpCodecParameters, type RTCRtpTransceiver } from 'werift';
+import { RTCPeerConnection, RTCRtpCodecParameters, SrtpAuthenticationError, type RTCRtpTransceiver } from 'werift';
 
 interface Cfg {
   url: string;
@@ -90,32 +90,33 @@ async function startPeer(): Promise<void> {
 let retries = 0;
 
 /**
- * The light receiver: once connected, the datagrams of the ICE pair are counted by their RTP
- * sequence number (in clear in SRTP, RFC 3711 §3.1) instead of going through werift's SRTP
- * decryption and RTP receiver, so the client processes cost less than the server they load. One
- * packet in `VERIFY_EVERY` is still decrypted and authenticated by werift's SRTP session (failures
- * are counted as errors `srtp auth`). RTCP (payload types 64–95 with the marker bit, RFC 5761 §4)
- * and DTLS/STUN are not counted.
+ * The light receiver: once connected, each SRTP packet is counted by its RTP sequence number (in
+ * clear in SRTP, RFC 3711 §3.1) and then dropped in werift's SRTP session instead of being
+ * decrypted and handed to werift's RTP receiver, so the client processes cost less than the server
+ * they load. One packet in `VERIFY_EVERY` is still decrypted and authenticated by werift (failures
+ * count as errors `srtp auth`). DTLS, STUN and SRTCP stay werift's.
  */
 function light(transceiver: RTCRtpTransceiver, count: (seq: number) => void): void {
-  const dtls = transceiver.receiver.dtlsTransport as unknown as { srtp?: { decrypt(b: Buffer): Buffer }; iceTransport: { connection: { onData: { allUnsubscribe(): void; subscribe(f: (b: Buffer) => void): unknown } } } };
-  const conn = dtls.iceTransport.connection;
-  conn.onData.allUnsubscribe();
+  const srtp = (transceiver.receiver.dtlsTransport as unknown as { srtp?: { decrypt(b: Buffer): Buffer } }).srtp;
+  if (!srtp) {
+    err('no srtp session');
+    return;
+  }
+  const decrypt = srtp.decrypt;
   let n = 0;
-  conn.onData.subscribe((b) => {
-    if (b.length < 12 || (b[0]! & 0xc0) !== 0x80) return;
-    const pt = b[1]! & 0x7f;
-    if (pt >= 64 && pt <= 95) return; // RTCP
+  srtp.decrypt = (b: Buffer) => {
+    if (b.length >= 12) count(b.readUInt16BE(2));
     if (++n % VERIFY_EVERY === 0) {
       try {
-        dtls.srtp?.decrypt(b);
+        decrypt(b);
       } catch {
         err('srtp auth');
       }
     }
-    count(b.readUInt16BE(2));
-  });
+    throw DROPPED; // werift drops the packet quietly
+  };
 }
+const DROPPED = new SrtpAuthenticationError('counted by the bench client');
 
 let started = 0;
 const t0 = Date.now();

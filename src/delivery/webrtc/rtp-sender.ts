@@ -22,8 +22,10 @@ const RTP_HEADER = 12;
 
 /** The parts of werift's ICE agent used here (werift 0.24 `Connection`). */
 interface IceAgent {
-  nominated?: { protocol: { transport?: { socket?: Socket; closed?: boolean } }; remoteAddr: readonly [string, number] };
+  nominated?: { protocol: { type: string; transport?: { socket?: Socket; closed?: boolean } }; remoteAddr: readonly [string, number] };
   canSendApplicationData(): boolean;
+  /** werift's own send on the nominated pair (TURN relays, TCP). */
+  send(data: Buffer): Promise<void>;
 }
 
 /** The parts of werift's SRTP context used here (werift 0.24 `rtp/srtp/context/Context`). */
@@ -60,7 +62,7 @@ export class RtpSender {
     const ctx = dtls?.srtp?.localContext;
     const ice = dtls?.iceTransport?.connection;
     const pt = sender.codec?.payloadType;
-    if (!ctx || !ice || typeof ice.canSendApplicationData !== 'function' || pt === undefined) return null;
+    if (!ctx || !ice || typeof ice.canSendApplicationData !== 'function' || typeof ice.send !== 'function' || pt === undefined) return null;
     if (ctx.profile !== PROFILE_AES128_CM_HMAC_SHA1_80 && ctx.profile !== PROFILE_AEAD_AES_128_GCM) return null;
     try {
       const p = new SrtpProtector({ profile: ctx.profile, key: ctx.srtpSessionKey, salt: ctx.srtpSessionSalt, auth: ctx.srtpSessionAuthTag }, sender.ssrc);
@@ -73,7 +75,7 @@ export class RtpSender {
   /** Datagrams waiting in the socket's send queue (libuv), the peer's backlog. */
   queued(): number {
     const s = this.ice.nominated?.protocol.transport?.socket;
-    return s ? s.getSendQueueCount() : 0;
+    return s && typeof s.getSendQueueCount === 'function' ? s.getSendQueueCount() : 0;
   }
 
   /**
@@ -85,8 +87,7 @@ export class RtpSender {
     if (!ice.canSendApplicationData()) return false;
     const pair = ice.nominated!;
     const t = pair.protocol.transport;
-    const socket = t?.socket;
-    if (!socket || t.closed) return false;
+    if (!t || t.closed) return false;
     if (this.lastSeq >= 0 && seq < this.lastSeq && this.lastSeq - seq > 0x8000) this.roc = (this.roc + 1) >>> 0;
     this.lastSeq = seq;
     const len = RTP_HEADER + payload.length;
@@ -98,7 +99,10 @@ export class RtpSender {
     buf.writeUInt32BE(this.ssrc >>> 0, 8);
     payload.copy(buf, RTP_HEADER);
     this.srtp.protect(buf, RTP_HEADER, len, seq, this.roc);
-    socket.send(buf, pair.remoteAddr[1], pair.remoteAddr[0]);
+    // A host/server-reflexive pair ('stun'): straight to its UDP socket. A relayed (TURN) or TCP
+    // pair: werift's ICE agent wraps and sends it.
+    if (pair.protocol.type === 'stun' && t.socket) t.socket.send(buf, pair.remoteAddr[1], pair.remoteAddr[0]);
+    else ice.send(buf).catch(() => {});
     this.packets++;
     this.bytes += buf.length;
     return true;
