@@ -52,24 +52,65 @@ export interface StreamStats {
   totalListeners: number;
 }
 
-/** One live listener. Times in ms since the epoch. */
-export interface Session {
-  readonly id: string;
-  readonly key: string;
-  readonly streamId: string;
-  readonly accountId: string;
-  readonly protocol: ListenerProtocol;
-  readonly country: string | null;
-  readonly userAgent: string | null;
-  readonly connectedAt: number;
-  lastSeenAt: number;
-  /** HLS: inactivity after which the session leaves (ms); 0 = only an explicit `leave` ends it. */
-  readonly timeoutMs: number;
+/**
+ * Times of a session are kept as ms since this module loaded (`EPOCH`): small integers V8 stores
+ * in the object itself, where ms since 1970 (> 2^31) would each be a separate 16-byte number
+ * (docs/benchmarks.md "Where a listener's memory goes"). After ~24 days they grow past that again:
+ * still exact, only boxed.
+ */
+const EPOCH = Date.now();
+
+/**
+ * One live listener. Times in ms since the epoch (read through accessors). One object per
+ * session whose strings are its own (never a slice of a request's query string or headers) and
+ * shared where they repeat (country, user agent, stream id).
+ */
+export class Session {
+  /** `connectedAt` − EPOCH. */
+  private readonly connected: number;
+  /** `lastSeenAt` − EPOCH. */
+  private seenRel: number;
+  /** `persistedSeenAt` − EPOCH. */
+  private persistedRel: number;
+  left = false;
+
+  constructor(
+    readonly id: string,
+    readonly key: string,
+    readonly streamId: string,
+    readonly accountId: string,
+    readonly protocol: ListenerProtocol,
+    readonly country: string | null,
+    readonly userAgent: string | null,
+    now: number,
+    /** HLS: inactivity after which the session leaves (ms); 0 = only an explicit `leave` ends it. */
+    readonly timeoutMs: number,
+    /** Join order (pagination cursor within the stream). */
+    readonly order: number,
+  ) {
+    this.connected = this.seenRel = this.persistedRel = now - EPOCH;
+  }
+
+  get connectedAt(): number {
+    return this.connected + EPOCH;
+  }
+
+  get lastSeenAt(): number {
+    return this.seenRel + EPOCH;
+  }
+
+  set lastSeenAt(ms: number) {
+    this.seenRel = ms - EPOCH;
+  }
+
   /** Last-seen value already written to SQLite. */
-  persistedSeenAt: number;
-  left: boolean;
-  /** Join order (pagination cursor within the stream). */
-  readonly order: number;
+  get persistedSeenAt(): number {
+    return this.persistedRel + EPOCH;
+  }
+
+  set persistedSeenAt(ms: number) {
+    this.persistedRel = ms - EPOCH;
+  }
 }
 
 /** Who joins: the parts of a session the caller knows. */
@@ -84,6 +125,8 @@ export interface JoinInfo {
 }
 
 interface StreamListeners {
+  /** The stream's id (an own copy, shared by its sessions). */
+  id: string;
   sessions: Map<string, Session>; // by key (sid / token subject / peer id); insertion = join order
   byId: Map<string, Session>;
   peak: number;
@@ -99,6 +142,18 @@ const SEEN_FLUSH_MS = 15_000;
 export const USER_AGENT_MAX = 256;
 /** Listeners a node tracks at most; beyond, new sessions are refused (503) instead of growing memory. */
 export const MAX_LISTENERS = 200_000;
+
+/**
+ * `s` copied into a flat string of its own (UTF-16 code units kept exactly): a slice of a
+ * request's query string or headers, or a string built piece by piece, would keep more alive.
+ */
+export function ownString(s: string): string {
+  return s.length === 0 ? '' : Buffer.from(s, 'utf16le').toString('utf16le');
+}
+const own = ownString;
+
+/** Distinct strings the registry shares between sessions (countries, user agents, account ids) before it starts over. */
+const SHARED_MAX = 4096;
 
 /** Thrown by `join` when the node already tracks MAX_LISTENERS. */
 export class TooManyListenersError extends Error {}
@@ -141,6 +196,9 @@ export class ListenerRegistry {
   readonly countCell = new Int32Array(new SharedArrayBuffer(4));
   /** New HLS sessions per client address per minute (null: unlimited). */
   private readonly hlsRate: PerAddressRate | null;
+
+  /** Strings that repeat across sessions, one copy each (see `shared`). */
+  private readonly strings = new Map<string, string>();
 
   constructor(private readonly d: RegistryDeps) {
     this.now = d.now ?? Date.now;
@@ -214,7 +272,7 @@ export class ListenerRegistry {
     if (this.count >= MAX_LISTENERS) throw new TooManyListenersError(`this node tracks ${MAX_LISTENERS} listeners already`);
     if (!st) {
       const peak = this.d.repo.totals(info.streamId).peak;
-      st = { sessions: new Map(), byId: new Map(), peak, peakPersisted: peak };
+      st = { id: own(info.streamId), sessions: new Map(), byId: new Map(), peak, peakPersisted: peak };
       this.streams.set(info.streamId, st);
       if (!this.seenTimer) {
         this.seenTimer = setInterval(() => this.flushSeen(), SEEN_FLUSH_MS);
@@ -222,21 +280,18 @@ export class ListenerRegistry {
       }
     }
     const now = this.now();
-    const s: Session = {
-      id: newId('lst'),
-      key: info.key,
-      streamId: info.streamId,
-      accountId: info.accountId,
-      protocol: info.protocol,
-      country: info.country,
-      userAgent: info.userAgent ? info.userAgent.slice(0, USER_AGENT_MAX) : null,
-      connectedAt: now,
-      lastSeenAt: now,
-      timeoutMs: info.timeoutMs,
-      persistedSeenAt: now,
-      left: false,
-      order: ++this.orderSeq,
-    };
+    const s = new Session(
+      own(newId('lst')),
+      own(info.key),
+      st.id,
+      this.shared(info.accountId),
+      info.protocol,
+      this.shared(info.country),
+      info.userAgent ? this.shared(info.userAgent.slice(0, USER_AGENT_MAX)) : null,
+      now,
+      info.timeoutMs,
+      ++this.orderSeq,
+    );
     st.sessions.set(s.key, s);
     st.byId.set(s.id, s);
     this.count++;
@@ -372,6 +427,18 @@ export class ListenerRegistry {
       }, BATCH_MS);
       this.batchTimer.unref();
     }
+  }
+
+  /** One copy of a string that repeats across sessions (a country, a user agent, an account id). */
+  private shared<T extends string | null>(v: T): T {
+    if (v === null) return v;
+    let c = this.strings.get(v);
+    if (c === undefined) {
+      if (this.strings.size >= SHARED_MAX) this.strings.clear();
+      c = own(v);
+      this.strings.set(c, c);
+    }
+    return c as T;
   }
 
   /** Files `s` at the slot after `deadline`; starts the wheel's timer if it was stopped. */

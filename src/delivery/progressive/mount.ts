@@ -76,30 +76,56 @@ export interface MountOptions {
   onDispose?: () => void;
 }
 
-interface Listener {
-  c: MountClient;
-  /** Sequence number of the next chunk to write. */
-  next: number;
-  /** Audio time up to which the HTTP layer is known to have sent everything on. */
-  ackedMs: number;
-  /** The last write met backpressure: wait for `onWritable`. */
-  blocked: boolean;
-  /** ICY: bytes until the next metadata block; -1 without ICY. */
-  icyLeft: number;
-  /** ICY: the title version this listener got last. */
-  titleVersion: number;
-  gone: boolean;
-}
-
 /** A listener's handle: `remove()` when its client went away. */
 export interface MountHandle {
   remove(): void;
 }
 
+/**
+ * One listener as the mount holds it: its position and ICY state, and the handle its owner
+ * removes it by. One object per listener with its methods on the prototype (a listener lives for
+ * hours: closures per listener are memory per listener, docs/benchmarks.md "Where a listener's
+ * memory goes").
+ */
+class Listener implements MountHandle {
+  /** Sequence number of the next chunk to write. */
+  next = 0;
+  /** Audio time up to which the HTTP layer is known to have sent everything on. */
+  ackedMs = 0;
+  /** The last write met backpressure: wait for `onWritable`. */
+  blocked = false;
+  /** ICY: bytes until the next metadata block; -1 without ICY. */
+  icyLeft: number;
+  /** ICY: the title version this listener got last. */
+  titleVersion = 0;
+  /** Waiting for a mirrored queue's backlog (not started yet). */
+  pending = true;
+  gone = false;
+
+  constructor(
+    readonly mount: Mount,
+    readonly c: MountClient,
+  ) {
+    this.icyLeft = c.icy ? ICY_METAINT : -1;
+  }
+
+  /** The client went away. */
+  remove(): void {
+    this.mount.removed(this);
+  }
+
+  /** The connection drained after backpressure. */
+  writable(): void {
+    if (this.gone) return;
+    this.blocked = false;
+    this.mount.resume(this);
+  }
+}
+
 export class Mount {
   private readonly listeners = new Set<Listener>();
   /** Listeners added before a mirrored queue had its backlog: started once it has. */
-  private pending: Array<{ c: MountClient; l: Listener | null }> = [];
+  private pending: Listener[] = [];
   private readonly queue: ChunkQueue;
   private readonly owned: EncodedQueue | null;
   private stopReading: (() => void) | null = null;
@@ -109,14 +135,20 @@ export class Mount {
   private titleBlock: Buffer = ICY_EMPTY_BLOCK;
   private disposed = false;
   readonly burstTargetMs: number;
+  /** The stream's id (an own copy: no slice of a request's URL is kept alive by it). */
+  readonly streamId: string;
+  /** The batch `send` writes (one at a time; its cork callback reads it): listener, header, results. */
+  private batch: { l: Listener | null; header: Uint8Array | null; first: boolean | null; ok: boolean } = { l: null, header: null, first: null, ok: true };
+  private readonly corked = () => this.writeBatch();
 
   /** @throws Error without `layer` or `queue` */
   constructor(private readonly o: MountOptions) {
+    this.streamId = Buffer.from(o.streamId, 'utf8').toString('utf8');
     if (o.queue) {
       this.queue = o.queue;
       this.owned = null;
     } else if (o.layer) {
-      this.owned = new EncodedQueue(o.layer, () => this.o.nowPlaying?.(this.o.streamId) ?? null, false, o.onError);
+      this.owned = new EncodedQueue(o.layer, () => this.o.nowPlaying?.(this.streamId) ?? null, false, o.onError);
       this.queue = this.owned;
     } else throw new Error('a mount needs a layer or a queue');
     // A burst must outlast the wait for the next part/segment: 2 s plus one unit, at most 4 s.
@@ -150,41 +182,51 @@ export class Mount {
       clearTimeout(this.linger);
       this.linger = null;
     }
-    if (!this.queue.ready) {
-      // Started when the backlog arrives; the handle follows the listener.
-      const p: { c: MountClient; l: Listener | null } = { c, l: null };
-      this.pending.push(p);
-      return { remove: () => (p.l ? this.drop(p.l) : this.unpend(p)) };
-    }
-    const l = this.start(c);
-    return { remove: () => this.drop(l) };
+    const l = new Listener(this, c);
+    // Started when the backlog arrives; the handle follows the listener.
+    if (!this.queue.ready) this.pending.push(l);
+    else this.start(l);
+    return l;
   }
 
   /** Stops serving (server shutdown): every listener's connection is closed, the queue let go. */
   close(): void {
-    for (const p of this.pending.splice(0)) this.closeClient(p.c, 'closed');
+    for (const l of this.pending.splice(0)) {
+      l.gone = true;
+      this.closeClient(l.c, 'closed');
+    }
     for (const l of [...this.listeners]) this.cut(l, 'closed');
     this.dispose();
   }
 
-  private start(c: MountClient): Listener {
+  private start(l: Listener): void {
     const q = this.queue;
     const start = q.burstStart(this.burstTargetMs);
     const first = q.chunk(start);
-    const l: Listener = { c, next: start, ackedMs: first ? first.startMs : q.edgeMs, blocked: false, icyLeft: c.icy ? ICY_METAINT : -1, titleVersion: 0, gone: false };
+    l.pending = false;
+    l.next = start;
+    l.ackedMs = first ? first.startMs : q.edgeMs;
     this.listeners.add(l);
-    c.sink.onWritable(() => {
-      if (l.gone) return;
-      l.blocked = false;
-      this.send(l, null);
-    });
+    l.c.sink.onWritable(l.writable.bind(l));
     this.refreshTitle();
     this.send(l, first ? first.header : q.header);
-    return l;
   }
 
-  private unpend(p: { c: MountClient }): void {
-    this.pending = this.pending.filter((x) => x !== p);
+  /** A listener's client went away (`Listener.remove`). */
+  removed(l: Listener): void {
+    if (l.pending) this.unpend(l);
+    else this.drop(l);
+  }
+
+  /** A listener's connection drained (`Listener.writable`). */
+  resume(l: Listener): void {
+    this.send(l, null);
+  }
+
+  private unpend(l: Listener): void {
+    if (l.gone) return;
+    l.gone = true;
+    this.pending = this.pending.filter((x) => x !== l);
     this.idle();
   }
 
@@ -192,11 +234,12 @@ export class Mount {
   private media(): void {
     if (this.disposed) return;
     if (this.pending.length > 0) {
-      for (const p of this.pending.splice(0)) p.l = this.start(p.c);
+      for (const l of this.pending.splice(0)) this.start(l);
     }
     this.refreshTitle();
     const q = this.queue;
-    for (const l of [...this.listeners]) {
+    // Deleting the listener at hand while iterating a Set is defined (it is not visited again).
+    for (const l of this.listeners) {
       if (l.gone) continue;
       if (q.edgeMs - l.ackedMs > SLOW_MS || l.next < q.firstSeq) {
         this.cut(l, 'slow');
@@ -210,7 +253,7 @@ export class Mount {
   private refreshTitle(): void {
     let t: string | null;
     try {
-      t = this.o.nowPlaying ? this.o.nowPlaying(this.o.streamId) : this.queue.title();
+      t = this.o.nowPlaying ? this.o.nowPlaying(this.streamId) : this.queue.title();
     } catch {
       return;
     }
@@ -230,48 +273,64 @@ export class Mount {
     const q = this.queue;
     if (l.next >= q.nextSeq && !header?.length) return;
     const batchMs = q.chunk(l.next)?.startMs ?? q.edgeMs;
-    let first: boolean | null = null;
-    let ok = true;
-    const w = (b: Uint8Array) => {
-      const r = l.c.sink.write(b);
-      first ??= r;
-      if (!r) ok = false;
-    };
+    const b = this.batch;
+    b.l = l;
+    b.header = header;
+    b.first = null;
+    b.ok = true;
     try {
-      l.c.sink.cork(() => {
-        if (header?.length) this.out(l, header, w);
-        while (ok && l.next < q.nextSeq) {
-          const c: Queued | undefined = q.chunk(l.next);
-          if (!c) break;
-          l.next++;
-          this.out(l, c.data, w);
-        }
-      });
+      l.c.sink.cork(this.corked);
     } catch {
       // The connection is gone (its abort is on the way).
       return;
+    } finally {
+      b.l = null;
+      b.header = null;
     }
-    if (first === true) {
+    if (b.first === true) {
       l.ackedMs = batchMs;
       l.c.seen?.();
     }
-    if (!ok) l.blocked = true;
+    if (!b.ok) l.blocked = true;
+  }
+
+  /** The body of `send`, inside the sink's cork (no closure per call: the batch is the mount's). */
+  private writeBatch(): void {
+    const b = this.batch;
+    const l = b.l;
+    if (!l) return;
+    const q = this.queue;
+    if (b.header?.length) this.out(l, b.header);
+    while (b.ok && l.next < q.nextSeq) {
+      const c: Queued | undefined = q.chunk(l.next);
+      if (!c) break;
+      l.next++;
+      this.out(l, c.data);
+    }
+  }
+
+  /** One write of the batch: the first one's answer tells whether earlier batches were sent. */
+  private w(l: Listener, data: Uint8Array): void {
+    const r = l.c.sink.write(data);
+    const b = this.batch;
+    b.first ??= r;
+    if (!r) b.ok = false;
   }
 
   /** Writes `data` for one listener, interleaving ICY metadata blocks by `subarray` views. */
-  private out(l: Listener, data: Uint8Array, w: (b: Uint8Array) => void): void {
-    if (l.icyLeft < 0) return w(data);
+  private out(l: Listener, data: Uint8Array): void {
+    if (l.icyLeft < 0) return this.w(l, data);
     let d = data;
     while (d.length > 0) {
       const n = Math.min(l.icyLeft, d.length);
-      w(n === d.length ? d : d.subarray(0, n));
+      this.w(l, n === d.length ? d : d.subarray(0, n));
       l.icyLeft -= n;
       d = d.subarray(n);
       if (l.icyLeft === 0) {
         if (l.titleVersion !== this.titleVersion) {
           l.titleVersion = this.titleVersion;
-          w(this.titleBlock);
-        } else w(ICY_EMPTY_BLOCK);
+          this.w(l, this.titleBlock);
+        } else this.w(l, ICY_EMPTY_BLOCK);
         l.icyLeft = ICY_METAINT;
       }
     }
@@ -314,13 +373,14 @@ export class Mount {
 
   /** The layer ended: every listener gets what is queued, then the end of its response. */
   private end(): void {
-    for (const p of this.pending.splice(0)) {
+    for (const l of this.pending.splice(0)) {
+      l.gone = true;
       try {
-        p.c.sink.end();
+        l.c.sink.end();
       } catch {
         // already gone
       }
-      this.left(p.c, 'ended');
+      this.left(l.c, 'ended');
     }
     for (const l of [...this.listeners]) {
       this.send(l, null);

@@ -36,12 +36,12 @@ import type { Listeners } from '../listeners/feature.js';
 import type { ListenerTokens } from '../../base/auth/listener-tokens.js';
 import { queryParam, type StreamPolicy } from '../listeners/hls-access.js';
 import { clientAddress, countryOf } from '../listeners/geo.js';
-import { TooManyListenersError, MAX_LISTENERS, type Session } from '../listeners/registry.js';
+import { TooManyListenersError, MAX_LISTENERS, type ListenerRegistry, type Session } from '../listeners/registry.js';
 import { SharedAddressCounter } from '../listeners/shared-counter.js';
 import { randomBase62 } from '../../base/ids.js';
 import { ICY_METAINT } from './icy.js';
 import { stationHeaders } from './icecast-port.js';
-import { Mount } from './mount.js';
+import { Mount, type LeaveReason, type MountClient, type MountHandle } from './mount.js';
 import { ListenFanout, SharedQueues, type ListenMessage } from './shared.js';
 
 /** One layer as listening sees it. */
@@ -71,6 +71,41 @@ export interface ListenSession {
   seen(): void;
   /** The connection closed. */
   close(): void;
+}
+
+/** A main-thread listening connection's registry session (one object: no closures per listener). */
+class RegistrySession implements ListenSession {
+  constructor(
+    private readonly registry: ListenerRegistry,
+    private readonly s: Session,
+  ) {}
+
+  seen(): void {
+    this.registry.touch(this.s.streamId, this.s.key);
+  }
+
+  close(): void {
+    this.registry.leave(this.s);
+  }
+}
+
+/**
+ * A worker thread's listening connection's session: its handle in the worker's batches
+ * (src/delivery/listeners/remote.ts `RemoteSessions.open`); one object, no closures per listener.
+ */
+export class HandleSession implements ListenSession {
+  constructor(
+    private readonly sessions: { seenNow(h: number): void; close(h: number): void },
+    private readonly h: number,
+  ) {}
+
+  seen(): void {
+    this.sessions.seenNow(this.h);
+  }
+
+  close(): void {
+    this.sessions.close(this.h);
+  }
 }
 
 /** What the listening handlers need of the thread they run on. */
@@ -242,12 +277,12 @@ function listenAnswer(c: ListenContext, open: Set<OpenListen>, req: ProgressiveR
     c.caps.release(ip);
     return refuse(503, 'listener_capacity', 'This node serves as many listeners as it can; try again later.', requestId);
   }
-  const listener: Listener = { streamId: id, accountId: pol.accountId, layer, icy, ip, userAgent: req.header('user-agent') || null, tokenExpiresAt: tok.expiresAt };
+  const listener: Admitted = { streamId: id, accountId: pol.accountId, layer, icy, ip, userAgent: req.header('user-agent') || null, tokenExpiresAt: tok.expiresAt };
   return { stream: { headers, open: (sink) => openListener(c, open, listener, sink) } };
 }
 
 /** A listener admitted by `listenAnswer` (its connection cap taken), before its body starts. */
-interface Listener {
+interface Admitted {
   streamId: string;
   accountId: string;
   layer: ListenLayerView;
@@ -257,53 +292,98 @@ interface Listener {
   tokenExpiresAt: number | null;
 }
 
+/** `s` copied into a string of its own: a slice of a request's text (URL, header) would keep all of it alive. */
+const own = (s: string): string => Buffer.from(s, 'utf8').toString('utf8');
+
+/**
+ * One listening connection from its body's start to its end: what the qualify sweep sees of it
+ * (`OpenListen`), the mount's client (`MountClient`), and what it took (a registry session, a
+ * connection cap), given back once by `finish`. One object per listener with its methods on the
+ * prototype: a listener lives for hours, and closures per listener are memory per listener
+ * (docs/benchmarks.md "Where a listener's memory goes").
+ */
+class ListenConnection implements OpenListen, MountClient {
+  streamId: string;
+  readonly tokenExpiresAt: number | null;
+  readonly icy: boolean;
+  private readonly ip: string;
+  session: ListenSession | null = null;
+  handle: MountHandle | null = null;
+  private done = false;
+
+  constructor(
+    private readonly c: ListenContext,
+    private readonly open: Set<OpenListen>,
+    l: Admitted,
+    readonly sink: ProgressiveSink,
+  ) {
+    this.streamId = l.streamId;
+    this.tokenExpiresAt = l.tokenExpiresAt;
+    this.icy = l.icy;
+    this.ip = own(l.ip);
+  }
+
+  /** The qualify sweep closes it. */
+  close(): void {
+    this.sink.close();
+  }
+
+  /** The listener took audio (the mount says so). */
+  seen(): void {
+    this.session?.seen();
+  }
+
+  /** The mount let the listener go. */
+  left(reason: LeaveReason): void {
+    if (reason === 'slow') this.c.limits.hit('listen_slow_client', this.ip, { streamId: this.streamId });
+    this.finish();
+  }
+
+  /** The client went away (the function `open` returns, bound). */
+  gone(): void {
+    this.handle?.remove();
+    this.finish();
+  }
+
+  /** Gives back what the connection took, once. */
+  finish(): void {
+    if (this.done) return;
+    this.done = true;
+    this.open.delete(this);
+    this.session?.close();
+    this.c.caps.release(this.ip);
+  }
+}
+
+const NOTHING = (): void => {};
+
 /**
  * Starts a listener's body: its registry session, its place on the layer's mount and in the
  * qualify sweep. Returns what ends it; everything it took (session, cap) is given back once.
  */
-function openListener(c: ListenContext, open: Set<OpenListen>, l: Listener, sink: ProgressiveSink): () => void {
-  const id = l.streamId;
-  let session: ListenSession | null = null;
-  let done = false;
-  const entry: OpenListen = { streamId: id, tokenExpiresAt: l.tokenExpiresAt, close: () => sink.close() };
-  const finish = () => {
-    if (done) return;
-    done = true;
-    open.delete(entry);
-    session?.close();
-    c.caps.release(l.ip);
-  };
+function openListener(c: ListenContext, open: Set<OpenListen>, l: Admitted, sink: ProgressiveSink): () => void {
+  const conn = new ListenConnection(c, open, l, sink);
   try {
-    session = c.open({ streamId: id, accountId: l.accountId, key: `icy_${randomBase62(16)}`, ip: l.ip, userAgent: l.userAgent });
+    conn.session = c.open({ streamId: l.streamId, accountId: l.accountId, key: `icy_${randomBase62(16)}`, ip: l.ip, userAgent: l.userAgent });
   } catch (e) {
-    finish();
+    conn.finish();
     if (e instanceof TooManyListenersError) {
       sink.close();
-      return () => {};
+      return NOTHING;
     }
     throw e;
   }
-  const ses = session;
-  let h: { remove(): void };
   try {
-    h = c.mount(id, l.layer).add({
-      sink,
-      icy: l.icy,
-      seen: () => ses.seen(),
-      left: (reason) => {
-        if (reason === 'slow') c.limits.hit('listen_slow_client', l.ip, { streamId: id });
-        finish();
-      },
-    });
+    const mount = c.mount(l.streamId, l.layer);
+    // The mount's own copy of the stream id: one string for all its listeners.
+    conn.streamId = mount.streamId;
+    conn.handle = mount.add(conn);
   } catch (e) {
-    finish();
+    conn.finish();
     throw e;
   }
-  open.add(entry);
-  return () => {
-    h.remove();
-    finish();
-  };
+  open.add(conn);
+  return conn.gone.bind(conn);
 }
 
 /** A stream's station identity as stored (docs/icecast.md "Station identity"): its title and `metadata` JSON. */
@@ -425,10 +505,7 @@ export function registerListenRoutes(http: HttpServer, d: ListenDeps): ListenFea
     },
     mount: (id, v) => mount(id, (v as ListenLayerView & { layer: Layer }).layer),
     full: () => registry.total() >= MAX_LISTENERS,
-    open: (j) => {
-      const s: Session = registry.join({ streamId: j.streamId, accountId: j.accountId, key: j.key, protocol: 'icecast', country: countryOf(j.ip), userAgent: j.userAgent, timeoutMs: 0 });
-      return { seen: () => registry.touch(j.streamId, s.key), close: () => registry.leave(s) };
-    },
+    open: (j) => new RegistrySession(registry, registry.join({ streamId: j.streamId, accountId: j.accountId, key: j.key, protocol: 'icecast', country: countryOf(j.ip), userAgent: j.userAgent, timeoutMs: 0 })),
     counts: d.counts,
   });
 

@@ -23,7 +23,7 @@ import { trustedProxies } from '../listeners/geo.js';
 import { ListenerTokens } from '../../base/auth/listener-tokens.js';
 import { MAX_LISTENERS } from '../listeners/registry.js';
 import { SharedAddressCounter } from '../listeners/shared-counter.js';
-import { registerListenHandlers } from '../progressive/routes.js';
+import { HandleSession, registerListenHandlers } from '../progressive/routes.js';
 import { MirrorQueues } from '../progressive/shared.js';
 import { Mount } from '../progressive/mount.js';
 import type { MirrorLayer } from '../hls/mirror.js';
@@ -106,10 +106,7 @@ registerListenHandlers(http, {
     return m;
   },
   full: () => Atomics.load(countCell, 0) >= MAX_LISTENERS,
-  open: (j) => {
-    const h = sessions.open(j);
-    return { seen: () => sessions.seenNow(h), close: () => sessions.close(h) };
-  },
+  open: (j) => new HandleSession(sessions, sessions.open(j)),
   counts,
 });
 

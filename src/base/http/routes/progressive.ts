@@ -115,8 +115,8 @@ function writeHead(res: uWS.HttpResponse, s: ProgressiveStream, requestId: strin
 
 /**
  * The sink over one streamed response. One object per listener with its methods on the prototype
- * (a progressive listener lives for hours, and what it keeps is memory per listener: closures
- * per listener cost ~1 KB more, docs/benchmarks.md "Where a listener's memory goes").
+ * (a progressive listener lives for hours, and what it keeps is memory per listener,
+ * docs/benchmarks.md "Where a listener's memory goes"); uWS's callbacks are its bound methods.
  */
 class ResponseSink implements ProgressiveSink {
   done = false;
@@ -191,8 +191,9 @@ class ResponseSink implements ProgressiveSink {
 /** Writes status and headers, then runs the stream's `open` with a sink over `res`. */
 function openStream(res: uWS.HttpResponse, s: ProgressiveStream, requestId: string, log: RouteHost['log']): void {
   const sink = new ResponseSink(res, requestId, log);
-  res.onAborted(() => sink.aborted());
-  res.onWritable(() => sink.drained());
+  // Bound methods, not closures: no context object per listener.
+  res.onAborted(sink.aborted.bind(sink));
+  res.onWritable(sink.drained.bind(sink));
   writeHead(res, s, requestId);
   try {
     sink.gone = s.open(sink);
