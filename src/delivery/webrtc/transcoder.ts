@@ -15,7 +15,7 @@ import { OggReader } from '../../live/media/ogg.js';
 const MAX_PENDING_BYTES = 256 * 1024;
 /**
  * Opus frame (packet) duration of the transcoded layer (ms). 60 ms rather than the usual 20: every
- * packet costs each peer one SRTP encryption and one UDP send in werift (the per-peer wall, see
+ * packet costs each peer one SRTP encryption and one UDP send (the per-peer wall, see
  * docs/listeners.md), so 60 ms packets carry 3× the listeners per core for +40 ms of latency
  * (browsers accept up to 120 ms, RFC 7587 §7).
  */

@@ -15,7 +15,9 @@
  *   `too_many_pending_offers` with `Retry-After`) and dropped, every socket closed, after
  *   `whepOfferTimeoutMs` (docs/behaviour.md §13).
  * ICE: host candidates on 127.0.0.1 and the configured HTTP host (all interfaces when that is a
- * wildcard), UDP, IPv4: one UDP socket per advertised address. ICE/DTLS/SRTP by werift. No STUN or
+ * wildcard), UDP, IPv4: one UDP socket per advertised address. ICE and DTLS by werift; a connected
+ * peer's RTP/SRTP is sent by src/delivery/webrtc/rtp-sender.ts (werift's own sender when it cannot
+ * attach: counted as `werift` in the stats). No STUN or
  * TURN server is contacted unless `SKYLARK_ICE_SERVERS` names some (werift's own default is a
  * public STUN server: `peerConfiguration` always passes the list).
  * - Sessions that stop qualifying end within a few seconds (docs/listeners.md "Connections that
