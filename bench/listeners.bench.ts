@@ -25,7 +25,8 @@
  *
  * Environment: BENCH_LISTENERS_HLS_STEPS ("5000,10000,15000,18000"), BENCH_LISTENERS_ICECAST_STEPS
  * ("5000,10000,15000"), BENCH_LISTENERS_WEBRTC_STEPS ("250,500"), BENCH_LISTENERS_WINDOW_S (16),
- * BENCH_LISTENERS_PARTS ("webrtc"; any of hls, icecast, webrtc), BENCH_LISTENERS_WEBRTC_SOURCE
+ * BENCH_LISTENERS_PARTS ("fanout,webrtc"; any of hls, icecast, webrtc, fanout = the one-process
+ * micro-bench of the per-peer send path, BENCH_FANOUT_PEERS peers), BENCH_LISTENERS_WEBRTC_SOURCE
  * ("opus" or "aac"), BENCH_LISTENERS_WEBRTC_RAMP (15 peers/s), SKYLARK_BENCH_CPU_PROF (a directory: Skylark runs with `node --cpu-prof`).
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -38,12 +39,17 @@ import { createAccount, startSkylark } from './http-segments.js';
 import { StreamHub } from '../src/live/media/hub.js';
 import type { SegmenterEvent } from '../src/live/native/index.js';
 import { fill, mediaTemplate } from '../src/delivery/hls/playlists.js';
+import { RTCPeerConnection, RTCRtpCodecParameters, RtpHeader, RtpPacket, type RTCRtpTransceiver } from 'werift';
+import { peerConfiguration } from '../src/delivery/webrtc/whep.js';
+import { RtpSender } from '../src/delivery/webrtc/rtp-sender.js';
+import { PROFILE_AES128_CM_HMAC_SHA1_80, SrtpProtector } from '../src/delivery/webrtc/srtp.js';
+import { randomBytes } from 'node:crypto';
 
 const root = path.resolve(import.meta.dirname, '..');
 const log = (msg: string) => process.stderr.write(`[listeners] ${msg}\n`);
 const steps = (name: string, dflt: string) => (process.env[name] || dflt).split(',').map(Number).filter((n) => n > 0);
 const WINDOW_S = Number(process.env.BENCH_LISTENERS_WINDOW_S || 16);
-const PARTS = (process.env.BENCH_LISTENERS_PARTS || 'webrtc').split(',');
+const PARTS = (process.env.BENCH_LISTENERS_PARTS || 'fanout,webrtc').split(',');
 /** WebRTC source: `opus` (default: an Opus stream, 20 ms packets forwarded) or `aac` (transcoded, 60 ms packets). */
 const RTC_OPUS = (process.env.BENCH_LISTENERS_WEBRTC_SOURCE || 'opus') !== 'aac';
 const PER_PROCESS = 5000;
@@ -342,6 +348,108 @@ async function webrtc(work: string): Promise<BenchRow[]> {
   }
 }
 
+/** One werift server/client pair connected over loopback; the client's socket no longer reads into werift. */
+async function loopbackPeer(): Promise<{ server: RTCPeerConnection; client: RTCPeerConnection; transceiver: RTCRtpTransceiver }> {
+  const opus = () => new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48000, channels: 2, payloadType: 111 });
+  const client = new RTCPeerConnection({ codecs: { audio: [opus()], video: [] }, headerExtensions: { audio: [], video: [] }, iceUseIpv6: false, iceAdditionalHostAddresses: ['127.0.0.1'], iceServers: [] });
+  const server = new RTCPeerConnection(peerConfiguration({ iceServers: [], allInterfaces: false, hosts: ['127.0.0.1'] }));
+  const until = async (ok: () => boolean) => {
+    for (const end = Date.now() + 15_000; !ok(); await sleep(20)) if (Date.now() > end) throw new Error('loopback peer did not connect');
+  };
+  client.addTransceiver('audio', { direction: 'recvonly' });
+  await client.setLocalDescription(await client.createOffer());
+  await until(() => client.iceGatheringState === 'complete');
+  await server.setRemoteDescription(client.localDescription!);
+  const transceiver = server.getTransceivers().find((t) => t.kind === 'audio')!;
+  transceiver.setDirection('sendonly');
+  await server.setLocalDescription(await server.createAnswer());
+  await until(() => server.iceGatheringState === 'complete');
+  await client.setRemoteDescription(server.localDescription!);
+  await until(() => server.connectionState === 'connected' && client.connectionState === 'connected');
+  // The kernel still delivers every datagram to the client's socket; werift no longer parses it.
+  const conn = (client.getTransceivers()[0]!.receiver.dtlsTransport as unknown as { iceTransport: { connection: { nominated?: { protocol: { transport?: { socket?: import('node:dgram').Socket } } } } } }).iceTransport.connection;
+  conn.nominated?.protocol.transport?.socket?.removeAllListeners('message');
+  return { server, client, transceiver };
+}
+
+/**
+ * The per-peer send path alone, in one process (docs/benchmarks.md "WebRTC fan-out"): `PEERS`
+ * werift connections on loopback, the same 240-byte Opus payload (20 ms at 96 kbit/s) sent to each
+ * peer in rounds, CPU time of the process (user + system, so the loopback delivery too) per
+ * peer-packet for: werift's `sendRtp` (an `RtpPacket` per peer, as before), Skylark's `RtpSender`,
+ * and the RTP header + SRTP of `RtpSender` without the UDP write (the negotiated profile, and
+ * AES_CM_128_HMAC_SHA1_80). The client sockets stay open but unread by werift (the kernel still
+ * delivers to them, inside the sender's system call on loopback). Variants alternate, 3 times each;
+ * the median is reported.
+ */
+async function fanoutMicro(): Promise<BenchRow[]> {
+  const PEERS = Number(process.env.BENCH_FANOUT_PEERS || 50);
+  const ROUNDS = 200;
+  const pairs: Array<Awaited<ReturnType<typeof loopbackPeer>>> = [];
+  for (let i = 0; i < PEERS; i++) pairs.push(await loopbackPeer());
+  const payload = Buffer.alloc(240, 0x5a);
+  let seq = 1000;
+  let ts = 0;
+  const senders = pairs.map((p) => RtpSender.attach(p.transceiver)!);
+  if (senders.some((x) => !x)) throw new Error('RtpSender did not attach');
+  const protectors = pairs.map((p) => {
+    const ctx = (p.transceiver.sender.dtlsTransport as unknown as { srtp: { localContext: { profile: number; srtpSessionKey: Buffer; srtpSessionSalt: Buffer; srtpSessionAuthTag: Buffer } } }).srtp.localContext;
+    return new SrtpProtector({ profile: ctx.profile, key: ctx.srtpSessionKey, salt: ctx.srtpSessionSalt, auth: ctx.srtpSessionAuthTag }, p.transceiver.sender.ssrc);
+  });
+  const cm = pairs.map((p) => new SrtpProtector({ profile: PROFILE_AES128_CM_HMAC_SHA1_80, key: randomBytes(16), salt: randomBytes(14), auth: randomBytes(20) }, p.transceiver.sender.ssrc));
+  const protectOnly = (list: SrtpProtector[]) => {
+    for (let i = 0; i < list.length; i++) {
+      const pr = list[i]!;
+      const b = Buffer.allocUnsafe(12 + payload.length + pr.tagLength);
+      b[0] = 0x80;
+      b[1] = 111;
+      b.writeUInt16BE(seq, 2);
+      b.writeUInt32BE(ts, 4);
+      b.writeUInt32BE(senders[i]!.ssrc, 8);
+      payload.copy(b, 12);
+      pr.protect(b, 12, 12 + payload.length, seq, 0);
+    }
+  };
+  const variants: Record<string, () => Promise<void>> = {
+    'werift sendRtp': async () => {
+      const all: Promise<void>[] = [];
+      for (const p of pairs) all.push(p.transceiver.sender.sendRtp(new RtpPacket(new RtpHeader({ sequenceNumber: seq, timestamp: ts, marker: false, payloadType: 111 }), payload)));
+      await Promise.all(all);
+    },
+    'RtpSender (header + SRTP + UDP write)': async () => {
+      for (const x of senders) x.send(seq, ts, payload, false);
+    },
+    'header + SRTP only (no UDP write)': async () => protectOnly(protectors),
+    'header + SRTP only, AES_CM_128_HMAC_SHA1_80': async () => protectOnly(cm),
+  };
+  const results: Record<string, number[]> = {};
+  try {
+    for (let k = 0; k < 3; k++) {
+      for (const [name, fn] of Object.entries(variants)) {
+        await sleep(200);
+        const c0 = process.cpuUsage();
+        for (let r = 0; r < ROUNDS; r++) {
+          seq = (seq + 1) & 0xffff;
+          ts = (ts + 960) >>> 0;
+          await fn();
+          await new Promise((res) => setImmediate(res)); // the sends' callbacks and ticks run
+        }
+        const c = process.cpuUsage(c0);
+        (results[name] ??= []).push((c.user + c.system) / (ROUNDS * PEERS));
+      }
+    }
+  } finally {
+    await Promise.allSettled(pairs.flatMap((p) => [p.client.close(), p.server.close()]));
+  }
+  const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
+  const group = 'WebRTC fan-out: CPU per peer-packet, one process (micro)';
+  const profile = protectors[0]!.tagLength === 16 ? 'AEAD_AES_128_GCM' : 'AES_CM_128_HMAC_SHA1_80';
+  return Object.entries(results).map(([name, v]) => {
+    log(`fan-out micro: ${name}: ${v.map((x) => x.toFixed(1)).join(', ')} µs per peer-packet`);
+    return { group, name, value: median(v), unit: 'µs', note: `${PEERS} peers, 240 B payload, ${profile}; runs ${v.map((x) => x.toFixed(1)).join(', ')}` };
+  });
+}
+
 /** The per-session media playlist: template fill (one allocation + copies) vs the shared cached bytes. */
 function playlistMicro(): BenchRow[] {
   let seq = 0;
@@ -383,6 +491,13 @@ export async function run(): Promise<BenchRow[]> {
   chmodSync(work, 0o755);
   const rows: BenchRow[] = playlistMicro();
   try {
+    if (PARTS.includes('fanout')) {
+      try {
+        rows.push(...(await fanoutMicro()));
+      } catch (e) {
+        log(`fan-out micro failed: ${(e as Error).message}`);
+      }
+    }
     let sky: StepResult[] = [];
     let ice: StepResult[] = [];
     if (PARTS.includes('hls')) sky = await skylarkHls(work, rows);
