@@ -281,7 +281,7 @@ function loudnessCard(l: LiveLoudness | null): string {
 <h2 id="loudness-title">Loudness</h2>
 <div id="loudness-meter" class="lufs-meter" role="meter" aria-label="Short-term loudness" aria-valuemin="${METER_MIN}" aria-valuemax="${METER_MAX}" aria-valuenow="${now}" aria-valuetext="${l ? esc(lufsText(l.shortTermLufs)) : 'not measured'}">
 <svg viewBox="0 0 600 28" preserveAspectRatio="none" aria-hidden="true" focusable="false"><rect class="lufs-track" x="0" y="0" width="600" height="28"/><rect id="loudness-fill" class="lufs-fill" x="0" y="0" width="${l ? meterX(l.shortTermLufs) : 0}" height="28"/>${marks}</svg>
-<div class="lufs-scale" aria-hidden="true"><span class="lufs-at-min">−60</span><span class="lufs-at-r128">−23 R128</span><span class="lufs-at-target">−16 streaming</span><span class="lufs-at-max">0</span></div>
+<div class="lufs-scale" aria-hidden="true"><span class="lufs-at-min">−60</span><span class="lufs-at-r128">−23 R128</span><span class="lufs-at-target">−16<span class="lufs-wide"> streaming</span></span><span class="lufs-at-max">0</span></div>
 </div>
 <div class="stats">
 <div class="stat"><span class="stat-value" id="loudness-short">${lufsText(l?.shortTermLufs ?? null)}</span><span class="stat-label">short-term (3 s)</span></div>
