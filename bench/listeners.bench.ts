@@ -52,6 +52,8 @@ const WINDOW_S = Number(process.env.BENCH_LISTENERS_WINDOW_S || 16);
 const PARTS = (process.env.BENCH_LISTENERS_PARTS || 'fanout,webrtc').split(',');
 /** WebRTC source: `opus` (default: an Opus stream, 20 ms packets forwarded) or `aac` (transcoded, 60 ms packets). */
 const RTC_OPUS = (process.env.BENCH_LISTENERS_WEBRTC_SOURCE || 'opus') !== 'aac';
+/** Ogg page duration of the Opus publisher (µs): 20,000 = one packet per page (BENCH_LISTENERS_WEBRTC_PAGE_US). */
+const PAGE_US = Number(process.env.BENCH_LISTENERS_WEBRTC_PAGE_US || 20_000);
 const PER_PROCESS = 5000;
 const TARGET_S = 2;
 const GROUP_HLS = 'Listeners held: HLS (Skylark) vs Icecast 128 kbps, loopback';
@@ -295,9 +297,11 @@ async function webrtc(work: string): Promise<BenchRow[]> {
     const s = await api(sky.http, key, 'POST', '/v2/streams', { title: 'Bench WebRTC', reconnectWindow: 300, codec: RTC_OPUS ? 'opus' : 'aac' });
     if (RTC_OPUS) {
       // Ogg Opus, 20 ms packets, over the Icecast source port: forwarded to the peers as they are.
+      // One Ogg page per packet, like an RTMP publisher's one frame per message: FFmpeg's default
+      // 1 s pages would hand the source 50 packets at once, and each peer gets them in a burst.
       const ice = new URL(s.icecastUrl as string);
       const target = `icecast://source:${s.streamKey}@${ice.host}${ice.pathname}`;
-      children.push(ffmpegPublish(target, ['-ac', '2', '-c:a', 'libopus', '-b:a', '96k', '-frame_duration', '20', '-application', 'audio', '-content_type', 'audio/ogg', '-f', 'ogg']));
+      children.push(ffmpegPublish(target, ['-ac', '2', '-c:a', 'libopus', '-b:a', '96k', '-frame_duration', '20', '-application', 'audio', '-content_type', 'audio/ogg', '-f', 'ogg', '-page_duration', String(PAGE_US), '-flush_packets', '1']));
     } else children.push(ffmpegPublish(`${s.rtmpUrl}/${s.streamKey}`, ['-ac', '2', '-c:a', 'aac', '-b:a', '128k', '-f', 'flv']));
     for (let i = 0; i < 100; i++) {
       if ((await api(sky.http, key, 'GET', `/v2/streams/${s.id}`)).status === 'live') break;
