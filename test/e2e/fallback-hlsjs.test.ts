@@ -9,6 +9,8 @@
  * - all along hls.js reports no fatal error and `currentTime`, sampled in the page every 250 ms,
  *   never stands still longer than the playlist's target duration (+ 0.5 s): the longest stall is
  *   printed.
+ * Once with the default configuration on a `standard` stream, once with `lowLatencyMode: true` on
+ * a `low` one (LL-HLS parts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync, type ChildProcess } from 'node:child_process';
@@ -78,16 +80,17 @@ afterAll(async () => {
 });
 
 const fatal = (s: HlsState) => s.errors.filter((e) => e.fatal);
-const summary = (s: HlsState | null) =>
-  s && JSON.stringify({ currentTime: s.currentTime, paused: s.paused, readyState: s.readyState, bufferAhead: s.bufferAhead, errors: s.errors, played: s.played.slice(-8) });
+const summary = (s: HlsState | null): string =>
+  s === null ? 'no state yet' : JSON.stringify({ currentTime: s.currentTime, paused: s.paused, readyState: s.readyState, bufferAhead: s.bufferAhead, errors: s.errors, played: s.played.slice(-8) });
 
-describe('hls.js across fallback → live → fallback → live', () => {
-  it('keeps playing through every switch, without a fatal error or a stall longer than a segment', async () => {
+/** The scenario for a stream of `latencyMode`, hls.js started with `config`. */
+async function acrossSwitches(latencyMode: 'standard' | 'low', config: Record<string, unknown>): Promise<void> {
+  {
     const pod = await v2('POST', '/podcasts', { title: 'Station archive' });
     expect(pod.status, pod.text).toBe(201);
     const e1 = await episodeWithAudio(pod.json.id, 'Episode one', tone('one.mp3', 10, 440));
     const e2 = await episodeWithAudio(pod.json.id, 'Episode two', tone('two.mp3', 10, 660));
-    const created = await v2('POST', '/streams', { title: 'Station', codec: 'aac', quality: 'medium', reconnectWindow: 0, fallback: { episodeIds: [e1, e2] } });
+    const created = await v2('POST', '/streams', { title: 'Station', codec: 'aac', quality: 'medium', latencyMode, reconnectWindow: 0, fallback: { episodeIds: [e1, e2] } });
     expect(created.status, created.text).toBe(201);
     const s = created.json;
     expect(s.source).toBe('fallback');
@@ -108,11 +111,20 @@ describe('hls.js across fallback → live → fallback → live', () => {
       expect(fatal(st), summary(st)).toEqual([]);
       return st;
     };
-    const explain = (e: unknown) => {
-      throw new Error(`${(e as Error).message}; player: ${summary(last)}`);
+    const explain = async (e: unknown) => {
+      throw new Error(`${(e as Error).message}; player: ${summary(last)}; errors: ${JSON.stringify(await errorDetails(), null, 1)}`);
     };
 
-    await p.play(s.hlsUrl);
+    await p.play(s.hlsUrl, config);
+    // What hls.js says about its errors beyond their names: the reason, the playlist or fragment, the playlist text.
+    await p.page.evaluate(() => {
+      const g = globalThis as any;
+      g.errorDetails = [];
+      g.hls.on(g.Hls.Events.ERROR, (_: unknown, d: any) =>
+        g.errorDetails.push({ details: d.details, fatal: d.fatal, reason: d.reason ?? String(d.error ?? ''), url: d.url ?? d.frag?.url ?? d.context?.url, text: d.response?.data ?? d.networkDetails?.responseText }),
+      );
+    });
+    const errorDetails = () => p.page.evaluate(() => (globalThis as any).errorDetails) as Promise<unknown[]>;
     await waitFor(async () => (await state()).currentTime > 1, 30_000, 200, 'hls.js playing the fallback').catch(explain);
     // currentTime sampled in the page every 250 ms (wall clock ms, media s).
     await p.page.evaluate(() => {
@@ -130,7 +142,11 @@ describe('hls.js across fallback → live → fallback → live', () => {
       await waitFor(async () => (await state()).currentTime > at + 2, 15_000, 200, `${what}: 2 s more`).catch(explain);
       return sn;
     };
-    const sourceIs = (want: string) => waitFor(async () => (await v2('GET', `/streams/${s.id}`)).json.source === want, 20_000, 100, `source ${want}`);
+    const switches: Array<[string, number]> = [];
+    const sourceIs = async (want: string) => {
+      await waitFor(async () => (await v2('GET', `/streams/${s.id}`)).json.source === want, 20_000, 100, `source ${want}`);
+      switches.push([want, Date.now()]);
+    };
     const first = Math.max(-1, ...(await mediaPlaylist(layer)).discontinuities);
 
     const url = `${s.rtmpUrl}/${s.streamKey}`;
@@ -168,8 +184,24 @@ describe('hls.js across fallback → live → fallback → live', () => {
     const played = samples.at(-1)![1] - samples[0]![1];
     const wall = (samples.at(-1)![0] - samples[0]![0]) / 1000;
     const stalls = end.errors.filter((e) => e.details === 'bufferStalledError').length;
-    console.log(`hls.js across 3 switches: ${samples.length} samples over ${wall.toFixed(1)} s, currentTime +${played.toFixed(1)} s; longest stretch without progress ${Math.round(longest)} ms (target duration ${targetDuration} s); ${stalls} bufferStalledError (non-fatal), errors ${JSON.stringify(end.errors.map((e) => e.details))}`);
+    console.log(`hls.js (${latencyMode}, ${JSON.stringify(config)}) across 3 switches: ${samples.length} samples over ${wall.toFixed(1)} s, currentTime +${played.toFixed(1)} s; longest stretch without progress ${Math.round(longest)} ms (target duration ${targetDuration} s); ${stalls} bufferStalledError (non-fatal), errors ${JSON.stringify(end.errors.map((e) => `${e.details} at +${((e.at - samples[0]![0]) / 1000).toFixed(1)} s`))}; source switches at ${switches.map(([w, at]) => `${w} +${((at - samples[0]![0]) / 1000).toFixed(1)} s`).join(', ')}`);
     expect(longest, summary(end)).toBeLessThanOrEqual(targetDuration * 1000 + 500);
     await p.stop();
-  }, 120_000);
+  }
+}
+
+describe('hls.js across fallback → live → fallback → live', () => {
+  it('keeps playing through every switch, without a fatal error or a stall longer than a segment', () => acrossSwitches('standard', {}), 90_000);
+
+  // Fails today: on an LL-HLS layer the open segment's parts are listed before its segment is
+  // known to follow a discontinuity, so the playlist first lists the parts of the first segment
+  // after a switch without `#EXT-X-DISCONTINUITY` (and without its EXT-X-PROGRAM-DATE-TIME), then,
+  // once the segment is complete, with it before them (src/delivery/hls/playlists.ts writes
+  // `layer.openParts` with no discontinuity; src/live/media/layer.ts learns it only at the
+  // segment event). That segment's discontinuity sequence changes between reloads, against
+  // RFC 8216bis §4.4.4.9 (the Parent Segment's tags come before its first EXT-X-PART) and §6.2.1
+  // (a playlist only grows at the end and loses segments at the front); hls.js with
+  // lowLatencyMode stops with a fatal levelParsingError "discontinuity sequence mismatch (0!=1)"
+  // at the first switch. Turn this back into `it` when the playlist lists it before the parts.
+  it.fails('does so with lowLatencyMode on an LL-HLS stream', () => acrossSwitches('low', { lowLatencyMode: true }), 90_000);
 });
