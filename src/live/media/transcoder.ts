@@ -26,6 +26,11 @@ export interface TranscoderOptions {
    * at −50 dBFS over this many seconds, on the audio this process decodes anyway; null or unset: none.
    */
   silenceSeconds?: number | null;
+  /**
+   * After close(), how long FFmpeg may take to encode what it was given before it is killed (ms;
+   * default 2000: at a stream's end the tail of the lower layers is not worth waiting for).
+   */
+  closeGraceMs?: number;
   /** The ingest fell silent for `silenceSeconds` (true), or sound returned after that (false). */
   onSilence?(silent: boolean): void;
   /**
@@ -155,7 +160,7 @@ export class LadderTranscoder {
     if (this.closed) return;
     this.closed = true;
     this.stdin.end();
-    const kill = setTimeout(() => this.child.kill('SIGKILL'), 2000);
+    const kill = setTimeout(() => this.child.kill('SIGKILL'), this.o.closeGraceMs ?? 2000);
     kill.unref();
     this.child.once('exit', () => clearTimeout(kill));
   }

@@ -51,6 +51,7 @@ describe('LadderTranscoder', () => {
       layers: [128, 64],
       onAudio: (kbps, ts, body) => layers.get(kbps)!.push({ ts, body }),
       onFailure: (r) => failures.push(r),
+      closeGraceMs: 60_000, // the whole input is encoded, however loaded the box
     });
     for (const tag of input) t.push(tag.ts, tag.body);
     t.close();
