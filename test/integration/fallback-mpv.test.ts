@@ -44,7 +44,10 @@ async function episodeWithAudio(pid: string, title: string, audio: Buffer): Prom
 
 /** A client of mpv's JSON IPC (`--input-ipc-server`): one JSON command per line, answers matched by `request_id`. */
 interface MpvIpc {
+  /** The property's value; null when unavailable or not answered within 5 s. @throws Error when the socket closes */
   get(property: string): Promise<unknown>;
+  /** How many requests went unanswered for 5 s. */
+  unanswered(): number;
   close(): void;
 }
 
@@ -61,6 +64,7 @@ async function connectIpc(socketPath: string): Promise<MpvIpc> {
   );
   const pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
   let next = 1;
+  let unanswered = 0;
   let buf = '';
   sock.on('data', (d: Buffer) => {
     buf += d.toString('utf8');
@@ -90,14 +94,17 @@ async function connectIpc(socketPath: string): Promise<MpvIpc> {
     get(property) {
       const id = next++;
       return new Promise((resolve, reject) => {
+        // An answer that does not come in 5 s counts as "unavailable" (the callers poll again).
         const timer = setTimeout(() => {
           pending.delete(id);
-          reject(new Error(`mpv IPC: no answer to get_property ${property} in 5 s`));
+          unanswered++;
+          resolve(null);
         }, 5_000);
         pending.set(id, { resolve: (v) => (clearTimeout(timer), resolve(v)), reject: (e) => (clearTimeout(timer), reject(e)) });
         sock.write(`${JSON.stringify({ command: ['get_property', property], request_id: id })}\n`);
       });
     },
+    unanswered: () => unanswered,
     close: () => sock.destroy(),
   };
 }
@@ -149,7 +156,7 @@ describe('mpv across fallback → live → fallback', () => {
         alive();
         return (last = await icyTitle()) === title;
       }, 25_000, 200, what).catch((e) => {
-        throw new Error(`${(e as Error).message}; mpv shows ${JSON.stringify(last)}; its output (end):\n${mpvLog.slice(-3000)}`);
+        throw new Error(`${(e as Error).message}; mpv shows ${JSON.stringify(last)} (${m.unanswered()} IPC requests unanswered); its output (end):\n${mpvLog.slice(-3000)}`);
       });
       return Date.now() - from;
     };
@@ -184,6 +191,6 @@ describe('mpv across fallback → live → fallback', () => {
     await advances(2, 'playback after the switch back');
     alive();
     const total = await playbackTime();
-    console.log(`mpv ICY titles: episode after ${firstMs} ms; live title ${liveMs} ms after the publisher started; episode title again ${backMs} ms after it was killed; playback-time ${total.toFixed(1)} s`);
+    console.log(`mpv ICY titles: episode after ${firstMs} ms; live title ${liveMs} ms after the publisher started; episode title again ${backMs} ms after it was killed; playback-time ${total.toFixed(1)} s; ${m.unanswered()} IPC requests unanswered`);
   }, 90_000);
 });
