@@ -479,7 +479,7 @@ function startClient(cfg: ClientConfig) {
   return {
     ready,
     report: () => {
-      const p = next(10_000).then((o) => o.report as { alive: number; errors: Record<string, number> });
+      const p = next(60_000).then((o) => o.report as { alive: number; errors: Record<string, number> });
       child.stdin!.write('report\n');
       return p;
     },

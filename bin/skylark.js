@@ -1,8 +1,22 @@
 #!/usr/bin/env node
 // The `skylark` command. Runs the compiled CLI in dist/, which `npm ci` builds (the `prepare`
 // script; `npm start` and `npm test` rebuild it), and exits with the code the command resolves to.
+import v8 from 'node:v8';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+
+// V8's young generation (docs/configuration.md `SKYLARK_YOUNG_GENERATION`), first, before the CLI
+// loads: `small` (the default) keeps the semi-spaces at their initial 1 MB — V8 reads its growth
+// factor each time it would grow them, and its maximum only at start, so the factor is what can be
+// set now. Under many long-lived connections they would otherwise grow to 16 MB each and stay so
+// (docs/benchmarks.md "Where a listener's memory goes"). The choice is left in the environment for
+// the HTTP worker threads (src/delivery/threads/threads.ts); src/base/config.ts validates it.
+const flagAt = process.argv.findIndex((a) => a === '--young-generation' || a.startsWith('--young-generation='));
+const young = flagAt < 0 ? (process.env.SKYLARK_YOUNG_GENERATION ?? 'small') : process.argv[flagAt].includes('=') ? process.argv[flagAt].slice(process.argv[flagAt].indexOf('=') + 1) : (process.argv[flagAt + 1] ?? '');
+process.env.SKYLARK_YOUNG_GENERATION = young;
+// A maximum given to node itself (`node --max-semi-space-size=N`, NODE_OPTIONS) is kept as it is.
+const explicit = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((a) => /^--max[-_]semi[-_]space[-_]size/.test(a));
+if (young === 'small' && !explicit) v8.setFlagsFromString('--semi-space-growth-factor=1');
 
 const compiled = new URL('../dist/cli/main.js', import.meta.url);
 if (!existsSync(compiled)) {

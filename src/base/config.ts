@@ -67,6 +67,13 @@ export interface Config {
    */
   httpThreads: number;
   /**
+   * V8's young generation (docs/configuration.md `SKYLARK_YOUNG_GENERATION`; docs/benchmarks.md
+   * "Where a listener's memory goes"): `small` keeps its semi-spaces at 1 MB (the main thread: V8's
+   * semi-space growth factor 1, set by bin/skylark.js before the server loads; HTTP worker threads:
+   * `resourceLimits.maxYoungGenerationSizeMb`), `v8` lets them grow to V8's default maximum (16 MB).
+   */
+  youngGeneration: 'small' | 'v8';
+  /**
    * STUN/TURN servers WebRTC (WHEP) may use (docs/listeners.md "WebRTC"), from
    * `SKYLARK_ICE_SERVERS`: empty by default, so no outside address is contacted.
    */
@@ -298,6 +305,7 @@ export const ENV_NAMES = {
   maxUploadBytes: 'SKYLARK_MAX_UPLOAD_BYTES',
   downloadCounting: 'SKYLARK_DOWNLOAD_COUNTING',
   httpThreads: 'SKYLARK_HTTP_THREADS',
+  youngGeneration: 'SKYLARK_YOUNG_GENERATION',
   iceServers: 'SKYLARK_ICE_SERVERS',
   websubHub: 'SKYLARK_WEBSUB_HUB',
   feedNotifyUrls: 'SKYLARK_FEED_NOTIFY_URLS',
@@ -337,6 +345,7 @@ const RawConfig = v.object({
   maxUploadBytes: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'must be a positive integer of bytes'), v.transform(Number), v.minValue(1)), '500000000'),
   downloadCounting: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
   httpThreads: v.optional(v.pipe(v.string(), v.regex(/^\d{1,3}$/, 'must be a number of threads 1-256'), v.transform(Number), v.minValue(1), v.maxValue(256))),
+  youngGeneration: v.optional(v.picklist(['small', 'v8']), 'small'),
   iceServers: v.optional(v.string(), ''),
   websubHub: v.optional(v.pipe(v.string(), v.url('must be a URL'), v.regex(/^https?:\/\//, 'must be an http(s):// URL'))),
   feedNotifyUrls: v.optional(v.string(), ''),
@@ -401,6 +410,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     edgeLogPort: edgeLog ? (o.edgeLogPort ?? EDGE_LOG_DEFAULTS.port) : undefined,
     maxJsonBodyBytes: 1024 * 1024,
     httpThreads: o.httpThreads ?? Math.min(256, Math.max(1, availableParallelism())),
+    youngGeneration: o.youngGeneration,
     iceServers: parseIceServers(o.iceServers),
     feedNotifyUrls: parseFeedNotifyUrls(o.feedNotifyUrls),
   };

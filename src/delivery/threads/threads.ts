@@ -46,6 +46,19 @@ interface Slot {
   startedAt: number;
 }
 
+/** A worker's young generation when it is kept small: two 1 MB semi-spaces and V8's share for large objects (V8 counts 3 × a semi-space). */
+export const SMALL_YOUNG_GENERATION_MB = 3;
+
+/**
+ * A worker's V8 limits: with `SKYLARK_YOUNG_GENERATION=small` (the default; bin/skylark.js leaves
+ * the choice in the environment, src/base/config.ts validates it) its young generation stays at
+ * SMALL_YOUNG_GENERATION_MB like the main thread's, instead of growing to V8's 48 MB under many
+ * long-lived connections (docs/benchmarks.md "Where a listener's memory goes"); `v8`: V8's defaults.
+ */
+function workerLimits(): { maxYoungGenerationSizeMb?: number } {
+  return process.env.SKYLARK_YOUNG_GENERATION === 'v8' ? {} : { maxYoungGenerationSizeMb: SMALL_YOUNG_GENERATION_MB };
+}
+
 /** Every HTTP worker thread of this process that has not ended (see `stopAllHttpThreads`). */
 const running = new Map<Worker, Promise<void>>();
 
@@ -144,7 +157,7 @@ export class HttpThreads {
 
   /** Starts slot `s`'s worker; resolves when it listens, rejects when it cannot. */
   private spawn(s: Slot): Promise<void> {
-    const w = new Worker(workerScript(), { workerData: { ...this.o.init, index: s.index } satisfies WorkerInit });
+    const w = new Worker(workerScript(), { workerData: { ...this.o.init, index: s.index } satisfies WorkerInit, resourceLimits: workerLimits() });
     s.worker = w;
     s.startedAt = Date.now();
     const log = this.o.log;
