@@ -49,6 +49,8 @@ export class RtpSender {
     private readonly srtp: SrtpProtector,
     readonly ssrc: number,
     readonly payloadType: number,
+    /** The SRTP protection profile (RFC 5764 §4.1.2 number). */
+    readonly profile: number,
   ) {}
 
   /**
@@ -66,7 +68,7 @@ export class RtpSender {
     if (ctx.profile !== PROFILE_AES128_CM_HMAC_SHA1_80 && ctx.profile !== PROFILE_AEAD_AES_128_GCM) return null;
     try {
       const p = new SrtpProtector({ profile: ctx.profile, key: ctx.srtpSessionKey, salt: ctx.srtpSessionSalt, auth: ctx.srtpSessionAuthTag }, sender.ssrc);
-      return new RtpSender(ice, p, sender.ssrc, pt);
+      return new RtpSender(ice, p, sender.ssrc, pt, ctx.profile);
     } catch {
       return null;
     }

@@ -161,7 +161,7 @@ class Peer implements PacketSink {
         this.offerTimer = this.graceTimer = null;
         if (this.state === 'pending') {
           this.rtp = RtpSender.attach(this.transceiver);
-          if (!this.rtp) this.owner.fallback(this);
+          this.owner.mediaPath(this, this.rtp);
           this.owner.connected(this);
         }
       } else if (state === 'failed' || state === 'closed') this.close(`connection ${state}`);
@@ -406,9 +406,13 @@ class Whep {
     source.add(peer);
   }
 
-  /** A connected peer's media goes through werift's `sendRtp` (its connection lacks what RtpSender needs): logged once. */
-  fallback(peer: Peer): void {
-    if (this.counters.werift++ === 0) this.d.log.warn('whep: werift connection without the expected SRTP/ICE state; using werift\'s sender', { streamId: peer.streamId });
+  /**
+   * Logs a connected peer's media path: `rtp` (debug, with the SRTP profile), or werift's
+   * `sendRtp` when its connection lacks what RtpSender needs (counted; warned once).
+   */
+  mediaPath(peer: Peer, rtp: RtpSender | null): void {
+    if (rtp) this.d.log.debug('whep media path: rtp-sender', { session: peer.id, srtpProfile: rtp.profile });
+    else if (this.counters.werift++ === 0) this.d.log.warn('whep: werift connection without the expected SRTP/ICE state; using werift\'s sender', { streamId: peer.streamId });
   }
 
   /** A pending peer did not connect within the offer timeout: counted, then closed. */
