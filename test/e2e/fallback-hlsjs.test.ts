@@ -193,15 +193,8 @@ async function acrossSwitches(latencyMode: 'standard' | 'low', config: Record<st
 describe('hls.js across fallback → live → fallback → live', () => {
   it('keeps playing through every switch, without a fatal error or a stall longer than a segment', () => acrossSwitches('standard', {}), 90_000);
 
-  // Fails today: on an LL-HLS layer the open segment's parts are listed before its segment is
-  // known to follow a discontinuity, so the playlist first lists the parts of the first segment
-  // after a switch without `#EXT-X-DISCONTINUITY` (and without its EXT-X-PROGRAM-DATE-TIME), then,
-  // once the segment is complete, with it before them (src/delivery/hls/playlists.ts writes
-  // `layer.openParts` with no discontinuity; src/live/media/layer.ts learns it only at the
-  // segment event). That segment's discontinuity sequence changes between reloads, against
-  // RFC 8216bis §4.4.4.9 (the Parent Segment's tags come before its first EXT-X-PART) and §6.2.1
-  // (a playlist only grows at the end and loses segments at the front); hls.js with
-  // lowLatencyMode stops with a fatal levelParsingError "discontinuity sequence mismatch (0!=1)"
-  // at the first switch. Turn this back into `it` when the playlist lists it before the parts.
-  it.fails('does so with lowLatencyMode on an LL-HLS stream', () => acrossSwitches('low', { lowLatencyMode: true }), 90_000);
+  // On an LL-HLS layer the first segment after a switch is listed with its EXT-X-DISCONTINUITY
+  // before its first part (RFC 8216bis §4.4.4.9), from its first part on: its discontinuity
+  // sequence never changes between reloads (§6.2.1), which hls.js checks in lowLatencyMode.
+  it('does so with lowLatencyMode on an LL-HLS stream', () => acrossSwitches('low', { lowLatencyMode: true }), 90_000);
 });

@@ -178,6 +178,7 @@ export function mediaTemplate(layer: Layer, skip = 0): Template {
     lines.push(`#EXTINF:${(s.durationMs / 1000).toFixed(3)},`, `${segmentFile(layer, s.sequence)}${SLOT}`);
   }
   if (ll && !layer.ended) {
+    if (layer.openParts.length > 0 && layer.openDiscontinuity) lines.push('#EXT-X-DISCONTINUITY');
     if (layer.openParts.length > 0 && layer.initVersion !== map) lines.push(`#EXT-X-MAP:URI="${initFile(layer.initVersion)}${SLOT}"`);
     for (const p of layer.openParts) lines.push(`#EXT-X-PART:DURATION=${seconds(p.durationMs)},URI="${partFile(p.sequence, p.index)}${SLOT}",INDEPENDENT=YES`);
     lines.push(`#EXT-X-PRELOAD-HINT:TYPE=PART,URI="${partFile(layer.nextSequence, layer.openParts.length)}${SLOT}"`);

@@ -132,10 +132,18 @@ export class Layer {
   nextSequence = 0;
   /** Parts of the segment in progress. */
   openParts: Part[] = [];
+  /**
+   * The segment in progress follows a discontinuity: its `EXT-X-DISCONTINUITY` goes before its
+   * first listed part already, so a player never sees the tag appear before parts it has loaded
+   * (rfc8216bis §4.4.4.9, §6.2.1: a playlist only grows at its end).
+   */
+  openDiscontinuity = false;
   readonly segments: Segment[] = [];
   private readonly segmenter: Segmenter;
   private discontinuitySequence = 0;
   private pendingDiscontinuity = false;
+  /** `discontinuity()` was called: the next segment the segmenter starts follows one. */
+  private discontinuityRequested = false;
   /** Byte size of each retained segment (read without joining an LL-HLS segment's parts). */
   private readonly sizes = new WeakMap<Segment, number>();
   /** Held blocking requests (src/live/media/waiters.ts): a blocking playlist reload waits for `reached`, else for `has`. */
@@ -209,6 +217,7 @@ export class Layer {
 
   /** The next segment follows a discontinuity (a new publisher, a new transcoder). */
   discontinuity(): void {
+    this.discontinuityRequested = true;
     this.segmenter.discontinuity();
   }
 
@@ -425,6 +434,10 @@ export class Layer {
         if (this.openParts.length === 0 || this.openParts[0]!.sequence !== e.sequence) {
           this.openStartMs = Date.now() - e.durationMs;
           this.openStartPts = e.pts90k ?? null;
+          // The segmenter flags the first segment it opens after discontinuity() (a segment open
+          // at the call is closed unflagged first): that is this one.
+          this.openDiscontinuity = ((this.discontinuityRequested || this.pendingDiscontinuity) && this.segments.length > 0) || this.continuing;
+          this.discontinuityRequested = false;
         }
         if (e.metadata && e.pts90k !== undefined && this.openStartMs !== null && this.openStartPts !== null) {
           this.dated(e.metadata, this.programDateOfOpen(), this.openStartPts);
@@ -434,8 +447,10 @@ export class Layer {
         if (media && this.lowLatency) media.push({ data: e.data, durationMs: e.durationMs, initVersion: this.initVersion });
         changed = true;
       } else if (e.type === 'segment') {
-        const discontinuity = ((e.discontinuity || this.pendingDiscontinuity) && this.segments.length > 0) || this.continuing;
+        // What the open parts were listed with holds (a player may have loaded them).
+        const discontinuity = ((e.discontinuity || this.pendingDiscontinuity) && this.segments.length > 0) || this.continuing || (this.openDiscontinuity && this.openParts.some((p) => p.sequence === e.sequence));
         this.pendingDiscontinuity = false;
+        this.openDiscontinuity = false;
         this.continuing = false;
         if (discontinuity) this.discontinuitySequence++;
         const parts = this.openParts.filter((p) => p.sequence === e.sequence);
