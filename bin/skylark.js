@@ -6,11 +6,13 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 // V8's young generation (docs/configuration.md `SKYLARK_YOUNG_GENERATION`), first, before the CLI
-// loads: `small` (the default) keeps the semi-spaces at their initial 1 MB — V8 reads its growth
-// factor each time it would grow them, and its maximum only at start, so the factor is what can be
-// set now. Under many long-lived connections they would otherwise grow to 16 MB each and stay so
-// (docs/benchmarks.md "Where a listener's memory goes"). The choice is left in the environment for
-// the HTTP worker threads (src/delivery/threads/threads.ts); src/base/config.ts validates it.
+// loads: `small` (the default) sets the semi-spaces' growth factor to 1, so that V8's doubling
+// does not take them from their initial 1 MB towards 16 MB each under many long-lived connections.
+// V8 reads the factor each time it grows them but their maximum only at start, so the factor is
+// what can be set from here; it holds in most runs, not all (docs/benchmarks.md "Where a
+// listener's memory goes"): the hard maximum is node's own `--max-semi-space-size`. The choice is
+// left in the environment for the HTTP worker threads (src/delivery/threads/threads.ts, a hard
+// maximum there); src/base/config.ts validates it.
 const flagAt = process.argv.findIndex((a) => a === '--young-generation' || a.startsWith('--young-generation='));
 const young = flagAt < 0 ? (process.env.SKYLARK_YOUNG_GENERATION ?? 'small') : process.argv[flagAt].includes('=') ? process.argv[flagAt].slice(process.argv[flagAt].indexOf('=') + 1) : (process.argv[flagAt + 1] ?? '');
 process.env.SKYLARK_YOUNG_GENERATION = young;

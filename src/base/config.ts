@@ -69,7 +69,8 @@ export interface Config {
   /**
    * V8's young generation (docs/configuration.md `SKYLARK_YOUNG_GENERATION`; docs/benchmarks.md
    * "Where a listener's memory goes"): `small` keeps its semi-spaces at 1 MB (the main thread: V8's
-   * semi-space growth factor 1, set by bin/skylark.js before the server loads; HTTP worker threads:
+   * semi-space growth factor 1, set by bin/skylark.js before the server loads, which holds in most
+   * runs, node's `--max-semi-space-size=1` always; HTTP worker threads: a hard maximum,
    * `resourceLimits.maxYoungGenerationSizeMb`), `v8` lets them grow to V8's default maximum (16 MB).
    */
   youngGeneration: 'small' | 'v8';
