@@ -133,6 +133,12 @@ describe('mpv across fallback → live → fallback', () => {
     const s = created.json;
     expect(s.source).toBe('fallback');
     await waitFor(async () => (await v2('GET', `/streams/${s.id}`)).json.nowPlaying?.title === 'Episode one', 20_000, 100, 'the episode title on the stream');
+    // On air once its first segment is cut (about one segment after the fallback starts): until then /listen is 404.
+    await waitFor(async () => {
+      const r = await fetch(s.listenUrl);
+      await r.body?.cancel();
+      return r.status === 200;
+    }, 20_000, 200, 'the fallback on /listen');
 
     const socketPath = path.join(tmp.dir, 'mpv.sock');
     let mpvLog = '';
