@@ -263,6 +263,8 @@ export class Publishing {
       // The fallback's hub, made with other settings (a PATCH of quality since): a fresh one.
       else if (!s.liveTriggered && !sameSettings(s.grant, grant)) s = this.retire(streamId, s);
     }
+    // A hub made here opens its recording itself (once: a recording that could not start is not retried).
+    const made = !s;
     s ??= this.openIngest(grant, true);
     const generation = ++this.generations;
     const st = s;
@@ -271,7 +273,7 @@ export class Publishing {
     st.codecChecked = false;
     st.sawHeader = false;
     // A new broadcast records; the fallback plays on until this publisher's first audio (takeOver).
-    if (!st.liveTriggered && grant.recording) st.hub.record(this.recordingTarget(grant));
+    if (!made && !st.liveTriggered && grant.recording) st.hub.record(this.recordingTarget(grant));
     st.input = st.fallback ? null : st.hub.attach(publisher);
     // A new source starts with no title (docs/icecast.md): what the previous one played is not
     // what this one plays; its own title (onMetaData, OpusTags, updinfo) comes after this.
