@@ -13,13 +13,11 @@
  * a `low` one (LL-HLS parts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { api, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
-import { ffmpegPath } from '../helpers/ffmpeg.js';
 import { exited, publish } from '../helpers/publish.js';
 import { openHlsPage, type HlsPage, type HlsState } from '../helpers/hls-page.js';
+import { episodeWithAudio as createEpisode, toneMp3 } from '../helpers/episodes.js';
 
 let t: TestServer;
 let p: HlsPage;
@@ -28,20 +26,8 @@ const children: ChildProcess[] = [];
 
 const v2 = (method: string, q: string, body?: unknown) => api(t.http, t.secretKey, method, `/v2${q}`, body);
 
-/** A tone of `seconds` made by FFmpeg as MP3 (real audio for an episode). */
-function tone(file: string, seconds: number, hz: number): Buffer {
-  const out = path.join(tmp.dir, file);
-  execFileSync(ffmpegPath(), ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `sine=frequency=${hz}:duration=${seconds}`, '-c:a', 'libmp3lame', '-b:a', '64k', out], { timeout: 30_000 });
-  return readFileSync(out);
-}
-
-async function episodeWithAudio(pid: string, title: string, audio: Buffer): Promise<string> {
-  const e = await v2('POST', `/podcasts/${pid}/episodes`, { title });
-  expect(e.status, e.text).toBe(201);
-  const r = await fetch(`${t.http}/v2/podcasts/${pid}/episodes/${e.json.id}/audio`, { method: 'PUT', headers: { Authorization: `Bearer ${t.secretKey}`, 'Content-Type': 'audio/mpeg' }, body: audio });
-  expect(r.status, await r.text()).toBe(200);
-  return e.json.id as string;
-}
+const tone = (file: string, seconds: number, hz: number) => toneMp3(tmp.dir, file, seconds, hz);
+const episodeWithAudio = (pid: string, title: string, audio: Buffer | null) => createEpisode(t.http, t.secretKey, pid, title, audio);
 
 /** A media playlist read: its target duration (s) and the media sequence numbers of the segments that follow an EXT-X-DISCONTINUITY. */
 async function mediaPlaylist(url: string): Promise<{ targetDuration: number; segments: number; discontinuities: number[] }> {

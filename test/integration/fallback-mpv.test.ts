@@ -12,13 +12,12 @@
  * The times mpv took to show each title are printed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { api, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
-import { ffmpegPath } from '../helpers/ffmpeg.js';
 import { exited, publish } from '../helpers/publish.js';
+import { episodeWithAudio as createEpisode, toneMp3 } from '../helpers/episodes.js';
 
 let t: TestServer;
 const tmp = tempDir('skylark-fallback-mpv-');
@@ -27,20 +26,8 @@ let ipc: MpvIpc | null = null;
 
 const v2 = (method: string, p: string, body?: unknown) => api(t.http, t.secretKey, method, `/v2${p}`, body);
 
-/** A tone of `seconds` made by FFmpeg as MP3 (real audio for an episode). */
-function tone(file: string, seconds: number, hz: number): Buffer {
-  const out = path.join(tmp.dir, file);
-  execFileSync(ffmpegPath(), ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `sine=frequency=${hz}:duration=${seconds}`, '-c:a', 'libmp3lame', '-b:a', '64k', out], { timeout: 30_000 });
-  return readFileSync(out);
-}
-
-async function episodeWithAudio(pid: string, title: string, audio: Buffer): Promise<string> {
-  const e = await v2('POST', `/podcasts/${pid}/episodes`, { title });
-  expect(e.status, e.text).toBe(201);
-  const r = await fetch(`${t.http}/v2/podcasts/${pid}/episodes/${e.json.id}/audio`, { method: 'PUT', headers: { Authorization: `Bearer ${t.secretKey}`, 'Content-Type': 'audio/mpeg' }, body: audio });
-  expect(r.status, await r.text()).toBe(200);
-  return e.json.id as string;
-}
+const tone = (file: string, seconds: number, hz: number) => toneMp3(tmp.dir, file, seconds, hz);
+const episodeWithAudio = (pid: string, title: string, audio: Buffer | null) => createEpisode(t.http, t.secretKey, pid, title, audio);
 
 /** A client of mpv's JSON IPC (`--input-ipc-server`): one JSON command per line, answers matched by `request_id`. */
 interface MpvIpc {

@@ -16,13 +16,14 @@
  * Switch times are measured and printed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { api, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
 import { ffmpegPath } from '../helpers/ffmpeg.js';
 import { publish } from '../helpers/publish.js';
+import { episodeWithAudio as createEpisode, toneMp3 } from '../helpers/episodes.js';
 
 let t: TestServer;
 const children: ChildProcess[] = [];
@@ -34,22 +35,8 @@ let podcastId: string;
 
 const v2 = (method: string, p: string, body?: unknown) => api(t.http, t.secretKey, method, `/v2${p}`, body);
 
-/** A tone of `seconds` made by FFmpeg as MP3 (real audio for an episode). */
-function tone(file: string, seconds: number, hz: number): Buffer {
-  const out = path.join(t.dataDir, file);
-  execFileSync(ffmpegPath(), ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `sine=frequency=${hz}:duration=${seconds}`, '-c:a', 'libmp3lame', '-b:a', '64k', out], { timeout: 30_000 });
-  return readFileSync(out);
-}
-
-async function episodeWithAudio(pid: string, title: string, audio: Buffer | null): Promise<string> {
-  const e = await v2('POST', `/podcasts/${pid}/episodes`, { title });
-  expect(e.status, e.text).toBe(201);
-  if (audio) {
-    const r = await fetch(`${t.http}/v2/podcasts/${pid}/episodes/${e.json.id}/audio`, { method: 'PUT', headers: { Authorization: `Bearer ${t.secretKey}`, 'Content-Type': 'audio/mpeg' }, body: audio });
-    expect(r.status, await r.text()).toBe(200);
-  }
-  return e.json.id as string;
-}
+const tone = (file: string, seconds: number, hz: number) => toneMp3(t.dataDir, file, seconds, hz);
+const episodeWithAudio = (pid: string, title: string, audio: Buffer | null) => createEpisode(t.http, t.secretKey, pid, title, audio);
 
 function eventsOf(type: string, streamId: string): Array<{ source: string; reason: string; object: { id: string; source: string } }> {
   const rows = t.server.db.prepare('SELECT data FROM events WHERE type = ? ORDER BY seq').all(type) as Array<{ data: string }>;
