@@ -41,7 +41,9 @@ import type { SegmenterEvent } from '../src/live/native/index.js';
 import { fill, mediaTemplate } from '../src/delivery/hls/playlists.js';
 import { RTCPeerConnection, RTCRtpCodecParameters, RtpHeader, RtpPacket, type RTCRtpTransceiver } from 'werift';
 import { peerConfiguration } from '../src/delivery/webrtc/whep.js';
-import { RtpSender } from '../src/delivery/webrtc/rtp-sender.js';
+import { RtpSender, weriftMediaState } from '../src/delivery/webrtc/rtp-sender.js';
+import { udpPath } from '../src/delivery/webrtc/fanout.js';
+import { RtpFanout } from '../src/live/native/rtp-fanout.js';
 import { PROFILE_AES128_CM_HMAC_SHA1_80, SrtpProtector } from '../src/delivery/webrtc/srtp.js';
 import { randomBytes } from 'node:crypto';
 
@@ -380,8 +382,9 @@ async function loopbackPeer(): Promise<{ server: RTCPeerConnection; client: RTCP
  * The per-peer send path alone, in one process (docs/benchmarks.md "WebRTC fan-out"): `PEERS`
  * werift connections on loopback, the same 240-byte Opus payload (20 ms at 96 kbit/s) sent to each
  * peer in rounds, CPU time of the process (user + system, so the loopback delivery too) per
- * peer-packet for: werift's `sendRtp` (an `RtpPacket` per peer, as before), Skylark's `RtpSender`,
- * and the RTP header + SRTP of `RtpSender` without the UDP write (the negotiated profile, and
+ * peer-packet for: werift's `sendRtp` (an `RtpPacket` per peer, as before), Skylark's JS `RtpSender`,
+ * the native fan-out (`RtpFanout.send`: one call for all peers, header + SRTP + `sendto` each), and
+ * the RTP header + SRTP of `RtpSender` without the UDP write (the negotiated profile, and
  * AES_CM_128_HMAC_SHA1_80). The client sockets stay open but unread by werift (the kernel still
  * delivers to them, inside the sender's system call on loopback). Variants alternate, 3 times each;
  * the median is reported.
@@ -400,6 +403,12 @@ async function fanoutMicro(): Promise<BenchRow[]> {
     const ctx = (p.transceiver.sender.dtlsTransport as unknown as { srtp: { localContext: { profile: number; srtpSessionKey: Buffer; srtpSessionSalt: Buffer; srtpSessionAuthTag: Buffer } } }).srtp.localContext;
     return new SrtpProtector({ profile: ctx.profile, key: ctx.srtpSessionKey, salt: ctx.srtpSessionSalt, auth: ctx.srtpSessionAuthTag }, p.transceiver.sender.ssrc);
   });
+  const fan = new RtpFanout();
+  for (const p of pairs) {
+    const w = weriftMediaState(p.transceiver)!;
+    const u = udpPath(w.ice)!;
+    fan.add({ fd: u.fd, host: u.host, port: u.port, ssrc: w.ssrc, payloadType: w.payloadType, profile: w.ctx.profile, key: w.ctx.srtpSessionKey, salt: w.ctx.srtpSessionSalt, auth: w.ctx.srtpSessionAuthTag ?? null });
+  }
   const cm = pairs.map((p) => new SrtpProtector({ profile: PROFILE_AES128_CM_HMAC_SHA1_80, key: randomBytes(16), salt: randomBytes(14), auth: randomBytes(20) }, p.transceiver.sender.ssrc));
   const protectOnly = (list: SrtpProtector[]) => {
     for (let i = 0; i < list.length; i++) {
@@ -422,6 +431,9 @@ async function fanoutMicro(): Promise<BenchRow[]> {
     },
     'RtpSender (header + SRTP + UDP write)': async () => {
       for (const x of senders) x.send(seq, ts, payload, false);
+    },
+    'native RtpFanout (one call: header + SRTP + sendto per peer)': async () => {
+      fan.send(seq, ts, payload, false);
     },
     'header + SRTP only (no UDP write)': async () => protectOnly(protectors),
     'header + SRTP only, AES_CM_128_HMAC_SHA1_80': async () => protectOnly(cm),

@@ -9,7 +9,7 @@
 //   retarget(id: number, fd: number, host: string, port: number): boolean
 //   send(seq: number, timestamp: number, payload: Uint8Array, marker: boolean): number   // packets written
 //   protect(id: number, seq, timestamp, payload, marker): Buffer | null   // the packet, not written
-//   counts(id: number, out: Float64Array(5)): boolean   // [packets, bytes, drops, dropRun, lastErrno]
+//   counts(id: number, out: Float64Array(7)): boolean   // [packets, bytes, drops, dropRun, lastErrno, roc, lastSeq]
 //   totals(out: Float64Array(3)): void                   // [packets, bytes, drops] of every peer
 //   size: number
 //
@@ -145,7 +145,7 @@ class RtpFanout : public Napi::ObjectWrap<RtpFanout> {
     uint32_t id;
     if (!ArgId(info, "RtpFanout.counts(id, out): id must be a peer id", &id)) return env.Undefined();
     Napi::Float64Array out;
-    if (!ArgFloat64(info, 1, 5, "RtpFanout.counts(id, out): out must be a Float64Array of 5", &out)) return env.Undefined();
+    if (!ArgFloat64(info, 1, 7, "RtpFanout.counts(id, out): out must be a Float64Array of 7", &out)) return env.Undefined();
     io::RtpPeerCounts c;
     if (!fanout_.Counts(id, &c)) return Napi::Boolean::New(env, false);
     out[0] = static_cast<double>(c.packets);
@@ -153,6 +153,8 @@ class RtpFanout : public Napi::ObjectWrap<RtpFanout> {
     out[2] = static_cast<double>(c.drops);
     out[3] = static_cast<double>(c.drop_run);
     out[4] = static_cast<double>(c.last_errno);
+    out[5] = static_cast<double>(c.roc);
+    out[6] = static_cast<double>(c.last_seq);
     return Napi::Boolean::New(env, true);
   }
 

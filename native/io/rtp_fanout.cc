@@ -156,8 +156,11 @@ bool RtpFanout::Retarget(uint32_t id, int fd, const std::string& host, uint16_t 
 
 bool RtpFanout::Counts(uint32_t id, RtpPeerCounts* out) const {
   const Peer* p = Find(id);
-  if (p) *out = p->counts;
-  return p != nullptr;
+  if (!p) return false;
+  *out = p->counts;
+  out->roc = p->roc;
+  out->last_seq = p->last_seq;
+  return true;
 }
 
 // The rollover counter follows the stream's sequence numbers (RFC 3711 §3.3.1): a step back by

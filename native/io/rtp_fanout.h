@@ -51,6 +51,8 @@ struct RtpPeerCounts {
   uint64_t drops = 0;     // packets not written (socket full, send error)
   uint64_t drop_run = 0;  // drops since the last packet written
   int last_errno = 0;     // errno of the last failed send (0: none yet)
+  uint32_t roc = 0;       // rollover counter (RFC 3711 §3.3.1)
+  int32_t last_seq = -1;  // the last sequence number seen (-1: none yet)
 };
 
 class RtpFanout {

@@ -49,7 +49,7 @@ export interface NativeFanout {
   retarget(id: number, fd: number, host: string, port: number): boolean;
   /** @returns packets written (enabled peers minus drops) */
   send(seq: number, timestamp: number, payload: Uint8Array, marker: boolean): number;
-  /** `[packets, bytes, drops, dropRun, lastErrno]` into `out`; false for an unknown id. */
+  /** `[packets, bytes, drops, dropRun, lastErrno, roc, lastSeq]` into `out` (length 7); false for an unknown id. */
   counts(id: number, out: Float64Array): boolean;
   readonly size: number;
 }
@@ -67,8 +67,18 @@ export interface FanoutSession {
   /** Whether werift's peer connection is `connected`. */
   connected(): boolean;
   close(reason: string): void;
-  /** The nominated pair is no longer plain UDP (TURN, TCP): the session leaves for the JS sender. */
-  demote(): void;
+  /**
+   * The nominated pair is no longer plain UDP (TURN, TCP): the session leaves for the JS sender,
+   * which goes on from the peer's rollover counter and last sequence number (RFC 3711 §3.3.1).
+   */
+  demote(from: SrtpIndex): void;
+}
+
+/** Where a peer's SRTP packet index stands (RFC 3711 §3.3.1). */
+export interface SrtpIndex {
+  roc: number;
+  /** -1: no packet yet. */
+  lastSeq: number;
 }
 
 /** The counters WHEP keeps (WhepStats), updated in place. */
@@ -113,7 +123,7 @@ export function socketFd(socket: Socket): number | null {
 export class FanoutGroup implements PacketSink {
   private readonly members = new Map<number, Member>();
   private enabledCount = 0;
-  private readonly counts = new Float64Array(5);
+  private readonly counts = new Float64Array(7);
   private timer: NodeJS.Timeout | null = null;
 
   /** @param onEmpty called when the last member left (the owner removes the group from the source) */
@@ -232,8 +242,9 @@ export class FanoutGroup implements PacketSink {
     if (pair && pair.protocol.transport?.socket === m.socket && `${pair.remoteAddr[0]}:${pair.remoteAddr[1]}` === m.remote && pair.protocol.type === 'stun') return true;
     const path = udpPath(m.ice);
     if (!path || !this.native.retarget(m.id, path.fd, path.host, path.port)) {
+      const index: SrtpIndex = this.native.counts(m.id, this.counts) ? { roc: this.counts[5]!, lastSeq: this.counts[6]! } : { roc: 0, lastSeq: -1 };
       this.leave(m.id);
-      m.session.demote();
+      m.session.demote(index);
       return false;
     }
     m.socket.off('close', m.onSocketClose);

@@ -81,15 +81,21 @@ export class RtpSender {
   /**
    * The sender of `transceiver`'s track, or null when werift's connection does not have the shape
    * this sender relies on (no SRTP session yet, an unknown profile, no UDP pair): the caller then
-   * keeps werift's own `sendRtp`.
+   * keeps werift's own `sendRtp`. `from`: the packet index so far (a peer leaving the native
+   * fan-out), else the rollover counter starts at 0 with this sender's first packet.
    */
-  static attach(transceiver: RTCRtpTransceiver): RtpSender | null {
+  static attach(transceiver: RTCRtpTransceiver, from?: { roc: number; lastSeq: number }): RtpSender | null {
     const w = weriftMediaState(transceiver);
     if (!w) return null;
     const { ice, ctx, ssrc, payloadType } = w;
     try {
       const p = new SrtpProtector({ profile: ctx.profile, key: ctx.srtpSessionKey, salt: ctx.srtpSessionSalt, auth: ctx.srtpSessionAuthTag }, ssrc);
-      return new RtpSender(ice, p, ssrc, payloadType, ctx.profile);
+      const s = new RtpSender(ice, p, ssrc, payloadType, ctx.profile);
+      if (from) {
+        s.roc = from.roc >>> 0;
+        s.lastSeq = from.lastSeq;
+      }
+      return s;
     } catch {
       return null;
     }

@@ -41,7 +41,7 @@ import type { HlsListenerAccess } from '../listeners/hls-access.js';
 import { clientAddress, countryOf } from '../listeners/geo.js';
 import { StreamAudioSource, type PacketSink } from './source.js';
 import { RtpSender, weriftMediaState } from './rtp-sender.js';
-import { FanoutGroup, type FanoutSession, type NativeFanoutFactory } from './fanout.js';
+import { FanoutGroup, type FanoutSession, type NativeFanoutFactory, type SrtpIndex } from './fanout.js';
 
 /** Largest SDP offer accepted (bytes). */
 const MAX_OFFER_BYTES = 64 * 1024;
@@ -183,16 +183,16 @@ class Peer implements PacketSink, FanoutSession {
   }
 
   /** Takes the JS media path: Skylark's RtpSender, else werift's `sendRtp`. @returns the sender (null: werift's) */
-  useJsSender(): RtpSender | null {
+  useJsSender(from?: SrtpIndex): RtpSender | null {
     this.group = null;
     this.fanoutId = 0;
-    return (this.rtp = RtpSender.attach(this.transceiver));
+    return (this.rtp = RtpSender.attach(this.transceiver, from));
   }
 
-  /** FanoutSession: the nominated pair is no longer plain UDP; the peer goes on with the JS sender. */
-  demote(): void {
+  /** FanoutSession: the nominated pair is no longer plain UDP; the peer goes on with the JS sender from `from`. */
+  demote(from: SrtpIndex): void {
     if (this.state !== 'connected') return;
-    this.owner.mediaPath(this, this.useJsSender());
+    this.owner.mediaPath(this, this.useJsSender(from));
     this.source?.add(this);
   }
 

@@ -41,7 +41,11 @@ interface RawRtpFanout {
 }
 const Raw = (loadedAddon as { RtpFanout?: new () => RawRtpFanout }).RtpFanout;
 
-/** A peer's counters: `[packets, bytes, drops, dropRun, lastErrno]` (dropRun: drops since the last packet written). */
+/**
+ * A peer's counters (a Float64Array of 7): `[packets, bytes, drops, dropRun, lastErrno, roc, lastSeq]`
+ * (dropRun: drops since the last packet written; roc: its rollover counter, RFC 3711 §3.3.1;
+ * lastSeq: the last sequence number seen, -1 before the first).
+ */
 export type RtpFanoutCounts = Float64Array;
 
 /**
@@ -91,7 +95,7 @@ export class RtpFanout {
     return this.raw.protect(id, seq, timestamp, payload, marker);
   }
 
-  /** Fills `out` (length ≥ 5) with the peer's counters. @returns false for an unknown id */
+  /** Fills `out` (length ≥ 7) with the peer's counters (RtpFanoutCounts). @returns false for an unknown id */
   counts(id: number, out: RtpFanoutCounts): boolean {
     return this.raw.counts(id, out);
   }

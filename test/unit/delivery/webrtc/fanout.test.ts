@@ -8,12 +8,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { RTCPeerConnection, RTCRtpCodecParameters, SrtpSession, type RtpPacket } from 'werift';
 import { RtpFanout, type RtpFanoutPeer } from '../../../../src/live/native/rtp-fanout.js';
 import { PROFILE_AEAD_AES_128_GCM, PROFILE_AES128_CM_HMAC_SHA1_80, SrtpProtector } from '../../../../src/delivery/webrtc/srtp.js';
-import { FanoutGroup, socketFd, type FanoutSession } from '../../../../src/delivery/webrtc/fanout.js';
-import { weriftMediaState } from '../../../../src/delivery/webrtc/rtp-sender.js';
+import { CHECK_MS, FanoutGroup, PEER_MAX_DROPPING_MS, socketFd, type FanoutSession, type SrtpIndex } from '../../../../src/delivery/webrtc/fanout.js';
+import { weriftMediaState, type IceAgent } from '../../../../src/delivery/webrtc/rtp-sender.js';
 import { peerConfiguration } from '../../../../src/delivery/webrtc/whep.js';
 
 const hex = (s: string) => Buffer.from(s.replace(/\s+/g, ''), 'hex');
@@ -94,7 +94,7 @@ describe('RtpFanout (native)', () => {
           expect(plain.readUInt32BE(8)).toBe(77);
           expect(plain.subarray(12, 12 + payloads[i]!.length).equals(payloads[i]!)).toBe(true);
         });
-        const c = new Float64Array(5);
+        const c = new Float64Array(7);
         expect(f.counts(id, c)).toBe(true);
         expect([c[0], c[2]]).toEqual([12, 0]);
         expect(f.totals().bytes).toBe(got.reduce((a, m) => a + m.length, 0));
@@ -119,7 +119,7 @@ describe('RtpFanout (native)', () => {
       expect(f.send(65535, 0, Buffer.alloc(10), false)).toBe(2);
       expect(f.remove(ida)).toBe(true);
       expect(f.remove(ida)).toBe(false);
-      expect(f.counts(ida, new Float64Array(5))).toBe(false);
+      expect(f.counts(ida, new Float64Array(7))).toBe(false);
       expect(f.size).toBe(1);
       expect(f.send(0, 960, Buffer.alloc(10), false)).toBe(1); // seq wrap: b's ROC is now 1
       f.setEnabled(idb, false);
@@ -131,7 +131,7 @@ describe('RtpFanout (native)', () => {
       await until(() => seen.a === 1 && seen.b === 2, 5000, 'datagrams');
       tx.close(); // the descriptor is closed now: writes fail, counted as drops
       expect(f.send(3, 3840, Buffer.alloc(10), false)).toBe(0);
-      const c = new Float64Array(5);
+      const c = new Float64Array(7);
       f.counts(idb, c);
       expect(c[2]).toBe(1);
       expect(c[3]).toBe(1);
@@ -220,4 +220,70 @@ describe('FanoutGroup over a werift connection', () => {
       await Promise.allSettled([client.close(), server.close()]);
     }
   }, 30_000);
+});
+
+describe('FanoutGroup state mirror', () => {
+  it('follows consent, the connection state and the nominated pair; demotes with the packet index; closes a peer dropping for 5 s', async () => {
+    const { keys } = sessions(PROFILE_AES128_CM_HMAC_SHA1_80);
+    const [tx, tx2, rx] = [await udp(), await udp(), await udp()];
+    let consent = true;
+    let connected = true;
+    const pair = { protocol: { type: 'stun', transport: { socket: tx, closed: false } }, remoteAddr: ['127.0.0.1', rx.address().port] as const };
+    const ice = { nominated: pair, canSendApplicationData: () => consent, send: async () => {} } as unknown as IceAgent;
+    const counters = { packetsSent: 0, packetsDropped: 0, peersDroppedSlow: 0 };
+    const events: string[] = [];
+    let demotedAt: SrtpIndex | null = null;
+    const session: FanoutSession = { connected: () => connected, close: (r) => events.push(r), demote: (from) => { demotedAt = from; } };
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'Date'] });
+    try {
+      const group = new FanoutGroup(new RtpFanout(), counters, () => events.push('empty'));
+      const id = group.join(session, { ice, ctx: { profile: keys.profile, srtpSessionKey: keys.key, srtpSessionSalt: keys.salt, srtpSessionAuthTag: keys.auth! }, ssrc: 5, payloadType: 111 })!;
+      expect(id).toBeGreaterThan(0);
+      group.send(65535, 0, Buffer.alloc(20), false);
+      expect(counters.packetsSent).toBe(1);
+      consent = false; // seen at the next check
+      vi.advanceTimersByTime(CHECK_MS);
+      group.send(0, 960, Buffer.alloc(20), false);
+      expect(counters).toEqual({ packetsSent: 1, packetsDropped: 0, peersDroppedSlow: 0 });
+      consent = true;
+      connected = false; // a state event calls update() at once
+      group.update(id);
+      group.send(1, 1920, Buffer.alloc(20), false);
+      expect(counters.packetsSent).toBe(1);
+      connected = true;
+      group.update(id);
+      // The pair moves to another UDP socket: retargeted, still sent.
+      pair.protocol.transport.socket = tx2;
+      vi.advanceTimersByTime(CHECK_MS);
+      group.send(2, 2880, Buffer.alloc(20), false);
+      expect(counters.packetsSent).toBe(2);
+      // Drops for 5 s (the socket closed under it without a close event reaching the group): too slow.
+      tx2.removeAllListeners('close');
+      tx2.close();
+      for (let t = 0; t <= PEER_MAX_DROPPING_MS + CHECK_MS; t += CHECK_MS) {
+        group.send(3, 3840, Buffer.alloc(20), false);
+        vi.advanceTimersByTime(CHECK_MS);
+      }
+      expect(counters.peersDroppedSlow).toBe(1);
+      expect(events).toContain('too slow');
+      group.leave(id);
+      expect(events).toContain('empty');
+
+      // A second peer whose pair becomes a TURN relay leaves for the JS sender with its index.
+      const pair2 = { protocol: { type: 'stun', transport: { socket: tx, closed: false } }, remoteAddr: ['127.0.0.1', rx.address().port] as const };
+      const ice2 = { nominated: pair2, canSendApplicationData: () => true, send: async () => {} } as unknown as IceAgent;
+      const g2 = new FanoutGroup(new RtpFanout(), counters, () => events.push('empty2'));
+      g2.join(session, { ice: ice2, ctx: { profile: keys.profile, srtpSessionKey: keys.key, srtpSessionSalt: keys.salt, srtpSessionAuthTag: keys.auth! }, ssrc: 6, payloadType: 111 });
+      g2.send(65535, 0, Buffer.alloc(20), false);
+      g2.send(0, 960, Buffer.alloc(20), false);
+      pair2.protocol.type = 'relay';
+      vi.advanceTimersByTime(CHECK_MS);
+      expect(demotedAt).toEqual({ roc: 1, lastSeq: 0 });
+      expect(events).toContain('empty2');
+    } finally {
+      vi.useRealTimers();
+      tx.close();
+      rx.close();
+    }
+  });
 });
