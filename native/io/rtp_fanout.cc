@@ -12,6 +12,10 @@
 
 #include <cstring>
 
+#ifndef MSG_NOSIGNAL  // a UDP send never raises SIGPIPE; the flag only exists on some systems
+#define MSG_NOSIGNAL 0
+#endif
+
 namespace skylark::io {
 
 namespace {

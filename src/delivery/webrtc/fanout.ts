@@ -243,8 +243,9 @@ export class FanoutGroup implements PacketSink {
     const path = udpPath(m.ice);
     if (!path || !this.native.retarget(m.id, path.fd, path.host, path.port)) {
       const index: SrtpIndex = this.native.counts(m.id, this.counts) ? { roc: this.counts[5]!, lastSeq: this.counts[6]! } : { roc: 0, lastSeq: -1 };
-      this.leave(m.id);
+      // Onto the JS sender first: leaving first could empty the group and stop the stream's source.
       m.session.demote(index);
+      this.leave(m.id);
       return false;
     }
     m.socket.off('close', m.onSocketClose);
