@@ -26,7 +26,8 @@
  * Environment: BENCH_LISTENERS_HLS_STEPS ("5000,10000,15000,18000"), BENCH_LISTENERS_ICECAST_STEPS
  * ("5000,10000,15000"), BENCH_LISTENERS_WEBRTC_STEPS ("250,500"), BENCH_LISTENERS_WINDOW_S (16),
  * BENCH_LISTENERS_PARTS ("fanout,webrtc"; any of hls, icecast, webrtc, fanout = the one-process
- * micro-bench of the per-peer send path, BENCH_FANOUT_PEERS peers), BENCH_LISTENERS_WEBRTC_SOURCE
+ * micro-bench of the per-peer send path, BENCH_FANOUT_PEERS peers, send = the send path alone
+ * without werift, JS vs native, BENCH_SEND_PEERS peers), BENCH_LISTENERS_WEBRTC_SOURCE
  * ("opus" or "aac"), BENCH_LISTENERS_WEBRTC_RAMP (15 peers/s), SKYLARK_BENCH_CPU_PROF (a directory: Skylark runs with `node --cpu-prof`).
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -41,8 +42,10 @@ import type { SegmenterEvent } from '../src/live/native/index.js';
 import { fill, mediaTemplate } from '../src/delivery/hls/playlists.js';
 import { RTCPeerConnection, RTCRtpCodecParameters, RtpHeader, RtpPacket, type RTCRtpTransceiver } from 'werift';
 import { peerConfiguration } from '../src/delivery/webrtc/whep.js';
-import { RtpSender } from '../src/delivery/webrtc/rtp-sender.js';
-import { PROFILE_AES128_CM_HMAC_SHA1_80, SrtpProtector } from '../src/delivery/webrtc/srtp.js';
+import { RtpSender, weriftMediaState } from '../src/delivery/webrtc/rtp-sender.js';
+import { socketFd, udpPath } from '../src/delivery/webrtc/fanout.js';
+import { RtpFanout } from '../src/live/native/rtp-fanout.js';
+import { PROFILE_AEAD_AES_128_GCM, PROFILE_AES128_CM_HMAC_SHA1_80, SrtpProtector } from '../src/delivery/webrtc/srtp.js';
 import { randomBytes } from 'node:crypto';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -380,8 +383,9 @@ async function loopbackPeer(): Promise<{ server: RTCPeerConnection; client: RTCP
  * The per-peer send path alone, in one process (docs/benchmarks.md "WebRTC fan-out"): `PEERS`
  * werift connections on loopback, the same 240-byte Opus payload (20 ms at 96 kbit/s) sent to each
  * peer in rounds, CPU time of the process (user + system, so the loopback delivery too) per
- * peer-packet for: werift's `sendRtp` (an `RtpPacket` per peer, as before), Skylark's `RtpSender`,
- * and the RTP header + SRTP of `RtpSender` without the UDP write (the negotiated profile, and
+ * peer-packet for: werift's `sendRtp` (an `RtpPacket` per peer, as before), Skylark's JS `RtpSender`,
+ * the native fan-out (`RtpFanout.send`: one call for all peers, header + SRTP + `sendto` each), and
+ * the RTP header + SRTP of `RtpSender` without the UDP write (the negotiated profile, and
  * AES_CM_128_HMAC_SHA1_80). The client sockets stay open but unread by werift (the kernel still
  * delivers to them, inside the sender's system call on loopback). Variants alternate, 3 times each;
  * the median is reported.
@@ -400,6 +404,12 @@ async function fanoutMicro(): Promise<BenchRow[]> {
     const ctx = (p.transceiver.sender.dtlsTransport as unknown as { srtp: { localContext: { profile: number; srtpSessionKey: Buffer; srtpSessionSalt: Buffer; srtpSessionAuthTag: Buffer } } }).srtp.localContext;
     return new SrtpProtector({ profile: ctx.profile, key: ctx.srtpSessionKey, salt: ctx.srtpSessionSalt, auth: ctx.srtpSessionAuthTag }, p.transceiver.sender.ssrc);
   });
+  const fan = new RtpFanout();
+  for (const p of pairs) {
+    const w = weriftMediaState(p.transceiver)!;
+    const u = udpPath(w.ice)!;
+    fan.add({ fd: u.fd, host: u.host, port: u.port, ssrc: w.ssrc, payloadType: w.payloadType, profile: w.ctx.profile, key: w.ctx.srtpSessionKey, salt: w.ctx.srtpSessionSalt, auth: w.ctx.srtpSessionAuthTag ?? null });
+  }
   const cm = pairs.map((p) => new SrtpProtector({ profile: PROFILE_AES128_CM_HMAC_SHA1_80, key: randomBytes(16), salt: randomBytes(14), auth: randomBytes(20) }, p.transceiver.sender.ssrc));
   const protectOnly = (list: SrtpProtector[]) => {
     for (let i = 0; i < list.length; i++) {
@@ -422,6 +432,9 @@ async function fanoutMicro(): Promise<BenchRow[]> {
     },
     'RtpSender (header + SRTP + UDP write)': async () => {
       for (const x of senders) x.send(seq, ts, payload, false);
+    },
+    'native RtpFanout (one call: header + SRTP + sendto per peer)': async () => {
+      fan.send(seq, ts, payload, false);
     },
     'header + SRTP only (no UDP write)': async () => protectOnly(protectors),
     'header + SRTP only, AES_CM_128_HMAC_SHA1_80': async () => protectOnly(cm),
@@ -452,6 +465,81 @@ async function fanoutMicro(): Promise<BenchRow[]> {
     log(`fan-out micro: ${name}: ${v.map((x) => x.toFixed(1)).join(', ')} µs per peer-packet`);
     return { group, name, value: median(v), unit: 'µs', note: `${PEERS} peers, 240 B payload, ${profile}; runs ${v.map((x) => x.toFixed(1)).join(', ')}` };
   });
+}
+
+/**
+ * The send path alone, without werift (docs/benchmarks.md "WebRTC fan-out"): `BENCH_SEND_PEERS`
+ * (300) peers, each with its own UDP socket in this process as werift gives each peer, sending to
+ * sockets of a child process that never reads them (python3: the kernel still delivers into their
+ * buffers, inside the sender's system call on loopback). CPU time of this process (user + system)
+ * per peer-packet, 240-byte payload, for the JS path of `RtpSender` (header, `SrtpProtector`,
+ * `dgram` send) and the native fan-out (`RtpFanout.send`, one call per packet for all peers), in
+ * both SRTP profiles; variants alternate 3 times, the median is reported.
+ */
+async function sendPath(): Promise<BenchRow[]> {
+  if (!have('python3')) throw new Error('the send part needs python3 (the non-reading receivers)');
+  const N = Number(process.env.BENCH_SEND_PEERS || 300);
+  const ROUNDS = 400;
+  const sink = spawn('python3', ['-c', 'import socket,sys,time\nss=[socket.socket(socket.AF_INET,socket.SOCK_DGRAM) for _ in range(int(sys.argv[1]))]\nfor s in ss: s.bind(("127.0.0.1",0))\nprint(" ".join(str(s.getsockname()[1]) for s in ss),flush=True)\ntime.sleep(600)', String(N)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const socks: import('node:dgram').Socket[] = [];
+  try {
+    const ports = await new Promise<number[]>((res) => sink.stdout!.once('data', (d) => res(String(d).trim().split(' ').map(Number))));
+    const dgram = await import('node:dgram');
+    for (let i = 0; i < N; i++) {
+      const s = dgram.createSocket('udp4');
+      await new Promise<void>((r) => s.bind(0, '127.0.0.1', r));
+      socks.push(s);
+    }
+    const payload = Buffer.alloc(240, 0x5a);
+    const results: Record<string, number[]> = {};
+    for (const profile of [PROFILE_AES128_CM_HMAC_SHA1_80, PROFILE_AEAD_AES_128_GCM]) {
+      const name = profile === PROFILE_AES128_CM_HMAC_SHA1_80 ? 'AES_CM_128_HMAC_SHA1_80' : 'AEAD_AES_128_GCM';
+      const keys = socks.map(() => ({ profile, key: randomBytes(16), salt: randomBytes(14), auth: profile === PROFILE_AES128_CM_HMAC_SHA1_80 ? randomBytes(20) : undefined }));
+      const fan = new RtpFanout();
+      socks.forEach((s, i) => fan.add({ fd: socketFd(s)!, host: '127.0.0.1', port: ports[i]!, ssrc: i, payloadType: 111, profile, key: keys[i]!.key, salt: keys[i]!.salt, auth: keys[i]!.auth ?? null }));
+      const prot = keys.map((k, i) => new SrtpProtector(k, i));
+      const variants: Record<string, (seq: number, ts: number) => void> = {
+        [`JS: header + SrtpProtector + dgram send, ${name}`]: (seq, ts) => {
+          for (let i = 0; i < N; i++) {
+            const pr = prot[i]!;
+            const len = 12 + payload.length;
+            const b = Buffer.allocUnsafe(len + pr.tagLength);
+            b[0] = 0x80;
+            b[1] = 111;
+            b.writeUInt16BE(seq, 2);
+            b.writeUInt32BE(ts, 4);
+            b.writeUInt32BE(i, 8);
+            payload.copy(b, 12);
+            pr.protect(b, 12, len, seq, 0);
+            socks[i]!.send(b, ports[i]!, '127.0.0.1');
+          }
+        },
+        [`native: RtpFanout.send, ${name}`]: (seq, ts) => void fan.send(seq, ts, payload, false),
+      };
+      for (let k = 0; k < 3; k++) {
+        for (const [v, fn] of Object.entries(variants)) {
+          await sleep(200);
+          const c0 = process.cpuUsage();
+          for (let r = 0; r < ROUNDS; r++) {
+            fn(r & 0xffff, (r * 960) >>> 0);
+            await new Promise((res) => setImmediate(res)); // the sends' callbacks run
+          }
+          const c = process.cpuUsage(c0);
+          (results[v] ??= []).push((c.user + c.system) / (ROUNDS * N));
+        }
+      }
+      if (fan.totals().drops) log(`send path: ${fan.totals().drops} native drops (${name})`);
+    }
+    const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
+    const group = 'WebRTC fan-out: send path alone, CPU per peer-packet (one process, non-reading receivers)';
+    return Object.entries(results).map(([name, v]) => {
+      log(`send path: ${name}: ${v.map((x) => x.toFixed(2)).join(', ')} µs per peer-packet`);
+      return { group, name, value: median(v), unit: 'µs', note: `${N} peers, 240 B payload; runs ${v.map((x) => x.toFixed(2)).join(', ')}; ≈ ${Math.round(1e6 / (50 * median(v)))} peers per core at 50 packets/s` };
+    });
+  } finally {
+    for (const s of socks) s.close();
+    sink.kill();
+  }
 }
 
 /** The per-session media playlist: template fill (one allocation + copies) vs the shared cached bytes. */
@@ -500,6 +588,13 @@ export async function run(): Promise<BenchRow[]> {
         rows.push(...(await fanoutMicro()));
       } catch (e) {
         log(`fan-out micro failed: ${(e as Error).message}`);
+      }
+    }
+    if (PARTS.includes('send')) {
+      try {
+        rows.push(...(await sendPath()));
+      } catch (e) {
+        log(`send path failed: ${(e as Error).message}`);
       }
     }
     let sky: StepResult[] = [];

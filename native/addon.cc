@@ -6,6 +6,8 @@ namespace skylark::binding {
 void InitIcecastSource(Napi::Env env, Napi::Object exports, AddonState& state);
 // Registers installHttpFront and httpFrontCounts (binding/http_front.cc) on `exports`.
 void InitHttpFront(Napi::Env env, Napi::Object exports);
+// Registers class RtpFanout (binding/rtp_fanout.cc, the WebRTC fan-out) on `exports`.
+void InitRtpFanout(Napi::Env env, Napi::Object exports);
 }  // namespace skylark::binding
 
 namespace {
@@ -18,6 +20,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   skylark::binding::InitRtmpAddon(env, exports, *state);
   skylark::binding::InitIcecastSource(env, exports, *state);
   skylark::binding::InitHttpFront(env, exports);
+  skylark::binding::InitRtpFanout(env, exports);
   exports.Set("abiVersion", Napi::Number::New(env, 1));
   return exports;
 }

@@ -15,6 +15,7 @@ import { startHttpThreads, type RunningThreads, type ThreadCounts, type WatchedM
 import { registerListenRoutes, type ListenFeature } from '../delivery/progressive/routes.js';
 import { icecastListening, keepProgressive } from '../delivery/progressive/icecast-port.js';
 import { registerWhep } from '../delivery/webrtc/whep.js';
+import { RtpFanout, rtpFanoutAvailable } from '../live/native/rtp-fanout.js';
 
 /** Builds the listeners room (docs/behaviour.md §3–§4): registry, listener tokens, HLS access, held-request caps. */
 export function buildListenersRoom(b: Base): Listeners {
@@ -87,7 +88,7 @@ export function buildDelivery(b: Base, room: Listeners, media: WatchedMediaRegis
     icecastUrl: () => b.urls.get().icecastUrl,
     now: b.now,
   });
-  const whep = registerWhep({ http, media, registry: room.registry, tokens: room.tokens, access: room.access, trusted: room.trusted, config, log: b.log.child('webrtc'), urls: b.urls.get, limits: b.limits });
+  const whep = registerWhep({ http, media, registry: room.registry, tokens: room.tokens, access: room.access, trusted: room.trusted, config, log: b.log.child('webrtc'), urls: b.urls.get, limits: b.limits, fanout: rtpFanoutAvailable ? () => new RtpFanout() : null });
   const features: Feature[] = [];
   if (edgeLog) features.push({ close: () => edgeLog.close() });
   features.push(listen, { close: () => whep.close() });

@@ -20,8 +20,8 @@ import { SrtpProtector, PROFILE_AES128_CM_HMAC_SHA1_80, PROFILE_AEAD_AES_128_GCM
 
 const RTP_HEADER = 12;
 
-/** The parts of werift's ICE agent used here (werift 0.24 `Connection`). */
-interface IceAgent {
+/** The parts of werift's ICE agent used here and by the native fan-out (werift 0.24 `Connection`). */
+export interface IceAgent {
   nominated?: { protocol: { type: string; transport?: { socket?: Socket; closed?: boolean } }; remoteAddr: readonly [string, number] };
   canSendApplicationData(): boolean;
   /** werift's own send on the nominated pair (TURN relays, TCP). */
@@ -29,11 +29,36 @@ interface IceAgent {
 }
 
 /** The parts of werift's SRTP context used here (werift 0.24 `rtp/srtp/context/Context`). */
-interface SrtpContextShape {
+export interface SrtpContextShape {
   profile: number;
   srtpSessionKey: Buffer;
   srtpSessionSalt: Buffer;
   srtpSessionAuthTag?: Buffer;
+}
+
+/** What a connected werift sender offers Skylark's own media path. */
+export interface WeriftMediaState {
+  ice: IceAgent;
+  /** The SRTP session keys of the sending direction (RFC 3711 §4.3), profile 0x0001 or 0x0007. */
+  ctx: SrtpContextShape;
+  ssrc: number;
+  payloadType: number;
+}
+
+/**
+ * The ICE agent, SRTP session and RTP parameters of `transceiver`'s sender once werift connected
+ * it; null when its connection does not have the shape relied on (no SRTP session yet, a profile
+ * other than AES_CM_128_HMAC_SHA1_80 or AEAD_AES_128_GCM, no codec).
+ */
+export function weriftMediaState(transceiver: RTCRtpTransceiver): WeriftMediaState | null {
+  const sender = transceiver.sender;
+  const dtls = sender.dtlsTransport as unknown as { srtp?: { localContext?: SrtpContextShape }; iceTransport?: { connection?: IceAgent } } | undefined;
+  const ctx = dtls?.srtp?.localContext;
+  const ice = dtls?.iceTransport?.connection;
+  const payloadType = sender.codec?.payloadType;
+  if (!ctx || !ice || typeof ice.canSendApplicationData !== 'function' || typeof ice.send !== 'function' || payloadType === undefined) return null;
+  if (ctx.profile !== PROFILE_AES128_CM_HMAC_SHA1_80 && ctx.profile !== PROFILE_AEAD_AES_128_GCM) return null;
+  return { ice, ctx, ssrc: sender.ssrc, payloadType };
 }
 
 /** One peer's RTP/SRTP sender. Build with `RtpSender.attach` once werift reports `connected`. */
@@ -56,19 +81,21 @@ export class RtpSender {
   /**
    * The sender of `transceiver`'s track, or null when werift's connection does not have the shape
    * this sender relies on (no SRTP session yet, an unknown profile, no UDP pair): the caller then
-   * keeps werift's own `sendRtp`.
+   * keeps werift's own `sendRtp`. `from`: the packet index so far (a peer leaving the native
+   * fan-out), else the rollover counter starts at 0 with this sender's first packet.
    */
-  static attach(transceiver: RTCRtpTransceiver): RtpSender | null {
-    const sender = transceiver.sender;
-    const dtls = sender.dtlsTransport as unknown as { srtp?: { localContext?: SrtpContextShape }; iceTransport?: { connection?: IceAgent } } | undefined;
-    const ctx = dtls?.srtp?.localContext;
-    const ice = dtls?.iceTransport?.connection;
-    const pt = sender.codec?.payloadType;
-    if (!ctx || !ice || typeof ice.canSendApplicationData !== 'function' || typeof ice.send !== 'function' || pt === undefined) return null;
-    if (ctx.profile !== PROFILE_AES128_CM_HMAC_SHA1_80 && ctx.profile !== PROFILE_AEAD_AES_128_GCM) return null;
+  static attach(transceiver: RTCRtpTransceiver, from?: { roc: number; lastSeq: number }): RtpSender | null {
+    const w = weriftMediaState(transceiver);
+    if (!w) return null;
+    const { ice, ctx, ssrc, payloadType } = w;
     try {
-      const p = new SrtpProtector({ profile: ctx.profile, key: ctx.srtpSessionKey, salt: ctx.srtpSessionSalt, auth: ctx.srtpSessionAuthTag }, sender.ssrc);
-      return new RtpSender(ice, p, sender.ssrc, pt, ctx.profile);
+      const p = new SrtpProtector({ profile: ctx.profile, key: ctx.srtpSessionKey, salt: ctx.srtpSessionSalt, auth: ctx.srtpSessionAuthTag }, ssrc);
+      const s = new RtpSender(ice, p, ssrc, payloadType, ctx.profile);
+      if (from) {
+        s.roc = from.roc >>> 0;
+        s.lastSeq = from.lastSeq;
+      }
+      return s;
     } catch {
       return null;
     }

@@ -40,7 +40,8 @@ import type { MediaRegistry, StreamHub } from '../../live/media/hub.js';
 import type { HlsListenerAccess } from '../listeners/hls-access.js';
 import { clientAddress, countryOf } from '../listeners/geo.js';
 import { StreamAudioSource, type PacketSink } from './source.js';
-import { RtpSender } from './rtp-sender.js';
+import { RtpSender, weriftMediaState } from './rtp-sender.js';
+import { FanoutGroup, type FanoutSession, type NativeFanoutFactory, type SrtpIndex } from './fanout.js';
 
 /** Largest SDP offer accepted (bytes). */
 const MAX_OFFER_BYTES = 64 * 1024;
@@ -75,6 +76,8 @@ export interface WhepDeps {
   urls: () => PublicUrls;
   /** Counts and logs the caps hit (pending offers, offer timeouts). */
   limits: Limits;
+  /** Makes the native fan-out of a stream (src/delivery/webrtc/fanout.ts); null: every peer on the JS sender. */
+  fanout?: NativeFanoutFactory | null;
 }
 
 /** Counters of the WebRTC side (bench, logs). */
@@ -88,6 +91,8 @@ export interface WhepStats {
   peersDroppedSlow: number;
   /** Peers whose media went through werift's own sender (src/delivery/webrtc/rtp-sender.ts could not attach). */
   werift: number;
+  /** Peers whose media went through the native fan-out (src/delivery/webrtc/fanout.ts). */
+  native: number;
 }
 
 /** Who sent an offer: what the listener session is made of once the peer connects. */
@@ -125,7 +130,7 @@ export function peerConfiguration(o: { iceServers: readonly IceServer[]; allInte
  * werift reports `connected` (then a listener, fed by the stream's source) or the offer timeout;
  * `closed` once ended. A pending peer holds one slot of the pending caps, given back exactly once.
  */
-class Peer implements PacketSink {
+class Peer implements PacketSink, FanoutSession {
   readonly id = randomBase62(24);
   state: 'pending' | 'connected' | 'closed' = 'pending';
   session: Session | null = null;
@@ -133,6 +138,9 @@ class Peer implements PacketSink {
   private sender;
   /** The media path once connected (src/delivery/webrtc/rtp-sender.ts); null: werift's `sendRtp`. */
   private rtp: RtpSender | null = null;
+  /** The stream's native fan-out when this peer is in it (then the source never calls `send`). */
+  group: FanoutGroup | null = null;
+  fanoutId = 0;
   private inflight = 0;
   /** When the current run of drops began (0: not dropping). */
   private droppingSince = 0;
@@ -143,7 +151,7 @@ class Peer implements PacketSink {
     readonly streamId: string,
     readonly hub: StreamHub,
     readonly pc: RTCPeerConnection,
-    private readonly transceiver: RTCRtpTransceiver,
+    readonly transceiver: RTCRtpTransceiver,
     readonly client: OfferClient,
     private readonly owner: Whep,
     offerTimeoutMs: number,
@@ -159,17 +167,33 @@ class Peer implements PacketSink {
         if (this.offerTimer) clearTimeout(this.offerTimer);
         if (this.graceTimer) clearTimeout(this.graceTimer);
         this.offerTimer = this.graceTimer = null;
-        if (this.state === 'pending') {
-          this.rtp = RtpSender.attach(this.transceiver);
-          this.owner.mediaPath(this, this.rtp);
-          this.owner.connected(this);
-        }
+        if (this.state === 'pending') this.owner.connected(this);
       } else if (state === 'failed' || state === 'closed') this.close(`connection ${state}`);
       else if (state === 'disconnected' && !this.graceTimer && this.state === 'connected') {
         this.graceTimer = setTimeout(() => this.close('disconnected'), DISCONNECTED_GRACE_MS);
         this.graceTimer.unref();
       }
+      this.group?.update(this.fanoutId);
     });
+  }
+
+  /** FanoutSession: whether werift's connection is `connected`. */
+  connected(): boolean {
+    return this.pc.connectionState === 'connected';
+  }
+
+  /** Takes the JS media path: Skylark's RtpSender, else werift's `sendRtp`. @returns the sender (null: werift's) */
+  useJsSender(from?: SrtpIndex): RtpSender | null {
+    this.group = null;
+    this.fanoutId = 0;
+    return (this.rtp = RtpSender.attach(this.transceiver, from));
+  }
+
+  /** FanoutSession: the nominated pair is no longer plain UDP; the peer goes on with the JS sender from `from`. */
+  demote(from: SrtpIndex): void {
+    if (this.state !== 'connected') return;
+    this.owner.mediaPath(this, this.useJsSender(from));
+    this.source?.add(this);
   }
 
   send(seq: number, timestamp: number, payload: Buffer, marker: boolean): void {
@@ -211,6 +235,7 @@ class Peer implements PacketSink {
     if (this.offerTimer) clearTimeout(this.offerTimer);
     if (this.graceTimer) clearTimeout(this.graceTimer);
     this.offerTimer = this.graceTimer = null;
+    this.group?.leave(this.fanoutId);
     this.source?.remove(this);
     this.owner.forget(this, was, reason);
     this.pc.close().catch(() => {});
@@ -221,7 +246,9 @@ class Peer implements PacketSink {
 class Whep {
   readonly peers = new Map<string, Peer>();
   private readonly sources = new Map<string, StreamAudioSource>();
-  readonly counters = { packetsSent: 0, packetsDropped: 0, peersDroppedSlow: 0, werift: 0 };
+  readonly counters = { packetsSent: 0, packetsDropped: 0, peersDroppedSlow: 0, werift: 0, native: 0 };
+  /** The native fan-out of each source that has native peers. */
+  private readonly groups = new Map<StreamAudioSource, FanoutGroup>();
   private readonly hosts: string[];
   private readonly allInterfaces: boolean;
   /** Offers being negotiated or answered and not connected yet, per client address and in total. */
@@ -403,7 +430,39 @@ class Whep {
       this.sources.set(streamId, (source = s));
     }
     peer.source = source;
+    if (this.joinFanout(peer, source)) return;
+    this.mediaPath(peer, peer.useJsSender());
     source.add(peer);
+  }
+
+  /**
+   * Puts a connected peer on its stream's native fan-out when there is one and the peer's nominated
+   * pair is plain UDP with keys it takes. @returns false: the peer keeps a JS sender
+   */
+  private joinFanout(peer: Peer, source: StreamAudioSource): boolean {
+    const make = this.d.fanout;
+    const w = make ? weriftMediaState(peer.transceiver) : null;
+    if (!make || !w) return false;
+    let group = this.groups.get(source);
+    const fresh = !group;
+    if (!group) {
+      const g: FanoutGroup = new FanoutGroup(make(), this.counters, () => {
+        if (this.groups.get(source) === g) this.groups.delete(source);
+        source.remove(g);
+      });
+      group = g;
+    }
+    const id = group.join(peer, w);
+    if (id === null) return false;
+    peer.group = group;
+    peer.fanoutId = id;
+    this.counters.native++;
+    this.d.log.debug('whep media path: native fan-out', { session: peer.id, srtpProfile: w.ctx.profile });
+    if (fresh) {
+      this.groups.set(source, group);
+      source.add(group);
+    }
+    return true;
   }
 
   /**
