@@ -1,21 +1,40 @@
 /**
  * A stream's fallback audio (docs/streams.md "Fallback"): episode files played in a loop, in real
- * time, encoded to the stream's ingest codec at its top bitrate by ONE FFmpeg process at a time per
- * stream (`ffmpeg -re -i <episode file>`, one episode per run, the next run starting as the last
- * ends) that writes ADTS, MP3 or Ogg Opus on stdout. That byte stream goes through the native
- * Icecast source parser (src/live/native/icecast.ts, as an Icecast source's body does in
- * ./icecast-server.ts) and the audio messages it makes reach the stream's media hub like a
- * publisher's; the ladder encodes the lower layers from them as for live audio.
+ * time, by ONE FFmpeg process at a time per stream (`ffmpeg -re`, one episode per run, the next run
+ * starting as the last ends) that writes the stream's ingest codec at its top bitrate as ADTS, MP3
+ * or Ogg Opus on stdout. An episode whose rendition is cached (./fallback-cache.ts) is copied from
+ * it (`-c:a copy`, no encode); one not cached yet is encoded from the episode file, as its
+ * rendition is built for the next run. That byte stream goes through the native Icecast source
+ * parser (src/live/native/icecast.ts, as an Icecast source's body does in ./icecast-server.ts) and
+ * the audio messages it makes reach the stream's media hub like a publisher's; the ladder encodes
+ * the lower layers from them as for live audio.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { IcecastSource, type IcecastSourceEvent } from '../native/icecast.js';
 import { readAudioTag, type AudioCodec } from '../media/codec.js';
 import type { MediaConnection, MediaLog, PublishInput } from '../media/hub.js';
 
-/** One episode of a fallback: its audio file (absolute path) and its title (the stream's `nowPlaying` while it plays). */
+/** One episode of a fallback: its id, its audio file (absolute path) and its title (the stream's `nowPlaying` while it plays). */
 export interface FallbackItem {
+  id: string;
   path: string;
   title: string;
+}
+
+/** One rendition: episode `episodeId`'s audio file `path` as `codec` at `kbps` (kbps), 48 kHz stereo. */
+export interface RenditionWant {
+  episodeId: string;
+  path: string;
+  codec: AudioCodec;
+  kbps: number;
+}
+
+/** Cached renditions of episodes (./fallback-cache.ts `FallbackCache`, docs/streams.md "Fallback"). */
+export interface FallbackRenditions {
+  /** The complete rendition's file (absolute path), or null (the run encodes live; the rendition is queued). */
+  rendition(want: RenditionWant): string | null;
+  /** A rendition that did not play: not used again. */
+  unusable(file: string): void;
 }
 
 /** What a stream's fallback plays (docs/streams.md "Fallback"). `silenceSeconds`: 5–300, or null (no silence detection). */
@@ -36,6 +55,8 @@ export interface FallbackSourceOptions {
   /** An episode started playing: its title. */
   title(title: string): void;
   log: MediaLog;
+  /** Cached renditions to copy from; none: every run encodes. */
+  renditions?: FallbackRenditions;
 }
 
 /** Sample rate of the fallback's encoding (Opus needs 48 kHz; the others take it too). */
@@ -53,9 +74,20 @@ const OUTPUT: Record<AudioCodec, string[]> = {
   opus: ['-c:a', 'libopus', '-f', 'ogg', '-page_duration', '20000'],
 };
 
+/** FFmpeg output options that encode the first audio stream as `codec` at `kbps`, 48 kHz stereo, in its Icecast byte stream (no output named). */
+export function fallbackOutputArgs(codec: AudioCodec, kbps: number): string[] {
+  return ['-vn', '-map', '0:a:0', '-ac', '2', '-ar', String(SAMPLE_RATE), '-b:a', `${kbps}k`, ...OUTPUT[codec]];
+}
+
 /** The FFmpeg arguments that play `file` in real time as `codec` at `kbps` on stdout (exported for tests and docs). */
 export function fallbackArgs(file: string, codec: AudioCodec, kbps: number): string[] {
-  return ['-hide_banner', '-loglevel', 'error', '-nostdin', '-re', '-i', file, '-vn', '-map', '0:a:0', '-ac', '2', '-ar', String(SAMPLE_RATE), '-b:a', `${kbps}k`, ...OUTPUT[codec], 'pipe:1'];
+  return ['-hide_banner', '-loglevel', 'error', '-nostdin', '-re', '-i', file, ...fallbackOutputArgs(codec, kbps), 'pipe:1'];
+}
+
+/** The FFmpeg arguments that play a cached rendition (`codec`, as `fallbackOutputArgs` wrote it) in real time on stdout, copied: no decode, no encode. */
+export function cachedArgs(file: string, codec: AudioCodec): string[] {
+  const out = OUTPUT[codec].filter((a, i, all) => a !== '-c:a' && all[i - 1] !== '-c:a');
+  return ['-hide_banner', '-loglevel', 'error', '-nostdin', '-re', '-i', file, '-map', '0:a:0', '-c:a', 'copy', ...out, 'pipe:1'];
 }
 
 /**
@@ -128,10 +160,19 @@ export class FallbackSource implements MediaConnection {
     const plan = this.o.plan();
     if (!plan || plan.items.length === 0) return this.wait(FAILED_WAIT_MS);
     const item = plan.items[this.pick(plan)]!;
-    const child = spawn(this.o.ffmpeg, fallbackArgs(item.path, this.o.codec, this.o.kbps), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const { codec, kbps } = this.o;
+    const cached = this.o.renditions?.rendition({ episodeId: item.id, path: item.path, codec, kbps }) ?? null;
+    this.run(item, cached);
+  }
+
+  /** One run: `item` played from its cached rendition `cached` (copied), or encoded from its file (null). */
+  private run(item: FallbackItem, cached: string | null): void {
+    const args = cached ? cachedArgs(cached, this.o.codec) : fallbackArgs(item.path, this.o.codec, this.o.kbps);
+    const child = spawn(this.o.ffmpeg, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     const parser = new IcecastSource(this.o.codec, { maxFrameBytes: 65536 });
     let titled = false;
+    let badOutput = false;
     let stderr = '';
     const base = this.offsetMs;
     const handler = {
@@ -147,7 +188,9 @@ export class FallbackSource implements MediaConnection {
         if (tag.kind === 'frame') this.input.live();
       },
       event: (e: IcecastSourceEvent) => {
-        if (e.type === 'error') this.o.log.warn('fallback audio: bad output', { streamId: this.o.streamId, code: e.code, message: e.message });
+        if (e.type !== 'error') return;
+        badOutput = true;
+        this.o.log.warn('fallback audio: bad output', { streamId: this.o.streamId, code: e.code, message: e.message });
       },
     };
     child.stdout!.on('data', (d: Buffer) => {
@@ -160,16 +203,23 @@ export class FallbackSource implements MediaConnection {
     child.once('close', (code) => {
       if (this.child !== child || this.closed) return;
       this.child = null;
-      // The next run's clock starts one frame (at most ~26 ms) after this run's last message.
-      this.offsetMs = this.lastTs + 26;
-      if (code === 0 && titled) {
-        this.failedRuns = 0;
-        return this.playNext();
-      }
-      this.failedRuns++;
-      this.o.log.warn('fallback audio: an episode could not be played', { streamId: this.o.streamId, code, stderr: stderr.trim().slice(0, 300) });
-      this.wait(this.failedRuns >= MAX_FAILED_RUNS ? FAILED_WAIT_MS : RETRY_MS);
+      // A copy of a rendition Skylark wrote reports nothing at log level error: anything said is damage.
+      if (cached && (code !== 0 || !titled || badOutput || stderr.trim() !== '')) this.o.renditions?.unusable(cached);
+      this.ended(code === 0 && titled, code, stderr);
     });
+  }
+
+  /** A run ended (played through: `ok`): the next episode follows on the same clock, after a wait when it failed. */
+  private ended(ok: boolean, code: number | null, stderr: string): void {
+    // The next run's clock starts one frame (at most ~26 ms) after this run's last message.
+    this.offsetMs = this.lastTs + 26;
+    if (ok) {
+      this.failedRuns = 0;
+      return this.playNext();
+    }
+    this.failedRuns++;
+    this.o.log.warn('fallback audio: an episode could not be played', { streamId: this.o.streamId, code, stderr: stderr.trim().slice(0, 300) });
+    this.wait(this.failedRuns >= MAX_FAILED_RUNS ? FAILED_WAIT_MS : RETRY_MS);
   }
 
   private wait(ms: number): void {
