@@ -141,6 +141,15 @@ export class FallbackCache implements FallbackRenditions {
     for (const [key, w] of keep) if (!this.entries.get(key)?.checked) this.enqueue(key, w);
   }
 
+  /** Queues the check or build of each of `wanted` not whole and checked yet (nothing is removed). */
+  prepare(wanted: RenditionWant[]): void {
+    if (this.closed) return;
+    for (const w of wanted) {
+      const key = this.keyOf(w);
+      if (key && !this.entries.get(key)?.checked) this.enqueue(key, w);
+    }
+  }
+
   /** Episode `episodeId` was deleted or got new audio: its entries and builds go. */
   forget(episodeId: string): void {
     for (const [key, e] of [...this.entries]) if (e.episodeId === episodeId) this.remove(key);

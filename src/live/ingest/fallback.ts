@@ -35,6 +35,8 @@ export interface FallbackRenditions {
   rendition(want: RenditionWant): string | null;
   /** A rendition that did not play: not used again. */
   unusable(file: string): void;
+  /** The renditions a plan will play: those missing (new audio since) are queued. */
+  prepare(wants: RenditionWant[]): void;
 }
 
 /** What a stream's fallback plays (docs/streams.md "Fallback"). `silenceSeconds`: 5–300, or null (no silence detection). */
@@ -162,6 +164,8 @@ export class FallbackSource implements MediaConnection {
     const item = plan.items[this.pick(plan)]!;
     const { codec, kbps } = this.o;
     const cached = this.o.renditions?.rendition({ episodeId: item.id, path: item.path, codec, kbps }) ?? null;
+    // Renditions of the plan's other episodes made stale meanwhile (new audio) are built before they play.
+    this.o.renditions?.prepare(plan.items.map((i) => ({ episodeId: i.id, path: i.path, codec, kbps })));
     this.run(item, cached);
   }
 

@@ -153,7 +153,7 @@ describe('FallbackSource with cached renditions', () => {
     c.rendition(a);
     await until(() => c.rendition(a), 'the rendition');
     const answered: Array<string | null> = [];
-    const renditions = { rendition: (w: RenditionWant) => (answered.push(c.rendition(w)), answered.at(-1)!), unusable: (f: string) => c.unusable(f) };
+    const renditions = { rendition: (w: RenditionWant) => (answered.push(c.rendition(w)), answered.at(-1)!), unusable: (f: string) => c.unusable(f), prepare: () => {} };
     const plan: FallbackPlan = { items: [{ id: 'ep_a', path: a.path, title: 'A' }, { id: 'ep_b', path: path.join(dir, 'b.mp3'), title: 'B' }], order: 'sequential', silenceSeconds: null };
     const got: Array<{ ts: number; codec: string }> = [];
     const titles: string[] = [];
