@@ -82,7 +82,7 @@ describe('the fallback rendition cache', () => {
     const s = (await v2('POST', '/streams', { title: 'Rerun station', reconnectWindow: 0, fallback: { episodeIds: [x, y], order: 'sequential' } })).json;
     expect(s.source).toBe('fallback');
     // Both renditions are built (one at a time) while the first run encodes live.
-    const files = await waitFor(() => (cacheFiles(t.dataDir).length === 2 ? cacheFiles(t.dataDir) : null), 30_000, 100, 'two cached renditions');
+    const files = await waitFor(() => (cacheFiles(t.dataDir).length === 2 ? cacheFiles(t.dataDir) : null), 90_000, 100, 'two cached renditions');
     expect(files.some((f) => f.startsWith(`${x}.`) && f.endsWith('.aac'))).toBe(true);
     expect(files.some((f) => f.startsWith(`${y}.`) && f.includes('.aac128.'))).toBe(true);
 
@@ -99,7 +99,7 @@ describe('the fallback rendition cache', () => {
         else if ((await stream(s.id)).nowPlaying?.title === ep) titles.add(ep);
       }
       return titles.size === 2;
-    }, 60_000, 100, 'both episodes copied from the cache, with their titles');
+    }, 90_000, 100, 'both episodes copied from the cache, with their titles');
 
     // The audio still decodes: 48 kHz AAC from /listen.
     const audio = await firstBytes(s.listenUrl, 48_000);
@@ -112,14 +112,14 @@ describe('the fallback rendition cache', () => {
     const patched = await v2('PATCH', `/streams/${s.id}`, { fallback: { episodeIds: [x], order: 'sequential' } });
     expect(patched.status, patched.text).toBe(200);
     expect(cacheFiles(t.dataDir).filter((f) => f.startsWith(`${y}.`))).toEqual([]);
-    await waitFor(() => cacheFiles(t.dataDir).map((f) => f.split('.')[0]).join() === x, 20_000, 100, 'X alone in the cache');
+    await waitFor(() => cacheFiles(t.dataDir).map((f) => f.split('.')[0]).join() === x, 90_000, 100, 'X alone in the cache');
 
     // X deleted: its entry goes too (the cache holds nothing of a plan without playable episodes).
     const del = await v2('DELETE', `/podcasts/${podcastId}/episodes/${x}`);
     expect(del.status, del.text).toBe(200);
     expect(cacheFiles(t.dataDir)).toEqual([]);
     await v2('DELETE', `/streams/${s.id}`);
-  }, 120_000);
+  }, 240_000);
 
   it('never plays a damaged rendition after a restart: it is built again first', async () => {
     const data = tempDir();
@@ -131,7 +131,7 @@ describe('the fallback rendition cache', () => {
       const pod = (await call(a, 'POST', '/podcasts', { title: 'Archive' })).json;
       const ep = await episodeWithAudio(a.http, key, pod.id, 'Loop', readFileSync(path.join(tones, 'y.mp3')));
       const s = (await call(a, 'POST', '/streams', { title: 'Night loop', fallback: { episodeIds: [ep] } })).json;
-      await waitFor(() => cacheFiles(data.dir).length === 1, 30_000, 100, 'the rendition');
+      await waitFor(() => cacheFiles(data.dir).length === 1, 90_000, 100, 'the rendition');
       await a.server.close();
       a = null;
 
@@ -156,14 +156,14 @@ describe('the fallback rendition cache', () => {
         const ok = digestOk();
         if (!ok && fallbackProcesses().some((c) => c.includes(' -c:a copy '))) copiedDamaged = true;
         return ok;
-      }, 30_000, 20, 'the rendition built again');
+      }, 90_000, 20, 'the rendition built again');
       expect(copiedDamaged).toBe(false);
-      await waitFor(() => fallbackProcesses().find((c) => c.includes(' -c:a copy ')), 20_000, 100, 'the rebuilt rendition on air');
+      await waitFor(() => fallbackProcesses().find((c) => c.includes(' -c:a copy ')), 60_000, 100, 'the rebuilt rendition on air');
       expect((await api(srv.http, key, 'GET', `/v2/streams/${s.id}`)).json.nowPlaying?.title).toBe('Loop');
     } finally {
       await a?.server.close();
       await b?.server.close();
       data.cleanup();
     }
-  }, 120_000);
+  }, 240_000);
 });
