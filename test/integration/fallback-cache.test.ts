@@ -2,11 +2,11 @@
  * The fallback's rendition cache (docs/streams.md "Fallback") against a real server, real FFmpeg
  * and real episode audio:
  * - a fallback set on a stream builds one rendition per episode in `<dataDir>/fallback-cache`; the
- *   fallback then plays them by copy (the running FFmpeg's arguments: `-c:a copy` of the cached
- *   file), titles still change with the episodes, and `/listen` audio still decodes (ffprobe);
+ *   fallback then plays them from the cache (`fallbackPlaying`: `rendition`, and no FFmpeg process
+ *   plays), titles still change with the episodes, and `/listen` audio still decodes (ffprobe);
  * - an episode taken out of the plan, and a deleted episode, lose their entries;
  * - after a restart, a damaged rendition (same size, other bytes) is never played: it is read back,
- *   removed and built again, and only then played by copy.
+ *   removed and built again, and only then played from the cache.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
@@ -78,7 +78,7 @@ afterAll(async () => {
 });
 
 describe('the fallback rendition cache', () => {
-  it('builds each episode once, plays it by copy with its title, and drops entries of episodes gone from the plan or deleted', async () => {
+  it('builds each episode once, plays it from the cache with its title, and drops entries of episodes gone from the plan or deleted', async () => {
     const s = (await v2('POST', '/streams', { title: 'Rerun station', reconnectWindow: 0, fallback: { episodeIds: [x, y], order: 'sequential' } })).json;
     expect(s.source).toBe('fallback');
     // Both renditions are built (one at a time) while the first run encodes live.
@@ -86,20 +86,17 @@ describe('the fallback rendition cache', () => {
     expect(files.some((f) => f.startsWith(`${x}.`) && f.endsWith('.aac'))).toBe(true);
     expect(files.some((f) => f.startsWith(`${y}.`) && f.includes('.aac128.'))).toBe(true);
 
-    // From a later run on, the fallback copies the cached file of each episode (no encoder runs),
-    // with the episode's title. (Audio normalised meanwhile is new audio: built again, then copied.)
+    // From a later run on, the fallback plays each episode from its cached file (no FFmpeg process),
+    // with the episode's title. (Audio normalised meanwhile is new audio: built again, then used.)
     const titles = new Set<string>();
-    const copied = new Set<string>();
     await waitFor(async () => {
-      for (const c of fallbackProcesses()) {
-        if (!c.includes(' -c:a copy ') || !c.includes('fallback-cache')) continue;
-        expect(c).not.toContain(' -c:a aac ');
-        const ep = c.includes(`/${x}.`) ? 'Rerun X' : 'Rerun Y';
-        if (!copied.has(ep)) copied.add(ep);
-        else if ((await stream(s.id)).nowPlaying?.title === ep) titles.add(ep);
-      }
+      const p = t.server.ingest.fallbackPlaying(s.id);
+      if (p?.from !== 'rendition') return false;
+      expect(fallbackProcesses()).toEqual([]);
+      const ep = p.episodeId === x ? 'Rerun X' : 'Rerun Y';
+      if ((await stream(s.id)).nowPlaying?.title === ep && t.server.ingest.fallbackPlaying(s.id)?.episodeId === p.episodeId) titles.add(ep);
       return titles.size === 2;
-    }, 90_000, 100, 'both episodes copied from the cache, with their titles');
+    }, 90_000, 100, 'both episodes played from the cache, with their titles');
 
     // The audio still decodes: 48 kHz AAC from /listen.
     const audio = await firstBytes(s.listenUrl, 48_000);
@@ -150,15 +147,19 @@ describe('the fallback rendition cache', () => {
 
       b = await startInProcess({ SKYLARK_DATA_DIR: data.dir });
       const srv = b;
-      // Until the rendition is whole again, no run copies it.
-      let copiedDamaged = false;
+      // Until the rendition is whole again, no run plays from it: the live encode plays.
+      let playedDamaged = false;
+      let encoded = false;
       await waitFor(() => {
         const ok = digestOk();
-        if (!ok && fallbackProcesses().some((c) => c.includes(' -c:a copy '))) copiedDamaged = true;
+        const p = srv.server.ingest.fallbackPlaying(s.id);
+        if (!ok && p?.from === 'rendition') playedDamaged = true;
+        if (p?.from === 'encode') encoded = true;
         return ok;
       }, 90_000, 20, 'the rendition built again');
-      expect(copiedDamaged).toBe(false);
-      await waitFor(() => fallbackProcesses().find((c) => c.includes(' -c:a copy ')), 60_000, 100, 'the rebuilt rendition on air');
+      expect(playedDamaged).toBe(false);
+      expect(encoded).toBe(true);
+      await waitFor(() => srv.server.ingest.fallbackPlaying(s.id)?.from === 'rendition', 60_000, 100, 'the rebuilt rendition on air');
       expect((await api(srv.http, key, 'GET', `/v2/streams/${s.id}`)).json.nowPlaying?.title).toBe('Loop');
     } finally {
       await a?.server.close();

@@ -187,6 +187,11 @@ export class Publishing {
     this.playFallback(streamId, s, f, null);
   }
 
+  /** What the stream's fallback plays now (diagnostics, tests: docs/streams.md "Fallback"): the episode, from its cached rendition or the live encode; null when none plays. */
+  fallbackPlaying(streamId: string): { episodeId: string; from: 'rendition' | 'encode' } | null {
+    return this.streams.get(streamId)?.fallback?.playing() ?? null;
+  }
+
   /** Ends a live stream's broadcast at once (DELETE): publisher closed, `stream.ended`. */
   endNow(streamId: string): void {
     const s = this.streams.get(streamId);
@@ -237,7 +242,7 @@ export class Publishing {
    * stream's playable episodes at the stream's codec and top bitrate (and at those of a hub
    * still playing with earlier settings); every other entry is removed, missing ones are built.
    */
-  syncFallbackCache(): void {
+  private syncFallbackCache(): void {
     const cache = this.d.options.fallbackCache;
     if (!cache || !this.d.port.fallback || !this.d.port.fallbackStreamIds) return;
     const wanted: RenditionWant[] = [];

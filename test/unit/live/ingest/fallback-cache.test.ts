@@ -4,7 +4,8 @@
  * answered; a rendition cut short or damaged is never answered and is built again; what a crash
  * left is removed; `sync` keeps what the plans name only, `forget` drops an episode's entries; a
  * failed build (bad source, full disk) is logged, not retried at once, and answers null; the
- * fallback source plays a cached rendition by copy, with its title.
+ * fallback source plays a cached rendition paced in JS (no process), with its title; the pacer hands
+ * the file's audio on in real time.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
@@ -12,10 +13,12 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FallbackCache } from '../../../../src/live/ingest/fallback-cache.js';
-import { FallbackSource, cachedArgs, type FallbackPlan, type RenditionWant } from '../../../../src/live/ingest/fallback.js';
+import { FallbackSource, type FallbackPlan, type RenditionWant } from '../../../../src/live/ingest/fallback.js';
 import { readAudioTag, type AudioCodec } from '../../../../src/live/media/codec.js';
 import type { PublishInput } from '../../../../src/live/media/hub.js';
 import { ffmpegPath } from '../../../../src/base/ffmpeg.js';
+import { paceRendition } from '../../../../src/live/ingest/rendition-pacer.js';
+import { IcecastSource } from '../../../../src/live/native/icecast.js';
 
 let dir: string;
 const ffmpeg = ffmpegPath()!;
@@ -147,7 +150,7 @@ describe('FallbackCache', () => {
 });
 
 describe('FallbackSource with cached renditions', () => {
-  it('plays a cached rendition by copy, with its title, and encodes an episode not cached yet', async () => {
+  it('plays a cached rendition paced in JS, with its title, and encodes an episode not cached yet', async () => {
     const c = open('source');
     const a = want('ep_a', 'a.mp3');
     c.rendition(a);
@@ -160,16 +163,75 @@ describe('FallbackSource with cached renditions', () => {
     const input: PublishInput = { audio: (ts, data, tag) => got.push({ ts, codec: (tag ?? readAudioTag(data)).codec }), live: () => {}, detach: () => {} };
     const src = new FallbackSource({ streamId: 'stm_test', ffmpeg, codec: 'aac', kbps: 128, plan: () => plan, title: (t) => titles.push(t), log: spyLog(), renditions });
     src.start(input);
-    await until(() => titles.length >= 2, 'both titles', 15_000);
+    const from: string[] = [];
+    await until(() => {
+      const p = src.playing();
+      if (p && from.at(-1) !== `${p.episodeId} ${p.from}`) from.push(`${p.episodeId} ${p.from}`);
+      return titles.length >= 2;
+    }, 'both titles', 15_000);
     src.close();
+    expect(src.playing()).toBeNull();
+    expect(from.slice(0, 2)).toEqual(['ep_a rendition', 'ep_b encode']);
     expect(titles.slice(0, 2)).toEqual(['A', 'B']);
     expect(answered[0]).toMatch(/ep_a\..*\.aac$/);
     expect(answered[1]).toBeNull(); // B is not cached yet: encoded, and its build queued
     expect(got.every((m) => m.codec === 'aac')).toBe(true);
+    // A's rendition (1.5 s) played in real time, B continued on the same clock.
     expect(got.at(-1)!.ts).toBeGreaterThan(1400);
-    expect(cachedArgs(answered[0]!, 'aac')).toEqual(expect.arrayContaining(['-re', '-c:a', 'copy', '-f', 'adts', 'pipe:1']));
-    expect(cachedArgs('/x.opus', 'opus').join(' ')).not.toContain('libopus');
+    for (let i = 1; i < got.length; i++) expect(got[i]!.ts).toBeGreaterThanOrEqual(got[i - 1]!.ts);
     await until(() => c.rendition(want('ep_b', 'b.mp3')), 'B built');
     c.close();
+  }, 30_000);
+});
+
+describe('paceRendition', () => {
+  it.each(['aac', 'mp3', 'opus'] as const)('hands a %s rendition on in real time, every message once, then ends', async (codec) => {
+    const c = open(`pace-${codec}`);
+    const w = want('ep_a', 'a.mp3', codec);
+    c.rendition(w);
+    const file = await until(() => c.rendition(w), 'the rendition');
+    c.close();
+    // What the parser makes of the whole file at once.
+    let all = 0;
+    new IcecastSource(codec, { maxFrameBytes: 65536 }).pushTo(readFileSync(file), { audio: () => void all++, event: () => {} });
+    const got: number[] = [];
+    let early = 0;
+    let ended: string | null | undefined;
+    const start = performance.now();
+    paceRendition(file, codec, {
+      audio: (ts) => {
+        if (ts > performance.now() - start + 1) early++;
+        got.push(ts);
+      },
+      end: (e) => (ended = e),
+    });
+    await until(() => ended !== undefined, 'the end', 10_000);
+    expect(ended).toBeNull();
+    expect(early).toBe(0); // never ahead of the clock
+    expect(got.length).toBe(all);
+    expect(got.at(-1)!).toBeGreaterThan(1400);
+  }, 30_000);
+
+  it('stops without an end; a file that is not audio ends with an error', async () => {
+    const c = open('pace-stop');
+    const w = want('ep_a', 'a.mp3');
+    c.rendition(w);
+    const file = await until(() => c.rendition(w), 'the rendition');
+    c.close();
+    let n = 0;
+    let ended = false;
+    const run = paceRendition(file, 'aac', { audio: () => void n++, end: () => (ended = true) });
+    await until(() => n > 0, 'audio');
+    run.stop();
+    const at = n;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(n).toBe(at);
+    expect(ended).toBe(false);
+
+    let error: string | null | undefined;
+    writeFileSync(path.join(dir, 'zeros.aac'), Buffer.alloc(100_000));
+    paceRendition(path.join(dir, 'zeros.aac'), 'aac', { audio: () => {}, end: (e) => (error = e) });
+    await until(() => error !== undefined, 'the error', 10_000);
+    expect(error).toBeTruthy();
   }, 30_000);
 });
