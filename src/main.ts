@@ -25,7 +25,7 @@ import type { EdgeLogReceiver } from './delivery/listeners/edge-log.js';
 import { freePort, privateSocketPath, type RunningThreads, type ThreadCounts, type WatchedMediaRegistry } from './delivery/threads/index.js';
 export { stopAllHttpThreads } from './delivery/threads/index.js';
 import { buildBase, type Base } from './app/base.js';
-import { buildIngestServers, buildPublishing, type IngestServers } from './app/live.js';
+import { buildFallbackCache, buildIngestServers, buildPublishing, type IngestServers } from './app/live.js';
 import { buildDelivery, buildListenersRoom, startDeliveryThreads, type Delivery } from './app/delivery.js';
 import { buildServices, buildStreamsService, mountControl, serviceFeatures, type Services } from './app/control.js';
 import type { Listeners } from './delivery/listeners/feature.js';
@@ -135,15 +135,17 @@ export async function startServer(config: Config, log: Logger, now: () => number
 function build(config: Config, log: Logger, now: () => number): Built {
   const base = buildBase(config, log, now);
   const room = buildListenersRoom(base);
-  const control = buildServices(base, room);
-  const live = buildPublishing(base, control.lifecycle);
+  // The fallback's renditions: control tells it of episode audio gone, publishing plays from it.
+  const fallbackCache = buildFallbackCache(base);
+  const control = buildServices(base, room, (episodeId) => fallbackCache.forget(episodeId));
+  const live = buildPublishing(base, control.lifecycle, fallbackCache);
   const services = buildStreamsService(base, control, room, live.ingest);
   const delivery = buildDelivery(base, room, live.media);
   const controlFeatures = mountControl(base, services, room);
   base.http.finish();
   const servers = buildIngestServers(base, live, control.lifecycle, delivery.icecastListeners);
   // The play log and broadcasts stop after the listeners room (features stop in reverse): their last events count.
-  const features = [...serviceFeatures(services), room, ...delivery.features, ...controlFeatures];
+  const features = [{ close: () => fallbackCache.close() }, ...serviceFeatures(services), room, ...delivery.features, ...controlFeatures];
   return { base, room, services, ingest: live.ingest, delivery, servers, media: live.media, features };
 }
 

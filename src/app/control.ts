@@ -112,7 +112,7 @@ function buildWebhooks(b: Base): WebhookServices {
 }
 
 /** The podcasts side; every change of a schedule pokes the publication scheduler. */
-function buildPodcasts(b: Base, feedNotes: FeedNotifications): PodcastServices {
+function buildPodcasts(b: Base, feedNotes: FeedNotifications, audioGone: (episodeId: string) => void): PodcastServices {
   const { config, db, now } = b;
   const repo = b.repos.podcasts;
   const log = b.log.child('podcasts');
@@ -123,23 +123,27 @@ function buildPodcasts(b: Base, feedNotes: FeedNotifications): PodcastServices {
   const bin = ffmpegPath();
   const pool = bin ? new FfmpegPool({ bin, concurrency: config.limits.loudnessConcurrency }) : null;
   const loudness = pool
-    ? new LoudnessService({ repo: new LoudnessRepo(db), media: episodeMedia, analyzer: new LoudnessAnalyzer(pool), pool, concurrency: config.limits.loudnessConcurrency, now, log, audioReplaced: downloads.audioPlaced })
+    ? new LoudnessService({ repo: new LoudnessRepo(db), media: episodeMedia, analyzer: new LoudnessAnalyzer(pool), pool, concurrency: config.limits.loudnessConcurrency, now, log, audioReplaced: (id, ...rest) => {
+          audioGone(id);
+          downloads.audioPlaced(id, ...rest);
+        } })
     : undefined;
   const feedChanged: FeedChanged = (accountId, podcastId, change) => feedNotes.changed(accountId, podcastId, feedUrlOf(urls(), podcastId), change);
   // The scheduler publishes through the episodes service, which pokes it: it calls `publishDue` only once started.
   const scheduler = new PublishScheduler({ nextDueAt: () => repo.nextDueAt(), publishDue: () => episodes.publishDue(), now, log });
   const poke = () => scheduler.poke();
   const podcasts = new PodcastsService({ repo, urls, now, onScheduleChange: poke, loudness, feedChanged });
-  const episodes = new EpisodesService({ repo, outbox: b.outbox, media: episodeMedia, urls, now, onScheduleChange: poke, audioPlaced: downloads.audioPlaced, loudness, feedChanged });
+  const episodes = new EpisodesService({ repo, outbox: b.outbox, media: episodeMedia, urls, now, onScheduleChange: poke, audioPlaced: downloads.audioPlaced, audioGone, loudness, feedChanged });
   const feed = new FeedService({ repo, recordingStreams: (id) => b.repos.streams.recordingInto(id), urls, now, hubUrl: config.websubHub });
   return { podcasts, episodes, feed, episodeMedia, downloads, scheduler, loudness, feedChanged };
 }
 
 /**
  * The control plane's services over the listeners room: the lifecycle counts listeners and hands
- * recordings to the episodes service from the start.
+ * recordings to the episodes service from the start. `episodeAudioGone` is told of every episode
+ * whose audio was deleted or replaced (the fallback's rendition cache, docs/streams.md "Fallback").
  */
-export function buildServices(b: Base, room: Listeners): ControlServices {
+export function buildServices(b: Base, room: Listeners, episodeAudioGone: (episodeId: string) => void = () => {}): ControlServices {
   const { db, outbox, writes, now } = b;
   const log = b.log.child('live');
   const listenerCount = (id: string) => room.registry.listenerCount(id);
@@ -152,7 +156,7 @@ export function buildServices(b: Base, room: Listeners): ControlServices {
   });
   const broadcasts = new BroadcastLog({ repo: new BroadcastsRepo(db), outbox, writes, log, now });
   const hooks = buildWebhooks(b);
-  const podcasts = buildPodcasts(b, hooks.feedNotes);
+  const podcasts = buildPodcasts(b, hooks.feedNotes, episodeAudioGone);
   const { episodes } = podcasts;
   const lifecycle = new StreamLifecycle({
     db,

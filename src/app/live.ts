@@ -10,6 +10,16 @@ import { ICECAST_DEFAULTS, IcecastServer, type IcecastListening } from '../live/
 import { INGEST_DEFAULTS, RtmpIngest } from '../live/ingest/rtmp-ingest.js';
 import { ffmpegPath } from '../base/ffmpeg.js';
 import { WatchedMediaRegistry } from '../delivery/threads/index.js';
+import { FallbackCache } from '../live/ingest/fallback-cache.js';
+
+/**
+ * The node's cache of fallback renditions (docs/streams.md "Fallback"), `<dataDir>/fallback-cache`:
+ * built before the control services, which tell it of deleted and replaced episode audio.
+ * @throws Error when the directory cannot be created
+ */
+export function buildFallbackCache(b: Base): FallbackCache {
+  return new FallbackCache({ dir: path.join(b.config.dataDir, 'fallback-cache'), ffmpeg: ffmpegPath, log: b.log.child('live'), minFreeDiskBytes: b.config.limits.minFreeDiskBytes, now: b.now });
+}
 
 /** Publishing, built: the hubs of live streams and the ingest that feeds them. */
 export interface Live {
@@ -18,8 +28,8 @@ export interface Live {
   ingest: Publishing;
 }
 
-/** Builds the media registry and publishing over `port` (the stream lifecycle, docs/streams.md). */
-export function buildPublishing(b: Base, port: IngestPort): Live {
+/** Builds the media registry and publishing over `port` (the stream lifecycle, docs/streams.md), the fallback playing from `fallbackCache`. */
+export function buildPublishing(b: Base, port: IngestPort, fallbackCache: FallbackCache): Live {
   const { config } = b;
   const media = new WatchedMediaRegistry();
   const ingest = new Publishing({
@@ -39,6 +49,7 @@ export function buildPublishing(b: Base, port: IngestPort): Live {
       segmentBytesFactor: config.limits.segmentBytesFactor,
       minFreeDiskBytes: config.limits.minFreeDiskBytes,
       nowPlayingMinIntervalMs: config.limits.nowPlayingMinIntervalMs,
+      fallbackCache,
     },
   });
   return { media, ingest };

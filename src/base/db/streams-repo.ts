@@ -104,6 +104,10 @@ export class StreamsRepo {
     this.db.prepare('UPDATE streams SET source = NULL WHERE source IS NOT NULL').run();
     return this.db.prepare('SELECT id FROM streams WHERE fallback IS NOT NULL ORDER BY seq').pluck().all() as string[];
   }
+  /** The ids of the streams with a fallback, in creation order (nothing changed). */
+  withFallback(): string[] {
+    return this.db.prepare('SELECT id FROM streams WHERE fallback IS NOT NULL ORDER BY seq').pluck().all() as string[];
+  }
   delete(id: string): void {
     this.deleteStmt.run(id);
   }

@@ -153,6 +153,8 @@ export interface EpisodesDeps {
   feedChanged?: FeedChanged;
   /** Told of new audio once stored (its file name under the media store, path, size, duration): download counting measures its first minute. */
   audioPlaced?: (episodeId: string, fileName: string, path: string, sizeBytes: number, durationSeconds: number | null) => void;
+  /** Told of an episode whose audio file was deleted or replaced, once done (the stream fallback's rendition cache). */
+  audioGone?: (episodeId: string) => void;
   /** Measures (and, with the podcast's `loudnessTarget`, normalises) new audio in the background. */
   loudness?: Pick<LoudnessService, 'resetForNewAudio' | 'enqueue'>;
 }
@@ -259,6 +261,7 @@ export class EpisodesService {
     this.d.outbox.flush();
     if (row.audio_file) this.d.media.remove(podcastId, row.audio_file);
     if (row.original_audio_file) this.d.media.remove(podcastId, row.original_audio_file);
+    if (row.audio_file) this.d.audioGone?.(id);
     if (row.status === 'scheduled') this.d.onScheduleChange?.();
     return { id, object: 'episode', deleted: true };
   }
@@ -322,6 +325,7 @@ export class EpisodesService {
     }
     if (old) this.d.media.remove(podcastId, old);
     if (oldOriginal) this.d.media.remove(podcastId, oldOriginal);
+    if (old) this.d.audioGone?.(id);
     this.d.loudness?.enqueue(id);
     this.d.audioPlaced?.(id, fileName, this.d.media.filePath(podcastId, fileName), sizeBytes, info.durationSeconds);
     return this.render(out);

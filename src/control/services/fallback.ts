@@ -34,7 +34,7 @@ export class FallbackEpisodes {
     const out: FallbackItem[] = [];
     for (const id of episodeIds) {
       const e = this.repo.episodeAudio(id, accountId);
-      if (e?.audio_file) out.push({ path: this.media.filePath(e.podcast_id, e.audio_file), title: e.title });
+      if (e?.audio_file) out.push({ id: e.id, path: this.media.filePath(e.podcast_id, e.audio_file), title: e.title });
     }
     return out;
   }

@@ -155,6 +155,11 @@ export class StreamLifecycle implements IngestPort {
     return this.d.streams.resetSources();
   }
 
+  /** The streams that have a fallback now (changes nothing). */
+  fallbackStreamIds(): string[] {
+    return this.d.streams.withFallback();
+  }
+
   /** The stream's `source` changed: stored, and `stream.source_changed` `{object, source, reason}` when there is a reason (docs/streams.md "Fallback"). */
   onSourceChanged(streamId: string, source: StreamSource, reason: SourceChangeReason | null): void {
     this.write(streamId, 'stream.source_changed', () => {

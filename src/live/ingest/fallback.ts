@@ -1,21 +1,44 @@
 /**
  * A stream's fallback audio (docs/streams.md "Fallback"): episode files played in a loop, in real
- * time, encoded to the stream's ingest codec at its top bitrate by ONE FFmpeg process at a time per
- * stream (`ffmpeg -re -i <episode file>`, one episode per run, the next run starting as the last
- * ends) that writes ADTS, MP3 or Ogg Opus on stdout. That byte stream goes through the native
- * Icecast source parser (src/live/native/icecast.ts, as an Icecast source's body does in
- * ./icecast-server.ts) and the audio messages it makes reach the stream's media hub like a
- * publisher's; the ladder encodes the lower layers from them as for live audio.
+ * time, one episode per run, the next run starting as the last ends, as the stream's ingest codec
+ * at its top bitrate in the byte stream an Icecast source sends (ADTS, MP3 or Ogg Opus). An episode
+ * whose rendition is cached (./fallback-cache.ts) is read from that file and paced in JS
+ * (./rendition-pacer.ts: no process, no decode, no encode); one not cached yet is encoded from the
+ * episode file by ONE FFmpeg process (`ffmpeg -re`, stdout) as its rendition is built for a later
+ * run. Either byte stream goes through the native Icecast source parser (src/live/native/icecast.ts,
+ * as an Icecast source's body does in ./icecast-server.ts) and the audio messages it makes reach
+ * the stream's media hub like a publisher's; the ladder encodes the lower layers from them as for
+ * live audio.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { IcecastSource, type IcecastSourceEvent } from '../native/icecast.js';
 import { readAudioTag, type AudioCodec } from '../media/codec.js';
 import type { MediaConnection, MediaLog, PublishInput } from '../media/hub.js';
+import { paceRendition } from './rendition-pacer.js';
 
-/** One episode of a fallback: its audio file (absolute path) and its title (the stream's `nowPlaying` while it plays). */
+/** One episode of a fallback: its id, its audio file (absolute path) and its title (the stream's `nowPlaying` while it plays). */
 export interface FallbackItem {
+  id: string;
   path: string;
   title: string;
+}
+
+/** One rendition: episode `episodeId`'s audio file `path` as `codec` at `kbps` (kbps), 48 kHz stereo. */
+export interface RenditionWant {
+  episodeId: string;
+  path: string;
+  codec: AudioCodec;
+  kbps: number;
+}
+
+/** Cached renditions of episodes (./fallback-cache.ts `FallbackCache`, docs/streams.md "Fallback"). */
+export interface FallbackRenditions {
+  /** The complete rendition's file (absolute path), or null (the run encodes live; the rendition is queued). */
+  rendition(want: RenditionWant): string | null;
+  /** A rendition that did not play: not used again. */
+  unusable(file: string): void;
+  /** The renditions a plan will play: those missing (new audio since) are queued. */
+  prepare(wants: RenditionWant[]): void;
 }
 
 /** What a stream's fallback plays (docs/streams.md "Fallback"). `silenceSeconds`: 5–300, or null (no silence detection). */
@@ -36,6 +59,8 @@ export interface FallbackSourceOptions {
   /** An episode started playing: its title. */
   title(title: string): void;
   log: MediaLog;
+  /** Cached renditions to copy from; none: every run encodes. */
+  renditions?: FallbackRenditions;
 }
 
 /** Sample rate of the fallback's encoding (Opus needs 48 kHz; the others take it too). */
@@ -53,20 +78,27 @@ const OUTPUT: Record<AudioCodec, string[]> = {
   opus: ['-c:a', 'libopus', '-f', 'ogg', '-page_duration', '20000'],
 };
 
+/** FFmpeg output options that encode the first audio stream as `codec` at `kbps`, 48 kHz stereo, in its Icecast byte stream (no output named). */
+export function fallbackOutputArgs(codec: AudioCodec, kbps: number): string[] {
+  return ['-vn', '-map', '0:a:0', '-ac', '2', '-ar', String(SAMPLE_RATE), '-b:a', `${kbps}k`, ...OUTPUT[codec]];
+}
+
 /** The FFmpeg arguments that play `file` in real time as `codec` at `kbps` on stdout (exported for tests and docs). */
 export function fallbackArgs(file: string, codec: AudioCodec, kbps: number): string[] {
-  return ['-hide_banner', '-loglevel', 'error', '-nostdin', '-re', '-i', file, '-vn', '-map', '0:a:0', '-ac', '2', '-ar', String(SAMPLE_RATE), '-b:a', `${kbps}k`, ...OUTPUT[codec], 'pipe:1'];
+  return ['-hide_banner', '-loglevel', 'error', '-nostdin', '-re', '-i', file, ...fallbackOutputArgs(codec, kbps), 'pipe:1'];
 }
+
 
 /**
  * The fallback audio of one stream, as a connection of its media hub (`MediaConnection`: read in
  * JS, never routed natively). `start(input)` plays the plan's episodes one after another, in a
  * loop (`sequential`: in the plan's order; `shuffle`: each round in a new random order), on one
- * continuous clock; `close()` stops the running FFmpeg process. Never throws once started: a run
- * that fails is logged and the next episode follows.
+ * continuous clock; `close()` stops the running run (its FFmpeg process is killed). Never throws
+ * once started: a run that fails is logged and the next episode follows.
  */
 export class FallbackSource implements MediaConnection {
-  private child: ChildProcess | null = null;
+  /** The run playing now: its episode, where its audio comes from, and how to stop it. */
+  private current: { episodeId: string; from: 'rendition' | 'encode'; stop(): void } | null = null;
   private input: PublishInput | null = null;
   private closed = false;
   private timer: NodeJS.Timeout | null = null;
@@ -93,14 +125,19 @@ export class FallbackSource implements MediaConnection {
     this.playNext();
   }
 
-  /** Stops: the FFmpeg process is killed and the hub's input detached. */
+  /** Stops: the run ends (its FFmpeg process is killed) and the hub's input detached. */
   close(): void {
     if (this.closed) return;
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
-    this.child?.kill('SIGKILL');
-    this.child = null;
+    this.current?.stop();
+    this.current = null;
     this.input?.detach();
+  }
+
+  /** What plays now (diagnostics, tests): the episode and its source (its cached rendition, or the live encode); null between runs. */
+  playing(): { episodeId: string; from: 'rendition' | 'encode' } | null {
+    return this.current ? { episodeId: this.current.episodeId, from: this.current.from } : null;
   }
 
   /** The index of the next episode of a plan of `n` (the plan may have changed since the last one). */
@@ -128,48 +165,80 @@ export class FallbackSource implements MediaConnection {
     const plan = this.o.plan();
     if (!plan || plan.items.length === 0) return this.wait(FAILED_WAIT_MS);
     const item = plan.items[this.pick(plan)]!;
-    const child = spawn(this.o.ffmpeg, fallbackArgs(item.path, this.o.codec, this.o.kbps), { stdio: ['ignore', 'pipe', 'pipe'] });
-    this.child = child;
-    const parser = new IcecastSource(this.o.codec, { maxFrameBytes: 65536 });
+    const { codec, kbps } = this.o;
+    const cached = this.o.renditions?.rendition({ episodeId: item.id, path: item.path, codec, kbps }) ?? null;
+    // Renditions of the plan's other episodes made stale meanwhile (new audio) are built before they play.
+    this.o.renditions?.prepare(plan.items.map((i) => ({ episodeId: i.id, path: i.path, codec, kbps })));
+    this.run(item, cached);
+  }
+
+  /** One run: `item` played from its cached rendition `cached` (paced in JS), or encoded from its file (null). */
+  private run(item: FallbackItem, cached: string | null): void {
     let titled = false;
+    const run = {
+      episodeId: item.id,
+      from: cached ? ('rendition' as const) : ('encode' as const),
+      stop: () => {},
+    };
+    const audio = (ts: number, body: Buffer): void => {
+      if (this.current !== run || !this.input) return;
+      if (!titled) {
+        titled = true;
+        this.o.title(item.title);
+      }
+      this.lastTs = this.offsetMs + ts;
+      const tag = readAudioTag(body);
+      this.input.audio(this.lastTs, body, tag, false);
+      if (tag.kind === 'frame') this.input.live();
+    };
+    const end = (ok: boolean, detail: Record<string, unknown>): void => {
+      if (this.current !== run || this.closed) return;
+      this.current = null;
+      if (cached && !(ok && titled)) this.o.renditions?.unusable(cached);
+      this.ended(ok && titled, detail);
+    };
+    this.current = run;
+    if (cached) run.stop = paceRendition(cached, this.o.codec, { audio, end: (error) => end(error === null, { error }) }).stop;
+    else run.stop = this.encode(item, audio, end);
+  }
+
+  /** Runs FFmpeg that encodes `item`'s file in real time on stdout, parsed into `audio`; `end` when it exits. Returns the kill. */
+  private encode(item: FallbackItem, audio: (ts: number, body: Buffer) => void, end: (ok: boolean, detail: Record<string, unknown>) => void): () => void {
+    const child = spawn(this.o.ffmpeg, fallbackArgs(item.path, this.o.codec, this.o.kbps), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const parser = new IcecastSource(this.o.codec, { maxFrameBytes: 65536 });
     let stderr = '';
-    const base = this.offsetMs;
     const handler = {
-      audio: (ts: number, body: Buffer) => {
-        if (this.child !== child || !this.input) return;
-        if (!titled) {
-          titled = true;
-          this.o.title(item.title);
-        }
-        this.lastTs = base + ts;
-        const tag = readAudioTag(body);
-        this.input.audio(this.lastTs, body, tag, false);
-        if (tag.kind === 'frame') this.input.live();
-      },
+      audio,
       event: (e: IcecastSourceEvent) => {
         if (e.type === 'error') this.o.log.warn('fallback audio: bad output', { streamId: this.o.streamId, code: e.code, message: e.message });
       },
     };
+    let killed = false;
     child.stdout!.on('data', (d: Buffer) => {
-      if (this.child === child) parser.pushTo(d, handler);
+      if (!killed) parser.pushTo(d, handler);
     });
     child.stderr!.on('data', (d: Buffer) => {
       if (stderr.length < 2048) stderr += d.toString();
     });
     child.on('error', (e) => this.o.log.error('fallback audio: cannot run ffmpeg', { streamId: this.o.streamId, err: e.message }));
-    child.once('close', (code) => {
-      if (this.child !== child || this.closed) return;
-      this.child = null;
-      // The next run's clock starts one frame (at most ~26 ms) after this run's last message.
-      this.offsetMs = this.lastTs + 26;
-      if (code === 0 && titled) {
-        this.failedRuns = 0;
-        return this.playNext();
-      }
-      this.failedRuns++;
-      this.o.log.warn('fallback audio: an episode could not be played', { streamId: this.o.streamId, code, stderr: stderr.trim().slice(0, 300) });
-      this.wait(this.failedRuns >= MAX_FAILED_RUNS ? FAILED_WAIT_MS : RETRY_MS);
-    });
+    child.once('close', (code) => end(code === 0, { code, stderr: stderr.trim().slice(0, 300) }));
+    return () => {
+      killed = true;
+      child.kill('SIGKILL');
+    };
+  }
+
+  /** A run ended (played through: `ok`): the next episode follows on the same clock, after a wait when it failed. */
+  private ended(ok: boolean, detail: Record<string, unknown>): void {
+    // The next run's clock starts one frame (at most ~26 ms) after this run's last message.
+    this.offsetMs = this.lastTs + 26;
+    if (ok) {
+      this.failedRuns = 0;
+      return this.playNext();
+    }
+    this.failedRuns++;
+    this.o.log.warn('fallback audio: an episode could not be played', { streamId: this.o.streamId, ...detail });
+    this.wait(this.failedRuns >= MAX_FAILED_RUNS ? FAILED_WAIT_MS : RETRY_MS);
   }
 
   private wait(ms: number): void {

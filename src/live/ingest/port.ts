@@ -90,6 +90,8 @@ export interface IngestPort {
   fallback?(streamId: string): FallbackSetting | null;
   /** At start-up: the streams that have a fallback; every `source` an earlier run stored is forgotten (null). */
   fallbackStreams?(): string[];
+  /** The streams that have a fallback now (changes nothing): the rendition cache keeps their episodes. */
+  fallbackStreamIds?(): string[];
   /** The stream's source changed: its `source`, and `stream.source_changed` with `reason` (none when null). */
   onSourceChanged?(streamId: string, source: StreamSource, reason: SourceChangeReason | null): void;
   /**

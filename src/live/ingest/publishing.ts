@@ -25,7 +25,8 @@ import type { MediaConnection, MediaError, MediaRegistry, PublishInput, StreamHu
 import { readAudioTag, type AudioTag } from '../media/codec.js';
 import { Recorder, type Recording, type RecordingLeftover } from '../media/recorder.js';
 import type { FallbackSetting, IngestPort, NowPlayingUpdate, PublishGrant, SourceChangeReason, StreamError, StreamSource } from './port.js';
-import { FallbackSource } from './fallback.js';
+import { FallbackSource, type RenditionWant } from './fallback.js';
+import type { FallbackCache } from './fallback-cache.js';
 
 /** A connected publisher, as ingest sees it (one per accepted publish, any protocol). */
 export interface Publisher extends MediaConnection {
@@ -72,6 +73,8 @@ export interface PublishingOptions {
    * lifecycle caps `nowPlaying` (docs/listeners.md "Title changes"), so both end on the same title.
    */
   nowPlayingMinIntervalMs?: number;
+  /** The node's cached fallback renditions (docs/streams.md "Fallback"); none: the fallback always encodes live. */
+  fallbackCache?: FallbackCache;
 }
 
 interface StreamIngest {
@@ -171,11 +174,22 @@ export class Publishing {
    * goes on: the plan is read again when the fallback next plays.
    */
   fallbackChanged(streamId: string): void {
+    this.fallbackPlayed(streamId);
+    this.syncFallbackCache();
+  }
+
+  /** The stream's fallback as it is now: played (unless live audio is on air) or stopped. */
+  private fallbackPlayed(streamId: string): void {
     const f = this.d.port.fallback?.(streamId) ?? null;
     const s = this.streams.get(streamId);
     if (!f) return this.fallbackRemoved(streamId, s);
     if (s?.publisher && !s.fallback) return;
     this.playFallback(streamId, s, f, null);
+  }
+
+  /** What the stream's fallback plays now (diagnostics, tests: docs/streams.md "Fallback"): the episode, from its cached rendition or the live encode; null when none plays. */
+  fallbackPlaying(streamId: string): { episodeId: string; from: 'rendition' | 'encode' } | null {
+    return this.streams.get(streamId)?.fallback?.playing() ?? null;
   }
 
   /** Ends a live stream's broadcast at once (DELETE): publisher closed, `stream.ended`. */
@@ -219,7 +233,28 @@ export class Publishing {
       timer.unref();
       this.recoverTimers.add(timer);
     }
-    for (const id of this.d.port.fallbackStreams?.() ?? []) this.fallbackChanged(id);
+    for (const id of this.d.port.fallbackStreams?.() ?? []) this.fallbackPlayed(id);
+    this.syncFallbackCache();
+  }
+
+  /**
+   * The rendition cache holds what the plans name now (docs/streams.md "Fallback"): every
+   * stream's playable episodes at the stream's codec and top bitrate (and at those of a hub
+   * still playing with earlier settings); every other entry is removed, missing ones are built.
+   */
+  private syncFallbackCache(): void {
+    const cache = this.d.options.fallbackCache;
+    if (!cache || !this.d.port.fallback || !this.d.port.fallbackStreamIds) return;
+    const wanted: RenditionWant[] = [];
+    for (const streamId of this.d.port.fallbackStreamIds()) {
+      const f = this.d.port.fallback(streamId);
+      if (!f) continue;
+      const grants = [f.grant];
+      const st = this.streams.get(streamId);
+      if (st?.fallback && !sameSettings(st.grant, f.grant)) grants.push(st.grant);
+      for (const g of grants) for (const item of f.plan.items) wanted.push({ episodeId: item.id, path: item.path, codec: g.codec, kbps: g.ladderKbps[0]! });
+    }
+    cache.sync(wanted);
   }
 
   /**
@@ -443,6 +478,7 @@ export class Publishing {
       plan: () => this.d.port.fallback?.(streamId)?.plan ?? null,
       title: (title) => this.fallbackTitle(streamId, src, title),
       log: this.d.log,
+      renditions: this.d.options.fallbackCache,
     });
     st.fallback = src;
     old?.close();

@@ -55,7 +55,7 @@ async function play(codec: AudioCodec, plan: FallbackPlan, ms: number) {
 
 describe('FallbackSource', () => {
   it.each(['aac', 'mp3', 'opus'] as const)('plays the episodes in order in real time as %s on one clock, with their titles', async (codec) => {
-    const plan: FallbackPlan = { items: [{ path: path.join(dir, 'a.mp3'), title: 'A' }, { path: path.join(dir, 'broken.mp3'), title: 'Broken' }, { path: path.join(dir, 'b.mp3'), title: 'B' }], order: 'sequential', silenceSeconds: null };
+    const plan: FallbackPlan = { items: [{ id: 'ep_a', path: path.join(dir, 'a.mp3'), title: 'A' }, { id: 'ep_broken', path: path.join(dir, 'broken.mp3'), title: 'Broken' }, { id: 'ep_b', path: path.join(dir, 'b.mp3'), title: 'B' }], order: 'sequential', silenceSeconds: null };
     const { got, titles, detached, elapsed } = await play(codec, plan, 15_000);
     expect(detached).toBe(true);
     expect(got.every((m) => m.tag.codec === codec)).toBe(true);
@@ -75,7 +75,7 @@ describe('FallbackSource', () => {
   }, 20_000);
 
   it('shuffle plays every episode of a round once', async () => {
-    const plan: FallbackPlan = { items: [{ path: path.join(dir, 'a.mp3'), title: 'A' }, { path: path.join(dir, 'b.mp3'), title: 'B' }], order: 'shuffle', silenceSeconds: null };
+    const plan: FallbackPlan = { items: [{ id: 'ep_a', path: path.join(dir, 'a.mp3'), title: 'A' }, { id: 'ep_b', path: path.join(dir, 'b.mp3'), title: 'B' }], order: 'shuffle', silenceSeconds: null };
     const { titles } = await play('aac', plan, 15_000);
     expect(titles.slice(0, 2).map((t) => t.title).sort()).toEqual(['A', 'B']);
   }, 20_000);
