@@ -200,7 +200,7 @@ function directives(query: string): Directives | string {
 export const listenerTimeoutMs = (layer: Layer): number => 3 * targetDurationSeconds(layer) * 1000;
 
 /** A media object file name, read: a segment (`part` -1), a part, or an init section (`init` ≥ 0). */
-interface MediaFile {
+export interface MediaFile {
   seq: number;
   part: number;
   ts: boolean;
@@ -211,7 +211,7 @@ interface MediaFile {
  * Reads a media object file name — `<seq>.m4s|.ts` (seq 1–15 digits), `<seq>.<part>.m4s` (part
  * 1–4 digits), `init-<v>.mp4` (v 1–9 digits) — else null. No regular expression (every part GET).
  */
-function mediaFile(f: string): MediaFile | null {
+export function mediaFile(f: string): MediaFile | null {
   if (f.startsWith('init-')) {
     if (!f.endsWith('.mp4')) return null;
     const v = integer(f, 9, 5, f.length - 4);
