@@ -38,6 +38,7 @@
  * ("500,1000,2000,4000,8000"), BENCH_PLAYERS_STEPS_CLASSIC and BENCH_PLAYERS_STEPS_ICECAST
  * ("1000,2000,4000,8000,16000"), BENCH_PLAYERS_WINDOW_S (10), BENCH_PLAYERS_BUDGET_S (420: the
  * steps of all modes together, shared evenly by the modes still to run), BENCH_PLAYERS_HINTS (1: hlsjs-ll listeners also request preload-hinted parts),
+ * BENCH_PLAYERS_DELTA (0: hlsjs-ll listeners never send `_HLS_skip=YES`; by default they do, as hls.js does),
  * BENCH_PLAYERS_DEBUG (1: log the first objects a listener missed), BENCH_SKYLARK_THREADS (Skylark's
  * SKYLARK_HTTP_THREADS, default 1).
  */
@@ -58,6 +59,8 @@ const WINDOW_S = Number(process.env.BENCH_PLAYERS_WINDOW_S || 10);
 const budget = { leftMs: Number(process.env.BENCH_PLAYERS_BUDGET_S || 420) * 1000, modesLeft: 1 };
 const MODES = (process.env.BENCH_PLAYERS_MODES || 'hlsjs-ll,classic,icecast').split(',').map((s) => s.trim());
 const HINTS = process.env.BENCH_PLAYERS_HINTS === '1';
+/** hlsjs-ll listeners ask for full playlists only (no `_HLS_skip`), unlike hls.js against a server that offers delta updates. */
+const NO_DELTA = process.env.BENCH_PLAYERS_DELTA === '0';
 /**
  * Arrivals per second, all client processes together: 1,000/s for Skylark; 300/s for Icecast,
  * whose listen backlog of 5 lets only ~130–290 connects/s through a burst (docs/benchmarks.md "Peers"):
@@ -290,6 +293,7 @@ async function runMode(t: Target, label: string): Promise<{ steps: Step[]; idleP
       to,
       exitAt,
       hints: HINTS,
+      noDelta: NO_DELTA,
     }));
     const clients = runClients(cfgs);
     while (Date.now() < from) await sleep(20);
@@ -466,7 +470,7 @@ async function skylarkLl(work: string): Promise<ModeResult> {
     const probe = startProbe('hlsjs-ll', sky.stream.hlsUrl);
     try {
       const r = await runMode({ mode: 'hlsjs-ll', server: 'skylark', url: sky.stream.hlsUrl, pid: sky.pid, probe, stepsFrom: steps('BENCH_PLAYERS_STEPS_LL', '500,1000,2000,4000,8000'), settleMs: 3000 }, 'hlsjs-ll');
-      return { key: 'hlsjs-ll', label: `hls.js LL-HLS${HINTS ? ' + preload hints' : ''} (AAC 128k, 0.5 s parts)`, server: 'skylark', ...r };
+      return { key: 'hlsjs-ll', label: `hls.js LL-HLS${HINTS ? ' + preload hints' : ''}${NO_DELTA ? ', no delta updates' : ''} (AAC 128k, 0.5 s parts)`, server: 'skylark', ...r };
     } finally {
       probe.stop();
     }

@@ -29,7 +29,10 @@
  *   relative URI does not inherit the playlist URL's query), on a second connection (a browser's
  *   second HTTP/1.1 connection to the host). hls.js parses `EXT-X-PRELOAD-HINT` but never requests it;
  *   with `hints` the hinted part is also requested at once, in parallel with the reload, as
- *   players that use hints do (AVPlayer). It starts 3 parts back from the live edge.
+ *   players that use hints do (AVPlayer). It starts 3 parts back from the live edge. Once a
+ *   playlist advertises `CAN-SKIP-UNTIL`, every blocking reload also carries `&_HLS_skip=YES`
+ *   (hls.js `getSkipValue`, src/types/level.ts; rfc8216bis §6.2.5.1), so the server answers its
+ *   delta update; `noDelta` leaves it out (a player without delta updates).
  * - `icecast`: one GET of a progressive stream (an Icecast mount, or any endpoint sending a body
  *   until close or chunked), counting body bytes.
  *
@@ -70,6 +73,8 @@ export interface PlayerConfig {
   exitAt: number;
   /** hlsjs-ll: also request each preload-hinted part at once. */
   hints?: boolean;
+  /** hlsjs-ll: never ask for delta updates (`_HLS_skip`), as hls.js does when the server advertises them. */
+  noDelta?: boolean;
   /** A probe: media is not fetched, classic polls every 100 ms, failures always reconnect. */
   probe?: boolean;
   /** Connects in flight at most (a burst of SYNs beyond a server's listen backlog only causes retransmits). */
@@ -769,9 +774,16 @@ class LlListener extends Listener {
   private partQuery = '';
   private partTargetMs = 1000;
   private first = true;
+  /**
+   * `&_HLS_skip=YES` once a playlist advertised `CAN-SKIP-UNTIL` (and `v2` with
+   * `CAN-SKIP-DATERANGES=YES`), as hls.js's `getSkipValue` adds it to every blocking reload of a
+   * playlist loaded less than half the skip boundary ago (ours are always that fresh); '' before.
+   */
+  private skip = '';
 
   start(): void {
     this.first = true;
+    this.skip = '';
     this.lastKey = -1;
     this.lastListed = -1;
     this.queue = [];
@@ -804,7 +816,7 @@ class LlListener extends Listener {
   }
 
   private reload(): void {
-    const tail = this.part >= 0 ? `${this.msn}&_HLS_part=${this.part}` : `${this.msn}`;
+    const tail = `${this.part >= 0 ? `${this.msn}&_HLS_part=${this.part}` : `${this.msn}`}${this.skip}`;
     this.pl!.send(`${this.reloadHead}${tail} HTTP/1.1\r\nHost: ${this.run.hostHeader}\r\nUser-Agent: skylark-bench-player\r\n${this.hdr}\r\n`, true, (st, body) => this.playlist(st, body));
   }
 
@@ -851,6 +863,9 @@ class LlListener extends Listener {
       } else if (this.first && startsAt(s, a, '#EXT-X-MAP:')) {
         const u = s.indexOf('URI="', a);
         if (u >= 0 && u < b) map = s.slice(u + 5, s.indexOf('"', u + 5));
+      } else if (this.skip === '' && !this.run.cfg.noDelta && startsAt(s, a, '#EXT-X-SERVER-CONTROL:')) {
+        const line = s.slice(a, b);
+        if (line.includes('CAN-SKIP-UNTIL=')) this.skip = line.includes('CAN-SKIP-DATERANGES=YES') ? '&_HLS_skip=v2' : '&_HLS_skip=YES';
       } else if (startsAt(s, a, '#EXT-X-PART-INF:')) {
         const t = s.indexOf('PART-TARGET=', a);
         if (t >= 0 && t < b) this.partTargetMs = Math.round(Number(s.slice(t + 12, b).split(',')[0]) * 1000) || this.partTargetMs;
