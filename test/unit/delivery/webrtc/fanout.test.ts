@@ -9,12 +9,12 @@
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import { describe, expect, it, vi } from 'vitest';
-import { RTCPeerConnection, RTCRtpCodecParameters, SrtpSession, type RtpPacket } from 'werift';
+import { SrtpSession } from 'werift';
 import { RtpFanout, type RtpFanoutPeer } from '../../../../src/live/native/rtp-fanout.js';
 import { PROFILE_AEAD_AES_128_GCM, PROFILE_AES128_CM_HMAC_SHA1_80, SrtpProtector } from '../../../../src/delivery/webrtc/srtp.js';
 import { CHECK_MS, FanoutGroup, PEER_MAX_DROPPING_MS, socketFd, type FanoutSession, type SrtpIndex } from '../../../../src/delivery/webrtc/fanout.js';
 import { weriftMediaState, type IceAgent } from '../../../../src/delivery/webrtc/rtp-sender.js';
-import { peerConfiguration } from '../../../../src/delivery/webrtc/whep.js';
+import { connectWeriftPair, sendAcrossWrap, until, WRAP_PAYLOADS } from '../../../helpers/werift-pair.js';
 
 const hex = (s: string) => Buffer.from(s.replace(/\s+/g, ''), 'hex');
 const PROFILES = [['AES_CM_128_HMAC_SHA1_80', PROFILE_AES128_CM_HMAC_SHA1_80], ['AEAD_AES_128_GCM', PROFILE_AEAD_AES_128_GCM]] as const;
@@ -158,33 +158,11 @@ describe('RtpFanout (native)', () => {
   });
 });
 
-async function until(ok: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 describe('FanoutGroup over a werift connection', () => {
   it('joins a connected peer on its UDP pair; werift receives the packets intact; a closed connection is no longer written', async () => {
-    const opus = () => new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48000, channels: 2, payloadType: 111 });
-    const client = new RTCPeerConnection({ codecs: { audio: [opus()], video: [] }, headerExtensions: { audio: [], video: [] }, iceUseIpv6: false, iceAdditionalHostAddresses: ['127.0.0.1'], iceServers: [] });
-    const server = new RTCPeerConnection(peerConfiguration({ iceServers: [], allInterfaces: false, hosts: ['127.0.0.1'] }));
+    const pair = await connectWeriftPair();
+    const { server, transceiver, close } = pair;
     try {
-      const got: RtpPacket[] = [];
-      client.addTransceiver('audio', { direction: 'recvonly' });
-      client.onTrack.subscribe((track) => track.onReceiveRtp.subscribe((p) => got.push(p)));
-      await client.setLocalDescription(await client.createOffer());
-      await until(() => client.iceGatheringState === 'complete', 5000, 'client gathering');
-      await server.setRemoteDescription(client.localDescription!);
-      const transceiver = server.getTransceivers().find((t) => t.kind === 'audio')!;
-      transceiver.setDirection('sendonly');
-      await server.setLocalDescription(await server.createAnswer());
-      await until(() => server.iceGatheringState === 'complete', 5000, 'server gathering');
-      await client.setRemoteDescription(server.localDescription!);
-      await until(() => server.connectionState === 'connected' && client.connectionState === 'connected', 10_000, 'connected');
-
       const counters = { packetsSent: 0, packetsDropped: 0, peersDroppedSlow: 0 };
       let emptied = 0;
       const closed: string[] = [];
@@ -193,31 +171,17 @@ describe('FanoutGroup over a werift connection', () => {
       const w = weriftMediaState(transceiver)!;
       const id = group.join(session, w);
       expect(id).not.toBeNull();
-      const payloads = Array.from({ length: 20 }, (_, i) => Buffer.alloc(40 + i * 7, i + 1));
-      const seq0 = 65530;
-      for (let i = 0; i < payloads.length; i++) {
-        group.send((seq0 + i) & 0xffff, (1_000_000 + i * 960) >>> 0, payloads[i]!, i === 0);
-        await new Promise((r) => setTimeout(r, 5));
-      }
-      await until(() => got.length >= payloads.length, 5000, 'packets received');
-      got.forEach((p, i) => {
-        expect(p.header.sequenceNumber).toBe((seq0 + i) & 0xffff);
-        expect(p.header.timestamp).toBe(1_000_000 + i * 960);
-        expect(p.header.marker).toBe(i === 0);
-        expect(p.header.payloadType).toBe(111);
-        expect(p.header.ssrc).toBe(transceiver.sender.ssrc);
-        expect(p.payload.equals(payloads[i]!)).toBe(true);
-      });
-      expect(counters).toEqual({ packetsSent: payloads.length, packetsDropped: 0, peersDroppedSlow: 0 });
+      await sendAcrossWrap(pair, (seq, ts, payload, marker) => group.send(seq, ts, payload, marker), expect);
+      expect(counters).toEqual({ packetsSent: WRAP_PAYLOADS.length, packetsDropped: 0, peersDroppedSlow: 0 });
 
       // werift closes the connection and its sockets: the peer leaves the fan-out, nothing more is written.
       await server.close();
       await until(() => emptied === 1, 5000, 'the group emptied');
       expect(closed).toEqual(['socket closed']);
       group.send(20, 0, Buffer.alloc(10), false);
-      expect(counters.packetsSent).toBe(payloads.length);
+      expect(counters.packetsSent).toBe(WRAP_PAYLOADS.length);
     } finally {
-      await Promise.allSettled([client.close(), server.close()]);
+      await close();
     }
   }, 30_000);
 });
