@@ -128,8 +128,16 @@ describe.skipIf(!nginx)('two nginx edges from skylark edge-config (docs/behaviou
     const base = `${e.url}/hls/${stream.id}/`;
     const mv = await (await fetch(`${base}index.m3u8`)).text();
     const media = new URL(mv.split('\n').find((l) => l && !l.startsWith('#'))!, base);
-    const pl = await (await fetch(media)).text();
-    const hint = /#EXT-X-PRELOAD-HINT:TYPE=PART,URI="([^"?]+)/.exec(pl)![1]!;
+    const hintOf = (playlist: string) => /#EXT-X-PRELOAD-HINT:TYPE=PART,URI="([^"?]+)/.exec(playlist)![1]!;
+    // Start just after a part boundary: a blocking reload for the hinted part returns as soon as it
+    // is listed, so the next hinted part is a whole part duration away (the leaving askers below
+    // must leave before it exists).
+    const [m0, p0] = hintOf(await (await fetch(media)).text()).split('.').map(Number) as [number, number];
+    const boundary = new URL(media);
+    boundary.searchParams.set('_HLS_msn', String(m0));
+    boundary.searchParams.set('_HLS_part', String(p0));
+    const pl = await (await fetch(boundary)).text();
+    const hint = hintOf(pl);
     const [msn, part] = hint.split('.').map(Number) as [number, number];
     const hintPath = new URL(hint, media).pathname;
     const reloadPath = `${media.pathname}?_HLS_msn=${msn}&_HLS_part=${part}`;

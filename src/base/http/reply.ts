@@ -27,17 +27,11 @@ export interface WebReply {
 
 /** A raw response: pre-rendered bytes and headers (HLS playlists and segments, WHEP answers). */
 export interface RawReply {
-  /**
-   * e.g. '200 OK' (or its bytes, for hot paths: see `headerBytes`); or the status and constant
-   * header lines as one pre-encoded block (`headBlock`), with `headers` then empty.
-   */
+  /** e.g. '200 OK' (or its bytes, for hot paths: see `headerBytes`). */
   status: string | Uint8Array;
   headers: ReadonlyArray<readonly [string | Uint8Array, string | Uint8Array]>;
   body: Uint8Array | ArrayBuffer;
 }
-
-/** No headers besides a `headBlock` (one shared empty list). */
-export const NO_HEADERS: RawReply['headers'] = Object.freeze([]);
 
 /** What a response observer sees (tests validate every answer against the OpenAPI document with it). */
 export interface ObservedResponse {
@@ -66,26 +60,6 @@ export interface ReqState {
 /** Pre-encodes constant headers (names and values as bytes: uWS then skips a string conversion per call). */
 export function headerBytes(headers: ReadonlyArray<readonly [string, string]>): ReadonlyArray<readonly [Uint8Array, Uint8Array]> {
   return headers.map(([k, v]) => [Buffer.from(k, 'latin1'), Buffer.from(v, 'latin1')] as const);
-}
-
-/**
- * The status (`'200 OK'`) and constant header lines of a hot raw answer as ONE pre-encoded block,
- * `200 OK\r\nName: value\r\n…Name: value` (RFC 9112 §4, §5), to be given as a `RawReply`'s
- * `status` with `NO_HEADERS`: the library writes it after `HTTP/1.1 ` and ends it with CRLF, so
- * the bytes on the wire are exactly those of `writeStatus` + one `writeHeader` per header, for one
- * call into the library instead of one per header (each call converts its arguments and crosses
- * from JavaScript into C++). Names and values are checked here, once: a CR or LF in one, or a
- * name that is not an RFC 9110 §5.1 token, throws.
- * @throws Error on a header that would not be one header line
- */
-export function headBlock(status: string, headers: ReadonlyArray<readonly [string, string]>): Uint8Array {
-  if (/[\r\n]/.test(status)) throw new Error(`status '${status}' holds a line break`);
-  let text = status;
-  for (const [k, v] of headers) {
-    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k) || /[\r\n]/.test(v)) throw new Error(`header '${k}' cannot be written as one header line`);
-    text += `\r\n${k}: ${v}`;
-  }
-  return Buffer.from(text, 'latin1');
 }
 
 /** `'200 OK'` as bytes, for hot raw paths. */
@@ -180,8 +154,7 @@ export function jsonHeaders(requestId: string, extra?: Record<string, string>, m
  */
 export function writeRaw(res: uWS.HttpResponse, head: boolean, r: RawReply, requestId: string): void {
   res.writeStatus(r.status);
-  const h = r.headers;
-  for (let i = 0; i < h.length; i++) res.writeHeader(h[i]![0], h[i]![1]);
+  for (const [k, v] of r.headers) res.writeHeader(k, v);
   res.writeHeader(H_REQUEST_ID, requestId);
   if (head) endHead(res, r.body.byteLength);
   else res.end(r.body);

@@ -38,7 +38,7 @@
  * playlist as it is would send the client straight back with the same request.
  */
 import type { Answer, DeferredReply, HttpServer, RawReply, RawRequestInfo } from '../../base/http/server.js';
-import { errorBody, headBlock, NO_HEADERS, statusLine } from '../../base/http/server.js';
+import { errorBody, headerBytes, STATUS_200, statusLine } from '../../base/http/server.js';
 import { ApiError, type ErrorCode } from '../../base/errors/errors.js';
 import type { Layer } from '../../live/media/hub.js';
 import { fill, targetDurationSeconds } from './playlists.js';
@@ -51,11 +51,8 @@ const TS = 'video/mp2t';
 const M4S = 'video/iso.segment';
 const MP4 = 'video/mp4';
 const M3U8 = 'application/vnd.apple.mpegurl';
-/** The status line and headers of a 200 answer, pre-encoded as one block (`headBlock`, src/base/http/reply.ts). */
-type HeaderList = Uint8Array;
-const objectHeaders = (type: string, cache: string): HeaderList => headBlock('200 OK', [['Content-Type', type], ['Cache-Control', cache], ['Access-Control-Allow-Origin', '*']]);
-/** A 200 answer: `head` from `objectHeaders`, then `body`. */
-const ok = (head: HeaderList, body: Uint8Array): RawReply => ({ status: head, headers: NO_HEADERS, body });
+type HeaderList = ReadonlyArray<readonly [Uint8Array, Uint8Array]>;
+const objectHeaders = (type: string, cache: string): HeaderList => headerBytes([['Content-Type', type], ['Cache-Control', cache], ['Access-Control-Allow-Origin', '*']]);
 /** Media object headers by `private` (token stream): [public, private]. */
 const TS_HEADERS = [objectHeaders(TS, IMMUTABLE), objectHeaders(TS, PRIVATE)] as const;
 const M4S_HEADERS = [objectHeaders(M4S, IMMUTABLE), objectHeaders(M4S, PRIVATE)] as const;
@@ -138,17 +135,8 @@ const playlistHeadersByKey = byKey((k) => m3u8Headers(k === -1 ? 'public, max-ag
 /** A playlist's headers: ended ones are cached a minute, LL-HLS ones not at all, classic ones half a target duration. */
 const playlistHeaders = (ended: boolean, targetSeconds: number, lowLatency: boolean): HeaderList => playlistHeadersByKey(ended ? -1 : lowLatency ? -2 : Math.floor(targetSeconds / 2));
 
-/** A non-negative integer of 1–`max` digits (`s` from `from` to `to`), else NaN. */
-function integer(s: string, max = 15, from = 0, to = s.length): number {
-  if (to <= from || to - from > max) return NaN;
-  let v = 0;
-  for (let i = from; i < to; i++) {
-    const c = s.charCodeAt(i) - 48;
-    if (c < 0 || c > 9) return NaN;
-    v = v * 10 + c;
-  }
-  return v;
-}
+/** A non-negative integer of 1–15 digits, else NaN. */
+const integer = (s: string): number => (s.length > 0 && s.length <= 15 && /^\d+$/.test(s) ? Number(s) : NaN);
 
 /** The delivery directives of a media playlist request (rfc8216bis §6.2.5): raw values, null when absent. */
 interface Directives {
@@ -157,76 +145,38 @@ interface Directives {
   skip: string | null;
 }
 const NO_DIRECTIVES: Directives = Object.freeze({ msn: null, part: null, skip: null });
+const DIRECTIVE_KEYS: Record<string, keyof Directives> = { _hls_msn: 'msn', _hls_part: 'part', _hls_skip: 'skip' };
 const DIRECTIVE_NAMES: Record<keyof Directives, string> = { msn: '_HLS_msn', part: '_HLS_part', skip: '_HLS_skip' };
-/** The directive a query parameter name stands for, compared in lower case (`lower`), else undefined. */
-const directiveKey = (lower: string): keyof Directives | undefined => (lower === '_hls_msn' ? 'msn' : lower === '_hls_part' ? 'part' : lower === '_hls_skip' ? 'skip' : undefined);
 
 /**
  * `_HLS_msn`, `_HLS_part` and `_HLS_skip` of a query string (no `?`; values raw, not decoded), read
  * as a caching edge keys on them — nginx's `$arg_<name>` matches the name in any case and takes the
  * first — so that no edge can store an answer under a key other than the one the origin read: a
  * name repeated, spelled in another case, or without `=`, is the error message returned (string).
- * One pass over the query, no regular expression and no array (it runs on every playlist request).
  */
 function directives(query: string): Directives | string {
-  let out: Directives | null = null;
-  const n = query.length;
-  for (let from = 0; from < n; ) {
-    let end = query.indexOf('&', from);
-    if (end < 0) end = n;
-    let eq = query.indexOf('=', from);
-    if (eq > end) eq = -1;
-    const nameEnd = eq < 0 ? end : eq;
-    const len = nameEnd - from;
-    // Every directive name is `_HLS_` and 3–4 letters: other parameters (`sid`, `token`) are passed over.
-    if ((len === 8 || len === 9) && query.charCodeAt(from) === 95) {
-      const name = query.slice(from, nameEnd);
-      const key = directiveKey(name.toLowerCase());
-      if (key !== undefined) {
-        const canonical = DIRECTIVE_NAMES[key];
-        if (name !== canonical) return `Delivery directive '${name}' must be spelled '${canonical}'.`;
-        if (eq < 0) return `${canonical} needs a value.`;
-        out ??= { msn: null, part: null, skip: null };
-        if (out[key] !== null) return `${canonical} may appear only once.`;
-        out[key] = query.slice(eq + 1, end);
-      }
-    }
-    from = end + 1;
+  if (!/_hls_/i.test(query)) return NO_DIRECTIVES;
+  const out: Directives = { msn: null, part: null, skip: null };
+  for (const piece of query.split('&')) {
+    const eq = piece.indexOf('=');
+    const name = eq < 0 ? piece : piece.slice(0, eq);
+    if (name.length < 8 || name.length > 9) continue;
+    const key = DIRECTIVE_KEYS[name.toLowerCase()];
+    if (key === undefined) continue;
+    const canonical = DIRECTIVE_NAMES[key];
+    if (name !== canonical) return `Delivery directive '${name}' must be spelled '${canonical}'.`;
+    if (eq < 0) return `${canonical} needs a value.`;
+    if (out[key] !== null) return `${canonical} may appear only once.`;
+    out[key] = piece.slice(eq + 1);
   }
-  return out ?? NO_DIRECTIVES;
+  return out;
 }
 
 /** A listener of `layer` leaves after this long without a media playlist request (ms): 3 target durations (docs/behaviour.md §4). */
 export const listenerTimeoutMs = (layer: Layer): number => 3 * targetDurationSeconds(layer) * 1000;
 
-/** A media object file name, read: a segment (`part` -1), a part, or an init section (`init` ≥ 0). */
-export interface MediaFile {
-  seq: number;
-  part: number;
-  ts: boolean;
-  init: number;
-}
-
-/**
- * Reads a media object file name — `<seq>.m4s|.ts` (seq 1–15 digits), `<seq>.<part>.m4s` (part
- * 1–4 digits), `init-<v>.mp4` (v 1–9 digits) — else null. No regular expression (every part GET).
- */
-export function mediaFile(f: string): MediaFile | null {
-  if (f.startsWith('init-')) {
-    if (!f.endsWith('.mp4')) return null;
-    const v = integer(f, 9, 5, f.length - 4);
-    return Number.isNaN(v) ? null : { seq: -1, part: -1, ts: false, init: v };
-  }
-  const dot = f.indexOf('.');
-  const seq = integer(f, 15, 0, dot);
-  if (dot < 0 || Number.isNaN(seq)) return null;
-  const rest = f.length - dot;
-  if (rest === 3 && f.endsWith('.ts')) return { seq, part: -1, ts: true, init: -1 };
-  if (!f.endsWith('.m4s')) return null;
-  if (rest === 4) return { seq, part: -1, ts: false, init: -1 };
-  const part = integer(f, 4, dot + 1, f.length - 4);
-  return Number.isNaN(part) ? null : { seq, part, ts: false, init: -1 };
-}
+/** Media object file names: `<seq>.m4s|.ts`, `<seq>.<part>.m4s`, `init-<v>.mp4`. */
+const FILE = /^(?:(\d{1,15})(?:\.(\d{1,4}))?\.(m4s|ts)|init-(\d{1,9})\.mp4)$/;
 
 /** What the HLS handlers share: bound once by `registerHlsRoutes` (see the module comment for `access` and `hold`). */
 interface HlsRoutes {
@@ -278,19 +228,19 @@ const template = (layer: HlsLayerView, skip: boolean) => (skip && !layer.ended &
 /** The media playlist as it is now, for `admitted`: the shared bytes, or a token stream's own copy. */
 const playlist = (layer: HlsLayerView, admitted: { query: string; private: boolean }, skip: boolean): RawReply =>
   admitted.private
-    ? ok(PLAYLIST_PRIVATE, fill(template(layer, skip), admitted.query))
-    : ok(playlistHeaders(layer.ended, layer.targetSeconds, layer.lowLatency), template(layer, skip).plain);
+    ? { status: STATUS_200, headers: PLAYLIST_PRIVATE, body: fill(template(layer, skip), admitted.query) }
+    : { status: STATUS_200, headers: playlistHeaders(layer.ended, layer.targetSeconds, layer.lowLatency), body: template(layer, skip).plain };
 
 /**
  * Answers with `reply` once `layer.has(msn, part)` (`reload`: `layer.reached(msn, part)`, a
  * blocking playlist reload) — or the layer ends, or the wait times out: at once when it already
- * holds; held (deferred reply) when the gate admits it; else 503 (`busy`). The held slot is given
+ * holds; held (deferred reply) when the gate admits it; else `over()`. The held slot is given
  * back exactly once: on the answer, the client's abort or the timeout.
  */
-function when(h: HlsRoutes, layer: HlsLayerView, msn: number, part: number | undefined, info: RawRequestInfo, reply: () => RawReply, requestId: string, reload = false): RawReply | DeferredReply {
+function when(h: HlsRoutes, layer: HlsLayerView, msn: number, part: number | undefined, info: RawRequestInfo, reply: () => RawReply, over: () => RawReply, reload = false): RawReply | DeferredReply {
   if (layer.ended || (reload ? layer.reached(msn, part) : layer.has(msn, part))) return reply();
   const key = h.hold ? h.hold.acquire(info) : '';
-  if (key === null) return busy(requestId);
+  if (key === null) return over();
   return new Held(layer, msn, part, reload, h.hold, key, reply);
 }
 
@@ -300,11 +250,11 @@ function multivariantPlaylist(h: HlsRoutes, [id]: string[], query: string, reque
   const s = h.source.get(id!);
   const t = s?.multivariant();
   if (!s || !t) return notFound(`No live HLS for stream '${id}'.`, requestId);
-  if (!h.access) return ok(playlistHeaders(s.ended, s.topTargetSeconds, false), t.plain);
+  if (!h.access) return { status: STATUS_200, headers: playlistHeaders(s.ended, s.topTargetSeconds, false), body: t.plain };
   const d = h.access.enter(id!, query);
   if (!d.ok) return refuse(d.code, d.message, requestId, { status: d.status });
   const headers = d.private ? PLAYLIST_PRIVATE : d.query === '' ? playlistHeaders(s.ended, s.topTargetSeconds, false) : multivariantSession(Math.floor(s.topTargetSeconds / 2));
-  return ok(headers, fill(t, d.query));
+  return { status: STATUS_200, headers, body: fill(t, d.query) };
 }
 
 /** `/hls/:id/:layer/index.m3u8`: a layer's media playlist, its delta update (`_HLS_skip`), or a blocking reload (`_HLS_msn`, `_HLS_part`). */
@@ -327,7 +277,7 @@ function mediaPlaylist(h: HlsRoutes, [id, name]: string[], query: string, reques
     if (layer.ready) return playlist(layer, admitted, skip);
     // A ladder layer whose codec process has not cut its first segment (part) yet: wait for it.
     const render = () => (layer.ready ? playlist(layer, admitted, skip) : notFound(`HLS layer '${name}' of stream '${id}' has no segment yet.`, requestId));
-    return when(h, layer, layer.nextSequence, layer.lowLatency ? 0 : undefined, info, render, requestId);
+    return when(h, layer, layer.nextSequence, layer.lowLatency ? 0 : undefined, info, render, () => busy(requestId));
   }
   if (!layer.lowLatency) return refuse('parameter_invalid', 'This layer does not support blocking playlist reload.', requestId);
   const msn = integer(d.msn);
@@ -341,10 +291,10 @@ function mediaPlaylist(h: HlsRoutes, [id, name]: string[], query: string, reques
     if (admitted.private || layer.ended || !layer.ready) {
       return layer.ready ? playlist(layer, admitted, skip) : notFound(`HLS layer '${name}' of stream '${id}' has no segment yet.`, requestId);
     }
-    return ok(layer.reached(msn, part) ? blockingHit(layer.targetSeconds) : PLAYLIST_UNREACHED, template(layer, skip).plain);
+    return { status: STATUS_200, headers: layer.reached(msn, part) ? blockingHit(layer.targetSeconds) : PLAYLIST_UNREACHED, body: template(layer, skip).plain };
   };
   // Over the held caps: 503 + Retry-After, never the playlist as it is (the client would ask again at once).
-  return when(h, layer, msn, part, info, answer, requestId, true);
+  return when(h, layer, msn, part, info, answer, () => busy(requestId), true);
 }
 
 /** `/hls/:id/:layer/:file`: a segment, a part (the one a preload hint names is waited for) or an init section. */
@@ -352,7 +302,7 @@ function mediaObject(h: HlsRoutes, [id, name, file]: string[], query: string, re
   h.served.hls++;
   const s = h.source.get(id!);
   const layer = s?.layer(name!);
-  const m = mediaFile(file!);
+  const m = FILE.exec(file!);
   if (!s || !layer || !m) return notFound(`No such file '${name}/${file}' for stream '${id}'.`, requestId);
   let p: 0 | 1 = 0;
   if (h.access) {
@@ -360,34 +310,27 @@ function mediaObject(h: HlsRoutes, [id, name, file]: string[], query: string, re
     if (!d.ok) return refuse(d.code, d.message, requestId, { status: d.status });
     if (d.private) p = 1;
   }
-  if (m.init >= 0) {
+  if (m[4] !== undefined) {
     const init = layer.init;
-    if (!init || m.init !== layer.initVersion) return notFound(`No such init section '${name}/${file}'.`, requestId);
-    return ok(INIT_HEADERS[p], init);
+    if (!init || Number(m[4]) !== layer.initVersion) return notFound(`No such init section '${name}/${file}'.`, requestId);
+    return { status: STATUS_200, headers: INIT_HEADERS[p], body: init };
   }
-  const seq = m.seq;
-  if (m.ts !== (layer.container === 'ts')) return notFound(`No such file '${name}/${file}'.`, requestId);
-  const headers = m.ts ? TS_HEADERS[p] : M4S_HEADERS[p];
-  if (m.part < 0) {
+  const seq = Number(m[1]);
+  const ext = m[3]!;
+  if ((ext === 'ts') !== (layer.container === 'ts')) return notFound(`No such file '${name}/${file}'.`, requestId);
+  const headers = ext === 'ts' ? TS_HEADERS[p] : M4S_HEADERS[p];
+  if (m[2] === undefined) {
     const seg = layer.segment(seq);
-    return seg ? ok(headers, seg) : notFound(`No such segment '${name}/${file}' for stream '${id}'.`, requestId);
+    return seg ? { status: STATUS_200, headers, body: seg } : notFound(`No such segment '${name}/${file}' for stream '${id}'.`, requestId);
   }
-  const index = m.part;
+  const index = Number(m[2]);
+  const serve = (): RawReply => {
+    const part = layer.part(seq, index);
+    return part ? { status: STATUS_200, headers, body: part } : notFound(`No such part '${name}/${file}' for stream '${id}'.`, requestId);
+  };
   // The part a preload hint names (the next one) is answered as soon as it exists.
-  if (!layer.has(seq, index) && !layer.ended && seq === layer.nextSequence && index <= layer.openParts) return hintedPart(h, layer, seq, index, headers, info, () => `No such part '${name}/${file}' for stream '${id}'.`, requestId);
-  return partReply(layer, seq, index, headers) ?? notFound(`No such part '${name}/${file}' for stream '${id}'.`, requestId);
-}
-
-/** A part's 200 answer, or null when the layer no longer (or never) held it. */
-function partReply(layer: HlsLayerView, seq: number, index: number, headers: HeaderList): RawReply | null {
-  const part = layer.part(seq, index);
-  return part ? ok(headers, part) : null;
-}
-
-/** The part a preload hint names, answered once it exists (a held request; `missing`: the 404 message if it never does). */
-function hintedPart(h: HlsRoutes, layer: HlsLayerView, seq: number, index: number, headers: HeaderList, info: RawRequestInfo, missing: () => string, requestId: string): RawReply | DeferredReply {
-  const serve = (): RawReply => partReply(layer, seq, index, headers) ?? notFound(missing(), requestId);
-  return when(h, layer, seq, index, info, serve, requestId);
+  if (!layer.has(seq, index) && !layer.ended && seq === layer.nextSequence && index <= layer.openParts) return when(h, layer, seq, index, info, serve, () => busy(requestId));
+  return serve();
 }
 
 /**

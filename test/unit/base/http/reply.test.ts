@@ -3,11 +3,10 @@
  * (better-sqlite3's own `SqliteError`, recognised by its code) that means "busy" or "locked" answers
  * 503 `database_busy` with `Retry-After: 1`, a full database 507 `insufficient_storage`; every other
  * failure, SQLite's included, stays 500 `internal_error` without details, and is logged.
- * `headBlock`: the pre-encoded status and header lines of hot raw answers.
  */
 import { describe, expect, it } from 'vitest';
 import Sqlite from 'better-sqlite3';
-import { headBlock, toApiError } from '../../../../src/base/http/reply.js';
+import { toApiError } from '../../../../src/base/http/reply.js';
 import { ApiError } from '../../../../src/base/errors/errors.js';
 
 function logged() {
@@ -49,20 +48,5 @@ describe('toApiError', () => {
   it('an ApiError is answered as it is', () => {
     const own = new ApiError('stream_ended', 'ended');
     expect(toApiError(own, 'req_4', undefined)).toBe(own);
-  });
-});
-
-describe('headBlock', () => {
-  it('is the status and header lines as writeStatus + writeHeader would write them, CRLF-joined', () => {
-    const b = headBlock('200 OK', [['Content-Type', 'video/iso.segment'], ['Cache-Control', 'no-cache'], ['Access-Control-Allow-Origin', '*']]);
-    expect(Buffer.from(b).toString('latin1')).toBe('200 OK\r\nContent-Type: video/iso.segment\r\nCache-Control: no-cache\r\nAccess-Control-Allow-Origin: *');
-    expect(Buffer.from(headBlock('404 Not Found', [])).toString('latin1')).toBe('404 Not Found');
-  });
-
-  it('refuses a line break in the status or a value, and a name that is not a token', () => {
-    expect(() => headBlock('200 OK\r\nX: y', [])).toThrow(/line break/);
-    expect(() => headBlock('200 OK', [['Cache-Control', 'no-cache\r\nSet-Cookie: a=b']])).toThrow(/one header line/);
-    expect(() => headBlock('200 OK', [['Bad Name', 'x']])).toThrow(/one header line/);
-    expect(() => headBlock('200 OK', [['X-Ok', 'a\nb']])).toThrow(/one header line/);
   });
 });
