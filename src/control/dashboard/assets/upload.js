@@ -38,7 +38,8 @@
       if (xhr.status === 200) {
         bar.value = 100;
         say('Uploaded and checked' + (body && body.audio && body.audio.durationSeconds ? ': ' + Math.round(body.audio.durationSeconds) + ' s of audio' : '') + '. Reloading…');
-        location.reload();
+        // Leave the confirmation on screen long enough to be read before the page reloads.
+        setTimeout(function () { location.reload(); }, 700);
         return;
       }
       button.disabled = false;
