@@ -10,6 +10,10 @@
 // The same first read applies the progressive listeners' send buffer cap: a connection whose
 // first request-target starts with one of the capped prefixes gets SO_SNDBUF set, so a listener
 // that stops reading is seen behind after that many bytes, not after what the kernel autotunes.
+//
+// The same accept4 hook remembers each connection's peer address, and hooks on the server's
+// `getpeername` and `close` imports answer from it (cleared on close): the server asks for a
+// request's client address (held-request caps, listener sessions) without a system call each time.
 // No N-API here.
 #pragma once
 #include <cstddef>
@@ -36,6 +40,7 @@ struct HttpFrontCounts {
   uint64_t http10 = 0;       // connections handed off
   uint64_t capped = 0;       // connections whose send buffer was capped
   uint64_t incomplete = 0;   // first reads without a whole request line (left to the HTTP server)
+  uint64_t peer_hits = 0;    // getpeername calls answered from the address accept4 returned
 };
 
 // Installs the hooks into the loaded shared object whose path ends with `object_suffix` (once per

@@ -3,7 +3,8 @@
  * HTTP server library's `accept4`/`recv` imports that hand each connection whose first request
  * line says HTTP/1.0 to `onConnection` (with a socket descriptor it owns and the bytes already
  * read), and cap the send buffer of connections whose first request-target starts with one of
- * `cappedPrefixes`. Process-wide: the hooks serve every HTTP thread and every server in the
+ * `cappedPrefixes`; and hooks on its `getpeername`/`close` that answer a connection's peer
+ * address from what `accept4` returned (docs/http.md "Client addresses without a system call"). Process-wide: the hooks serve every HTTP thread and every server in the
  * process; install once, on the main thread.
  */
 import { loadedAddon } from './index.js';
@@ -16,6 +17,8 @@ export interface HttpFrontCounts {
   capped: number;
   /** First reads that held no whole request line (left to the HTTP server). */
   incomplete: number;
+  /** `getpeername` calls of the HTTP server answered from the address `accept4` returned (no system call). */
+  peerHits: number;
 }
 
 interface FrontAddon {
