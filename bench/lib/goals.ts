@@ -338,20 +338,20 @@ function goalWebrtc(rows: BenchRow[], failures: Failure[]): GoalRow[] {
   const mA = 'WebRTC peers per core, 20 ms Opus, < 1 % loss: all-in';
   const mB = 'WebRTC peers per core, 20 ms Opus, < 1 % loss: marginal';
   const rtcMissing = failed ? `WebRTC part failed: ${failed.note ?? ''}` : !held ? how('webrtc') : !opus ? 'not measured in this run: the WebRTC source was AAC (60 ms packets); unset BENCH_LISTENERS_WEBRTC_SOURCE' : '';
+  const steps = rtcSteps(rows);
+  const stepsRun = steps.map((s) => `${s.n}${s.held ? '✓' : '✗'}`).join(' ') || 'none';
   if (allIn && opus && Number.isFinite(allIn.value)) {
     const perPacket = rows.find((r) => r.group === RTC_GROUP && r.name === 'server CPU per peer-packet');
     out.push(row('5a', mA, allIn.value, `listeners.bench webrtc: 1 s ÷ (50 × ${perPacket ? perPacket.value.toFixed(1) : '?'} µs, all the server's CPU per peer-packet) at the largest held step, ${held?.value ?? '?'} peers`));
   } else {
-    out.push(notMeasured('5a', mA, 'peers', peer.name, goal, rtcMissing || `not measured in this run: no step held (${held?.note ?? ''}); BENCH_LISTENERS_WEBRTC_STEPS`));
+    out.push(notMeasured('5a', mA, 'peers', peer.name, goal, rtcMissing || `not measured in this run: no WebRTC step held (steps ${stepsRun}; ${held?.note ?? ''}); BENCH_LISTENERS_WEBRTC_STEPS`));
   }
-  const steps = rtcSteps(rows);
   const fit = opus ? marginalFit(steps) : null;
   if (fit && fit.marginalUs > 0) {
     const perCore = (1e6 * (1 - fit.fixedPct / 100)) / (50 * fit.marginalUs);
     out.push(row('5b', mB, perCore, `listeners.bench webrtc: (100 % − ${fit.fixedPct.toFixed(1)} % fixed) ÷ (50 × ${fit.marginalUs.toFixed(1)} µs marginal), a line through the held steps ${steps.filter((s) => s.held).map((s) => s.n).join(', ')}`));
   } else {
-    const stepsRun = steps.map((s) => `${s.n}${s.held ? '✓' : '✗'}`).join(' ');
-    out.push(notMeasured('5b', mB, 'peers', peer.name, goal, rtcMissing || `not measured in this run: needs two held WebRTC steps (run: ${stepsRun || 'none'}; BENCH_LISTENERS_WEBRTC_STEPS, e.g. 100,200,300)`));
+    out.push(notMeasured('5b', mB, 'peers', peer.name, goal, rtcMissing || `not measured in this run: needs two held WebRTC steps (run: ${stepsRun}; BENCH_LISTENERS_WEBRTC_STEPS, e.g. 100,200,300)`));
   }
   const send = rows.find((r) => r.group.startsWith(RTC_SEND_GROUP_PREFIX) && r.name.startsWith('native: RtpFanout.send') && r.name.includes('AES_CM'));
   const mC = 'WebRTC peers per core: native send path alone (SRTP AES-CM, no receiver work)';
