@@ -154,12 +154,17 @@ function goalLl(steps: PlayerStep[], failures: Failure[]): GoalRow[] {
 function goalMemory(rows: BenchRow[], failures: Failure[]): GoalRow[] {
   const find = (name: string) => rows.find((r) => r.group === MEMORY_GROUP && r.name === name);
   const how = 'part listener-memory.bench (BENCH_MEMORY_CASES must include';
+  /** A case that failed inside the part (its row 'case failed', the note starting with the case). */
+  const caseFailed = (c: string) => {
+    const f = rows.find((r) => r.group === MEMORY_GROUP && r.name === 'case failed' && (r.note ?? '').startsWith(`${c}:`));
+    return f ? `; case ${(f.note ?? '').slice(0, 160)}` : '';
+  };
   const out: GoalRow[] = [];
   const prog = find(MEMORY_ROWS.progressiveAfterGc);
   const measureP = 'memory per progressive (/listen) listener, RSS after GC';
   const goalP = '≤ ×2.00 icecast2 and ≤ 3.4 KB';
   if (!prog || !Number.isFinite(prog.value)) {
-    out.push(notMeasured('2a', measureP, 'KB', 'icecast2', goalP, why(failures, 'listener-memory.bench', `${how} progressive,icecast2)`)));
+    out.push(notMeasured('2a', measureP, 'KB', 'icecast2', goalP, why(failures, 'listener-memory.bench', `${how} progressive,icecast2)`) + caseFailed('progressive')));
   } else {
     const ice = prog.peer?.value;
     const ratio = ratioOf(prog.value, ice);
@@ -177,7 +182,7 @@ function goalMemory(rows: BenchRow[], failures: Failure[]): GoalRow[] {
       note: [
         'listener-memory.bench, case progressive; icecast2: case icecast2, its RSS Δ (C: no GC)',
         before && Number.isFinite(before.value) ? `before GC ${before.value.toFixed(2)} KB` : '',
-        ice === undefined || !Number.isFinite(ice) ? 'icecast2 not measured (case icecast2: apt-get install -y icecast2)' : '',
+        ice === undefined || !Number.isFinite(ice) ? `icecast2 not measured (case icecast2; apt-get install -y icecast2)${caseFailed('icecast2')}` : '',
         prog.note ?? '',
       ]
         .filter(Boolean)
@@ -187,7 +192,7 @@ function goalMemory(rows: BenchRow[], failures: Failure[]): GoalRow[] {
   const sess = find(MEMORY_ROWS.sessionJs);
   const measureS = 'memory per HLS listener session, JS heap';
   if (!sess || !Number.isFinite(sess.value)) {
-    out.push(notMeasured('2b', measureS, 'KB', null, '≤ 0.5 KB', why(failures, 'listener-memory.bench', `${how} session; BENCH_MEMORY_SNAPSHOT=1)`)));
+    out.push(notMeasured('2b', measureS, 'KB', null, '≤ 0.5 KB', why(failures, 'listener-memory.bench', `${how} session; BENCH_MEMORY_SNAPSHOT=1)`) + caseFailed('session')));
   } else {
     const used = find(MEMORY_ROWS.sessionHeapUsed);
     out.push({

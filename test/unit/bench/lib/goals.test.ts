@@ -131,6 +131,15 @@ describe('buildGoals', () => {
     expect(byId(goals).get('4')!.note).toContain('part http-segments');
   });
 
+  it('names a listener-memory case that failed, and judges /listen alone when icecast2 did not run', () => {
+    const rows = memoryRows({ n: 4000, failures: ['session: the client did not answer in 90 s', 'icecast2: not installed (apt-get install -y icecast2)'], results: [memCase('progressive', 4000, 4000 * 3.0 * 1024)] });
+    const g = byId(buildGoals(rows));
+    expect(g.get('2a')).toMatchObject({ measured: true, met: null, peer: { name: 'icecast2' } });
+    expect(g.get('2a')!.note).toContain('case icecast2: not installed');
+    expect(g.get('2b')).toMatchObject({ measured: false, met: null });
+    expect(g.get('2b')!.note).toContain('case session: the client did not answer in 90 s');
+  });
+
   it('reads the fd-limit step: /listen held at 18,000, icecast2 not held there', () => {
     const rows = [step(LISTEN, 'skylark', 18000, true, 32.5, 174, 94), step(ICE, 'icecast2', 18000, false, 36, 31, 17, 9038)];
     const g = byId(buildGoals(rows));
