@@ -44,7 +44,8 @@
  * Run: `node --import tsx bench/listener-memory.ts [case …]` (cases filter by name). Environment:
  * BENCH_MEMORY_N (4000), BENCH_MEMORY_WARM (100), BENCH_MEMORY_SNAPSHOT (1; 0: no heap snapshots),
  * BENCH_MEMORY_TOP (12: constructors listed per case). Writes bench/.out/listener-memory.json.
- * Not part of `npm run bench` (it takes minutes: one server start per case).
+ * `npm run bench` runs it through bench/listener-memory.bench.ts (a child process, the cases the
+ * goals block needs) and reads this JSON; by hand it takes minutes (one server start per case).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync, existsSync, unlinkSync } from 'node:fs';

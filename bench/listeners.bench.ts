@@ -24,7 +24,8 @@
  * (`BENCH_LISTENERS_PARTS=hls,icecast,webrtc`); by default this file measures (b).
  *
  * Environment: BENCH_LISTENERS_HLS_STEPS ("5000,10000,15000,18000"), BENCH_LISTENERS_ICECAST_STEPS
- * ("5000,10000,15000"), BENCH_LISTENERS_WEBRTC_STEPS ("250,500"), BENCH_LISTENERS_WINDOW_S (16),
+ * ("5000,10000,15000"), BENCH_LISTENERS_WEBRTC_STEPS ("100,250,500"; two held steps give the
+ * marginal cost per peer-packet, bench/lib/goals.ts), BENCH_LISTENERS_WINDOW_S (16),
  * BENCH_LISTENERS_PARTS ("fanout,webrtc"; any of hls, icecast, webrtc, fanout = the one-process
  * micro-bench of the per-peer send path, BENCH_FANOUT_PEERS peers, send = the send path alone
  * without werift, JS vs native, BENCH_SEND_PEERS peers), BENCH_LISTENERS_WEBRTC_SOURCE
@@ -35,6 +36,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { BenchRow } from './lib/report.js';
+import { RTC_STEPS_GROUP } from './lib/goals.js';
 import { cpuMeter, freePort, have, sleep, spawnWithFds, stop } from './lib/proc.js';
 import { createAccount, startSkylark } from './http-segments.js';
 import { StreamHub } from '../src/live/media/hub.js';
@@ -311,7 +313,8 @@ async function webrtc(work: string): Promise<BenchRow[]> {
       await sleep(100);
     }
     let best: { n: number; cpuPer: number; loss: number; cpu: number; connected: number; usPerPacket: number; pps: number } | null = null;
-    for (const n of steps('BENCH_LISTENERS_WEBRTC_STEPS', '250,500')) {
+    const stepRows: BenchRow[] = [];
+    for (const n of steps('BENCH_LISTENERS_WEBRTC_STEPS', '100,250,500')) {
       const ramp = Number(process.env.BENCH_LISTENERS_WEBRTC_RAMP || 15);
       const from = Date.now() + (n / ramp + 14) * 1000;
       const to = from + WINDOW_S * 1000;
@@ -337,6 +340,11 @@ async function webrtc(work: string): Promise<BenchRow[]> {
       const pps = received / WINDOW_S / Math.max(1, connected);
       log(`WebRTC ${n}: ${held ? 'HELD' : 'not held'}; ${connected}/${n} connected (${silent} silent), loss ${loss.toFixed(3)} %, ${retried} setups retried, server CPU ${cpu.serverPercent.toFixed(0)} % (box ${cpu.boxPercent.toFixed(0)} %), ${usPerPacket.toFixed(1)} µs per peer-packet at ${pps.toFixed(1)} packets/s per peer, errors: ${mergeErrors(outs as unknown as ClientOut[])}`);
       if (held) best = { n, cpuPer: cpu.serverPercent / n, loss, cpu: cpu.serverPercent, connected, usPerPacket, pps };
+      // Every step, for the marginal cost per peer-packet (a line through the held steps, bench/lib/goals.ts).
+      const st = `${n} peers (${held ? 'held' : 'not held'})`;
+      const detail = `${connected}/${n} connected, loss ${loss.toFixed(3)} %, box ${cpu.boxPercent.toFixed(0)} % of 200`;
+      stepRows.push({ group: RTC_STEPS_GROUP, name: `${st}: server CPU`, value: cpu.serverPercent, unit: '% core', note: detail });
+      stepRows.push({ group: RTC_STEPS_GROUP, name: `${st}: peer-packets received per second`, value: received / WINDOW_S, unit: 'packets/s', note: `${usPerPacket.toFixed(1)} µs per peer-packet all-in` });
       await sleep(3000);
       if (!held) break;
     }
@@ -349,6 +357,7 @@ async function webrtc(work: string): Promise<BenchRow[]> {
       rows.push({ group: GROUP_RTC, name: 'peers per core at 20 ms packets (from the CPU per peer-packet)', value: 1e6 / (50 * best.usPerPacket), unit: 'peers' });
       rows.push({ group: GROUP_RTC, name: `packet loss at ${best.n} peers`, value: best.loss, unit: '%' });
     }
+    rows.push(...stepRows);
     return rows;
   } finally {
     for (const c of children.reverse()) await stop(c, 'SIGTERM', 3000);

@@ -1,15 +1,18 @@
 /**
  * `npm run bench`: runs every `bench/*.bench.ts` (micro benches) and `bench/http-segments.ts`
- * (the HLS serving load run against nginx), then prints one table grouped by `group`, with the
- * peer and the ratio where a row has one. Asserts nothing and exits 0 even when a part fails: the
+ * (the HLS serving load run against nginx), then prints the goals block (bench/lib/goals.ts: each
+ * listener-side output beside its best peer, the goal and whether it is met, or "not measured in
+ * this run" and what measures it) and one table grouped by `group`, with the peer and the ratio
+ * where a row has one. Asserts nothing and exits 0 even when a part fails: the
  * failure is printed and the other parts still run. Arguments filter parts by name
- * (`npm run bench -- http`). The rows are also written to bench/.out/latest.json.
+ * (`npm run bench -- http`). The goals and the rows are also written to bench/.out/latest.json.
  */
 import { readdirSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { BenchRow } from './lib/report.js';
 import { formatReport, machineInfo } from './lib/format.js';
+import { buildGoals } from './lib/goals.js';
 
 const benchDir = import.meta.dirname;
 const filters = process.argv.slice(2).filter((a) => !a.startsWith('-'));
@@ -58,12 +61,14 @@ for (const part of parts) {
   }
 }
 
-process.stdout.write('\n' + formatReport(rows, failures, machine, started) + '\n');
+// The goals block (bench/lib/goals.ts) comes first: each listener-side output beside its best peer.
+const goals = buildGoals(rows, failures);
+process.stdout.write('\n' + formatReport(rows, failures, machine, started, goals) + '\n');
 
 try {
   const out = path.join(benchDir, '.out');
   mkdirSync(out, { recursive: true });
-  writeFileSync(path.join(out, 'latest.json'), JSON.stringify({ started: started.toISOString(), machine, rows, failures }, null, 2) + '\n');
+  writeFileSync(path.join(out, 'latest.json'), JSON.stringify({ started: started.toISOString(), machine, goals, rows, failures }, null, 2) + '\n');
 } catch {
   /* printing is what matters */
 }

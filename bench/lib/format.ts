@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { BenchRow } from './report.js';
 import { versionLine } from './proc.js';
+import { buildGoals, GOALS_TITLE, type GoalRow } from './goals.js';
 
 export interface MachineInfo {
   nproc: number;
@@ -77,13 +78,33 @@ function table(header: string[], body: string[][], rightAligned: number): string
   return [line(header), `| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |`, ...body.map(line)].join('\n');
 }
 
-/** The whole report as text (Markdown tables). */
-export function formatReport(rows: BenchRow[], failures: Array<{ part: string; error: string }>, m: MachineInfo, started: Date): string {
+const withUnit = (v: number, unit: string) => (Number.isFinite(v) ? `${fmt(v)} ${unit}` : '–');
+
+/** The goals block (bench/lib/goals.ts) as a Markdown section: one line per measure, its peer beside it. */
+export function formatGoals(goals: GoalRow[]): string {
+  const body = goals.map((g) => [
+    g.id,
+    g.measure,
+    g.measured ? withUnit(g.value, g.unit) : 'not measured',
+    g.peer ? g.peer.name : '–',
+    g.peer ? withUnit(g.peer.value, g.unit) : '–',
+    Number.isFinite(g.ratio) ? `×${g.ratio.toFixed(2)}` : '–',
+    g.goal,
+    !g.measured ? 'not measured' : g.met === null ? '–' : g.met ? 'met' : 'NOT met',
+    g.note,
+  ]);
+  const head = ['#', 'measure', 'Skylark', 'peer', 'peer value', 'Skylark/peer', 'goal', 'met?', 'note'];
+  return [`## ${GOALS_TITLE}`, '', table(head, body, 0)].join('\n');
+}
+
+/** The whole report as text (Markdown tables): the goals block first, then one table per group. */
+export function formatReport(rows: BenchRow[], failures: Array<{ part: string; error: string }>, m: MachineInfo, started: Date, goals: GoalRow[] = buildGoals(rows, failures)): string {
   const out: string[] = [];
   out.push(`# Skylark bench, ${started.toISOString()}`);
   out.push('');
   out.push(`Machine: ${m.nproc} CPU (${m.cpuModel}), ${m.memGiB} GiB, ${m.kernel}, load average at start ${m.loadAvg}`);
   out.push(`Versions: ${Object.entries(m.versions).map(([k, v]) => `${k} ${v}`).join('; ')}`);
+  if (goals.length) out.push('', formatGoals(goals));
   // Groups in the order their rows came, except that a group with a `headline` row comes first.
   const groups = new Map<string, BenchRow[]>();
   for (const r of [...rows.filter((x) => x.headline), ...rows.filter((x) => !x.headline)]) groups.set(r.group, [...(groups.get(r.group) ?? []), r]);
