@@ -39,7 +39,8 @@ const log = (msg: string) => process.stderr.write(`[http-segments] ${msg}\n`);
 
 /** `SKYLARK_HTTP_THREADS` of the Skylark the benches start (BENCH_SKYLARK_THREADS, default 1). */
 export const SKYLARK_THREADS = process.env.BENCH_SKYLARK_THREADS || '1';
-const envNum = (name: string, dflt: number) => {
+/** A non-negative number from the environment, or `dflt`. */
+export const envNum = (name: string, dflt: number) => {
   const v = process.env[name];
   const n = v === undefined || v === '' ? NaN : Number(v);
   return Number.isFinite(n) && n >= 0 ? n : dflt;
@@ -53,7 +54,7 @@ interface Target {
   nginx: string | null;
 }
 
-interface Measured {
+export interface Measured {
   wrk: WrkResult;
   serverCpu: number;
   boxCpu: number;
@@ -230,7 +231,7 @@ export async function prepareRound(http: string, secretKey: string, nginx: { bas
 }
 
 /** One wrk run against `url` with the server's CPU and the box's, plus validity checks around it. */
-async function measure(url: string, pid: number, bytes: Uint8Array, o: { threads: number; connections: number; seconds: number }): Promise<Measured> {
+export async function measure(url: string, pid: number, bytes: Uint8Array, o: { threads: number; connections: number; seconds: number }): Promise<Measured> {
   const invalid: string[] = [];
   const before = await checkServes(url, bytes);
   if (before) invalid.push(`before: ${before}`);
@@ -242,14 +243,15 @@ async function measure(url: string, pid: number, bytes: Uint8Array, o: { threads
   return { wrk, serverCpu: cpu.serverPercent, boxCpu: cpu.boxPercent, invalid };
 }
 
-const median = (xs: number[]) => {
+export const median = (xs: number[]) => {
   const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
   if (!s.length) return NaN;
   const mid = Math.floor(s.length / 2);
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 };
 
-function errorsOf(ms: Measured[]): string {
+/** The errors of a set of runs, for a row's note ('no errors' when none). */
+export function errorsOf(ms: Measured[]): string {
   const non = ms.reduce((a, m) => a + m.wrk.non2xx3xx, 0);
   const sock = ms.reduce(
     (a, m) => ({
