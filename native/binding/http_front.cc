@@ -2,7 +2,8 @@
 //
 //   installHttpFront(objectSuffix: string, cappedPrefixes: string[], sendBufferBytes: number,
 //                    onConnection: (fd: number, head: Buffer) => void): string   // '' = installed
-//   httpFrontCounts(): { http10: number, capped: number, incomplete: number, peerHits: number }
+//   httpFrontCounts(): { http10: number, capped: number, incomplete: number, peerHits: number,
+//                    coalesced: number }
 //   setSendBuffer(fd: number, bytes: number): boolean   // SO_SNDBUF of a socket JS owns
 //
 // `onConnection` runs on the thread that installed the front (the main thread), for each
@@ -110,6 +111,7 @@ Napi::Value Counts(const Napi::CallbackInfo& info) {
   out.Set("capped", Napi::Number::New(env, static_cast<double>(c.capped)));
   out.Set("incomplete", Napi::Number::New(env, static_cast<double>(c.incomplete)));
   out.Set("peerHits", Napi::Number::New(env, static_cast<double>(c.peer_hits)));
+  out.Set("coalesced", Napi::Number::New(env, static_cast<double>(c.coalesced)));
   return out;
 }
 

@@ -5,7 +5,12 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
 
 #include <algorithm>
 #include <atomic>
@@ -84,10 +89,139 @@ int HookGetpeername(int fd, struct sockaddr* addr, socklen_t* addrlen) {
   return ::getpeername(fd, addr, addrlen);
 }
 
+// Gathered writes. The HTTP library writes a response larger than its cork buffer (16 KiB) in two
+// sends: the buffered status line and headers with MSG_MORE ("more follows at once"), then the
+// body straight from its memory. Those bytes are held back here instead and go out with the next
+// write on the same descriptor, in one sendmsg(2) of two iovecs: one system call per response
+// instead of two, the same bytes in the same order. The library is told they were written; the
+// next write's return value counts only its own bytes that the kernel took (0 while held bytes
+// are still waiting, so the library keeps its own and writes again when the socket is writable).
+// The library always follows a MSG_MORE send with a write on the same socket (at once, or when it
+// uncorks), so held bytes live between two consecutive writes of one connection. They are kept
+// per descriptor, in the thread's scratch buffer while they wait for the very next write and in
+// a buffer of their own when they must outlive it; closing the descriptor drops them.
+constexpr size_t kMaxHeld = 16 * 1024 + 512;  // the library's cork buffer, and then some
+struct HeldBytes {
+  size_t len = 0;
+  uint8_t bytes[kMaxHeld];
+};
+// Per fd: held bytes that outlived the write after them (rare: the kernel took less than them).
+std::atomic<std::atomic<HeldBytes*>*> g_held{nullptr};
+constexpr int kMaxIov = 64;  // iovecs per gathered write; a longer writev is written in part (as writev may be)
+std::atomic<uint64_t> g_coalesced{0};
+// Per HTTP thread: the bytes held for the next write, and whose they are (-1: none).
+thread_local HeldBytes* t_scratch = nullptr;
+thread_local int t_scratch_fd = -1;
+
+// Moves the thread's scratch bytes into their descriptor's own buffer (another descriptor writes first).
+void ParkScratch() {
+  if (t_scratch_fd < 0) return;
+  const int fd = t_scratch_fd;
+  t_scratch_fd = -1;
+  std::atomic<HeldBytes*>* table = g_held.load(std::memory_order_relaxed);
+  HeldBytes* own = table[fd].load(std::memory_order_relaxed);
+  if (!own) {
+    own = static_cast<HeldBytes*>(std::malloc(sizeof(HeldBytes)));
+    if (!own) {  // out of memory: send them as they are (they were asked to go out anyway)
+      (void)::send(fd, t_scratch->bytes, t_scratch->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+      return;
+    }
+    own->len = 0;
+    table[fd].store(own, std::memory_order_relaxed);
+  }
+  std::memcpy(own->bytes + own->len, t_scratch->bytes, t_scratch->len);  // own is empty here: see HeldFor
+  own->len += t_scratch->len;
+}
+
+// The bytes held for `fd`, or null.
+HeldBytes* HeldFor(int fd) {
+  if (t_scratch_fd == fd) return t_scratch;
+  if (t_scratch_fd >= 0) ParkScratch();
+  HeldBytes* own = g_held.load(std::memory_order_relaxed)[fd].load(std::memory_order_relaxed);
+  return own && own->len ? own : nullptr;
+}
+
+void ForgetHeld(HeldBytes* h, int fd) {
+  h->len = 0;
+  if (h == t_scratch) {
+    t_scratch_fd = -1;
+    return;
+  }
+  g_held.load(std::memory_order_relaxed)[fd].store(nullptr, std::memory_order_relaxed);
+  std::free(h);
+}
+
+// Writes the held bytes of `fd` and then `iov[0..count)` in one sendmsg. Returns what the library's
+// write call returns: how many of its own bytes went out (0 while held bytes remain), or -1 with
+// errno.
+ssize_t SendAfterHeld(int fd, HeldBytes* h, const struct iovec* iov, int count, int flags) {
+  struct iovec all[kMaxIov];
+  all[0] = {h->bytes, h->len};
+  int n_iov = 1;
+  for (int i = 0; i < count && n_iov < kMaxIov; ++i) all[n_iov++] = iov[i];
+  struct msghdr msg {};
+  msg.msg_iov = all;
+  msg.msg_iovlen = static_cast<size_t>(n_iov);
+  const ssize_t n = ::sendmsg(fd, &msg, flags & ~MSG_MORE);
+  if (n < 0) {
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ForgetHeld(h, fd);  // the connection is gone
+    return -1;
+  }
+  g_coalesced.fetch_add(1, std::memory_order_relaxed);
+  const size_t sent = static_cast<size_t>(n);
+  if (sent < h->len) {
+    std::memmove(h->bytes, h->bytes + sent, h->len - sent);
+    h->len -= sent;
+    if (h == t_scratch) ParkScratch();  // they must outlive this call
+    return 0;
+  }
+  const ssize_t own = static_cast<ssize_t>(sent - h->len);
+  ForgetHeld(h, fd);
+  return own;
+}
+
+ssize_t HookSend(int fd, const void* buf, size_t len, int flags) {
+  if (!g_held.load(std::memory_order_relaxed) || !Tracked(fd)) return ::send(fd, buf, len, flags);
+  HeldBytes* h = HeldFor(fd);
+  if ((flags & MSG_MORE) && len > 0 && (h ? h->len : 0) + len <= kMaxHeld) {
+    if (!h) {
+      if (!t_scratch) t_scratch = static_cast<HeldBytes*>(std::calloc(1, sizeof(HeldBytes)));
+      if (!t_scratch) return ::send(fd, buf, len, flags);
+      h = t_scratch;
+      t_scratch_fd = fd;
+    }
+    std::memcpy(h->bytes + h->len, buf, len);
+    h->len += len;
+    return static_cast<ssize_t>(len);
+  }
+  if (!h) return ::send(fd, buf, len, flags);
+  const struct iovec one{const_cast<void*>(buf), len};
+  return SendAfterHeld(fd, h, &one, 1, flags | MSG_NOSIGNAL);
+}
+
+ssize_t HookWritev(int fd, const struct iovec* iov, int count) {
+  if (!g_held.load(std::memory_order_relaxed) || !Tracked(fd) || count < 0) return ::writev(fd, iov, count);
+  HeldBytes* h = HeldFor(fd);
+  if (!h) return ::writev(fd, iov, count);
+  return SendAfterHeld(fd, h, iov, count, MSG_NOSIGNAL);
+}
+
+// Held bytes go out before the write side closes (the library has them as written).
+int HookShutdown(int fd, int how) {
+  if (g_held.load(std::memory_order_relaxed) && Tracked(fd) && how != SHUT_RD) {
+    if (HeldBytes* h = HeldFor(fd)) (void)SendAfterHeld(fd, h, nullptr, 0, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  return ::shutdown(fd, how);
+}
+
 int HookClose(int fd) {
   if (Tracked(fd)) {
     g_fresh[fd].store(0, std::memory_order_relaxed);
     if (PeerSlot* peers = g_peers.load(std::memory_order_relaxed)) peers[fd].len.store(0, std::memory_order_relaxed);
+    if (std::atomic<HeldBytes*>* table = g_held.load(std::memory_order_relaxed)) {
+      if (t_scratch_fd == fd) t_scratch_fd = -1;
+      if (HeldBytes* own = table[fd].exchange(nullptr, std::memory_order_relaxed)) std::free(own);
+    }
   }
   return ::close(fd);
 }
@@ -153,6 +287,21 @@ std::string InstallHttpFront(const std::string& object_suffix, const HttpFrontOp
   if (!closes) g_peers.store(nullptr);
   if (ReplaceImport(object_suffix, "accept4", reinterpret_cast<void*>(&HookAccept4), &error) == 0) return error;
   if (closes && ReplaceImport(object_suffix, "getpeername", reinterpret_cast<void*>(&HookGetpeername), &unused) == 0) g_peers.store(nullptr);
+  // Gathered writes need every write path of the library hooked (send and writev), and close.
+  if (closes) {
+    void* table = mmap(nullptr, size * sizeof(std::atomic<HeldBytes*>), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (table != MAP_FAILED) {
+      auto* held = static_cast<std::atomic<HeldBytes*>*>(table);  // zero-filled: every slot null
+      // writev first: until send is hooked nothing is ever held.
+      if (ReplaceImport(object_suffix, "writev", reinterpret_cast<void*>(&HookWritev), &unused) > 0 &&
+          ReplaceImport(object_suffix, "shutdown", reinterpret_cast<void*>(&HookShutdown), &unused) > 0) {
+        g_held.store(held);
+        ReplaceImport(object_suffix, "send", reinterpret_cast<void*>(&HookSend), &unused);
+      } else {
+        munmap(table, size * sizeof(std::atomic<HeldBytes*>));
+      }
+    }
+  }
   g_installed = true;
   return "";
 }
@@ -161,7 +310,7 @@ void SetHttp10Handoff(Http10Handoff handoff) { g_handoff.store(handoff, std::mem
 
 HttpFrontCounts GetHttpFrontCounts() {
   return {g_http10.load(std::memory_order_relaxed), g_capped.load(std::memory_order_relaxed), g_incomplete.load(std::memory_order_relaxed),
-          g_peer_hits.load(std::memory_order_relaxed)};
+          g_peer_hits.load(std::memory_order_relaxed), g_coalesced.load(std::memory_order_relaxed)};
 }
 
 }  // namespace skylark::io

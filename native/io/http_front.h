@@ -14,6 +14,10 @@
 // The same accept4 hook remembers each connection's peer address, and hooks on the server's
 // `getpeername` and `close` imports answer from it (cleared on close): the server asks for a
 // request's client address (held-request caps, listener sessions) without a system call each time.
+//
+// And hooks on its `send`, `writev` and `shutdown` gather writes: what it sends with MSG_MORE (the
+// headers of a response larger than its cork buffer) leaves with its next write on the same
+// connection in one sendmsg (docs/http.md "One write per response").
 // No N-API here.
 #pragma once
 #include <cstddef>
@@ -41,6 +45,7 @@ struct HttpFrontCounts {
   uint64_t capped = 0;       // connections whose send buffer was capped
   uint64_t incomplete = 0;   // first reads without a whole request line (left to the HTTP server)
   uint64_t peer_hits = 0;    // getpeername calls answered from the address accept4 returned
+  uint64_t coalesced = 0;    // gathered writes: held MSG_MORE bytes and the next write in one sendmsg
 };
 
 // Installs the hooks into the loaded shared object whose path ends with `object_suffix` (once per

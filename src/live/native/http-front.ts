@@ -4,7 +4,9 @@
  * line says HTTP/1.0 to `onConnection` (with a socket descriptor it owns and the bytes already
  * read), and cap the send buffer of connections whose first request-target starts with one of
  * `cappedPrefixes`; and hooks on its `getpeername`/`close` that answer a connection's peer
- * address from what `accept4` returned (docs/http.md "Client addresses without a system call"). Process-wide: the hooks serve every HTTP thread and every server in the
+ * address from what `accept4` returned (docs/http.md "Client addresses without a system call"); and
+ * hooks on its `send`/`writev`/`shutdown` that write a response's headers and body in one
+ * `sendmsg` (docs/http.md "One write per response"). Process-wide: the hooks serve every HTTP thread and every server in the
  * process; install once, on the main thread.
  */
 import { loadedAddon } from './index.js';
@@ -19,6 +21,8 @@ export interface HttpFrontCounts {
   incomplete: number;
   /** `getpeername` calls of the HTTP server answered from the address `accept4` returned (no system call). */
   peerHits: number;
+  /** Writes that carried bytes the HTTP server had sent with MSG_MORE (its headers) together with its next write, in one sendmsg. */
+  coalesced: number;
 }
 
 interface FrontAddon {

@@ -1,0 +1,123 @@
+/**
+ * One write per response (docs/http.md "One write per response"): a response larger than the HTTP
+ * library's cork buffer (a 2 s HLS segment, ~33 KB) leaves in one `sendmsg` with its headers, and
+ * every byte arrives in order: over keep-alive one after another, 40 pipelined requests read only
+ * after the server's socket buffer filled (the kernel takes part of a gathered write, the rest
+ * goes out when the socket drains), and a HEAD (headers alone, nothing held back).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import net from 'node:net';
+import type { ChildProcess } from 'node:child_process';
+import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
+import { exited, publish } from '../helpers/publish.js';
+import { httpFrontCounts } from '../../src/live/native/http-front.js';
+
+let t: TestServer;
+let pub: ChildProcess;
+let segmentPath = '';
+let reference: Buffer;
+let port = 0;
+
+beforeAll(async () => {
+  t = await startInProcess({});
+  port = Number(new URL(t.http).port);
+  const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Writes', reconnectWindow: 60 })).json;
+  pub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 60 });
+  const master = await waitFor(async () => {
+    const r = await fetch(s.hlsUrl);
+    return r.status === 200 ? r.text() : null;
+  }, 20_000, 200, 'multivariant playlist');
+  const mediaUrl = new URL(master.split('\n').find((l) => l.startsWith('a128/'))!, s.hlsUrl);
+  const uri = await waitFor(async () => (await (await fetch(mediaUrl)).text()).split('\n').find((l) => /^\d+\.(m4s|ts)$/.test(l)) ?? null, 20_000, 200, 'a segment');
+  const u = new URL(uri, mediaUrl);
+  segmentPath = u.pathname + u.search;
+  reference = Buffer.from(await (await fetch(u)).arrayBuffer());
+}, 60_000);
+
+afterAll(async () => {
+  pub?.kill('SIGKILL');
+  if (pub) await exited(pub);
+  await t?.close();
+});
+
+interface Parsed {
+  status: number;
+  headers: Map<string, string>;
+  body: Buffer;
+}
+/** Splits `data` into HTTP/1.1 responses framed by Content-Length (`head`: bodies are not sent). */
+function parseResponses(data: Buffer, head = false): Parsed[] {
+  const out: Parsed[] = [];
+  let at = 0;
+  while (at < data.length) {
+    const end = data.indexOf('\r\n\r\n', at);
+    if (end < 0) throw new Error(`a response head is cut short at byte ${at}`);
+    const lines = data.subarray(at, end).toString('latin1').split('\r\n');
+    const headers = new Map(lines.slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()] as const));
+    const length = head ? 0 : Number(headers.get('content-length'));
+    out.push({ status: Number(lines[0]!.split(' ')[1]), headers, body: data.subarray(end + 4, end + 4 + length) });
+    at = end + 4 + length;
+  }
+  return out;
+}
+/** Sends `request` on a new connection, waits `pauseMs` before reading anything, then reads until `enough(bytes)`. */
+function exchange(request: string, enough: (b: Buffer) => boolean, pauseMs = 0): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const s = net.connect(port, '127.0.0.1', () => {
+      s.write(request);
+      if (pauseMs > 0) {
+        s.pause();
+        setTimeout(() => s.resume(), pauseMs);
+      }
+    });
+    s.on('data', (d: Buffer) => {
+      chunks.push(d);
+      size += d.length;
+      const all = Buffer.concat(chunks, size);
+      if (enough(all)) {
+        s.destroy();
+        resolve(all);
+      }
+    });
+    s.on('error', reject);
+    s.on('close', () => reject(new Error(`closed after ${size} bytes`)));
+    s.setTimeout(20_000, () => s.destroy(new Error('timed out')));
+  });
+}
+const get = (n: number) => `GET ${segmentPath} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`.repeat(n);
+const countOf = (b: Buffer) => b.toString('latin1').split('HTTP/1.1 200').length - 1;
+
+describe('one write per response', () => {
+  it('sends a segment larger than the cork buffer in one gathered write, bytes intact, one after another on keep-alive', async () => {
+    expect(reference.length).toBeGreaterThan(16 * 1024);
+    const before = httpFrontCounts().coalesced;
+    for (let i = 0; i < 5; i++) {
+      const r = await fetch(`${t.http}${segmentPath}`);
+      expect(r.status).toBe(200);
+      expect(Buffer.from(await r.arrayBuffer()).equals(reference)).toBe(true);
+    }
+    expect(httpFrontCounts().coalesced).toBeGreaterThanOrEqual(before + 5);
+  });
+
+  it('40 pipelined requests read only after the socket buffer filled: every response whole and in order', async () => {
+    const n = 40;
+    const total = n * reference.length;
+    const data = await exchange(get(n), (b) => b.length >= total && countOf(b) === n && parseResponses(b).reduce((a, r) => a + r.body.length, 0) === total, 1500);
+    const responses = parseResponses(data);
+    expect(responses).toHaveLength(n);
+    for (const r of responses) {
+      expect(r.status).toBe(200);
+      expect(Number(r.headers.get('content-length'))).toBe(reference.length);
+      expect(r.body.equals(reference)).toBe(true);
+    }
+  });
+
+  it('answers a HEAD at once: headers only, nothing held back', async () => {
+    const data = await exchange(`HEAD ${segmentPath} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`, (b) => b.includes('\r\n\r\n'));
+    const [r] = parseResponses(data, true);
+    expect(r!.status).toBe(200);
+    expect(Number(r!.headers.get('content-length'))).toBe(reference.length);
+  });
+});
