@@ -224,11 +224,4 @@ export async function run(): Promise<BenchRow[]> {
 }
 
 // `npx tsx bench/edges.bench.ts` prints this part's rows alone.
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const { formatReport, machineInfo } = await import('./lib/format.js');
-  const started = new Date();
-  const machine = machineInfo();
-  const r = await run();
-  process.stdout.write(formatReport(r, [], machine, started) + '\n');
-  process.exit(0);
-}
+if (import.meta.url === `file://${process.argv[1]}`) await (await import('./lib/format.js')).printPartAlone(run);

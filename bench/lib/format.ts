@@ -130,3 +130,15 @@ export function formatReport(rows: BenchRow[], failures: Array<{ part: string; e
   }
   return out.join('\n');
 }
+
+/**
+ * Runs one bench part on its own (`node --import tsx bench/<part>.ts`) and prints its rows as
+ * `npm run bench` would, then exits 0.
+ */
+export async function printPartAlone(run: () => Promise<BenchRow[]>): Promise<never> {
+  const started = new Date();
+  const machine = machineInfo();
+  const rows = await run();
+  process.stdout.write(formatReport(rows, [], machine, started) + '\n');
+  process.exit(0);
+}

@@ -8,8 +8,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import net from 'node:net';
 import type { ChildProcess } from 'node:child_process';
-import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
-import { exited, publish } from '../helpers/publish.js';
+import { startInProcess, type TestServer } from '../helpers/server.js';
+import { exited } from '../helpers/publish.js';
+import { liveHls } from '../helpers/live-hls.js';
 import { httpFrontCounts } from '../../src/live/native/http-front.js';
 
 let t: TestServer;
@@ -21,15 +22,10 @@ let port = 0;
 beforeAll(async () => {
   t = await startInProcess({});
   port = Number(new URL(t.http).port);
-  const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Writes', reconnectWindow: 60 })).json;
-  pub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 60 });
-  const master = await waitFor(async () => {
-    const r = await fetch(s.hlsUrl);
-    return r.status === 200 ? r.text() : null;
-  }, 20_000, 200, 'multivariant playlist');
-  const mediaUrl = new URL(master.split('\n').find((l) => l.startsWith('a128/'))!, s.hlsUrl);
-  const uri = await waitFor(async () => (await (await fetch(mediaUrl)).text()).split('\n').find((l) => /^\d+\.(m4s|ts)$/.test(l)) ?? null, 20_000, 200, 'a segment');
-  const u = new URL(uri, mediaUrl);
+  const live = await liveHls(t, { title: 'Writes' }, 60);
+  pub = live.pub;
+  const uri = (await (await fetch(live.mediaUrl)).text()).split('\n').find((l) => /^\d+\.(m4s|ts)$/.test(l))!;
+  const u = new URL(uri, live.mediaUrl);
   segmentPath = u.pathname + u.search;
   reference = Buffer.from(await (await fetch(u)).arrayBuffer());
 }, 60_000);

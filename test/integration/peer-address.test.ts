@@ -8,8 +8,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import type { ChildProcess } from 'node:child_process';
-import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
-import { exited, publish } from '../helpers/publish.js';
+import { startInProcess, type TestServer } from '../helpers/server.js';
+import { exited } from '../helpers/publish.js';
+import { liveHls } from '../helpers/live-hls.js';
 import { httpFrontCounts } from '../../src/live/native/http-front.js';
 
 let t: TestServer;
@@ -18,14 +19,9 @@ let mediaUrl = '';
 
 beforeAll(async () => {
   t = await startInProcess({ SKYLARK_HTTP_MAX_HELD_PER_IP: '1' });
-  const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Peers', reconnectWindow: 60, latencyMode: 'low' })).json;
-  pub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 90 });
-  const master = await waitFor(async () => {
-    const r = await fetch(s.hlsUrl);
-    return r.status === 200 ? r.text() : null;
-  }, 20_000, 200, 'multivariant playlist');
-  mediaUrl = new URL(master.split('\n').find((l) => l.startsWith('a128/'))!, s.hlsUrl).toString();
-  await waitFor(async () => ((await (await fetch(mediaUrl)).text()).match(/#EXTINF/g) ?? []).length >= 1, 20_000, 200, 'a segment');
+  const live = await liveHls(t, { title: 'Peers', latencyMode: 'low' }, 90);
+  pub = live.pub;
+  mediaUrl = live.mediaUrl.toString();
 }, 60_000);
 
 afterAll(async () => {
