@@ -12,12 +12,15 @@
  *   playlists, media bodies are only counted;
  * - one timer wheel (`TimerWheel`, 10 ms ticks) for every listener's waits, not a timer each;
  * - progressive streams (`icecast` mode) read into one shared buffer per process (`net.connect`'s
- *   `onread`: no Buffer allocated per read) and, with `readMs` > 0, at most once per `readMs`
- *   per listener: after each read the socket stops reading (libuv `readStop`) and one interval
- *   timer (`ReadPacer`) resumes a tenth of the stopped sockets every `readMs / 10`. The bytes
- *   wait in the kernel's receive buffer meanwhile (8 KB per 500 ms at 128 kbit/s, far below its
- *   size, so the server never sees back-pressure), and the client wakes once per `readMs` per
- *   listener instead of once per frame the server writes;
+ *   `onread`: no Buffer allocated per read) and, with `readMs` > 0, about once per `readMs` per
+ *   listener: the socket stops reading (libuv `readStop`) and one interval timer (`ReadPacer`)
+ *   resumes a tenth of the stopped sockets every `readMs / 10`. The bytes wait in the kernel's
+ *   receive buffer meanwhile (8 KB per 500 ms at 128 kbit/s, far below its size, so the server
+ *   never sees back-pressure). After a resume the socket takes what waited (a "drained" read:
+ *   those bytes arrived at unknown times since the read before) and keeps reading until the next
+ *   read that is not the first after a resume (an arrival, timed when it came), then stops again:
+ *   two reads per `readMs` instead of one per write of the server (Icecast writes every MP3
+ *   frame, ~38 a second), and a timed arrival per `readMs` for the rate measurement;
  * - arrivals spread evenly over a ramp, and players act at their own phases (a classic player's
  *   first reload comes at a random point of its target duration), unlike wrk's lock-step loops.
  *
@@ -346,7 +349,8 @@ export class HttpConn {
   private done: Done | null = null;
   private chunkLine = 0;
   private closed = false;
-  onBytes: ((n: number, now: number) => void) | null = null;
+  /** `drained`: the bytes came in the first read after a pacer's resume (arrived at unknown times since the read before). */
+  onBytes: ((n: number, now: number, drained: boolean) => void) | null = null;
   /** A progressive stream: a chunked response is answered at its head, as one until close is. */
   progressive = false;
 
@@ -357,6 +361,9 @@ export class HttpConn {
   /** Its pacer's slice, and whether it waits there to be resumed. */
   private slice = 0;
   private parked = false;
+  /** The next read is the first after a resume; the read being parsed is one. */
+  private afterResume = false;
+  private drained = false;
 
   constructor(
     port: number,
@@ -408,11 +415,17 @@ export class HttpConn {
     this.sock.destroy();
   }
 
-  /** `onread`: parses `n` bytes of the shared buffer; with a pacer, stops reading (returns false) until it resumes this. */
+  /**
+   * `onread`: parses `n` bytes of the shared buffer. With a pacer: after the first read since a
+   * resume (what waited) it keeps reading; after any other read (an arrival) it stops reading
+   * (returns false) until the pacer resumes it.
+   */
   private sharedRead(buf: Buffer, n: number): boolean {
+    this.drained = this.afterResume;
+    this.afterResume = false;
     this.data(buf, n);
     const pacer = this.shared!.pacer;
-    if (!pacer || this.closed) return true;
+    if (!pacer || this.closed || this.drained) return true;
     if (!this.parked) {
       this.parked = true;
       pacer.park(this, this.slice);
@@ -423,6 +436,7 @@ export class HttpConn {
   /** The pacer's turn: read again (what waited in the kernel comes in the next read). */
   resumeRead(): void {
     this.parked = false;
+    this.afterResume = true;
     if (!this.closed && !this.sock.destroyed) this.sock.resume();
   }
 
@@ -447,7 +461,7 @@ export class HttpConn {
     const now = this.now;
     if (now >= this.wire.from && now <= this.wire.to) this.wire.bytes += n;
     if (this.keep) this.parts.push(d.subarray(from, to));
-    if (this.onBytes) this.onBytes(n, now);
+    if (this.onBytes) this.onBytes(n, now, this.drained);
   }
 
   private complete(): void {
@@ -1043,12 +1057,15 @@ class StreamListener extends Listener {
   mFirst = 0;
   mLast = 0;
   mBytes = 0;
+  /** Bytes after the first arrival read since the last arrival (drained reads): counted once an arrival follows them. */
+  private pending = 0;
 
   start(): void {
     this.firstByteAt = 0;
     this.mFirst = 0;
     this.mLast = 0;
     this.mBytes = 0;
+    this.pending = 0;
     this.conn = this.connect(
       () =>
         this.conn!.send(this.entryReq, false, (st) => {
@@ -1057,7 +1074,7 @@ class StreamListener extends Listener {
         }),
       true,
     );
-    this.conn.onBytes = (n, now) => this.bytes(n, now);
+    this.conn.onBytes = (n, now, drained) => this.bytes(n, now, drained);
     this.conn.progressive = true;
   }
 
@@ -1068,18 +1085,25 @@ class StreamListener extends Listener {
   wake(): void {}
 
   /**
-   * `now` is when the bytes were read: with paced reads (`readMs`), a read takes what arrived since
-   * the one before, so the bytes after the window's first read over the time from it to the last
-   * read are still the rate (nothing of the first read is counted).
+   * The rate is the bytes that arrived after the window's first arrival up to its last, over the
+   * time between them. Only arrivals (reads that are not `drained`) are timed: a drained read's
+   * bytes (paced reads: what waited since the read before) came at unknown times, so they start
+   * nothing, and count only once an arrival follows them. Without pacing every read is an arrival.
    */
-  private bytes(n: number, now: number): void {
+  private bytes(n: number, now: number, drained: boolean): void {
     if (this.firstByteAt === 0) this.firstByteAt = now;
     // The burst-on-connect (Icecast's 64 KB) is not the steady rate: measure from 5 s after the first byte.
     if (now < this.run.cfg.from || now > this.run.cfg.to || now < this.firstByteAt + 5000) return;
-    if (this.mFirst === 0) this.mFirst = now;
-    else if (now > this.mFirst) {
-      // Not the rest of the first read: a chunked stream's read brings many chunks, each heard here with the same `now`.
-      this.mBytes += n;
+    if (this.mFirst === 0) {
+      if (!drained) this.mFirst = now;
+      return;
+    }
+    // Not the rest of the first arrival's read: a chunked stream's read brings many chunks, each heard here with the same `now`.
+    if (now <= this.mFirst) return;
+    this.pending += n;
+    if (!drained) {
+      this.mBytes += this.pending;
+      this.pending = 0;
       this.mLast = now;
     }
   }
