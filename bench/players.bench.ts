@@ -40,7 +40,9 @@
  * steps of all modes together, shared evenly by the modes still to run), BENCH_PLAYERS_HINTS (1: hlsjs-ll listeners also request preload-hinted parts),
  * BENCH_PLAYERS_DELTA (0: hlsjs-ll listeners never send `_HLS_skip=YES`; by default they do, as hls.js does),
  * BENCH_PLAYERS_DEBUG (1: log the first objects a listener missed), BENCH_SKYLARK_THREADS (Skylark's
- * SKYLARK_HTTP_THREADS, default 1).
+ * SKYLARK_HTTP_THREADS, default 1), BENCH_PLAYERS_PROGRESSIVE_READ_MS (500: an icecast-mode
+ * listener reads its stream about once per this many ms, what arrived meanwhile waiting in the
+ * kernel's receive buffer; 0: on every arrival).
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -61,6 +63,8 @@ const MODES = (process.env.BENCH_PLAYERS_MODES || 'hlsjs-ll,classic,icecast').sp
 const HINTS = process.env.BENCH_PLAYERS_HINTS === '1';
 /** hlsjs-ll listeners ask for full playlists only (no `_HLS_skip`), unlike hls.js against a server that offers delta updates. */
 const NO_DELTA = process.env.BENCH_PLAYERS_DELTA === '0';
+/** icecast mode: each listener reads its stream about once per this many ms (0: on every arrival). */
+const PROGRESSIVE_READ_MS = Number(process.env.BENCH_PLAYERS_PROGRESSIVE_READ_MS || 500) || 0;
 /**
  * Arrivals per second, all client processes together: 1,000/s for Skylark; 300/s for Icecast,
  * whose listen backlog of 5 lets only ~130–290 connects/s through a burst (docs/benchmarks.md "Peers"):
@@ -294,6 +298,7 @@ async function runMode(t: Target, label: string): Promise<{ steps: Step[]; idleP
       exitAt,
       hints: HINTS,
       noDelta: NO_DELTA,
+      readMs: PROGRESSIVE_READ_MS,
     }));
     const clients = runClients(cfgs);
     while (Date.now() < from) await sleep(20);

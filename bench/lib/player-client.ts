@@ -11,6 +11,16 @@
  *   chunked`, or a body until close (HTTP/1.0 streams); no header objects; a body is kept only for
  *   playlists, media bodies are only counted;
  * - one timer wheel (`TimerWheel`, 10 ms ticks) for every listener's waits, not a timer each;
+ * - progressive streams (`icecast` mode) read into one shared buffer per process (`net.connect`'s
+ *   `onread`: no Buffer allocated per read) and, with `readMs` > 0, about once per `readMs` per
+ *   listener: the socket stops reading (libuv `readStop`) and one interval timer (`ReadPacer`)
+ *   resumes a tenth of the stopped sockets every `readMs / 10`. The bytes wait in the kernel's
+ *   receive buffer meanwhile (8 KB per 500 ms at 128 kbit/s, far below its size, so the server
+ *   never sees back-pressure). After a resume the socket takes what waited (a "drained" read:
+ *   those bytes arrived at unknown times since the read before) and keeps reading until the next
+ *   read that is not the first after a resume (an arrival, timed when it came), then stops again:
+ *   two reads per `readMs` instead of one per write of the server (Icecast writes every MP3
+ *   frame, ~38 a second), and a timed arrival per `readMs` for the rate measurement;
  * - arrivals spread evenly over a ramp, and players act at their own phases (a classic player's
  *   first reload comes at a random point of its target duration), unlike wrk's lock-step loops.
  *
@@ -85,6 +95,11 @@ export interface PlayerConfig {
    * for a server or edge that trusts this client's address (countries behind a proxy).
    */
   forwardedFor?: string[];
+  /**
+   * `icecast`: read each stream at most once per `readMs` (ms; what arrived meanwhile waits in the
+   * kernel's receive buffer). 0 or absent: read on every arrival.
+   */
+  readMs?: number;
 }
 
 /** What a client process reports (one JSON line on stdout). */
@@ -229,6 +244,56 @@ export class TimerWheel {
   }
 }
 
+// ── Paced reads of progressive streams ─────────────────────────────────────────────────────────
+
+/**
+ * Resumes stopped sockets in 10 slices: every `periodMs / 10` one interval timer resumes the
+ * sockets parked in the next slice, so each is read about once per `periodMs`. A connection keeps
+ * its slice (given when it is made); it parks itself after each read.
+ */
+export class ReadPacer {
+  private static readonly SLICES = 10;
+  private readonly parked: HttpConn[][] = Array.from({ length: ReadPacer.SLICES }, () => []);
+  private cursor = 0;
+  private nextSlice = 0;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(periodMs: number) {
+    this.timer = setInterval(() => this.tick(), Math.max(1, periodMs / ReadPacer.SLICES));
+    this.timer.unref();
+  }
+
+  /** A slice for a new connection (round robin). */
+  slice(): number {
+    const s = this.nextSlice;
+    this.nextSlice = (s + 1) % ReadPacer.SLICES;
+    return s;
+  }
+
+  park(c: HttpConn, slice: number): void {
+    this.parked[slice]!.push(c);
+  }
+
+  private tick(): void {
+    const list = this.parked[this.cursor]!;
+    if (list.length > 0) {
+      this.parked[this.cursor] = [];
+      for (let i = 0; i < list.length; i++) list[i]!.resumeRead();
+    }
+    this.cursor = (this.cursor + 1) % ReadPacer.SLICES;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
+/** How a progressive connection reads: into `buf` (shared by every connection of the process), paced by `pacer` (null: on every arrival). */
+export interface SharedRead {
+  buf: Buffer;
+  pacer: ReadPacer | null;
+}
+
 // ── A minimal HTTP/1.1 response reader on a raw socket ─────────────────────────────────────────
 
 /** Called when a response completes: its status and, when kept, its body (latin1). */
@@ -270,6 +335,8 @@ export interface WireStats {
 /**
  * One keep-alive connection with at most one request in flight. `onBytes` (when set) hears every
  * body chunk's length as it arrives (progressive streams); `onClose` hears the end of the socket.
+ * With `shared`, it reads into the shared buffer (bodies cannot be kept) and, with a pacer, stops
+ * reading after each read until the pacer resumes it.
  */
 export class HttpConn {
   readonly sock: net.Socket;
@@ -282,12 +349,21 @@ export class HttpConn {
   private done: Done | null = null;
   private chunkLine = 0;
   private closed = false;
-  onBytes: ((n: number, now: number) => void) | null = null;
+  /** `drained`: the bytes came in the first read after a pacer's resume (arrived at unknown times since the read before). */
+  onBytes: ((n: number, now: number, drained: boolean) => void) | null = null;
   /** A progressive stream: a chunked response is answered at its head, as one until close is. */
   progressive = false;
 
   /** Counts this connection while its connect is in flight (`inFlight(+1)` now, `inFlight(-1)` once on connect or close). */
   private connecting = true;
+  /** The time of the read being parsed (one `Date.now()` per read). */
+  private now = 0;
+  /** Its pacer's slice, and whether it waits there to be resumed. */
+  private slice = 0;
+  private parked = false;
+  /** The next read is the first after a resume; the read being parsed is one. */
+  private afterResume = false;
+  private drained = false;
 
   constructor(
     port: number,
@@ -296,15 +372,24 @@ export class HttpConn {
     onConnect: () => void,
     private readonly onClose: (why: string) => void,
     private readonly inFlight: (d: number) => void = () => {},
+    private readonly shared: SharedRead | null = null,
   ) {
     inFlight(1);
-    this.sock = net.connect(port, host);
+    if (shared) {
+      const buf = shared.buf;
+      this.slice = shared.pacer ? shared.pacer.slice() : 0;
+      this.sock = net.connect({ port, host, onread: { buffer: buf, callback: (n) => this.sharedRead(buf, n) } });
+      // Flowing, so that the end of the stream is seen ('end', then 'close'); no 'data' is emitted with `onread`.
+      this.sock.resume();
+    } else {
+      this.sock = net.connect(port, host);
+      this.sock.on('data', (d: Buffer) => this.data(d, d.length));
+    }
     this.sock.setNoDelay(true);
     this.sock.once('connect', () => {
       this.settle();
       onConnect();
     });
-    this.sock.on('data', (d: Buffer) => this.data(d));
     this.sock.on('error', (e: NodeJS.ErrnoException) => this.close(e.code ?? 'socket error'));
     this.sock.on('close', () => this.close(this.st === St.UntilClose ? 'stream ended' : 'closed'));
   }
@@ -315,6 +400,7 @@ export class HttpConn {
 
   /** Sends one request; `done` hears the response. `keepBody`: collect the body as text. */
   send(req: string | Buffer, keepBody: boolean, done: Done): void {
+    if (keepBody && this.shared) throw new Error('HttpConn: a body cannot be kept when reading into the shared buffer');
     this.keep = keepBody;
     this.done = done;
     this.st = St.Head;
@@ -327,6 +413,31 @@ export class HttpConn {
     this.closed = true;
     this.done = null;
     this.sock.destroy();
+  }
+
+  /**
+   * `onread`: parses `n` bytes of the shared buffer. With a pacer: after the first read since a
+   * resume (what waited) it keeps reading; after any other read (an arrival) it stops reading
+   * (returns false) until the pacer resumes it.
+   */
+  private sharedRead(buf: Buffer, n: number): boolean {
+    this.drained = this.afterResume;
+    this.afterResume = false;
+    this.data(buf, n);
+    const pacer = this.shared!.pacer;
+    if (!pacer || this.closed || this.drained) return true;
+    if (!this.parked) {
+      this.parked = true;
+      pacer.park(this, this.slice);
+    }
+    return false;
+  }
+
+  /** The pacer's turn: read again (what waited in the kernel comes in the next read). */
+  resumeRead(): void {
+    this.parked = false;
+    this.afterResume = true;
+    if (!this.closed && !this.sock.destroyed) this.sock.resume();
   }
 
   private settle(): void {
@@ -347,16 +458,16 @@ export class HttpConn {
   private body(d: Buffer, from: number, to: number): void {
     const n = to - from;
     if (n <= 0) return;
-    const now = Date.now();
+    const now = this.now;
     if (now >= this.wire.from && now <= this.wire.to) this.wire.bytes += n;
     if (this.keep) this.parts.push(d.subarray(from, to));
-    if (this.onBytes) this.onBytes(n, now);
+    if (this.onBytes) this.onBytes(n, now, this.drained);
   }
 
   private complete(): void {
     const done = this.done;
     if (!done) return;
-    const now = Date.now();
+    const now = this.now;
     if (now >= this.wire.from && now <= this.wire.to) this.wire.requests++;
     const body = this.keep ? (this.parts.length === 1 ? this.parts[0]!.toString('latin1') : Buffer.concat(this.parts).toString('latin1')) : '';
     this.parts = [];
@@ -365,24 +476,27 @@ export class HttpConn {
     done(this.status, body);
   }
 
-  private data(d: Buffer): void {
+  /** Parses d[0, n) (a read's bytes; with the shared buffer, what follows them is stale). */
+  private data(d: Buffer, n: number): void {
+    this.now = Date.now();
     let i = 0;
-    while (i < d.length && !this.closed) {
+    while (i < n && !this.closed) {
       switch (this.st) {
         case St.Head: {
           let buf = d;
           let start = i;
           if (this.head) {
-            buf = Buffer.concat([this.head, d.subarray(i)]);
+            buf = Buffer.concat([this.head, d.subarray(i, n)]);
             start = 0;
           }
           const end = buf.indexOf('\r\n\r\n', start, 'latin1');
-          if (end < 0) {
-            this.head = buf === d ? Buffer.from(d.subarray(i)) : buf;
+          // In `d` itself only a match inside d[0, n) counts (the first match past it is stale bytes).
+          if (end < 0 || end + 4 > (buf === d ? n : buf.length)) {
+            this.head = buf === d ? Buffer.from(d.subarray(i, n)) : buf;
             return;
           }
-          // Where the body starts in `d` (the bytes of `buf` after the head are the tail of `d`).
-          i = buf === d ? end + 4 : d.length - (buf.length - (end + 4));
+          // Where the body starts in `d` (the bytes of `buf` after the head are the tail of d[0, n)).
+          i = buf === d ? end + 4 : n - (buf.length - (end + 4));
           this.head = null;
           const h = buf.subarray(start, end);
           this.status = (h[9]! - 48) * 100 + (h[10]! - 48) * 10 + (h[11]! - 48);
@@ -404,7 +518,7 @@ export class HttpConn {
             this.chunkLine = 0;
             if (this.progressive) {
               // A chunked progressive stream (Skylark /listen) counts as answered at its head too.
-              const now = Date.now();
+              const now = this.now;
               if (now >= this.wire.from && now <= this.wire.to) this.wire.requests++;
               const done = this.done;
               this.done = null;
@@ -416,14 +530,14 @@ export class HttpConn {
             // An HTTP/1.0-style stream (Icecast): the body runs until the socket closes. The
             // response counts as answered at its head.
             this.st = St.UntilClose;
-            const now = Date.now();
+            const now = this.now;
             if (now >= this.wire.from && now <= this.wire.to) this.wire.requests++;
             this.done?.(this.status, '');
           }
           break;
         }
         case St.Length: {
-          const take = Math.min(this.need, d.length - i);
+          const take = Math.min(this.need, n - i);
           this.body(d, i, i + take);
           i += take;
           this.need -= take;
@@ -444,7 +558,7 @@ export class HttpConn {
           break;
         }
         case St.ChunkData: {
-          const take = Math.min(this.need, d.length - i);
+          const take = Math.min(this.need, n - i);
           this.body(d, i, i + take);
           i += take;
           this.need -= take;
@@ -473,8 +587,8 @@ export class HttpConn {
           break;
         }
         case St.UntilClose: {
-          this.body(d, i, d.length);
-          i = d.length;
+          this.body(d, i, n);
+          i = n;
           break;
         }
       }
@@ -506,6 +620,8 @@ class Run {
   targetMs = 0;
   /** The multivariant (or stream) GET, built once. */
   readonly entryReq: Buffer;
+  /** `icecast`: the read buffer every stream of this process shares, and the pacer of their reads. */
+  readonly shared: SharedRead | null;
 
   constructor(readonly cfg: PlayerConfig) {
     const u = new URL(cfg.url);
@@ -515,6 +631,7 @@ class Run {
     this.hostHeader = `${this.host}:${this.port}`;
     this.wire = { from: cfg.from, to: cfg.to, requests: 0, bytes: 0 };
     this.entryReq = Buffer.from(this.request(this.path), 'latin1');
+    this.shared = cfg.mode === 'icecast' ? { buf: Buffer.allocUnsafe(64 * 1024), pacer: (cfg.readMs ?? 0) > 0 ? new ReadPacer(cfg.readMs!) : null } : null;
   }
 
   /** The request bytes of a GET of `path` on a keep-alive connection; `extra`: more header lines, each ending in CRLF. */
@@ -562,9 +679,9 @@ abstract class Listener implements Timed {
   /** Closes its connections. */
   abstract teardown(): void;
 
-  /** A new connection, counted against the run's connects in flight. */
-  protected connect(onConnect: () => void): HttpConn {
-    return new HttpConn(this.run.port, this.run.host, this.run.wire, onConnect, (why) => this.fail(why), this.run.inFlight);
+  /** A new connection, counted against the run's connects in flight; `shared`: it reads into the run's shared buffer, paced (progressive streams). */
+  protected connect(onConnect: () => void, shared = false): HttpConn {
+    return new HttpConn(this.run.port, this.run.host, this.run.wire, onConnect, (why) => this.fail(why), this.run.inFlight, shared ? this.run.shared : null);
   }
 
   protected record(key: number, now: number): void {
@@ -940,19 +1057,24 @@ class StreamListener extends Listener {
   mFirst = 0;
   mLast = 0;
   mBytes = 0;
+  /** Bytes after the first arrival read since the last arrival (drained reads): counted once an arrival follows them. */
+  private pending = 0;
 
   start(): void {
     this.firstByteAt = 0;
     this.mFirst = 0;
     this.mLast = 0;
     this.mBytes = 0;
-    this.conn = this.connect(() =>
-      this.conn!.send(this.entryReq, false, (st) => {
-        if (st !== 200) return this.fail(`stream ${st}`);
-        this.started = true;
-      }),
+    this.pending = 0;
+    this.conn = this.connect(
+      () =>
+        this.conn!.send(this.entryReq, false, (st) => {
+          if (st !== 200) return this.fail(`stream ${st}`);
+          this.started = true;
+        }),
+      true,
     );
-    this.conn.onBytes = (n, now) => this.bytes(n, now);
+    this.conn.onBytes = (n, now, drained) => this.bytes(n, now, drained);
     this.conn.progressive = true;
   }
 
@@ -962,13 +1084,26 @@ class StreamListener extends Listener {
 
   wake(): void {}
 
-  private bytes(n: number, now: number): void {
+  /**
+   * The rate is the bytes that arrived after the window's first arrival up to its last, over the
+   * time between them. Only arrivals (reads that are not `drained`) are timed: a drained read's
+   * bytes (paced reads: what waited since the read before) came at unknown times, so they start
+   * nothing, and count only once an arrival follows them. Without pacing every read is an arrival.
+   */
+  private bytes(n: number, now: number, drained: boolean): void {
     if (this.firstByteAt === 0) this.firstByteAt = now;
     // The burst-on-connect (Icecast's 64 KB) is not the steady rate: measure from 5 s after the first byte.
     if (now < this.run.cfg.from || now > this.run.cfg.to || now < this.firstByteAt + 5000) return;
-    if (this.mFirst === 0) this.mFirst = now;
-    else {
-      this.mBytes += n;
+    if (this.mFirst === 0) {
+      if (!drained) this.mFirst = now;
+      return;
+    }
+    // Not the rest of the first arrival's read: a chunked stream's read brings many chunks, each heard here with the same `now`.
+    if (now <= this.mFirst) return;
+    this.pending += n;
+    if (!drained) {
+      this.mBytes += this.pending;
+      this.pending = 0;
       this.mLast = now;
     }
   }
@@ -1065,5 +1200,6 @@ export class PlayerRun {
       l.teardown();
     }
     this.run.wheel.stop();
+    this.run.shared?.pacer?.stop();
   }
 }
