@@ -40,9 +40,10 @@
  * steps of all modes together, shared evenly by the modes still to run), BENCH_PLAYERS_HINTS (1: hlsjs-ll listeners also request preload-hinted parts),
  * BENCH_PLAYERS_DELTA (0: hlsjs-ll listeners never send `_HLS_skip=YES`; by default they do, as hls.js does),
  * BENCH_PLAYERS_DEBUG (1: log the first objects a listener missed), BENCH_SKYLARK_THREADS (Skylark's
- * SKYLARK_HTTP_THREADS, default 1), BENCH_PLAYERS_PROGRESSIVE_READ_MS (500: an icecast-mode
- * listener reads its stream about once per this many ms, what arrived meanwhile waiting in the
- * kernel's receive buffer; 0: on every arrival).
+ * SKYLARK_HTTP_THREADS, default 1), BENCH_PLAYERS_PROGRESSIVE_READ_MS (0: an icecast-mode
+ * listener reads on every arrival; N: about once per N ms, what arrived meanwhile waiting in the
+ * kernel's receive buffer — half the client's CPU per Icecast listener, but the rate check then
+ * under-times a stream written in 2 s bursts such as `/listen`, see docs/benchmarks.md).
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -64,7 +65,7 @@ const HINTS = process.env.BENCH_PLAYERS_HINTS === '1';
 /** hlsjs-ll listeners ask for full playlists only (no `_HLS_skip`), unlike hls.js against a server that offers delta updates. */
 const NO_DELTA = process.env.BENCH_PLAYERS_DELTA === '0';
 /** icecast mode: each listener reads its stream about once per this many ms (0: on every arrival). */
-const PROGRESSIVE_READ_MS = Number(process.env.BENCH_PLAYERS_PROGRESSIVE_READ_MS || 500) || 0;
+const PROGRESSIVE_READ_MS = Number(process.env.BENCH_PLAYERS_PROGRESSIVE_READ_MS || 0) || 0;
 /**
  * Arrivals per second, all client processes together: 1,000/s for Skylark; 300/s for Icecast,
  * whose listen backlog of 5 lets only ~130–290 connects/s through a burst (docs/benchmarks.md "Peers"):
@@ -622,11 +623,4 @@ export async function run(): Promise<BenchRow[]> {
 }
 
 // `npx tsx bench/players.bench.ts` prints this part's rows alone.
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const { formatReport, machineInfo } = await import('./lib/format.js');
-  const started = new Date();
-  const machine = machineInfo();
-  const r = await run();
-  process.stdout.write(formatReport(r, [], machine, started) + '\n');
-  process.exit(0);
-}
+if (import.meta.url === `file://${process.argv[1]}`) await (await import('./lib/format.js')).printPartAlone(run);
