@@ -232,7 +232,7 @@ function goalFdLimit(steps: PlayerStep[], failures: Failure[]): GoalRow[] {
     { id: '3c', measure: `progressive (/listen): server RSS ${at}`, unit: 'MB', goal: '–' },
   ];
   if (!s) {
-    const how = why(failures, 'players.bench', `BENCH_PLAYERS_MODES=icecast BENCH_PLAYERS_STEPS_ICECAST=…,${n} (part players.bench; runs /listen and icecast2)`);
+    const how = why(failures, 'players.bench', `BENCH_PLAYERS_MODES=listen,icecast BENCH_PLAYERS_STEPS_ICECAST=…,${n} (part players.bench; /listen and icecast2)`);
     return measures.map((m) => notMeasured(m.id, m.measure, m.unit, 'icecast2', m.goal, `${how}; /listen steps run: ${stepsOf(listen)}`));
   }
   const peerNote = !p ? noPeerStep(ice, n) : p.held ? '' : `icecast2 NOT held at ${count(n)}: ${Number.isFinite(p.alive) ? count(p.alive) : '?'} alive`;
