@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import type { ChildProcess } from 'node:child_process';
-import { startInProcess, type TestServer } from '../helpers/server.js';
+import { startInProcess, waitFor, type TestServer } from '../helpers/server.js';
 import { exited } from '../helpers/publish.js';
 import { liveHls } from '../helpers/live-hls.js';
 import { httpFrontCounts } from '../../src/live/native/http-front.js';
@@ -47,6 +47,7 @@ function getFrom(url: string, from: string): Held {
     });
     req.on('error', reject);
   });
+  done.catch(() => {}); // an aborted or cut request is awaited (or not) by the test itself
   return { done, abort: () => req.destroy() };
 }
 /** The segment after the one in progress (two past the last listed, the farthest allowed): a blocking reload for it is held for 2–4 s. */
@@ -61,6 +62,8 @@ const reloadUrl = (msn: number) => {
   return u.toString();
 };
 const refused = () => t.server.limits.count('http_held_per_ip' as never);
+/** Waits until `n` refusals are counted (a worker thread's hits reach the main thread's count by message). */
+const refusedReaches = (n: number) => waitFor(() => refused() >= n, 5_000, 50, `${n} refusals counted`);
 /** Lets the requests already sent reach the server (same process, loopback): sequencing, not a timing assertion. */
 const settle = () => new Promise((r) => setTimeout(r, 300));
 
@@ -75,6 +78,7 @@ describe('client addresses from accept4', () => {
     expect(refused()).toBe(refused0);
     // A second one from 127.0.0.2 is over its cap.
     expect(await getFrom(reloadUrl(msn), '127.0.0.2').done).toBe(503);
+    await refusedReaches(refused0 + 1);
     expect(refused()).toBe(refused0 + 1);
     expect(httpFrontCounts().peerHits).toBeGreaterThan(hits0);
 
@@ -90,6 +94,7 @@ describe('client addresses from accept4', () => {
     expect(refused()).toBe(refused0 + 1);
     // Each of those addresses is at its cap now, and 127.0.0.2 is free again.
     expect(await getFrom(reloadUrl(msn2), '127.0.0.7').done).toBe(503);
+    await refusedReaches(refused0 + 2);
     expect(refused()).toBe(refused0 + 2);
     const two = getFrom(reloadUrl(msn2), '127.0.0.2');
     await settle();
