@@ -5,6 +5,9 @@
 //   httpFrontCounts(): { http10: number, capped: number, incomplete: number, peerHits: number,
 //                    coalesced: number }
 //   setSendBuffer(fd: number, bytes: number): boolean   // SO_SNDBUF of a socket JS owns
+//   putHttpObject(path: string, head: Uint8Array, body: Uint8Array): boolean   // io::PutHttpObject
+//   deleteHttpObject(path: string): boolean
+//   (httpFrontCounts also gives objectHits, objectCut, objects and objectsAnswered)
 //
 // `onConnection` runs on the thread that installed the front (the main thread), for each
 // connection whose first request is HTTP/1.0, with a socket descriptor it owns and the bytes
@@ -112,7 +115,42 @@ Napi::Value Counts(const Napi::CallbackInfo& info) {
   out.Set("incomplete", Napi::Number::New(env, static_cast<double>(c.incomplete)));
   out.Set("peerHits", Napi::Number::New(env, static_cast<double>(c.peer_hits)));
   out.Set("coalesced", Napi::Number::New(env, static_cast<double>(c.coalesced)));
+  out.Set("objectHits", Napi::Number::New(env, static_cast<double>(c.object_hits)));
+  out.Set("objectCut", Napi::Number::New(env, static_cast<double>(c.object_cut)));
+  out.Set("objects", Napi::Number::New(env, static_cast<double>(c.objects)));
+  out.Set("objectsAnswered", Napi::Boolean::New(env, io::HttpObjectsAnswered()));
   return out;
+}
+
+// Bytes of a Buffer or any TypedArray (a view into its ArrayBuffer).
+bool BytesOf(const Napi::Value& v, const uint8_t** data, size_t* size) {
+  if (!v.IsTypedArray()) return false;
+  auto ta = v.As<Napi::TypedArray>();
+  auto ab = ta.ArrayBuffer();
+  *data = static_cast<const uint8_t*>(ab.Data()) + ta.ByteOffset();
+  *size = ta.ByteLength();
+  return true;
+}
+
+Napi::Value PutObject(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const uint8_t *head = nullptr, *body = nullptr;
+  size_t head_size = 0, body_size = 0;
+  if (info.Length() < 3 || !info[0].IsString() || !BytesOf(info[1], &head, &head_size) || !BytesOf(info[2], &body, &body_size)) {
+    ThrowTypeError(env, "putHttpObject(path: string, head: Uint8Array, body: Uint8Array)");
+    return env.Undefined();
+  }
+  const std::string path = info[0].As<Napi::String>().Utf8Value();
+  return Napi::Boolean::New(env, io::PutHttpObject(path, std::string_view(reinterpret_cast<const char*>(head), head_size), body, body_size));
+}
+
+Napi::Value DeleteObject(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) {
+    ThrowTypeError(env, "deleteHttpObject(path: string)");
+    return env.Undefined();
+  }
+  return Napi::Boolean::New(env, io::DeleteHttpObject(info[0].As<Napi::String>().Utf8Value()));
 }
 
 Napi::Value SetSendBuffer(const Napi::CallbackInfo& info) {
@@ -137,6 +175,8 @@ void InitHttpFront(Napi::Env env, Napi::Object exports) {
   exports.Set("installHttpFront", Napi::Function::New(env, Install, "installHttpFront"));
   exports.Set("httpFrontCounts", Napi::Function::New(env, Counts, "httpFrontCounts"));
   exports.Set("setSendBuffer", Napi::Function::New(env, SetSendBuffer, "setSendBuffer"));
+  exports.Set("putHttpObject", Napi::Function::New(env, PutObject, "putHttpObject"));
+  exports.Set("deleteHttpObject", Napi::Function::New(env, DeleteObject, "deleteHttpObject"));
 }
 
 }  // namespace skylark::binding

@@ -10,14 +10,19 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
+
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 
+#include "core/http/plain_get.h"
 #include "core/http/request_line.h"
 #include "io/import_hook.h"
 
@@ -47,6 +52,24 @@ static_assert(sizeof(sockaddr_in6) <= 255 && sizeof(sockaddr_in) <= sizeof(socka
 std::atomic<PeerSlot*> g_peers{nullptr};
 std::atomic<uint64_t> g_peer_hits{0};
 
+// Per fd, what the HTTP library has of a connection: read and written by the thread that serves
+// it (and cleared on close). Mapped lazily, like the peer slots.
+struct ConnSlot {
+  uint32_t passed_at;  // monotonic seconds of the last read handed to the library (or the accept)
+  uint8_t state;
+};
+constexpr uint8_t kPending = 1;  // the library got a request whose answer it has not fully written
+constexpr uint8_t kForeign = 2;  // the connection sent something other than a GET/HEAD under the prefix
+constexpr uint8_t kRagged = 4;   // the last read handed on did not end a request head
+ConnSlot* g_conns = nullptr;     // null: objects are never answered here
+constexpr ssize_t kPassOn = -2;
+
+uint32_t NowSeconds() {
+  struct timespec ts {};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<uint32_t>(ts.tv_sec);
+}
+
 inline bool Tracked(int fd) { return fd >= 0 && static_cast<size_t>(fd) < g_fresh_size; }
 
 void RememberPeer(int fd, const struct sockaddr* addr, socklen_t addrlen, socklen_t given) {
@@ -69,6 +92,7 @@ int HookAccept4(int sockfd, struct sockaddr* addr, socklen_t* addrlen, int flags
   if (Tracked(fd)) {
     g_fresh[fd].store(1, std::memory_order_relaxed);
     RememberPeer(fd, addr, addrlen ? *addrlen : 0, given);
+    if (g_conns) g_conns[fd] = {NowSeconds(), 0};
   }
   return fd;
 }
@@ -180,6 +204,108 @@ ssize_t SendAfterHeld(int fd, HeldBytes* h, const struct iovec* iov, int count, 
   return own;
 }
 
+// Media objects answered here (docs/http.md "Media objects answered in native code"). The server
+// stores the answer to `GET <path>` of an immutable object (an LL-HLS part of a public stream); a
+// read that is exactly one plain GET of a stored path (core/http/plain_get.h) on a connection
+// where the HTTP library has nothing outstanding is answered with one sendmsg, and the library
+// is told the read would block: it never sees that request. What the library must see, it sees:
+// every other request, every request on a connection that sent it anything else, anything while
+// an answer of its own is not fully written, and one request every kPassEverySeconds, so that
+// its idle timeout (armed when its last answer ended) never fires on a busy connection.
+struct StoredObject {
+  std::string head;  // status line and header fields up to the request id's prefix
+  std::string tail;  // "Content-Length: N" CRLF CRLF and the body
+};
+std::mutex g_objects_mu;
+std::unordered_map<std::string, std::shared_ptr<const StoredObject>> g_objects;  // guarded by g_objects_mu
+std::atomic<size_t> g_object_count{0};
+std::atomic<uint64_t> g_object_hits{0}, g_object_cut{0}, g_request_ids{0};
+constexpr std::string_view kObjectPrefix = "/hls/";
+constexpr size_t kMaxObjects = 1 << 16;
+constexpr uint32_t kPassEverySeconds = 4;
+
+// The library got `n` bytes of `fd`: its answer is outstanding until its write completes.
+void HandedOn(int fd, const uint8_t* bytes, ssize_t n) {
+  ConnSlot& c = g_conns[fd];
+  const std::string_view data(reinterpret_cast<const char*>(bytes), static_cast<size_t>(n));
+  uint8_t state = c.state | kPending;
+  const std::string_view target = data.substr(data[0] == 'H' ? 5 : 4, kObjectPrefix.size());
+  if (!((data.substr(0, 4) == "GET " || data.substr(0, 5) == "HEAD ") && target == kObjectPrefix)) state |= kForeign;
+  if (n >= 4 && data.substr(data.size() - 4) == "\r\n\r\n") state &= static_cast<uint8_t>(~kRagged);
+  else state |= kRagged;
+  c.state = state;
+  c.passed_at = NowSeconds();
+}
+
+// The library wrote the last of what it had for `fd`.
+inline void WrittenOut(int fd) {
+  if (g_conns) g_conns[fd].state &= static_cast<uint8_t>(~kPending);
+}
+
+// Formats the per-answer middle of the head: the request id's counter (base 36), Date (RFC 9110
+// §6.6.1, IMF-fixdate, cached per second and thread) and the library's own banner field, as the
+// library writes them. Returns its length.
+size_t AnswerMiddle(char* out) {
+  thread_local time_t t_second = 0;
+  thread_local char t_date[40];
+  const time_t now = time(nullptr);
+  if (now != t_second) {
+    struct tm tm {};
+    gmtime_r(&now, &tm);
+    strftime(t_date, sizeof t_date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    t_second = now;
+  }
+  char digits[16];
+  size_t nd = 0;
+  uint64_t id = g_request_ids.fetch_add(1, std::memory_order_relaxed);
+  do {
+    const unsigned d = static_cast<unsigned>(id % 36);
+    digits[nd++] = static_cast<char>(d < 10 ? '0' + d : 'a' + d - 10);
+    id /= 36;
+  } while (id != 0 && nd < sizeof digits);
+  size_t at = 0;
+  while (nd > 0) out[at++] = digits[--nd];
+  const int more = snprintf(out + at, 96, "\r\nDate: %s\r\nuWebSockets: 20\r\n", t_date);
+  return at + static_cast<size_t>(more > 0 ? more : 0);
+}
+
+// Answers the read of `fd` from the store when it may (see above). Returns kPassOn to hand the
+// read to the library, else what the library's recv returns: -1 with EAGAIN (answered), -1 with
+// the error (the connection failed), or 0 when only part of the answer went out (the library
+// closes the connection, as after an orderly close).
+ssize_t AnswerFromStore(int fd, const uint8_t* bytes, ssize_t n) {
+  const ConnSlot& c = g_conns[fd];
+  if (c.state != 0 || t_scratch_fd == fd) return kPassOn;
+  if (NowSeconds() - c.passed_at >= kPassEverySeconds) return kPassOn;
+  const std::string_view target = http::PlainGetTarget(bytes, static_cast<size_t>(n), kObjectPrefix);
+  if (target.empty()) return kPassOn;
+  thread_local std::string t_key;
+  t_key.assign(target);
+  std::shared_ptr<const StoredObject> obj;
+  {
+    std::lock_guard<std::mutex> lock(g_objects_mu);
+    const auto it = g_objects.find(t_key);
+    if (it == g_objects.end()) return kPassOn;
+    obj = it->second;
+  }
+  char middle[128];
+  const size_t middle_len = AnswerMiddle(middle);
+  struct iovec iov[3] = {{const_cast<char*>(obj->head.data()), obj->head.size()}, {middle, middle_len}, {const_cast<char*>(obj->tail.data()), obj->tail.size()}};
+  struct msghdr msg {};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = 3;
+  const ssize_t total = static_cast<ssize_t>(obj->head.size() + middle_len + obj->tail.size());
+  const ssize_t sent = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (sent == total) {
+    g_object_hits.fetch_add(1, std::memory_order_relaxed);
+    errno = EAGAIN;
+    return -1;
+  }
+  if (sent < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? kPassOn : -1;
+  g_object_cut.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
 ssize_t HookSend(int fd, const void* buf, size_t len, int flags) {
   if (!g_held.load(std::memory_order_relaxed) || !Tracked(fd)) return ::send(fd, buf, len, flags);
   HeldBytes* h = HeldFor(fd);
@@ -194,16 +320,25 @@ ssize_t HookSend(int fd, const void* buf, size_t len, int flags) {
     h->len += len;
     return static_cast<ssize_t>(len);
   }
-  if (!h) return ::send(fd, buf, len, flags);
-  const struct iovec one{const_cast<void*>(buf), len};
-  return SendAfterHeld(fd, h, &one, 1, flags | MSG_NOSIGNAL);
+  ssize_t n;
+  if (!h) {
+    n = ::send(fd, buf, len, flags);
+  } else {
+    const struct iovec one{const_cast<void*>(buf), len};
+    n = SendAfterHeld(fd, h, &one, 1, flags | MSG_NOSIGNAL);
+  }
+  if (n == static_cast<ssize_t>(len) && !(flags & MSG_MORE)) WrittenOut(fd);
+  return n;
 }
 
 ssize_t HookWritev(int fd, const struct iovec* iov, int count) {
   if (!g_held.load(std::memory_order_relaxed) || !Tracked(fd) || count < 0) return ::writev(fd, iov, count);
   HeldBytes* h = HeldFor(fd);
-  if (!h) return ::writev(fd, iov, count);
-  return SendAfterHeld(fd, h, iov, count, MSG_NOSIGNAL);
+  const ssize_t n = h ? SendAfterHeld(fd, h, iov, count, MSG_NOSIGNAL) : ::writev(fd, iov, count);
+  size_t total = 0;
+  for (int i = 0; i < count; ++i) total += iov[i].iov_len;
+  if (n >= 0 && static_cast<size_t>(n) == total) WrittenOut(fd);
+  return n;
 }
 
 // Held bytes go out before the write side closes (the library has them as written).
@@ -218,6 +353,7 @@ int HookClose(int fd) {
   if (Tracked(fd)) {
     g_fresh[fd].store(0, std::memory_order_relaxed);
     if (PeerSlot* peers = g_peers.load(std::memory_order_relaxed)) peers[fd].len.store(0, std::memory_order_relaxed);
+    if (g_conns) g_conns[fd].state = 0;
     if (std::atomic<HeldBytes*>* table = g_held.load(std::memory_order_relaxed)) {
       if (t_scratch_fd == fd) t_scratch_fd = -1;
       if (HeldBytes* own = table[fd].exchange(nullptr, std::memory_order_relaxed)) std::free(own);
@@ -226,11 +362,9 @@ int HookClose(int fd) {
   return ::close(fd);
 }
 
-ssize_t HookRecv(int fd, void* buf, size_t len, int flags) {
-  const ssize_t n = ::recv(fd, buf, len, flags);
-  if (n <= 0 || !Tracked(fd) || g_fresh[fd].load(std::memory_order_relaxed) == 0) return n;
-  g_fresh[fd].store(0, std::memory_order_relaxed);
-  const auto* bytes = static_cast<const uint8_t*>(buf);
+// A new connection's first read: the HTTP/1.0 handoff and the send buffer cap. Returns `n` to go
+// on, or what the library's recv returns instead (0: handed off, the library sees an orderly close).
+ssize_t FirstRead(int fd, const uint8_t* bytes, ssize_t n) {
   const http::RequestLine line = http::ParseRequestLine(bytes, static_cast<size_t>(n));
   if (line.version == http::RequestVersion::kIncomplete) {
     g_incomplete.fetch_add(1, std::memory_order_relaxed);
@@ -256,6 +390,25 @@ ssize_t HookRecv(int fd, void* buf, size_t len, int flags) {
   g_http10.fetch_add(1, std::memory_order_relaxed);
   // The HTTP server sees an orderly close and closes its descriptor; the socket lives on in `dup`.
   return 0;
+}
+
+ssize_t HookRecv(int fd, void* buf, size_t len, int flags) {
+  const ssize_t n = ::recv(fd, buf, len, flags);
+  if (n <= 0 || !Tracked(fd)) return n;
+  const auto* bytes = static_cast<const uint8_t*>(buf);
+  if (g_fresh[fd].load(std::memory_order_relaxed) != 0) {
+    g_fresh[fd].store(0, std::memory_order_relaxed);
+    const ssize_t first = FirstRead(fd, bytes, n);
+    if (first != n) return first;
+  }
+  if (g_conns) {
+    if (g_object_count.load(std::memory_order_relaxed) != 0) {
+      const ssize_t answered = AnswerFromStore(fd, bytes, n);
+      if (answered != kPassOn) return answered;
+    }
+    HandedOn(fd, bytes, n);
+  }
+  return n;
 }
 
 }  // namespace
@@ -295,8 +448,13 @@ std::string InstallHttpFront(const std::string& object_suffix, const HttpFrontOp
       // writev first: until send is hooked nothing is ever held.
       if (ReplaceImport(object_suffix, "writev", reinterpret_cast<void*>(&HookWritev), &unused) > 0 &&
           ReplaceImport(object_suffix, "shutdown", reinterpret_cast<void*>(&HookShutdown), &unused) > 0) {
+        // Objects are answered here only when every write of the library is seen (an answer of its
+        // own must be known to be out before one of ours may follow).
+        // A connection accepted before the hooks (the server installs them before it listens) has
+        // passed_at 0: its first read is handed on, and from then on it is tracked like any other.
+        void* conns = mmap(nullptr, size * sizeof(ConnSlot), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         g_held.store(held);
-        ReplaceImport(object_suffix, "send", reinterpret_cast<void*>(&HookSend), &unused);
+        if (ReplaceImport(object_suffix, "send", reinterpret_cast<void*>(&HookSend), &unused) > 0 && conns != MAP_FAILED) g_conns = static_cast<ConnSlot*>(conns);
       } else {
         munmap(table, size * sizeof(std::atomic<HeldBytes*>));
       }
@@ -309,8 +467,39 @@ std::string InstallHttpFront(const std::string& object_suffix, const HttpFrontOp
 void SetHttp10Handoff(Http10Handoff handoff) { g_handoff.store(handoff, std::memory_order_release); }
 
 HttpFrontCounts GetHttpFrontCounts() {
-  return {g_http10.load(std::memory_order_relaxed), g_capped.load(std::memory_order_relaxed), g_incomplete.load(std::memory_order_relaxed),
-          g_peer_hits.load(std::memory_order_relaxed), g_coalesced.load(std::memory_order_relaxed)};
+  return {g_http10.load(std::memory_order_relaxed),      g_capped.load(std::memory_order_relaxed),      g_incomplete.load(std::memory_order_relaxed),
+          g_peer_hits.load(std::memory_order_relaxed),   g_coalesced.load(std::memory_order_relaxed),   g_object_hits.load(std::memory_order_relaxed),
+          g_object_cut.load(std::memory_order_relaxed),  g_object_count.load(std::memory_order_relaxed)};
 }
+
+bool PutHttpObject(std::string_view path, std::string_view head, const uint8_t* body, size_t size) {
+  if (path.size() <= kObjectPrefix.size() || path.substr(0, kObjectPrefix.size()) != kObjectPrefix) return false;
+  auto obj = std::make_shared<StoredObject>();
+  obj->head.assign(head);
+  char length[48];
+  const int n = snprintf(length, sizeof length, "Content-Length: %zu\r\n\r\n", size);
+  obj->tail.reserve(static_cast<size_t>(n) + size);
+  obj->tail.append(length, static_cast<size_t>(n));
+  obj->tail.append(reinterpret_cast<const char*>(body), size);
+  std::lock_guard<std::mutex> lock(g_objects_mu);
+  auto it = g_objects.find(std::string(path));
+  if (it != g_objects.end()) {
+    it->second = std::move(obj);
+    return true;
+  }
+  if (g_objects.size() >= kMaxObjects) return false;
+  g_objects.emplace(std::string(path), std::move(obj));
+  g_object_count.store(g_objects.size(), std::memory_order_relaxed);
+  return true;
+}
+
+bool DeleteHttpObject(std::string_view path) {
+  std::lock_guard<std::mutex> lock(g_objects_mu);
+  const bool erased = g_objects.erase(std::string(path)) > 0;
+  g_object_count.store(g_objects.size(), std::memory_order_relaxed);
+  return erased;
+}
+
+bool HttpObjectsAnswered() { return g_conns != nullptr; }
 
 }  // namespace skylark::io

@@ -18,11 +18,16 @@
 // And hooks on its `send`, `writev` and `shutdown` gather writes: what it sends with MSG_MORE (the
 // headers of a response larger than its cork buffer) leaves with its next write on the same
 // connection in one sendmsg (docs/http.md "One write per response").
+//
+// And a store of immutable media objects (LL-HLS parts): a read that is exactly one plain GET of a
+// stored path, on a connection where the server has nothing outstanding, is answered here in one
+// sendmsg without the server seeing it (docs/http.md "Media objects answered in native code").
 // No N-API here.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace skylark::io {
@@ -46,6 +51,9 @@ struct HttpFrontCounts {
   uint64_t incomplete = 0;   // first reads without a whole request line (left to the HTTP server)
   uint64_t peer_hits = 0;    // getpeername calls answered from the address accept4 returned
   uint64_t coalesced = 0;    // gathered writes: held MSG_MORE bytes and the next write in one sendmsg
+  uint64_t object_hits = 0;  // requests answered from the stored objects
+  uint64_t object_cut = 0;   // stored answers only partly written (the connection was closed)
+  uint64_t objects = 0;      // objects stored now
 };
 
 // Installs the hooks into the loaded shared object whose path ends with `object_suffix` (once per
@@ -57,5 +65,20 @@ std::string InstallHttpFront(const std::string& object_suffix, const HttpFrontOp
 void SetHttp10Handoff(Http10Handoff handoff);
 
 HttpFrontCounts GetHttpFrontCounts();
+
+// Media objects answered here (docs/http.md "Media objects answered in native code"): stores (or
+// replaces) the answer to a plain `GET <path>` (core/http/plain_get.h) of an immutable object.
+// `path` must start with "/hls/". `head` is the status line and header fields (each ending in
+// CRLF) up to and including the request id field's name and the id's prefix; each answer adds the
+// id's counter (base 36), Date, the HTTP library's banner field, Content-Length and `body`
+// (`size` bytes, copied). Returns false for a path outside the prefix or when 65,536 objects are
+// stored. Thread-safe.
+bool PutHttpObject(std::string_view path, std::string_view head, const uint8_t* body, size_t size);
+
+// Forgets the object at `path` (its next request goes to the HTTP server). Returns whether it was stored. Thread-safe.
+bool DeleteHttpObject(std::string_view path);
+
+// Whether the hooks that stored objects need are installed (else objects are stored but never answered here).
+bool HttpObjectsAnswered();
 
 }  // namespace skylark::io

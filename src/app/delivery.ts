@@ -9,7 +9,10 @@ import type { Feature } from '../base/feature.js';
 import { ListenersRepo } from '../base/db/listeners-repo.js';
 import { createEdgeLog, createListeners, type Listeners } from '../delivery/listeners/feature.js';
 import type { EdgeLogReceiver } from '../delivery/listeners/edge-log.js';
-import { listenerTimeoutMs, registerHlsRoutes } from '../delivery/hls/routes.js';
+import { listenerTimeoutMs, publicPartHead, registerHlsRoutes } from '../delivery/hls/routes.js';
+import { NativeParts } from '../delivery/hls/native-parts.js';
+import { deleteHttpObject, putHttpObject } from '../live/native/http-front.js';
+import { nativeRequestIdPrefix } from '../base/ids.js';
 import { HubSource } from '../delivery/hls/source.js';
 import { startHttpThreads, type RunningThreads, type ThreadCounts, type WatchedMediaRegistry } from '../delivery/threads/index.js';
 import { registerListenRoutes, type ListenFeature } from '../delivery/progressive/routes.js';
@@ -50,6 +53,8 @@ export function buildDelivery(b: Base, room: Listeners, media: WatchedMediaRegis
   const hlsSource = new HubSource(media, shared);
   const mainCounts: ThreadCounts = { hls: 0, listen: 0, forwarded: 0 };
   registerHlsRoutes(http, hlsSource, { access: room.access, hold: room.held, served: mainCounts });
+  // Public LL-HLS parts answered by the native HTTP front (its hooks come with the HTTP/1.0 front).
+  const nativeParts = config.hlsNativeParts && config.http10 ? buildNativeParts(hlsSource, room, media) : null;
   // Listeners behind nginx edges (docs/behaviour.md §12): counted from the edges' access log lines, with
   // the same timeout as a direct request to the same layer.
   const edgeLog = createEdgeLog(b, room, (id, name) => {
@@ -90,9 +95,26 @@ export function buildDelivery(b: Base, room: Listeners, media: WatchedMediaRegis
   });
   const whep = registerWhep({ http, media, registry: room.registry, tokens: room.tokens, access: room.access, trusted: room.trusted, config, log: b.log.child('webrtc'), urls: b.urls.get, limits: b.limits, fanout: rtpFanoutAvailable ? () => new RtpFanout() : null });
   const features: Feature[] = [];
+  if (nativeParts) features.push({ close: () => nativeParts.close() });
   if (edgeLog) features.push({ close: () => edgeLog.close() });
   features.push(listen, { close: () => whep.close() });
   return { hlsSource, mainCounts, edgeLog, listen, icecastListeners, features };
+}
+
+/** The store of public LL-HLS parts in the native HTTP front (docs/http.md "Media objects answered in native code"), watching every hub opened. */
+function buildNativeParts(source: HubSource, room: Listeners, media: WatchedMediaRegistry): NativeParts {
+  const parts = new NativeParts({
+    store: { put: putHttpObject, delete: deleteHttpObject },
+    source,
+    isPublic: (id) => {
+      const p = room.access.policy(id);
+      return p !== null && p.playback !== 'token';
+    },
+    current: (id) => media.get(id),
+    head: publicPartHead(nativeRequestIdPrefix),
+  });
+  media.onOpen((hub) => parts.watch(hub));
+  return parts;
 }
 
 /**

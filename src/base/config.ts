@@ -47,6 +47,11 @@ export interface Config {
   /** The HTTP/1.0 front (docs/http.md "HTTP/1.0"): HTTP/1.0 requests answered like HTTP/1.1 ones; off, they are closed unanswered. */
   http10: boolean;
   /**
+   * LL-HLS parts of public streams answered by the native HTTP front without JavaScript per request
+   * (docs/http.md "Media objects answered in native code"); needs the HTTP/1.0 front's hooks (`http10`).
+   */
+  hlsNativeParts: boolean;
+  /**
    * Merged ingest reads (ms): a live publisher's socket is read every this often instead of on
    * every message while no LL-HLS part or segment is about to close (0 = read as bytes arrive).
    */
@@ -301,6 +306,7 @@ export const ENV_NAMES = {
   partDurationMs: 'SKYLARK_PART_DURATION_MS',
   abrLadder: 'SKYLARK_ABR_LADDER',
   http10: 'SKYLARK_HTTP10',
+  hlsNativeParts: 'SKYLARK_HLS_NATIVE_PARTS',
   ingestMergeMs: 'SKYLARK_INGEST_MERGE_MS',
   liveWindowSegments: 'SKYLARK_LIVE_WINDOW_SEGMENTS',
   maxUploadBytes: 'SKYLARK_MAX_UPLOAD_BYTES',
@@ -341,6 +347,7 @@ const RawConfig = v.object({
   ),
   abrLadder: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
   http10: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
+  hlsNativeParts: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
   ingestMergeMs: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be 0-200 (ms)'), v.transform(Number), v.maxValue(200)), '100'),
   liveWindowSegments: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(3), v.maxValue(100)), '6'),
   maxUploadBytes: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'must be a positive integer of bytes'), v.transform(Number), v.minValue(1)), '500000000'),
@@ -405,6 +412,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     webhooksAllowPrivate: o.webhooksAllowPrivate === '1' || o.webhooksAllowPrivate === 'true',
     abrLadder: o.abrLadder === '1' || o.abrLadder === 'true',
     http10: o.http10 === '1' || o.http10 === 'true',
+    hlsNativeParts: o.hlsNativeParts === '1' || o.hlsNativeParts === 'true',
     downloadCounting: o.downloadCounting === '1' || o.downloadCounting === 'true',
     trustedProxies: o.trustedProxies.split(',').map((s) => s.trim()).filter(Boolean),
     edgeLogHost: edgeLog ? (o.edgeLogHost ?? EDGE_LOG_DEFAULTS.host) : undefined,

@@ -25,6 +25,12 @@ export function newId(prefix: string): string {
 
 const processTag = randomBase62(8);
 let requestCounter = 0;
+/**
+ * The prefix of the request ids the native HTTP front gives the answers it writes itself
+ * (docs/http.md "Media objects answered in native code"): `req_<process tag>N`, then its own
+ * base-36 counter. `newRequestId`'s counters are lower-case base 36, so the two never meet.
+ */
+export const nativeRequestIdPrefix = `req_${processTag}N`;
 /** A request id `req_<process tag><counter>`: unique per process run, cheap enough for every HLS response. */
 export function newRequestId(): string {
   requestCounter = (requestCounter + 1) % Number.MAX_SAFE_INTEGER;

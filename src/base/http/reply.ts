@@ -121,7 +121,9 @@ function sqliteErrorOf(e: unknown): ApiError | null {
 // Constant header names and values, encoded once (uWS copies a JS string into UTF-8 on every call).
 const H_CONTENT_TYPE = Buffer.from('Content-Type');
 const V_JSON = Buffer.from('application/json; charset=utf-8');
-const H_REQUEST_ID = Buffer.from('X-Request-ID');
+/** The header that carries each answer's request id (docs/behaviour.md "Errors"). */
+export const REQUEST_ID_HEADER = 'X-Request-ID';
+const H_REQUEST_ID = Buffer.from(REQUEST_ID_HEADER);
 const H_CACHE_CONTROL = Buffer.from('Cache-Control');
 const V_NO_STORE = Buffer.from('no-store');
 const JSON_TYPE = 'application/json; charset=utf-8';

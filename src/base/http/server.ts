@@ -27,7 +27,7 @@ import { registerForwardRoute, type ForwardCounts } from './proxy.js';
 
 export type { HttpMethod } from './request.js';
 export type { ApiReply, WebReply, RawReply, ObservedResponse } from './reply.js';
-export { headerBytes, STATUS_200, statusLine, errorBody } from './reply.js';
+export { headerBytes, STATUS_200, statusLine, errorBody, REQUEST_ID_HEADER } from './reply.js';
 export type { ApiRequest, ApiHandler, GuardedApiHandler, ApiRouteOptions, IdempotencyHook } from './routes/api.js';
 export type { Answer, DeferredReply, RawRequestInfo } from './routes/raw.js';
 export type { WebRequest } from './routes/web.js';

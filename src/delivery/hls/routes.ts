@@ -38,7 +38,7 @@
  * playlist as it is would send the client straight back with the same request.
  */
 import type { Answer, DeferredReply, HttpServer, RawReply, RawRequestInfo } from '../../base/http/server.js';
-import { errorBody, headerBytes, STATUS_200, statusLine } from '../../base/http/server.js';
+import { errorBody, headerBytes, REQUEST_ID_HEADER, STATUS_200, statusLine } from '../../base/http/server.js';
 import { ApiError, type ErrorCode } from '../../base/errors/errors.js';
 import type { Layer } from '../../live/media/hub.js';
 import { fill, targetDurationSeconds } from './playlists.js';
@@ -56,6 +56,17 @@ const objectHeaders = (type: string, cache: string): HeaderList => headerBytes([
 /** Media object headers by `private` (token stream): [public, private]. */
 const TS_HEADERS = [objectHeaders(TS, IMMUTABLE), objectHeaders(TS, PRIVATE)] as const;
 const M4S_HEADERS = [objectHeaders(M4S, IMMUTABLE), objectHeaders(M4S, PRIVATE)] as const;
+
+/**
+ * The head of a public part's 200 answer as the native object store keeps it (./native-parts.ts,
+ * docs/http.md "Media objects answered in native code"): the status line and the very headers
+ * `mediaObject` writes for it, then `X-Request-ID: ` and `requestIdPrefix` (the store appends each
+ * answer's counter, Date, Content-Length and the bytes).
+ */
+export function publicPartHead(requestIdPrefix: string): Uint8Array {
+  const lines = M4S_HEADERS[0].map(([k, v]) => `${Buffer.from(k).toString('latin1')}: ${Buffer.from(v).toString('latin1')}\r\n`).join('');
+  return Buffer.from(`HTTP/1.1 200 OK\r\n${lines}${REQUEST_ID_HEADER}: ${requestIdPrefix}`, 'latin1');
+}
 const INIT_HEADERS = [objectHeaders(MP4, IMMUTABLE), objectHeaders(MP4, PRIVATE)] as const;
 const PLAYLIST_PRIVATE = objectHeaders(M3U8, PRIVATE);
 /** A blocking reload answered without what it asked for (the wait timed out): never cached under its blocking query. */

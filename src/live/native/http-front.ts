@@ -6,7 +6,8 @@
  * `cappedPrefixes`; and hooks on its `getpeername`/`close` that answer a connection's peer
  * address from what `accept4` returned (docs/http.md "Client addresses without a system call"); and
  * hooks on its `send`/`writev`/`shutdown` that write a response's headers and body in one
- * `sendmsg` (docs/http.md "One write per response"). Process-wide: the hooks serve every HTTP thread and every server in the
+ * `sendmsg` (docs/http.md "One write per response"); and a store of immutable media objects that
+ * the hooks answer a plain GET from (docs/http.md "Media objects answered in native code"). Process-wide: the hooks serve every HTTP thread and every server in the
  * process; install once, on the main thread.
  */
 import { loadedAddon } from './index.js';
@@ -23,12 +24,22 @@ export interface HttpFrontCounts {
   peerHits: number;
   /** Writes that carried bytes the HTTP server had sent with MSG_MORE (its headers) together with its next write, in one sendmsg. */
   coalesced: number;
+  /** Requests answered from the object store without the HTTP server (docs/http.md "Media objects answered in native code"). */
+  objectHits: number;
+  /** Stored answers the kernel took only part of (the connection was closed). */
+  objectCut: number;
+  /** Objects stored now. */
+  objects: number;
+  /** Whether the hooks the object store needs are installed (else stored objects are never answered natively). */
+  objectsAnswered: boolean;
 }
 
 interface FrontAddon {
   installHttpFront(objectSuffix: string, cappedPrefixes: string[], sendBufferBytes: number, onConnection: (fd: number, head: Buffer) => void): string;
   httpFrontCounts(): HttpFrontCounts;
   setSendBuffer(fd: number, bytes: number): boolean;
+  putHttpObject(path: string, head: Uint8Array, body: Uint8Array): boolean;
+  deleteHttpObject(path: string): boolean;
 }
 const addon = loadedAddon as FrontAddon;
 
@@ -56,4 +67,21 @@ export function httpFrontCounts(): HttpFrontCounts {
  */
 export function setSendBuffer(fd: number, bytes: number): boolean {
   return addon.setSendBuffer(fd, bytes);
+}
+
+/**
+ * Stores the answer to a plain `GET path` of an immutable media object (docs/http.md "Media
+ * objects answered in native code"): `head` is the status line and header fields (each ending in
+ * CRLF) up to the request id's prefix (`X-Request-ID: req_…`); each answer adds the id's counter,
+ * Date, Content-Length and a copy of `body`. Process-wide (every HTTP thread answers from it).
+ * @returns false when `path` does not start with `/hls/` or 65,536 objects are stored
+ * @throws TypeError on wrong arguments
+ */
+export function putHttpObject(path: string, head: Uint8Array, body: Uint8Array): boolean {
+  return addon.putHttpObject(path, head, body);
+}
+
+/** Forgets the object at `path` (its requests reach the HTTP server again). @returns whether it was stored */
+export function deleteHttpObject(path: string): boolean {
+  return addon.deleteHttpObject(path);
 }
