@@ -52,3 +52,4 @@ TEST(plain_get_needs_exactly_one_whole_head) {
   CHECK(target("GET \r\n\r\n").empty());
   CHECK(target(std::string("GET /hls/s/a/0.0.m4s HTTP/1.1\r\nX: a") + std::string(9000, 'b') + "\r\n\r\n").empty());
 }
+TEST_MAIN
