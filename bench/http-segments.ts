@@ -466,7 +466,7 @@ export async function createAccount(dataDir: string, fallback: string | null): P
 }
 
 /** Publishes a real AAC stream with FFmpeg until the media playlist lists `n` segments, stops it, and returns the settled playlist. */
-async function publishUntilSegments(publishUrl: string, hlsUrl: string, n: number, every?: { everyMs: number; run: () => Promise<void> }): Promise<{ mediaUrl: string; playlist: string }> {
+export async function publishUntilSegments(publishUrl: string, hlsUrl: string, n: number, every?: { everyMs: number; run: () => Promise<void> }): Promise<{ mediaUrl: string; playlist: string }> {
   const ff = spawnWithFds([
     'ffmpeg', '-hide_banner', '-nostdin', '-loglevel', 'error', '-re',
     '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000',

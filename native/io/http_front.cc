@@ -229,9 +229,10 @@ void HandedOn(int fd, const uint8_t* bytes, ssize_t n) {
   ConnSlot& c = g_conns[fd];
   const std::string_view data(reinterpret_cast<const char*>(bytes), static_cast<size_t>(n));
   uint8_t state = c.state | kPending;
-  const std::string_view target = data.substr(data[0] == 'H' ? 5 : 4, kObjectPrefix.size());
-  if (!((data.substr(0, 4) == "GET " || data.substr(0, 5) == "HEAD ") && target == kObjectPrefix)) state |= kForeign;
-  if (n >= 4 && data.substr(data.size() - 4) == "\r\n\r\n") state &= static_cast<uint8_t>(~kRagged);
+  // (compare() and starts_with never throw, whatever the read's length)
+  const bool hls = data.starts_with("GET /hls/") || data.starts_with("HEAD /hls/");
+  if (!hls) state |= kForeign;
+  if (data.ends_with("\r\n\r\n")) state &= static_cast<uint8_t>(~kRagged);
   else state |= kRagged;
   c.state = state;
   c.passed_at = NowSeconds();
