@@ -172,6 +172,21 @@ describe('LL-HLS parts answered in native code', () => {
     expect(httpFrontCounts().objectHits).toBe(before);
   });
 
+  it('leaves a request that comes in pieces, or a byte at a time, to the routes', async () => {
+    const { parts } = await listedParts();
+    const p = parts[parts.length - 1]!;
+    const before = httpFrontCounts().objectHits;
+    const c = new Conn();
+    const whole = req(p);
+    for (const piece of ['G', 'E', whole.slice(2, 20), whole.slice(20)]) {
+      c.send(piece);
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    expect((await c.responses(1))[0]!.status).toBe(200);
+    c.end();
+    expect(httpFrontCounts().objectHits).toBe(before);
+  });
+
   it('keeps order on a keep-alive connection that mixes blocking reloads (routes) and parts (native)', async () => {
     const c = new Conn();
     const before = httpFrontCounts().objectHits;
