@@ -30,6 +30,8 @@
  * micro-bench of the per-peer send path, BENCH_FANOUT_PEERS peers, send = the send path alone
  * without werift, JS vs native, BENCH_SEND_PEERS peers), BENCH_LISTENERS_WEBRTC_SOURCE
  * ("opus" or "aac"), BENCH_LISTENERS_WEBRTC_RAMP (15 peers/s), SKYLARK_BENCH_CPU_PROF (a directory: Skylark runs with `node --cpu-prof`).
+ * The WebRTC load clients (bench/lib/listener-client-webrtc.ts) read: BENCH_WEBRTC_CLIENT_READ_MS
+ * (100: sockets read in bursts; 0: per datagram), BENCH_WEBRTC_CLIENT_FULL=1 (werift's receiver).
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
