@@ -30,6 +30,8 @@
  * micro-bench of the per-peer send path, BENCH_FANOUT_PEERS peers, send = the send path alone
  * without werift, JS vs native, BENCH_SEND_PEERS peers), BENCH_LISTENERS_WEBRTC_SOURCE
  * ("opus" or "aac"), BENCH_LISTENERS_WEBRTC_RAMP (15 peers/s), SKYLARK_BENCH_CPU_PROF (a directory: Skylark runs with `node --cpu-prof`).
+ * The WebRTC load clients (bench/lib/listener-client-webrtc.ts) read: BENCH_WEBRTC_CLIENT_READ_MS
+ * (100: sockets read in bursts; 0: per datagram), BENCH_WEBRTC_CLIENT_FULL=1 (werift's receiver).
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -324,7 +326,7 @@ async function webrtc(work: string): Promise<BenchRow[]> {
       const meter = cpuMeter(sky.child.pid!);
       while (Date.now() < to) await sleep(100);
       const cpu = meter();
-      const outs = (await clients) as unknown as Array<{ started: number; retries: number; connected: number; errors: Record<string, number>; peers: Array<{ received: number; expected: number }> }>;
+      const outs = (await clients) as unknown as Array<{ started: number; cpuMs?: number; retries: number; connected: number; errors: Record<string, number>; peers: Array<{ received: number; expected: number }> }>;
       const retried = outs.reduce((a, o) => a + (o.retries ?? 0), 0);
       const peers = outs.flatMap((o) => o.peers ?? []);
       const received = peers.reduce((a, p) => a + p.received, 0);
@@ -338,11 +340,13 @@ async function webrtc(work: string): Promise<BenchRow[]> {
       // The server's CPU time in the window per RTP packet a peer received (all of it, fixed costs included).
       const usPerPacket = received ? ((cpu.serverPercent / 100) * WINDOW_S * 1e6) / received : NaN;
       const pps = received / WINDOW_S / Math.max(1, connected);
-      log(`WebRTC ${n}: ${held ? 'HELD' : 'not held'}; ${connected}/${n} connected (${silent} silent), loss ${loss.toFixed(3)} %, ${retried} setups retried, server CPU ${cpu.serverPercent.toFixed(0)} % (box ${cpu.boxPercent.toFixed(0)} %), ${usPerPacket.toFixed(1)} µs per peer-packet at ${pps.toFixed(1)} packets/s per peer, errors: ${mergeErrors(outs as unknown as ClientOut[])}`);
+      // The load clients' CPU time in the window per packet they received (what limits the step size on one box).
+      const clientUs = received ? (outs.reduce((a, o) => a + (o.cpuMs ?? NaN), 0) * 1000) / received : NaN;
+      log(`WebRTC ${n}: ${held ? 'HELD' : 'not held'}; ${connected}/${n} connected (${silent} silent), loss ${loss.toFixed(3)} %, ${retried} setups retried, server CPU ${cpu.serverPercent.toFixed(0)} % (box ${cpu.boxPercent.toFixed(0)} %), ${usPerPacket.toFixed(1)} µs per peer-packet at ${pps.toFixed(1)} packets/s per peer, clients ${clientUs.toFixed(1)} µs per peer-packet, errors: ${mergeErrors(outs as unknown as ClientOut[])}`);
       if (held) best = { n, cpuPer: cpu.serverPercent / n, loss, cpu: cpu.serverPercent, connected, usPerPacket, pps };
       // Every step, for the marginal cost per peer-packet (a line through the held steps, bench/lib/goals.ts).
       const st = `${n} peers (${held ? 'held' : 'not held'})`;
-      const detail = `${connected}/${n} connected, loss ${loss.toFixed(3)} %, box ${cpu.boxPercent.toFixed(0)} % of 200`;
+      const detail = `${connected}/${n} connected, loss ${loss.toFixed(3)} %, box ${cpu.boxPercent.toFixed(0)} % of 200, load clients ${clientUs.toFixed(1)} µs per peer-packet`;
       stepRows.push({ group: RTC_STEPS_GROUP, name: `${st}: server CPU`, value: cpu.serverPercent, unit: '% core', note: detail });
       stepRows.push({ group: RTC_STEPS_GROUP, name: `${st}: peer-packets received per second`, value: received / WINDOW_S, unit: 'packets/s', note: `${usPerPacket.toFixed(1)} µs per peer-packet all-in` });
       await sleep(3000);

@@ -3,11 +3,13 @@
  * a WHEP session (`POST /whep/<stream>` with a recvonly offer, non-trickle), counting the RTP
  * packets each receives inside the measuring window by sequence number (loss = gaps between the
  * first and last sequence number seen in the window). DELETEs its sessions at the end. Once a peer
- * connects, its SRTP packets are counted without being decrypted (one in 50 verified), see `light`.
+ * connects, its RTP packets are counted off its UDP socket without werift (one in 50 verified),
+ * see `light`.
  *
  * Config: one JSON argument {url, count, rampPerSec, from, to, exitAt}. Prints one JSON line:
- * per peer {received, expected} plus setup failures.
+ * per peer {received, expected}, setup failures, and the process's CPU time in the window (`cpuMs`).
  */
+import type { RemoteInfo, Socket } from 'node:dgram';
 import { RTCPeerConnection, RTCRtpCodecParameters, SrtpAuthenticationError, type RTCRtpTransceiver } from 'werift';
 
 interface Cfg {
@@ -22,6 +24,13 @@ const cfg = JSON.parse(process.argv[2]!) as Cfg;
 /** Count raw datagrams once connected (see `light`) unless BENCH_WEBRTC_CLIENT_FULL=1 (werift's receiver). */
 const LIGHT = process.env.BENCH_WEBRTC_CLIENT_FULL !== '1';
 const VERIFY_EVERY = 50;
+/**
+ * Connected peers' sockets are read in bursts, every READ_MS (BENCH_WEBRTC_CLIENT_READ_MS; 0: as
+ * datagrams come): between bursts they are out of the event loop, so ≈ 5 queued datagrams are read
+ * per wake-up and per EAGAIN instead of one, and the server's `sendto` on loopback wakes no reader,
+ * as with a remote listener.
+ */
+const READ_MS = Number(process.env.BENCH_WEBRTC_CLIENT_READ_MS ?? 100);
 const errors: Record<string, number> = {};
 const err = (k: string) => (errors[k] = (errors[k] ?? 0) + 1);
 
@@ -90,32 +99,81 @@ async function startPeer(): Promise<void> {
 let retries = 0;
 
 /**
- * The light receiver: once connected, each SRTP packet is counted by its RTP sequence number (in
- * clear in SRTP, RFC 3711 §3.1) and then dropped in werift's SRTP session instead of being
- * decrypted and handed to werift's RTP receiver, so the client processes cost less than the server
- * they load. One packet in `VERIFY_EVERY` is still decrypted and authenticated by werift (failures
- * count as errors `srtp auth`). DTLS, STUN and SRTCP stay werift's.
+ * The light receiver: once connected, the peer's UDP sockets (one per local ICE candidate) are
+ * read here first. A datagram whose first byte is 128–191 is RTP or RTCP (RFC 7983 §7); one whose payload
+ * type byte is not 192–223 (RTCP, RFC 5761 §4) is RTP: it is counted by its sequence number (in
+ * clear in SRTP, RFC 3711 §3.1) and dropped without reaching werift, so the client processes cost
+ * far less than the server they load. One RTP packet in `VERIFY_EVERY` still goes through werift
+ * and is decrypted and authenticated there, then dropped (failures count as errors `srtp auth`).
+ * STUN (0–3: consent freshness, RFC 7675), DTLS (20–63) and SRTCP stay werift's.
  */
 function light(transceiver: RTCRtpTransceiver, count: (seq: number) => void): void {
-  const srtp = (transceiver.receiver.dtlsTransport as unknown as { srtp?: { decrypt(b: Buffer): Buffer } }).srtp;
-  if (!srtp) {
-    err('no srtp session');
+  const dtls = transceiver.receiver.dtlsTransport as unknown as {
+    srtp?: { decrypt(b: Buffer): Buffer };
+    iceTransport: { connection: { protocols: Array<{ transport?: { socket?: Socket } }> } };
+  };
+  const srtp = dtls.srtp;
+  // Every local candidate's socket: the media comes to the nominated pair's, whichever werift reports.
+  const sockets = dtls.iceTransport.connection.protocols.flatMap((p) => (p.transport?.socket ? [p.transport.socket] : []));
+  if (!srtp || !sockets.length) {
+    err(srtp ? 'no ICE socket' : 'no srtp session');
     return;
   }
   const decrypt = srtp.decrypt;
-  let n = 0;
   srtp.decrypt = (b: Buffer) => {
-    if (b.length >= 12) count(b.readUInt16BE(2));
-    if (++n % VERIFY_EVERY === 0) {
-      try {
-        decrypt(b);
-      } catch {
-        err('srtp auth');
-      }
+    try {
+      decrypt(b);
+    } catch {
+      err('srtp auth');
     }
     throw DROPPED; // werift drops the packet quietly
   };
+  let n = 0;
+  for (const socket of sockets) {
+    const h = udpHandle(socket);
+    if (READ_MS > 0 && h) {
+      paused.add(h);
+      socket.once('close', () => paused.delete(h)); // before a closing handle could be started again
+    }
+    const werift = socket.listeners('message') as Array<(d: Buffer, info: RemoteInfo) => void>;
+    socket.removeAllListeners('message');
+    socket.on('message', (d: Buffer, info: RemoteInfo) => {
+      const b0 = d[0]!;
+      if (b0 >= 128 && b0 <= 191 && d.length >= 12) {
+        const pt = d[1]!;
+        if (pt < 192 || pt > 223) {
+          count(d.readUInt16BE(2));
+          if (++n % VERIFY_EVERY !== 0) return;
+        }
+      }
+      for (const l of werift) l.call(socket, d, info);
+    });
+  }
 }
+interface UdpHandle {
+  recvStart(): number;
+  recvStop(): number;
+}
+/** The libuv UDP handle of a dgram socket (Node keeps it in an own symbol property, 'state symbol'). */
+function udpHandle(socket: Socket): UdpHandle | null {
+  const o = socket as unknown as Record<symbol, { handle?: UdpHandle } | undefined>;
+  const sym = Object.getOwnPropertySymbols(o).find((x) => x.description === 'state symbol');
+  const h = sym ? o[sym]?.handle : undefined;
+  return h && typeof h.recvStart === 'function' && typeof h.recvStop === 'function' ? h : null;
+}
+/** The handles read in bursts: started on a timer, stopped again after one pass of the event loop's poll phase. */
+const paused = new Set<UdpHandle>();
+if (READ_MS > 0) {
+  const stopAll = () => {
+    for (const h of paused) h.recvStop();
+  };
+  setInterval(() => {
+    for (const h of paused) h.recvStart();
+    setImmediate(stopAll); // after the poll phase has read what was queued
+  }, READ_MS).unref();
+  setImmediate(stopAll);
+}
+
 const DROPPED = new SrtpAuthenticationError('counted by the bench client');
 
 let started = 0;
@@ -129,9 +187,20 @@ const ramp = setInterval(() => {
   if (started >= cfg.count) clearInterval(ramp);
 }, 50);
 
+// This process's CPU time (user + system) inside the measuring window, in ms.
+let cpuFrom: NodeJS.CpuUsage | null = null;
+let cpuMs = NaN;
+setTimeout(() => (cpuFrom = process.cpuUsage()), Math.max(0, cfg.from - Date.now()));
+setTimeout(() => {
+  if (!cpuFrom) return;
+  const d = process.cpuUsage(cpuFrom);
+  cpuMs = (d.user + d.system) / 1000;
+}, Math.max(0, cfg.to - Date.now()));
+
 setTimeout(async () => {
   const out = {
     started,
+    cpuMs,
     retries,
     connected: peers.filter((p) => p.connected).length,
     errors,

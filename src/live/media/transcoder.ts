@@ -67,6 +67,13 @@ export function parseEbur128(line: string): { momentary: number; shortTerm: numb
 
 /** Ingest bytes buffered for a stalled FFmpeg before it is declared stuck (bytes). */
 const MAX_STDIN_BACKLOG = 2 << 20;
+
+/**
+ * Ingest tags for FFmpeg's stdin are gathered for this long and written with one `writev` (ms):
+ * five 20 ms Opus packets per system call and per FFmpeg wake-up instead of one
+ * (docs/benchmarks.md "WebRTC fan-out"). The encoded layers lag the ingest by at most this much more.
+ */
+export const STDIN_BATCH_MS = 100;
 const ENCODER: Record<AudioCodec, string> = { aac: 'aac', mp3: 'libmp3lame', opus: 'libopus' };
 
 /** E-RTMP audio body: byte 0 = (9 << 4) | packetType, FourCC, payload (Enhanced RTMP v2). */
@@ -107,6 +114,8 @@ export class LadderTranscoder {
   private ogg: OggOpusWriter | null = null;
   private firstIngestTs: number | null = null;
   private stderr = '';
+  /** The flush of the gathered stdin writes (stdin corked while it is pending). */
+  private batch: NodeJS.Timeout | null = null;
   /** Resolves when the process has exited and every layer's output was read. */
   readonly exited: Promise<void>;
 
@@ -143,22 +152,40 @@ export class LadderTranscoder {
     if (this.firstIngestTs === null) this.firstIngestTs = timestampMs;
     if (this.stdin.writableLength > MAX_STDIN_BACKLOG) return this.fail('ffmpeg stopped reading its input');
     if (this.o.codec !== 'opus') {
-      this.stdin.write(flvAudioTag(timestampMs, body));
+      this.write(flvAudioTag(timestampMs, body));
       return;
     }
     if (tag.codec !== 'opus') return;
     if (tag.kind === 'header') {
       if (!this.ogg) {
         this.ogg = new OggOpusWriter();
-        this.stdin.write(this.ogg.header(tag.payload));
+        this.write(this.ogg.header(tag.payload));
       }
-    } else if (tag.kind === 'frame' && this.ogg) this.stdin.write(this.ogg.packet(tag.payload));
+    } else if (tag.kind === 'frame' && this.ogg) this.write(this.ogg.packet(tag.payload));
+  }
+
+  /** Gathers `b` for the next flush (`STDIN_BATCH_MS`); bounded by the backlog check in `push`. */
+  private write(b: Uint8Array): void {
+    if (!this.batch) {
+      this.stdin.cork();
+      this.batch = setTimeout(() => this.flush(), STDIN_BATCH_MS);
+    }
+    this.stdin.write(b);
+  }
+
+  /** Writes what was gathered (one `writev`). */
+  private flush(): void {
+    if (!this.batch) return;
+    clearTimeout(this.batch);
+    this.batch = null;
+    this.stdin.uncork();
   }
 
   /** Stops the process (publisher gone, stream ended). */
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.flush();
     this.stdin.end();
     const kill = setTimeout(() => this.child.kill('SIGKILL'), this.o.closeGraceMs ?? 2000);
     kill.unref();
@@ -177,6 +204,8 @@ export class LadderTranscoder {
   private fail(reason: string): void {
     if (this.failed || this.closed) return;
     this.failed = true;
+    if (this.batch) clearTimeout(this.batch);
+    this.batch = null;
     this.child.kill('SIGKILL');
     this.o.onFailure(reason);
   }
