@@ -356,7 +356,7 @@ function goalWebrtc(rows: BenchRow[], failures: Failure[]): GoalRow[] {
     const perCore = (1e6 * (1 - fit.fixedPct / 100)) / (50 * fit.marginalUs);
     out.push(row('5b', mB, perCore, `listeners.bench webrtc: (100 % − ${fit.fixedPct.toFixed(1)} % fixed) ÷ (50 × ${fit.marginalUs.toFixed(1)} µs marginal), a line through the held steps ${steps.filter((s) => s.held).map((s) => s.n).join(', ')}`));
   } else {
-    out.push(notMeasured('5b', mB, 'peers', peer.name, goal, rtcMissing || `not measured in this run: needs two held WebRTC steps (run: ${stepsRun}; BENCH_LISTENERS_WEBRTC_STEPS, e.g. 100,200,300)`));
+    out.push(notMeasured('5b', mB, 'peers', peer.name, goal, rtcMissing || `not measured in this run: needs two held WebRTC steps (run: ${stepsRun}; BENCH_LISTENERS_WEBRTC_STEPS, e.g. 100,300,600)`));
   }
   const send = rows.find((r) => r.group.startsWith(RTC_SEND_GROUP_PREFIX) && r.name.startsWith('native: RtpFanout.send') && r.name.includes('AES_CM'));
   const mC = 'WebRTC peers per core: native send path alone (SRTP AES-CM, no receiver work)';
