@@ -41,7 +41,10 @@ async function livePart(http: string, secretKey: string): Promise<{ url: string;
   const stream = (await created.json()) as { rtmpUrl?: string; streamKey?: string; hlsUrl?: string };
   if (created.status !== 201 || !stream.rtmpUrl || !stream.hlsUrl) throw new Error(`POST /v2/streams answered ${created.status}`);
   const { mediaUrl, playlist } = await publishUntilSegments(`${stream.rtmpUrl}/${stream.streamKey}`, stream.hlsUrl, 3);
-  const uri = [...playlist.matchAll(/#EXT-X-PART:[^\n]*URI="([^"]+)"/g)].map((m) => m[1]!).pop();
+  // The newest full-length part (the publisher's stop flushes a short one at the end).
+  const parts = [...playlist.matchAll(/#EXT-X-PART:DURATION=([\d.]+)[^\n]*URI="([^"]+)"/g)].map((m) => ({ s: Number(m[1]), uri: m[2]! }));
+  const longest = Math.max(...parts.map((p) => p.s));
+  const uri = parts.filter((p) => p.s >= 0.9 * longest).pop()?.uri;
   if (!uri) throw new Error('the low-latency playlist lists no part');
   const url = new URL(uri, mediaUrl).href;
   const r = await get(url);
