@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
 import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
+import { httpFrontCounts } from '../../src/live/native/http-front.js';
 import { exited, publish } from '../helpers/publish.js';
 import { openHlsPage, type HlsPage } from '../helpers/hls-page.js';
 
@@ -54,6 +55,7 @@ describe('hls.js and delta updates', () => {
         ),
       );
     });
+    const hits = httpFrontCounts().objectHits;
     await p.play(hlsUrl, { lowLatencyMode: true });
     const start = await waitFor(async () => {
       const st = await p.state();
@@ -70,6 +72,8 @@ describe('hls.js and delta updates', () => {
     expect(s.errors.filter((e) => e.fatal)).toEqual([]);
     expect(s.errors.filter((e) => e.details === 'levelParsingError')).toEqual([]); // every delta update merged
     expect(s.loaded.some((x) => x.part !== null)).toBe(true); // it played parts
+    // Chromium's part GETs were answered by the native HTTP front (docs/http.md "Media objects answered in native code").
+    expect(httpFrontCounts().objectHits).toBeGreaterThan(hits);
     expect(s.latency).not.toBeNull();
     expect(s.latency!).toBeLessThan(4);
     const answers = await Promise.all(seen);
