@@ -53,12 +53,19 @@ export interface StreamStats {
 }
 
 /**
- * Times of a session are kept as ms since this module loaded (`EPOCH`): small integers V8 stores
- * in the object itself, where ms since 1970 (> 2^31) would each be a separate 16-byte number
+ * Times of a session are kept as whole ms since this module loaded (`EPOCH`): small integers V8
+ * stores in the object itself, where ms since 1970 (> 2^31) would each be a separate 16-byte number
  * (docs/benchmarks.md "Where a listener's memory goes"). After ~24 days they grow past that again:
  * still exact, only boxed.
  */
 const EPOCH = Date.now();
+
+/**
+ * `ms` − EPOCH as a small integer where it fits: V8's interpreter boxes the difference of two
+ * numbers that are not small integers (two times since 1970) in a new 16-byte number even when
+ * it is whole; `Math.floor` gives back a small integer.
+ */
+const rel = (ms: number): number => Math.floor(ms - EPOCH);
 
 /**
  * One live listener. Times in ms since the epoch (read through accessors). One object per
@@ -88,7 +95,7 @@ export class Session {
     /** Join order (pagination cursor within the stream). */
     readonly order: number,
   ) {
-    this.connected = this.seenRel = this.persistedRel = now - EPOCH;
+    this.connected = this.seenRel = this.persistedRel = rel(now);
   }
 
   get connectedAt(): number {
@@ -100,7 +107,7 @@ export class Session {
   }
 
   set lastSeenAt(ms: number) {
-    this.seenRel = ms - EPOCH;
+    this.seenRel = rel(ms);
   }
 
   /** Last-seen value already written to SQLite. */
@@ -109,7 +116,7 @@ export class Session {
   }
 
   set persistedSeenAt(ms: number) {
-    this.persistedRel = ms - EPOCH;
+    this.persistedRel = rel(ms);
   }
 }
 
@@ -117,6 +124,10 @@ export class Session {
 export interface JoinInfo {
   streamId: string;
   accountId: string;
+  /**
+   * What the session is found by (`touch`, a repeated `join`); '' for a session nobody looks up
+   * by key (a progressive connection): its listener id is then its key, one string for both.
+   */
   key: string;
   protocol: ListenerProtocol;
   country: string | null;
@@ -263,7 +274,7 @@ export class ListenerRegistry {
    */
   join(info: JoinInfo): Session {
     let st = this.streams.get(info.streamId);
-    const existing = st?.sessions.get(info.key);
+    const existing = info.key === '' ? undefined : st?.sessions.get(info.key);
     if (existing) {
       existing.lastSeenAt = this.now();
       return existing;
@@ -280,9 +291,10 @@ export class ListenerRegistry {
       }
     }
     const now = this.now();
+    const id = own(newId('lst'));
     const s = new Session(
-      own(newId('lst')),
-      own(info.key),
+      id,
+      info.key === '' ? id : own(info.key),
       st.id,
       this.shared(info.accountId),
       info.protocol,
