@@ -14,7 +14,8 @@
  * timer only while the node tracks a session (or a peak not yet written), the batch timer only while
  * a batch waits. With no listener the registry arms no timer at all.
  *
- * Memory per listener: the Session object, its two map entries and one wheel-slot reference;
+ * Memory per listener: the Session object, its two map entries (one for a session keyed by its
+ * listener id) and one wheel-slot reference;
  * measured ≈ 0.7 KB with a ~105-character user agent (docs/listeners.md).
  */
 import { newId } from '../../base/ids.js';
@@ -139,6 +140,7 @@ interface StreamListeners {
   /** The stream's id (an own copy, shared by its sessions). */
   id: string;
   sessions: Map<string, Session>; // by key (sid / token subject / peer id); insertion = join order
+  /** Sessions whose key is not their id, by id (a session keyed by its id is found in `sessions`). */
   byId: Map<string, Session>;
   peak: number;
   peakPersisted: number;
@@ -305,7 +307,7 @@ export class ListenerRegistry {
       ++this.orderSeq,
     );
     st.sessions.set(s.key, s);
-    st.byId.set(s.id, s);
+    if (s.key !== s.id) st.byId.set(s.id, s);
     this.count++;
     Atomics.store(this.countCell, 0, this.count);
     if (st.sessions.size > st.peak) st.peak = st.sessions.size;
@@ -321,7 +323,7 @@ export class ListenerRegistry {
     const st = this.streams.get(s.streamId);
     if (st) {
       st.sessions.delete(s.key);
-      st.byId.delete(s.id);
+      if (s.key !== s.id) st.byId.delete(s.id);
       if (st.sessions.size === 0 && st.peak === st.peakPersisted) this.streams.delete(s.streamId);
       if (this.streams.size === 0) this.stopSeen();
     }
@@ -349,7 +351,10 @@ export class ListenerRegistry {
 
   /** A live session of `streamId` by listener id. */
   get(streamId: string, id: string): Session | undefined {
-    return this.streams.get(streamId)?.byId.get(id);
+    const st = this.streams.get(streamId);
+    if (!st) return undefined;
+    const s = st.byId.get(id) ?? st.sessions.get(id);
+    return s?.id === id ? s : undefined;
   }
 
   /** The live sessions of a stream, oldest first. */
