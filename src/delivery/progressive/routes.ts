@@ -168,6 +168,7 @@ function sweepQualified<S>(room: ListenRoom<S>): void {
       room.mounts.delete(m);
       continue;
     }
+    if (m.size === 0) continue; // lingering without listeners: nothing to judge
     let pol = policies.get(m.streamId);
     try {
       if (pol === undefined) policies.set(m.streamId, (pol = c.policy(m.streamId)));
