@@ -32,7 +32,8 @@ export type { ApiRequest, ApiHandler, GuardedApiHandler, ApiRouteOptions, Idempo
 export type { Answer, DeferredReply, RawRequestInfo } from './routes/raw.js';
 export type { WebRequest } from './routes/web.js';
 export type { RawBodyRequest } from './routes/raw-body.js';
-export type { ProgressiveAnswer, ProgressiveHandler, ProgressiveRequest, ProgressiveSink, ProgressiveStream } from './routes/progressive.js';
+export type { ProgressiveAnswer, ProgressiveClient, ProgressiveHandler, ProgressiveRequest, ProgressiveSink, ProgressiveStream } from './routes/progressive.js';
+export { NO_CLIENT } from './routes/progressive.js';
 export type { ForwardCounts } from './proxy.js';
 
 /**

@@ -14,7 +14,8 @@
  * timer only while the node tracks a session (or a peak not yet written), the batch timer only while
  * a batch waits. With no listener the registry arms no timer at all.
  *
- * Memory per listener: the Session object, its two map entries and one wheel-slot reference;
+ * Memory per listener: the Session object, its two map entries (one for a session keyed by its
+ * listener id) and one wheel-slot reference;
  * measured ≈ 0.7 KB with a ~105-character user agent (docs/listeners.md).
  */
 import { newId } from '../../base/ids.js';
@@ -53,12 +54,19 @@ export interface StreamStats {
 }
 
 /**
- * Times of a session are kept as ms since this module loaded (`EPOCH`): small integers V8 stores
- * in the object itself, where ms since 1970 (> 2^31) would each be a separate 16-byte number
+ * Times of a session are kept as whole ms since this module loaded (`EPOCH`): small integers V8
+ * stores in the object itself, where ms since 1970 (> 2^31) would each be a separate 16-byte number
  * (docs/benchmarks.md "Where a listener's memory goes"). After ~24 days they grow past that again:
  * still exact, only boxed.
  */
 const EPOCH = Date.now();
+
+/**
+ * `ms` − EPOCH as a small integer where it fits: V8's interpreter boxes the difference of two
+ * numbers that are not small integers (two times since 1970) in a new 16-byte number even when
+ * it is whole; `Math.floor` gives back a small integer.
+ */
+const rel = (ms: number): number => Math.floor(ms - EPOCH);
 
 /**
  * One live listener. Times in ms since the epoch (read through accessors). One object per
@@ -88,7 +96,7 @@ export class Session {
     /** Join order (pagination cursor within the stream). */
     readonly order: number,
   ) {
-    this.connected = this.seenRel = this.persistedRel = now - EPOCH;
+    this.connected = this.seenRel = this.persistedRel = rel(now);
   }
 
   get connectedAt(): number {
@@ -100,7 +108,7 @@ export class Session {
   }
 
   set lastSeenAt(ms: number) {
-    this.seenRel = ms - EPOCH;
+    this.seenRel = rel(ms);
   }
 
   /** Last-seen value already written to SQLite. */
@@ -109,7 +117,7 @@ export class Session {
   }
 
   set persistedSeenAt(ms: number) {
-    this.persistedRel = ms - EPOCH;
+    this.persistedRel = rel(ms);
   }
 }
 
@@ -117,6 +125,10 @@ export class Session {
 export interface JoinInfo {
   streamId: string;
   accountId: string;
+  /**
+   * What the session is found by (`touch`, a repeated `join`); '' for a session nobody looks up
+   * by key (a progressive connection): its listener id is then its key, one string for both.
+   */
   key: string;
   protocol: ListenerProtocol;
   country: string | null;
@@ -128,6 +140,7 @@ interface StreamListeners {
   /** The stream's id (an own copy, shared by its sessions). */
   id: string;
   sessions: Map<string, Session>; // by key (sid / token subject / peer id); insertion = join order
+  /** Sessions whose key is not their id, by id (a session keyed by its id is found in `sessions`). */
   byId: Map<string, Session>;
   peak: number;
   peakPersisted: number;
@@ -263,7 +276,7 @@ export class ListenerRegistry {
    */
   join(info: JoinInfo): Session {
     let st = this.streams.get(info.streamId);
-    const existing = st?.sessions.get(info.key);
+    const existing = info.key === '' ? undefined : st?.sessions.get(info.key);
     if (existing) {
       existing.lastSeenAt = this.now();
       return existing;
@@ -280,9 +293,10 @@ export class ListenerRegistry {
       }
     }
     const now = this.now();
+    const id = own(newId('lst'));
     const s = new Session(
-      own(newId('lst')),
-      own(info.key),
+      id,
+      info.key === '' ? id : own(info.key),
       st.id,
       this.shared(info.accountId),
       info.protocol,
@@ -293,7 +307,7 @@ export class ListenerRegistry {
       ++this.orderSeq,
     );
     st.sessions.set(s.key, s);
-    st.byId.set(s.id, s);
+    if (s.key !== s.id) st.byId.set(s.id, s);
     this.count++;
     Atomics.store(this.countCell, 0, this.count);
     if (st.sessions.size > st.peak) st.peak = st.sessions.size;
@@ -309,7 +323,7 @@ export class ListenerRegistry {
     const st = this.streams.get(s.streamId);
     if (st) {
       st.sessions.delete(s.key);
-      st.byId.delete(s.id);
+      if (s.key !== s.id) st.byId.delete(s.id);
       if (st.sessions.size === 0 && st.peak === st.peakPersisted) this.streams.delete(s.streamId);
       if (this.streams.size === 0) this.stopSeen();
     }
@@ -337,7 +351,10 @@ export class ListenerRegistry {
 
   /** A live session of `streamId` by listener id. */
   get(streamId: string, id: string): Session | undefined {
-    return this.streams.get(streamId)?.byId.get(id);
+    const st = this.streams.get(streamId);
+    if (!st) return undefined;
+    const s = st.byId.get(id) ?? st.sessions.get(id);
+    return s?.id === id ? s : undefined;
   }
 
   /** The live sessions of a stream, oldest first. */

@@ -13,7 +13,7 @@
  * - `/status-json.xsl`: Icecast 2.4's status document for the live `public` streams whose audio
  *   can be listened to now (token streams are never listed), cached for STATUS_TTL_MS.
  */
-import type { HttpServer, ProgressiveHandler, ProgressiveRequest, ProgressiveSink } from '../../base/http/server.js';
+import type { HttpServer, ProgressiveClient, ProgressiveHandler, ProgressiveRequest, ProgressiveSink } from '../../base/http/server.js';
 import { newRequestId } from '../../base/ids.js';
 
 /** What the Icecast port reads of a stream row. Times in ms since the epoch. */
@@ -46,7 +46,7 @@ export interface IcecastListenRequest {
 /** A refusal (`status` such as `404 Not Found`) or a stream whose body `open` writes. */
 export type IcecastListenAnswer =
   | { refuse: { status: string; headers: Array<readonly [string, string]>; body: Uint8Array } }
-  | { stream: { headers: Array<readonly [string, string]>; open(sink: ProgressiveSink): () => void } };
+  | { stream: { headers: Array<readonly [string, string]>; open(sink: ProgressiveSink): ProgressiveClient } };
 
 /** What the Icecast port needs of the node to serve listeners. */
 export interface IcecastListeningDeps {

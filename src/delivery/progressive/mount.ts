@@ -35,12 +35,10 @@ export const LINGER_MS = 30_000;
 
 /** Where a listener's bytes go (the progressive HTTP response; src/base/http/routes/progressive.ts). */
 export interface ListenSink {
-  /** Hands bytes over (kept in full); false when they could not all be sent now (backpressure). */
+  /** Hands bytes over (kept in full); false when they could not all be sent now (backpressure: the owner calls `MountListener.writable` once drained). */
   write(chunk: Uint8Array): boolean;
   /** Runs `fn`, its writes sent together (one syscall). */
   cork(fn: () => void): void;
-  /** `cb` runs when the connection can take more after backpressure. */
-  onWritable(cb: () => void): void;
   /** Ends the response after what was written. */
   end(): void;
   /** Closes the connection now. */
@@ -50,15 +48,55 @@ export interface ListenSink {
 /** Why a mount let a listener go. */
 export type LeaveReason = 'ended' | 'slow' | 'closed';
 
-/** One listener as the mount sees it. */
-export interface MountClient {
-  sink: ListenSink;
+/**
+ * One listener as a mount holds it: its position and ICY state. The listener's owner extends it
+ * with what it keeps of the connection, so that a listener is one object with its methods on the
+ * prototype (a listener lives for hours: every object and closure per listener is memory per
+ * listener, docs/benchmarks.md "Where a listener's memory goes"). `Mount.add` takes it; the owner
+ * calls `remove` when its client went away and `writable` when the connection drained.
+ */
+export abstract class MountListener {
+  /** Sequence number of the next chunk to write. */
+  next = 0;
+  /**
+   * Audio time (whole ms, a small integer V8 keeps in the object) up to which the HTTP layer is
+   * known to have sent everything on.
+   */
+  ackedMs = 0;
+  /** ICY: bytes until the next metadata block; -1 without ICY. */
+  icyLeft = -1;
+  /** ICY: the title version this listener got last. */
+  titleVersion = 0;
+  /** The last write met backpressure: wait for `writable`. */
+  blocked = false;
+  /** Waiting for a mirrored queue's backlog (not started yet). */
+  pending = true;
+  /** The mount let go of it (or it was removed). */
+  dropped = false;
+  /** The mount it was added to (null before `Mount.add`). */
+  mount: Mount | null = null;
+
+  /** Where its bytes go. */
+  abstract readonly sink: ListenSink;
   /** Interleave ICY metadata (`Icy-MetaData: 1`). */
-  icy: boolean;
+  abstract readonly icy: boolean;
   /** The mount let this listener go (its sink was ended or closed); called once, not after `remove`. */
-  left(reason: LeaveReason): void;
-  /** The listener took audio (to keep its session's last-seen time). */
-  seen?(): void;
+  abstract left(reason: LeaveReason): void;
+
+  /** The listener took audio (to keep its session's last-seen time); nothing by default. */
+  seen(): void {}
+
+  /** The client went away. */
+  remove(): void {
+    this.mount?.removed(this);
+  }
+
+  /** The connection drained after backpressure. */
+  writable(): void {
+    if (this.dropped || !this.mount) return;
+    this.blocked = false;
+    this.mount.resume(this);
+  }
 }
 
 /** What a mount needs: a layer (its queue is encoded here) or a queue (shared, or a worker's mirror). */
@@ -76,56 +114,10 @@ export interface MountOptions {
   onDispose?: () => void;
 }
 
-/** A listener's handle: `remove()` when its client went away. */
-export interface MountHandle {
-  remove(): void;
-}
-
-/**
- * One listener as the mount holds it: its position and ICY state, and the handle its owner
- * removes it by. One object per listener with its methods on the prototype (a listener lives for
- * hours: closures per listener are memory per listener, docs/benchmarks.md "Where a listener's
- * memory goes").
- */
-class Listener implements MountHandle {
-  /** Sequence number of the next chunk to write. */
-  next = 0;
-  /** Audio time up to which the HTTP layer is known to have sent everything on. */
-  ackedMs = 0;
-  /** The last write met backpressure: wait for `onWritable`. */
-  blocked = false;
-  /** ICY: bytes until the next metadata block; -1 without ICY. */
-  icyLeft: number;
-  /** ICY: the title version this listener got last. */
-  titleVersion = 0;
-  /** Waiting for a mirrored queue's backlog (not started yet). */
-  pending = true;
-  gone = false;
-
-  constructor(
-    readonly mount: Mount,
-    readonly c: MountClient,
-  ) {
-    this.icyLeft = c.icy ? ICY_METAINT : -1;
-  }
-
-  /** The client went away. */
-  remove(): void {
-    this.mount.removed(this);
-  }
-
-  /** The connection drained after backpressure. */
-  writable(): void {
-    if (this.gone) return;
-    this.blocked = false;
-    this.mount.resume(this);
-  }
-}
-
 export class Mount {
-  private readonly listeners = new Set<Listener>();
+  private readonly listeners = new Set<MountListener>();
   /** Listeners added before a mirrored queue had its backlog: started once it has. */
-  private pending: Listener[] = [];
+  private pending: MountListener[] = [];
   private readonly queue: ChunkQueue;
   private readonly owned: EncodedQueue | null;
   private stopReading: (() => void) | null = null;
@@ -138,7 +130,7 @@ export class Mount {
   /** The stream's id (an own copy: no slice of a request's URL is kept alive by it). */
   readonly streamId: string;
   /** The batch `send` writes (one at a time; its cork callback reads it): listener, header, results. */
-  private batch: { l: Listener | null; header: Uint8Array | null; first: boolean | null; ok: boolean } = { l: null, header: null, first: null, ok: true };
+  private batch: { l: MountListener | null; header: Uint8Array | null; first: boolean | null; ok: boolean } = { l: null, header: null, first: null, ok: true };
   private readonly corked = () => this.writeBatch();
 
   /** @throws Error without `layer` or `queue` */
@@ -161,6 +153,11 @@ export class Mount {
     return this.listeners.size + this.pending.length;
   }
 
+  /** Its listeners now (started or waiting for a mirrored queue's backlog), as a new array. */
+  clients(): MountListener[] {
+    return [...this.pending, ...this.listeners];
+  }
+
   /** Whether the mount still serves (not ended, not disposed). */
   get open(): boolean {
     return !this.disposed;
@@ -174,16 +171,19 @@ export class Mount {
   /**
    * Adds a listener: its header and burst are written at once (call it where writes are corked,
    * e.g. synchronously in the request handler) — or, on a mirrored queue still waiting for its
-   * backlog, as soon as that arrives. @throws Error on a disposed mount
+   * backlog, as soon as that arrives. Returns `l`. @throws Error on a disposed mount, or for a
+   * listener added before
    */
-  add(c: MountClient): MountHandle {
+  add<L extends MountListener>(l: L): L {
     if (this.disposed) throw new Error('mount is closed');
+    if (l.mount) throw new Error('listener already added to a mount');
     if (this.linger) {
       clearTimeout(this.linger);
       this.linger = null;
     }
-    const l = new Listener(this, c);
-    // Started when the backlog arrives; the handle follows the listener.
+    l.mount = this;
+    l.icyLeft = l.icy ? ICY_METAINT : -1;
+    // Started when the backlog arrives.
     if (!this.queue.ready) this.pending.push(l);
     else this.start(l);
     return l;
@@ -192,40 +192,39 @@ export class Mount {
   /** Stops serving (server shutdown): every listener's connection is closed, the queue let go. */
   close(): void {
     for (const l of this.pending.splice(0)) {
-      l.gone = true;
-      this.closeClient(l.c, 'closed');
+      l.dropped = true;
+      this.closeClient(l, 'closed');
     }
     for (const l of [...this.listeners]) this.cut(l, 'closed');
     this.dispose();
   }
 
-  private start(l: Listener): void {
+  private start(l: MountListener): void {
     const q = this.queue;
     const start = q.burstStart(this.burstTargetMs);
     const first = q.chunk(start);
     l.pending = false;
     l.next = start;
-    l.ackedMs = first ? first.startMs : q.edgeMs;
+    l.ackedMs = Math.floor(first ? first.startMs : q.edgeMs);
     this.listeners.add(l);
-    l.c.sink.onWritable(l.writable.bind(l));
     this.refreshTitle();
     this.send(l, first ? first.header : q.header);
   }
 
-  /** A listener's client went away (`Listener.remove`). */
-  removed(l: Listener): void {
+  /** A listener's client went away (`MountListener.remove`). */
+  removed(l: MountListener): void {
     if (l.pending) this.unpend(l);
     else this.drop(l);
   }
 
-  /** A listener's connection drained (`Listener.writable`). */
-  resume(l: Listener): void {
+  /** A listener's connection drained (`MountListener.writable`). */
+  resume(l: MountListener): void {
     this.send(l, null);
   }
 
-  private unpend(l: Listener): void {
-    if (l.gone) return;
-    l.gone = true;
+  private unpend(l: MountListener): void {
+    if (l.dropped) return;
+    l.dropped = true;
     this.pending = this.pending.filter((x) => x !== l);
     this.idle();
   }
@@ -240,7 +239,7 @@ export class Mount {
     const q = this.queue;
     // Deleting the listener at hand while iterating a Set is defined (it is not visited again).
     for (const l of this.listeners) {
-      if (l.gone) continue;
+      if (l.dropped) continue;
       if (q.edgeMs - l.ackedMs > SLOW_MS || l.next < q.firstSeq) {
         this.cut(l, 'slow');
         continue;
@@ -268,8 +267,8 @@ export class Mount {
    * one cork; stops after a chunk whose write met backpressure (the HTTP layer keeps it). The
    * first write of the batch tells whether the earlier batches were sent: then `ackedMs` moves.
    */
-  private send(l: Listener, header: Uint8Array | null): void {
-    if (l.gone || l.blocked) return;
+  private send(l: MountListener, header: Uint8Array | null): void {
+    if (l.dropped || l.blocked) return;
     const q = this.queue;
     if (l.next >= q.nextSeq && !header?.length) return;
     const batchMs = q.chunk(l.next)?.startMs ?? q.edgeMs;
@@ -279,7 +278,7 @@ export class Mount {
     b.first = null;
     b.ok = true;
     try {
-      l.c.sink.cork(this.corked);
+      l.sink.cork(this.corked);
     } catch {
       // The connection is gone (its abort is on the way).
       return;
@@ -288,8 +287,8 @@ export class Mount {
       b.header = null;
     }
     if (b.first === true) {
-      l.ackedMs = batchMs;
-      l.c.seen?.();
+      l.ackedMs = Math.floor(batchMs);
+      l.seen();
     }
     if (!b.ok) l.blocked = true;
   }
@@ -310,15 +309,15 @@ export class Mount {
   }
 
   /** One write of the batch: the first one's answer tells whether earlier batches were sent. */
-  private w(l: Listener, data: Uint8Array): void {
-    const r = l.c.sink.write(data);
+  private w(l: MountListener, data: Uint8Array): void {
+    const r = l.sink.write(data);
     const b = this.batch;
     b.first ??= r;
     if (!r) b.ok = false;
   }
 
   /** Writes `data` for one listener, interleaving ICY metadata blocks by `subarray` views. */
-  private out(l: Listener, data: Uint8Array): void {
+  private out(l: MountListener, data: Uint8Array): void {
     if (l.icyLeft < 0) return this.w(l, data);
     let d = data;
     while (d.length > 0) {
@@ -337,15 +336,15 @@ export class Mount {
   }
 
   /** Disconnects a listener now (slow, or the mount closes). */
-  private cut(l: Listener, reason: LeaveReason): void {
-    if (l.gone) return;
-    l.gone = true;
+  private cut(l: MountListener, reason: LeaveReason): void {
+    if (l.dropped) return;
+    l.dropped = true;
     this.listeners.delete(l);
-    this.closeClient(l.c, reason);
+    this.closeClient(l, reason);
     this.idle();
   }
 
-  private closeClient(c: MountClient, reason: LeaveReason): void {
+  private closeClient(c: MountListener, reason: LeaveReason): void {
     try {
       c.sink.close();
     } catch {
@@ -355,7 +354,7 @@ export class Mount {
   }
 
   /** Tells the client's owner; its fault must not stop the loop over the other listeners. */
-  private left(c: MountClient, reason: LeaveReason): void {
+  private left(c: MountListener, reason: LeaveReason): void {
     try {
       c.left(reason);
     } catch (e) {
@@ -364,9 +363,9 @@ export class Mount {
   }
 
   /** The client went away. */
-  private drop(l: Listener): void {
-    if (l.gone) return;
-    l.gone = true;
+  private drop(l: MountListener): void {
+    if (l.dropped) return;
+    l.dropped = true;
     this.listeners.delete(l);
     this.idle();
   }
@@ -374,24 +373,24 @@ export class Mount {
   /** The layer ended: every listener gets what is queued, then the end of its response. */
   private end(): void {
     for (const l of this.pending.splice(0)) {
-      l.gone = true;
+      l.dropped = true;
       try {
-        l.c.sink.end();
+        l.sink.end();
       } catch {
         // already gone
       }
-      this.left(l.c, 'ended');
+      this.left(l, 'ended');
     }
     for (const l of [...this.listeners]) {
       this.send(l, null);
-      l.gone = true;
+      l.dropped = true;
       this.listeners.delete(l);
       try {
-        l.c.sink.end();
+        l.sink.end();
       } catch {
         // already gone
       }
-      this.left(l.c, 'ended');
+      this.left(l, 'ended');
     }
     this.dispose();
   }

@@ -25,8 +25,8 @@
  */
 import type { BlockList } from 'node:net';
 import type { Feature } from '../../base/feature.js';
-import type { HttpServer, ProgressiveAnswer, ProgressiveRequest, ProgressiveSink, RawReply } from '../../base/http/server.js';
-import { errorBody, statusLine } from '../../base/http/server.js';
+import type { HttpServer, ProgressiveAnswer, ProgressiveClient, ProgressiveRequest, ProgressiveSink, RawReply } from '../../base/http/server.js';
+import { errorBody, NO_CLIENT, statusLine } from '../../base/http/server.js';
 import { ApiError } from '../../base/errors/errors.js';
 import type { ErrorCode } from '../../base/errors/codes.js';
 import type { Layer, MediaRegistry } from '../../live/media/hub.js';
@@ -38,10 +38,9 @@ import { queryParam, type StreamPolicy } from '../listeners/hls-access.js';
 import { clientAddress, countryOf } from '../listeners/geo.js';
 import { TooManyListenersError, MAX_LISTENERS, type ListenerRegistry, type Session } from '../listeners/registry.js';
 import { SharedAddressCounter } from '../listeners/shared-counter.js';
-import { randomBase62 } from '../../base/ids.js';
 import { ICY_METAINT } from './icy.js';
 import { stationHeaders } from './icecast-port.js';
-import { Mount, type LeaveReason, type MountClient, type MountHandle } from './mount.js';
+import { Mount, MountListener, type LeaveReason } from './mount.js';
 import { ListenFanout, SharedQueues, type ListenMessage } from './shared.js';
 
 /** One layer as listening sees it. */
@@ -65,51 +64,13 @@ export interface ListenStreamView {
   layers(): Iterable<ListenLayerView>;
 }
 
-/** A listening connection's session in the registry (directly, or through a worker's batches). */
-export interface ListenSession {
-  /** The listener took audio. */
-  seen(): void;
-  /** The connection closed. */
-  close(): void;
-}
-
-/** A main-thread listening connection's registry session (one object: no closures per listener). */
-class RegistrySession implements ListenSession {
-  constructor(
-    private readonly registry: ListenerRegistry,
-    private readonly s: Session,
-  ) {}
-
-  seen(): void {
-    this.registry.touch(this.s.streamId, this.s.key);
-  }
-
-  close(): void {
-    this.registry.leave(this.s);
-  }
-}
-
 /**
- * A worker thread's listening connection's session: its handle in the worker's batches
- * (src/delivery/listeners/remote.ts `RemoteSessions.open`); one object, no closures per listener.
+ * What the listening handlers need of the thread they run on. `S` is a listening connection's
+ * session as the thread keeps it: the registry's `Session` on the main thread, a handle in the
+ * batches on a worker thread (src/delivery/listeners/remote.ts); the connection keeps it as it is
+ * (no wrapper object per listener).
  */
-export class HandleSession implements ListenSession {
-  constructor(
-    private readonly sessions: { seenNow(h: number): void; close(h: number): void },
-    private readonly h: number,
-  ) {}
-
-  seen(): void {
-    this.sessions.seenNow(this.h);
-  }
-
-  close(): void {
-    this.sessions.close(this.h);
-  }
-}
-
-/** What the listening handlers need of the thread they run on. */
-export interface ListenContext {
+export interface ListenContext<S = unknown> {
   log: Logger;
   limits: Pick<Limits, 'hit'>;
   /** Connections per client address and in total, node-wide. */
@@ -127,8 +88,12 @@ export interface ListenContext {
   mount(streamId: string, layer: ListenLayerView): Mount;
   /** The node tracks MAX_LISTENERS already. */
   full(): boolean;
-  /** @throws TooManyListenersError when the node is full */
-  open(j: { streamId: string; accountId: string; key: string; ip: string; userAgent: string | null }): ListenSession;
+  /** A listening connection's session opens (`key` '': see `JoinInfo.key`). @throws TooManyListenersError when the node is full */
+  open(j: { streamId: string; accountId: string; key: string; ip: string; userAgent: string | null }): S;
+  /** The listener of session `s` took audio. */
+  seen(s: S): void;
+  /** The connection of session `s` closed. */
+  close(s: S): void;
   /** Counts the requests answered (tests: which thread served). */
   counts?: { listen: number };
 }
@@ -153,23 +118,23 @@ const refuse = (status: number, code: ErrorCode, message: string, requestId: str
   body: Buffer.from(JSON.stringify(errorBody(new ApiError(code, message, { status }), requestId))),
 });
 
-/** An open listening connection, as the qualify sweep sees it. */
-interface OpenListen {
-  streamId: string;
-  /** When the valid listener token for this stream the URL carried expires (ms since the epoch); null: none. */
-  tokenExpiresAt: number | null;
-  /** Closes the connection (its cleanup then runs). */
-  close(): void;
+/**
+ * The listening of one thread: its context and the mounts its connections were added to (the
+ * qualify sweep walks their listeners: no set of connections of its own).
+ */
+interface ListenRoom<S> {
+  readonly c: ListenContext<S>;
+  readonly mounts: Set<Mount>;
 }
 
 /**
  * Registers the listening routes of `c` on `http` (either thread). Returns what stops the sweep
  * that closes connections which no longer qualify (see the file comment).
  */
-export function registerListenHandlers(http: HttpServer, c: ListenContext): { close(): void } {
-  const open = new Set<OpenListen>();
+export function registerListenHandlers<S>(http: HttpServer, c: ListenContext<S>): { close(): void } {
+  const room: ListenRoom<S> = { c, mounts: new Set() };
   const timer = setInterval(() => {
-    if (open.size > 0) sweepQualified(c, open);
+    if (room.mounts.size > 0) sweepQualified(room);
   }, QUALIFY_SWEEP_MS);
   timer.unref();
 
@@ -177,38 +142,45 @@ export function registerListenHandlers(http: HttpServer, c: ListenContext): { cl
   http.progressive('/listen/:file', (req) => {
     const m = file.exec(req.params[0]!);
     if (!m) return refuse(404, 'resource_missing', 'No such listening URL.', req.requestId);
-    return listenAnswer(c, open, req, m[1]!, null, m[2]!);
+    return listenAnswer(room, req, m[1]!, null, m[2]!);
   });
   http.progressive('/listen/:id/:file', (req) => {
     const m = file.exec(req.params[1]!);
     const id = req.params[0]!;
     if (!m || !/^\d{1,5}$/.test(m[1]!) || !/^[A-Za-z0-9_-]{1,64}$/.test(id)) return refuse(404, 'resource_missing', 'No such listening URL.', req.requestId);
-    return listenAnswer(c, open, req, id, Number(m[1]), m[2]!);
+    return listenAnswer(room, req, id, Number(m[1]), m[2]!);
   });
   return {
     close() {
       clearInterval(timer);
-      open.clear();
+      room.mounts.clear();
     },
   };
 }
 
 /** Closes the open connections whose stream was deleted, or needs a token they do not carry (any more). */
-function sweepQualified(c: ListenContext, open: Set<OpenListen>): void {
+function sweepQualified<S>(room: ListenRoom<S>): void {
+  const { c } = room;
   const now = Date.now();
   const policies = new Map<string, StreamPolicy | null>();
-  for (const o of [...open]) {
-    let pol = policies.get(o.streamId);
+  for (const m of [...room.mounts]) {
+    if (!m.open) {
+      room.mounts.delete(m);
+      continue;
+    }
+    if (m.size === 0) continue; // lingering without listeners: nothing to judge
+    let pol = policies.get(m.streamId);
     try {
-      if (pol === undefined) policies.set(o.streamId, (pol = c.policy(o.streamId)));
+      if (pol === undefined) policies.set(m.streamId, (pol = c.policy(m.streamId)));
     } catch (e) {
       // The policy could not be read (database): judged again at the next sweep.
-      c.log.warn('listening: stream policy unreadable', { streamId: o.streamId, err: (e as Error).message });
+      c.log.warn('listening: stream policy unreadable', { streamId: m.streamId, err: (e as Error).message });
       return;
     }
-    if (!pol || (pol.playback === 'token' && (o.tokenExpiresAt === null || o.tokenExpiresAt <= now))) {
-      open.delete(o);
-      o.close();
+    if (pol && pol.playback !== 'token') continue;
+    for (const l of m.clients()) {
+      if (!(l instanceof ListenConnection)) continue;
+      if (!pol || l.tokenExpiresAt === null || l.tokenExpiresAt <= now) l.close();
     }
   }
 }
@@ -226,7 +198,7 @@ function listenLayer(s: ListenStreamView | undefined, kbps: number | null, ext: 
  * The `?token=` check of a stream (docs/behaviour.md §3): a refusal, or when the valid listener
  * token the URL carried expires (ms since the epoch; null: none — a public stream needs none).
  */
-function tokenCheck(c: ListenContext, req: ProgressiveRequest, id: string, pol: StreamPolicy): { refused: RawReply } | { expiresAt: number | null } {
+function tokenCheck<S>(c: ListenContext<S>, req: ProgressiveRequest, id: string, pol: StreamPolicy): { refused: RawReply } | { expiresAt: number | null } {
   const { requestId } = req;
   const token = queryParam(req.query, 'token');
   if (pol.playback === 'token') {
@@ -244,7 +216,8 @@ function tokenCheck(c: ListenContext, req: ProgressiveRequest, id: string, pol: 
 }
 
 /** The answer to one `GET|HEAD /listen/…`: a refusal, or the response headers and what opens the listener. */
-function listenAnswer(c: ListenContext, open: Set<OpenListen>, req: ProgressiveRequest, id: string, kbps: number | null, ext: string): ProgressiveAnswer {
+function listenAnswer<S>(room: ListenRoom<S>, req: ProgressiveRequest, id: string, kbps: number | null, ext: string): ProgressiveAnswer {
+  const { c } = room;
   const { requestId } = req;
   if (c.counts) c.counts.listen++;
   const notFound = () => refuse(404, 'resource_missing', `No live listening stream at this URL for stream '${id}'.`, requestId);
@@ -264,7 +237,7 @@ function listenAnswer(c: ListenContext, open: Set<OpenListen>, req: ProgressiveR
     ['icy-br', String(layer.kbps)],
   ];
   if (icy) headers.push(['icy-metaint', String(ICY_METAINT)]);
-  if (req.method === 'HEAD') return { stream: { headers, open: () => () => {} } };
+  if (req.method === 'HEAD') return { stream: { headers, open: () => NO_CLIENT } };
 
   const ip = clientAddress(req.remoteAddress, req.header('x-forwarded-for'), c.trusted);
   const cap = c.caps.tryAcquire(ip);
@@ -278,7 +251,7 @@ function listenAnswer(c: ListenContext, open: Set<OpenListen>, req: ProgressiveR
     return refuse(503, 'listener_capacity', 'This node serves as many listeners as it can; try again later.', requestId);
   }
   const listener: Admitted = { streamId: id, accountId: pol.accountId, layer, icy, ip, userAgent: req.header('user-agent') || null, tokenExpiresAt: tok.expiresAt };
-  return { stream: { headers, open: (sink) => openListener(c, open, listener, sink) } };
+  return { stream: { headers, open: (sink) => openListener(room, listener, sink) } };
 }
 
 /** A listener admitted by `listenAnswer` (its connection cap taken), before its body starts. */
@@ -296,28 +269,26 @@ interface Admitted {
 const own = (s: string): string => Buffer.from(s, 'utf8').toString('utf8');
 
 /**
- * One listening connection from its body's start to its end: what the qualify sweep sees of it
- * (`OpenListen`), the mount's client (`MountClient`), and what it took (a registry session, a
- * connection cap), given back once by `finish`. One object per listener with its methods on the
- * prototype: a listener lives for hours, and closures per listener are memory per listener
- * (docs/benchmarks.md "Where a listener's memory goes").
+ * One listening connection from its body's start to its end, as one object with its methods on
+ * the prototype (a listener lives for hours, and every object or closure per listener is memory
+ * per listener: docs/benchmarks.md "Where a listener's memory goes"): the mount's listener
+ * (`MountListener`: position and ICY state), the HTTP layer's client (`ProgressiveClient`: gone,
+ * writable), what the qualify sweep reads (its token's expiry), and what it took (a session, a
+ * connection cap), given back once by `finish`. Its stream id is its mount's.
  */
-class ListenConnection implements OpenListen, MountClient {
-  streamId: string;
+class ListenConnection<S> extends MountListener implements ProgressiveClient {
   readonly tokenExpiresAt: number | null;
   readonly icy: boolean;
   private readonly ip: string;
-  session: ListenSession | null = null;
-  handle: MountHandle | null = null;
+  session: S | undefined = undefined;
   private done = false;
 
   constructor(
-    private readonly c: ListenContext,
-    private readonly open: Set<OpenListen>,
+    private readonly room: ListenRoom<S>,
     l: Admitted,
     readonly sink: ProgressiveSink,
   ) {
-    this.streamId = l.streamId;
+    super();
     this.tokenExpiresAt = l.tokenExpiresAt;
     this.icy = l.icy;
     this.ip = own(l.ip);
@@ -329,19 +300,19 @@ class ListenConnection implements OpenListen, MountClient {
   }
 
   /** The listener took audio (the mount says so). */
-  seen(): void {
-    this.session?.seen();
+  override seen(): void {
+    if (this.session !== undefined) this.room.c.seen(this.session);
   }
 
   /** The mount let the listener go. */
   left(reason: LeaveReason): void {
-    if (reason === 'slow') this.c.limits.hit('listen_slow_client', this.ip, { streamId: this.streamId });
+    if (reason === 'slow') this.room.c.limits.hit('listen_slow_client', this.ip, { streamId: this.mount?.streamId ?? '' });
     this.finish();
   }
 
-  /** The client went away (the function `open` returns, bound). */
+  /** The client went away (the HTTP layer says so). */
   gone(): void {
-    this.handle?.remove();
+    this.remove();
     this.finish();
   }
 
@@ -349,41 +320,40 @@ class ListenConnection implements OpenListen, MountClient {
   finish(): void {
     if (this.done) return;
     this.done = true;
-    this.open.delete(this);
-    this.session?.close();
-    this.c.caps.release(this.ip);
+    const c = this.room.c;
+    if (this.session !== undefined) c.close(this.session);
+    c.caps.release(this.ip);
   }
 }
 
-const NOTHING = (): void => {};
-
 /**
- * Starts a listener's body: its registry session, its place on the layer's mount and in the
- * qualify sweep. Returns what ends it; everything it took (session, cap) is given back once.
+ * Starts a listener's body: its session, its place on the layer's mount (where the qualify sweep
+ * finds it). Returns the connection, which the HTTP layer tells when the client went away;
+ * everything it took (session, cap) is given back once.
  */
-function openListener(c: ListenContext, open: Set<OpenListen>, l: Admitted, sink: ProgressiveSink): () => void {
-  const conn = new ListenConnection(c, open, l, sink);
+function openListener<S>(room: ListenRoom<S>, l: Admitted, sink: ProgressiveSink): ProgressiveClient {
+  const { c } = room;
+  const conn = new ListenConnection(room, l, sink);
   try {
-    conn.session = c.open({ streamId: l.streamId, accountId: l.accountId, key: `icy_${randomBase62(16)}`, ip: l.ip, userAgent: l.userAgent });
+    // No key: nobody looks a progressive session up by one (the registry's listener id serves as both).
+    conn.session = c.open({ streamId: l.streamId, accountId: l.accountId, key: '', ip: l.ip, userAgent: l.userAgent });
   } catch (e) {
     conn.finish();
     if (e instanceof TooManyListenersError) {
       sink.close();
-      return NOTHING;
+      return NO_CLIENT;
     }
     throw e;
   }
   try {
     const mount = c.mount(l.streamId, l.layer);
-    // The mount's own copy of the stream id: one string for all its listeners.
-    conn.streamId = mount.streamId;
-    conn.handle = mount.add(conn);
+    room.mounts.add(mount);
+    mount.add(conn);
   } catch (e) {
     conn.finish();
     throw e;
   }
-  open.add(conn);
-  return conn.gone.bind(conn);
+  return conn;
 }
 
 /** A stream's station identity as stored (docs/icecast.md "Station identity"): its title and `metadata` JSON. */
@@ -491,7 +461,7 @@ export function registerListenRoutes(http: HttpServer, d: ListenDeps): ListenFea
   const { mounts, mount } = layerMounts(queues);
 
   const layerView = (l: Layer): ListenLayerView & { layer: Layer } => ({ layer: l, name: l.name, kbps: l.o.kbps, ready: l.ready, ended: l.ended, failed: l.failed });
-  const handlers = registerListenHandlers(http, {
+  const handlers = registerListenHandlers<Session>(http, {
     log,
     limits: d.limits,
     caps,
@@ -505,7 +475,9 @@ export function registerListenRoutes(http: HttpServer, d: ListenDeps): ListenFea
     },
     mount: (id, v) => mount(id, (v as ListenLayerView & { layer: Layer }).layer),
     full: () => registry.total() >= MAX_LISTENERS,
-    open: (j) => new RegistrySession(registry, registry.join({ streamId: j.streamId, accountId: j.accountId, key: j.key, protocol: 'icecast', country: countryOf(j.ip), userAgent: j.userAgent, timeoutMs: 0 })),
+    open: (j) => registry.join({ streamId: j.streamId, accountId: j.accountId, key: j.key, protocol: 'icecast', country: countryOf(j.ip), userAgent: j.userAgent, timeoutMs: 0 }),
+    seen: (s) => registry.touch(s.streamId, s.key),
+    close: (s) => registry.leave(s),
     counts: d.counts,
   });
 

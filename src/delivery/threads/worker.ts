@@ -23,7 +23,7 @@ import { trustedProxies } from '../listeners/geo.js';
 import { ListenerTokens } from '../../base/auth/listener-tokens.js';
 import { MAX_LISTENERS } from '../listeners/registry.js';
 import { SharedAddressCounter } from '../listeners/shared-counter.js';
-import { HandleSession, registerListenHandlers } from '../progressive/routes.js';
+import { registerListenHandlers } from '../progressive/routes.js';
 import { MirrorQueues } from '../progressive/shared.js';
 import { Mount } from '../progressive/mount.js';
 import type { MirrorLayer } from '../hls/mirror.js';
@@ -76,7 +76,7 @@ registerHlsRoutes(http, mirror, { access, hold: held, served: counts });
 // Progressive listening: mounts over the main thread's chunk queues (src/delivery/progressive/shared.ts).
 const queues = new MirrorQueues((w) => post(w));
 const mounts = new Map<string, Mount>();
-registerListenHandlers(http, {
+registerListenHandlers<number>(http, {
   log: log.child('listen'),
   limits,
   caps: new SharedAddressCounter(init.listenMaxConnections, init.listenMaxConnectionsPerIp, init.listenMemory),
@@ -106,7 +106,9 @@ registerListenHandlers(http, {
     return m;
   },
   full: () => Atomics.load(countCell, 0) >= MAX_LISTENERS,
-  open: (j) => new HandleSession(sessions, sessions.open(j)),
+  open: (j) => sessions.open(j),
+  seen: (h) => sessions.seenNow(h),
+  close: (h) => sessions.close(h),
   counts,
 });
 

@@ -38,7 +38,7 @@ import { setSendBuffer } from '../native/http-front.js';
 import type { Publishing, PublishSink, Publisher } from './publishing.js';
 import type { IngestPort } from './port.js';
 import { basicCredentials, codecOfContentType, decodeCharset, Dechunker, HeadReader, queryBytes, type RequestHead } from './icecast-http.js';
-import type { ProgressiveSink } from '../../base/http/routes/progressive.js';
+import type { ProgressiveClient, ProgressiveSink } from '../../base/http/routes/progressive.js';
 
 /** Icecast ingest settings. Times in ms, sizes in bytes. */
 export interface IcecastServerOptions {
@@ -75,14 +75,14 @@ export interface IcecastListenRequest {
 
 /**
  * Where a listener's body goes: the socket, with the very contract of an HTTP progressive body
- * (backpressure: `write` false, then `onWritable`); `end` closes the connection after the body.
+ * (backpressure: `write` false, then the client's `writable`); `end` closes the connection after the body.
  */
 export type IcecastListenSink = ProgressiveSink;
 
 /** What the listening side answers: a refusal (`status` such as `404 Not Found`) or a stream. */
 export type IcecastListenAnswer =
   | { refuse: { status: string; headers: ReadonlyArray<readonly [string, string]>; body: Uint8Array } }
-  | { stream: { headers: ReadonlyArray<readonly [string, string]>; open(sink: IcecastListenSink): () => void } };
+  | { stream: { headers: ReadonlyArray<readonly [string, string]>; open(sink: IcecastListenSink): ProgressiveClient } };
 
 /** The listening side of the port (src/delivery/progressive/icecast-port.ts implements it; main.ts wires it). */
 export interface IcecastListening {
@@ -327,7 +327,7 @@ export class IcecastServer {
     socket.cork();
     try {
       socket.write(text, 'latin1');
-      sink.gone = a.stream.open(sink);
+      sink.client = a.stream.open(sink);
     } catch (e) {
       this.log.error('icecast listener could not be opened', { remote: conn.remote, err: e instanceof Error ? e.stack : String(e) });
       sink.close();
@@ -485,21 +485,21 @@ interface Conn {
 /**
  * A listener's body writer over its socket (the shape of src/base/http/routes/progressive.ts's sink): no
  * framing, the bytes as they are until the end. `write` is false once Node buffers more than its
- * high-water mark for the socket (then `onWritable` runs at 'drain'); after `end`, `close` or the
- * client's going away, every call does nothing. `gone` runs once when the connection closes
- * before `end`.
+ * high-water mark for the socket (then the client's `writable` runs at 'drain'); after `end`,
+ * `close` or the client's going away, every call does nothing. The client's `gone` runs once when
+ * the connection closes before `end`.
  */
 class SocketSink implements IcecastListenSink {
   done = false;
-  gone: (() => void) | null = null;
-  private writable: (() => void) | null = null;
+  /** What `open` returned (null before, once told it is gone, or after `end`). */
+  client: ProgressiveClient | null = null;
 
   constructor(
     private readonly socket: net.Socket,
     private readonly closeMs: number,
   ) {
     socket.on('drain', () => {
-      if (!this.done && this.writable) this.writable();
+      if (!this.done) this.client?.writable();
     });
     socket.once('close', () => {
       this.done = true;
@@ -521,14 +521,10 @@ class SocketSink implements IcecastListenSink {
     }
   }
 
-  onWritable(cb: () => void): void {
-    this.writable = cb;
-  }
-
   end(): void {
     if (this.done) return;
     this.done = true;
-    this.gone = null;
+    this.client = null;
     const timer = setTimeout(() => this.socket.destroy(), this.closeMs);
     timer.unref();
     this.socket.once('close', () => clearTimeout(timer));
@@ -542,11 +538,11 @@ class SocketSink implements IcecastListenSink {
     this.leave();
   }
 
-  /** Runs `gone` once. */
+  /** Tells the client it is gone, once. */
   leave(): void {
-    const g = this.gone;
-    this.gone = null;
-    g?.();
+    const c = this.client;
+    this.client = null;
+    c?.gone();
   }
 }
 

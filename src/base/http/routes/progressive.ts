@@ -3,8 +3,9 @@
  * GET/HEAD whose answer is either a normal raw reply (404, 401/403, 429 …) or one long streamed
  * response. The handler runs synchronously and reads what it needs of the request there; for a
  * stream this layer writes the status and headers, then hands the handler's `open` a sink to write
- * the body through (chunked transfer coding) and calls the function `open` returned when the
- * client goes away. HEAD answers the headers only (no `Content-Length`: the body has none).
+ * the body through (chunked transfer coding) and tells the client object `open` returned when the
+ * socket drained after backpressure and when the client goes away. HEAD answers the headers only
+ * (no `Content-Length`: the body has none).
  *
  * uWS rules (docs/architecture.md): `onAborted` is attached before anything else; the sink corks writes made
  * outside the request callback; after an abort or the end nothing touches the response; no
@@ -34,15 +35,13 @@ export interface ProgressiveRequest {
 
 /**
  * The body writer of a streamed response. `write` hands bytes to uWS, which keeps all of them; it
- * returns false when they could not all be sent now (backpressure: wait for `onWritable`). Writes
- * outside the request callback go inside `cork`. After `end`, `close` or the client's going away,
- * every call does nothing (`write` returns false).
+ * returns false when they could not all be sent now (backpressure: wait for the client's
+ * `writable`). Writes outside the request callback go inside `cork`. After `end`, `close` or the
+ * client's going away, every call does nothing (`write` returns false).
  */
 export interface ProgressiveSink {
   write(chunk: Uint8Array): boolean;
   cork(fn: () => void): void;
-  /** `cb` runs when the socket drained after backpressure (replaces an earlier one). */
-  onWritable(cb: () => void): void;
   /** Ends the response (the terminating chunk) after what was written. */
   end(): void;
   /** Closes the connection at once (the client's `gone` function then runs). */
@@ -51,17 +50,30 @@ export interface ProgressiveSink {
   readonly done: boolean;
 }
 
+/**
+ * Who a streamed body is written for, as `open` returns it: one object whose methods the sink
+ * calls (no function per listener: docs/benchmarks.md "Where a listener's memory goes").
+ */
+export interface ProgressiveClient {
+  /** The client went away, or the sink was closed: called once, never after `sink.end()`. */
+  gone(): void;
+  /** The socket drained after a `write` returned false (backpressure). */
+  writable(): void;
+}
+
 /** A streamed answer: status (default `200 OK`), headers, and what writes the body (GET only). */
 export interface ProgressiveStream {
   status?: string;
   headers: ReadonlyArray<readonly [string | Uint8Array, string | Uint8Array]>;
   /**
    * GET only, called synchronously once status and headers are written (inside uWS's cork, so the
-   * first writes go out with them). Returns the function to call when the client goes away (or
-   * the sink is closed) — once, never after `sink.end()`.
+   * first writes go out with them). Returns the client the sink reports to.
    */
-  open(sink: ProgressiveSink): () => void;
+  open(sink: ProgressiveSink): ProgressiveClient;
 }
+
+/** A client that wants no report (a body that needs no cleanup). */
+export const NO_CLIENT: ProgressiveClient = { gone() {}, writable() {} };
 
 /** A progressive handler's answer: a normal raw reply, or `{ stream }`. */
 export type ProgressiveAnswer = RawReply | { stream: ProgressiveStream };
@@ -116,38 +128,46 @@ function writeHead(res: uWS.HttpResponse, s: ProgressiveStream, requestId: strin
 /**
  * The sink over one streamed response. One object per listener with its methods on the prototype
  * (a progressive listener lives for hours, and what it keeps is memory per listener,
- * docs/benchmarks.md "Where a listener's memory goes"); uWS's callbacks are its bound methods.
+ * docs/benchmarks.md "Where a listener's memory goes"): uWS's `onAborted` is its bound method, and
+ * its `onWritable` is registered only when a write first meets backpressure (most listeners
+ * never do, and each registration keeps a function and two V8 global handles per response). It
+ * keeps no request id (a string per listener): the response carried it in `X-Request-ID`.
  */
 class ResponseSink implements ProgressiveSink {
   done = false;
-  /** The stream's function for the client's going away (null once called, or after `end`). */
-  gone: (() => void) | null = null;
-  private writable: (() => void) | null = null;
+  /** What `open` returned (null before, once told it is gone, or after `end`). */
+  client: ProgressiveClient | null = null;
+  /** uWS's `onWritable` is registered. */
+  private watching = false;
 
   constructor(
     private readonly res: uWS.HttpResponse,
-    private readonly requestId: string,
     private readonly log: RouteHost['log'],
   ) {}
 
   write(chunk: Uint8Array): boolean {
-    return this.done ? false : this.res.write(chunk);
+    if (this.done) return false;
+    if (this.res.write(chunk)) return true;
+    if (!this.watching) {
+      this.watching = true;
+      this.res.onWritable(this.drained.bind(this));
+    }
+    return false;
   }
 
   cork(fn: () => void): void {
     if (!this.done) this.res.cork(fn);
   }
 
-  onWritable(cb: () => void): void {
-    this.writable = cb;
-  }
-
   end(): void {
     if (this.done) return;
     this.done = true;
-    this.gone = null;
-    const res = this.res;
-    res.cork(() => res.end());
+    this.client = null;
+    this.res.cork(this.ended.bind(this));
+  }
+
+  private ended(): void {
+    this.res.end();
   }
 
   close(): void {
@@ -165,38 +185,38 @@ class ResponseSink implements ProgressiveSink {
 
   /** The socket drained (uWS `onWritable`). */
   drained(): boolean {
-    if (!this.done && this.writable) {
+    const c = this.client;
+    if (!this.done && c) {
       try {
-        this.writable();
+        c.writable();
       } catch (e) {
-        this.log.error('progressive stream: writable handler failed', { requestId: this.requestId, err: e instanceof Error ? e.stack : String(e) });
+        this.log.error('progressive stream: writable handler failed', { err: e instanceof Error ? e.stack : String(e) });
       }
     }
     return true;
   }
 
-  /** Runs `gone` once. */
+  /** Tells the client it is gone, once. */
   leave(): void {
-    const g = this.gone;
-    this.gone = null;
-    if (!g) return;
+    const c = this.client;
+    this.client = null;
+    if (!c) return;
     try {
-      g();
+      c.gone();
     } catch (e) {
-      this.log.error('progressive stream: gone handler failed', { requestId: this.requestId, err: e instanceof Error ? e.stack : String(e) });
+      this.log.error('progressive stream: gone handler failed', { err: e instanceof Error ? e.stack : String(e) });
     }
   }
 }
 
 /** Writes status and headers, then runs the stream's `open` with a sink over `res`. */
 function openStream(res: uWS.HttpResponse, s: ProgressiveStream, requestId: string, log: RouteHost['log']): void {
-  const sink = new ResponseSink(res, requestId, log);
-  // Bound methods, not closures: no context object per listener.
+  const sink = new ResponseSink(res, log);
+  // A bound method, not a closure: no context object per listener.
   res.onAborted(sink.aborted.bind(sink));
-  res.onWritable(sink.drained.bind(sink));
   writeHead(res, s, requestId);
   try {
-    sink.gone = s.open(sink);
+    sink.client = s.open(sink);
   } catch (e) {
     log.error('progressive stream: open failed', { requestId, err: e instanceof Error ? e.stack : String(e) });
     sink.close();

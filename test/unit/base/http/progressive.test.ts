@@ -27,7 +27,7 @@ beforeAll(async () => {
           opened++;
           sinks.push(sink);
           expect(sink.write(Buffer.from('first;'))).toBe(true);
-          return () => events.push(`gone ${name}`);
+          return { gone: () => events.push(`gone ${name}`), writable: () => {} };
         },
       },
     };

@@ -103,3 +103,25 @@ describe('listener registry timers', () => {
     expect(w.events()).toEqual(['listener.joined', 'listener.left', 'listener.joined', 'listener.left']);
   });
 });
+
+describe('listener registry: sessions keyed by their listener id', () => {
+  it("a join without a key (progressive) is found by its id, touched, listed and left like any other", () => {
+    const w = world();
+    const icy: JoinInfo = { streamId: 'stm_1', accountId: 'acct_1', key: '', protocol: 'icecast', country: null, userAgent: null, timeoutMs: 0 };
+    const a = w.registry.join(icy);
+    const b = w.registry.join(icy);
+    const h = w.registry.join(hls('sid-1'));
+    expect(a).not.toBe(b); // no key: never the same session
+    expect(a.key).toBe(a.id);
+    expect(w.registry.get('stm_1', a.id)).toBe(a);
+    expect(w.registry.get('stm_1', h.id)).toBe(h);
+    expect(w.registry.get('stm_1', 'sid-1')).toBeUndefined(); // an HLS key is no listener id
+    w.advance(1_000);
+    expect(w.registry.touch('stm_1', a.id)).toBe(true);
+    expect(a.lastSeenAt).toBe(w.clock.t);
+    expect(w.registry.active('stm_1')).toEqual([a, b, h]);
+    w.registry.leave(a);
+    expect(w.registry.get('stm_1', a.id)).toBeUndefined();
+    expect(w.registry.listenerCount('stm_1')).toBe(2);
+  });
+});

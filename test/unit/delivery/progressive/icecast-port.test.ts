@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { icecastListening, stationHeaders, STATUS_TTL_MS, type StationRow } from '../../../../src/delivery/progressive/icecast-port.js';
-import type { ProgressiveRequest } from '../../../../src/base/http/server.js';
+import { NO_CLIENT, type ProgressiveRequest } from '../../../../src/base/http/server.js';
 
 const row = (id: string, extra: Partial<StationRow> = {}): StationRow => ({ id, title: `Station ${id}`, metadata: '{}', now_playing: null, started_at: Date.UTC(2026, 10, 27, 13, 0, 0), playback: 'public', codec: 'mp3', ...extra });
 
@@ -36,7 +36,7 @@ describe('icecastListening', () => {
   const port = icecastListening({
     handler: () => (req) => {
       seen = req;
-      if (req.params[0] === 'stm_a.mp3') return { stream: { headers: [['Content-Type', 'audio/mpeg'], ['icy-name', 'Tune'], ['icy-br', '128']], open: () => () => {} } };
+      if (req.params[0] === 'stm_a.mp3') return { stream: { headers: [['Content-Type', 'audio/mpeg'], ['icy-name', 'Tune'], ['icy-br', '128']], open: () => NO_CLIENT } };
       return { status: '404 Not Found', headers: [['Content-Type', 'application/json']], body: Buffer.from('{}') };
     },
     row: (id) => rows.find((r) => r.id === id),

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { FlvReader } from '../../../../src/live/media/flv.js';
 import { Layer } from '../../../../src/live/media/layer.js';
 import { Segmenter } from '../../../../src/live/native/index.js';
-import { Mount, SLOW_MS, type ListenSink, type LeaveReason } from '../../../../src/delivery/progressive/mount.js';
+import { Mount, MountListener, SLOW_MS, type ListenSink, type LeaveReason } from '../../../../src/delivery/progressive/mount.js';
 import { ICY_METAINT } from '../../../../src/delivery/progressive/icy.js';
 
 const fixtures = path.resolve(import.meta.dirname, '../../../fixtures');
@@ -53,6 +53,7 @@ class RecordingSink implements ListenSink {
   ok = true;
   ended = false;
   closed = false;
+  /** What the owner calls when the connection drained (set by `client`). */
   writable: (() => void) | null = null;
   write(chunk: Uint8Array): boolean {
     this.writes.push(chunk);
@@ -60,9 +61,6 @@ class RecordingSink implements ListenSink {
   }
   cork(fn: () => void): void {
     fn();
-  }
-  onWritable(cb: () => void): void {
-    this.writable = cb;
   }
   end(): void {
     this.ended = true;
@@ -85,9 +83,24 @@ function adtsSeconds(b: Buffer, rate = 48000): number {
   return (n * 1024) / rate;
 }
 
+/** A listener whose owner records why the mount let it go. */
+class TestListener extends MountListener {
+  readonly why: LeaveReason[] = [];
+  constructor(
+    readonly sink: RecordingSink,
+    readonly icy: boolean,
+  ) {
+    super();
+    sink.writable = () => this.writable();
+  }
+  left(reason: LeaveReason): void {
+    this.why.push(reason);
+  }
+}
+
 function client(sink: RecordingSink, icy = false) {
-  const left: LeaveReason[] = [];
-  return { c: { sink, icy, left: (r: LeaveReason) => left.push(r) }, left };
+  const c = new TestListener(sink, icy);
+  return { c, left: c.why };
 }
 
 describe('Mount', () => {
