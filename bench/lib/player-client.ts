@@ -44,7 +44,9 @@
  *   (hls.js `getSkipValue`, src/types/level.ts; rfc8216bis §6.2.5.1), so the server answers its
  *   delta update; `noDelta` leaves it out (a player without delta updates).
  * - `icecast`: one GET of a progressive stream (an Icecast mount, or any endpoint sending a body
- *   until close or chunked), counting body bytes.
+ *   until close or chunked), counting body bytes; every read goes to the listener's
+ *   `ListenerMeter` (bench/lib/listener-rate.ts: the rate over whole arrivals and the lag behind
+ *   real time of the window).
  *
  * With `forwardedFor`, each listener sends `X-Forwarded-For: <its address>` on every request: the
  * client address a trusting server or edge (nginx realip) takes for it, e.g. for countries.
@@ -58,6 +60,7 @@
  */
 import net from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { groupMsFor, ListenerMeter, type ListenerRate } from './listener-rate.js';
 
 export type PlayerMode = 'classic' | 'hlsjs-ll' | 'icecast';
 
@@ -100,6 +103,8 @@ export interface PlayerConfig {
    * kernel's receive buffer). 0 or absent: read on every arrival.
    */
   readMs?: number;
+  /** `icecast`: the stream's rate (B/s; 16,000 when absent), what each listener's lag is measured against. */
+  streamBytesPerS?: number;
 }
 
 /** What a client process reports (one JSON line on stdout). */
@@ -131,10 +136,17 @@ export interface PlayerReport {
   seen: number[];
   /** Per listener, flat [key, t, …]: when each object's body completed (t: ms from `from`; from 5 s before the window). */
   done: number[][];
-  /** icecast: per listener, body bytes/s between its first and last arrival inside the window (-1: none measured). */
+  /** icecast: per listener, body bytes/s over whole arrivals of the window (bench/lib/listener-rate.ts; -1: none measured). */
   rates: number[];
   /** icecast: per listener, seconds that rate spans. */
   spans: number[];
+  /** icecast: per listener, the largest lag of the audio received behind the time elapsed since the window's first arrival (ms; null: none measured). */
+  lags: Array<number | null>;
+}
+
+/** The per-listener figures of a report from the meters' results (JSON has no NaN: an unmeasured lag is null). */
+function streamFigures(rs: ListenerRate[]): Pick<PlayerReport, 'rates' | 'spans' | 'lags'> {
+  return { rates: rs.map((r) => r.rate), spans: rs.map((r) => r.spanS), lags: rs.map((r) => (Number.isFinite(r.lagMs) ? Math.round(r.lagMs) : null)) };
 }
 
 // ── One timer wheel for every listener ──────────────────────────────────────────────────────────
@@ -1049,23 +1061,20 @@ class LlListener extends Listener {
   }
 }
 
-/** icecast: one progressive GET, bytes counted. */
+/** icecast: one progressive GET, bytes counted, each read measured (bench/lib/listener-rate.ts). */
 class StreamListener extends Listener {
   private conn: HttpConn | null = null;
-  private firstByteAt = 0;
-  /** Inside the window: first arrival time, bytes after it, last arrival time. */
-  mFirst = 0;
-  mLast = 0;
-  mBytes = 0;
-  /** Bytes after the first arrival read since the last arrival (drained reads): counted once an arrival follows them. */
-  private pending = 0;
+  /** The rate over whole arrivals and the lag of this listener's current connection. */
+  meter: ListenerMeter = this.newMeter();
+
+  private newMeter(): ListenerMeter {
+    const { cfg } = this.run;
+    // The burst-on-connect (Icecast's 64 KB, Skylark's 2–4 s) is not the steady rate: measure from 5 s after the first byte.
+    return new ListenerMeter({ bytesPerS: cfg.streamBytesPerS ?? 16_000, from: cfg.from, to: cfg.to, settleMs: 5000, groupMs: groupMsFor(cfg.readMs ?? 0) });
+  }
 
   start(): void {
-    this.firstByteAt = 0;
-    this.mFirst = 0;
-    this.mLast = 0;
-    this.mBytes = 0;
-    this.pending = 0;
+    this.meter = this.newMeter();
     this.conn = this.connect(
       () =>
         this.conn!.send(this.entryReq, false, (st) => {
@@ -1074,7 +1083,7 @@ class StreamListener extends Listener {
         }),
       true,
     );
-    this.conn.onBytes = (n, now, drained) => this.bytes(n, now, drained);
+    this.conn.onBytes = (n, now, drained) => this.meter.read(now, n, drained);
     this.conn.progressive = true;
   }
 
@@ -1083,30 +1092,6 @@ class StreamListener extends Listener {
   }
 
   wake(): void {}
-
-  /**
-   * The rate is the bytes that arrived after the window's first arrival up to its last, over the
-   * time between them. Only arrivals (reads that are not `drained`) are timed: a drained read's
-   * bytes (paced reads: what waited since the read before) came at unknown times, so they start
-   * nothing, and count only once an arrival follows them. Without pacing every read is an arrival.
-   */
-  private bytes(n: number, now: number, drained: boolean): void {
-    if (this.firstByteAt === 0) this.firstByteAt = now;
-    // The burst-on-connect (Icecast's 64 KB) is not the steady rate: measure from 5 s after the first byte.
-    if (now < this.run.cfg.from || now > this.run.cfg.to || now < this.firstByteAt + 5000) return;
-    if (this.mFirst === 0) {
-      if (!drained) this.mFirst = now;
-      return;
-    }
-    // Not the rest of the first arrival's read: a chunked stream's read brings many chunks, each heard here with the same `now`.
-    if (now <= this.mFirst) return;
-    this.pending += n;
-    if (!drained) {
-      this.mBytes += this.pending;
-      this.pending = 0;
-      this.mLast = now;
-    }
-  }
 }
 
 /** A Timed that starts a listener at its arrival time (waits while too many connects are in flight). */
@@ -1187,8 +1172,7 @@ export class PlayerRun {
       targetMs: this.run.targetMs,
       seen,
       done: cfg.mode === 'icecast' ? [] : this.all.map((l) => l.done),
-      rates: cfg.mode === 'icecast' ? streams.map((l) => (l.mLast > l.mFirst ? (l.mBytes * 1000) / (l.mLast - l.mFirst) : -1)) : [],
-      spans: cfg.mode === 'icecast' ? streams.map((l) => (l.mLast > l.mFirst ? (l.mLast - l.mFirst) / 1000 : 0)) : [],
+      ...streamFigures(cfg.mode === 'icecast' ? streams.map((l) => l.meter.result()) : []),
     };
   }
 
