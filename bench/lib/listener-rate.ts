@@ -25,7 +25,7 @@
  *
  * A listener is held (`listenerHeld`) when its rate is ≥ 95 % of the stream's (the average) and
  * its lag ≤ 1,000 ms (no stall), over a span of at least half the window. 1,000 ms is less than
- * either server's burst-on-connect (Skylark 2–4 s, docs/progressive.md; Icecast 64 KB = 4 s at
+ * either server's burst-on-connect (Skylark 2–4 s, docs/behaviour.md §10; Icecast 64 KB = 4 s at
  * 128 kbit/s) and equals VLC's default network caching, so a player holding that much never
  * stalls on a listener judged held.
  *
