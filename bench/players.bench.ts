@@ -160,6 +160,8 @@ const failedReport = (mode: PlayerMode, count: number, why: string): PlayerRepor
   rates: [],
   spans: [],
   lags: [],
+  arrivals: [],
+  late: [],
 });
 
 /** Runs `cfgs` as client processes; resolves with their reports (a crashed one reports its stderr). */
@@ -351,22 +353,18 @@ function evaluate(
   if (t.mode === 'icecast') {
     // Every listener judged by bench/lib/listener-rate.ts: rate over whole arrivals ≥ 95 %, lag ≤ 1 s.
     const minSpanS = WINDOW_S / 2;
-    const l = summarizeListeners(
-      outs.flatMap((o) => o.rates),
-      outs.flatMap((o) => o.spans),
-      outs.flatMap((o) => o.lags),
-      STREAM_BYTES_PER_S,
-      minSpanS,
-    );
+    const all = (k: 'rates' | 'spans' | 'arrivals' | 'late') => outs.flatMap((o) => (o[k].length === o.rates.length ? o[k] : o.rates.map(() => NaN)));
+    const figures = { rates: all('rates'), spans: all('spans'), lags: outs.flatMap((o) => (o.lags.length === o.rates.length ? o.lags : o.rates.map(() => null))), arrivals: all('arrivals'), late: all('late') };
+    const l = summarizeListeners(figures, STREAM_BYTES_PER_S, minSpanS);
     worst = l.rateMin;
     p50 = l.rateP50;
     p99 = l.rateP1; // the slow end
-    if (l.unmeasured) why.push(`${l.unmeasured} listeners measured for < ${minSpanS} s`);
+    if (l.unmeasured) why.push(`${l.unmeasured} listeners measured for < ${minSpanS} s (${l.unmeasuredLate} of them with a first byte less than 5 s before the window)`);
     if (l.slow) why.push(`${l.slow} listeners below ${MIN_RATE_SHARE * 100} % of ${STREAM_BYTES_PER_S} B/s (slowest ${worst.toFixed(0)})`);
     if (l.stalled) why.push(`${l.stalled} listeners fell more than ${MAX_LAG_MS} ms behind real time (largest lag ${l.lagMax.toFixed(0)} ms)`);
     quality =
       `per-listener rate over whole arrivals min/p1/p50 ${worst.toFixed(0)}/${p99.toFixed(0)}/${p50.toFixed(0)} B/s of ${STREAM_BYTES_PER_S}; ` +
-      `lag behind real time p50/p99/max ${l.lagP50.toFixed(0)}/${l.lagP99.toFixed(0)}/${l.lagMax.toFixed(0)} ms; ${l.held}/${n} listeners at ≥ ${MIN_RATE_SHARE * 100} % with lag ≤ ${MAX_LAG_MS} ms`;
+      `lag behind real time p50/p99/max ${l.lagP50.toFixed(0)}/${l.lagP99.toFixed(0)}/${l.lagMax.toFixed(0)} ms; arrivals per listener p50/max ${l.arrivalsP50}/${l.arrivalsMax}; ${l.held}/${n} listeners at ≥ ${MIN_RATE_SHARE * 100} % with lag ≤ ${MAX_LAG_MS} ms`;
   } else {
     // When each object was first listed: the probe, or any listener, whichever saw it first.
     const ref = new Map<number, number>();

@@ -60,6 +60,10 @@ export interface ListenerRate {
   spanS: number;
   /** Largest shortfall of the audio received behind the time elapsed since the window's first arrival (ms); NaN when no arrival began in the window. */
   lagMs: number;
+  /** Arrivals that began in the window (the first included): about window ÷ 2 s for a server writing 2 s bursts whole. */
+  arrivals: number;
+  /** The first byte came less than `settleMs` before the window opened: the listener could not be measured from the window's start. */
+  lateStart: boolean;
 }
 
 /** Reads within this long of an arrival's first read are that arrival, reading on every arrival (ms). Well under a 2 s write cycle, ~10 MPEG audio frames. */
@@ -91,6 +95,7 @@ export class ListenerMeter {
   /** Bytes read from the window's first arrival on (up to `to`), and the largest lag so far (ms). */
   private credit = 0;
   private lag = -Infinity;
+  private arrivals = 0;
 
   constructor(private readonly o: MeterOptions) {}
 
@@ -120,6 +125,7 @@ export class ListenerMeter {
     this.groupAt = now;
     const first = inWindow && this.t0 < 0;
     this.groupCounts = inWindow && !first;
+    if (inWindow) this.arrivals++;
     if (first) {
       this.t0 = now;
       this.credit = 0;
@@ -133,11 +139,12 @@ export class ListenerMeter {
 
   /** The rate, its span and the lag (see ListenerRate). */
   result(): ListenerRate {
-    if (this.t0 < 0) return { rate: -1, spanS: 0, lagMs: NaN };
+    const base = { arrivals: this.arrivals, lateStart: this.firstByteAt < 0 || this.firstByteAt > this.o.from - this.o.settleMs };
+    if (this.t0 < 0) return { rate: -1, spanS: 0, lagMs: NaN, ...base };
     const lagMs = Math.max(this.lag, this.o.to - this.t0 - (this.credit * 1000) / this.o.bytesPerS);
-    if (this.tLast <= this.t0) return { rate: -1, spanS: 0, lagMs };
+    if (this.tLast <= this.t0) return { rate: -1, spanS: 0, lagMs, ...base };
     const span = this.tLast - this.t0;
-    return { rate: (this.sum * 1000) / span, spanS: span / 1000, lagMs };
+    return { rate: (this.sum * 1000) / span, spanS: span / 1000, lagMs, ...base };
   }
 }
 
@@ -164,6 +171,8 @@ export function measureReads(reads: ReadonlyArray<readonly [number, number, bool
 export interface StepListeners {
   held: number;
   unmeasured: number;
+  /** Of the unmeasured: those whose first byte came less than the settling time before the window opened (they started late). */
+  unmeasuredLate: number;
   slow: number;
   stalled: number;
   /** Rates of the listeners measured over at least the minimum span (B/s): the slowest, the 1st percentile, the median. */
@@ -174,6 +183,9 @@ export interface StepListeners {
   lagP50: number;
   lagP99: number;
   lagMax: number;
+  /** Arrivals per measured listener in the window: median and largest. */
+  arrivalsP50: number;
+  arrivalsMax: number;
 }
 
 /** The `p`-th percentile (0–100) of `xs` by rank, NaN when empty. */
@@ -183,22 +195,47 @@ function percentile(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 }
 
-/**
- * Judges every listener of a step with listenerHeld (`rates`, `spans`, `lags` index by listener,
- * as a load client reports them; a null lag is none measured) and summarises them.
- */
-export function summarizeListeners(rates: readonly number[], spans: readonly number[], lags: ReadonlyArray<number | null>, bytesPerS: number, minSpanS: number): StepListeners {
-  const out: StepListeners = { held: 0, unmeasured: 0, slow: 0, stalled: 0, rateMin: NaN, rateP1: NaN, rateP50: NaN, lagP50: NaN, lagP99: NaN, lagMax: NaN };
+/** ListenerRate of many listeners as a load client reports them (JSON: index by listener; a null lag is none measured, `late` 1 is a late start). */
+export interface StreamFigures {
+  rates: number[];
+  spans: number[];
+  lags: Array<number | null>;
+  arrivals: number[];
+  late: number[];
+}
+
+/** The figures of `rs` as a report carries them. */
+export function streamFigures(rs: ListenerRate[]): StreamFigures {
+  return {
+    rates: rs.map((r) => r.rate),
+    spans: rs.map((r) => r.spanS),
+    lags: rs.map((r) => (Number.isFinite(r.lagMs) ? Math.round(r.lagMs) : null)),
+    arrivals: rs.map((r) => r.arrivals),
+    late: rs.map((r) => (r.lateStart ? 1 : 0)),
+  };
+}
+
+/** Judges every listener of a step with listenerHeld and summarises them. */
+export function summarizeListeners(figures: StreamFigures, bytesPerS: number, minSpanS: number): StepListeners {
+  const out: StepListeners = { held: 0, unmeasured: 0, unmeasuredLate: 0, slow: 0, stalled: 0, rateMin: NaN, rateP1: NaN, rateP50: NaN, lagP50: NaN, lagP99: NaN, lagMax: NaN, arrivalsP50: NaN, arrivalsMax: NaN };
   const measured: number[] = [];
   const lagged: number[] = [];
+  const arrivals: number[] = [];
+  const { rates, spans, lags } = figures;
   for (let i = 0; i < rates.length; i++) {
-    const r: ListenerRate = { rate: rates[i]!, spanS: spans[i] ?? 0, lagMs: lags[i] ?? NaN };
+    const r: ListenerRate = { rate: rates[i]!, spanS: spans[i] ?? 0, lagMs: lags[i] ?? NaN, arrivals: figures.arrivals[i] ?? 0, lateStart: figures.late[i] === 1 };
     const h = listenerHeld(r, bytesPerS, minSpanS);
     if (h.held) out.held++;
     else out[h.why as 'unmeasured' | 'slow' | 'stalled']++;
-    if (r.rate >= 0 && r.spanS >= minSpanS) measured.push(r.rate);
+    if (h.why === 'unmeasured' && r.lateStart) out.unmeasuredLate++;
+    if (r.rate >= 0 && r.spanS >= minSpanS) {
+      measured.push(r.rate);
+      arrivals.push(r.arrivals);
+    }
     if (Number.isFinite(r.lagMs)) lagged.push(r.lagMs);
   }
+  for (const a of arrivals) if (!(a <= out.arrivalsMax)) out.arrivalsMax = a;
+  out.arrivalsP50 = percentile(arrivals, 50);
   // A loop, not Math.min(...xs): 10⁵ arguments overflow the stack.
   for (const r of measured) if (!(r >= out.rateMin)) out.rateMin = r;
   for (const l of lagged) if (!(l <= out.lagMax)) out.lagMax = l;

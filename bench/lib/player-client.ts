@@ -60,7 +60,7 @@
  */
 import net from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { groupMsFor, ListenerMeter, type ListenerRate } from './listener-rate.js';
+import { groupMsFor, ListenerMeter, streamFigures } from './listener-rate.js';
 
 export type PlayerMode = 'classic' | 'hlsjs-ll' | 'icecast';
 
@@ -142,11 +142,9 @@ export interface PlayerReport {
   spans: number[];
   /** icecast: per listener, the largest lag of the audio received behind the time elapsed since the window's first arrival (ms; null: none measured). */
   lags: Array<number | null>;
-}
-
-/** The per-listener figures of a report from the meters' results (JSON has no NaN: an unmeasured lag is null). */
-function streamFigures(rs: ListenerRate[]): Pick<PlayerReport, 'rates' | 'spans' | 'lags'> {
-  return { rates: rs.map((r) => r.rate), spans: rs.map((r) => r.spanS), lags: rs.map((r) => (Number.isFinite(r.lagMs) ? Math.round(r.lagMs) : null)) };
+  /** icecast: per listener, arrivals begun in the window; and 1 when its first byte came too late to be measured from the window's start. */
+  arrivals: number[];
+  late: number[];
 }
 
 // ── One timer wheel for every listener ──────────────────────────────────────────────────────────

@@ -5,7 +5,7 @@
  * the server feeds at 85 % of real time or leaves without audio for 3 s.
  */
 import { describe, expect, it } from 'vitest';
-import { GROUP_MS, groupMsFor, listenerHeld, MAX_LAG_MS, measureReads, summarizeListeners, type MeterOptions } from '../../../../bench/lib/listener-rate.js';
+import { GROUP_MS, groupMsFor, listenerHeld, MAX_LAG_MS, measureReads, streamFigures, summarizeListeners, type MeterOptions, type StreamFigures } from '../../../../bench/lib/listener-rate.js';
 
 const R = 16_000;
 /** A 10 s window that opens 10 s after the first byte (the connect burst at 0). */
@@ -128,8 +128,16 @@ describe('ListenerMeter and listenerHeld', () => {
 });
 
 describe('summarizeListeners', () => {
-  it('counts each listener of a step by outcome and spreads the figures', () => {
-    const s = summarizeListeners([16_000, 16_100, 13_600, 16_050, -1], [8, 10, 8, 10, 0], [10, 0, 1400, 2500, null], R, MIN_SPAN_S);
-    expect(s).toMatchObject({ held: 2, slow: 1, stalled: 1, unmeasured: 1, rateMin: 13_600, rateP50: 16_050, lagMax: 2500 });
+  it('counts each listener of a step by outcome and spreads the figures, through a report\'s JSON', () => {
+    const rs = [
+      { rate: 16_000, spanS: 8, lagMs: 10, arrivals: 5, lateStart: false },
+      { rate: 16_100, spanS: 10, lagMs: 0, arrivals: 6, lateStart: false },
+      { rate: 13_600, spanS: 8, lagMs: 1400, arrivals: 4, lateStart: false },
+      { rate: 16_050, spanS: 10, lagMs: 2500, arrivals: 400, lateStart: false },
+      { rate: -1, spanS: 0, lagMs: NaN, arrivals: 0, lateStart: false },
+      { rate: 16_000, spanS: 3, lagMs: 0, arrivals: 2, lateStart: true },
+    ];
+    const figures = JSON.parse(JSON.stringify(streamFigures(rs))) as StreamFigures;
+    expect(summarizeListeners(figures, R, MIN_SPAN_S)).toMatchObject({ held: 2, slow: 1, stalled: 1, unmeasured: 2, unmeasuredLate: 1, rateMin: 13_600, rateP50: 16_050, lagMax: 2500, arrivalsP50: 6, arrivalsMax: 400 });
   });
 });
