@@ -359,7 +359,7 @@ function evaluate(
     worst = l.rateMin;
     p50 = l.rateP50;
     p99 = l.rateP1; // the slow end
-    if (l.unmeasured) why.push(`${l.unmeasured} listeners measured for < ${minSpanS} s (${l.unmeasuredLate} of them with a first byte less than 5 s before the window)`);
+    if (l.unmeasured) why.push(`${l.unmeasured} listeners measured for < ${minSpanS} s (${l.unmeasuredLate} of them without a first byte 5 s before the window opened)`);
     if (l.slow) why.push(`${l.slow} listeners below ${MIN_RATE_SHARE * 100} % of ${STREAM_BYTES_PER_S} B/s (slowest ${worst.toFixed(0)})`);
     if (l.stalled) why.push(`${l.stalled} listeners fell more than ${MAX_LAG_MS} ms behind real time (largest lag ${l.lagMax.toFixed(0)} ms)`);
     quality =

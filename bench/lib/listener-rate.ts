@@ -62,7 +62,7 @@ export interface ListenerRate {
   lagMs: number;
   /** Arrivals that began in the window (the first included): about window ÷ 2 s for a server writing 2 s bursts whole. */
   arrivals: number;
-  /** The first byte came less than `settleMs` before the window opened: the listener could not be measured from the window's start. */
+  /** No first byte `settleMs` before the window opened (none at all, or later): the listener could not be measured from the window's start. */
   lateStart: boolean;
 }
 
@@ -171,7 +171,7 @@ export function measureReads(reads: ReadonlyArray<readonly [number, number, bool
 export interface StepListeners {
   held: number;
   unmeasured: number;
-  /** Of the unmeasured: those whose first byte came less than the settling time before the window opened (they started late). */
+  /** Of the unmeasured: those without a first byte the settling time before the window opened (started late, or never). */
   unmeasuredLate: number;
   slow: number;
   stalled: number;
