@@ -19,7 +19,9 @@
  *   the audio received so far never falls behind the time elapsed by more than `X`. The lag is the
  *   largest such shortfall over the window: elapsed time since the first arrival minus the audio
  *   received since it (bytes ÷ the stream's bytes per second), taken just before each read and at
- *   the window's end. Real-time delivery in small pieces stays near 0 (one frame, ~26 ms); 2 s
+ *   the window's end; reads within `groupMs` before that first arrival (a burst's first part,
+ *   read drained) count as received at their read time, and the elapsed time from the earliest
+ *   of them. Real-time delivery in small pieces stays near 0 (one frame, ~26 ms); 2 s
  *   bursts at real time stay near 0 too (each burst arrives as the previous one is used up); a
  *   server that stops for 3 s reaches 3,000 ms, and one at 85 % of real time gains 150 ms a second.
  *
@@ -96,6 +98,10 @@ export class ListenerMeter {
   private credit = 0;
   private lag = -Infinity;
   private arrivals = 0;
+  /** The lag's reference: the window's first arrival, moved back to the earliest read within `groupMs` before it (see `begin`). */
+  private lagFrom = -1;
+  /** Flat [t, n, …] of the reads just before the window's first arrival (only while it has not begun, from `groupMs` before it could). */
+  private recent: number[] = [];
 
   constructor(private readonly o: MeterOptions) {}
 
@@ -114,9 +120,15 @@ export class ListenerMeter {
       // Drained after its arrival's span: it arrived before the next arrival, and counts with it.
       this.pending += n;
     }
-    if (this.t0 >= 0 && now <= to) {
-      this.lag = Math.max(this.lag, now - this.t0 - (this.credit * 1000) / this.o.bytesPerS);
-      this.credit += n;
+    if (this.t0 >= 0) {
+      if (now <= to) {
+        this.lag = Math.max(this.lag, now - this.lagFrom - (this.credit * 1000) / this.o.bytesPerS);
+        this.credit += n;
+      }
+    } else if (now >= from - groupMs && now >= this.firstByteAt + settleMs - groupMs) {
+      const r = this.recent;
+      if (r.length >= 64) r.splice(0, r.length - 32);
+      r.push(now, n);
     }
   }
 
@@ -127,9 +139,19 @@ export class ListenerMeter {
     this.groupCounts = inWindow && !first;
     if (inWindow) this.arrivals++;
     if (first) {
+      // The reads within `groupMs` before it (a burst's first part, read drained after a paced
+      // resume) were in the player's hands too: the lag counts from the earliest of them, with their bytes.
       this.t0 = now;
+      this.lagFrom = now;
       this.credit = 0;
-      this.lag = 0;
+      const r = this.recent;
+      for (let i = 0; i < r.length; i += 2) {
+        if (r[i]! <= now - this.o.groupMs) continue;
+        if (r[i]! < this.lagFrom) this.lagFrom = r[i]!;
+        this.credit += r[i + 1]!;
+      }
+      this.recent = [];
+      this.lag = now - this.lagFrom - (this.credit * 1000) / this.o.bytesPerS;
     } else if (this.groupCounts) {
       this.tLast = now;
       this.sum += this.pending;
@@ -141,7 +163,7 @@ export class ListenerMeter {
   result(): ListenerRate {
     const base = { arrivals: this.arrivals, lateStart: this.firstByteAt < 0 || this.firstByteAt > this.o.from - this.o.settleMs };
     if (this.t0 < 0) return { rate: -1, spanS: 0, lagMs: NaN, ...base };
-    const lagMs = Math.max(this.lag, this.o.to - this.t0 - (this.credit * 1000) / this.o.bytesPerS);
+    const lagMs = Math.max(this.lag, this.o.to - this.lagFrom - (this.credit * 1000) / this.o.bytesPerS);
     if (this.tLast <= this.t0) return { rate: -1, spanS: 0, lagMs, ...base };
     const span = this.tLast - this.t0;
     return { rate: (this.sum * 1000) / span, spanS: span / 1000, lagMs, ...base };

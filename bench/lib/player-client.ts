@@ -17,7 +17,8 @@
  *   resumes a tenth of the stopped sockets every `readMs / 10`. The bytes wait in the kernel's
  *   receive buffer meanwhile (8 KB per 500 ms at 128 kbit/s, far below its size, so the server
  *   never sees back-pressure). After a resume the socket takes what waited (a "drained" read:
- *   those bytes arrived at unknown times since the read before) and keeps reading until the next
+ *   those bytes arrived at unknown times since the read before; a first read later than a pacer
+ *   tick after the resume found nothing waiting and is timed) and keeps reading until the next
  *   read that is not the first after a resume (an arrival, timed when it came), then stops again:
  *   two reads per `readMs` instead of one per write of the server (Icecast writes every MP3
  *   frame, ~38 a second), and a timed arrival per `readMs` for the rate measurement;
@@ -268,7 +269,11 @@ export class ReadPacer {
   private nextSlice = 0;
   private readonly timer: NodeJS.Timeout;
 
+  /** A read this soon after its socket's resume (ms) took what waited in the kernel (a drained read); a later one is a new arrival. */
+  readonly drainMs: number;
+
   constructor(periodMs: number) {
+    this.drainMs = Math.max(10, periodMs / ReadPacer.SLICES);
     this.timer = setInterval(() => this.tick(), Math.max(1, periodMs / ReadPacer.SLICES));
     this.timer.unref();
   }
@@ -373,6 +378,7 @@ export class HttpConn {
   private parked = false;
   /** The next read is the first after a resume; the read being parsed is one. */
   private afterResume = false;
+  private resumedAt = 0;
   private drained = false;
 
   constructor(
@@ -431,9 +437,12 @@ export class HttpConn {
    * (returns false) until the pacer resumes it.
    */
   private sharedRead(buf: Buffer, n: number): boolean {
-    this.drained = this.afterResume;
+    const now = Date.now();
+    // What waited comes in the first read after the resume, at once; a first read that comes later
+    // is bytes that arrived after the resume (nothing had waited), timed like any arrival.
+    this.drained = this.afterResume && now - this.resumedAt < this.shared!.pacer!.drainMs;
     this.afterResume = false;
-    this.data(buf, n);
+    this.data(buf, n, now);
     const pacer = this.shared!.pacer;
     if (!pacer || this.closed || this.drained) return true;
     if (!this.parked) {
@@ -447,6 +456,7 @@ export class HttpConn {
   resumeRead(): void {
     this.parked = false;
     this.afterResume = true;
+    this.resumedAt = Date.now();
     if (!this.closed && !this.sock.destroyed) this.sock.resume();
   }
 
@@ -487,8 +497,8 @@ export class HttpConn {
   }
 
   /** Parses d[0, n) (a read's bytes; with the shared buffer, what follows them is stale). */
-  private data(d: Buffer, n: number): void {
-    this.now = Date.now();
+  private data(d: Buffer, n: number, now = Date.now()): void {
+    this.now = now;
     let i = 0;
     while (i < n && !this.closed) {
       switch (this.st) {

@@ -124,6 +124,11 @@ describe('ListenerMeter and listenerHeld', () => {
     // 2 s bursts whose second half waited for the next resume.
     const b = judge(bursts(2000, 32_000, 700, [[0, 0.5], [450, 0.5]]).map(([t, n]): Read => [t, n, t % 2000 === 1150]), o);
     expect(b).toMatchObject({ held: true, rate: R });
+    // Each burst's first part read drained (it came just as the socket resumed), the rest timed 3 ms later:
+    // the lag counts the first part as received, from when it was read.
+    const c = judge(bursts(2000, 32_000, 700, [[0, 0.875], [3, 0.125]]).map(([t, n]): Read => [t, n, t % 2000 === 700]), o);
+    expect(c).toMatchObject({ held: true, rate: R });
+    expect(c.lagMs).toBeLessThanOrEqual(10);
   });
 });
 
