@@ -17,7 +17,8 @@
  *   resumes a tenth of the stopped sockets every `readMs / 10`. The bytes wait in the kernel's
  *   receive buffer meanwhile (8 KB per 500 ms at 128 kbit/s, far below its size, so the server
  *   never sees back-pressure). After a resume the socket takes what waited (a "drained" read:
- *   those bytes arrived at unknown times since the read before) and keeps reading until the next
+ *   those bytes arrived at unknown times since the read before; a first read later than a pacer
+ *   tick after the resume found nothing waiting and is timed) and keeps reading until the next
  *   read that is not the first after a resume (an arrival, timed when it came), then stops again:
  *   two reads per `readMs` instead of one per write of the server (Icecast writes every MP3
  *   frame, ~38 a second), and a timed arrival per `readMs` for the rate measurement;
@@ -44,7 +45,9 @@
  *   (hls.js `getSkipValue`, src/types/level.ts; rfc8216bis §6.2.5.1), so the server answers its
  *   delta update; `noDelta` leaves it out (a player without delta updates).
  * - `icecast`: one GET of a progressive stream (an Icecast mount, or any endpoint sending a body
- *   until close or chunked), counting body bytes.
+ *   until close or chunked), counting body bytes; every read goes to the listener's
+ *   `ListenerMeter` (bench/lib/listener-rate.ts: the rate over whole arrivals and the lag behind
+ *   real time of the window).
  *
  * With `forwardedFor`, each listener sends `X-Forwarded-For: <its address>` on every request: the
  * client address a trusting server or edge (nginx realip) takes for it, e.g. for countries.
@@ -58,6 +61,7 @@
  */
 import net from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { groupMsFor, ListenerMeter, streamFigures } from './listener-rate.js';
 
 export type PlayerMode = 'classic' | 'hlsjs-ll' | 'icecast';
 
@@ -100,6 +104,8 @@ export interface PlayerConfig {
    * kernel's receive buffer). 0 or absent: read on every arrival.
    */
   readMs?: number;
+  /** `icecast`: the stream's rate (B/s; 16,000 when absent), what each listener's lag is measured against. */
+  streamBytesPerS?: number;
 }
 
 /** What a client process reports (one JSON line on stdout). */
@@ -131,10 +137,15 @@ export interface PlayerReport {
   seen: number[];
   /** Per listener, flat [key, t, …]: when each object's body completed (t: ms from `from`; from 5 s before the window). */
   done: number[][];
-  /** icecast: per listener, body bytes/s between its first and last arrival inside the window (-1: none measured). */
+  /** icecast: per listener, body bytes/s over whole arrivals of the window (bench/lib/listener-rate.ts; -1: none measured). */
   rates: number[];
   /** icecast: per listener, seconds that rate spans. */
   spans: number[];
+  /** icecast: per listener, the largest lag of the audio received behind the time elapsed since the window's first arrival (ms; null: none measured). */
+  lags: Array<number | null>;
+  /** icecast: per listener, arrivals begun in the window; and 1 when its first byte came too late to be measured from the window's start. */
+  arrivals: number[];
+  late: number[];
 }
 
 // ── One timer wheel for every listener ──────────────────────────────────────────────────────────
@@ -258,7 +269,11 @@ export class ReadPacer {
   private nextSlice = 0;
   private readonly timer: NodeJS.Timeout;
 
+  /** A read this soon after its socket's resume (ms) took what waited in the kernel (a drained read); a later one is a new arrival. */
+  readonly drainMs: number;
+
   constructor(periodMs: number) {
+    this.drainMs = Math.max(10, periodMs / ReadPacer.SLICES);
     this.timer = setInterval(() => this.tick(), Math.max(1, periodMs / ReadPacer.SLICES));
     this.timer.unref();
   }
@@ -363,6 +378,7 @@ export class HttpConn {
   private parked = false;
   /** The next read is the first after a resume; the read being parsed is one. */
   private afterResume = false;
+  private resumedAt = 0;
   private drained = false;
 
   constructor(
@@ -421,9 +437,12 @@ export class HttpConn {
    * (returns false) until the pacer resumes it.
    */
   private sharedRead(buf: Buffer, n: number): boolean {
-    this.drained = this.afterResume;
+    const now = Date.now();
+    // What waited comes in the first read after the resume, at once; a first read that comes later
+    // is bytes that arrived after the resume (nothing had waited), timed like any arrival.
+    this.drained = this.afterResume && now - this.resumedAt < this.shared!.pacer!.drainMs;
     this.afterResume = false;
-    this.data(buf, n);
+    this.data(buf, n, now);
     const pacer = this.shared!.pacer;
     if (!pacer || this.closed || this.drained) return true;
     if (!this.parked) {
@@ -437,6 +456,7 @@ export class HttpConn {
   resumeRead(): void {
     this.parked = false;
     this.afterResume = true;
+    this.resumedAt = Date.now();
     if (!this.closed && !this.sock.destroyed) this.sock.resume();
   }
 
@@ -477,8 +497,8 @@ export class HttpConn {
   }
 
   /** Parses d[0, n) (a read's bytes; with the shared buffer, what follows them is stale). */
-  private data(d: Buffer, n: number): void {
-    this.now = Date.now();
+  private data(d: Buffer, n: number, now = Date.now()): void {
+    this.now = now;
     let i = 0;
     while (i < n && !this.closed) {
       switch (this.st) {
@@ -1049,23 +1069,20 @@ class LlListener extends Listener {
   }
 }
 
-/** icecast: one progressive GET, bytes counted. */
+/** icecast: one progressive GET, bytes counted, each read measured (bench/lib/listener-rate.ts). */
 class StreamListener extends Listener {
   private conn: HttpConn | null = null;
-  private firstByteAt = 0;
-  /** Inside the window: first arrival time, bytes after it, last arrival time. */
-  mFirst = 0;
-  mLast = 0;
-  mBytes = 0;
-  /** Bytes after the first arrival read since the last arrival (drained reads): counted once an arrival follows them. */
-  private pending = 0;
+  /** The rate over whole arrivals and the lag of this listener's current connection. */
+  meter: ListenerMeter = this.newMeter();
+
+  private newMeter(): ListenerMeter {
+    const { cfg } = this.run;
+    // The burst-on-connect (Icecast's 64 KB, Skylark's 2–4 s) is not the steady rate: measure from 5 s after the first byte.
+    return new ListenerMeter({ bytesPerS: cfg.streamBytesPerS ?? 16_000, from: cfg.from, to: cfg.to, settleMs: 5000, groupMs: groupMsFor(cfg.readMs ?? 0) });
+  }
 
   start(): void {
-    this.firstByteAt = 0;
-    this.mFirst = 0;
-    this.mLast = 0;
-    this.mBytes = 0;
-    this.pending = 0;
+    this.meter = this.newMeter();
     this.conn = this.connect(
       () =>
         this.conn!.send(this.entryReq, false, (st) => {
@@ -1074,7 +1091,7 @@ class StreamListener extends Listener {
         }),
       true,
     );
-    this.conn.onBytes = (n, now, drained) => this.bytes(n, now, drained);
+    this.conn.onBytes = (n, now, drained) => this.meter.read(now, n, drained);
     this.conn.progressive = true;
   }
 
@@ -1083,30 +1100,6 @@ class StreamListener extends Listener {
   }
 
   wake(): void {}
-
-  /**
-   * The rate is the bytes that arrived after the window's first arrival up to its last, over the
-   * time between them. Only arrivals (reads that are not `drained`) are timed: a drained read's
-   * bytes (paced reads: what waited since the read before) came at unknown times, so they start
-   * nothing, and count only once an arrival follows them. Without pacing every read is an arrival.
-   */
-  private bytes(n: number, now: number, drained: boolean): void {
-    if (this.firstByteAt === 0) this.firstByteAt = now;
-    // The burst-on-connect (Icecast's 64 KB) is not the steady rate: measure from 5 s after the first byte.
-    if (now < this.run.cfg.from || now > this.run.cfg.to || now < this.firstByteAt + 5000) return;
-    if (this.mFirst === 0) {
-      if (!drained) this.mFirst = now;
-      return;
-    }
-    // Not the rest of the first arrival's read: a chunked stream's read brings many chunks, each heard here with the same `now`.
-    if (now <= this.mFirst) return;
-    this.pending += n;
-    if (!drained) {
-      this.mBytes += this.pending;
-      this.pending = 0;
-      this.mLast = now;
-    }
-  }
 }
 
 /** A Timed that starts a listener at its arrival time (waits while too many connects are in flight). */
@@ -1187,8 +1180,7 @@ export class PlayerRun {
       targetMs: this.run.targetMs,
       seen,
       done: cfg.mode === 'icecast' ? [] : this.all.map((l) => l.done),
-      rates: cfg.mode === 'icecast' ? streams.map((l) => (l.mLast > l.mFirst ? (l.mBytes * 1000) / (l.mLast - l.mFirst) : -1)) : [],
-      spans: cfg.mode === 'icecast' ? streams.map((l) => (l.mLast > l.mFirst ? (l.mLast - l.mFirst) / 1000 : 0)) : [],
+      ...streamFigures(cfg.mode === 'icecast' ? streams.map((l) => l.meter.result()) : []),
     };
   }
 
