@@ -250,7 +250,7 @@ function goalFdLimit(steps: PlayerStep[], failures: Failure[]): GoalRow[] {
     note: [note, peerNote].filter(Boolean).join('; '),
   });
   return [
-    row(measures[0]!, heldValue(s), p ? heldValue(p) : undefined, s.held, `players.bench, modes listen and icecast; ${s.held ? 'held' : `NOT held: ${Number.isFinite(s.alive) ? count(s.alive) : '?'} alive`}; listeners held with every one at ≥ 95 % of 16,000 B/s`),
+    row(measures[0]!, heldValue(s), p ? heldValue(p) : undefined, s.held, `players.bench, modes listen and icecast; ${s.held ? 'held' : `NOT held: ${Number.isFinite(s.alive) ? count(s.alive) : '?'} alive`}; listeners held with every one at ≥ 95 % of 16,000 B/s over whole arrivals and never more than 1 s behind real time (bench/lib/listener-rate.ts)`),
     row(measures[1]!, s.usPerListenerS, p?.usPerListenerS, null, 'server CPU above idle ÷ listener-seconds'),
     row(measures[2]!, s.rssMb, p?.rssMb, null, `VmRSS at the window's end; over idle: Skylark +${Number.isFinite(s.rssDeltaMb) ? s.rssDeltaMb : '?'} MB${p ? `, icecast2 +${Number.isFinite(p.rssDeltaMb) ? p.rssDeltaMb : '?'} MB` : ''}`),
   ];
