@@ -11,6 +11,7 @@ import type { ChildProcess } from 'node:child_process';
 import { startInProcess, type TestServer } from '../helpers/server.js';
 import { exited } from '../helpers/publish.js';
 import { liveHls } from '../helpers/live-hls.js';
+import { parseResponses } from '../helpers/http-responses.js';
 import { httpFrontCounts } from '../../src/live/native/http-front.js';
 
 let t: TestServer;
@@ -36,26 +37,6 @@ afterAll(async () => {
   await t?.close();
 });
 
-interface Parsed {
-  status: number;
-  headers: Map<string, string>;
-  body: Buffer;
-}
-/** Splits `data` into HTTP/1.1 responses framed by Content-Length (`head`: bodies are not sent). */
-function parseResponses(data: Buffer, head = false): Parsed[] {
-  const out: Parsed[] = [];
-  let at = 0;
-  while (at < data.length) {
-    const end = data.indexOf('\r\n\r\n', at);
-    if (end < 0) throw new Error(`a response head is cut short at byte ${at}`);
-    const lines = data.subarray(at, end).toString('latin1').split('\r\n');
-    const headers = new Map(lines.slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()] as const));
-    const length = head ? 0 : Number(headers.get('content-length'));
-    out.push({ status: Number(lines[0]!.split(' ')[1]), headers, body: data.subarray(end + 4, end + 4 + length) });
-    at = end + 4 + length;
-  }
-  return out;
-}
 /** Sends `request` on a new connection, waits `pauseMs` before reading anything, then reads until `enough(bytes)`. */
 function exchange(request: string, enough: (b: Buffer) => boolean, pauseMs = 0): Promise<Buffer> {
   return new Promise((resolve, reject) => {

@@ -12,6 +12,7 @@ import type { ChildProcess } from 'node:child_process';
 import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 import { liveHls } from '../helpers/live-hls.js';
+import { parseResponses, type ParsedResponse } from '../helpers/http-responses.js';
 import { httpFrontCounts } from '../../src/live/native/http-front.js';
 
 let t: TestServer;
@@ -37,28 +38,6 @@ afterAll(async () => {
   await t?.close();
 });
 
-interface Parsed {
-  status: number;
-  headers: Map<string, string>;
-  body: Buffer;
-}
-/** Splits `data` into HTTP/1.1 responses framed by Content-Length (`head`: no bodies). */
-function parseResponses(data: Buffer, head = false): Parsed[] {
-  const out: Parsed[] = [];
-  let at = 0;
-  while (at < data.length) {
-    const end = data.indexOf('\r\n\r\n', at);
-    if (end < 0) break;
-    const lines = data.subarray(at, end).toString('latin1').split('\r\n');
-    const headers = new Map(lines.slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()] as const));
-    const length = head ? 0 : Number(headers.get('content-length'));
-    if (end + 4 + length > data.length) break;
-    out.push({ status: Number(lines[0]!.split(' ')[1]), headers, body: data.subarray(end + 4, end + 4 + length) });
-    at = end + 4 + length;
-  }
-  return out;
-}
-
 /** A keep-alive connection that sends requests and reads whole responses in order. */
 class Conn {
   private readonly s: net.Socket;
@@ -81,7 +60,7 @@ class Conn {
     this.s.write(raw);
   }
   /** The next `n` responses (rejects when the connection closes first). */
-  async responses(n: number, head = false): Promise<Parsed[]> {
+  async responses(n: number, head = false): Promise<ParsedResponse[]> {
     const deadline = Date.now() + 15_000;
     for (;;) {
       const got = parseResponses(this.buf, head);
