@@ -22,6 +22,7 @@ import { installHttpFront } from './live/native/http-front.js';
 import type { Publishing } from './live/ingest/publishing.js';
 import type { AccountsService } from './control/services/accounts.js';
 import type { EdgeLogReceiver } from './delivery/listeners/edge-log.js';
+import { assertPortFree } from './base/http/port-probe.js';
 import { freePort, privateSocketPath, type RunningThreads, type ThreadCounts, type WatchedMediaRegistry } from './delivery/threads/index.js';
 export { stopAllHttpThreads } from './delivery/threads/index.js';
 import { buildBase, type Base } from './app/base.js';
@@ -163,6 +164,10 @@ async function listenAll(b: Built): Promise<Bound> {
   const socket = privateSocketPath();
   const http10 = new Http10Front({ socketPath: socket.socketPath, maxConnections: config.limits.listenMaxConnections, log: log.child('http10') });
   try {
+    // One server per port: another process on any of them stops this start (docs/behaviour.md §1).
+    await assertPortFree('HTTP', config.httpHost, config.httpPort);
+    await assertPortFree('RTMP', config.rtmpHost, config.rtmpPort);
+    await assertPortFree('Icecast', config.icecastHost, config.icecastPort);
     const httpPort = await listenHttp(http, config.httpHost, config.httpPort, config.httpThreads > 1);
     await http.listenUnix(socket.socketPath);
     http10.attach(httpPort);

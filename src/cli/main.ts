@@ -13,6 +13,7 @@ import { openDatabase } from '../base/db/database.js';
 import { AccountsRepo } from '../base/db/accounts-repo.js';
 import { AccountsService, REGIONS, type Region } from '../control/services/accounts.js';
 import { createLogger, type Logger } from '../base/logger.js';
+import { PortInUseError } from '../base/http/port-probe.js';
 import { startServer, stopAllHttpThreads, type RunningServer } from '../main.js';
 import { OAuthRepo } from '../base/db/oauth-repo.js';
 import { OAuthClients } from '../control/oauth/clients.js';
@@ -78,6 +79,10 @@ export async function main(argv: string[]): Promise<number> {
     if (e instanceof ConfigError || (e instanceof TypeError && (e as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS'))) {
       process.stderr.write(`skylark: ${e.message}\n`);
       return 2;
+    }
+    if (e instanceof PortInUseError) {
+      process.stderr.write(`skylark: ${e.message}\n`);
+      return 1;
     }
     throw e;
   }

@@ -135,6 +135,8 @@ export interface CliServer {
   child: ChildProcess;
   http: string;
   rtmp: string;
+  /** The Icecast port's URL (http://host:port). */
+  icecast: string;
   stderr: () => string;
   stop(): Promise<void>;
 }
@@ -170,11 +172,12 @@ export async function startCli(dataDir: string, env: Record<string, string> = {}
     rl.once('line', resolve);
     child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${err}`)));
   });
-  const listening = JSON.parse(line) as { event: string; http: string; rtmp: string };
+  const listening = JSON.parse(line) as { event: string; http: string; rtmp: string; icecast: string };
   return {
     child,
     http: listening.http,
     rtmp: listening.rtmp,
+    icecast: listening.icecast,
     stderr: () => err,
     stop: () =>
       new Promise((resolve) => {
