@@ -5,6 +5,7 @@
  * synchronously inside uWS's own cork (a deferred raw answer corks around it). Nothing here throws
  * into uWS: a reply that cannot be serialized answers 500.
  */
+import { STATUS_CODES } from 'node:http';
 import type uWS from 'uWebSockets.js';
 import { ApiError, internalError } from '../errors/errors.js';
 import type { Logger } from '../logger.js';
@@ -71,8 +72,8 @@ const STATUS_TEXT: Record<number, string> = {
   415: '415 Unsupported Media Type', 429: '429 Too Many Requests', 500: '500 Internal Server Error', 503: '503 Service Unavailable',
   507: '507 Insufficient Storage',
 };
-/** `200` → `'200 OK'`. */
-export const statusLine = (s: number) => STATUS_TEXT[s] ?? `${s} Status`;
+/** `200` → `'200 OK'`; a status outside the table gets its RFC 9110 §15 reason phrase from Node's table (`303` → `'303 See Other'`). */
+export const statusLine = (s: number) => STATUS_TEXT[s] ?? `${s} ${STATUS_CODES[s] ?? 'Unknown'}`;
 
 const STATUS_BYTES = new Map<number, Buffer>();
 /** `statusLine(s)` as bytes, encoded once per status. */

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import Sqlite from 'better-sqlite3';
-import { toApiError } from '../../../../src/base/http/reply.js';
+import { statusLine, toApiError } from '../../../../src/base/http/reply.js';
 import { ApiError } from '../../../../src/base/errors/errors.js';
 
 function logged() {
@@ -48,5 +48,20 @@ describe('toApiError', () => {
   it('an ApiError is answered as it is', () => {
     const own = new ApiError('stream_ended', 'ended');
     expect(toApiError(own, 'req_4', undefined)).toBe(own);
+  });
+});
+
+describe('statusLine', () => {
+  it.each([
+    [200, '200 OK'],
+    [301, '301 Moved Permanently'],
+    [302, '302 Found'],
+    [303, '303 See Other'],
+    [307, '307 Temporary Redirect'],
+    [308, '308 Permanent Redirect'],
+    [416, '416 Range Not Satisfiable'],
+    [599, '599 Unknown'],
+  ])('%i → %s (RFC 9110 §15 reason phrases, never "Status")', (status, line) => {
+    expect(statusLine(status)).toBe(line);
   });
 });
