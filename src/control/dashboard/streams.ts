@@ -448,11 +448,14 @@ function deleteStream(d: StreamPagesDeps, r: DashRequest): WebReply {
   return r.redirect('/dashboard/streams', { notice: `Stream “${s.title}” deleted.` });
 }
 
-/** Seconds → `3 min 12 s`. */
+/** Seconds → `3 min 12 s` (rounded to the whole second first, so 119.6 s is `2 min 0 s`; an hour or more: `1 h 2 min`). */
 export function formatDuration(s: number): string {
   if (!Number.isFinite(s) || s <= 0) return '0 s';
-  const m = Math.floor(s / 60);
-  const r = Math.round(s % 60);
+  const whole = Math.round(s);
+  const h = Math.floor(whole / 3600);
+  const m = Math.floor((whole % 3600) / 60);
+  const r = whole % 60;
+  if (h > 0) return `${h} h ${m} min`;
   return m > 0 ? `${m} min ${r} s` : `${r} s`;
 }
 
