@@ -27,7 +27,9 @@ const HTML_HEADERS = {
   'Cache-Control': 'no-store',
   'X-Frame-Options': 'DENY',
   'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
-  'Referrer-Policy': 'no-referrer',
+  // same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` on the page's own
+  // form posts (docs/behaviour.md §7 "OAuth"); the authorize URL still never leaves the origin.
+  'Referrer-Policy': 'same-origin',
   'X-Content-Type-Options': 'nosniff',
 };
 
@@ -131,7 +133,9 @@ async function postAuthorize(d: OAuthDeps, req: WebRequest): Promise<WebReply> {
   const refused = limited(d, req, headers, true);
   if (refused) return refused;
   const expected = new URL(d.urls().authUrl).origin;
-  if (req.headers.origin && req.headers.origin !== expected) {
+  // `Origin: null` (a browser under a no-referrer policy, or a privacy setting) proves nothing either
+  // way: the form's CSRF token, bound to the session cookie, decides as when no Origin is sent.
+  if (req.headers.origin && req.headers.origin !== 'null' && req.headers.origin !== expected) {
     return html(403, errorPage('Request refused', 'The form was sent from another site.'), headers);
   }
   if (!isForm(req)) return html(400, errorPage('Bad request', 'The form must be sent as application/x-www-form-urlencoded.'), headers);
