@@ -33,6 +33,7 @@ const PASSWORD = 'correct horse battery staple';
 let t: TestServer;
 let browser: BrowserContext;
 let page: Page;
+const cspViolations: string[] = [];
 let profile: string;
 let accountId: string;
 /** A secret key of the owner's account (the API beside the dashboard). */
@@ -71,6 +72,10 @@ beforeAll(async () => {
   });
   page = browser.pages()[0] ?? (await browser.newPage());
   page.setDefaultTimeout(15_000);
+  // Every Content-Security-Policy refusal the pages cause (the player's hls.js included).
+  page.on('console', (m) => {
+    if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
+  });
 });
 
 afterAll(async () => {
@@ -268,6 +273,7 @@ describe('dashboard', () => {
     await page.goto(`${t.http}/dashboard/streams`);
     expect(await page.locator('tbody tr', { hasText: 'Late Night Jazz' }).locator('.badge').textContent()).toMatch(/live|ended/);
     await shoot('streams');
+    expect(cspViolations).toEqual([]);
   }, 120_000);
 
   it('adds a webhook endpoint, sends a test event and shows every attempt; redelivers an undelivered one', async () => {

@@ -73,7 +73,7 @@ export function htmlHeaders(urls: PublicUrls): Record<string, string> {
     'Referrer-Policy': 'same-origin',
     'Content-Security-Policy':
       `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self' ${origins}; ` +
-      `media-src 'self' blob: ${origins}; worker-src 'self' blob:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+      `media-src 'self' blob: data: ${origins}; worker-src 'self' blob:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
   };
 }
 
