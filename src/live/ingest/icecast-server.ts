@@ -255,7 +255,10 @@ export class IcecastServer {
     const m = STREAM_PATH.exec(url.pathname);
     const creds = basicCredentials(head.headers.get('authorization'));
     const refuse = (reason: string) => {
-      this.log.warn('icecast source refused', { remote, reason });
+      // libshout's first try carries no credentials and expects this 401 (the protocol's normal first
+      // step, RFC 9110 §11.6.1): only a refusal of credentials that were sent is a warning.
+      if (head.headers.get('authorization') === undefined) this.log.debug('icecast source asked for credentials', { remote, reason });
+      else this.log.warn('icecast source refused', { remote, reason });
       this.answer(conn, response('401 Unauthorized', { 'WWW-Authenticate': 'Basic realm="Icecast2 Server"' }, 'Authentication required: user "source", the stream key as password.\n'));
     };
     if (!m) return refuse(`unknown mount '${url.pathname.slice(0, 80)}'`);
