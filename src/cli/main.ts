@@ -480,7 +480,8 @@ function systemdUnitCommand(args: string[]): number {
     strict: true,
   });
   // The service's own environment is not this shell's: only the file and the flags count.
-  const file = values.config ? readConfigFile(values.config) : undefined;
+  const configPath = values.config || process.env.SKYLARK_CONFIG;
+  const file = configPath ? readConfigFile(configPath) : undefined;
   const flags = { 'data-dir': values['data-dir'] ?? file?.values['data-dir'] ?? '/var/lib/skylark' };
   const config = loadConfig({}, file ? flagsWithConfigFile(file, {}, flags) : flags);
   const ports = [config.httpPort, config.rtmpPort, config.icecastPort, config.edgeLogPort ?? 0];
