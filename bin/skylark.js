@@ -2,7 +2,7 @@
 // The `skylark` command. Runs the compiled CLI in dist/, which `npm ci` builds (the `prepare`
 // script; `npm start` and `npm test` rebuild it), and exits with the code the command resolves to.
 import v8 from 'node:v8';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 // V8's young generation (docs/configuration.md `SKYLARK_YOUNG_GENERATION`), first, before the CLI
@@ -13,8 +13,25 @@ import { fileURLToPath } from 'node:url';
 // listener's memory goes"): the hard maximum is node's own `--max-semi-space-size`. The choice is
 // left in the environment for the HTTP worker threads (src/delivery/threads/threads.ts, a hard
 // maximum there); src/base/config.ts validates it.
-const flagAt = process.argv.findIndex((a) => a === '--young-generation' || a.startsWith('--young-generation='));
-const young = flagAt < 0 ? (process.env.SKYLARK_YOUNG_GENERATION ?? 'small') : process.argv[flagAt].includes('=') ? process.argv[flagAt].slice(process.argv[flagAt].indexOf('=') + 1) : (process.argv[flagAt + 1] ?? '');
+// Flag, then environment, then the configuration file (`--config` / SKYLARK_CONFIG, docs/configuration.md
+// "Configuration file"; a file the CLI will refuse is passed over here).
+const flagValue = (name) => {
+  const at = process.argv.findIndex((a) => a === name || a.startsWith(`${name}=`));
+  if (at < 0) return undefined;
+  return process.argv[at].includes('=') ? process.argv[at].slice(process.argv[at].indexOf('=') + 1) : (process.argv[at + 1] ?? '');
+};
+const fromConfigFile = async () => {
+  const file = flagValue('--config') || process.env.SKYLARK_CONFIG;
+  if (!file) return undefined;
+  try {
+    const { parse } = await import('smol-toml');
+    const value = parse(readFileSync(file, 'utf8'))['young-generation'];
+    return typeof value === 'string' ? value : undefined;
+  } catch {
+    return undefined;
+  }
+};
+const young = flagValue('--young-generation') ?? process.env.SKYLARK_YOUNG_GENERATION ?? (await fromConfigFile()) ?? 'small';
 process.env.SKYLARK_YOUNG_GENERATION = young;
 // A maximum given to node itself (`node --max-semi-space-size=N`, NODE_OPTIONS) is kept as it is.
 const explicit = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((a) => /^--max[-_]semi[-_]space[-_]size/.test(a));

@@ -29,6 +29,11 @@
  *   receiver counts no line without it (src/delivery/listeners/edge-log.ts).
  * - The optional access log file (`--access-log`) writes the path and only the `_HLS_msn` /
  *   `_HLS_part` of the query: never a listener token (`token=`) or session id (`sid=`).
+ * - TLS (`--tls-cert`, `--tls-key`): the edge listens with `ssl` on `--listen` and speaks HTTP/2
+ *   (RFC 9113, negotiated by ALPN, RFC 7301) besides HTTP/1.1: Safari plays LL-HLS only over
+ *   HTTP/2. nginx turns HTTP/2 on with `http2 on;` from 1.25.1 and with `listen … http2` before
+ *   (Debian 12 ships 1.22), so the form follows `nginxVersion` (`nginx -v`); unknown, the older
+ *   form, which newer nginx still takes (with a deprecation warning).
  */
 import path from 'node:path';
 import { chmodSync, mkdirSync } from 'node:fs';
@@ -61,6 +66,11 @@ export interface EdgeConfigOptions {
   cacheMaxSize?: string | undefined;
   /** Also write every request, with its cache status and upstream address, to this file. */
   accessLog?: string | undefined;
+  /** TLS on `listen`: the certificate chain (PEM) and its private key; both or neither. */
+  tlsCert?: string | undefined;
+  tlsKey?: string | undefined;
+  /** The nginx that runs the file (`1.22.1`): decides how HTTP/2 is turned on; unknown = before 1.25.1. */
+  nginxVersion?: string | undefined;
 }
 
 /** Thrown for an option nginx could not take as given; the message names it. */
@@ -107,6 +117,8 @@ interface EdgeSettings {
   maxSize: string;
   accessLog: string | null;
   scheme: 'http' | 'https';
+  /** The edge's own TLS (absolute paths) and whether its nginx takes `http2 on;` (≥ 1.25.1); null: plain HTTP. */
+  edgeTls: { cert: string; key: string; http2Directive: boolean } | null;
 }
 
 /**
@@ -136,7 +148,40 @@ function edgeSettings(o: EdgeConfigOptions): EdgeSettings {
   const maxSize = o.cacheMaxSize ?? '2g';
   if (!/^\d{1,9}[kKmMgG]?$/.test(maxSize)) throw new EdgeConfigError(`--cache-max-size must be an nginx size such as 2g (got '${maxSize}')`);
   const accessLog = o.accessLog ? safePath(o.accessLog, '--access-log') : null;
-  return { origin, tls, upstream, listen, dir, logTo, trusted, maxSize, accessLog, scheme: tls ? 'https' : 'http' };
+  return { origin, tls, upstream, listen, dir, logTo, trusted, maxSize, accessLog, scheme: tls ? 'https' : 'http', edgeTls: edgeTls(o) };
+}
+
+/**
+ * The edge's TLS settings of `o`, or null without `--tls-cert`/`--tls-key`.
+ * @throws EdgeConfigError when only one of them is given, a path is not config-safe, or
+ *   `--nginx-version` is not a version
+ */
+function edgeTls(o: EdgeConfigOptions): EdgeSettings['edgeTls'] {
+  if (o.tlsCert === undefined && o.tlsKey === undefined) return null;
+  if (!o.tlsCert || !o.tlsKey) throw new EdgeConfigError('--tls-cert and --tls-key go together');
+  const v = o.nginxVersion === undefined ? null : /^(\d+)\.(\d+)\.(\d+)$/.exec(o.nginxVersion.trim());
+  if (o.nginxVersion !== undefined && !v) throw new EdgeConfigError(`--nginx-version must be a version such as 1.22.1 (got '${o.nginxVersion}')`);
+  const [major, minor, patch] = v ? v.slice(1).map(Number) : [0, 0, 0];
+  const http2Directive = major! > 1 || (major === 1 && (minor! > 25 || (minor === 25 && patch! >= 1)));
+  return { cert: safePath(o.tlsCert, '--tls-cert'), key: safePath(o.tlsKey, '--tls-key'), http2Directive };
+}
+
+/** The `listen` directive of the server block, and with TLS the certificate and HTTP/2 directives. */
+function listenLines(s: EdgeSettings): string {
+  const at = `${s.listen.host}:${s.listen.port}`;
+  const t = s.edgeTls;
+  if (!t) return `listen ${at} backlog=4096;`;
+  return [
+    t.http2Directive ? `listen ${at} ssl backlog=4096;` : `listen ${at} ssl http2 backlog=4096;`,
+    ...(t.http2Directive ? ['http2 on;'] : []),
+    '# HTTP/2 (ALPN h2) and HTTP/1.1 over TLS: Safari plays LL-HLS only over HTTP/2.',
+    `ssl_certificate ${t.cert};`,
+    `ssl_certificate_key ${t.key};`,
+    'ssl_protocols TLSv1.2 TLSv1.3;',
+    'ssl_session_cache shared:skylark_tls:10m;',
+    'ssl_session_timeout 1d;',
+    'ssl_session_tickets off;',
+  ].join('\n        ');
 }
 
 /** The cache directives shared by the media object and media playlist locations (the lock, the token bypass). */
@@ -266,7 +311,7 @@ function serverBlock(s: EdgeSettings): string {
     : '# (no --log-to: the origin counts only the listeners whose requests reach it)';
   const fileLog = s.accessLog ? `access_log ${s.accessLog} skylark_edge_file;` : '';
   return `    server {
-        listen ${s.listen.host}:${s.listen.port} backlog=4096;
+        ${listenLines(s)}
 
         proxy_http_version 1.1;
         proxy_set_header Connection "";

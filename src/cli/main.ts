@@ -1,14 +1,18 @@
 /**
  * The `skylark` command line (docs/behaviour.md §1, §9, §12): `serve`, `accounts create|set-login`,
- * `keys list|create|roll|revoke`, `oauth-clients create`, `edge-config`.
+ * `keys list|create|roll|revoke`, `oauth-clients create`, `edge-config`, `systemd-unit`.
  * Arguments are parsed by node:util parseArgs; every command takes `--data-dir` (or SKYLARK_DATA_DIR)
- * and works while `serve` runs on the same data dir. `main` resolves to the exit code; bin/skylark.js
+ * and `--config FILE` (or SKYLARK_CONFIG; docs/configuration.md "Configuration file") and works
+ * while `serve` runs on the same data dir. `main` resolves to the exit code; bin/skylark.js
  * exits with it.
  */
 import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { constants as osConstants } from 'node:os';
-import { loadConfig, ALL_ENV_NAMES, ConfigError } from '../base/config.js';
+import { fileURLToPath } from 'node:url';
+import { spawnSync } from 'node:child_process';
+import { loadConfig, ALL_ENV_NAMES, ConfigError, type Config } from '../base/config.js';
+import { flagsWithConfigFile, readConfigFile } from '../base/config-file.js';
 import { openDatabase } from '../base/db/database.js';
 import { AccountsRepo } from '../base/db/accounts-repo.js';
 import { AccountsService, REGIONS, type Region } from '../control/services/accounts.js';
@@ -19,13 +23,16 @@ import { OAuthRepo } from '../base/db/oauth-repo.js';
 import { OAuthClients } from '../control/oauth/clients.js';
 import { PasswordInputError, readPassword } from './password.js';
 import { EdgeConfigError, makeEdgeDirs, nginxEdgeConfig } from './edge-config.js';
+import { SystemdUnitError, systemdUnit } from './systemd-unit.js';
 import { loadNodeSecret } from '../base/auth/secrets.js';
 import { edgeLogSecretOf } from '../delivery/listeners/edge-log.js';
 
 const USAGE = `usage: skylark <command> [options]
 
 commands:
-  serve                              run the server (HTTP API + HLS, RTMP ingest)
+  serve [--config FILE]              run the server (HTTP API + HLS, RTMP ingest); FILE (or
+                                     SKYLARK_CONFIG) is a TOML file of the serve options below
+                                     (http-port = 8080); flags, then environment, win over it
   accounts create --name N --plan free|paid [--region eu-west-1|ap-southeast-1]
                   [--email E --password P] [--json]
   accounts set-login --account ACCT --email E [--json]
@@ -40,14 +47,21 @@ commands:
   edge-config --origin URL --listen HOST:PORT --cache-dir DIR [--log-to HOST:PORT]
               [--trust-forwarded-from CIDR …] [--user USER] [--cache-max-size 2g]
               [--access-log FILE] [--no-mkdir]
+              [--tls-cert PEM --tls-key PEM [--nginx-version 1.22.1]]
                   prints an nginx.conf for a caching edge in front of this origin
                   (run it with: nginx -c FILE) and creates the folders it names
                   under --cache-dir (not with --no-mkdir); --log-to is the origin's
                   edge log receiver (SKYLARK_EDGE_LOG_HOST:SKYLARK_EDGE_LOG_PORT):
                   its lines carry the origin's edge-log secret, so run it with the
-                  origin's --data-dir (or its SKYLARK_EDGE_LOG_SECRET)
+                  origin's --data-dir (or its SKYLARK_EDGE_LOG_SECRET); with --tls-cert
+                  and --tls-key it listens with TLS and HTTP/2 (the form of the nginx
+                  found here, nginx -v, or of --nginx-version)
+  systemd-unit [--user skylark] [--data-dir /var/lib/skylark] [--config FILE]
+                  prints a hardened systemd service unit that runs serve as USER
+                  with the data dir as its only writable path (docs/deploy.md)
 
-options for every command: --data-dir DIR (SKYLARK_DATA_DIR, default ./data)
+options for every command: --data-dir DIR (SKYLARK_DATA_DIR, default ./data),
+  --config FILE (SKYLARK_CONFIG)
 serve stops gracefully on SIGTERM or SIGINT (within --shutdown-timeout-ms, then exit 0);
 a second signal exits at once.
 serve options (each also an environment variable): ${Object.entries(ALL_ENV_NAMES)
@@ -58,6 +72,18 @@ serve options (each also an environment variable): ${Object.entries(ALL_ENV_NAME
 const CONFIG_FLAGS = Object.fromEntries(
   Object.keys(ALL_ENV_NAMES).map((k) => [k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`), { type: 'string' as const }]),
 );
+
+/**
+ * The configuration from the flags in `values`, the environment and the configuration file
+ * (`values.config`, else SKYLARK_CONFIG), in that order of precedence.
+ * @throws ConfigError naming the flag, variable, or file, line and key at fault
+ */
+function settings(values: Record<string, unknown>): Config {
+  const flags: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries(values)) if (k !== 'config' && typeof v === 'string') flags[k] = v;
+  const file = (values.config as string | undefined) || process.env.SKYLARK_CONFIG;
+  return loadConfig(process.env, file ? flagsWithConfigFile(readConfigFile(file), process.env, flags) : flags);
+}
 
 /** Runs the CLI with `argv` (without node and script); resolves to the exit code. */
 export async function main(argv: string[]): Promise<number> {
@@ -73,6 +99,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'keys' && sub && ['list', 'create', 'roll', 'revoke'].includes(sub)) return keys(sub, argv.slice(2));
     if (command === 'oauth-clients' && sub === 'create') return oauthClientsCreate(argv.slice(2));
     if (command === 'edge-config') return edgeConfig(argv.slice(1));
+    if (command === 'systemd-unit') return systemdUnitCommand(argv.slice(1));
     process.stderr.write(`skylark: unknown command '${argv.slice(0, 2).join(' ')}'\n${USAGE}`);
     return 2;
   } catch (e) {
@@ -95,8 +122,8 @@ export async function main(argv: string[]): Promise<number> {
  * longer than that; a second signal during the stop exits at once with 128 + its number.
  */
 async function serve(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { ...CONFIG_FLAGS }, strict: true });
-  const config = loadConfig(process.env, values as Record<string, string | undefined>);
+  const { values } = parseArgs({ args, options: { ...CONFIG_FLAGS, config: { type: 'string' } }, strict: true });
+  const config = settings(values);
   const log = createLogger(config.logLevel);
   // Listening for the signal before starting: a supervisor may send it as soon as it reads the
   // listening line, or even during the start (the server then stops once it has started).
@@ -195,8 +222,8 @@ function shellQuote(s: string): string {
   return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-function dataDirOf(values: { 'data-dir'?: string | undefined }): string {
-  return loadConfig(process.env, { 'data-dir': values['data-dir'] }).dataDir;
+function dataDirOf(values: { 'data-dir'?: string | undefined; config?: string | undefined }): string {
+  return settings({ 'data-dir': values['data-dir'], config: values.config }).dataDir;
 }
 
 async function accountsCreate(args: string[]): Promise<number> {
@@ -210,6 +237,7 @@ async function accountsCreate(args: string[]): Promise<number> {
       password: { type: 'string' },
       json: { type: 'boolean', default: false },
       'data-dir': { type: 'string' },
+      config: { type: 'string' },
     },
     strict: true,
   });
@@ -243,6 +271,7 @@ async function accountsSetLogin(args: string[]): Promise<number> {
       email: { type: 'string' },
       json: { type: 'boolean', default: false },
       'data-dir': { type: 'string' },
+      config: { type: 'string' },
     },
     strict: true,
   });
@@ -291,6 +320,7 @@ function keys(sub: string, args: string[]): number {
       key: { type: 'string' },
       json: { type: 'boolean', default: false },
       'data-dir': { type: 'string' },
+      config: { type: 'string' },
     },
     strict: true,
   });
@@ -342,6 +372,7 @@ function oauthClientsCreate(args: string[]): number {
       account: { type: 'string' },
       json: { type: 'boolean', default: false },
       'data-dir': { type: 'string' },
+      config: { type: 'string' },
     },
     strict: true,
   });
@@ -391,7 +422,11 @@ function edgeConfig(args: string[]): number {
       'cache-max-size': { type: 'string' },
       'access-log': { type: 'string' },
       'data-dir': { type: 'string' },
+      config: { type: 'string' },
       'no-mkdir': { type: 'boolean' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
+      'nginx-version': { type: 'string' },
     },
     strict: true,
   });
@@ -399,7 +434,7 @@ function edgeConfig(args: string[]): number {
   // The origin's edge-log secret: its SKYLARK_EDGE_LOG_SECRET, else the one derived from its data dir.
   let logSecret: string | undefined;
   if (values['log-to']) {
-    const config = loadConfig(process.env, { 'data-dir': values['data-dir'] });
+    const config = settings({ 'data-dir': values['data-dir'], config: values.config });
     logSecret = config.edgeLogSecret ?? edgeLogSecretOf(loadNodeSecret(config.dataDir));
   }
   try {
@@ -413,6 +448,9 @@ function edgeConfig(args: string[]): number {
       user: values.user,
       cacheMaxSize: values['cache-max-size'],
       accessLog: values['access-log'],
+      tlsCert: values['tls-cert'],
+      tlsKey: values['tls-key'],
+      nginxVersion: values['nginx-version'] ?? (values['tls-cert'] ? installedNginxVersion() : undefined),
     };
     const text = nginxEdgeConfig(options);
     if (!values['no-mkdir']) makeEdgeDirs(options);
@@ -420,6 +458,44 @@ function edgeConfig(args: string[]): number {
     return 0;
   } catch (e) {
     if (e instanceof EdgeConfigError) throw new ConfigError(e.message);
+    throw e;
+  }
+}
+
+/** The version of the nginx on this machine (`nginx -v`: `nginx version: nginx/1.22.1`), or undefined. */
+function installedNginxVersion(): string | undefined {
+  for (const bin of ['nginx', '/usr/sbin/nginx', '/usr/local/sbin/nginx']) {
+    const r = spawnSync(bin, ['-v'], { encoding: 'utf8', timeout: 5000 });
+    const m = /nginx\/(\d+\.\d+\.\d+)/.exec(`${r.stderr ?? ''}${r.stdout ?? ''}`);
+    if (m) return m[1];
+  }
+  return undefined;
+}
+
+/**
+ * `systemd-unit`: prints the systemd service unit of this checkout (src/cli/systemd-unit.ts): the
+ * data dir from `--data-dir`, else the configuration file's `data-dir`, else /var/lib/skylark; the
+ * open-file limit and capabilities from the configuration's caps and ports. Exit 2 with a message
+ * for a bad option or configuration file.
+ */
+function systemdUnitCommand(args: string[]): number {
+  const { values } = parseArgs({
+    args,
+    options: { user: { type: 'string', default: 'skylark' }, 'data-dir': { type: 'string' }, config: { type: 'string' } },
+    strict: true,
+  });
+  // The service's own environment is not this shell's: only the file and the flags count.
+  const configPath = values.config || process.env.SKYLARK_CONFIG;
+  const file = configPath ? readConfigFile(configPath) : undefined;
+  const flags = { 'data-dir': values['data-dir'] ?? file?.values['data-dir'] ?? '/var/lib/skylark' };
+  const config = loadConfig({}, file ? flagsWithConfigFile(file, {}, flags) : flags);
+  const ports = [config.httpPort, config.rtmpPort, config.icecastPort, config.edgeLogPort ?? 0];
+  try {
+    const cli = fileURLToPath(new URL('../../bin/skylark.js', import.meta.url));
+    process.stdout.write(systemdUnit({ user: values.user!, dataDir: config.dataDir, configFile: file?.path, node: process.execPath, cli, limits: config.limits, ports }));
+    return 0;
+  } catch (e) {
+    if (e instanceof SystemdUnitError) throw new ConfigError(e.message);
     throw e;
   }
 }
