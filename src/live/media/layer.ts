@@ -85,6 +85,12 @@ export interface LayerOptions {
    * `EXT-X-DISCONTINUITY` with discontinuity sequence `discontinuity + 1`. Absent: a new timeline at 0.
    */
   continues?: { sequence: number; discontinuity: number };
+  /**
+   * Where numbers handed out are reserved so that a restart of the node never hands them out again
+   * (src/live/media/timeline.ts): told, before a segment or part is listed, the media sequence and
+   * discontinuity sequence numbers the layer may name next (exclusive bounds). Absent: no reservation.
+   */
+  reservation?: { use(sequence: number, discontinuity: number): void };
 }
 
 /**
@@ -180,6 +186,8 @@ export class Layer {
     this.nextSequence = this.sequenceBase;
     this.discontinuitySequence = o.continues?.discontinuity ?? 0;
     this.continuing = o.continues !== undefined;
+    // Reserved at once (the write is on its way long before the first part is listed).
+    o.reservation?.use(this.nextSequence + 2, this.discontinuitySequence + 2);
   }
 
   /** Discontinuity sequence number of the newest segment (RFC 8216 §4.3.3.3), or where the timeline continues from. */
@@ -428,6 +436,9 @@ export class Layer {
     const media: LayerMedia[] | null = this.mediaListeners.length > 0 ? [] : null;
     for (const raw of events) {
       const e = this.sequenceBase > 0 && (raw.type === 'part' || raw.type === 'segment') ? { ...raw, sequence: raw.sequence + this.sequenceBase } : raw;
+      // The playlist names up to the next segment's first part (the preload hint) and may open a
+      // new discontinuity: those numbers are reserved before they are listed.
+      if (e.type === 'part' || e.type === 'segment') this.o.reservation?.use(e.sequence + 2, this.discontinuitySequence + 2);
       if (e.type === 'config') {
         if (this.codecs !== null && (e.codecs !== this.codecs || e.sampleRate !== this.sampleRate || e.channels !== this.channels)) {
           this.pendingDiscontinuity = true;
