@@ -7,11 +7,30 @@
  * on the same data dir, and the same stream is published again with other audio: every playlist's
  * `EXT-X-MEDIA-SEQUENCE` is above every media sequence number listed before, its
  * `EXT-X-DISCONTINUITY-SEQUENCE` is not lower, and every URI seen before answers 404 or the very
- * bytes it answered before — never other audio under an old name.
+ * bytes it answered before — never other audio under an old name. Then the same through a stock
+ * nginx edge from `skylark edge-config` (docs/behaviour.md §12), which caches every media object as
+ * immutable: after a restart of the origin, every object the new playlist lists answers, through the
+ * edge, the bytes the origin answers for it (never a cached object of the previous run).
  */
 import { afterAll, describe, expect, it } from 'vitest';
+import net from 'node:net';
 import { api, runCli, startCli, tempDir, waitFor, type CliServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
+import { nginxBinary, startEdge } from '../../bench/lib/nginx-edges.js';
+
+const nginx = nginxBinary();
+
+/** A free TCP port on 127.0.0.1 (the kernel's pick, released at once): the origin keeps it across restarts, so the edge's upstream stays. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
 
 /** What one media playlist showed: its numbers and the objects it listed (absolute URL → bytes). */
 interface Seen {
@@ -97,6 +116,7 @@ describe('the HLS timeline across restarts of the node', () => {
             }
             expect(now.mediaSequence, `${stop}: ${layer} EXT-X-MEDIA-SEQUENCE`).toBeGreaterThan(old.highest);
             expect(now.discontinuitySequence, `${stop}: ${layer} EXT-X-DISCONTINUITY-SEQUENCE`).toBeGreaterThanOrEqual(old.discontinuitySequence);
+            process.stderr.write(`hls-timeline-restart: ${stop} ${layer.split('/')[3]}: listed up to msn ${old.highest} (discontinuity sequence ${old.discontinuitySequence}), then EXT-X-MEDIA-SEQUENCE ${now.mediaSequence} (${now.discontinuitySequence}); ${old.objects.size} old URIs re-read\n`);
           }
           const objects = new Map([...(old?.objects ?? []), ...now.objects]);
           before.set(layer, { ...now, highest: Math.max(now.highest, old?.highest ?? -1), objects });
@@ -107,4 +127,51 @@ describe('the HLS timeline across restarts of the node', () => {
       }
     }
   }, 240_000);
+
+  it.skipIf(!nginx)('a stock nginx edge never serves a previous run\'s object under a name the new run lists', async () => {
+    const dir = tempDir();
+    const edgeDir = tempDir('skylark-edge-');
+    const port = await freePort();
+    const env = { SKYLARK_HTTP_HOST: '127.0.0.1', SKYLARK_HTTP_PORT: String(port) };
+    let origin: CliServer | undefined;
+    const edge = { stop: async () => {} };
+    try {
+      const key = JSON.parse(await runCli(['accounts', 'create', '--name', 'Edge', '--plan', 'paid', '--json', '--data-dir', dir.dir])).secretKey as string;
+      origin = await startCli(dir.dir, env);
+      const s = (await api(origin.http, key, 'POST', '/v2/streams', { title: 'Behind an edge', reconnectWindow: 30, latencyMode: 'low' })).json;
+      const e = await startEdge({ origin: origin.http, host: '127.0.0.4', dir: edgeDir.dir });
+      edge.stop = () => e.stop();
+      let seen = new Map<string, Buffer>();
+      for (const [run, frequency] of [[1, 440], [2, 880]] as const) {
+        if (run === 2) {
+          origin.child.kill('SIGKILL');
+          await exited(origin.child);
+          origin = await startCli(dir.dir, env);
+        }
+        const pub = publish(`${origin.rtmp}/live/${s.id}/${s.streamKey}`, { seconds: 60, frequency });
+        try {
+          for (const url of await mediaPlaylists(`${e.url}/hls/${s.id}/index.m3u8`)) {
+            const now = await read(url, 3);
+            for (const [uri, bytes] of now.objects) {
+              // Through the edge (a HIT for anything it cached in the run before) = from the origin now.
+              const direct = await fetch(`${origin.http}${uri}`);
+              if (direct.status !== 200) continue; // left the origin's window meanwhile
+              expect(Buffer.from(await direct.arrayBuffer()).equals(bytes), `run ${run}: the edge answered ${uri} with other bytes than the origin`).toBe(true);
+              const before = seen.get(uri);
+              if (before) expect(before.equals(bytes), `run ${run}: ${uri} names other bytes than in the run before`).toBe(true);
+            }
+            seen = new Map([...seen, ...now.objects]);
+          }
+        } finally {
+          pub.kill('SIGKILL');
+          await exited(pub);
+        }
+      }
+    } finally {
+      await edge.stop();
+      await origin?.stop();
+      edgeDir.cleanup();
+      dir.cleanup();
+    }
+  }, 180_000);
 });
