@@ -11,6 +11,8 @@ import { INGEST_DEFAULTS, RtmpIngest } from '../live/ingest/rtmp-ingest.js';
 import { ffmpegPath } from '../base/ffmpeg.js';
 import { WatchedMediaRegistry } from '../delivery/threads/index.js';
 import { FallbackCache } from '../live/ingest/fallback-cache.js';
+import { TimelinesRepo } from '../base/db/timelines-repo.js';
+import type { TimelineMark, TimelineStore } from '../live/media/timeline.js';
 
 /**
  * The node's cache of fallback renditions (docs/streams.md "Fallback"), `<dataDir>/fallback-cache`:
@@ -28,10 +30,25 @@ export interface Live {
   ingest: Publishing;
 }
 
+/**
+ * The HLS timeline marks over SQLite (docs/streams.md "One timeline"): read once per stream and
+ * run; written after the current callback (never under native ingest), through the write retry
+ * (a locked or full database is retried, logged, and never ends a stream).
+ */
+export function timelineStore(b: Pick<Base, 'db' | 'writes' | 'now'>): TimelineStore {
+  const repo = new TimelinesRepo(b.db);
+  return {
+    load: (streamId) => new Map(repo.load(streamId).map((r): [string, TimelineMark] => [r.layer, { sequence: r.sequence, discontinuity: r.discontinuity }])),
+    save: (streamId, layer, mark) => {
+      setImmediate(() => b.writes.run(`timeline:${streamId}`, 'HLS timeline mark', () => void repo.reserve(streamId, layer, mark.sequence, mark.discontinuity, b.now())));
+    },
+  };
+}
+
 /** Builds the media registry and publishing over `port` (the stream lifecycle, docs/streams.md), the fallback playing from `fallbackCache`. */
 export function buildPublishing(b: Base, port: IngestPort, fallbackCache: FallbackCache): Live {
   const { config } = b;
-  const media = new WatchedMediaRegistry();
+  const media = new WatchedMediaRegistry(b.now, timelineStore(b), b.log.child('live'));
   const ingest = new Publishing({
     port,
     media,

@@ -31,6 +31,8 @@ export interface LayerUpdate {
   nextSequence: number;
   targetSeconds: number;
   initVersion: number;
+  /** What names the init section's URI (`HlsLayerView.initId`). */
+  initId: string;
   /** The init section, when it changed (or on the first message). */
   init?: Uint8Array | null;
   /** Segments new since the last message: `[sequence, bytes]`, oldest first. */
@@ -75,6 +77,7 @@ export class MirrorLayer implements HlsLayerView {
   targetSeconds = 1;
   version = -1;
   initVersion = 0;
+  initId = '';
   init: Uint8Array | null = null;
   unitMs = 2000;
   private waitMs = 6000;
@@ -152,6 +155,7 @@ export class MirrorLayer implements HlsLayerView {
     this.ready = u.ready;
     this.targetSeconds = u.targetSeconds;
     this.initVersion = u.initVersion;
+    this.initId = u.initId;
     if (u.init !== undefined) this.init = u.init;
     for (const [seq, index, data] of u.parts) {
       let list = this.parts.get(seq);
@@ -236,6 +240,7 @@ function lastUpdate(l: MirrorLayer): LayerUpdate {
     nextSequence: l.nextSequence,
     targetSeconds: l.targetSeconds,
     initVersion: l.initVersion,
+    initId: l.initId,
     segments: [],
     parts: [],
     firstSegment: first,

@@ -135,10 +135,15 @@ function dateRange(d: DateRange): string {
 
 const seconds = (ms: number) => (ms / 1000).toFixed(5).replace(/0+$/, '').replace(/\.$/, '.0');
 
-/** File name of a segment (`12.m4s`, `12.ts`), a part (`12.3.m4s`) and an init section (`init-2.mp4`). */
+/**
+ * File name of a segment (`12.m4s`, `12.ts`), a part (`12.3.m4s`) and an init section
+ * (`init-<16 hex digits of the SHA-256 of its bytes>.mp4`, `Layer.initId`). A name never names
+ * other bytes (RFC 8216 §6.2.1; docs/streams.md "One timeline"): media sequence numbers never
+ * repeat, also across restarts, and an init section is named by its content.
+ */
 export const segmentFile = (l: Layer, seq: number) => `${seq}.${l.o.container === 'fmp4' ? 'm4s' : 'ts'}`;
 export const partFile = (seq: number, index: number) => `${seq}.${index}.m4s`;
-export const initFile = (version: number) => `init-${version}.mp4`;
+export const initFile = (initId: string) => `init-${initId}.mp4`;
 
 /**
  * Media playlist template of a layer's live window (LL-HLS tags when the layer has parts); with
@@ -171,7 +176,7 @@ export function mediaTemplate(layer: Layer, skip = 0): Template {
     if (s.discontinuity) lines.push('#EXT-X-DISCONTINUITY');
     if (layer.o.container === 'fmp4' && s.initVersion !== map) {
       map = s.initVersion;
-      lines.push(`#EXT-X-MAP:URI="${initFile(map)}${SLOT}"`);
+      lines.push(`#EXT-X-MAP:URI="${initFile(s.initId)}${SLOT}"`);
     }
     lines.push(`#EXT-X-PROGRAM-DATE-TIME:${new Date(s.programDateMs).toISOString()}`);
     if (ll) for (const p of s.parts) lines.push(`#EXT-X-PART:DURATION=${seconds(p.durationMs)},URI="${partFile(p.sequence, p.index)}${SLOT}",INDEPENDENT=YES`);
@@ -179,7 +184,7 @@ export function mediaTemplate(layer: Layer, skip = 0): Template {
   }
   if (ll && !layer.ended) {
     if (layer.openParts.length > 0 && layer.openDiscontinuity) lines.push('#EXT-X-DISCONTINUITY');
-    if (layer.openParts.length > 0 && layer.initVersion !== map) lines.push(`#EXT-X-MAP:URI="${initFile(layer.initVersion)}${SLOT}"`);
+    if (layer.openParts.length > 0 && layer.initVersion !== map) lines.push(`#EXT-X-MAP:URI="${initFile(layer.initId)}${SLOT}"`);
     for (const p of layer.openParts) lines.push(`#EXT-X-PART:DURATION=${seconds(p.durationMs)},URI="${partFile(p.sequence, p.index)}${SLOT}",INDEPENDENT=YES`);
     lines.push(`#EXT-X-PRELOAD-HINT:TYPE=PART,URI="${partFile(layer.nextSequence, layer.openParts.length)}${SLOT}"`);
   }

@@ -9,8 +9,10 @@
  *   (§6.2.5.1: the oldest segments replaced by `EXT-X-SKIP`). The three directives are read as a
  *   caching edge keys on them (nginx's `$arg_…` matches names in any case and takes the first): a
  *   query that repeats one, or spells one in another case, is 400 (docs/ll-hls.md);
- * - `/hls/<stream_id>/<layer>/<seq>.m4s|.ts`, `<seq>.<part>.m4s`, `init-<v>.mp4` — segments, parts,
- *   init sections. A request for the part a preload hint names waits for it (§6.2.6).
+ * - `/hls/<stream_id>/<layer>/<seq>.m4s|.ts`, `<seq>.<part>.m4s`, `init-<id>.mp4` — segments, parts,
+ *   init sections (`<id>`: 16 hex digits of the init section's SHA-256). A request for the part a
+ *   preload hint names waits for it (§6.2.6). No name ever answers other bytes, also across
+ *   restarts (docs/streams.md "One timeline"): what they are cached as immutable holds.
  * Everything comes from memory: playlists pre-rendered once per layer change, media bytes are the
  * native buffers themselves. Public streams (docs/behaviour.md §12): the multivariant playlist hands out
  * variant URIs with the listener's `?sid=`, so every media playlist request names its session; the
@@ -186,8 +188,8 @@ function directives(query: string): Directives | string {
 /** A listener of `layer` leaves after this long without a media playlist request (ms): 3 target durations (docs/behaviour.md §4). */
 export const listenerTimeoutMs = (layer: Layer): number => 3 * targetDurationSeconds(layer) * 1000;
 
-/** Media object file names: `<seq>.m4s|.ts`, `<seq>.<part>.m4s`, `init-<v>.mp4`. */
-const FILE = /^(?:(\d{1,15})(?:\.(\d{1,4}))?\.(m4s|ts)|init-(\d{1,9})\.mp4)$/;
+/** Media object file names: `<seq>.m4s|.ts`, `<seq>.<part>.m4s`, `init-<id>.mp4` (`Layer.initId`). */
+const FILE = /^(?:(\d{1,15})(?:\.(\d{1,4}))?\.(m4s|ts)|init-([0-9a-f]{16})\.mp4)$/;
 
 /** What the HLS handlers share: bound once by `registerHlsRoutes` (see the module comment for `access` and `hold`). */
 interface HlsRoutes {
@@ -323,7 +325,7 @@ function mediaObject(h: HlsRoutes, [id, name, file]: string[], query: string, re
   }
   if (m[4] !== undefined) {
     const init = layer.init;
-    if (!init || Number(m[4]) !== layer.initVersion) return notFound(`No such init section '${name}/${file}'.`, requestId);
+    if (!init || m[4] !== layer.initId) return notFound(`No such init section '${name}/${file}'.`, requestId);
     return { status: STATUS_200, headers: INIT_HEADERS[p], body: init };
   }
   const seq = Number(m[1]);

@@ -29,6 +29,8 @@ export interface HlsLayerView {
   /** The fMP4 init section (EXT-X-MAP), or null. */
   readonly init: Uint8Array | null;
   readonly initVersion: number;
+  /** What names the init section's URI (`init-<initId>.mp4`: its content's hash; '' before it). */
+  readonly initId: string;
   /** EXT-X-TARGETDURATION (s). */
   readonly targetSeconds: number;
   /** Bumped on every change a playlist shows. */
@@ -126,6 +128,9 @@ export class LayerView implements HlsLayerView {
   }
   get initVersion(): number {
     return this.layer.initVersion;
+  }
+  get initId(): string {
+    return this.layer.initId;
   }
   get targetSeconds(): number {
     return targetDurationSeconds(this.layer);

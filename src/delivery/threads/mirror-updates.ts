@@ -247,6 +247,7 @@ export class MirrorUpdates {
       nextSequence: l.nextSequence,
       targetSeconds: v.targetSeconds,
       initVersion: l.initVersion,
+      initId: l.initId,
       segments,
       parts,
       firstSegment: l.segments[0]?.sequence ?? l.nextSequence,

@@ -15,6 +15,7 @@ import { BitrateMonitor } from './bitrate.js';
 import { Recorder, type Recording, type RecordingLeftover, type RecordingStop } from './recorder.js';
 import { readAudioTag, type AudioCodec, type AudioTag } from './codec.js';
 import { Segmenter, type SegmenterEvent } from '../native/index.js';
+import { StreamTimeline, unreadableMark, type TimelineStore } from './timeline.js';
 
 export { Layer } from './layer.js';
 export type { Segment, Part } from './layer.js';
@@ -115,6 +116,8 @@ export interface HubOptions {
   createSegmenter?: (o: SegmenterRequest) => Segmenter;
   /** Where the stream's previous broadcast left its HLS timeline (set by `MediaRegistry.open`; see `Layer` `continues`). */
   continues?: Timeline;
+  /** Where the stream's layers reserve the numbers they hand out, across restarts (set by `MediaRegistry.open`; src/live/media/timeline.ts). */
+  timeline?: StreamTimeline;
   /** Seconds of silence after which `HubEvents.silence` fires (read when a publisher attaches); null: no detection. */
   silenceSeconds?: () => number | null;
 }
@@ -274,6 +277,7 @@ export class StreamHub {
           windowSegments: opts.windowSegments,
           passthrough: i === 0,
           ...(opts.continues ? { continues: opts.continues } : {}),
+          ...(opts.timeline ? { reservation: opts.timeline.layer(layerName(kbps)) } : {}),
           createSegmenter: () =>
             create({
               container,
@@ -802,7 +806,9 @@ const RETIRE_MS = 2 * DRAIN_TIMEOUT_MS;
  * HLS timeline (docs/streams.md "One timeline"): when a broadcast ends its hub leaves at once (the
  * stream's playlists answer 404 while it is idle), and the next broadcast's hub continues the media
  * sequence and discontinuity sequence where it stopped. The registry keeps, per stream that
- * broadcast since start-up, that position (two numbers; a restart begins a new timeline at 0).
+ * broadcast since start-up, that position (two numbers) and its layers' reservations; with a
+ * `TimelineStore`, a restart of the node continues each stream's timeline above every number the
+ * previous run handed out (src/live/media/timeline.ts).
  */
 export class MediaRegistry {
   private readonly hubs = new Map<string, StreamHub>();
@@ -810,9 +816,20 @@ export class MediaRegistry {
   private readonly retired = new Map<string, StreamHub>();
   /** Where each stream's timeline stopped, for streams whose hub retired. */
   private readonly timelines = new Map<string, Timeline>();
+  /** Each stream's reservations, from its stored marks (only with a `TimelineStore`). */
+  private readonly reserved = new Map<string, StreamTimeline>();
   private bitrateTimer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  /**
+   * `now`: the clock of the bitrate watch (ms). `store`: where timeline marks are kept across
+   * restarts (absent: each run starts every stream's timeline at 0). `log`: where an unreadable
+   * store is reported.
+   */
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly store?: TimelineStore,
+    private readonly log?: MediaLog,
+  ) {}
 
   get(streamId: string): StreamHub | undefined {
     return this.hubs.get(streamId);
@@ -822,8 +839,9 @@ export class MediaRegistry {
   open(streamId: string, opts: HubOptions, events?: HubEvents): StreamHub {
     let hub = this.hubs.get(streamId);
     if (!hub || hub.ended) {
-      const continues = this.timelineOf(streamId, hub);
-      hub = new StreamHub(streamId, continues ? { ...opts, continues } : opts, events);
+      const timeline = this.reservations(streamId);
+      const continues = this.timelineOf(streamId, hub) ?? timeline?.restart;
+      hub = new StreamHub(streamId, { ...opts, ...(continues ? { continues } : {}), ...(timeline ? { timeline } : {}) }, events);
       this.hubs.set(streamId, hub);
     }
     this.watchBitrates();
@@ -854,6 +872,26 @@ export class MediaRegistry {
     this.retired.delete(streamId);
     const t = old?.timeline() ?? this.timelines.get(streamId);
     this.timelines.delete(streamId);
+    return t;
+  }
+
+  /**
+   * The stream's reservations (read from the store on the stream's first hub of the run); undefined
+   * without a store. Marks that cannot be read are taken as `unreadableMark` (logged): above any
+   * number an earlier run can have handed out.
+   */
+  private reservations(streamId: string): StreamTimeline | undefined {
+    if (!this.store) return undefined;
+    let t = this.reserved.get(streamId);
+    if (t) return t;
+    let stored: Map<string, Timeline>;
+    try {
+      stored = this.store.load(streamId);
+    } catch (e) {
+      this.log?.error('HLS timeline marks unreadable: the timeline continues from the clock', { streamId, err: (e as Error).message });
+      stored = new Map([['', unreadableMark(Date.now())]]);
+    }
+    this.reserved.set(streamId, (t = new StreamTimeline(streamId, stored, this.store)));
     return t;
   }
 

@@ -5,6 +5,7 @@
  * (draft-pantos-hls-rfc8216bis §6.2.5.2, §6.2.6). The segmenter comes in through a factory; of
  * src/live/native/ it takes only the Segmenter's types (docs/native-api.md).
  */
+import { createHash } from 'node:crypto';
 import type { Segmenter, SegmenterEvent, SegmenterMetadataFields, SegmenterMetadataMark } from '../native/index.js';
 import { Waiters } from './waiters.js';
 
@@ -52,6 +53,8 @@ export interface Segment {
   parts: Part[];
   /** `Layer.initVersion` of the init section this segment needs (fMP4). */
   initVersion: number;
+  /** `Layer.initId` of that init section: what its URI is named by (fMP4; '' for MPEG-TS). */
+  initId: string;
   /**
    * Wall-clock time of its first sample (ms since the epoch; `EXT-X-PROGRAM-DATE-TIME`): anchored
    * when a timeline starts (the first segment after a discontinuity) to when its audio arrived,
@@ -82,6 +85,12 @@ export interface LayerOptions {
    * `EXT-X-DISCONTINUITY` with discontinuity sequence `discontinuity + 1`. Absent: a new timeline at 0.
    */
   continues?: { sequence: number; discontinuity: number };
+  /**
+   * Where numbers handed out are reserved so that a restart of the node never hands them out again
+   * (src/live/media/timeline.ts): told, before a segment or part is listed, the media sequence and
+   * discontinuity sequence numbers the layer may name next (exclusive bounds). Absent: no reservation.
+   */
+  reservation?: { use(sequence: number, discontinuity: number): void };
 }
 
 /**
@@ -121,8 +130,15 @@ export class Layer {
   channels = 0;
   /** fMP4 init section (EXT-X-MAP), replaced on a codec configuration change. */
   init: Uint8Array | null = null;
-  /** Version of `init` (its URL carries it, so a changed init is a new resource). */
+  /** Version of `init`: counts its changes in this layer (progressive listening re-reads the init when it moves). */
   initVersion = 0;
+  /**
+   * What names `init` in URIs (`init-<initId>.mp4`): the first 16 hex digits of the SHA-256 of its
+   * bytes, so a URI names one init section for ever — also across restarts of the node, where
+   * `initVersion` starts again — and a changed codec configuration is always a new URI ('' before
+   * the first init section).
+   */
+  initId = '';
   maxDurationMs = 0;
   /** Longest part so far (ms). */
   maxPartMs = 0;
@@ -170,6 +186,8 @@ export class Layer {
     this.nextSequence = this.sequenceBase;
     this.discontinuitySequence = o.continues?.discontinuity ?? 0;
     this.continuing = o.continues !== undefined;
+    // Reserved at once (the write is on its way long before the first part is listed).
+    o.reservation?.use(this.nextSequence + 2, this.discontinuitySequence + 2);
   }
 
   /** Discontinuity sequence number of the newest segment (RFC 8216 §4.3.3.3), or where the timeline continues from. */
@@ -418,6 +436,9 @@ export class Layer {
     const media: LayerMedia[] | null = this.mediaListeners.length > 0 ? [] : null;
     for (const raw of events) {
       const e = this.sequenceBase > 0 && (raw.type === 'part' || raw.type === 'segment') ? { ...raw, sequence: raw.sequence + this.sequenceBase } : raw;
+      // The playlist names up to the next segment's first part (the preload hint) and may open a
+      // new discontinuity: those numbers are reserved before they are listed.
+      if (e.type === 'part' || e.type === 'segment') this.o.reservation?.use(e.sequence + 2, this.discontinuitySequence + 2);
       if (e.type === 'config') {
         if (this.codecs !== null && (e.codecs !== this.codecs || e.sampleRate !== this.sampleRate || e.channels !== this.channels)) {
           this.pendingDiscontinuity = true;
@@ -429,6 +450,7 @@ export class Layer {
         if (e.init) {
           this.init = e.init;
           this.initVersion++;
+          this.initId = createHash('sha256').update(e.init).digest('hex').slice(0, 16);
         }
       } else if (e.type === 'part') {
         if (this.openParts.length === 0 || this.openParts[0]!.sequence !== e.sequence) {
@@ -462,7 +484,7 @@ export class Layer {
         if (e.metadata && e.pts90k !== undefined) this.dated(e.metadata, programDateMs, e.pts90k);
         // Layers with parts handed out the segment's parts already (a segment is its parts' bytes).
         if (media && (!this.lowLatency || parts.length === 0)) media.push({ data: e.data, durationMs: e.durationMs, initVersion: this.initVersion });
-        const fields = { sequence: e.sequence, durationMs: e.durationMs, discontinuity, discontinuitySequence: this.discontinuitySequence, parts, initVersion: this.initVersion, programDateMs };
+        const fields = { sequence: e.sequence, durationMs: e.durationMs, discontinuity, discontinuitySequence: this.discontinuitySequence, parts, initVersion: this.initVersion, initId: this.initId, programDateMs };
         // No bytes with the event (`segmentBytes: false`): the segment is its parts' bytes.
         const joined = e.data.byteLength === 0 && parts.length > 0;
         const bytes = joined ? partBytes(parts) : e.data.byteLength;

@@ -57,7 +57,7 @@ describe('delta updates', () => {
     const skipAt = delta.indexOf(`#EXT-X-SKIP:SKIPPED-SEGMENTS=${n}`);
     expect(skipAt).toBeGreaterThan(0);
     expect(delta.slice(0, skipAt)).toEqual(full.slice(0, full.findIndex((x) => x.startsWith('#EXT-X-MAP:'))));
-    expect(delta[skipAt + 1]).toMatch(/^#EXT-X-MAP:URI="init-1\.mp4"$/);
+    expect(delta[skipAt + 1]).toBe(`#EXT-X-MAP:URI="init-${l.initId}.mp4"`);
     const dates = full.flatMap((x, i) => (x.startsWith('#EXT-X-PROGRAM-DATE-TIME:') ? [i] : []));
     expect(delta.slice(skipAt + 2)).toEqual(full.slice(dates[n]));
   });

@@ -81,6 +81,8 @@ describe('MirrorUpdates → MirrorSource', () => {
     expect(ml.nextSequence).toBe(lv.nextSequence);
     expect(ml.openParts).toBe(lv.openParts);
     expect(Buffer.from(ml.init!).equals(Buffer.from(lv.init!))).toBe(true);
+    expect(ml.initId).toBe(lv.initId); // the name its URI carries (init-<id>.mp4)
+    expect(ml.initId).toMatch(/^[0-9a-f]{16}$/);
     expect(shared(ml.init!)).toBe(true);
     for (const s of hub.top.segments) {
       const mine = ml.segment(s.sequence);
