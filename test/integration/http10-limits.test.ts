@@ -2,12 +2,17 @@
  * The HTTP/1.0 front's limits (docs/behaviour.md §13, docs/http.md "HTTP/1.0"): a request head not
  * complete in time and an idle kept-alive connection are closed, HTTP/1.0 connections from one
  * address are capped as progressive listeners are, and none of it touches a long answer or a slow
- * upload. Raw `net` clients against a real server; a real FFmpeg publisher.
+ * upload. Raw `net` clients against a real server; a real FFmpeg publisher; and `skylark serve`
+ * under a 400-descriptor limit (`prlimit`), where 380 half-sent heads from one address used to take
+ * every descriptor (the HTTP/1.1 API then timed out and the accept loop spun).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import net from 'node:net';
-import type { ChildProcess } from 'node:child_process';
-import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { api, repoRoot, startInProcess, tempDir, testHttpThreads, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 
 const HEAD_MS = 4000;
@@ -160,5 +165,48 @@ describe('HTTP/1.0 connections are bounded (docs/behaviour.md §13)', () => {
     await waitFor(() => listener.data().length > before + 4000, 10_000, 100, 'more audio');
     expect(listener.closedAt).toBeNull();
     listener.s.destroy();
+  }, 60_000);
+});
+
+const hasPrlimit = spawnSync('prlimit', ['--version']).status === 0;
+describe.skipIf(!hasPrlimit)('a process at 400 open files (the limit of the report)', () => {
+  it('380 half-sent HTTP/1.0 heads from one address leave descriptors free and the API answering', async () => {
+    const data = tempDir('skylark-http10-fds-');
+    // `skylark serve` under RLIMIT_NOFILE 400 (soft and hard: Node cannot raise it).
+    const child = spawn('prlimit', ['--nofile=400:400', process.execPath, path.join(repoRoot, 'bin', 'skylark.js'), 'serve'], {
+      env: { ...process.env, SKYLARK_HTTP_PORT: '0', SKYLARK_RTMP_PORT: '0', SKYLARK_ICECAST_PORT: '0', SKYLARK_DATA_DIR: data.dir, SKYLARK_HTTP_THREADS: testHttpThreads, SKYLARK_LOG_LEVEL: 'error' },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    children.push(child);
+    const socks: Raw[] = [];
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        createInterface({ input: child.stdout! }).once('line', resolve);
+        child.once('exit', (code) => reject(new Error(`serve exited with ${code}`)));
+      });
+      const http = (JSON.parse(line) as { http: string }).http;
+      const descriptors = () => readdirSync(`/proc/${child.pid}/fd`).length;
+      const at = Number(new URL(http).port);
+      for (let i = 0; i < 380; i++) {
+        const r = await new Promise<Raw>((resolve) => {
+          const s = net.connect(at, '127.0.0.1');
+          const raw: Raw = { s, data: () => '', closedAt: null };
+          s.on('close', () => (raw.closedAt = Date.now()));
+          s.on('error', () => {});
+          s.once('connect', () => s.write('GET /v2 HTTP/1.0\r\n', () => resolve(raw)));
+        });
+        socks.push(r);
+      }
+      // The per-address cap (100 by default) closes the rest; the held ones leave room.
+      await waitFor(() => socks.filter((r) => r.closedAt !== null).length >= 280, 10_000, 50, 'the connections over the cap to be closed');
+      expect(descriptors()).toBeLessThan(300);
+      const answer = await fetch(`${http}/v2/openapi.json`, { signal: AbortSignal.timeout(5000) });
+      expect(answer.status).toBe(200);
+    } finally {
+      for (const r of socks) r.s.destroy();
+      child.kill('SIGTERM');
+      await exited(child);
+      data.cleanup();
+    }
   }, 60_000);
 });
