@@ -168,6 +168,35 @@ describe('HTTP/1.0 connections are bounded (docs/behaviour.md §13)', () => {
   }, 60_000);
 });
 
+describe('a trusted proxy (SKYLARK_TRUSTED_PROXIES) is held to the total only', () => {
+  it('takes more connections from the proxy than the per-address cap, not from another address', async () => {
+    const s = await startInProcess({ SKYLARK_LISTEN_MAX_CONNECTIONS_PER_IP: '2', SKYLARK_TRUSTED_PROXIES: '127.0.0.1/32' });
+    const opened: net.Socket[] = [];
+    try {
+      const head = (from: string) =>
+        new Promise<{ closed: () => boolean }>((resolve) => {
+          const c = net.connect({ port: s.server.httpPort, host: '127.0.0.1', localAddress: from });
+          let closed = false;
+          c.on('close', () => (closed = true));
+          c.on('error', () => {});
+          c.once('connect', () => c.write('GET /v2 HTTP/1.0\r\n', () => resolve({ closed: () => closed })));
+          opened.push(c);
+        });
+      const proxy: Array<{ closed: () => boolean }> = [];
+      for (let i = 0; i < 5; i++) proxy.push(await head('127.0.0.1'));
+      const other: Array<{ closed: () => boolean }> = [];
+      for (let i = 0; i < 3; i++) other.push(await head('127.0.0.2'));
+      await waitFor(() => other[2]!.closed(), 5000, 20, 'the third connection of 127.0.0.2 to be closed');
+      expect(other.slice(0, 2).every((o) => !o.closed())).toBe(true);
+      expect(proxy.every((p) => !p.closed())).toBe(true);
+      expect(s.server.limits.count('http10_connections_per_ip')).toBe(1);
+    } finally {
+      for (const c of opened) c.destroy();
+      await s.close();
+    }
+  }, 30_000);
+});
+
 const hasPrlimit = spawnSync('prlimit', ['--version']).status === 0;
 describe.skipIf(!hasPrlimit)('a process at 400 open files (the limit of the report)', () => {
   it('380 half-sent HTTP/1.0 heads from one address leave descriptors free and the API answering', async () => {
