@@ -18,6 +18,7 @@ import type { Logger } from './base/logger.js';
 import type { Limits } from './base/limits/limits.js';
 import { HTTP_LIBRARY_OBJECT, type HttpServer } from './base/http/server.js';
 import { Http10Front, adoptHttp10Connection } from './base/http/http10.js';
+import { cidrMatcher } from './base/auth/ratelimit/client-ip.js';
 import { installHttpFront } from './live/native/http-front.js';
 import type { Publishing } from './live/ingest/publishing.js';
 import type { AccountsService } from './control/services/accounts.js';
@@ -162,7 +163,16 @@ async function listenAll(b: Built): Promise<Bound> {
   let threads: RunningThreads | null = null;
   // The main thread's private unix socket: requests forwarded by worker threads and by the HTTP/1.0 front.
   const socket = privateSocketPath();
-  const http10 = new Http10Front({ socketPath: socket.socketPath, maxConnections: config.limits.listenMaxConnections, log: log.child('http10') });
+  const http10 = new Http10Front({
+    socketPath: socket.socketPath,
+    maxConnections: config.limits.listenMaxConnections,
+    maxConnectionsPerAddress: config.limits.listenMaxConnectionsPerIp,
+    trusted: cidrMatcher(config.trustedProxies),
+    headTimeoutMs: config.limits.http10HeadTimeoutMs,
+    idleTimeoutMs: config.limits.http10IdleTimeoutMs,
+    limits: b.base.limits,
+    log: log.child('http10'),
+  });
   try {
     // One server per port: another process on any of them stops this start (docs/behaviour.md §1).
     await assertPortFree('HTTP', config.httpHost, config.httpPort);

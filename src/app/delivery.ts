@@ -7,6 +7,7 @@
 import type { Base } from './base.js';
 import type { Feature } from '../base/feature.js';
 import { ListenersRepo } from '../base/db/listeners-repo.js';
+import type { StreamsRepo } from '../base/db/streams-repo.js';
 import { createEdgeLog, createListeners, type Listeners } from '../delivery/listeners/feature.js';
 import type { EdgeLogReceiver } from '../delivery/listeners/edge-log.js';
 import { listenerTimeoutMs, publicPartHead, registerHlsRoutes } from '../delivery/hls/routes.js';
@@ -54,7 +55,7 @@ export function buildDelivery(b: Base, room: Listeners, media: WatchedMediaRegis
   const mainCounts: ThreadCounts = { hls: 0, listen: 0, forwarded: 0 };
   registerHlsRoutes(http, hlsSource, { access: room.access, hold: room.held, served: mainCounts });
   // Public LL-HLS parts answered by the native HTTP front (its hooks come with the HTTP/1.0 front).
-  const nativeParts = config.hlsNativeParts && config.http10 ? buildNativeParts(hlsSource, room, media) : null;
+  const nativeParts = config.hlsNativeParts && config.http10 ? buildNativeParts(hlsSource, room, media, b.repos.streams) : null;
   // Listeners behind nginx edges (docs/behaviour.md §12): counted from the edges' access log lines, with
   // the same timeout as a direct request to the same layer.
   const edgeLog = createEdgeLog(b, room, (id, name) => {
@@ -102,7 +103,7 @@ export function buildDelivery(b: Base, room: Listeners, media: WatchedMediaRegis
 }
 
 /** The store of public LL-HLS parts in the native HTTP front (docs/http.md "Media objects answered in native code"), watching every hub opened. */
-function buildNativeParts(source: HubSource, room: Listeners, media: WatchedMediaRegistry): NativeParts {
+function buildNativeParts(source: HubSource, room: Listeners, media: WatchedMediaRegistry, streams: StreamsRepo): NativeParts {
   const parts = new NativeParts({
     store: { put: putHttpObject, delete: deleteHttpObject },
     source,
@@ -112,6 +113,7 @@ function buildNativeParts(source: HubSource, room: Listeners, media: WatchedMedi
     },
     current: (id) => media.get(id),
     head: publicPartHead(nativeRequestIdPrefix),
+    changes: (fn) => streams.onChange(fn),
   });
   media.onOpen((hub) => parts.watch(hub));
   return parts;

@@ -193,6 +193,10 @@ export interface LimitSettings {
   listenMaxConnections: number;
   /** Progressive listening connections open at once per client IP address. */
   listenMaxConnectionsPerIp: number;
+  /** An HTTP/1.0 request head must be complete this long after its first byte (ms; src/base/http/http10.ts). */
+  http10HeadTimeoutMs: number;
+  /** An idle kept-alive HTTP/1.0 connection is closed after this long (ms). */
+  http10IdleTimeoutMs: number;
   /** Kernel send buffer of a progressive listening connection (bytes; 0 = the kernel's own sizing), so "10 s behind" is measured on what was sent. */
   listenSendBufferBytes: number;
   /** New HLS listener sessions (minted session ids) counted per client IP address (IPv6: /64) per minute. */
@@ -224,6 +228,8 @@ export const LIMIT_ENV_NAMES = {
   icecastMaxConnectionsPerIp: 'SKYLARK_ICECAST_MAX_CONNECTIONS_PER_IP',
   listenMaxConnections: 'SKYLARK_LISTEN_MAX_CONNECTIONS',
   listenMaxConnectionsPerIp: 'SKYLARK_LISTEN_MAX_CONNECTIONS_PER_IP',
+  http10HeadTimeoutMs: 'SKYLARK_HTTP10_HEAD_TIMEOUT_MS',
+  http10IdleTimeoutMs: 'SKYLARK_HTTP10_IDLE_TIMEOUT_MS',
   listenSendBufferBytes: 'SKYLARK_LISTEN_SEND_BUFFER_BYTES',
   hlsSessionsPerIpPerMinute: 'SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE',
   minFreeDiskBytes: 'SKYLARK_MIN_FREE_DISK_BYTES',
@@ -249,6 +255,8 @@ export const LIMIT_DEFAULTS: LimitSettings = {
   icecastMaxConnectionsPerIp: 10,
   listenMaxConnections: 20_000,
   listenMaxConnectionsPerIp: 100,
+  http10HeadTimeoutMs: 10_000,
+  http10IdleTimeoutMs: 60_000,
   listenSendBufferBytes: 256 * 1024,
   hlsSessionsPerIpPerMinute: 60,
   minFreeDiskBytes: 256 * 1024 * 1024,
@@ -274,6 +282,8 @@ const LIMIT_MINIMUMS: LimitSettings = {
   icecastMaxConnectionsPerIp: 1,
   listenMaxConnections: 1,
   listenMaxConnectionsPerIp: 1,
+  http10HeadTimeoutMs: 1000,
+  http10IdleTimeoutMs: 1000,
   listenSendBufferBytes: 0,
   hlsSessionsPerIpPerMinute: 1,
   minFreeDiskBytes: 0,

@@ -18,6 +18,7 @@ import { httpFrontCounts } from '../../src/live/native/http-front.js';
 let t: TestServer;
 let pub: ChildProcess;
 let tokenPub: ChildProcess | null = null;
+const morePubs: ChildProcess[] = [];
 let mediaUrl: URL;
 let port = 0;
 
@@ -31,7 +32,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const p of [pub, tokenPub]) {
+  for (const p of [pub, tokenPub, ...morePubs]) {
     p?.kill('SIGKILL');
     if (p) await exited(p);
   }
@@ -240,4 +241,35 @@ describe('LL-HLS parts answered in native code', () => {
     expect((await fetch(new URL(oldest, t.http))).status).toBe(404);
     expect(httpFrontCounts().objectHits).toBe(hits);
   }, 45_000);
+
+  // A stored answer must be forgotten with the change that makes it wrong, not at the next sweep.
+  for (const change of ['token', 'delete'] as const) {
+    it(`forgets a stream's stored parts synchronously with ${change === 'token' ? 'a PATCH to playback "token"' : 'its DELETE'}`, async () => {
+      const live = await liveHls(t, { title: `Then ${change}`, latencyMode: 'low' }, 60);
+      morePubs.push(live.pub);
+      // A part of this stream answered natively.
+      const c = new Conn();
+      const part = await waitFor(async () => {
+        const { parts } = await listedParts(live.mediaUrl);
+        const p = parts[parts.length - 1];
+        if (!p) return null;
+        const hits = httpFrontCounts().objectHits;
+        c.send(req(p));
+        const [r] = await c.responses(1);
+        return r!.status === 200 && httpFrontCounts().objectHits === hits + 1 ? p : null;
+      }, 20_000, 200, 'a part answered natively');
+      c.end();
+      const id = live.stream.id;
+      const changed = change === 'token' ? await api(t.http, t.secretKey, 'PATCH', `/v2/streams/${id}`, { playback: 'token' }) : await api(t.http, t.secretKey, 'DELETE', `/v2/streams/${id}`);
+      expect(changed.status).toBe(200);
+      // At once after the answer: the routes refuse it (no token / no stream), nothing native answers.
+      const hits = httpFrontCounts().objectHits;
+      const d = new Conn();
+      d.send(req(part));
+      const [r] = await d.responses(1);
+      d.end();
+      expect(r!.status).toBe(change === 'token' ? 401 : 404);
+      expect(httpFrontCounts().objectHits).toBe(hits);
+    }, 45_000);
+  }
 });

@@ -52,6 +52,7 @@ export class StreamsRepo {
   private readonly page;
   private readonly stamp;
   private readonly setNp;
+  private readonly changeListeners = new Set<(id: string) => void>();
 
   constructor(readonly db: Database) {
     this.insertStmt = db.prepare(`INSERT INTO streams (id, account_id, title, titles, status, quality, codec, region, stream_key_hash,
@@ -81,6 +82,27 @@ export class StreamsRepo {
     return this.stamp.get() as number;
   }
 
+  /**
+   * Calls `fn(id)` synchronously after each `update` or `delete` of stream `id` (its playback, its
+   * account or its existence may have changed), so caches of what a stream allows drop it at once
+   * (docs/behaviour.md §13). A throwing `fn` is not the writer's failure: it is skipped.
+   * @returns a function that stops the calls
+   */
+  onChange(fn: (id: string) => void): () => void {
+    this.changeListeners.add(fn);
+    return () => this.changeListeners.delete(fn);
+  }
+
+  private changed(id: string): void {
+    for (const fn of this.changeListeners) {
+      try {
+        fn(id);
+      } catch {
+        // A cache that cannot drop an entry catches up by its own expiry.
+      }
+    }
+  }
+
   insert(row: StreamRow): void {
     this.insertStmt.run({ ...row, fallback: row.fallback ?? null });
   }
@@ -94,6 +116,7 @@ export class StreamsRepo {
   }
   update(row: StreamRow): void {
     this.updateStmt.run({ ...row, fallback: row.fallback ?? null });
+    this.changed(row.id);
   }
   /** Sets where the stream's audio comes from now (docs/streams.md "Fallback"); false when there is no such stream. */
   setSource(id: string, source: string | null): boolean {
@@ -110,6 +133,7 @@ export class StreamsRepo {
   }
   delete(id: string): void {
     this.deleteStmt.run(id);
+    this.changed(id);
   }
   setStreamKey(id: string, hash: Buffer, enc: Buffer): void {
     this.setKey.run(hash, enc, id);

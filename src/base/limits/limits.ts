@@ -35,7 +35,10 @@ export type LimitCause =
   | 'listen_slow_client'
   | 'hls_sessions_per_ip'
   | 'edge_log_untrusted'
-  | 'edge_log_unsigned';
+  | 'edge_log_unsigned'
+  | 'http10_connections'
+  | 'http10_connections_per_ip'
+  | 'http10_head_timeout';
 
 /** How often one cause may write a log line (ms). */
 export const LIMIT_LOG_EVERY_MS = 60_000;

@@ -11,8 +11,9 @@
  *
  * What is stored, per layer of every hub the registry opens: each part that the HLS view of the
  * layer serves (`HlsLayerView.part`), while its stream is public (`playback` not `token`, checked
- * at every change and once a second: a stream that turns private loses its entries within a
- * second) and the layer is served (not failed). It is synced after every change of the layer
+ * at every change and once a second) and the layer is served (not failed). A stream that is
+ * updated or deleted (`changes`) loses its entries synchronously with the write: no request after a
+ * PATCH to `playback: "token"` or a DELETE is answered from the store. It is synced after every change of the layer
  * (a part, a segment, the end: `Layer.onChange`), so a part is stored from the moment it is listed
  * and removed when the layer drops it (then its request reaches ./routes.ts and is a 404, as
  * before). A hub the registry lets go, and every hub at `close`, loses its entries.
@@ -41,6 +42,12 @@ export interface NativePartsDeps {
   current: (streamId: string) => StreamHub | undefined;
   /** The head of a public part's answer (`publicPartHead` of ./routes.ts). */
   head: Uint8Array;
+  /**
+   * Subscribes to writes of a stream that may change what it allows (`StreamsRepo.onChange`: a
+   * PATCH, a DELETE), called synchronously with the write; returns the unsubscribe. None: only the
+   * once-a-second sweep notices such changes.
+   */
+  changes?: (fn: (streamId: string) => void) => () => void;
 }
 
 /** Finished segments below the one in progress whose parts are looked for (a layer keeps ~3). */
@@ -62,8 +69,27 @@ interface Watched {
 export class NativeParts {
   private readonly watched = new Map<string, Watched>();
   private sweepTimer: NodeJS.Timeout | null = null;
+  private readonly offChanges: (() => void) | null;
 
-  constructor(private readonly d: NativePartsDeps) {}
+  constructor(private readonly d: NativePartsDeps) {
+    this.offChanges = d.changes?.((id) => this.streamChanged(id)) ?? null;
+  }
+
+  /**
+   * Stream `streamId` was written (its playback or existence may have changed): its stored parts
+   * are forgotten now, synchronously with the write, so no request after it is answered from the
+   * store; they are stored again, after the other listeners of the write have dropped their cached
+   * policy, if the stream is still public.
+   */
+  streamChanged(streamId: string): void {
+    const w = this.watched.get(streamId);
+    if (!w) return;
+    for (const have of w.stored.values()) this.forget(have);
+    queueMicrotask(() => {
+      if (this.watched.get(streamId) !== w) return;
+      for (const l of w.stored.keys()) this.changed(w, l);
+    });
+  }
 
   /** Starts storing `hub`'s parts; a hub watched before under its id is let go. */
   watch(hub: StreamHub): void {
@@ -95,6 +121,7 @@ export class NativeParts {
 
   /** Removes every entry and stops (server shutdown). */
   close(): void {
+    this.offChanges?.();
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     this.sweepTimer = null;
     for (const w of [...this.watched.values()]) this.unwatch(w);

@@ -16,7 +16,8 @@
  * - Every allowed answer of a token stream is marked `private` (routes answer it
  *   `Cache-Control: private, no-store`, docs/behaviour.md §12).
  *
- * Stream policy (account, playback) is read from SQLite at most once per stream every 2 s.
+ * Stream policy (account, playback) is read from SQLite at most once per stream every 2 s, and at once
+ * after the stream is updated or deleted.
  */
 import { createHmac } from 'node:crypto';
 import type { BlockList } from 'node:net';
@@ -28,7 +29,7 @@ import { randomBase62 } from '../../base/ids.js';
 import { clientAddress, countryOf } from './geo.js';
 import { type ListenerRegistry, TooManyListenersError } from './registry.js';
 
-/** How long a stream's account and playback mode are cached (ms); a PATCH of `playback` applies within it. */
+/** How long a stream's account and playback mode are cached (ms); a PATCH or DELETE through this process drops the entry at once. */
 const POLICY_TTL_MS = 2000;
 
 export interface StreamPolicy {
@@ -44,11 +45,14 @@ export interface StreamPolicies {
   policy(streamId: string): StreamPolicy | null;
 }
 
-/** Stream policies read from SQLite at most once per stream every POLICY_TTL_MS (2 s). */
+/** Stream policies read from SQLite at most once per stream every POLICY_TTL_MS (2 s), and again at once after a write of the stream (`StreamsRepo.onChange`). */
 export class CachedPolicies implements StreamPolicies {
   private readonly policies = new Map<string, { p: StreamPolicy | null; until: number }>();
 
-  constructor(private readonly streams: StreamsRepo, private readonly now: () => number = Date.now) {}
+  constructor(private readonly streams: StreamsRepo, private readonly now: () => number = Date.now) {
+    // A PATCH or DELETE applies at once, not after the cache time (docs/behaviour.md §13).
+    streams.onChange((id) => this.policies.delete(id));
+  }
 
   policy(streamId: string): StreamPolicy | null {
     const now = this.now();
