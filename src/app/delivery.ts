@@ -136,6 +136,7 @@ export async function startDeliveryThreads(b: Base, room: Listeners, media: Watc
     source: d.hlsSource,
     registry: room.registry,
     policy: (id) => room.access.policy(id),
+    changes: (fn) => b.repos.streams.onChange(fn),
     listen: d.listen,
     log: b.log.child('http-threads'),
     limits: b.limits,

@@ -71,6 +71,8 @@ export interface HttpThreadsDeps {
   source: HubSource;
   registry: ListenerRegistry;
   policy: (streamId: string) => StreamPolicy | null;
+  /** Subscribes to changes of a stream's row (a PATCH or DELETE through this process); returns the unsubscribe. The policy goes to the workers at once. */
+  changes?: (fn: (streamId: string) => void) => () => void;
   /** The main thread's progressive listening (titles, node-wide caps, chunk queues). */
   listen: ListenFeature;
   log: Logger;
@@ -104,6 +106,7 @@ export async function startHttpThreads(d: HttpThreadsDeps): Promise<RunningThrea
   const listen = d.listen.fanout((w, m) => threads?.postTo(w, m));
   const intake = new SessionIntake(d.registry, (w, handles) => threads?.postTo(w, { t: 'forget', handles }));
   d.media.onOpen((hub) => updates.watch(hub));
+  const offChanges = d.changes?.((id) => updates.policyChanged(id));
   threads = new HttpThreads({
     count: d.count,
     init: { ...d.init, host: d.host, port: d.port, socketPath: d.socketPath, countCell: d.registry.countCell.buffer as SharedArrayBuffer, listenMemory: d.listen.caps.memory },
@@ -118,6 +121,7 @@ export async function startHttpThreads(d: HttpThreadsDeps): Promise<RunningThrea
     await t.start();
   } catch (e) {
     await t.close();
+    offChanges?.();
     updates.close();
     intake.close();
     throw e;
@@ -127,6 +131,7 @@ export async function startHttpThreads(d: HttpThreadsDeps): Promise<RunningThrea
     fail: (index) => t.postTo(index, { t: 'fail' }),
     async close() {
       await t.close();
+      offChanges?.();
       updates.close();
       intake.close();
     },

@@ -105,6 +105,20 @@ export class MirrorUpdates {
     return out;
   }
 
+  /**
+   * Posts stream `id`'s policy at once (a PATCH or DELETE through this process changed it), so the
+   * worker threads refuse what no longer qualifies now rather than at the next sweep.
+   */
+  policyChanged(id: string): void {
+    const w = this.watched.get(id);
+    if (!w) return;
+    try {
+      this.postPolicy(w);
+    } catch {
+      // A failing policy read (database) is retried at the next sweep.
+    }
+  }
+
   /** Stops (server shutdown). */
   close(): void {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
