@@ -5,7 +5,7 @@
  *   listener (FFmpeg playing the HLS URL: `ll_hls`, the stream has LL-HLS parts) and a listener on
  *   the Icecast port (a raw HTTP/1.0 socket) by stream and protocol; bytes sent by protocol; ingest
  *   live and bitrate per stream; requests by route class and status, those answered by the HTTP
- *   worker thread included.
+ *   worker thread included; webhook deliveries by outcome.
  * - The label cap (SKYLARK_METRICS_MAX_STREAMS=1): the busier stream keeps its label, the other
  *   is summed as `stream="other"`.
  * - Prometheus's own linter (`promtool check metrics`) accepts the scrape (required when CI=true).
@@ -105,7 +105,17 @@ beforeAll(async () => {
     SKYLARK_METRICS_MAX_STREAMS: '1',
     SKYLARK_TRUSTED_PROXIES: '127.0.0.1/32',
     SKYLARK_HTTP_THREADS: '2',
+    SKYLARK_WEBHOOKS_ALLOW_PRIVATE: '1',
   });
+  // A webhook endpoint that takes every event: the streams' events are delivered to it.
+  const hooks = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200).end());
+  });
+  await new Promise<void>((resolve) => hooks.listen(0, '127.0.0.1', resolve));
+  closers.push(() => hooks.close());
+  const hook = await api(t.http, t.secretKey, 'POST', '/v2/webhooks', { url: `http://127.0.0.1:${(hooks.address() as net.AddressInfo).port}/hook`, events: ['*'] });
+  expect(hook.status).toBe(201);
   const a = await liveStream('Busy', 'low', 120);
   const b = await liveStream('Quiet', 'standard', 120);
   busy = a.id;
@@ -192,6 +202,11 @@ describe('GET /metrics', () => {
     expect(playlists(after) - playlists(before)).toBeGreaterThanOrEqual(n);
     expect(value(after, 'skylark_http_requests_total', { route: 'api', status: '201' })).toBeGreaterThanOrEqual(2);
     expect(sum(after, 'skylark_http_requests_total', { route: 'listen' })).toBeGreaterThanOrEqual(2);
+  });
+
+  it('counts webhook deliveries by outcome', async () => {
+    await waitFor(async () => (value(parse((await scrape()).text), 'skylark_webhook_deliveries_total', { outcome: 'delivered' }) ?? 0) >= 2, 20_000, 250, 'delivered webhooks');
+    expect(value(parse((await scrape()).text), 'skylark_webhook_deliveries_total', { outcome: 'undelivered' })).toBe(0);
   });
 
   it('exposes every metric of docs/metrics.md and the default process metrics', () => {
