@@ -3,7 +3,7 @@
  * two streams published by real FFmpeg RTMP publishers and real listeners on them.
  * - `GET /metrics` shows a `/listen` listener (Node's HTTP client reading the stream), an HLS
  *   listener (FFmpeg playing the HLS URL: `ll_hls`, the stream has LL-HLS parts) and a listener on
- *   the Icecast port (a raw HTTP/1.0 socket) by stream and protocol; bytes sent by protocol; ingest
+ *   the Icecast port (a raw HTTP/1.0 socket) and a WHEP peer (werift) by stream and protocol; bytes sent by protocol; ingest
  *   live and bitrate per stream; requests by route class and status, those answered by the HTTP
  *   worker thread included; webhook deliveries by outcome.
  * - The label cap (SKYLARK_METRICS_MAX_STREAMS=1): the busier stream keeps its label, the other
@@ -24,6 +24,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { api, repoRoot, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 import { ffmpegPath } from '../helpers/ffmpeg.js';
+import { RTCPeerConnection } from 'werift';
 
 const TOKEN = 'metrics-token-0123456789abcdef';
 let t: TestServer;
@@ -91,6 +92,20 @@ function icecastListen(port: number, id: string): Promise<void> {
   });
 }
 
+/** A WHEP listener: a werift peer (recvonly audio), connected. */
+async function whep(streamId: string): Promise<void> {
+  const pc = new RTCPeerConnection({ iceUseIpv6: false, iceAdditionalHostAddresses: ['127.0.0.1'] });
+  closers.push(() => void pc.close());
+  pc.addTransceiver('audio', { direction: 'recvonly' });
+  await pc.setLocalDescription(await pc.createOffer());
+  await waitFor(() => pc.iceGatheringState === 'complete', 5000, 20, 'client gathering');
+  const r = await fetch(`${t.http}/whep/${streamId}`, { method: 'POST', headers: { 'Content-Type': 'application/sdp' }, body: pc.localDescription!.sdp });
+  const answer = await r.text();
+  if (r.status !== 201) throw new Error(`WHEP answered ${r.status}: ${answer}`);
+  await pc.setRemoteDescription({ type: 'answer', sdp: answer });
+  await waitFor(() => pc.connectionState === 'connected', 15_000, 50, 'WHEP connected');
+}
+
 /** A stream published by FFmpeg for `seconds`; resolves once `/listen` serves it. */
 async function liveStream(title: string, latencyMode: 'low' | 'standard', seconds: number): Promise<{ id: string; hlsUrl: string }> {
   const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title, latencyMode, reconnectWindow: 5 })).json as { id: string; hlsUrl: string; rtmpUrl: string; streamKey: string };
@@ -123,6 +138,7 @@ beforeAll(async () => {
   await listen(`${t.http}/listen/${busy}.aac`);
   await icecastListen(t.server.icecastPort, busy);
   await listen(`${t.http}/listen/${quiet}.aac`);
+  await whep(busy);
   // FFmpeg plays the HLS stream: an HLS session of the busy stream.
   const hls = spawn(ffmpegPath(), ['-hide_banner', '-loglevel', 'error', '-i', a.hlsUrl, '-t', '100', '-f', 'null', '-'], { stdio: ['ignore', 'ignore', 'pipe'] });
   children.push(hls);
@@ -160,6 +176,7 @@ describe('GET /metrics', () => {
     expect(value(samples, 'skylark_listeners', { stream: busy, protocol: 'listen' })).toBe(1);
     expect(value(samples, 'skylark_listeners', { stream: busy, protocol: 'icecast' })).toBe(1);
     expect(value(samples, 'skylark_listeners', { stream: busy, protocol: 'll_hls' })).toBe(1);
+    expect(value(samples, 'skylark_listeners', { stream: busy, protocol: 'webrtc' })).toBe(1);
     expect(value(samples, 'skylark_listeners', { stream: 'other', protocol: 'listen' })).toBe(1);
     expect(samples.some((s) => s.labels.stream === quiet)).toBe(false);
   });
