@@ -16,7 +16,8 @@ import { clientAddress, trustedProxies } from '../delivery/listeners/geo.js';
 import { httpFrontCounts } from '../live/native/http-front.js';
 import { ffmpegPath } from '../base/ffmpeg.js';
 import { sumTallies } from '../base/http/tally.js';
-import type { DeferredReply, RawReply, RawRequestInfo } from '../base/http/server.js';
+import { errorBody, statusLine, type DeferredReply, type RawReply, type RawRequestInfo } from '../base/http/server.js';
+import { ApiError } from '../base/errors/errors.js';
 import { NodeMetrics, type HttpCounts, type MetricsSources, type StreamIngest, type StreamListeners } from '../base/metrics/node-metrics.js';
 import { metricsAccess } from '../base/metrics/access.js';
 import { readiness, type HealthCheck } from '../base/metrics/health.js';
@@ -81,20 +82,30 @@ export function mountOperations(d: OperationsDeps): NodeMetrics {
       return json(r.status === 200 ? '200 OK' : '503 Service Unavailable', r.body);
     });
   }
-  http.raw('get', '/metrics', (_params, _query, _id, info) => {
-    const denied = metricsRefusal(info, trusted, config.metricsToken);
+  http.raw('get', '/metrics', (_params, _query, requestId, info) => {
+    const denied = metricsRefusal(info, requestId, trusted, config.metricsToken);
     return denied ?? new Scrape(metrics);
   });
   return metrics;
 }
 
-/** The 401/403 answer to a scrape the client may not make (see src/base/metrics/access.ts), or null. */
-function metricsRefusal(info: RawRequestInfo, trusted: ReturnType<typeof trustedProxies>, token: string | undefined): RawReply | null {
+/**
+ * The 401/403 answer to a scrape the client may not make (see src/base/metrics/access.ts), in the
+ * error envelope of docs/behaviour.md "Errors": 401 `missing_token` with `WWW-Authenticate: Bearer`
+ * (RFC 6750 §3), 403 `invalid_token` for a wrong token, 403 `insufficient_scope` when no token is
+ * set; or null when it may.
+ */
+function metricsRefusal(info: RawRequestInfo, requestId: string, trusted: ReturnType<typeof trustedProxies>, token: string | undefined): RawReply | null {
   const client = clientAddress(info.remoteAddress(), info.header('x-forwarded-for'), trusted);
   const decision = metricsAccess(client, info.header('authorization'), token);
   if (decision === 200) return null;
-  if (decision === 401) return json('401 Unauthorized', { error: { type: 'authentication_error', code: 'unauthorized', message: 'GET /metrics needs Authorization: Bearer <SKYLARK_METRICS_TOKEN> from outside loopback.' } }, [['WWW-Authenticate', 'Bearer realm="metrics"']]);
-  return json('403 Forbidden', { error: { type: 'permission_error', code: 'forbidden', message: 'This client may not read /metrics.' } });
+  const err =
+    decision === 401
+      ? new ApiError('missing_token', 'GET /metrics needs Authorization: Bearer <SKYLARK_METRICS_TOKEN> from outside loopback.', { headers: { 'WWW-Authenticate': 'Bearer realm="metrics"' } })
+      : token === undefined
+        ? new ApiError('insufficient_scope', 'GET /metrics answers loopback clients only: this node has no SKYLARK_METRICS_TOKEN.')
+        : new ApiError('invalid_token', 'The bearer token is not this node\'s SKYLARK_METRICS_TOKEN.', { status: 403 });
+  return json(statusLine(err.status), errorBody(err, requestId), Object.entries(err.headers));
 }
 
 /** One scrape, answered once the metrics are rendered (a `DeferredReply`: the render is asynchronous). */
@@ -109,7 +120,7 @@ class Scrape implements DeferredReply {
         if (!this.cancelled) to.answer(() => ({ status: '200 OK', headers: [['Content-Type', this.metrics.contentType], ['Cache-Control', 'no-store']], body: Buffer.from(text) }));
       },
       (e: unknown) => {
-        if (!this.cancelled) to.answer(() => json('500 Internal Server Error', { error: { type: 'api_error', code: 'internal_error', message: `metrics could not be read: ${e instanceof Error ? e.message : String(e)}` } }));
+        if (!this.cancelled) to.answer(() => json('500 Internal Server Error', { error: { type: 'api_error', code: 'internal_error', message: `The metrics could not be read: ${e instanceof Error ? e.message : String(e)}` } }));
       },
     );
   }

@@ -265,11 +265,26 @@ describe('who may scrape', () => {
     expect((await scrape()).status).toBe(200);
   });
 
+  it('answers 403 off loopback when the node has no token', async () => {
+    const open = await startInProcess({ SKYLARK_TRUSTED_PROXIES: '127.0.0.1/32' });
+    try {
+      const r = await scrape(open.http, { ...outside, Authorization: `Bearer ${TOKEN}` });
+      expect(r.status).toBe(403);
+      expect(JSON.parse(r.text).error.code).toBe('insufficient_scope');
+      expect((await scrape(open.http)).status).toBe(200);
+    } finally {
+      await open.close();
+    }
+  });
+
   it('answers 401 to a client off loopback without a token, 403 with a wrong one, 200 with the token', async () => {
     const none = await fetch(`${t.http}/metrics`, { headers: outside });
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
-    expect((await scrape(t.http, { ...outside, Authorization: 'Bearer wrong-token-0123456789' })).status).toBe(403);
+    expect(((await none.json()) as { error: { code: string } }).error.code).toBe('missing_token');
+    const wrong = await scrape(t.http, { ...outside, Authorization: 'Bearer wrong-token-0123456789' });
+    expect(wrong.status).toBe(403);
+    expect(JSON.parse(wrong.text).error.code).toBe('invalid_token');
     expect((await scrape(t.http, { ...outside, Authorization: 'Basic bWV0cmljczp4' })).status).toBe(403);
     const ok = await scrape(t.http, { ...outside, Authorization: `Bearer ${TOKEN}` });
     expect(ok.status).toBe(200);
