@@ -152,7 +152,7 @@ function build(config: Config, log: Logger, now: () => number): Built {
   const controlFeatures = mountControl(base, services, room);
   const servers = buildIngestServers(base, live, control.lifecycle, delivery.icecastListeners);
   const listening = new ListeningCell();
-  const metrics = mountOperations({ base, room, media: live.media, icecast: servers.icecast, services, front: httpFrontStatus, listening });
+  const metrics = mountOperations({ base, room, media: live.media, icecast: servers.icecast, whep: delivery.whep, services, front: httpFrontStatus, listening });
   base.http.finish();
   // The play log and broadcasts stop after the listeners room (features stop in reverse): their last events count.
   const features = [{ close: () => fallbackCache.close() }, ...serviceFeatures(services), room, ...delivery.features, ...controlFeatures];

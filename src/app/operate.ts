@@ -55,6 +55,8 @@ export interface OperationsDeps {
   room: Listeners;
   media: WatchedMediaRegistry;
   icecast: IcecastServer;
+  /** WHEP's counts (RTP payload bytes sent to peers). */
+  whep: { stats(): { payloadBytesSent: number } };
   services: Pick<Services, 'delivery' | 'downloads'>;
   front: HttpFrontStatus;
   listening: ListeningCell;
@@ -228,6 +230,11 @@ async function httpCounts(d: OperationsDeps): Promise<HttpCounts> {
   const b = sums.bytes;
   return {
     requests: sums.requests,
-    bytes: { hls: (b.hls_playlist ?? 0) + (b.hls_segment ?? 0) + (b.hls_part ?? 0), listen: b.listen ?? 0, icecast: d.icecast.listenerBytes() },
+    bytes: {
+      hls: (b.hls_playlist ?? 0) + (b.hls_segment ?? 0) + (b.hls_part ?? 0),
+      listen: b.listen ?? 0,
+      icecast: d.icecast.listenerBytes(),
+      webrtc: d.whep.stats().payloadBytesSent,
+    },
   };
 }

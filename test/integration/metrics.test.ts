@@ -199,6 +199,11 @@ describe('GET /metrics', () => {
     expect(value(samples, 'skylark_bytes_sent_total', { protocol: 'hls' })).toBeGreaterThan(10_000);
   });
 
+  it('counts the audio sent to WebRTC peers', async () => {
+    // Opus at ~64 kb/s from the WebRTC transcoder: a few KB a second once the peer is connected.
+    await waitFor(async () => (value(parse((await scrape()).text), 'skylark_bytes_sent_total', { protocol: 'webrtc' }) ?? 0) > 2_000, 15_000, 250, 'WebRTC bytes');
+  });
+
   it('counts requests by route class and status, on every HTTP thread', async () => {
     // Playlist GETs on fresh connections: the kernel spreads them over both threads.
     const n = 30;
