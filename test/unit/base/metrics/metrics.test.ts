@@ -9,6 +9,7 @@ import { isLoopback, metricsAccess } from '../../../../src/base/metrics/access.j
 import { keptStreams, NodeMetrics, type MetricsSources } from '../../../../src/base/metrics/node-metrics.js';
 import { HttpTally, RC, routeClassOf, statusOf, sumTallies } from '../../../../src/base/http/tally.js';
 import { readiness } from '../../../../src/base/metrics/health.js';
+import { ConfigError, loadConfig } from '../../../../src/base/config.js';
 
 describe('metricsAccess', () => {
   it('lets loopback in in every spelling, and nobody else without the token', () => {
@@ -105,5 +106,20 @@ describe('readiness', () => {
     expect(r.body.failed).toEqual(['b']);
     expect(r.body.checks[1]).toEqual({ name: 'b', ok: false, gating: true, reason: 'boom' });
     expect(readiness([{ name: 'c', gating: false, run: () => 'x' }]).status).toBe(200);
+  });
+});
+
+describe('settings', () => {
+  it('reads SKYLARK_METRICS_TOKEN and SKYLARK_METRICS_MAX_STREAMS, refusing bad values by name', () => {
+    const c = loadConfig({});
+    expect(c.metricsToken).toBeUndefined();
+    expect(c.metricsMaxStreams).toBe(100);
+    const set = loadConfig({ SKYLARK_METRICS_TOKEN: 'abcdefghijklmnop-1', SKYLARK_METRICS_MAX_STREAMS: '5' });
+    expect(set.metricsToken).toBe('abcdefghijklmnop-1');
+    expect(set.metricsMaxStreams).toBe(5);
+    expect(loadConfig({}, { 'metrics-max-streams': '7' }).metricsMaxStreams).toBe(7);
+    expect(() => loadConfig({ SKYLARK_METRICS_TOKEN: 'short' })).toThrow(ConfigError);
+    expect(() => loadConfig({ SKYLARK_METRICS_TOKEN: 'has a space in it ok' })).toThrow(/SKYLARK_METRICS_TOKEN/);
+    expect(() => loadConfig({ SKYLARK_METRICS_MAX_STREAMS: '0' })).toThrow(/SKYLARK_METRICS_MAX_STREAMS/);
   });
 });
