@@ -226,6 +226,19 @@ describe('GET /metrics', () => {
     expect(sum(after, 'skylark_http_requests_total', { route: 'listen' })).toBeGreaterThanOrEqual(2);
   });
 
+  it('counts the answers of the file routes (feeds, episode audio)', async () => {
+    const p = await api(t.http, t.secretKey, 'POST', '/v2/podcasts', {
+      title: 'Metrics', description: 'A podcast for the metrics test.', author: 'Skylark', ownerName: 'Owner', ownerEmail: 'owner@example.com',
+      language: 'en-us', category: 'Technology', explicit: false, imageUrl: 'https://example.com/cover-3000.jpg', link: 'https://example.com/show',
+    });
+    expect(p.status, p.text).toBe(201);
+    const notFound = async () => value(parse((await scrape()).text), 'skylark_http_requests_total', { route: 'other', status: '404' }) ?? 0;
+    const before = await notFound();
+    // A podcast with no published episode has no feed yet: 404 from the feed route itself.
+    for (let i = 0; i < 3; i++) expect((await fetch(`${t.http}/feed/${p.json.id}.xml`)).status).toBe(404);
+    expect((await notFound()) - before).toBe(3);
+  });
+
   it('counts webhook deliveries by outcome', async () => {
     await waitFor(async () => (value(parse((await scrape()).text), 'skylark_webhook_deliveries_total', { outcome: 'delivered' }) ?? 0) >= 2, 20_000, 250, 'delivered webhooks');
     expect(value(parse((await scrape()).text), 'skylark_webhook_deliveries_total', { outcome: 'undelivered' })).toBe(0);
