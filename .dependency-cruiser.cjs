@@ -26,6 +26,7 @@ module.exports = {
     home('better-sqlite3', 'better-sqlite3', ['base/db/']),
     home('jose', 'jose', ['base/auth/']),
     home('piscina', 'piscina', ['control/webhooks/']),
+    home('prom-client', 'prom-client', ['base/metrics/']),
     home('valibot', 'valibot|@valibot', ['base/config\\.ts$', 'control/api/[^/]+/schemas\\.ts$', 'control/api/validation\\.ts$', 'control/api/openapi/']),
     {
       name: 'addon-has-one-home',

@@ -31,7 +31,7 @@ const GROUP = 'LL-HLS part GET per server CPU-second (wrk -t1, keep-alive, one H
 const log = (s: string) => process.stderr.write(`[ll-parts] ${s}\n`);
 
 /** A low-latency stream on `http`, published until 3 segments are listed: its newest part's URL and bytes. */
-async function livePart(http: string, secretKey: string): Promise<{ url: string; bytes: Uint8Array }> {
+export async function livePart(http: string, secretKey: string): Promise<{ url: string; bytes: Uint8Array }> {
   const created = await fetch(`${http}/v2/streams`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${secretKey}`, 'Content-Type': 'application/json' },

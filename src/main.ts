@@ -31,6 +31,8 @@ import { buildFallbackCache, buildIngestServers, buildPublishing, type IngestSer
 import { buildDelivery, buildListenersRoom, startDeliveryThreads, type Delivery } from './app/delivery.js';
 import { buildServices, buildStreamsService, mountControl, serviceFeatures, type Services } from './app/control.js';
 import type { Listeners } from './delivery/listeners/feature.js';
+import { ListeningCell, mountOperations } from './app/operate.js';
+import type { NodeMetrics } from './base/metrics/node-metrics.js';
 
 /** A running server. Ports as bound. */
 export interface RunningServer {
@@ -53,6 +55,8 @@ export interface RunningServer {
   guard: Guard;
   /** Counts of the node's limits hit (docs/behaviour.md §13). */
   limits: Limits;
+  /** The metrics `GET /metrics` renders (docs/metrics.md; tests, benches). */
+  metrics: NodeMetrics;
   /** The node secret (32 bytes; tests sign listener tokens with it). */
   nodeSecret: Buffer;
   /** Publishers and the live state machine (ingest). */
@@ -81,6 +85,9 @@ interface Built {
   media: WatchedMediaRegistry;
   /** In start order (closed in reverse). */
   features: Feature[];
+  metrics: NodeMetrics;
+  /** The bound ports and threads, for `/readyz` and `/metrics`. */
+  listening: ListeningCell;
 }
 
 /** What listening bound. */
@@ -119,6 +126,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
     http: base.http,
     guard: base.guard,
     limits: base.limits,
+    metrics: built.metrics,
     nodeSecret: base.nodeSecret,
     ingest: built.ingest,
     listenerCount: (id) => built.room.registry.listenerCount(id),
@@ -144,11 +152,13 @@ function build(config: Config, log: Logger, now: () => number): Built {
   const services = buildStreamsService(base, control, room, live.ingest);
   const delivery = buildDelivery(base, room, live.media);
   const controlFeatures = mountControl(base, services, room);
-  base.http.finish();
   const servers = buildIngestServers(base, live, control.lifecycle, delivery.icecastListeners);
+  const listening = new ListeningCell();
+  const metrics = mountOperations({ base, room, media: live.media, icecast: servers.icecast, whep: delivery.whep, services, front: httpFrontStatus, listening });
+  base.http.finish();
   // The play log and broadcasts stop after the listeners room (features stop in reverse): their last events count.
   const features = [{ close: () => fallbackCache.close() }, ...serviceFeatures(services), room, ...delivery.features, ...controlFeatures];
-  return { base, room, services, ingest: live.ingest, delivery, servers, media: live.media, features };
+  return { base, room, services, ingest: live.ingest, delivery, servers, media: live.media, features, metrics, listening };
 }
 
 /**
@@ -186,6 +196,7 @@ async function listenAll(b: Built): Promise<Bound> {
     const rtmpPort = await rtmp.listen(config.rtmpHost, config.rtmpPort);
     const icecastPort = await icecast.listen(config.icecastHost, config.icecastPort);
     const edgeLogPort = edgeLog ? await edgeLog.listen(config.edgeLogHost!, config.edgeLogPort!) : null;
+    b.listening.resolve({ http: httpPort, rtmp: rtmpPort, icecast: icecastPort }, threads);
     return { httpPort, rtmpPort, icecastPort, edgeLogPort, threads, http10, socket };
   } catch (e) {
     await edgeLog?.close();
@@ -204,6 +215,7 @@ async function listenAll(b: Built): Promise<Bound> {
 /** Stops listening, then every feature in reverse order (each even when another fails), then the database. */
 async function closeAll(b: Built, bound: Bound): Promise<void> {
   const { http, log, writes, db } = b.base;
+  b.listening.close();
   // Worker threads first: each closes its connections and sends its last session batch.
   await bound.threads?.close();
   bound.http10.close();
@@ -228,6 +240,12 @@ async function closeAll(b: Built, bound: Bound): Promise<void> {
 
 /** The outcome of installing the HTTP/1.0 front's hooks ('' = installed), once per process. */
 let httpFrontOutcome: string | null = null;
+
+/** Whether the native HTTP hooks are installed (`/readyz`'s `http_front`, reported, never failing readiness). */
+function httpFrontStatus(): { installed: boolean; reason: string | null } {
+  if (httpFrontOutcome === null) return { installed: false, reason: 'not installed (SKYLARK_HTTP10=0)' };
+  return { installed: httpFrontOutcome === '', reason: httpFrontOutcome === '' ? null : httpFrontOutcome };
+}
 
 /**
  * Installs the native hooks of the HTTP/1.0 front (docs/http.md "HTTP/1.0") the first time a

@@ -18,7 +18,7 @@ import { HubSource } from '../delivery/hls/source.js';
 import { startHttpThreads, type RunningThreads, type ThreadCounts, type WatchedMediaRegistry } from '../delivery/threads/index.js';
 import { registerListenRoutes, type ListenFeature } from '../delivery/progressive/routes.js';
 import { icecastListening, keepProgressive } from '../delivery/progressive/icecast-port.js';
-import { registerWhep } from '../delivery/webrtc/whep.js';
+import { registerWhep, type WhepStats } from '../delivery/webrtc/whep.js';
 import { RtpFanout, rtpFanoutAvailable } from '../live/native/rtp-fanout.js';
 
 /** Builds the listeners room (docs/behaviour.md §3–§4): registry, listener tokens, HLS access, held-request caps. */
@@ -38,6 +38,8 @@ export interface Delivery {
   listen: ListenFeature;
   /** What the Icecast port answers listeners and `/status-json.xsl` (docs/icecast.md "Listeners"). */
   icecastListeners: ReturnType<typeof icecastListening>;
+  /** WHEP's counts (peers, packets and bytes sent: docs/metrics.md). */
+  whep: { stats(): WhepStats };
   /** In start order (closed in reverse). */
   features: Feature[];
 }
@@ -99,7 +101,7 @@ export function buildDelivery(b: Base, room: Listeners, media: WatchedMediaRegis
   if (nativeParts) features.push({ close: () => nativeParts.close() });
   if (edgeLog) features.push({ close: () => edgeLog.close() });
   features.push(listen, { close: () => whep.close() });
-  return { hlsSource, mainCounts, edgeLog, listen, icecastListeners, features };
+  return { hlsSource, mainCounts, edgeLog, listen, icecastListeners, whep, features };
 }
 
 /** The store of public LL-HLS parts in the native HTTP front (docs/http.md "Media objects answered in native code"), watching every hub opened. */

@@ -88,6 +88,10 @@ export interface Config {
   websubHub?: string | undefined;
   /** Podping-style notifiers called on publish, live and live end (`SKYLARK_FEED_NOTIFY_URLS`). */
   feedNotifyUrls: FeedNotifyUrl[];
+  /** `GET /metrics` from outside loopback needs `Authorization: Bearer <token>` (`SKYLARK_METRICS_TOKEN`, docs/metrics.md); undefined: loopback only. */
+  metricsToken?: string | undefined;
+  /** Streams with their own `stream` label in `GET /metrics` (`SKYLARK_METRICS_MAX_STREAMS`); the rest are summed as `stream="other"`. */
+  metricsMaxStreams: number;
   /** Limits that protect the node (docs/behaviour.md §13); each is logged and counted when hit (src/limits). */
   limits: LimitSettings;
 }
@@ -326,6 +330,8 @@ export const ENV_NAMES = {
   iceServers: 'SKYLARK_ICE_SERVERS',
   websubHub: 'SKYLARK_WEBSUB_HUB',
   feedNotifyUrls: 'SKYLARK_FEED_NOTIFY_URLS',
+  metricsToken: 'SKYLARK_METRICS_TOKEN',
+  metricsMaxStreams: 'SKYLARK_METRICS_MAX_STREAMS',
 } as const satisfies Partial<Record<keyof Config, string>>;
 
 const port = v.pipe(v.string(), v.regex(/^\d{1,5}$/, 'must be a port number 0-65535'), v.transform(Number), v.maxValue(65535));
@@ -367,6 +373,8 @@ const RawConfig = v.object({
   iceServers: v.optional(v.string(), ''),
   websubHub: v.optional(v.pipe(v.string(), v.url('must be a URL'), v.regex(/^https?:\/\//, 'must be an http(s):// URL'))),
   feedNotifyUrls: v.optional(v.string(), ''),
+  metricsToken: v.optional(v.pipe(v.string(), v.regex(/^[\x21-\x7e]{16,256}$/, 'must be 16-256 printable ASCII characters without spaces'))),
+  metricsMaxStreams: v.optional(v.pipe(v.string(), v.regex(/^\d{1,5}$/, 'must be a number of streams 1-10000'), v.transform(Number), v.minValue(1), v.maxValue(10000)), '100'),
 });
 
 /** The edge log receiver's address when only one of its two settings is given. */

@@ -14,6 +14,7 @@ import { newRequestId } from '../ids.js';
 import { endHead, errorBody, statusLine, toApiError } from './reply.js';
 import { remoteAddressOf } from './request.js';
 import type { HttpServer } from './server.js';
+import { routeClassOf } from './tally.js';
 
 /** What a handler sees: copied out of uWS's request. */
 export interface BytesRequest {
@@ -84,6 +85,8 @@ export function registerBytesRoute(
   onError?: (e: unknown, requestId: string) => void,
 ): void {
   const nParams = (pattern.match(/:/g) ?? []).length;
+  const route = routeClassOf(pattern);
+  const { tally } = http.replies;
   for (const method of ['get', 'head'] as const) {
     http.stream(method, pattern, (res, req) => {
       const requestId = newRequestId();
@@ -103,7 +106,7 @@ export function registerBytesRoute(
         onError?.(e, requestId);
         answer = { kind: 'error', error: toApiError(e, requestId, undefined) };
       }
-      answerRequest(res, method === 'head', answer, h, requestId);
+      tally.add(route, answerRequest(res, method === 'head', answer, h, requestId));
     }, { kind: 'raw' });
   }
 }
@@ -124,7 +127,8 @@ function noneMatchHits(header: string, etag: string): boolean {
 
 const httpDate = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toUTCString();
 
-function answerRequest(res: uWS.HttpResponse, head: boolean, a: Answer, h: CondHeaders, requestId: string): void {
+/** Writes the answer `a`; @returns its status (counted by the server's tally: docs/metrics.md). */
+function answerRequest(res: uWS.HttpResponse, head: boolean, a: Answer, h: CondHeaders, requestId: string): number {
   if (a.kind === 'error') {
     res.writeStatus(statusLine(a.error.status));
     res.writeHeader('Content-Type', 'application/json; charset=utf-8');
@@ -133,7 +137,7 @@ function answerRequest(res: uWS.HttpResponse, head: boolean, a: Answer, h: CondH
     const body = JSON.stringify(errorBody(a.error, requestId));
     if (head) endHead(res, Buffer.byteLength(body));
     else res.end(body);
-    return;
+    return a.error.status;
   }
   const size = a.kind === 'bytes' ? a.body.byteLength : a.size;
   const common = () => {
@@ -152,7 +156,7 @@ function answerRequest(res: uWS.HttpResponse, head: boolean, a: Answer, h: CondH
     res.writeStatus('304 Not Modified');
     common();
     res.endWithoutBody();
-    return;
+    return 304;
   }
   // Range (RFC 9110 §14.2): one range served as 206; several, a malformed header or a stale If-Range → the whole body.
   let start = 0;
@@ -167,7 +171,7 @@ function answerRequest(res: uWS.HttpResponse, head: boolean, a: Answer, h: CondH
       res.writeHeader('Content-Range', `bytes */${size}`);
       if (head) endHead(res, 0);
       else res.end();
-      return;
+      return 416;
     }
     if (r !== -2 && r.type === 'bytes' && r.length === 1) {
       start = r[0]!.start;
@@ -176,20 +180,25 @@ function answerRequest(res: uWS.HttpResponse, head: boolean, a: Answer, h: CondH
     }
   }
   const length = size === 0 ? 0 : end - start + 1;
+  const status = partial ? 206 : 200;
   res.writeStatus(partial ? '206 Partial Content' : '200 OK');
   common();
   res.writeHeader('Content-Type', a.contentType);
   if (partial) res.writeHeader('Content-Range', `bytes ${start}-${end}/${size}`);
-  if (head) return endHead(res, length);
+  if (head) {
+    endHead(res, length);
+    return status;
+  }
   if (a.kind === 'bytes') {
     res.end(partial ? a.body.subarray(start, end + 1) : a.body);
-    return;
+    return status;
   }
   if (length === 0) {
     res.end();
-    return;
+    return status;
   }
   streamFile(res, a.path, start, end, length, a.observe?.(length) ?? null);
+  return status;
 }
 
 /**

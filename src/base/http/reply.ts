@@ -9,6 +9,7 @@ import { STATUS_CODES } from 'node:http';
 import type uWS from 'uWebSockets.js';
 import { ApiError, internalError } from '../errors/errors.js';
 import type { Logger } from '../logger.js';
+import { HttpTally, routeClassOf, statusOf } from './tally.js';
 
 /** What a JSON API handler answers. */
 export interface ApiReply {
@@ -56,6 +57,8 @@ export interface ReqState {
   method?: string;
   pattern?: string;
   url?: string;
+  /** The route class (./tally.ts `RC`) when the route knows it; else it is read from `pattern` or `url`. */
+  route?: number;
 }
 
 /** Pre-encodes constant headers (names and values as bytes: uWS then skips a string conversion per call). */
@@ -179,14 +182,22 @@ export function endHead(res: uWS.HttpResponse, length: number): void {
 export class Replies {
   /** Called with every JSON and form answer; null: none. */
   observer: ((r: ObservedResponse) => void) | null = null;
+  /** Answers written, by route class and status (docs/metrics.md). */
+  readonly tally = new HttpTally();
 
   constructor(private readonly log: Logger) {}
+
+  /** Counts one answer of `status` to the request of `state`. */
+  private count(state: ReqState, status: number): void {
+    this.tally.add(state.route ?? routeClassOf(state.pattern ?? state.url ?? ''), status);
+  }
 
   /** Answers `reply` as JSON with the request's `extra` headers (e.g. rate limits); an unserializable body answers 500. */
   json(res: uWS.HttpResponse, state: ReqState, reply: ApiReply, requestId: string, extra: Record<string, string>): void {
     if (state.aborted || state.answered) return;
     if (reply.text) {
       state.answered = true;
+      this.count(state, reply.status);
       const headers: Record<string, string> = { ...jsonHeaders(requestId, extra, reply.headers), 'Content-Type': reply.text.contentType };
       const text = reply.text.body;
       res.cork(() => {
@@ -206,6 +217,7 @@ export class Replies {
       return this.error(res, state, e, requestId, extra);
     }
     state.answered = true;
+    this.count(state, reply.status);
     writeJson(res, reply.status, requestId, body, extra, reply.headers);
     if (this.observer) this.observe(state, reply.status, jsonHeaders(requestId, extra, reply.headers), body);
   }
@@ -216,6 +228,7 @@ export class Replies {
     const err = toApiError(e, requestId, this.log);
     const body = JSON.stringify(errorBody(err, requestId));
     state.answered = true;
+    this.count(state, err.status);
     writeJson(res, err.status, requestId, body, extra, err.headers, close);
     if (this.observer) this.observe(state, err.status, jsonHeaders(requestId, extra, err.headers), body);
   }
@@ -224,6 +237,7 @@ export class Replies {
   web(res: uWS.HttpResponse, state: ReqState, r: WebReply, requestId: string, close = false): void {
     if (state.aborted || state.answered) return;
     state.answered = true;
+    this.count(state, r.status);
     res.cork(() => {
       res.writeStatus(statusLine(r.status));
       res.writeHeader(H_REQUEST_ID, requestId);
@@ -237,6 +251,8 @@ export class Replies {
   raw(res: uWS.HttpResponse, state: ReqState, head: boolean, r: RawReply, requestId: string): void {
     if (state.aborted || state.answered) return;
     state.answered = true;
+    this.count(state, statusOf(r.status));
+    if (!head && state.route !== undefined) this.tally.bytes[state.route]! += r.body.byteLength;
     res.cork(() => writeRaw(res, head, r, requestId));
   }
 

@@ -78,6 +78,8 @@ export class DownloadCounter {
   private counts = new Map<string, DownloadCountKey & { n: number }>();
   private bots = new Map<string, { podcastId: string; day: string; episodeId: string; n: number }>();
   private timer: NodeJS.Timeout | null = null;
+  /** Downloads counted since the process started (docs/metrics.md `skylark_downloads_counted_total`). */
+  countedTotal = 0;
   /** The day whose client cap was reached (logged once). */
   private fullDay = '';
 
@@ -136,6 +138,7 @@ export class DownloadCounter {
       this.dirty.add(state);
       if (state.bytes < r.minuteBytes) return;
       state.counted = true;
+      this.countedTotal++;
       const country = countryOf(r.ip) ?? '';
       const key: DownloadCountKey = { podcastId: r.podcastId, day: this.day, episodeId: r.episodeId, app: kind.app ?? '', device: kind.device ?? '', os: kind.os ?? '', country };
       const k = `${key.podcastId} ${key.day} ${key.episodeId} ${key.app} ${key.device} ${key.os} ${key.country}`;

@@ -122,6 +122,8 @@ export class DeliveryEngine {
   private started = false;
   private idleWaiters: Array<() => void> = [];
   private readonly internal: Map<string, InternalDestination>;
+  /** Attempts committed, by outcome (docs/metrics.md `skylark_webhook_deliveries_total`): delivered, to be retried, given up. */
+  readonly outcomes = { delivered: 0, retrying: 0, undelivered: 0 };
 
   constructor(private readonly o: EngineOptions) {
     this.internal = new Map((o.internal ?? []).map((d) => [d.id, d]));
@@ -399,10 +401,14 @@ export class DeliveryEngine {
     const batch = this.results;
     this.results = [];
     const retry = { at: Infinity }; // the earliest retry this batch schedules
+    let retrying = 0;
+    let undelivered = 0;
     try {
       this.o.repo.complete(batch, (n, finishedAt) => {
         const at = retryPolicy(n, finishedAt);
         if (at !== null) retry.at = Math.min(retry.at, at);
+        if (at !== null) retrying++;
+        else undelivered++;
         return at;
       });
     } catch (e) {
@@ -412,6 +418,9 @@ export class DeliveryEngine {
       setTimeout(() => this.flushResults(), 200).unref();
       return;
     }
+    this.outcomes.retrying += retrying;
+    this.outcomes.undelivered += undelivered;
+    for (const r of batch) if (r.delivered) this.outcomes.delivered++;
     if (retry.at !== Infinity && (this.nextDue === null || retry.at < this.nextDue)) {
       this.nextDue = retry.at;
       this.arm();

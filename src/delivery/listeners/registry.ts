@@ -344,6 +344,26 @@ export class ListenerRegistry {
     return this.streams.get(streamId)?.sessions.size ?? 0;
   }
 
+  /**
+   * Live listeners of every stream by protocol (`GET /metrics`, docs/metrics.md): read at scrape
+   * time, one pass over the sessions (nothing is counted per request).
+   */
+  *byProtocol(): IterableIterator<{ streamId: string; protocol: ListenerProtocol; count: number }> {
+    for (const st of this.streams.values()) {
+      let hls = 0;
+      let webrtc = 0;
+      let icecast = 0;
+      for (const s of st.sessions.values()) {
+        if (s.protocol === 'hls') hls++;
+        else if (s.protocol === 'webrtc') webrtc++;
+        else icecast++;
+      }
+      if (hls) yield { streamId: st.id, protocol: 'hls', count: hls };
+      if (webrtc) yield { streamId: st.id, protocol: 'webrtc', count: webrtc };
+      if (icecast) yield { streamId: st.id, protocol: 'icecast', count: icecast };
+    }
+  }
+
   /** Live listeners of the whole node. */
   total(): number {
     return this.count;

@@ -42,6 +42,8 @@ export interface ThreadCounts {
   listen: number;
   /** Requests forwarded to the main thread. */
   forwarded: number;
+  /** Answers by route class and status (src/base/http/tally.ts `HttpTally.nonZero`): a worker's, sent with its counts. */
+  http?: Array<[number, number]>;
 }
 
 /** Main thread → worker. */

@@ -152,7 +152,7 @@ function onMessage(m: ToWorker): void {
     case 'forget':
       return sessions.forget(m.handles);
     case 'counts':
-      return post({ t: 'counts', id: m.id, counts: { ...counts } });
+      return post({ t: 'counts', id: m.id, counts: { ...counts, http: http.replies.tally.nonZero() } });
     case 'fail':
       setTimeout(() => {
         throw new Error('a failure the main thread asked for (tests)');

@@ -84,6 +84,8 @@ export interface SrtpIndex {
 /** The counters WHEP keeps (WhepStats), updated in place. */
 export interface FanoutCounters {
   packetsSent: number;
+  /** RTP payload bytes (the Opus audio) of the packets sent, every peer counted. */
+  payloadBytesSent: number;
   packetsDropped: number;
   peersDroppedSlow: number;
 }
@@ -189,6 +191,7 @@ export class FanoutGroup implements PacketSink {
     if (this.enabledCount === 0) return;
     const sent = this.native.send(seq, timestamp, payload, marker);
     this.counters.packetsSent += sent;
+    this.counters.payloadBytesSent += sent * payload.byteLength;
     this.counters.packetsDropped += this.enabledCount - sent;
   }
 

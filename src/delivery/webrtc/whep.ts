@@ -87,6 +87,8 @@ export interface WhepStats {
   /** Answered offers whose peer has not connected yet. */
   pending: number;
   packetsSent: number;
+  /** RTP payload bytes (the Opus audio) of the packets sent, every peer counted (docs/metrics.md `skylark_bytes_sent_total`). */
+  payloadBytesSent: number;
   packetsDropped: number;
   peersDroppedSlow: number;
   /** Peers whose media went through werift's own sender (src/delivery/webrtc/rtp-sender.ts could not attach). */
@@ -202,11 +204,15 @@ class Peer implements PacketSink, FanoutSession {
     if ((rtp ? rtp.queued() : this.inflight) >= PEER_QUEUE) return this.dropped();
     this.droppingSince = 0;
     if (rtp) {
-      if (rtp.send(seq, timestamp, payload, marker)) this.owner.counters.packetsSent++;
+      if (rtp.send(seq, timestamp, payload, marker)) {
+        this.owner.counters.packetsSent++;
+        this.owner.counters.payloadBytesSent += payload.byteLength;
+      }
       return;
     }
     this.inflight++;
     this.owner.counters.packetsSent++;
+    this.owner.counters.payloadBytesSent += payload.byteLength;
     // werift's sender rewrites ssrc/payload type/extensions in place: one packet object per peer.
     const pkt = new RtpPacket(new RtpHeader({ sequenceNumber: seq, timestamp, marker, payloadType: 111 }), payload);
     this.sender.sendRtp(pkt).then(this.done, this.done);
@@ -246,7 +252,7 @@ class Peer implements PacketSink, FanoutSession {
 class Whep {
   readonly peers = new Map<string, Peer>();
   private readonly sources = new Map<string, StreamAudioSource>();
-  readonly counters = { packetsSent: 0, packetsDropped: 0, peersDroppedSlow: 0, werift: 0, native: 0 };
+  readonly counters = { packetsSent: 0, payloadBytesSent: 0, packetsDropped: 0, peersDroppedSlow: 0, werift: 0, native: 0 };
   /** The native fan-out of each source that has native peers. */
   private readonly groups = new Map<StreamAudioSource, FanoutGroup>();
   private readonly hosts: string[];

@@ -120,6 +120,10 @@ export class IcecastServer {
   private readonly server: net.Server;
   private readonly counter: PerAddressCounter;
   private readonly sockets = new Set<net.Socket>();
+  /** Listeners on this port now, by stream id (docs/metrics.md `skylark_listeners`, protocol `icecast`). */
+  readonly listenersByStream = new Map<string, number>();
+  private readonly listenerSockets = new Set<net.Socket>();
+  private closedListenerBytes = 0;
 
   constructor(
     private readonly publishing: Publishing,
@@ -338,7 +342,29 @@ export class IcecastServer {
     } finally {
       socket.uncork();
     }
-    if (sink.done) sink.leave();
+    if (sink.done) return sink.leave();
+    this.countListener(m[1]!, socket);
+  }
+
+  /** Counts a listener of `streamId` on this port until its socket closes (`listenersByStream`, `listenerBytes`). */
+  private countListener(streamId: string, socket: net.Socket): void {
+    const by = this.listenersByStream;
+    by.set(streamId, (by.get(streamId) ?? 0) + 1);
+    this.listenerSockets.add(socket);
+    socket.once('close', () => {
+      const n = (by.get(streamId) ?? 1) - 1;
+      if (n > 0) by.set(streamId, n);
+      else by.delete(streamId);
+      this.listenerSockets.delete(socket);
+      this.closedListenerBytes += socket.bytesWritten;
+    });
+  }
+
+  /** Bytes written to listeners on this port since it started (head and body; read at scrape time: docs/metrics.md). */
+  listenerBytes(): number {
+    let n = this.closedListenerBytes;
+    for (const s of this.listenerSockets) n += s.bytesWritten;
+    return n;
   }
 
   private startSource(conn: Conn, streamId: string, key: string, codec: IcecastCodec, head: RequestHead, rest: Buffer): void {

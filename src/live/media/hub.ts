@@ -439,6 +439,16 @@ export class StreamHub {
     return this.publish !== null;
   }
 
+  /** Whether the attached publisher is live (codec checked, first frame in): `skylark_ingest_live` (docs/metrics.md). */
+  get ingestLive(): boolean {
+    return this.publish?.live === true;
+  }
+
+  /** The attached publisher's audio bitrate over the bitrate watch's window (kbps; 0 when nobody publishes): `skylark_ingest_bitrate_kbps`. */
+  ingestKbps(nowMs: number): number {
+    return this.publish ? this.publish.bitrate.measuredKbps(nowMs) : 0;
+  }
+
   /**
    * How the attached publisher is routed (docs/decisions.md "Ingest I/O"): 'no' (every frame
    * through JS), 'segmenter' (socket → segmenter in C++), 'frames' (that, plus every frame to JS
@@ -833,6 +843,11 @@ export class MediaRegistry {
 
   get(streamId: string): StreamHub | undefined {
     return this.hubs.get(streamId);
+  }
+
+  /** The hubs open now, by stream id (read at scrape time: docs/metrics.md). */
+  current(): ReadonlyMap<string, StreamHub> {
+    return this.hubs;
   }
 
   /** The stream's hub, created on first use (an ended one is replaced), continuing the stream's timeline. */

@@ -16,6 +16,7 @@ import { newRequestId } from '../../ids.js';
 import { writeRaw, type RawReply } from '../reply.js';
 import { paramCount, remoteAddressOf } from '../request.js';
 import type { RouteHost } from './host.js';
+import { RC, routeClassOf, statusOf } from '../tally.js';
 
 const H_REQUEST_ID = Buffer.from('X-Request-ID');
 
@@ -85,6 +86,7 @@ export function registerProgressiveRoute(host: RouteHost, method: 'get' | 'head'
   const nParams = paramCount(pattern);
   const head = method === 'head';
   const { replies, log } = host;
+  const route = routeClassOf(pattern);
   host.app[method](pattern, (res, req) => {
     const requestId = newRequestId();
     const params: string[] = [];
@@ -103,19 +105,23 @@ export function registerProgressiveRoute(host: RouteHost, method: 'get' | 'head'
       answer = handler(request);
     } catch (e) {
       // An exception escaping a uWS callback ends the process: answer 500 instead.
-      return replies.error(res, { aborted: false }, e, requestId);
+      return replies.error(res, { aborted: false, route }, e, requestId);
     } finally {
       live = false;
     }
-    if (!('stream' in answer)) return writeRaw(res, head, answer, requestId);
+    if (!('stream' in answer)) {
+      replies.tally.add(route, statusOf(answer.status));
+      return writeRaw(res, head, answer, requestId);
+    }
     const s = answer.stream;
+    replies.tally.add(route, s.status ? statusOf(s.status) : 200);
     if (head) {
       writeHead(res, s, requestId);
       // No Content-Length: a progressive stream has no length (uWS writes none without an argument).
       res.endWithoutBody();
       return;
     }
-    openStream(res, s, requestId, log);
+    openStream(res, s, requestId, host);
   });
 }
 
@@ -142,11 +148,13 @@ class ResponseSink implements ProgressiveSink {
 
   constructor(
     private readonly res: uWS.HttpResponse,
-    private readonly log: RouteHost['log'],
+    /** The server's log and reply writers (their tally counts the bytes written: docs/metrics.md). */
+    private readonly host: Pick<RouteHost, 'log' | 'replies'>,
   ) {}
 
   write(chunk: Uint8Array): boolean {
     if (this.done) return false;
+    this.host.replies.tally.bytes[RC.listen]! += chunk.byteLength;
     if (this.res.write(chunk)) return true;
     if (!this.watching) {
       this.watching = true;
@@ -190,7 +198,7 @@ class ResponseSink implements ProgressiveSink {
       try {
         c.writable();
       } catch (e) {
-        this.log.error('progressive stream: writable handler failed', { err: e instanceof Error ? e.stack : String(e) });
+        this.host.log.error('progressive stream: writable handler failed', { err: e instanceof Error ? e.stack : String(e) });
       }
     }
     return true;
@@ -204,14 +212,15 @@ class ResponseSink implements ProgressiveSink {
     try {
       c.gone();
     } catch (e) {
-      this.log.error('progressive stream: gone handler failed', { err: e instanceof Error ? e.stack : String(e) });
+      this.host.log.error('progressive stream: gone handler failed', { err: e instanceof Error ? e.stack : String(e) });
     }
   }
 }
 
 /** Writes status and headers, then runs the stream's `open` with a sink over `res`. */
-function openStream(res: uWS.HttpResponse, s: ProgressiveStream, requestId: string, log: RouteHost['log']): void {
-  const sink = new ResponseSink(res, log);
+function openStream(res: uWS.HttpResponse, s: ProgressiveStream, requestId: string, host: Pick<RouteHost, 'log' | 'replies'>): void {
+  const { log } = host;
+  const sink = new ResponseSink(res, host);
   // A bound method, not a closure: no context object per listener.
   res.onAborted(sink.aborted.bind(sink));
   writeHead(res, s, requestId);

@@ -7,6 +7,7 @@ import { newRequestId } from '../../ids.js';
 import { writeRaw, type RawReply, type ReqState } from '../reply.js';
 import { paramCount, remoteAddressOf } from '../request.js';
 import type { RouteHost } from './host.js';
+import { hlsObjectClass, routeClassOf, statusOf } from '../tally.js';
 
 /**
  * A raw reply given later (LL-HLS blocking playlist reload, preload hints): `defer` is called once,
@@ -53,6 +54,10 @@ export function registerRawRoute(host: RouteHost, method: 'get' | 'head', patter
   const info = new RawInfo();
   const head = method === 'head';
   const { replies } = host;
+  const { tally } = replies;
+  // The route class (docs/metrics.md): by pattern, or per request by the file name of an HLS object route.
+  const fixedClass = routeClassOf(pattern);
+  const fileParam = pattern.startsWith('/hls/') && pattern.endsWith('/:file') ? nParams - 1 : -1;
   host.app[method](pattern, (res, req) => {
     const params: string[] = [];
     for (let i = 0; i < nParams; i++) params.push(req.getParameter(i) ?? '');
@@ -60,18 +65,23 @@ export function registerRawRoute(host: RouteHost, method: 'get' | 'head', patter
     let r: RawReply | DeferredReply;
     info.res = res;
     info.req = req;
+    const route = fileParam < 0 ? fixedClass : hlsObjectClass(params[fileParam]!);
     try {
       r = handler(params, req.getQuery() ?? '', requestId, info);
     } catch (e) {
       // An exception escaping a uWS callback ends the process: answer 500 instead.
-      return replies.error(res, { aborted: false }, e, requestId);
+      return replies.error(res, { aborted: false, route }, e, requestId);
     } finally {
       info.res = null;
       info.req = null;
     }
-    if (!('defer' in r)) return writeRaw(res, head, r, requestId);
+    if (!('defer' in r)) {
+      tally.add(route, statusOf(r.status));
+      if (!head) tally.bytes[route]! += r.body.byteLength;
+      return writeRaw(res, head, r, requestId);
+    }
     // A blocking request (LL-HLS): answered later, inside a cork; never after an abort.
-    const p = new Pending(res, head, requestId, replies, r);
+    const p = new Pending(res, head, requestId, replies, r, route);
     res.onAborted(() => p.abort());
     r.defer(p);
   });
@@ -88,6 +98,8 @@ class Pending implements Answer, ReqState {
     private readonly requestId: string,
     private readonly replies: RouteHost['replies'],
     private readonly deferred: DeferredReply,
+    /** The route class (../tally.ts), read by the reply writers' count. */
+    readonly route: number,
   ) {}
 
   answer(render: () => RawReply): void {

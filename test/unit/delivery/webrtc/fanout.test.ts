@@ -163,7 +163,7 @@ describe('FanoutGroup over a werift connection', () => {
     const pair = await connectWeriftPair();
     const { server, transceiver, close } = pair;
     try {
-      const counters = { packetsSent: 0, packetsDropped: 0, peersDroppedSlow: 0 };
+      const counters = { packetsSent: 0, payloadBytesSent: 0, packetsDropped: 0, peersDroppedSlow: 0 };
       let emptied = 0;
       const closed: string[] = [];
       const group = new FanoutGroup(new RtpFanout(), counters, () => emptied++);
@@ -172,7 +172,7 @@ describe('FanoutGroup over a werift connection', () => {
       const id = group.join(session, w);
       expect(id).not.toBeNull();
       await sendAcrossWrap(pair, (seq, ts, payload, marker) => group.send(seq, ts, payload, marker), expect);
-      expect(counters).toEqual({ packetsSent: WRAP_PAYLOADS.length, packetsDropped: 0, peersDroppedSlow: 0 });
+      expect(counters).toEqual({ packetsSent: WRAP_PAYLOADS.length, payloadBytesSent: WRAP_PAYLOADS.reduce((n, p) => n + p.length, 0), packetsDropped: 0, peersDroppedSlow: 0 });
 
       // werift closes the connection and its sockets: the peer leaves the fan-out, nothing more is written.
       await server.close();
@@ -194,7 +194,7 @@ describe('FanoutGroup state mirror', () => {
     let connected = true;
     const pair = { protocol: { type: 'stun', transport: { socket: tx, closed: false } }, remoteAddr: ['127.0.0.1', rx.address().port] as const };
     const ice = { nominated: pair, canSendApplicationData: () => consent, send: async () => {} } as unknown as IceAgent;
-    const counters = { packetsSent: 0, packetsDropped: 0, peersDroppedSlow: 0 };
+    const counters = { packetsSent: 0, payloadBytesSent: 0, packetsDropped: 0, peersDroppedSlow: 0 };
     const events: string[] = [];
     let demotedAt: SrtpIndex | null = null;
     const session: FanoutSession = { connected: () => connected, close: (r) => events.push(r), demote: (from) => { demotedAt = from; } };
@@ -208,7 +208,7 @@ describe('FanoutGroup state mirror', () => {
       consent = false; // seen at the next check
       vi.advanceTimersByTime(CHECK_MS);
       group.send(0, 960, Buffer.alloc(20), false);
-      expect(counters).toEqual({ packetsSent: 1, packetsDropped: 0, peersDroppedSlow: 0 });
+      expect(counters).toEqual({ packetsSent: 1, payloadBytesSent: 20, packetsDropped: 0, peersDroppedSlow: 0 });
       consent = true;
       connected = false; // a state event calls update() at once
       group.update(id);
