@@ -1,13 +1,13 @@
 /**
  * The node's disk reserve (docs/behaviour.md §13): a file of `bytes` real (not sparse) blocks in
- * the data dir, made at start while the volume has room, and deleted when SQLite reports a full
+ * the data dir, made at start while the volume has room (one left by an earlier run is kept), and deleted when SQLite reports a full
  * disk (`SQLITE_FULL`), so the write that says so — a `stream.error` `recording_stopped`, a
  * `stream.ended` — still commits. It is made again once the volume has `bytes` more than the
  * free-space floor (`SKYLARK_MIN_FREE_DISK_BYTES`), checked at most once every
  * `RESTORE_EVERY_MS` when asked (`maybeRestore`), so the reserve itself never pushes the volume
  * under the floor.
  */
-import { closeSync, openSync, rmSync, statfsSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, rmSync, statSync, statfsSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from './logger.js';
 
@@ -46,8 +46,11 @@ export class DiskReserve {
     if (this.held) return true;
     this.lastTry = this.now();
     try {
+      // A reserve left by an earlier run is taken over as it is.
+      const existing = existsSync(this.file) ? statSync(this.file).size : 0;
+      if (existing === this.bytes) return (this.held = true);
       const s = statfsSync(path.dirname(this.file));
-      if (s.bavail * s.bsize < this.minFreeBytes + this.bytes) return false;
+      if (s.bavail * s.bsize + existing < this.minFreeBytes + this.bytes) return false;
       const fd = openSync(this.file, 'w', 0o600);
       try {
         for (let n = 0; n < this.bytes; n += CHUNK.length) writeSync(fd, CHUNK, 0, Math.min(CHUNK.length, this.bytes - n));
