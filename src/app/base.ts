@@ -20,6 +20,8 @@ import { HttpServer } from '../base/http/server.js';
 import type { Logger } from '../base/logger.js';
 import { Limits } from '../base/limits/limits.js';
 import { WriteRetry } from '../control/services/write-retry.js';
+import { DiskReserve, DISK_RESERVE_FILE } from '../base/disk-reserve.js';
+import path from 'node:path';
 
 /** The repositories shared by more than one plane (each plane builds the ones only it uses). */
 export interface Repos {
@@ -83,6 +85,9 @@ export function buildBase(config: Config, log: Logger, now: () => number): Base 
   const urls = new UrlsCell();
   const http = new HttpServer({ maxJsonBodyBytes: config.maxJsonBodyBytes, log: log.child('http'), limits });
   const guard = new Guard(repos.accounts, { oauth: repos.oauth, nodeSecret, urls: urls.get, now, trustedProxies: config.trustedProxies });
+  // Released when SQLite finds the disk full, so the live path's records still commit (docs/behaviour.md §13).
+  const reserve = new DiskReserve(path.join(config.dataDir, DISK_RESERVE_FILE), config.limits.minFreeDiskBytes, log.child('db'));
+  reserve.ensure();
   return {
     config,
     log,
@@ -92,7 +97,7 @@ export function buildBase(config: Config, log: Logger, now: () => number): Base 
     repos,
     outbox: new Outbox(new EventsRepo(db), now),
     limits,
-    writes: new WriteRetry(db, log.child('db'), limits, SERVER_BUSY_TIMEOUT_MS),
+    writes: new WriteRetry(db, log.child('db'), limits, SERVER_BUSY_TIMEOUT_MS, reserve),
     http,
     guard,
     urls,

@@ -118,7 +118,7 @@ function buildPodcasts(b: Base, feedNotes: FeedNotifications, audioGone: (episod
   const log = b.log.child('podcasts');
   const urls = b.urls.get;
   const episodeMedia = new MediaStore(config.dataDir);
-  const downloads = createDownloads({ db, podcasts: repo, media: episodeMedia, trustedProxies: config.trustedProxies, log: b.log, now, enabled: config.downloadCounting });
+  const downloads = createDownloads({ db, podcasts: repo, media: episodeMedia, trustedProxies: config.trustedProxies, log: b.log, now, enabled: config.downloadCounting, maxClientsPerDay: config.limits.downloadClientsPerDay });
   // Episode loudness: measured and normalised after storing, by capped low-priority FFmpeg processes.
   const bin = ffmpegPath();
   const pool = bin ? new FfmpegPool({ bin, concurrency: config.limits.loudnessConcurrency }) : null;

@@ -213,6 +213,8 @@ export interface LimitSettings {
   nowPlayingMinIntervalMs: number;
   /** FFmpeg processes measuring or normalising episode loudness at once (docs/podcasts.md "Loudness"). */
   loudnessConcurrency: number;
+  /** Podcast download clients (client × episode) tracked per UTC day, shared fairly per podcast (docs/podcasts.md "Download counting"). */
+  downloadClientsPerDay: number;
 }
 
 /** Environment variable of each limit (flags: the field name in kebab case, e.g. `--rtmp-max-connections`). */
@@ -240,6 +242,7 @@ export const LIMIT_ENV_NAMES = {
   shutdownTimeoutMs: 'SKYLARK_SHUTDOWN_TIMEOUT_MS',
   nowPlayingMinIntervalMs: 'SKYLARK_NOW_PLAYING_MIN_INTERVAL_MS',
   loudnessConcurrency: 'SKYLARK_LOUDNESS_CONCURRENCY',
+  downloadClientsPerDay: 'SKYLARK_DOWNLOAD_CLIENTS_PER_DAY',
 } as const satisfies Record<keyof LimitSettings, string>;
 
 /** Defaults of the limits: sized for one box serving thousands of listeners and tens of publishers. */
@@ -267,6 +270,7 @@ export const LIMIT_DEFAULTS: LimitSettings = {
   shutdownTimeoutMs: 10_000,
   nowPlayingMinIntervalMs: 2000,
   loudnessConcurrency: 1,
+  downloadClientsPerDay: 500_000,
 };
 
 /** Smallest value of each limit that still lets the node work (a lower setting is refused). */
@@ -294,6 +298,7 @@ const LIMIT_MINIMUMS: LimitSettings = {
   shutdownTimeoutMs: 1000,
   nowPlayingMinIntervalMs: 0,
   loudnessConcurrency: 1,
+  downloadClientsPerDay: 1,
 };
 
 /** The names that docs/behaviour.md §1 makes a contract, with their defaults. */

@@ -25,8 +25,11 @@
  *   `nginx -c FILE` runs as root (workers as `nobody`, or `--user`) or unprivileged alike.
  *   `makeEdgeDirs` creates them (the CLI does, unless `--no-mkdir`), so the printed file runs as
  *   is: nginx creates a missing temp or cache folder itself, but not the folder they are in.
- * - The log lines sent to the origin carry the node's edge-log secret (`logSecret`): the origin's
- *   receiver counts no line without it (src/delivery/listeners/edge-log.ts).
+ * - Each log line sent to the origin carries its own MAC: an HMAC-SHA-256 under the node's
+ *   edge-log secret (`logSecret`) of the line's fields, its time and its request id, computed by
+ *   nginx's perl module (Debian's `libnginx-mod-http-perl`, loaded by `load_module`; Digest::SHA is
+ *   in perl's core) as the line is written. The secret itself never travels; the origin's receiver
+ *   counts no line whose MAC, freshness or uniqueness fails (src/delivery/listeners/edge-log.ts).
  * - The optional access log file (`--access-log`) writes the path and only the `_HLS_msn` /
  *   `_HLS_part` of the query: never a listener token (`token=`) or session id (`sid=`).
  * - TLS (`--tls-cert`, `--tls-key`): the edge listens with `ssl` on `--listen` and speaks HTTP/2
@@ -184,6 +187,30 @@ function listenLines(s: EdgeSettings): string {
   ].join('\n        ');
 }
 
+/** Where Debian's nginx keeps its perl module (package `libnginx-mod-http-perl`). */
+export const PERL_MODULE = '/usr/lib/nginx/modules/ngx_http_perl_module.so';
+
+/** The main-context line that loads the perl module, when log lines are sent (their MACs are computed in perl). */
+function logModule(s: EdgeSettings): string {
+  return s.logTo ? `# The log lines' MACs are computed by nginx's perl module (Debian: apt-get install libnginx-mod-http-perl).\nload_module ${PERL_MODULE};\n` : '';
+}
+
+/**
+ * `$skylark_edge_mac`: the hex HMAC-SHA-256 under `secret` of the fields the `skylark_edge` line
+ * writes, joined by newlines after `skylark-edge-v2` (src/delivery/listeners/edge-log.ts
+ * `edgeLineMac`). nginx evaluates it while writing the line, from the same variables, so `$msec`
+ * is the same text in the line and in the MAC. `secret` matches `[A-Za-z0-9_-]` only, so it needs
+ * no quoting inside perl's `q{}`.
+ */
+function lineMac(secret: string): string {
+  return `    perl_require Digest/SHA.pm;
+    perl_set $skylark_edge_mac 'sub {
+        my $r = shift;
+        my @f = map { my $v = $r->variable($_); defined $v ? $v : "" } qw(msec request_id status remote_addr uri arg_sid http_user_agent upstream_cache_status);
+        return Digest::SHA::hmac_sha256_hex(join("\\n", "skylark-edge-v2", @f), q{${secret}});
+    }';`;
+}
+
 /** The cache directives shared by the media object and media playlist locations (the lock, the token bypass). */
 const CACHE_LOCK = [
   'proxy_cache skylark_edge;',
@@ -227,7 +254,7 @@ function preamble(o: EdgeConfigOptions, s: EdgeSettings): string {
 # Run it with Debian's nginx:  nginx -c <this file>        (add -g 'daemon off;' to stay in the foreground)
 # Reload after editing:        nginx -c <this file> -s reload
 # The origin must list this edge's address in SKYLARK_TRUSTED_PROXIES (X-Forwarded-For and the log lines).
-${o.user ? `user ${o.user};` : '# Started as root, the worker processes run as nginx\'s default user (nobody): it must be able to reach the cache dir.'}
+${logModule(s)}${o.user ? `user ${o.user};` : '# Started as root, the worker processes run as nginx\'s default user (nobody): it must be able to reach the cache dir.'}
 worker_processes auto;
 # Each listener holds one or two connections: above a few thousand per worker, raise the open-file
 # limit (worker_rlimit_nofile, or the service manager's LimitNOFILE).
@@ -264,8 +291,10 @@ function httpSettings(o: EdgeConfigOptions, s: EdgeSettings): string {
 
     # Media playlist requests are logged to the origin's edge log receiver (RFC 3164 over UDP): the
     # session id, the client's own address, its user agent, the path, the status, the time (s.ms).
-    # The query is not sent: a listener token never travels in a log line. "k" is the origin's
-    # edge-log secret: the origin counts no line without it (keep this file private). Logged: every
+    # The query is not sent: a listener token never travels in a log line. "m" authenticates the
+    # line: an HMAC-SHA-256 of its fields, its time and its request id under the origin's edge-log
+    # secret (keep this file private), so the origin counts no altered, stale (> 60 s) or replayed
+    # line. Logged: every
     # request but the blocking reloads for parts other than a segment's first, i.e. one line per
     # listener per segment (a listener leaves after 3 target durations without one), not one per part.
     map $arg__HLS_part $skylark_edge_log {
@@ -273,7 +302,8 @@ function httpSettings(o: EdgeConfigOptions, s: EdgeSettings): string {
         "0"     1;
         default 0;
     }
-    log_format skylark_edge escape=json '{"v":1,"k":"${o.logSecret ?? ''}","t":$msec,"s":$status,"a":"$remote_addr","u":"$uri","sid":"$arg_sid","ua":"$http_user_agent","c":"$upstream_cache_status"}';
+${s.logTo ? lineMac(o.logSecret ?? '') : '    # (no --log-to: no skylark_edge log format)'}
+    ${s.logTo ? '' : '# '}log_format skylark_edge escape=json '{"v":2,"t":$msec,"n":"$request_id","s":$status,"a":"$remote_addr","u":"$uri","sid":"$arg_sid","ua":"$http_user_agent","c":"$upstream_cache_status","m":"$skylark_edge_mac"}';
     # The access log file (--access-log) writes the path and, of the query, only _HLS_msn and
     # _HLS_part: never a listener token or a session id.
     map $arg__HLS_msn $skylark_log_query {

@@ -8,7 +8,8 @@
  * restart the same day neither double counts nor forgets bytes; a new UTC day counts anew and
  * drops the closed day's secret; no address or User-Agent reaches the database file; and the
  * `skylark` process killed with SIGKILL comes back knowing the day's clients (what was written
- * before the kill: a stats read writes the pending batch).
+ * before the kill: a stats read writes the pending batch); one address rotating more than 10
+ * User-Agents on an episode in a day is one client.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile, execFileSync } from 'node:child_process';
@@ -283,6 +284,19 @@ describe('download counting', () => {
     expect(s.downloads).toBe(2);
     expect(s.byEpisode).toEqual([{ episodeId: eid, downloads: 2 }]);
   }, 120_000);
+
+  it('counts one address rotating more than 10 User-Agents on one episode in a day as one client', async () => {
+    const today = async () => (await stats('?from=2026-03-11&to=2026-03-11', true)).downloads as number;
+    const before = await today();
+    const ua = (i: number) => `Overcast/${i}.0 (+http://overcast.fm/; iOS podcast app)`;
+    const from = (ip: string) => [`X-Forwarded-For: ${ip}`];
+    for (let i = 0; i < 6; i++) expect(await get(ua(i), { headers: from('198.51.100.6') })).toBe(size);
+    expect(await today()).toBe(before + 6); // a household's six apps are six clients
+    for (let i = 0; i < 12; i++) expect(await get(ua(i), { headers: from('198.51.100.77') })).toBe(size);
+    expect(await today()).toBe(before + 6 + 1);
+    for (let i = 12; i < 20; i++) await get(ua(i), { headers: from('198.51.100.77') });
+    expect(await today()).toBe(before + 6 + 1);
+  });
 
   it('writes no address and no User-Agent to the database', async () => {
     server.db.pragma('wal_checkpoint(TRUNCATE)');

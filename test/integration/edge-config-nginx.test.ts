@@ -94,7 +94,7 @@ describe.skipIf(!nginx)('skylark edge-config run by nginx as printed', () => {
 
       const tok = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Members', playback: 'token', latencyMode: 'low' })).json;
       const pub = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Public', latencyMode: 'low' })).json;
-      const token = (await api(t.http, t.publishableKey, 'POST', `/v2/streams/${tok.id}/listener_tokens`)).json.token as string;
+      const token = (await api(t.http, t.secretKey, 'POST', `/v2/streams/${tok.id}/listener_tokens`)).json.token as string;
       const sid = 'Sid0123456789abcdefSECRET';
       const stats0 = t.server.edgeLog!.stats();
       const asked = [

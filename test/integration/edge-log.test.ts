@@ -7,9 +7,11 @@
  *   line's client address and the line's user agent; more lines and direct requests of the same
  *   sid are the same listener (counted once); it leaves 3 target durations after its last line;
  * - lines from an address outside the trusted proxies are dropped and counted as the
- *   `edge_log_untrusted` limit; lines from a trusted address without the node's edge-log secret
- *   (derived from the data dir's node secret) count nobody (`edge_log_unsigned`); forged sids, refused requests (4xx), objects, token streams and
- *   malformed or oversized datagrams count nobody;
+ *   `edge_log_untrusted` limit; lines from a trusted address without a valid MAC under the node's
+ *   edge-log secret (derived from the data dir's node secret) count nobody (`edge_log_unsigned`),
+ *   nor does a line altered after it was made (one field changed), one older than 60 s, one sent
+ *   again (a captured datagram replayed), or the old format with the secret in clear; forged sids,
+ *   refused requests (4xx), objects, token streams and malformed or oversized datagrams count nobody;
  * - `skylark serve` adds the receiver's address to its listening line.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +23,7 @@ import type { ChildProcess } from 'node:child_process';
 import { api, repoRoot, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 import { loadNodeSecret } from '../../src/base/auth/secrets.js';
+import { createHmac, randomBytes } from 'node:crypto';
 import { edgeLogSecretOf } from '../../src/delivery/listeners/edge-log.js';
 
 let t: TestServer;
@@ -31,10 +34,19 @@ let stranger: dgram.Socket;
 /** The node's edge-log secret, as `skylark edge-config --data-dir` derives it. */
 let secret: string;
 
-/** One datagram as nginx 1.22 sends it (RFC 3164, no hostname, tag `skylark`). */
-function line(fields: { a: string; u: string; sid: string; ua?: string; s?: number; k?: string | null }): Buffer {
+/**
+ * One datagram as nginx 1.22 sends it (RFC 3164, no hostname, tag `skylark`) with the
+ * `skylark_edge` format of edge-config: the MAC made here with node:crypto as the edge's perl
+ * makes it (HMAC-SHA-256 of the fields joined by newlines), under `k` (null: no MAC); `at` the
+ * line's time (ms); `alter` changes fields after the MAC was made.
+ */
+function line(fields: { a: string; u: string; sid: string; ua?: string; s?: number; k?: string | null; at?: number; alter?: Record<string, unknown> }): Buffer {
   const k = fields.k === undefined ? secret : fields.k;
-  const json = JSON.stringify({ v: 1, ...(k === null ? {} : { k }), t: Date.now() / 1000, s: fields.s ?? 200, a: fields.a, u: fields.u, sid: fields.sid, ua: fields.ua ?? 'EdgePlayer/1.0', c: 'HIT' });
+  const f = { t: ((fields.at ?? Date.now()) / 1000).toFixed(3), n: randomBytes(16).toString('hex'), s: fields.s ?? 200, a: fields.a, u: fields.u, sid: fields.sid, ua: fields.ua ?? 'EdgePlayer/1.0', c: 'HIT' };
+  const m = k === null ? '' : createHmac('sha256', k).update(['skylark-edge-v2', f.t, f.n, f.s, f.a, f.u, f.sid, f.ua, f.c].join('\n')).digest('hex');
+  const body = { v: 2, t: 0, n: f.n, s: f.s, a: f.a, u: f.u, sid: f.sid, ua: f.ua, c: f.c, m, ...fields.alter };
+  // nginx writes $msec as is (e.g. 1795460112.611): spliced in as text.
+  const json = JSON.stringify(body).replace('"t":0', `"t":${f.t}`);
   const d = new Date();
   const mon = d.toLocaleString('en-US', { month: 'short' });
   const stamp = `${mon} ${String(d.getDate()).padStart(2, ' ')} ${d.toTimeString().slice(0, 8)}`;
@@ -152,6 +164,34 @@ describe('edge log receiver', () => {
     expect(t.server.limits.count('edge_log_unsigned')).toBe(before + 4);
     // The spoofed session was never counted: only the marker joined.
     expect((await stats(stream.id)).totalListeners).toBe(total0 + 1);
+  });
+
+  it('authenticates each line on its own: an altered, stale or replayed line, or the secret in clear, counts nobody', async () => {
+    const c0 = counts();
+    const total0 = (await stats(stream.id)).totalListeners;
+    const victim = await mint(stream.hlsUrl);
+    const forged = await mint(stream.hlsUrl);
+    // A captured line of a real listener, its session id swapped for another after the MAC was made.
+    await send(edge, line({ a: '8.8.8.8', u: victim.path, sid: victim.sid, alter: { sid: forged.sid } }));
+    await send(edge, line({ a: '8.8.8.8', u: forged.path, sid: forged.sid, alter: { a: '81.2.69.160' } }));
+    await send(edge, line({ a: '8.8.8.8', u: forged.path, sid: forged.sid, at: Date.now() - 61_000 })); // older than 60 s
+    // The format before lines carried a MAC: the secret in clear.
+    const clear = JSON.stringify({ v: 1, k: secret, t: Date.now() / 1000, s: 200, a: '8.8.8.8', u: forged.path, sid: forged.sid, ua: 'x', c: 'HIT' });
+    await send(edge, Buffer.from(`<190>Nov 23 18:55:12 skylark: ${clear}`));
+    // A valid line, then the very same datagram again (a replay).
+    const real = line({ a: '8.8.8.8', u: victim.path, sid: victim.sid });
+    await send(edge, real);
+    await waitFor(async () => (await stats(stream.id)).totalListeners === total0 + 1, 5000, 50, 'the real listener');
+    await send(edge, real);
+    const m = await mint(stream.hlsUrl);
+    await send(edge, line({ a: '5.9.0.1', u: m.path, sid: m.sid })); // a marker: once it counts, the replay was read
+    await waitFor(async () => (await stats(stream.id)).totalListeners === total0 + 2, 5000, 50, 'the marker listener');
+    const c1 = counts();
+    expect(c1.unsigned - c0.unsigned).toBe(3);
+    expect(c1.stale - c0.stale).toBe(1);
+    expect(c1.replayed - c0.replayed).toBe(1);
+    expect(c1.joined - c0.joined).toBe(2);
+    expect((await listeners(stream.id)).some((l) => l.country === 'GB')).toBe(false);
   });
 
   it('skylark serve prints the receiver address in its listening line', async () => {

@@ -99,7 +99,7 @@ describe('Cache-Control for shared caches (docs/behaviour.md §12)', () => {
 
   it('token streams: blocking reloads stay private, no-store', async () => {
     const stream0 = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'tok', playback: 'token', reconnectWindow: 1, latencyMode: 'low' })).json;
-    const token = (await api(t.http, t.publishableKey, 'POST', `/v2/streams/${stream0.id}/listener_tokens`)).json.token as string;
+    const token = (await api(t.http, t.secretKey, 'POST', `/v2/streams/${stream0.id}/listener_tokens`)).json.token as string;
     const pub = publish(`${stream0.rtmpUrl}/${stream0.streamKey}`, { seconds: 60 });
     pubs.push(pub);
     await waitFor(async () => (await text(`${stream0.hlsUrl}?token=${token}`)).status === 200, 20_000, 200, 'HLS');

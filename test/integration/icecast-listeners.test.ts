@@ -193,7 +193,7 @@ describe('Icecast port listeners', () => {
     const tok = await liveMp3({ title: 'Members only', playback: 'token' }, 60);
     expect((await raw(`GET /live/${tok.id} HTTP/1.0\r\n\r\n`)).head).toMatch(/^HTTP\/1\.0 401/);
     expect((await raw(`GET /live/${tok.id}?token=nope HTTP/1.0\r\n\r\n`)).head).toMatch(/^HTTP\/1\.0 403/);
-    const token = (await api(t.http, t.publishableKey, 'POST', `/v2/streams/${tok.id}/listener_tokens`)).json.token as string;
+    const token = (await api(t.http, t.secretKey, 'POST', `/v2/streams/${tok.id}/listener_tokens`)).json.token as string;
     const ok = await raw(`GET /live/${tok.id}?token=${token} HTTP/1.0\r\n\r\n`, 4000);
     expect(ok.head).toMatch(/^HTTP\/1\.0 200/);
     expect(ok.body[0]).toBe(0xff);

@@ -11,6 +11,8 @@ import { loadConfig } from '../../src/base/config.js';
 import { createLogger } from '../../src/base/logger.js';
 import { startServer, type RunningServer } from '../../src/main.js';
 import { ApiError } from '../../src/base/errors/errors.js';
+import { OAuthClients } from '../../src/control/oauth/clients.js';
+import { OAuthRepo } from '../../src/base/db/oauth-repo.js';
 
 let clock = Date.now();
 const tmp = tempDir('skylark-idem-');
@@ -87,13 +89,47 @@ describe('Idempotency-Key', () => {
     expect(b.json.id).not.toBe(a.json.id);
   });
 
-  it('client errors are kept too (Stripe-like); a too-long key → 400 idempotency_key_invalid', async () => {
+  it('a validation 400 is not kept (a corrected retry with the key runs); other client errors are (Stripe-like)', async () => {
     const bad = await post({ title: '' }, 'k-bad');
     expect(bad.status).toBe(400);
+    expect(bad.json.error.code).toBe('parameter_invalid');
     const again = await post({ title: '' }, 'k-bad');
     expect(again.status).toBe(400);
-    expect(again.headers.get('idempotent-replayed')).toBe('true');
-    expect(again.json.error.code).toBe(bad.json.error.code);
+    expect(again.headers.get('idempotent-replayed')).toBeNull();
+    expect(srv.db.prepare("SELECT count(*) AS n FROM idempotency_keys WHERE key = 'k-bad'").get()).toEqual({ n: 0 });
+    const fixed = await post({ title: 'Fixed' }, 'k-bad-2');
+    expect(fixed.status).toBe(201);
+    const missing = await post({}, 'k-404', key, '/v2/streams/str_doesnotexist/reset_stream_key');
+    expect(missing.status).toBe(404);
+    const missingAgain = await post({}, 'k-404', key, '/v2/streams/str_doesnotexist/reset_stream_key');
+    expect(missingAgain.status).toBe(404);
+    expect(missingAgain.headers.get('idempotent-replayed')).toBe('true');
+  });
+
+  it('keys are scoped to the credential: an OAuth token repeating the owner\'s key and body never gets the owner\'s answer', async () => {
+    const acct = (await api(base, key, 'GET', '/v2/account')).json.id as string;
+    const repo = new OAuthRepo(srv.db);
+    const client = new OAuthClients(repo).create({ name: 'Scheduler', redirectUris: ['https://app.example/cb'], public: false });
+    const grantId = `grant_idem${Date.now()}`;
+    repo.insertGrant({ id: grantId, client_id: client.clientId, account_id: acct, scope: 'streams:read streams:write', created_at: clock });
+    await srv.guard.tokens!.ensureKey();
+    const sign = async () => (await srv.guard.tokens!.sign({ accountId: acct, clientId: client.clientId, scope: 'streams:read streams:write', grantId })).token;
+    const owner = await post({ title: 'Mine' }, 'k-principal');
+    expect(owner.status).toBe(201);
+    const app = await post({ title: 'Mine' }, 'k-principal', await sign());
+    expect(app.status).toBe(201);
+    expect(app.headers.get('idempotent-replayed')).toBeNull();
+    expect(app.json.id).not.toBe(owner.json.id);
+    expect(app.json.streamKey).not.toBe(owner.json.streamKey);
+    // Another access token of the same grant (after a refresh) is the same principal: it replays its own answer.
+    const refreshed = await post({ title: 'Mine' }, 'k-principal', await sign());
+    expect(refreshed.headers.get('idempotent-replayed')).toBe('true');
+    expect(refreshed.json.id).toBe(app.json.id);
+    const ownerAgain = await post({ title: 'Mine' }, 'k-principal');
+    expect(ownerAgain.json.id).toBe(owner.json.id);
+  });
+
+  it('a too-long key → 400 idempotency_key_invalid', async () => {
     const long = await post({ title: 'x' }, 'k'.repeat(256));
     expect(long.status).toBe(400);
     expect(long.json.error.code).toBe('idempotency_key_invalid');

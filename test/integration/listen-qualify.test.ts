@@ -90,7 +90,7 @@ describe('connections that stop qualifying', () => {
     pub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 120 });
     await waitFor(async () => (await v2('GET', `/streams/${s.id}`)).json.status === 'live', 20_000, 100, 'live');
     await waitFor(async () => (await fetch(s.listenUrl, { method: 'HEAD' })).status === 200, 20_000, 200, 'listening');
-    const token = (await api(t.http, t.publishableKey, 'POST', `/v2/streams/${s.id}/listener_tokens`)).json.token as string;
+    const token = (await api(t.http, t.secretKey, 'POST', `/v2/streams/${s.id}/listener_tokens`)).json.token as string;
 
     // A public stream: two readers and two peers, one of each with a token.
     const plain = await listen(s.listenUrl);
@@ -112,7 +112,7 @@ describe('connections that stop qualifying', () => {
     expect(tokenPeer.pc.connectionState).toBe('connected');
 
     // A token that expires in a few seconds: valid now, then its connections end.
-    const soon = (await new ListenerTokens(t.server.nodeSecret, () => Date.now() - 24 * 3600_000 + 8000).sign(s.id)).token;
+    const soon = (await new ListenerTokens(t.server.nodeSecret, () => Date.now() - 24 * 3600_000 + 8000).sign(s.id, 'secret_key')).token;
     const shortReader = await listen(`${s.listenUrl}?token=${soon}`);
     await whep(s.id, soon);
     await waitFor(async () => (await webrtcListeners(s.id)) === 2, 10_000, 100, 'the short-token WHEP listener');

@@ -318,13 +318,13 @@ describe('who may listen, and who is counted', () => {
     expect(none.status).toBe(401);
     expect(((await none.json()) as any).error.code).toBe('missing_token');
     const other = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Other' })).json;
-    const otherToken = (await api(t.http, t.publishableKey, 'POST', `/v2/streams/${other.id}/listener_tokens`)).json.token;
+    const otherToken = (await api(t.http, t.secretKey, 'POST', `/v2/streams/${other.id}/listener_tokens`)).json.token;
     for (const bad of ['garbage', otherToken]) {
       const r = await fetch(`${s.listen}?token=${bad}`);
       expect(r.status).toBe(403);
       expect(((await r.json()) as any).error.code).toBe('invalid_token');
     }
-    const token = (await api(t.http, t.publishableKey, 'POST', `/v2/streams/${s.id}/listener_tokens`)).json.token;
+    const token = (await api(t.http, t.secretKey, 'POST', `/v2/streams/${s.id}/listener_tokens`)).json.token;
     const l = await get(`${s.listen}?token=${token}`);
     expect(l.res.statusCode).toBe(200);
     expect(l.res.headers['cache-control']).toBe('no-cache, no-store');

@@ -54,7 +54,7 @@ beforeAll(async () => {
   pub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 90 });
   const gated = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Gated', playback: 'token', reconnectWindow: 1, latencyMode: 'low' })).json;
   tokenPub = publish(`${gated.rtmpUrl}/${gated.streamKey}`, { seconds: 90 });
-  const token = (await api(t.http, t.publishableKey, 'POST', `/v2/streams/${gated.id}/listener_tokens`)).json.token as string;
+  const token = (await api(t.http, t.secretKey, 'POST', `/v2/streams/${gated.id}/listener_tokens`)).json.token as string;
   tokenMediaUrl = new URL(`a128/index.m3u8?token=${token}`, gated.hlsUrl).toString();
   const master = await waitFor(async () => {
     const r = await fetch(s.hlsUrl);

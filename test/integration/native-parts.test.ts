@@ -215,7 +215,7 @@ describe('LL-HLS parts answered in native code', () => {
     const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Members', playback: 'token', reconnectWindow: 60, latencyMode: 'low' })).json as { id: string; rtmpUrl: string; streamKey: string; hlsUrl: string };
     tokenPub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 30 });
     await waitFor(async () => (await api(t.http, t.secretKey, 'GET', `/v2/streams/${s.id}`)).json.status === 'live', 15_000, 100, 'live');
-    const token = (await api(t.http, t.publishableKey, 'POST', `/v2/streams/${s.id}/listener_tokens`)).json.token as string;
+    const token = (await api(t.http, t.secretKey, 'POST', `/v2/streams/${s.id}/listener_tokens`)).json.token as string;
     // A part the layer really holds (listed to a listener with the token).
     const media = new URL(`a128/index.m3u8?token=${token}`, s.hlsUrl);
     const part = await waitFor(async () => {

@@ -63,10 +63,10 @@ describe('token-gated playback', () => {
     const pub = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 30 });
     try {
       await waitFor(async () => (await api(t.http, t.secretKey, 'GET', `/v2/streams/${s.id}`)).json.status === 'live', 15_000, 100, 'live');
-      const token = (await api(t.http, t.publishableKey, 'POST', `/v2/streams/${s.id}/listener_tokens`)).json.token as string;
-      const otherToken = (await api(t.http, t.publishableKey, 'POST', `/v2/streams/${other.id}/listener_tokens`)).json.token as string;
-      const expired = (await new ListenerTokens(t.server.nodeSecret, () => Date.now() - 25 * 3600_000).sign(s.id)).token;
-      const foreign = (await new ListenerTokens(Buffer.alloc(32, 7)).sign(s.id)).token;
+      const token = (await api(t.http, t.secretKey, 'POST', `/v2/streams/${s.id}/listener_tokens`)).json.token as string;
+      const otherToken = (await api(t.http, t.secretKey, 'POST', `/v2/streams/${other.id}/listener_tokens`)).json.token as string;
+      const expired = (await new ListenerTokens(t.server.nodeSecret, () => Date.now() - 25 * 3600_000).sign(s.id, 'secret_key')).token;
+      const foreign = (await new ListenerTokens(Buffer.alloc(32, 7)).sign(s.id, 'secret_key')).token;
 
       // Wait for the first full segment with a valid token (the playlist is 404 until the first part).
       await waitFor(async () => (await fetch(`${s.hlsUrl}?token=${token}`)).status === 200, 20_000, 200, 'HLS');

@@ -32,6 +32,17 @@ export interface Principal {
   scopes?: ReadonlySet<Scope>;
   /** OAuth tokens only: the application (`client_id`). */
   clientId?: string;
+  /** OAuth tokens only: the grant (token family, `gid`) the token belongs to; the same across refreshes. */
+  grantId?: string;
+}
+
+/**
+ * The credential `p` acted with, as a stable string: `<account>/<key id>` for an API key,
+ * `<account>/<grant id>` for an OAuth token (every access token of one grant shares it). Idempotency
+ * keys are scoped by it (docs/behaviour.md §13), so one principal never replays another's answer.
+ */
+export function credentialOf(p: Principal): string {
+  return `${p.accountId}/${p.kind === 'oauth_token' ? (p.grantId ?? p.keyId) : p.keyId}`;
 }
 
 const PUBLISHABLE_SCOPES = new Set<Scope>(['streams:read', 'podcasts:read', 'listener_tokens:write']);

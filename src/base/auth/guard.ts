@@ -11,7 +11,7 @@ import type { AccountsRepo } from '../db/accounts-repo.js';
 import type { PublicUrls } from '../config.js';
 import type { OAuthRepo } from '../db/oauth-repo.js';
 import { ApiError } from '../errors/errors.js';
-import { authenticate, requireScope, unauthorized, type Principal, type Scope } from './api-keys.js';
+import { authenticate, credentialOf, requireScope, unauthorized, type Principal, type Scope } from './api-keys.js';
 import { AccessTokens } from './jwt.js';
 import { SlidingWindowLimiter, type RateDecision } from './ratelimit/sliding-window.js';
 import { writeRateLimitHeaders } from './ratelimit/headers.js';
@@ -94,14 +94,14 @@ export class Guard {
 
   /**
    * Authenticates the request, counts it against the account's rate limit and requires `scope`.
-   * Sets `req.actor` (the account id) for idempotency keys.
+   * Sets `req.actor` (the credential: account and key or OAuth grant, `credentialOf`) for idempotency keys.
    * @throws ApiError 401 (missing_token, invalid_token, token_expired, key_revoked), 429 rate_limit_exceeded, 403 insufficient_scope
    */
   check(req: ApiRequest, scope: Scope): Principal {
     const p = this.authenticate(req.headers.authorization);
     this.countRequest(req, p.accountId);
     requireScope(p, scope);
-    req.actor = p.accountId;
+    req.actor = credentialOf(p);
     return p;
   }
 
@@ -155,7 +155,7 @@ export class Guard {
     if (live.grantRevoked || live.jtiRevoked) throw unauthorized('invalid_token', 'The access token was revoked.');
     if (!this.planOf(c.sub)) throw unauthorized('invalid_token', 'The account of this access token no longer exists.');
     return {
-      p: { accountId: c.sub, kind: 'oauth_token', keyId: c.jti, scopes: new Set(c.scope.split(' ') as Scope[]), clientId: c.client_id },
+      p: { accountId: c.sub, kind: 'oauth_token', keyId: c.jti, scopes: new Set(c.scope.split(' ') as Scope[]), clientId: c.client_id, grantId: c.gid },
       expMs: c.exp * 1000,
     };
   }

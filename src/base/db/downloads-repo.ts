@@ -6,12 +6,18 @@
  */
 import type { Database } from './database.js';
 
-/** One client's progress on one episode, the current day. `client` is the hash, never an address. */
+/**
+ * One client's progress on one episode, the current day (migrations 010, 017). `client` and
+ * `address` are hashes, never an address or a User-Agent; `counted_as` is the count key (JSON) of
+ * the download the client counted while it stands (taken back when its address merges).
+ */
 export interface DownloadClientRow {
   client: string;
+  address: string;
   episode_id: string;
   bytes: number;
   counted: number; // 0 | 1
+  counted_as: string | null;
 }
 
 /** A counted download's place in the daily counts ('' = unknown). */
@@ -25,10 +31,11 @@ export interface DownloadCountKey {
   country: string;
 }
 
-/** What one flush writes: client progress (upserted), counts and bot requests (added). */
+/** What one flush writes: client progress (upserted; evicted clients deleted), counts (added, or taken back when negative) and bot requests (added). */
 export interface DownloadBatch {
   day: string;
   clients: DownloadClientRow[];
+  evicted: Array<{ client: string; episode_id: string }>;
   counts: Array<DownloadCountKey & { n: number }>;
   bots: Array<{ podcastId: string; day: string; episodeId: string; n: number }>;
 }
@@ -73,9 +80,14 @@ export class DownloadsRepo {
       putSecret: db.prepare('INSERT OR IGNORE INTO download_secrets (day, secret) VALUES (?, ?)'),
       dropSecrets: db.prepare('DELETE FROM download_secrets WHERE day <> ?'),
       dropClients: db.prepare('DELETE FROM download_clients WHERE day <> ?'),
-      clients: db.prepare('SELECT client, episode_id, bytes, counted FROM download_clients WHERE day = ?'),
-      putClient: db.prepare(`INSERT INTO download_clients (day, client, episode_id, bytes, counted) VALUES (@day, @client, @episode_id, @bytes, @counted)
-        ON CONFLICT (day, client, episode_id) DO UPDATE SET bytes = excluded.bytes, counted = excluded.counted`),
+      clients: db.prepare(`SELECT c.client, c.address, c.episode_id, c.bytes, c.counted, c.counted_as, e.podcast_id
+        FROM download_clients c LEFT JOIN episodes e ON e.id = c.episode_id WHERE c.day = ?`),
+      putClient: db.prepare(`INSERT INTO download_clients (day, client, address, episode_id, bytes, counted, counted_as)
+        VALUES (@day, @client, @address, @episode_id, @bytes, @counted, @counted_as)
+        ON CONFLICT (day, client, episode_id) DO UPDATE SET bytes = excluded.bytes, counted = excluded.counted, counted_as = excluded.counted_as`),
+      dropClient: db.prepare('DELETE FROM download_clients WHERE day = ? AND client = ? AND episode_id = ?'),
+      takeBack: db.prepare(`UPDATE download_counts SET downloads = MAX(0, downloads + @n) WHERE podcast_id = @podcastId AND day = @day
+        AND episode_id = @episodeId AND app = @app AND device = @device AND os = @os AND country = @country`),
       addCount: db.prepare(`INSERT INTO download_counts (podcast_id, day, episode_id, app, device, os, country, downloads)
         VALUES (@podcastId, @day, @episodeId, @app, @device, @os, @country, @n)
         ON CONFLICT (podcast_id, day, episode_id, app, device, os, country) DO UPDATE SET downloads = downloads + excluded.downloads`),
@@ -104,12 +116,12 @@ export class DownloadsRepo {
    * The secret of `day`, made by `make` and stored when the day has none yet, and drops every
    * other day's secret and client progress (closed days keep only their counts).
    */
-  openDay(day: string, make: () => Uint8Array): { secret: Buffer; clients: DownloadClientRow[] } {
+  openDay(day: string, make: () => Uint8Array): { secret: Buffer; clients: Array<DownloadClientRow & { podcast_id: string | null }> } {
     return this.db.transaction(() => {
       this.s.dropSecrets.run(day);
       this.s.dropClients.run(day);
       this.s.putSecret.run(day, Buffer.from(make()));
-      return { secret: this.s.secret.get(day) as Buffer, clients: this.s.clients.all(day) as DownloadClientRow[] };
+      return { secret: this.s.secret.get(day) as Buffer, clients: this.s.clients.all(day) as Array<DownloadClientRow & { podcast_id: string | null }> };
     }).immediate();
   }
 
@@ -117,7 +129,8 @@ export class DownloadsRepo {
   write(b: DownloadBatch): void {
     this.db.transaction(() => {
       for (const c of b.clients) this.s.putClient.run({ day: b.day, ...c });
-      for (const c of b.counts) this.s.addCount.run(c);
+      for (const c of b.evicted) this.s.dropClient.run(b.day, c.client, c.episode_id);
+      for (const c of b.counts) (c.n > 0 ? this.s.addCount : this.s.takeBack).run(c);
       for (const x of b.bots) this.s.addBots.run(x);
     }).immediate();
   }

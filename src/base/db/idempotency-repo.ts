@@ -1,5 +1,6 @@
 /**
- * Idempotency keys (migration 004): one row per (actor, key). `status` NULL marks a request in
+ * Idempotency keys (migration 004): one row per (actor, key), where the actor is the credential
+ * that sent the request (`<account>/<key id or OAuth grant id>`). `status` NULL marks a request in
  * flight; `owner` is the id of the server process that runs it (a row owned by a process that is
  * gone is abandoned). Times in ms.
  */

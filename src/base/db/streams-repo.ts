@@ -24,6 +24,8 @@ export interface StreamRow {
   reconnect_window: number; // seconds
   recording: string | null; // JSON {podcastId}
   playback: 'public' | 'token';
+  /** 1 when a token stream admits listener tokens minted with a publishable key (migration 018); 0 or absent otherwise. */
+  playback_publishable_tokens?: number;
   /** `standard` (classic HLS) or `low` (LL-HLS), docs/behaviour.md §3. */
   latency_mode: 'standard' | 'low';
   created_at: number; // ms
@@ -56,14 +58,15 @@ export class StreamsRepo {
 
   constructor(readonly db: Database) {
     this.insertStmt = db.prepare(`INSERT INTO streams (id, account_id, title, titles, status, quality, codec, region, stream_key_hash,
-      stream_key_enc, metadata, reconnect_window, recording, playback, latency_mode, created_at, started_at, ended_at, fallback)
+      stream_key_enc, metadata, reconnect_window, recording, playback, latency_mode, created_at, started_at, ended_at, fallback,
+      playback_publishable_tokens)
       VALUES (@id, @account_id, @title, @titles, @status, @quality, @codec, @region, @stream_key_hash, @stream_key_enc, @metadata,
-      @reconnect_window, @recording, @playback, @latency_mode, @created_at, @started_at, @ended_at, @fallback)`);
+      @reconnect_window, @recording, @playback, @latency_mode, @created_at, @started_at, @ended_at, @fallback, @playback_publishable_tokens)`);
     this.byId = db.prepare('SELECT * FROM streams WHERE id = ? AND account_id = ?');
     this.byIdAnyAccount = db.prepare('SELECT * FROM streams WHERE id = ?');
     this.updateStmt = db.prepare(`UPDATE streams SET title = @title, titles = @titles, quality = @quality, metadata = @metadata,
       reconnect_window = @reconnect_window, recording = @recording, playback = @playback, latency_mode = @latency_mode,
-      fallback = @fallback WHERE id = @id`);
+      fallback = @fallback, playback_publishable_tokens = @playback_publishable_tokens WHERE id = @id`);
     this.deleteStmt = db.prepare('DELETE FROM streams WHERE id = ?');
     this.setKey = db.prepare('UPDATE streams SET stream_key_hash = ?, stream_key_enc = ? WHERE id = ?');
     this.toLive = db.prepare("UPDATE streams SET status = 'live', started_at = ? WHERE id = ? AND status = 'idle'");
@@ -104,7 +107,7 @@ export class StreamsRepo {
   }
 
   insert(row: StreamRow): void {
-    this.insertStmt.run({ ...row, fallback: row.fallback ?? null });
+    this.insertStmt.run({ ...row, fallback: row.fallback ?? null, playback_publishable_tokens: row.playback_publishable_tokens ?? 0 });
   }
   /** The stream `id` of `accountId`, or undefined. */
   get(id: string, accountId: string): StreamRow | undefined {
@@ -115,7 +118,7 @@ export class StreamsRepo {
     return this.byIdAnyAccount.get(id) as StreamRow | undefined;
   }
   update(row: StreamRow): void {
-    this.updateStmt.run({ ...row, fallback: row.fallback ?? null });
+    this.updateStmt.run({ ...row, fallback: row.fallback ?? null, playback_publishable_tokens: row.playback_publishable_tokens ?? 0 });
     this.changed(row.id);
   }
   /** Sets where the stream's audio comes from now (docs/streams.md "Fallback"); false when there is no such stream. */

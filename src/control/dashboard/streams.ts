@@ -173,7 +173,7 @@ function streamPage(d: StreamPagesDeps, r: DashRequest): WebReply {
   const l = streamLive(d, r.account.id, s.id);
   const csrf = r.session.csrfToken;
   const broadcasts = d.streams.broadcasts(r.account.id, s.id, { limit: BROADCASTS_SHOWN }).data;
-  const tokenAttrs = s.playback === 'token' ? ` data-token-url="/dashboard/streams/${esc(s.id)}/listener_token" data-csrf="${esc(csrf)}"` : '';
+  const tokenAttrs = s.playback !== 'public' ? ` data-token-url="/dashboard/streams/${esc(s.id)}/listener_token" data-csrf="${esc(csrf)}"` : '';
   return r.page(
     s.title,
     'streams',
@@ -369,7 +369,7 @@ function detailsCard(s: StreamObject, csrf: string): string {
 <dt>ID</dt><dd class="mono">${esc(s.id)}</dd>
 <dt>Audio</dt><dd>${esc(s.codec.toUpperCase())}, ${esc(s.quality)}</dd>
 <dt>Region</dt><dd>${esc(s.region)}</dd>
-<dt>Playback</dt><dd>${esc(s.playback)}</dd>
+<dt>Playback</dt><dd>${typeof s.playback === 'string' ? esc(s.playback) : 'token (publishable-key tokens allowed)'}</dd>
 <dt>Latency</dt><dd>${s.latencyMode === 'low' ? 'low (LL-HLS)' : 'standard (classic HLS)'}</dd>
 <dt>Reconnect window</dt><dd>${s.reconnectWindow} s</dd>
 <dt>Created</dt><dd>${time(s.createdAt)}</dd>
@@ -414,7 +414,7 @@ function setNowPlaying(d: StreamPagesDeps, r: DashRequest): WebReply {
  */
 async function listenerToken(d: StreamPagesDeps, r: DashRequest): Promise<WebReply> {
   const s = d.streams.get(r.account.id, r.params[0]!, false);
-  const { token } = await d.listenerTokens.sign(s.id);
+  const { token } = await d.listenerTokens.sign(s.id, 'dashboard');
   return { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' }, body: JSON.stringify({ token }) };
 }
 

@@ -6,8 +6,11 @@
  * written, as they go, so a download reached while a response runs past midnight counts on the
  * day the minute was reached. Known bots and Skylark itself count as bot requests instead.
  *
- * Clients are known only by HMAC-SHA-256 (RFC 2104) of (address group, User-Agent, day) under a
- * random secret of the day, kept in memory and in SQLite for that day only (so a restart the same
+ * An address group showing more than 10 User-Agents on one episode in a day is one client, and the
+ * daily client cap is shared fairly per podcast (src/control/downloads/day-clients.ts).
+ *
+ * Clients are known only by HMAC-SHA-256 (RFC 2104) of (address group, User-Agent, day) — and
+ * address groups by HMAC of (address group, day) — under a random secret of the day, kept in memory and in SQLite for that day only (so a restart the same
  * day, even after `kill -9`, recognises a client and neither forgets its bytes nor counts it
  * twice) and deleted when the day closes. No address or User-Agent is written anywhere.
  *
@@ -22,6 +25,7 @@ import { addressGroup } from '../../base/auth/ratelimit/client-ip.js';
 import { countryOf } from '../../delivery/listeners/geo.js';
 import type { Logger } from '../../base/logger.js';
 import { classifyUserAgent, type ClientKind } from './user-agents.js';
+import { DayClients, type ClientState } from './day-clients.js';
 
 const DAY_MS = 86_400_000;
 
@@ -42,13 +46,6 @@ export interface AudioRequest {
   userAgent: string;
 }
 
-interface ClientState {
-  client: string;
-  episodeId: string;
-  bytes: number;
-  counted: boolean;
-}
-
 export interface DownloadCounterOptions {
   repo: DownloadsRepo;
   log: Logger;
@@ -57,8 +54,10 @@ export interface DownloadCounterOptions {
   flushMs?: number;
   /**
    * Clients (client × episode) a day tracks at most (default `MAX_CLIENTS_PER_DAY`): past it, a
-   * new client of the day is served uncounted, so no stream of made-up addresses or User-Agents
-   * can grow the memory or the table without bound. Logged once a day when reached.
+   * new client of the day is served uncounted unless its podcast holds less than its fair share
+   * (then it replaces the largest podcast's oldest uncounted client), so no stream of made-up
+   * addresses or User-Agents can grow the memory or the table without bound, nor stop another
+   * podcast's counting. Logged once a day when a client is refused.
    */
   maxClientsPerDay?: number;
 }
@@ -72,9 +71,8 @@ export class DownloadCounter {
   private day = '';
   private dayNumber = -1;
   private secret: Buffer = Buffer.alloc(0);
-  /** The current day's clients by `client + ' ' + episodeId`. */
-  private clients = new Map<string, ClientState>();
-  private dirty = new Set<ClientState>();
+  /** The current day's clients. */
+  private clients: DayClients;
   private counts = new Map<string, DownloadCountKey & { n: number }>();
   private bots = new Map<string, { podcastId: string; day: string; episodeId: string; n: number }>();
   private timer: NodeJS.Timeout | null = null;
@@ -85,6 +83,25 @@ export class DownloadCounter {
 
   constructor(private readonly o: DownloadCounterOptions) {
     this.now = o.now ?? Date.now;
+    this.clients = this.newDay();
+  }
+
+  private newDay(): DayClients {
+    return new DayClients(this.o.maxClientsPerDay ?? MAX_CLIENTS_PER_DAY, {
+      full: () => {
+        if (this.fullDay !== this.day) this.o.log.warn("download counting: the day's client cap is reached; new clients are served uncounted until midnight UTC", { day: this.day, clients: this.clients.size });
+        this.fullDay = this.day;
+      },
+      retract: (countedAs) => this.addCount(JSON.parse(countedAs) as DownloadCountKey, -1),
+    });
+  }
+
+  /** Adds `n` (±1) downloads to the pending counts under `key`. */
+  private addCount(key: DownloadCountKey, n: number): void {
+    const k = JSON.stringify([key.podcastId, key.day, key.episodeId, key.app, key.device, key.os, key.country]);
+    const c = this.counts.get(k);
+    if (c) c.n += n;
+    else this.counts.set(k, { ...key, n });
   }
 
   /** Opens today's state from the database (drops closed days) and starts the batch timer. */
@@ -130,38 +147,30 @@ export class DownloadCounter {
       this.roll();
       // A response running past midnight goes on as the same client's progress of the new day.
       if (!state || stateDay !== this.dayNumber) {
-        state = this.client(group, r.userAgent, r.episodeId);
+        state = this.client(group, r);
         stateDay = this.dayNumber;
       }
+      // A User-Agent merged into its address (more than 10 on the episode today) adds to the address.
+      while (state?.into) state = state.into;
       if (!state || state.counted) return;
       state.bytes += bytes;
-      this.dirty.add(state);
+      this.clients.changed(state);
       if (state.bytes < r.minuteBytes) return;
-      state.counted = true;
       this.countedTotal++;
       const country = countryOf(r.ip) ?? '';
       const key: DownloadCountKey = { podcastId: r.podcastId, day: this.day, episodeId: r.episodeId, app: kind.app ?? '', device: kind.device ?? '', os: kind.os ?? '', country };
-      const k = `${key.podcastId} ${key.day} ${key.episodeId} ${key.app} ${key.device} ${key.os} ${key.country}`;
-      const c = this.counts.get(k);
-      if (c) c.n++;
-      else this.counts.set(k, { ...key, n: 1 });
+      this.clients.counted(state, JSON.stringify(key));
+      this.addCount(key, 1);
     };
   }
 
-  /** The state of a client (by address group and User-Agent) for an episode today; null when the day's cap is reached. */
-  private client(group: string, userAgent: string, episodeId: string): ClientState | null {
-    const client = createHmac('sha256', this.secret).update(`${group}\n${userAgent}\n${this.day}`).digest('base64url').slice(0, 32);
-    const k = `${client} ${episodeId}`;
-    let s = this.clients.get(k);
-    if (!s) {
-      if (this.clients.size >= (this.o.maxClientsPerDay ?? MAX_CLIENTS_PER_DAY)) {
-        if (this.fullDay !== this.day) this.o.log.warn('download counting: the day\'s client cap is reached; new clients are served uncounted until midnight UTC', { day: this.day, clients: this.clients.size });
-        this.fullDay = this.day;
-        return null;
-      }
-      this.clients.set(k, (s = { client, episodeId, bytes: 0, counted: false }));
-    }
-    return s;
+  /** The state of a client (by address group and User-Agent) for an episode today; null when the day's cap leaves no room. */
+  private client(group: string, r: AudioRequest): ClientState | null {
+    const hash = (s: string) => createHmac('sha256', this.secret).update(s).digest('base64url').slice(0, 32);
+    const client = hash(`${group}\n${r.userAgent}\n${this.day}`);
+    // No User-Agent holds a newline (HTTP field values cannot), so this never equals a client's input.
+    const address = hash(`${group}\n\n${this.day}\naddress`);
+    return this.clients.find(address, client, r.episodeId, r.podcastId);
   }
 
   /**
@@ -186,27 +195,40 @@ export class DownloadCounter {
     this.day = day;
     this.dayNumber = n;
     this.secret = opened.secret;
-    this.clients = new Map(opened.clients.map((c) => [`${c.client} ${c.episode_id}`, { client: c.client, episodeId: c.episode_id, bytes: c.bytes, counted: c.counted === 1 }]));
-    this.dirty = new Set();
+    this.clients = this.newDay();
+    this.clients.load(
+      opened.clients.map((c) => ({
+        client: c.client,
+        address: c.address,
+        episodeId: c.episode_id,
+        podcastId: c.podcast_id ?? '',
+        bytes: c.bytes,
+        counted: c.counted === 1,
+        countedAs: c.counted_as,
+        into: null,
+      })),
+    );
     return true;
   }
 
   /** Writes the pending batch (client progress, downloads, bot requests) in one transaction; on failure keeps it for the next try. */
   flush(): void {
-    if (this.dirty.size === 0 && this.counts.size === 0 && this.bots.size === 0) return;
+    const changes = this.clients.takeChanges();
+    if (changes.changed.length === 0 && changes.evicted.length === 0 && this.counts.size === 0 && this.bots.size === 0) return;
     const batch: DownloadBatch = {
       day: this.day,
-      clients: [...this.dirty].map((s) => ({ client: s.client, episode_id: s.episodeId, bytes: s.bytes, counted: s.counted ? 1 : 0 })),
-      counts: [...this.counts.values()],
+      clients: changes.changed.map((s) => ({ client: s.client, address: s.address, episode_id: s.episodeId, bytes: s.bytes, counted: s.counted ? 1 : 0, counted_as: s.countedAs })),
+      evicted: changes.evicted.map((s) => ({ client: s.client, episode_id: s.episodeId })),
+      counts: [...this.counts.values()].filter((c) => c.n !== 0),
       bots: [...this.bots.values()],
     };
     try {
       this.o.repo.write(batch);
     } catch (e) {
+      this.clients.restoreChanges(changes);
       this.o.log.warn('download counts could not be written; retrying', { err: e instanceof Error ? e.message : String(e) });
       return;
     }
-    this.dirty.clear();
     this.counts.clear();
     this.bots.clear();
   }

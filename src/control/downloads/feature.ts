@@ -40,6 +40,8 @@ export interface DownloadsOptions {
   enabled: boolean;
   /** How often the counter writes its batch (ms, default 5000). */
   flushMs?: number;
+  /** `SKYLARK_DOWNLOAD_CLIENTS_PER_DAY`: clients tracked per day, shared fairly per podcast (default `MAX_CLIENTS_PER_DAY`). */
+  maxClientsPerDay?: number;
 }
 
 /** Audio files remembered (id, first-minute bytes); names never change meaning, so entries never go stale. */
@@ -49,7 +51,7 @@ const FILES_MAX = 10_000;
 export function createDownloads(o: DownloadsOptions): Downloads {
   const repo = new DownloadsRepo(o.db);
   const log = o.log.child('downloads');
-  const counter = o.enabled ? new DownloadCounter({ repo, log, now: o.now, ...(o.flushMs ? { flushMs: o.flushMs } : {}) }) : null;
+  const counter = o.enabled ? new DownloadCounter({ repo, log, now: o.now, ...(o.flushMs ? { flushMs: o.flushMs } : {}), ...(o.maxClientsPerDay ? { maxClientsPerDay: o.maxClientsPerDay } : {}) }) : null;
   const trusted = trustedProxies(o.trustedProxies);
   const files = new Map<string, { episodeId: string; minuteBytes: number }>();
   const remember = (file: string, info: { episodeId: string; minuteBytes: number }) => {

@@ -28,7 +28,8 @@ export interface StreamObject {
   listenerCount: number;
   reconnectWindow: number;
   recording: { podcastId: string } | null;
-  playback: 'public' | 'token';
+  /** `"public"`, `"token"`, or, for a token stream that admits listener tokens minted with a publishable key, the object form (docs/behaviour.md §13). */
+  playback: 'public' | 'token' | { mode: 'token'; publishableKeyTokens: true };
   /** `standard` (classic HLS) or `low` (LL-HLS: parts, blocking reload, preload hints). */
   latencyMode: 'standard' | 'low';
   createdAt: string;
@@ -100,7 +101,7 @@ export function toStreamObject(row: StreamRow, urls: PublicUrls, listenerCount: 
     listenerCount,
     reconnectWindow: row.reconnect_window,
     recording: row.recording === null ? null : (JSON.parse(row.recording) as { podcastId: string }),
-    playback: row.playback,
+    playback: row.playback === 'token' && row.playback_publishable_tokens === 1 ? { mode: 'token', publishableKeyTokens: true } : row.playback,
     latencyMode: row.latency_mode,
     createdAt: new Date(row.created_at).toISOString(),
     startedAt: iso(row.started_at),

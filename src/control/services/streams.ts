@@ -24,6 +24,15 @@ export const METADATA_MAX_KEYS = 16;
 
 type LanguageTitles<V> = { [K in (typeof LANGUAGE_TITLES)[number]]?: V };
 
+/** `playback` as given: the string form, or `{mode, publishableKeyTokens}` (docs/behaviour.md §13). */
+export type PlaybackInput = 'public' | 'token' | { mode: 'public' | 'token'; publishableKeyTokens?: boolean | undefined };
+
+/** The row's `playback` and `playback_publishable_tokens` for `p` (the string form admits no publishable-key tokens). */
+function playbackRow(p: PlaybackInput): { playback: 'public' | 'token'; playback_publishable_tokens: number } {
+  if (typeof p === 'string') return { playback: p, playback_publishable_tokens: 0 };
+  return { playback: p.mode, playback_publishable_tokens: p.mode === 'token' && p.publishableKeyTokens === true ? 1 : 0 };
+}
+
 /** A validated `POST /streams` body (api/streams/schemas.ts validates it). Bitrate quality names; window in s. */
 export interface CreateStreamInput extends LanguageTitles<string> {
   title: string;
@@ -34,7 +43,7 @@ export interface CreateStreamInput extends LanguageTitles<string> {
   metadata?: Record<string, string>;
   reconnectWindow?: number;
   recording?: { podcastId: string } | null;
-  playback?: 'public' | 'token';
+  playback?: PlaybackInput;
   /** `standard` (classic HLS; the default) or `low` (LL-HLS). */
   latencyMode?: 'standard' | 'low';
   /** What plays while no live audio does (docs/streams.md "Fallback"); null: nothing. */
@@ -48,7 +57,7 @@ export interface UpdateStreamInput extends LanguageTitles<string | null> {
   metadata?: Record<string, string | null>;
   reconnectWindow?: number;
   recording?: { podcastId: string } | null;
-  playback?: 'public' | 'token';
+  playback?: PlaybackInput;
   /** Takes effect when the stream next starts a timeline (its next publish after being idle). */
   latencyMode?: 'standard' | 'low';
   /** Set, replaced or (null) removed at once (docs/streams.md "Fallback"). */
@@ -171,7 +180,7 @@ export class StreamsService {
       metadata: JSON.stringify(input.metadata ?? {}),
       reconnect_window: input.reconnectWindow ?? DEFAULT_RECONNECT_WINDOW,
       recording: input.recording ? JSON.stringify(input.recording) : null,
-      playback: input.playback ?? 'public',
+      ...playbackRow(input.playback ?? 'public'),
       latency_mode: input.latencyMode ?? 'standard',
       created_at: this.now(),
       started_at: null,
@@ -232,7 +241,7 @@ export class StreamsService {
     if (input.metadata !== undefined) row.metadata = mergeMetadata(row.metadata, input.metadata, METADATA_MAX_KEYS);
     if (input.reconnectWindow !== undefined) row.reconnect_window = input.reconnectWindow;
     if (input.recording !== undefined) row.recording = input.recording === null ? null : JSON.stringify(input.recording);
-    if (input.playback !== undefined) row.playback = input.playback;
+    if (input.playback !== undefined) Object.assign(row, playbackRow(input.playback));
     if (input.latencyMode !== undefined) row.latency_mode = input.latencyMode;
     if (input.fallback !== undefined) row.fallback = input.fallback === null ? null : JSON.stringify(fallbackOf(input.fallback));
     this.d.streams.update(row);

@@ -5,6 +5,10 @@
  * transaction; it is safe to retry because a failed transaction left nothing behind. Writes under
  * one key (a stream) run in the order given: a later one waits behind an earlier one that failed.
  *
+ * A write that fails because the disk is full (`SQLITE_FULL`) releases the node's disk reserve
+ * (src/base/disk-reserve.ts) and is tried again at once, so the event that says what happened is
+ * not lost to the full disk; the reserve is made again once the volume has room (docs/behaviour.md §13).
+ *
  * While a write is tried from here, the connection's busy timeout is lowered to
  * RETRY_BUSY_TIMEOUT_MS, so that a lock held by another process stalls the event loop (every
  * stream, HTTP) for at most that long per attempt instead of the connection's default.
@@ -12,6 +16,7 @@
 import type { Database } from '../../base/db/database.js';
 import type { Logger } from '../../base/logger.js';
 import type { Limits } from '../../base/limits/limits.js';
+import { RESTORE_EVERY_MS, type DiskReserve } from '../../base/disk-reserve.js';
 
 /** Busy timeout (ms) while a retried write is attempted. */
 export const RETRY_BUSY_TIMEOUT_MS = 20;
@@ -46,7 +51,11 @@ export class WriteRetry {
     private readonly log: Logger,
     private readonly limits: Limits,
     private readonly defaultBusyTimeoutMs = 5000,
+    private readonly reserve: Pick<DiskReserve, 'release' | 'maybeRestore' | 'isHeld'> | null = null,
   ) {}
+
+  /** While the disk reserve is released: looks every RESTORE_EVERY_MS whether it can be made again. */
+  private restoreTimer: NodeJS.Timeout | null = null;
 
   /**
    * Runs `write` (one transaction) now unless writes of `key` are waiting; on a transient SQLite
@@ -93,6 +102,8 @@ export class WriteRetry {
   close(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    if (this.restoreTimer) clearInterval(this.restoreTimer);
+    this.restoreTimer = null;
   }
 
   /** One try; true when done (or failed for good and dropped). */
@@ -101,7 +112,7 @@ export class WriteRetry {
     try {
       this.db.pragma(`busy_timeout = ${RETRY_BUSY_TIMEOUT_MS}`);
       lowered = true;
-      write();
+      this.writeUsingReserve(write);
       return true;
     } catch (e) {
       if (isTransientDbError(e)) {
@@ -120,6 +131,30 @@ export class WriteRetry {
         }
       }
     }
+  }
+
+  /** Runs `write`; on a full disk, releases the disk reserve and runs it once more. @throws what the write threw */
+  private writeUsingReserve(write: () => void): void {
+    try {
+      write();
+    } catch (e) {
+      if ((e as { code?: unknown } | null)?.code !== 'SQLITE_FULL' || !this.reserve?.release()) throw e;
+      this.watchReserve();
+      write();
+    }
+  }
+
+  private watchReserve(): void {
+    const reserve = this.reserve;
+    if (this.restoreTimer || !reserve) return;
+    this.restoreTimer = setInterval(() => {
+      reserve.maybeRestore();
+      if (reserve.isHeld && this.restoreTimer) {
+        clearInterval(this.restoreTimer);
+        this.restoreTimer = null;
+      }
+    }, RESTORE_EVERY_MS);
+    this.restoreTimer.unref();
   }
 
   private schedule(): void {

@@ -6,14 +6,19 @@
  * - UDP syslog (RFC 3164 framing, as nginx's `access_log syslog:server=…,tag=skylark` sends it:
  *   `<PRI>Mmm dd hh:mm:ss [host ]skylark: <message>`), one line per datagram. The message is the
  *   JSON object of the `skylark_edge` log format that `skylark edge-config` writes:
- *   `{"v":1,"k":"<edge-log secret>","t":<msec>,"s":<status>,"a":"<client address>","u":"<path>","sid":"<sid>","ua":"<user agent>","c":"<cache status>"}`.
+ *   `{"v":2,"t":<msec>,"n":"<request id>","s":<status>,"a":"<client address>","u":"<path>","sid":"<sid>","ua":"<user agent>","c":"<cache status>","m":"<mac>"}`.
  * - Only datagrams whose source address is in `SKYLARK_TRUSTED_PROXIES` are read; others are
  *   dropped and counted (`edge_log_untrusted`, src/base/limits/limits.ts).
- * - Only lines that carry the node's edge-log secret (`k`: `SKYLARK_EDGE_LOG_SECRET`, or derived
- *   from the node secret in the data dir, `edgeLogSecretOf`) count anyone: UDP source addresses
- *   are easy to spoof, so a datagram from a trusted address without the secret is dropped and
- *   counted (`edge_log_unsigned`). The secret is compared in constant time (SHA-256 digests,
- *   `timingSafeEqual`). `skylark edge-config --log-to` writes it into the edge's log format.
+ * - Each line is authenticated on its own (docs/behaviour.md §13): `m` is the hex HMAC-SHA-256
+ *   (RFC 2104) under the node's edge-log secret (`SKYLARK_EDGE_LOG_SECRET`, or derived from the
+ *   node secret in the data dir, `edgeLogSecretOf`) of the line's fields and its time
+ *   (`edgeLineMac`), which the edge computes per line (nginx's perl module, as `skylark
+ *   edge-config --log-to` writes it). The secret never travels. UDP source addresses are easy to
+ *   spoof, so a line without a valid MAC is dropped and counted (`edge_log_unsigned`, compared in
+ *   constant time); a line whose time `t` is more than 60 s old (or 10 s ahead) is dropped
+ *   (`stale`); a line seen before (its MAC, kept for `FRESH_MS + AHEAD_MS` in a bounded table,
+ *   src/delivery/listeners/replay-cache.ts) is dropped (`replayed`): a captured line can be
+ *   neither altered nor replayed.
  * - A client address may start at most `SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE` sessions a minute,
  *   counted with the direct requests (`ListenerRegistry.admitHls`): a line over it counts nobody.
  * - A line of a media playlist (`/hls/<stream>/<layer>/index.m3u8`) answered 2xx/304, with a
@@ -24,20 +29,27 @@
  *   by an edge (every request reaches the origin and is counted there), so their lines, which
  *   carry no sid, are ignored.
  * - Bounded: a datagram over `MAX_DATAGRAM_BYTES` is dropped unread; a line costs one regex, one
- *   `JSON.parse` of ≤ 4 KiB, one SHA-256 of a ≤ 256-character secret and one registry touch (a
- *   join checks the sid's HMAC once); no state per sender. The kernel's socket buffer bounds what waits to be read.
+ *   `JSON.parse` of ≤ 4 KiB, one HMAC of ≤ 4 KiB, a replay-table lookup and one registry touch (a
+ *   join checks the sid's HMAC once); no state per sender; the replay table is allocated once
+ *   (2 × 16 MiB) and a line arriving while it is full is dropped (`refused`). The kernel's socket
+ *   buffer bounds what waits to be read.
  */
 import dgram from 'node:dgram';
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { isIP, type BlockList } from 'node:net';
 import type { Limits } from '../../base/limits/limits.js';
 import type { Logger } from '../../base/logger.js';
 import { countryOf, normalizeIp } from './geo.js';
 import type { HlsListenerAccess } from './hls-access.js';
 import { type ListenerRegistry, TooManyListenersError } from './registry.js';
+import { ReplayCache } from './replay-cache.js';
 
 /** Largest datagram read (bytes): a log line with a 256-character user agent fits 4 times over. */
 export const MAX_DATAGRAM_BYTES = 4096;
+/** A line whose time is older than this (ms) is dropped (docs/behaviour.md §13). */
+export const FRESH_MS = 60_000;
+/** A line whose time is this far (ms) ahead of the node's clock is dropped too (the edge's clock is wrong). */
+export const AHEAD_MS = 10_000;
 /** How often a malformed-line warning may be logged (ms). */
 const WARN_EVERY_MS = 60_000;
 
@@ -59,8 +71,18 @@ export function edgeLogSecretOf(nodeSecret: Buffer): string {
   return createHmac('sha256', nodeSecret).update('skylark edge log secret v1').digest('base64url');
 }
 
+/**
+ * The MAC of one edge log line (lowercase hex HMAC-SHA-256 under the edge-log secret, RFC 2104):
+ * of `skylark-edge-v2` and the fields `t` (the time, nginx's `$msec` text), `n` (`$request_id`),
+ * `s`, `a`, `u`, `sid`, `ua`, `c`, joined by newlines, as UTF-8. The edge's perl computes the same
+ * (src/cli/edge-config.ts).
+ */
+export function edgeLineMac(secret: string, f: { t: string; n: string; s: string; a: string; u: string; sid: string; ua: string; c: string }): Buffer {
+  return createHmac('sha256', secret).update(['skylark-edge-v2', f.t, f.n, f.s, f.a, f.u, f.sid, f.ua, f.c].join('\n')).digest();
+}
+
 /** What became of one datagram. */
-export type EdgeLogOutcome = 'untrusted' | 'unsigned' | 'malformed' | 'ignored' | 'touched' | 'joined' | 'refused';
+export type EdgeLogOutcome = 'untrusted' | 'unsigned' | 'stale' | 'replayed' | 'malformed' | 'ignored' | 'touched' | 'joined' | 'refused';
 
 /** Counts of outcomes since start. */
 export type EdgeLogStats = Record<EdgeLogOutcome, number>;
@@ -71,7 +93,7 @@ export interface EdgeLogDeps {
   access: Pick<HlsListenerAccess, 'policy' | 'validSid'>;
   /** `SKYLARK_TRUSTED_PROXIES`: the edges allowed to send lines. */
   trusted: BlockList;
-  /** The edge-log secret every line must carry (`k`; `EDGE_LOG_SECRET_PATTERN`). */
+  /** The edge-log secret every line's MAC is made with (`EDGE_LOG_SECRET_PATTERN`). */
   secret: string;
   limits: Limits;
   log: Logger;
@@ -86,17 +108,17 @@ export interface EdgeLogDeps {
 /** Receives edge log lines over UDP and counts the listeners they describe (see the module comment). */
 export class EdgeLogReceiver {
   private socket: dgram.Socket | null = null;
-  private readonly counts: EdgeLogStats = { untrusted: 0, unsigned: 0, malformed: 0, ignored: 0, touched: 0, joined: 0, refused: 0 };
+  private readonly counts: EdgeLogStats = { untrusted: 0, unsigned: 0, stale: 0, replayed: 0, malformed: 0, ignored: 0, touched: 0, joined: 0, refused: 0 };
   private warnedAt = -Infinity;
   private readonly now: () => number;
-  /** SHA-256 of the secret: lines are compared digest to digest, in constant time. */
-  private readonly secretDigest: Buffer;
+  /** The MACs of the lines accepted lately (a line is remembered for at least `FRESH_MS + AHEAD_MS`). */
+  private readonly seen = new ReplayCache(FRESH_MS + AHEAD_MS);
+  private fullWarnedAt = -Infinity;
 
   /** @throws Error when `d.secret` does not match `EDGE_LOG_SECRET_PATTERN` */
   constructor(private readonly d: EdgeLogDeps) {
     this.now = d.now ?? Date.now;
     if (!EDGE_LOG_SECRET_PATTERN.test(d.secret)) throw new Error('the edge-log secret must be 16-128 characters of A-Z a-z 0-9 _ -');
-    this.secretDigest = createHash('sha256').update(d.secret).digest();
   }
 
   /**
@@ -159,10 +181,8 @@ export class EdgeLogReceiver {
     } catch {
       return this.malformed(sender, 'the message is not the skylark_edge JSON log format');
     }
-    if (!this.signed(line)) {
-      this.d.limits.hit('edge_log_unsigned', sender, { setting: 'SKYLARK_EDGE_LOG_SECRET' });
-      return 'unsigned';
-    }
+    const checked = this.authentic(line, text.slice(frame[0].length), sender);
+    if (checked !== null) return checked;
     if (!isLine(line)) return this.malformed(sender, 'the message lacks a field of the skylark_edge log format');
     if (!((line.s >= 200 && line.s < 300) || line.s === 304) || line.sid === '') return 'ignored';
     const path = MEDIA_PLAYLIST.exec(line.u);
@@ -192,11 +212,39 @@ export class EdgeLogReceiver {
     return 'joined';
   }
 
-  /** Whether the parsed line carries the edge-log secret (`k`), compared in constant time. */
-  private signed(line: unknown): boolean {
-    const k = typeof line === 'object' && line !== null ? (line as Record<string, unknown>).k : undefined;
-    if (typeof k !== 'string' || k.length > 256) return false;
-    return timingSafeEqual(createHash('sha256').update(k).digest(), this.secretDigest);
+  /**
+   * Null when `line` carries a valid MAC of its fields, is fresh and was not seen before (it is
+   * then remembered); else what became of it.
+   */
+  private authentic(line: unknown, json: string, sender: string): EdgeLogOutcome | null {
+    const o = typeof line === 'object' && line !== null ? (line as Record<string, unknown>) : {};
+    const m = o.m;
+    const t = /"t":(\d{1,12}(?:\.\d{1,3})?),/.exec(json)?.[1]; // the time as the edge wrote it, not as a JS number prints
+    const fields = [o.n, o.s, o.a, o.u, o.sid, o.ua, o.c];
+    if (o.v !== 2 || typeof m !== 'string' || m.length !== 64 || t === undefined || !fields.every((x) => typeof x === 'string' || typeof x === 'number')) {
+      this.d.limits.hit('edge_log_unsigned', sender, { setting: 'SKYLARK_EDGE_LOG_SECRET' });
+      return 'unsigned';
+    }
+    const [n, s, a, u, sid, ua, c] = fields.map(String) as [string, string, string, string, string, string, string];
+    const mac = edgeLineMac(this.d.secret, { t, n, s, a, u, sid, ua, c });
+    const given = Buffer.from(m, 'hex');
+    if (given.length !== mac.length || !timingSafeEqual(given, mac)) {
+      this.d.limits.hit('edge_log_unsigned', sender, { setting: 'SKYLARK_EDGE_LOG_SECRET' });
+      return 'unsigned';
+    }
+    const now = this.now();
+    const at = Number(t) * 1000;
+    if (!(at >= now - FRESH_MS && at <= now + AHEAD_MS)) return 'stale';
+    const r = this.seen.add(mac, now);
+    if (r === 'seen') return 'replayed';
+    if (r === 'full') {
+      if (now - this.fullWarnedAt >= WARN_EVERY_MS) {
+        this.fullWarnedAt = now;
+        this.d.log.warn('edge log: more lines a minute than the replay table holds; lines dropped', { capacity: this.seen.capacity });
+      }
+      return 'refused';
+    }
+    return null;
   }
 
   /** Counts a malformed line; warns about it at most once a minute (the edge's log format is likely wrong). */
@@ -222,5 +270,5 @@ interface Line {
 function isLine(v: unknown): v is Line {
   if (typeof v !== 'object' || v === null) return false;
   const o = v as Record<string, unknown>;
-  return o.v === 1 && typeof o.s === 'number' && typeof o.a === 'string' && typeof o.u === 'string' && typeof o.sid === 'string' && o.sid.length <= 64 && typeof o.ua === 'string';
+  return o.v === 2 && typeof o.s === 'number' && typeof o.a === 'string' && typeof o.u === 'string' && typeof o.sid === 'string' && o.sid.length <= 64 && typeof o.ua === 'string';
 }

@@ -24,10 +24,14 @@ import type { BlockList } from 'node:net';
 import type { HlsAccess, HlsDecision } from '../hls/routes.js';
 import type { RawRequestInfo } from '../../base/http/server.js';
 import type { StreamsRepo } from '../../base/db/streams-repo.js';
-import type { ListenerTokens } from '../../base/auth/listener-tokens.js';
+import { tokenAdmitted, type ListenerTokens } from '../../base/auth/listener-tokens.js';
 import { randomBase62 } from '../../base/ids.js';
 import { clientAddress, countryOf } from './geo.js';
 import { type ListenerRegistry, TooManyListenersError } from './registry.js';
+
+/** Why a valid token minted with a publishable key is refused by a token stream (docs/behaviour.md §13). */
+export const PUBLISHABLE_REFUSED =
+  'This stream does not accept listener tokens minted with a publishable key: mint the token with a secret key (on your server), or allow them with playback {mode: "token", publishableKeyTokens: true}.';
 
 /** How long a stream's account and playback mode are cached (ms); a PATCH or DELETE through this process drops the entry at once. */
 const POLICY_TTL_MS = 2000;
@@ -35,6 +39,8 @@ const POLICY_TTL_MS = 2000;
 export interface StreamPolicy {
   accountId: string;
   playback: 'public' | 'token';
+  /** A token stream admits listener tokens minted with a publishable key (docs/behaviour.md §13). */
+  publishableKeyTokens: boolean;
   /** The ingest codec (`aac`, `mp3`, `opus`). */
   codec: string;
 }
@@ -59,7 +65,7 @@ export class CachedPolicies implements StreamPolicies {
     const cached = this.policies.get(streamId);
     if (cached && cached.until > now) return cached.p;
     const row = this.streams.getAny(streamId);
-    const p: StreamPolicy | null = row ? { accountId: row.account_id, playback: row.playback, codec: row.codec } : null;
+    const p: StreamPolicy | null = row ? { accountId: row.account_id, playback: row.playback, publishableKeyTokens: row.playback_publishable_tokens === 1, codec: row.codec } : null;
     if (this.policies.size > 10_000) this.policies.clear();
     this.policies.set(streamId, { p, until: now + POLICY_TTL_MS });
     return p;
@@ -172,7 +178,7 @@ export class HlsListenerAccess implements HlsAccess {
     const gated = pol.playback === 'token';
     const token = queryParam(query, 'token');
     if (pol.playback === 'token' || token !== '') {
-      const t = this.checkToken(streamId, token, pol.playback === 'token');
+      const t = this.checkToken(streamId, token, pol);
       if (t) return t.ok ? { ok: true, query: `token=${token}`, private: gated } : t;
     }
     return { ok: true, query: `sid=${this.mintSid(streamId)}`, private: gated };
@@ -183,7 +189,7 @@ export class HlsListenerAccess implements HlsAccess {
     if (!pol) return { ok: false, status: 404, code: 'resource_missing', message: `No live HLS for stream '${streamId}'.` };
     if (pol.playback !== 'token') return PUBLIC;
     const token = queryParam(query, 'token');
-    const t = this.checkToken(streamId, token, true)!;
+    const t = this.checkToken(streamId, token, pol)!;
     return t.ok ? { ok: true, query: `token=${token}`, private: true } : t;
   }
 
@@ -198,7 +204,7 @@ export class HlsListenerAccess implements HlsAccess {
     const gated = pol.playback === 'token';
     const token = queryParam(query, 'token');
     if (gated || token !== '') {
-      const t = this.checkToken(streamId, token, gated);
+      const t = this.checkToken(streamId, token, pol);
       if (t && !t.ok) return t;
       if (t) {
         // The token's subject is the session; a token stream's URIs carry the token.
@@ -240,14 +246,17 @@ export class HlsListenerAccess implements HlsAccess {
   }
 
   /**
-   * Checks `token` for `streamId`. `required`: a token stream (401 without, 403 invalid). On a
-   * public stream a bad token is ignored (null) and the session falls back to a sid.
+   * Checks `token` for `streamId` under its policy. A token stream needs one (401 without, 403
+   * invalid, or minted with a publishable key where the stream does not allow that). On a public
+   * stream a bad token is ignored (null) and the session falls back to a sid.
    */
-  private checkToken(streamId: string, token: string, required: boolean): ({ ok: true; subject: string }) | (HlsDecision & { ok: false }) | null {
+  private checkToken(streamId: string, token: string, pol: StreamPolicy): ({ ok: true; subject: string }) | (HlsDecision & { ok: false }) | null {
+    const required = pol.playback === 'token';
     if (token === '') return required ? { ok: false, status: 401, code: 'missing_token', message: 'This stream needs a listener token: add ?token=<token> to the playlist URL.' } : null;
     const r = this.d.tokens.verifySync(token); // cached per token by ListenerTokens
-    if (r.ok && r.claims.streamId === streamId) return { ok: true, subject: r.claims.subject };
+    if (r.ok && r.claims.streamId === streamId && (!required || tokenAdmitted(r.claims, pol.publishableKeyTokens))) return { ok: true, subject: r.claims.subject };
     if (!required) return null;
+    if (r.ok && r.claims.streamId === streamId) return { ok: false, status: 403, code: 'invalid_token', message: PUBLISHABLE_REFUSED };
     if (!r.ok && r.reason === 'expired') return { ok: false, status: 403, code: 'token_expired', message: 'The listener token has expired; get a new one.' };
     if (r.ok) return { ok: false, status: 403, code: 'invalid_token', message: 'The listener token is for another stream.' };
     return { ok: false, status: 403, code: 'invalid_token', message: 'The listener token is malformed or its signature is invalid.' };

@@ -6,7 +6,7 @@
 import { ApiError, notFound } from '../../base/errors/errors.js';
 import type { StreamsRepo } from '../../base/db/streams-repo.js';
 import type { PageQuery } from '../../base/db/paginate.js';
-import type { ListenerTokens } from '../../base/auth/listener-tokens.js';
+import type { ListenerTokenMinter, ListenerTokens } from '../../base/auth/listener-tokens.js';
 import type { ListenerObject, ListenerRegistry, StreamStats } from './registry.js';
 
 /** A page of listeners, newest first (docs/behaviour.md §9); the API wraps it in the list envelope. */
@@ -80,10 +80,13 @@ export class ListenersService {
     };
   }
 
-  /** A listener token for the stream, valid 24 h. @throws ApiError 404 */
-  async createToken(accountId: string, streamId: string): Promise<{ object: 'listener_token'; token: string; streamId: string; expiresAt: string }> {
+  /**
+   * A listener token for the stream, valid 24 h, carrying who minted it (a publishable credential's
+   * opens a token stream only where the stream allows it, docs/behaviour.md §13). @throws ApiError 404
+   */
+  async createToken(accountId: string, streamId: string, mintedBy: ListenerTokenMinter): Promise<{ object: 'listener_token'; token: string; streamId: string; expiresAt: string }> {
     this.stream(accountId, streamId);
-    const { token, claims } = await this.tokens.sign(streamId);
+    const { token, claims } = await this.tokens.sign(streamId, mintedBy);
     return { object: 'listener_token', token, streamId, expiresAt: new Date(claims.expiresAt).toISOString() };
   }
 

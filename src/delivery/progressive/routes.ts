@@ -33,8 +33,8 @@ import type { Layer, MediaRegistry } from '../../live/media/hub.js';
 import type { Limits } from '../../base/limits/limits.js';
 import type { Logger } from '../../base/logger.js';
 import type { Listeners } from '../listeners/feature.js';
-import type { ListenerTokens } from '../../base/auth/listener-tokens.js';
-import { queryParam, type StreamPolicy } from '../listeners/hls-access.js';
+import { tokenAdmitted, type ListenerTokens } from '../../base/auth/listener-tokens.js';
+import { PUBLISHABLE_REFUSED, queryParam, type StreamPolicy } from '../listeners/hls-access.js';
 import { clientAddress, countryOf } from '../listeners/geo.js';
 import { TooManyListenersError, MAX_LISTENERS, type ListenerRegistry, type Session } from '../listeners/registry.js';
 import { SharedAddressCounter } from '../listeners/shared-counter.js';
@@ -180,7 +180,7 @@ function sweepQualified<S>(room: ListenRoom<S>): void {
     if (pol && pol.playback !== 'token') continue;
     for (const l of m.clients()) {
       if (!(l instanceof ListenConnection)) continue;
-      if (!pol || l.tokenExpiresAt === null || l.tokenExpiresAt <= now) l.close();
+      if (!pol || l.tokenExpiresAt === null || l.tokenExpiresAt <= now || (l.tokenPublishable && !pol.publishableKeyTokens)) l.close();
     }
   }
 }
@@ -195,10 +195,12 @@ function listenLayer(s: ListenStreamView | undefined, kbps: number | null, ext: 
 }
 
 /**
- * The `?token=` check of a stream (docs/behaviour.md §3): a refusal, or when the valid listener
- * token the URL carried expires (ms since the epoch; null: none — a public stream needs none).
+ * The `?token=` check of a stream (docs/behaviour.md §3, §13): a refusal, or when the valid
+ * listener token the URL carried expires (ms since the epoch; null: none — a public stream needs
+ * none) and whether it was minted with a publishable key (a token stream refuses those unless it
+ * allows them).
  */
-function tokenCheck<S>(c: ListenContext<S>, req: ProgressiveRequest, id: string, pol: StreamPolicy): { refused: RawReply } | { expiresAt: number | null } {
+function tokenCheck<S>(c: ListenContext<S>, req: ProgressiveRequest, id: string, pol: StreamPolicy): { refused: RawReply } | { expiresAt: number | null; publishable: boolean } {
   const { requestId } = req;
   const token = queryParam(req.query, 'token');
   if (pol.playback === 'token') {
@@ -207,12 +209,14 @@ function tokenCheck<S>(c: ListenContext<S>, req: ProgressiveRequest, id: string,
     if (!r.ok && r.reason === 'expired') return { refused: refuse(403, 'token_expired', 'The listener token has expired; get a new one.', requestId) };
     if (!r.ok) return { refused: refuse(403, 'invalid_token', 'The listener token is malformed or its signature is invalid.', requestId) };
     if (r.claims.streamId !== id) return { refused: refuse(403, 'invalid_token', 'The listener token is for another stream.', requestId) };
-    return { expiresAt: r.claims.expiresAt };
+    if (!tokenAdmitted(r.claims, pol.publishableKeyTokens)) return { refused: refuse(403, 'invalid_token', PUBLISHABLE_REFUSED, requestId) };
+    return { expiresAt: r.claims.expiresAt, publishable: !tokenAdmitted(r.claims, false) };
   }
-  if (token === '') return { expiresAt: null };
+  if (token === '') return { expiresAt: null, publishable: false };
   // A public stream needs none, but a valid one keeps the connection if the stream turns to tokens.
   const r = c.tokens.verifySync(token);
-  return { expiresAt: r.ok && r.claims.streamId === id ? r.claims.expiresAt : null };
+  const valid = r.ok && r.claims.streamId === id;
+  return { expiresAt: valid ? r.claims.expiresAt : null, publishable: valid && !tokenAdmitted(r.claims, false) };
 }
 
 /** The answer to one `GET|HEAD /listen/…`: a refusal, or the response headers and what opens the listener. */
@@ -250,7 +254,7 @@ function listenAnswer<S>(room: ListenRoom<S>, req: ProgressiveRequest, id: strin
     c.caps.release(ip);
     return refuse(503, 'listener_capacity', 'This node serves as many listeners as it can; try again later.', requestId);
   }
-  const listener: Admitted = { streamId: id, accountId: pol.accountId, layer, icy, ip, userAgent: req.header('user-agent') || null, tokenExpiresAt: tok.expiresAt };
+  const listener: Admitted = { streamId: id, accountId: pol.accountId, layer, icy, ip, userAgent: req.header('user-agent') || null, tokenExpiresAt: tok.expiresAt, tokenPublishable: tok.publishable };
   return { stream: { headers, open: (sink) => openListener(room, listener, sink) } };
 }
 
@@ -263,6 +267,8 @@ interface Admitted {
   ip: string;
   userAgent: string | null;
   tokenExpiresAt: number | null;
+  /** Its token was minted with a publishable key (docs/behaviour.md §13). */
+  tokenPublishable: boolean;
 }
 
 /** `s` copied into a string of its own: a slice of a request's text (URL, header) would keep all of it alive. */
@@ -278,6 +284,7 @@ const own = (s: string): string => Buffer.from(s, 'utf8').toString('utf8');
  */
 class ListenConnection<S> extends MountListener implements ProgressiveClient {
   readonly tokenExpiresAt: number | null;
+  readonly tokenPublishable: boolean;
   readonly icy: boolean;
   private readonly ip: string;
   session: S | undefined = undefined;
@@ -290,6 +297,7 @@ class ListenConnection<S> extends MountListener implements ProgressiveClient {
   ) {
     super();
     this.tokenExpiresAt = l.tokenExpiresAt;
+    this.tokenPublishable = l.tokenPublishable;
     this.icy = l.icy;
     this.ip = own(l.ip);
   }

@@ -31,13 +31,13 @@ import { errorBody, statusLine } from '../../base/http/server.js';
 import { ApiError, internalError } from '../../base/errors/errors.js';
 import type { Config, IceServer, PublicUrls } from '../../base/config.js';
 import type { Logger } from '../../base/logger.js';
-import type { ListenerTokens } from '../../base/auth/listener-tokens.js';
+import { tokenAdmitted, type ListenerTokens } from '../../base/auth/listener-tokens.js';
 import { randomBase62 } from '../../base/ids.js';
 import type { ListenerRegistry, Session } from '../listeners/registry.js';
 import { MAX_LISTENERS, TooManyListenersError } from '../listeners/registry.js';
 import { PerAddressCounter, type Limits } from '../../base/limits/limits.js';
 import type { MediaRegistry, StreamHub } from '../../live/media/hub.js';
-import type { HlsListenerAccess } from '../listeners/hls-access.js';
+import { PUBLISHABLE_REFUSED, type HlsListenerAccess } from '../listeners/hls-access.js';
 import { clientAddress, countryOf } from '../listeners/geo.js';
 import { StreamAudioSource, type PacketSink } from './source.js';
 import { RtpSender, weriftMediaState } from './rtp-sender.js';
@@ -107,6 +107,8 @@ interface OfferClient {
   userAgent: string | null;
   /** When the valid listener token for this stream the offer carried expires (ms since the epoch); null: none. */
   tokenExpiresAt: number | null;
+  /** That token was minted with a publishable key (docs/behaviour.md §13). */
+  tokenPublishable: boolean;
 }
 
 /**
@@ -294,6 +296,7 @@ class Whep {
         if (!policy) why = 'stream deleted';
         else if (policy.playback === 'token' && p.client.tokenExpiresAt === null) why = 'the stream now needs a listener token';
         else if (policy.playback === 'token' && p.client.tokenExpiresAt !== null && p.client.tokenExpiresAt <= now) why = 'listener token expired';
+        else if (policy.playback === 'token' && p.client.tokenPublishable && !policy.publishableKeyTokens) why = 'the stream no longer accepts publishable-key tokens';
       } catch (e) {
         // The policy could not be read (database): judged again at the next sweep.
         this.d.log.warn('whep: stream policy unreadable', { streamId: p.streamId, err: (e as Error).message });
@@ -331,9 +334,13 @@ class Whep {
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1] ?? new URLSearchParams(req.query).get('token') ?? '';
     let key = '';
     let tokenExpiresAt: number | null = null;
+    let tokenPublishable = false;
     if (policy.playback === 'token' || bearer) {
       const t = bearer ? await this.d.tokens.verify(bearer) : null;
       const valid = t?.ok === true && t.claims.streamId === streamId;
+      if (valid && policy.playback === 'token' && !tokenAdmitted(t.claims, policy.publishableKeyTokens)) {
+        throw new ApiError('invalid_token', PUBLISHABLE_REFUSED, { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
+      }
       if (!valid && policy.playback === 'token') {
         throw new ApiError(
           bearer ? 'invalid_token' : 'missing_token',
@@ -344,6 +351,7 @@ class Whep {
       if (valid && t?.ok) {
         key = `${t.claims.subject}:`;
         tokenExpiresAt = t.claims.expiresAt;
+        tokenPublishable = !tokenAdmitted(t.claims, false);
       }
     }
     const hub = this.d.media.get(streamId);
@@ -368,7 +376,7 @@ class Whep {
     }
     let peer: Peer;
     try {
-      peer = await this.negotiate(streamId, hub, sdp, { ip, accountId: policy.accountId, keyPrefix: key, userAgent: req.headers['user-agent'] || null, tokenExpiresAt });
+      peer = await this.negotiate(streamId, hub, sdp, { ip, accountId: policy.accountId, keyPrefix: key, userAgent: req.headers['user-agent'] || null, tokenExpiresAt, tokenPublishable });
     } catch (e) {
       this.pending.release(ip);
       throw e;

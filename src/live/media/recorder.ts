@@ -12,9 +12,13 @@
  *
  * Disk: the recorder stops (and says why through `onStopped`) before the volume's free space falls
  * under `minFreeBytes`, or when a write fails (ENOSPC, EIO); what was written stays and is finished.
+ * The floor is checked as it writes (`statfs`, at most every `DISK_CHECK_EVERY_MS` and every
+ * `DISK_CHECK_EVERY_BYTES`), counting the bytes still buffered, so space taken by anyone else on
+ * the volume stops it too. An AAC recording is remuxed at the end only when the copy fits above
+ * the floor; otherwise it is kept as ADTS (docs/behaviour.md §13).
  */
 import { createWriteStream, mkdirSync, rmSync, readdirSync, readFileSync, writeFileSync, existsSync, statfsSync, type WriteStream } from 'node:fs';
-import { rm, stat, statfs } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { OggOpusWriter } from './ogg.js';
@@ -61,8 +65,10 @@ export interface RecorderOptions {
   onDrop?: (why: string) => void;
 }
 
-/** Free space is checked again after this many bytes were written. */
-const DISK_CHECK_EVERY_BYTES = 256 * 1024;
+/** Free space is checked again after this many bytes were written… */
+const DISK_CHECK_EVERY_BYTES = 64 * 1024;
+/** …or this long (ms) after the last check, whichever comes first: others write to the volume too. */
+const DISK_CHECK_EVERY_MS = 500;
 
 const EXT: Record<AudioCodec, string> = { aac: 'aac', mp3: 'mp3', opus: 'opus' };
 
@@ -73,7 +79,7 @@ export class Recorder {
   private ogg: OggOpusWriter | null = null;
   private bytes = 0;
   private sinceCheck = 0;
-  private checking = false;
+  private checkedAt = 0;
   private stopped: RecordingStop | null = null;
   /** Frames skipped because they cannot be recorded (AAC over 8184 bytes). */
   droppedFrames = 0;
@@ -153,7 +159,12 @@ export class Recorder {
     this.rawPath = rawPath;
     this.sidecar = sidecar;
     this.out = createWriteStream(rawPath, { flags: 'a' });
-    this.out.on('error', (e) => this.stop({ reason: 'write_failed', message: e.message }));
+    this.out.on('error', (e) => {
+      // Out of space because someone else filled the volume between two checks: that is the floor.
+      const free = o.minFreeBytes ? freeBytes(path.dirname(rawPath)) : null;
+      if (free !== null && free < o.minFreeBytes!) this.stop({ reason: 'disk_free', freeBytes: free, minFreeBytes: o.minFreeBytes! });
+      else this.stop({ reason: 'write_failed', message: e.message });
+    });
     if (o.minFreeBytes) {
       // Refuse to start on a volume already under the floor.
       const free = freeBytes(path.dirname(rawPath));
@@ -210,7 +221,7 @@ export class Recorder {
     const id = this.o.streamId ?? '';
     if (this.codec === 'mp3') return recording(this.rawPath, 'audio/mpeg', id, this.sidecar);
     if (this.codec === 'opus') return recording(this.rawPath, 'audio/ogg', id, this.sidecar);
-    if (!ffmpeg) return recording(this.rawPath, 'audio/aac', id, this.sidecar);
+    if (!ffmpeg || !this.roomFor(size)) return recording(this.rawPath, 'audio/aac', id, this.sidecar);
     const m4a = this.rawPath.replace(/\.aac$/, '.m4a');
     await new Promise<void>((resolve, reject) => {
       const p = spawn(ffmpeg, ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y', '-f', 'aac', '-i', this.rawPath, '-c', 'copy', '-movflags', '+faststart', m4a], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -223,6 +234,13 @@ export class Recorder {
     return recording(m4a, 'audio/mp4', id, this.sidecar);
   }
 
+  /** Whether a copy of `bytes` (the remux) leaves the volume above the floor; without a floor, always. */
+  private roomFor(bytes: number): boolean {
+    const floor = this.o.minFreeBytes;
+    const free = floor ? freeBytes(path.dirname(this.rawPath)) : null;
+    return free === null || free - bytes >= floor!;
+  }
+
   /** Forgets a recording that is not wanted (sidecar and file removed). */
   discard(): void {
     this.out.destroy();
@@ -231,25 +249,23 @@ export class Recorder {
   }
 
   private write(b: Uint8Array): void {
+    const floor = this.o.minFreeBytes;
+    if (floor) {
+      this.sinceCheck += b.length;
+      const now = Date.now();
+      if (this.sinceCheck >= DISK_CHECK_EVERY_BYTES || now - this.checkedAt >= DISK_CHECK_EVERY_MS) {
+        this.sinceCheck = 0;
+        this.checkedAt = now;
+        const free = freeBytes(path.dirname(this.rawPath));
+        // What is buffered and this write land too; a margin of one check interval is kept, so
+        // the floor itself is never crossed.
+        if (free !== null && free - this.out.writableLength - b.length - DISK_CHECK_EVERY_BYTES < floor) {
+          return this.stop({ reason: 'disk_free', freeBytes: free, minFreeBytes: floor });
+        }
+      }
+    }
     this.bytes += b.length;
     this.out.write(b);
-    const floor = this.o.minFreeBytes;
-    if (!floor) return;
-    this.sinceCheck += b.length;
-    if (this.sinceCheck < DISK_CHECK_EVERY_BYTES || this.checking) return;
-    this.sinceCheck = 0;
-    this.checking = true;
-    statfs(path.dirname(this.rawPath)).then(
-      (s) => {
-        this.checking = false;
-        const free = s.bavail * s.bsize;
-        // Stop while a margin of one check interval is left, so the floor itself is never crossed.
-        if (free - DISK_CHECK_EVERY_BYTES < floor) this.stop({ reason: 'disk_free', freeBytes: free, minFreeBytes: floor });
-      },
-      () => {
-        this.checking = false;
-      },
-    );
   }
 
   private stop(s: RecordingStop): void {

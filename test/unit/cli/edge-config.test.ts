@@ -50,7 +50,11 @@ describe('skylark edge-config', () => {
     expect(rest).not.toContain('proxy_cache ');
     expect(rest).toContain('proxy_buffering off;');
     // The log line: sid, the client address, user agent, path, status, time; no query (no token).
-    expect(conf).toMatch(/log_format skylark_edge escape=json '\{"v":1,"k":"edge-log-secret-0123456789","t":\$msec,"s":\$status,"a":"\$remote_addr","u":"\$uri","sid":"\$arg_sid","ua":"\$http_user_agent"/);
+    // Each line carries its own MAC (nginx's perl module), never the secret itself.
+    expect(conf).toMatch(/log_format skylark_edge escape=json '\{"v":2,"t":\$msec,"n":"\$request_id","s":\$status,"a":"\$remote_addr","u":"\$uri","sid":"\$arg_sid","ua":"\$http_user_agent","c":"\$upstream_cache_status","m":"\$skylark_edge_mac"\}'/);
+    expect(conf).toContain('load_module /usr/lib/nginx/modules/ngx_http_perl_module.so;');
+    expect(conf).toMatch(/perl_set \$skylark_edge_mac 'sub \{[^']*hmac_sha256_hex\(join\("\\n", "skylark-edge-v2", @f\), q\{edge-log-secret-0123456789\}\)/);
+    expect(conf.match(/edge-log-secret-0123456789/g)).toHaveLength(1);
     expect(conf).not.toContain('$request_uri');
     expect(conf).toContain('add_header X-Cache-Status $upstream_cache_status always;');
     expect(conf).toMatch(/upstream skylark_origin \{\n\s+server 10\.0\.0\.5:8080;\n\s+keepalive \d+;/);

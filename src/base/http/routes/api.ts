@@ -80,7 +80,7 @@ export interface ApiRequest {
   /** Headers added to whatever this request is answered with, errors included (e.g. rate limits). */
   responseHeaders: Record<string, string>;
   /**
-   * Who the request acts for, set by the route guard once authenticated (the account id). Scopes
+   * Who the request acts for, set by the route guard once authenticated (the credential: account and key or OAuth grant). Scopes
    * idempotency keys; when unset, a POST's key is scoped by its `Authorization` header.
    */
   actor?: string;

@@ -1,13 +1,17 @@
 /**
  * `Idempotency-Key` on POST (docs/behaviour.md §7; Stripe's semantics), kept in SQLite for 24 h:
- * - first request with a key: runs, and its answer (2xx, or a 4xx other than 409/429) is stored,
- *   encrypted under the node secret (responses may hold stream keys or signing secrets);
+ * - first request with a key: runs, and its answer (2xx, or a 4xx other than 400/409/429) is stored,
+ *   encrypted under the node secret (responses may hold stream keys or signing secrets); a 400 (the
+ *   parameters failed validation) stores nothing, as Stripe saves no result for a request that
+ *   never started executing, so a corrected retry with the same key runs;
  * - a replay (same actor, key, method, path and body) answers the stored response with
  *   `Idempotent-Replayed: true`, without running the handler again;
  * - the same key with another body, method or path → 400 `idempotency_key_reused`;
  * - the same key while the first request is still running → 409 `idempotency_key_in_use`;
  * - a 5xx or an unexpected failure stores nothing (the key is released; a retry runs again).
- * Keys are scoped by actor (the account the guard authenticated). Bodies compare after parsing,
+ * Keys are scoped by actor: the credential the guard authenticated (the API key, or the OAuth grant
+ * for every access token of one grant), not only the account, so a replay never shows one principal
+ * another's answer (docs/behaviour.md §13). Bodies compare after parsing,
  * with object keys sorted (whitespace and key order do not matter).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
@@ -69,7 +73,7 @@ export class IdempotencyStore implements IdempotencyHook {
       kind: 'proceed',
       complete: (reply: ApiReply | null) => {
         try {
-          if (!reply || reply.status >= 500 || reply.status === 409 || reply.status === 429) return this.repo.delete(actor, key);
+          if (!reply || !keeps(reply.status)) return this.repo.delete(actor, key);
           const enc = encryptSecret(this.nodeSecret, JSON.stringify({ status: reply.status, headers: reply.headers, body: reply.body }));
           this.repo.complete(actor, key, this.owner, reply.status, enc);
         } catch {
@@ -85,6 +89,9 @@ export class IdempotencyStore implements IdempotencyHook {
     this.repo.purge(now - IDEMPOTENCY_TTL_MS);
   }
 }
+
+/** Whether an answer with `status` is stored: not 5xx (a retry may succeed), not 400 (validation), 409 or 429 (transient). */
+const keeps = (status: number) => status < 500 && status !== 400 && status !== 409 && status !== 429;
 
 const inUse = () =>
   new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry after it finished.');

@@ -44,7 +44,7 @@ export const LISTENER_DOCS = {
   },
   token: {
     summary: 'Create a listener token',
-    description: 'A JWT valid 24 h that lets one listener play a `playback: "token"` stream (HLS `?token=`, WHEP `Authorization: Bearer`). Secret or publishable key.',
+    description: 'A JWT valid 24 h that lets one listener play a `playback: "token"` stream (HLS `?token=`, `/listen` and the Icecast port `?token=`, WHEP `Authorization: Bearer`). Secret or publishable key. A token minted with a publishable key (or an OAuth token without `streams:write`) is refused by a token stream unless the stream allows it (`playback: {mode: \"token\", publishableKeyTokens: true}`); one minted with a secret key or an OAuth token with `streams:write` opens any token stream of the account.',
     params: id,
     body: { schema: valibot(CreateListenerToken), required: false },
     responses: { 201: { description: 'The listener token.', schema: valibot(ListenerTokenObject) } },

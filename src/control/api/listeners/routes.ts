@@ -10,6 +10,7 @@ import { parse } from '../validation.js';
 import { resourceRoutes } from '../resource.js';
 import { CreateListenerToken } from './schemas.js';
 import { LISTENER_DOCS as DOCS } from './openapi.js';
+import { minterOf } from '../../../base/auth/listener-tokens.js';
 
 /** viewer_count was deprecated in 2.3.0 (stats in beta) and goes with 2.5.0, like ultra_low. */
 const VIEWER_COUNT_DEPRECATION = '@1773532800'; // 2026-03-15
@@ -35,6 +36,6 @@ export function mountListeners(s: ApiServices): void {
   });
   r.write('post', '/v2/streams/:id/listener_tokens', DOCS.token, async (req, p) => {
     parse(CreateListenerToken, req.body);
-    return { status: 201, body: await listeners.createToken(p.accountId, req.params[0]!) };
+    return { status: 201, body: await listeners.createToken(p.accountId, req.params[0]!, minterOf(p)) };
   });
 }

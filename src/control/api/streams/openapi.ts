@@ -9,6 +9,9 @@ import { BroadcastObject, CreateStream, UpdateStream, STREAM_STATUSES, StreamObj
 
 const stream = valibot(StreamObject);
 const id = { id: 'The stream id (`stm_…`).' };
+/** What `playback` takes and answers (docs/behaviour.md §13). */
+const PLAYBACK_DOC =
+  ' `playback`: `"public"` (default), `"token"` (listener tokens required; tokens minted with a publishable key, or an OAuth token without `streams:write`, are refused), or `{"mode": "token", "publishableKeyTokens": true}` (a token stream that also admits those); answered as that object when publishable-key tokens are allowed, else as the string.';
 const deprecationHeaders = {
   Deprecation: { description: 'Present when `quality=ultra_low` was given (RFC 9745).', schema: { type: 'string' } },
   Warning: { description: '299 warning naming `low` as the replacement of `ultra_low`.', schema: { type: 'string' } },
@@ -27,7 +30,7 @@ export const STREAM_DOCS = {
     body: {
       schema: valibot(CreateStream),
       description:
-        '`metadata`: up to 16 keys. `quality=ultra_low` is a deprecated alias of `low`. `latencyMode`: `standard` (classic HLS, the default; one playlist poll and one segment per 2 s per listener) or `low` (LL-HLS: ~0.5 s parts, blocking playlist reload, preload hints; ~4 requests per listener-second, several times the CPU per listener). `fallback` (docs/streams.md "Fallback"): up to 100 episodes of the account with audio (`episodeIds`), `order` `sequential` (default) or `shuffle`, `silenceSeconds` 5–300 or null; set, the stream is on air with it while no live audio plays (`source: "fallback"`).',
+        '`metadata`: up to 16 keys. `quality=ultra_low` is a deprecated alias of `low`. `latencyMode`: `standard` (classic HLS, the default; one playlist poll and one segment per 2 s per listener) or `low` (LL-HLS: ~0.5 s parts, blocking playlist reload, preload hints; ~4 requests per listener-second, several times the CPU per listener). `fallback` (docs/streams.md "Fallback"): up to 100 episodes of the account with audio (`episodeIds`), `order` `sequential` (default) or `shuffle`, `silenceSeconds` 5–300 or null; set, the stream is on air with it while no live audio plays (`source: "fallback"`).' + PLAYBACK_DOC,
     },
     responses: { 201: { description: 'The new stream (status `idle`). `streamKey` for secret keys only.', schema: stream, headers: deprecationHeaders } },
   },
@@ -39,7 +42,7 @@ export const STREAM_DOCS = {
   update: {
     summary: 'Update a stream',
     description:
-      '`metadata` keys given as `null` are removed, others set; at most 16 keys after the merge. `fallback` is replaced as a whole and takes effect at once (docs/streams.md "Fallback"); `null` removes it (an idle stream goes off air).',
+      '`metadata` keys given as `null` are removed, others set; at most 16 keys after the merge. `fallback` is replaced as a whole and takes effect at once (docs/streams.md "Fallback"); `null` removes it (an idle stream goes off air).' + PLAYBACK_DOC,
     params: id,
     body: { schema: valibot(UpdateStream), required: false },
     responses: { 200: { description: 'The updated stream.', schema: stream, headers: deprecationHeaders } },

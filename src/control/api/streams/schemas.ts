@@ -26,7 +26,22 @@ const metadataKey = v.pipe(v.string(), v.minLength(1), v.maxLength(METADATA_MAX_
 const metadataValue = v.pipe(v.string('metadata values must be strings'), v.maxLength(METADATA_MAX_VALUE, `values must be at most ${METADATA_MAX_VALUE} characters`));
 const reconnectWindow = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(300));
 const recording = v.nullable(v.pipe(plainObject, v.strictObject({ podcastId: v.pipe(v.string(), v.regex(/^pod_[A-Za-z0-9]+$/, 'must be a podcast id (pod_…)')) })));
-const playback = v.picklist(['public', 'token'], 'must be public or token');
+/**
+ * `playback` (docs/streams.md "Playback"): `"public"`, `"token"`, or the object form
+ * `{mode, publishableKeyTokens}`; `publishableKeyTokens: true` (token streams only) lets listener
+ * tokens minted with a publishable key open the stream (docs/behaviour.md §13).
+ */
+const playback = v.union(
+  [
+    v.picklist(['public', 'token']),
+    v.pipe(
+      plainObject,
+      v.strictObject({ mode: v.picklist(['public', 'token'], 'must be public or token'), publishableKeyTokens: v.optional(v.boolean('must be a boolean')) }),
+      v.check((p) => p.mode === 'token' || p.publishableKeyTokens !== true, 'publishableKeyTokens applies to token streams only'),
+    ),
+  ],
+  'must be public, token or {mode: "token", publishableKeyTokens: true|false}',
+);
 export const LATENCY_MODES = ['standard', 'low'] as const;
 const latencyMode = v.picklist(LATENCY_MODES, 'must be standard or low');
 /** Most episodes a fallback lists (docs/streams.md "Fallback"). */
@@ -137,7 +152,8 @@ export const StreamObject = v.object({
   listenerCount: count,
   reconnectWindow: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(300)),
   recording: v.nullable(v.object({ podcastId: v.string() })),
-  playback: v.picklist(['public', 'token']),
+  /** A string unless a token stream admits publishable-key tokens: then `{mode: "token", publishableKeyTokens: true}`. */
+  playback: v.union([v.picklist(['public', 'token']), v.object({ mode: v.literal('token'), publishableKeyTokens: v.boolean() })]),
   latencyMode: v.picklist(LATENCY_MODES),
   createdAt: timestamp,
   startedAt: v.nullable(timestamp),

@@ -84,6 +84,35 @@ describe('DownloadCounter', () => {
     expect(total('ep_cap')).toBe(3);
   });
 
+  it('one address with more than 10 User-Agents on one episode in a day is one client; 10 or fewer are as many', () => {
+    const c = new DownloadCounter({ repo, log, now: () => now, flushMs: 60_000 });
+    const ua = (i: number) => `Overcast/${i}.0 (+http://overcast.fm/; iOS podcast app)`;
+    for (let i = 0; i < 6; i++) send(c, '198.51.100.20', MINUTE, 'ep_ua6', ua(i));
+    for (let i = 0; i < 10; i++) send(c, '198.51.100.21', MINUTE, 'ep_ua', ua(i));
+    c.flush();
+    expect(total('ep_ua6')).toBe(6);
+    expect(total('ep_ua')).toBe(10);
+    send(c, '198.51.100.21', MINUTE, 'ep_ua', ua(10)); // the 11th: the address is one client
+    c.flush();
+    expect(total('ep_ua')).toBe(1);
+    const again = new DownloadCounter({ repo, log, now: () => now, flushMs: 60_000 }); // a restart the same day
+    for (let i = 0; i < 30; i++) send(again, '198.51.100.21', MINUTE, 'ep_ua', ua(i));
+    for (let i = 0; i < 30; i++) send(again, '198.51.100.22', 100, 'ep_ua', ua(i)); // 30 × 100 bytes: one client past the minute
+    again.close();
+    expect(total('ep_ua')).toBe(2);
+  });
+
+  it('shares the daily client cap fairly per podcast: one podcast\'s flood does not stop another\'s counting', () => {
+    const day = Date.parse('2026-05-07T12:00:00Z'); // a day of its own: no clients of the other tests
+    const c = new DownloadCounter({ repo, log, now: () => day, flushMs: 60_000, maxClientsPerDay: 20 });
+    // Podcast 1 fills the cap with clients that never reach the first minute.
+    for (let i = 0; i < 40; i++) send(c, `203.0.113.${i}`, 10, 'ep_flood');
+    const sink = (ip: string) => c.request({ podcastId: 'pod_2', episodeId: 'ep_other', minuteBytes: MINUTE, ip, userAgent: UA }, 'GET')!(5000)!;
+    for (let i = 0; i < 5; i++) sink(`192.0.2.${100 + i}`)(MINUTE);
+    c.close();
+    expect(repo.stats({ podcastId: 'pod_2', episodeId: 'ep_other', from: utcDay(day), to: utcDay(day) }).downloads).toBe(5);
+  });
+
   it('counts bots as bot requests', () => {
     const c = new DownloadCounter({ repo, log, now: () => now });
     expect(c.request({ podcastId: 'pod_1', episodeId: 'ep_3', minuteBytes: MINUTE, ip: '192.0.2.1', userAgent: 'curl/8.5.0' }, 'GET')).toBeUndefined();

@@ -30,7 +30,7 @@ function setup() {
   const updates = new MirrorUpdates({
     source,
     current: () => hub,
-    policy: () => ({ accountId: 'acct_x', playback: 'public', codec: 'aac' }),
+    policy: () => ({ accountId: 'acct_x', playback: 'public', publishableKeyTokens: false, codec: 'aac' }),
     station: () => [['icy-name', 'Mirror']],
     post: (m) => {
       posted.push(m);
