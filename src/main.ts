@@ -16,9 +16,9 @@ import type { Guard } from './base/auth/guard.js';
 import type { Feature } from './base/feature.js';
 import type { Logger } from './base/logger.js';
 import type { Limits } from './base/limits/limits.js';
-import { HTTP_LIBRARY_OBJECT, type HttpServer } from './base/http/server.js';
+import { HTTP_LIBRARY_BUILD, HTTP_LIBRARY_OBJECT, type HttpServer } from './base/http/server.js';
 import { Http10Front, adoptHttp10Connection } from './base/http/http10.js';
-import { installHttpFront } from './live/native/http-front.js';
+import { httpFrontStatus, installHttpFront } from './live/native/http-front.js';
 import type { Publishing } from './live/ingest/publishing.js';
 import type { AccountsService } from './control/services/accounts.js';
 import type { EdgeLogReceiver } from './delivery/listeners/edge-log.js';
@@ -223,6 +223,7 @@ let httpFrontOutcome: string | null = null;
 function installHttpFrontOnce(sendBufferBytes: number, log: Logger): void {
   if (httpFrontOutcome === null) httpFrontOutcome = installHttpFront(HTTP_LIBRARY_OBJECT, ['/listen/'], sendBufferBytes, adoptHttp10Connection);
   if (httpFrontOutcome !== '') log.warn('HTTP/1.0 requests cannot be answered: the HTTP front could not be installed', { reason: httpFrontOutcome });
+  else log.info('HTTP front hooks installed', { ...httpFrontStatus(), library: HTTP_LIBRARY_BUILD });
 }
 
 /**
