@@ -21,7 +21,7 @@ const home = (name, library, folders) => ({
 
 module.exports = {
   forbidden: [
-    home('uws', 'uWebSockets\\.js', ['base/http/']),
+    home('uws', 'uWebSockets\\.js|uws-pack|@trufflesuite/uws-js-unofficial', ['base/http/']),
     home('werift', 'werift', ['delivery/webrtc/']),
     home('better-sqlite3', 'better-sqlite3', ['base/db/']),
     home('jose', 'jose', ['base/auth/']),

@@ -15,7 +15,8 @@
  */
 import { createHash } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
-import uWS from 'uWebSockets.js';
+import type uWS from 'uWebSockets.js';
+import { uWS as uws } from '../src/base/http/uws.js';
 import type { BenchRow } from './lib/report.js';
 import { have, runToEnd } from './lib/proc.js';
 import { parseWrk } from './lib/wrk.js';
@@ -85,7 +86,7 @@ export async function run(): Promise<BenchRow[]> {
     const jwtSample = await fetch(url, { headers: { authorization: `Bearer ${jwt}` } });
     if (sample.status !== 200 || jwtSample.status !== 200) throw new Error(`setup: key ${sample.status}, JWT ${jwtSample.status}`);
     const headers = [...sample.headers].filter(([k]) => !['content-length', 'date', 'connection', 'uwebsockets'].includes(k));
-    const app = uWS.App().get('/*', (res) => {
+    const app = uws.App().get('/*', (res) => {
       res.cork(() => {
         res.writeStatus('200 OK');
         for (const [k, v] of headers) res.writeHeader(k, v);
@@ -96,7 +97,7 @@ export async function run(): Promise<BenchRow[]> {
       app.listen('127.0.0.1', 0, (sock) => {
         if (!sock) return reject(new Error('bare uWS cannot listen'));
         bare = sock;
-        resolve(uWS.us_socket_local_port(sock as unknown as uWS.us_socket));
+        resolve(uws.us_socket_local_port(sock as unknown as uWS.us_socket));
       }),
     );
     const bareUrl = `http://127.0.0.1:${barePort}/v2/streams/${stream.id}`;
@@ -125,7 +126,7 @@ export async function run(): Promise<BenchRow[]> {
       { group: GROUP, name: 'OAuth JWT access token', value: Math.round(j), unit: 'req/s', peer, note: note(j) },
     ];
   } finally {
-    if (bare) uWS.us_listen_socket_close(bare);
+    if (bare) uws.us_listen_socket_close(bare);
     await srv.close();
     tmp.cleanup();
   }

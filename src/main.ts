@@ -16,10 +16,10 @@ import type { Guard } from './base/auth/guard.js';
 import type { Feature } from './base/feature.js';
 import type { Logger } from './base/logger.js';
 import type { Limits } from './base/limits/limits.js';
-import { HTTP_LIBRARY_OBJECT, type HttpServer } from './base/http/server.js';
+import { HTTP_LIBRARY_BUILD, HTTP_LIBRARY_OBJECT, type HttpServer } from './base/http/server.js';
 import { Http10Front, adoptHttp10Connection } from './base/http/http10.js';
 import { cidrMatcher } from './base/auth/ratelimit/client-ip.js';
-import { installHttpFront } from './live/native/http-front.js';
+import { httpFrontStatus, installHttpFront } from './live/native/http-front.js';
 import type { Publishing } from './live/ingest/publishing.js';
 import type { AccountsService } from './control/services/accounts.js';
 import type { EdgeLogReceiver } from './delivery/listeners/edge-log.js';
@@ -241,12 +241,6 @@ async function closeAll(b: Built, bound: Bound): Promise<void> {
 /** The outcome of installing the HTTP/1.0 front's hooks ('' = installed), once per process. */
 let httpFrontOutcome: string | null = null;
 
-/** Whether the native HTTP hooks are installed (`/readyz`'s `http_front`, reported, never failing readiness). */
-function httpFrontStatus(): { installed: boolean; reason: string | null } {
-  if (httpFrontOutcome === null) return { installed: false, reason: 'not installed (SKYLARK_HTTP10=0)' };
-  return { installed: httpFrontOutcome === '', reason: httpFrontOutcome === '' ? null : httpFrontOutcome };
-}
-
 /**
  * Installs the native hooks of the HTTP/1.0 front (docs/http.md "HTTP/1.0") the first time a
  * server starts in this process: HTTP/1.0 connections then reach the front of the port they came
@@ -256,6 +250,7 @@ function httpFrontStatus(): { installed: boolean; reason: string | null } {
 function installHttpFrontOnce(sendBufferBytes: number, log: Logger): void {
   if (httpFrontOutcome === null) httpFrontOutcome = installHttpFront(HTTP_LIBRARY_OBJECT, ['/listen/'], sendBufferBytes, adoptHttp10Connection);
   if (httpFrontOutcome !== '') log.warn('HTTP/1.0 requests cannot be answered: the HTTP front could not be installed', { reason: httpFrontOutcome });
+  else log.info('HTTP front hooks installed', { ...httpFrontStatus(), library: HTTP_LIBRARY_BUILD });
 }
 
 /**

@@ -26,8 +26,12 @@ export function machineInfo(): MachineInfo {
   }
   let uws = 'unknown';
   try {
+    // The build src/base/http/uws.ts loads on this host (docs/decisions.md "uWebSockets.js builds and Node.js lines").
     const root = path.resolve(import.meta.dirname, '..', '..');
-    uws = (JSON.parse(readFileSync(path.join(root, 'node_modules', 'uWebSockets.js', 'package.json'), 'utf8')) as { version: string }).version;
+    const pkgs = [['uWebSockets.js', ''], ['uws-pack', 'uws-pack '], ['@trufflesuite/uws-js-unofficial', '@trufflesuite/uws-js-unofficial ']] as const;
+    const loadedBinary = readFileSync('/proc/self/maps', 'utf8').split('\n').find((l) => /\/uws_[^/]+\.node$/.test(l)) ?? '';
+    const [pkg, label] = pkgs.find(([name]) => loadedBinary.includes(`/node_modules/${name}/`)) ?? pkgs[0];
+    uws = label + (JSON.parse(readFileSync(path.join(root, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
   } catch {
     /* not installed */
   }

@@ -22,12 +22,8 @@ import { NodeMetrics, type HttpCounts, type MetricsSources, type StreamIngest, t
 import { metricsAccess } from '../base/metrics/access.js';
 import { readiness, type HealthCheck } from '../base/metrics/health.js';
 
-/**
- * Whether the native HTTP hooks (docs/http.md "HTTP/1.0") are installed, and why not. An adapter:
- * the composition root answers it from its install outcome; it can as well be the HTTP front's own
- * status (src/live/native/http-front.ts) once that reports one.
- */
-export type HttpFrontStatus = () => { installed: boolean; reason: string | null };
+/** Whether the native HTTP hooks (docs/http.md "HTTP/1.0") are installed, and why not: the HTTP front's own status (src/live/native/http-front.ts `httpFrontStatus`). */
+export type HttpFrontStatus = () => { installed: boolean; reason?: string | null };
 
 /** What is known once the node listens (src/main.ts resolves it; like `UrlsCell`). */
 export class ListeningCell {

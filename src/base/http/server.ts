@@ -9,7 +9,8 @@
  * request data copied before any await, onAborted before anything async, writes corked, bytes not
  * strings.
  */
-import uWS from 'uWebSockets.js';
+import type uWS from 'uWebSockets.js';
+import { uWS as uws } from './uws.js';
 import { ApiError } from '../errors/errors.js';
 import { newRequestId } from '../ids.js';
 import type { Logger } from '../logger.js';
@@ -36,12 +37,7 @@ export type { ProgressiveAnswer, ProgressiveClient, ProgressiveHandler, Progress
 export { NO_CLIENT } from './routes/progressive.js';
 export type { ForwardCounts } from './proxy.js';
 
-/**
- * How the HTTP server library's native binary for this process ends its path (the package loads
- * `binaries/uws_<platform>_<arch>_<ABI>.node`): the object whose socket calls the HTTP/1.0 front
- * hooks (./http10.ts).
- */
-export const HTTP_LIBRARY_OBJECT = `/uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
+export { HTTP_LIBRARY_OBJECT, HTTP_LIBRARY_BUILD } from './uws.js';
 
 /** Options of a `stream()` route. */
 export interface StreamRouteOptions {
@@ -89,7 +85,7 @@ export class HttpServer {
   private readonly host: RouteHost;
 
   constructor(private readonly opts: HttpServerOptions) {
-    this.app = uWS.App();
+    this.app = uws.App();
     this.replies = new Replies(opts.log);
     this.host = {
       app: this.app,
@@ -275,7 +271,7 @@ export class HttpServer {
       this.app.listen(host, port, (sock) => {
         if (!sock) return reject(new Error(`cannot listen on http://${host}:${port}`));
         this.listenSocket = sock;
-        resolve(uWS.us_socket_local_port(sock as unknown as uWS.us_socket));
+        resolve(uws.us_socket_local_port(sock as unknown as uWS.us_socket));
       });
     });
   }
@@ -287,9 +283,9 @@ export class HttpServer {
    * event loop, and the process then never exits. Idempotent.
    */
   close(): void {
-    if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket);
+    if (this.listenSocket) uws.us_listen_socket_close(this.listenSocket);
     this.listenSocket = null;
-    if (this.unixSocket) uWS.us_listen_socket_close(this.unixSocket);
+    if (this.unixSocket) uws.us_listen_socket_close(this.unixSocket);
     this.unixSocket = null;
     this.forwardAgent?.destroy();
     this.forwardAgent = null;

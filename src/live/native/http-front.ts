@@ -51,7 +51,48 @@ const addon = loadedAddon as FrontAddon;
  * @throws TypeError on wrong arguments
  */
 export function installHttpFront(objectSuffix: string, cappedPrefixes: string[], sendBufferBytes: number, onConnection: (fd: number, head: Buffer) => void): string {
-  return addon.installHttpFront(objectSuffix, cappedPrefixes, sendBufferBytes, onConnection);
+  const reason = addon.installHttpFront(objectSuffix, cappedPrefixes, sendBufferBytes, onConnection);
+  installOutcome = { object: objectSuffix, reason };
+  return reason;
+}
+
+/**
+ * Whether the hooks are in place in this process, and what they give (docs/http.md "HTTP/1.0"),
+ * for the log of `serve` and for `/readyz`. The hooks check themselves when installed: a library
+ * binary whose imports they cannot find (another build, another platform) leaves them out, and
+ * the server answers without what depends on them.
+ */
+export interface HttpFrontStatus {
+  /** The hooks on the library's `recv` and `accept4` are installed. */
+  installed: boolean;
+  /** Why not, when not installed: the install's own reason, or that it was not asked for. */
+  reason?: string;
+  /** The library binary the hooks were installed in (by path suffix), or null when not tried. */
+  object: string | null;
+  /** What depends on the hooks, each on or off in this process. */
+  features: {
+    /** HTTP/1.0 connections are handed to the HTTP/1.0 front (docs/http.md "HTTP/1.0"). */
+    http10: boolean;
+    /** `/listen/` connections get their capped kernel send buffer. */
+    listenSendBuffer: boolean;
+    /** Stored media objects are answered natively (docs/http.md "Media objects answered in native code"). */
+    nativeObjects: boolean;
+  };
+}
+
+/** The outcome of the one install of this process (null before it). */
+let installOutcome: { object: string; reason: string } | null = null;
+
+/** The hooks' status now (see `HttpFrontStatus`); cheap, callable any time. */
+export function httpFrontStatus(): HttpFrontStatus {
+  const installed = installOutcome !== null && installOutcome.reason === '';
+  const status: HttpFrontStatus = {
+    installed,
+    object: installOutcome?.object ?? null,
+    features: { http10: installed, listenSendBuffer: installed, nativeObjects: installed && addon.httpFrontCounts().objectsAnswered },
+  };
+  if (!installed) status.reason = installOutcome?.reason ?? 'not installed: HTTP/1.0 handling is off (--http10 false)';
+  return status;
 }
 
 /** Counts of the hooks (tests, diagnostics). */
