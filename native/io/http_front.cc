@@ -394,7 +394,8 @@ int HookClose(int fd) {
 
 // The send buffer cap (docs/http.md "The send buffer of progressive listeners"): set once on a
 // connection any of whose requests targets a capped prefix. `f` is the read's framing (its
-// request targets), or null when the connection is no longer framed: then a request line that
+// request targets), or null when the connection is no longer framed (or the read holds more heads
+// than the framing lists one by one): then a request line that
 // starts the read or follows a line end is looked for (a body that looks like one caps the buffer
 // too, which only sizes it).
 void CapIfAsked(int fd, const http::Framing* f, const uint8_t* bytes, size_t n) {
@@ -404,7 +405,7 @@ void CapIfAsked(int fd, const http::Framing* f, const uint8_t* bytes, size_t n) 
   const std::string_view data(reinterpret_cast<const char*>(bytes), n);
   bool asked = false;
   for (const auto& prefix : o->capped_prefixes) {
-    if (f) {
+    if (f && f->heads_count < http::kMaxFramedHeads) {
       const size_t shown = std::min<size_t>(f->heads_count + (f->line_complete && f->heads_count < http::kMaxFramedHeads ? 1 : 0), http::kMaxFramedHeads);
       for (size_t i = 0; i < shown && !asked; ++i) asked = f->heads[i].target.starts_with(prefix);
     } else {
@@ -493,12 +494,12 @@ ssize_t HookRecv(int fd, void* buf, size_t len, int flags) {
   if (g_fresh[fd].load(std::memory_order_relaxed) & kFresh) {
     framing = http::FrameRequests(bytes, static_cast<size_t>(n));
     framed = &framing;
+    if (!framing.line_complete) g_incomplete.fetch_add(1, std::memory_order_relaxed);
     if (!framing.line_complete && framing.end == http::FrameEnd::kPartial && static_cast<size_t>(n) < len && KeepLine(fd, bytes, static_cast<size_t>(n))) {
       errno = EAGAIN;  // the line is not whole yet: nothing to read until it is
       return -1;
     }
     g_fresh[fd].fetch_and(static_cast<uint8_t>(~kFresh), std::memory_order_relaxed);
-    if (!framing.line_complete) g_incomplete.fetch_add(1, std::memory_order_relaxed);  // over the bound, or not HTTP
     CapIfAsked(fd, framed, bytes, static_cast<size_t>(n));
     if (framing.line_complete && FirstLine(fd, framing, bytes, n) == 0) return 0;
   }

@@ -78,6 +78,8 @@ function prng(seed: number): () => number {
 interface Req {
   bytes: string;
   method: string;
+  /** Where its body begins (paced: sent after the server answered the head, as it may). */
+  bodyAt?: number;
   /** A streamed answer: read its head only, and send nothing after it. */
   streams?: boolean;
 }
@@ -108,11 +110,13 @@ function sequence(rnd: () => number): Req[] {
     () => {
       // A body that looks like a request for a stored part (docs/http.md "Framing").
       const body = `GET ${part()} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
-      return { method: 'GET', bytes: head('GET', pick([missing(), part(), '/v2/nope']), `Content-Length: ${body.length}\r\n`) + body };
+      const h = head('GET', pick([missing(), part(), '/v2/nope']), `Content-Length: ${body.length}\r\n`);
+      return { method: 'GET', bytes: h + body, bodyAt: h.length };
     },
     () => {
       const body = `GET ${part()} HTTP/1.1\r\n\r\n`;
-      return { method: 'GET', bytes: head('GET', pick([missing(), part()]), 'Transfer-Encoding: chunked\r\n') + `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n` };
+      const h = head('GET', pick([missing(), part()]), 'Transfer-Encoding: chunked\r\n');
+      return { method: 'GET', bytes: h + `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`, bodyAt: h.length + body.length.toString(16).length + 2 };
     },
     () => {
       const body = JSON.stringify({ title: 'x' });
@@ -189,12 +193,16 @@ async function exchange(reqs: Req[], cuts: number[], paced: boolean): Promise<Go
   });
   // Paced: each request after the answer to the one before (as players send), so the store may answer.
   const ends = reqs.map((_, i) => Buffer.byteLength(reqs.slice(0, i + 1).map((r) => r.bytes).join(''), 'latin1'));
+  const bodies = reqs.map((r, i) => (r.bodyAt === undefined ? -1 : (i > 0 ? ends[i - 1]! : 0) + r.bodyAt));
+  const waitAnswers = async (n: number, ms: number) => {
+    const until = Date.now() + ms;
+    while (!closed && answers.length < n && Date.now() < until) await new Promise<void>((r) => (wake.push(r), setTimeout(r, 50)));
+  };
   let from = 0;
-  for (const cut of [...new Set([...cuts, ...(paced ? ends : []), bytes.length])].sort((a, b) => a - b)) {
-    if (paced && from > 0 && ends.includes(from)) {
-      const until = Date.now() + 3000;
-      while (!closed && answers.length < ends.indexOf(from) + 1 && Date.now() < until) await new Promise<void>((r) => (wake.push(r), setTimeout(r, 100)));
-    }
+  for (const cut of [...new Set([...cuts, ...(paced ? [...ends, ...bodies.filter((b) => b > 0)] : []), bytes.length])].sort((a, b) => a - b)) {
+    if (paced && from > 0 && ends.includes(from)) await waitAnswers(ends.indexOf(from) + 1, 3000);
+    if (paced && from > 0 && bodies.includes(from)) await waitAnswers(bodies.indexOf(from) + 1, 300); // answered before its body, or not
+
     s.write(bytes.subarray(from, cut));
     from = cut;
     await new Promise((r) => setTimeout(r, 15)); // separate reads on the server (not a timing assertion)

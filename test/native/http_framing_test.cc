@@ -96,6 +96,14 @@ TEST(framing_cut_short_heads) {
   CHECK(line10.heads[0].target == "/v2/streams");
 }
 
+TEST(framing_a_line_without_version) {
+  // llhttp reads it as HTTP/0.9: the line is whole once the head ended, and it is not HTTP/1.x.
+  const std::string bytes = "GET /hls/a\r\n\r\n";
+  const Framing f = frame(bytes);
+  CHECK(f.line_complete);
+  CHECK(f.heads_count == 0 || f.heads[0].http_major == 0);
+}
+
 TEST(framing_pipelined_requests) {
   const Framing two = frame(kPart + kPart);
   CHECK(two.end == FrameEnd::kExact);

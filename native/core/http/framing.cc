@@ -102,7 +102,12 @@ int OnHeadersComplete(llhttp_t* p) {
   if (p->flags & (F_CONTENT_LENGTH | F_CHUNKED | F_TRANSFER_ENCODING)) r->fields = Fields::kOther;
   if (r->hosts != 1 || !llhttp_should_keep_alive(p)) r->fields = Worse(r->fields, Fields::kKnown);
   r->f->fields = Worse(r->f->fields, r->fields);
-  if (RequestHead* h = r->Current()) h->fields = r->fields;
+  if (RequestHead* h = r->Current()) {
+    h->fields = r->fields;
+    h->http_major = p->http_major;  // also when the line had no version (llhttp reads it as HTTP/0.9)
+    h->http_minor = p->http_minor;
+  }
+  if (r->f->heads_count == 0) r->f->line_complete = true;
   ++r->f->heads_count;
   return 0;
 }

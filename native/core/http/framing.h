@@ -45,7 +45,8 @@ constexpr size_t kMaxFramedHeads = 8;  // heads reported one by one; more are on
 
 struct Framing {
   FrameEnd end = FrameEnd::kExact;
-  // The first request line (method, target, version) is whole: heads[0] has all three.
+  // The first request line (method, target, version) is whole: heads[0] has all three (a line
+  // without a version, which llhttp reads as HTTP/0.9, once its head has ended).
   bool line_complete = false;
   // Every line of the whole requests ends in CRLF (§2.2 lets a server take a bare LF; a stored
   // answer does not). Checked when no request announced a body (`fields` not kOther).
