@@ -6,8 +6,9 @@
  * sent over raw sockets to one node twice: with the object store answering and with it turned off
  * (every request then reaches the HTTP server). Both must get the same answers (status, headers but
  * Date, X-Request-ID and the library's banner, bodies with request and HLS session ids blanked) in
- * the same order,
- * and the same close.
+ * the same order, and the same close — or, where the library closed one run early (it closes a
+ * connection that pipelines a request behind one it answers asynchronously), the same answers up
+ * to that close.
  *
  * The stream is published until its playlist lists parts, then its publisher stops: the stream
  * stays live for its reconnect window, its parts stay stored, and every answer stays the same
@@ -216,6 +217,7 @@ async function exchange(reqs: Req[], cuts: number[], paced: boolean): Promise<Go
 describe('the native front answers as the HTTP server does (docs/http.md "Framing")', () => {
   it(`gets the same answers with and without the object store: ${COUNT} sequences from seed ${SEED}`, async () => {
     const hits = httpFrontCounts().objectHits;
+    let early = 0;
     for (let i = 0; i < COUNT; i++) {
       const rnd = prng(SEED * 1_000_003 + i);
       const reqs = sequence(rnd);
@@ -228,11 +230,23 @@ describe('the native front answers as the HTTP server does (docs/http.md "Framin
       const off = await exchange(reqs, cuts, paced);
       setHttpObjectsAnswering(true);
       const what = `sequence ${i} of seed ${SEED} (SKYLARK_FRONT_DIFF_SEED=${SEED}), ${paced ? 'paced, ' : ''}cuts ${JSON.stringify(cuts)}:\n${reqs.map((r) => JSON.stringify(r.bytes)).join('\n')}`;
-      expect(on.answers, what).toEqual(off.answers);
-      expect(on.rest, what).toBe(off.rest);
-      expect(on.closed, what).toBe(off.closed);
+      const ends = `\non: ${on.answers.length} answers, closed ${on.closed}, rest ${JSON.stringify(on.rest.slice(0, 200))}; off: ${off.answers.length} answers, closed ${off.closed}, rest ${JSON.stringify(off.rest.slice(0, 200))}`;
+      // The HTTP library closes a connection that pipelines a request behind one it answers
+      // asynchronously (a route forwarded to the main thread with more than one HTTP thread), so
+      // timing may close either run early: then the shorter run is the other's beginning.
+      const k = Math.min(on.answers.length, off.answers.length);
+      expect(on.answers.slice(0, k), what + ends).toEqual(off.answers.slice(0, k));
+      if (on.answers.length !== off.answers.length) {
+        expect((on.answers.length < off.answers.length ? on : off).closed, what + ends).toBe(true);
+        early++;
+        continue;
+      }
+      expect(on.rest, what + ends).toBe(off.rest);
+      expect(on.closed, what + ends).toBe(off.closed);
     }
-    // The store did answer some of them (else this compared the HTTP server with itself).
+    // The store did answer some of them (else this compared the HTTP server with itself), and most
+    // sequences ran whole both ways.
     expect(httpFrontCounts().objectHits).toBeGreaterThan(hits);
+    expect(early).toBeLessThan(COUNT / 2);
   }, 600_000);
 });
