@@ -292,17 +292,25 @@ size_t AnswerMiddle(char* out) {
   return at + static_cast<size_t>(more > 0 ? more : 0);
 }
 
-// Answers the read of `fd` (framed as `f`) from the store when it may (see above). Returns
+// Whether a read may hold a request the store answers, by its first bytes alone (else it is
+// handed on unframed).
+inline bool MayBeObjectRequest(const uint8_t* bytes, ssize_t n) {
+  const std::string_view data(reinterpret_cast<const char*>(bytes), static_cast<size_t>(n));
+  return data.starts_with("GET /hls/") || data.starts_with("HEAD /hls/");
+}
+
+// Answers the read of `fd` (`n` bytes, framed as `f`) from the store when it may (see above). Returns
 // kPassOn to hand the read to the library, else what the library's recv returns: -1 with EAGAIN
 // (answered), -1 with the error (the connection failed), or 0 when only part of the answer went
 // out (the library closes the connection, as after an orderly close).
-ssize_t AnswerFromStore(int fd, const http::Framing& f) {
+ssize_t AnswerFromStore(int fd, const http::Framing& f, const uint8_t* bytes, ssize_t n) {
   const ConnSlot& c = g_conns[fd];
   if (c.state != 0 || t_scratch_fd == fd) return kPassOn;
   if (NowSeconds() - c.passed_at >= kPassEverySeconds) return kPassOn;
   // Exactly one whole GET, HTTP/1.1, no body, only plain header fields, CRLF line ends, and the
   // read ends where it ends (core/http/framing.h).
   if (f.end != http::FrameEnd::kExact || f.heads_count != 1 || f.fields != http::Fields::kPlain || !f.crlf) return kPassOn;
+  if (!MayBeObjectRequest(bytes, n)) return kPassOn;  // the request begins the read (no empty line before it)
   const http::RequestHead& h = f.heads[0];
   if (h.method != http::Method::kGet || h.http_major != 1 || h.http_minor != 1) return kPassOn;
   thread_local std::string t_key;  // keeps its capacity: no allocation per read once warm
@@ -476,13 +484,6 @@ ssize_t FirstLine(int fd, const http::Framing& f, const uint8_t* bytes, ssize_t 
   return 0;
 }
 
-// Whether a read may hold a request the store answers, by its first bytes alone (else it is
-// handed on unframed).
-inline bool MayBeObjectRequest(const uint8_t* bytes, ssize_t n) {
-  const std::string_view data(reinterpret_cast<const char*>(bytes), static_cast<size_t>(n));
-  return data.starts_with("GET /hls/") || data.starts_with("HEAD /hls/");
-}
-
 ssize_t HookRecv(int fd, void* buf, size_t len, int flags) {
   if (!Tracked(fd)) return ::recv(fd, buf, len, flags);
   auto* bytes = static_cast<uint8_t*>(buf);
@@ -524,7 +525,7 @@ ssize_t HookRecv(int fd, void* buf, size_t len, int flags) {
     CapIfAsked(fd, framed, bytes, static_cast<size_t>(n));
   }
   if (g_object_count.load(std::memory_order_relaxed) != 0 && g_answering.load(std::memory_order_relaxed)) {
-    const ssize_t answered = AnswerFromStore(fd, framing);
+    const ssize_t answered = AnswerFromStore(fd, framing, bytes, n);
     if (answered != kPassOn) return answered;
   }
   HandedOn(fd, framed);

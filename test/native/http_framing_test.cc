@@ -22,7 +22,10 @@ TEST(framing_one_plain_get) {
   CHECK_EQ(int{f.heads[0].http_major}, 1);
   CHECK_EQ(int{f.heads[0].http_minor}, 1);
   CHECK(f.heads[0].target == "/hls/stm_1/a128/3.1.m4s");
-  CHECK(frame("GET /hls/a HTTP/1.1\r\nhost: a\r\nSec-Fetch-Mode: cors\r\nsec-ch-ua-mobile: ?0\r\nX-Playback-Session-Id: 1\r\n\r\n").fields == Fields::kPlain);
+  CHECK(frame("GET /hls/a HTTP/1.1\r\nhost: a\r\nSec-Fetch-Mode: cors\r\nsec-ch-ua-mobile: ?0\r\nSec-CH-UA: \"x\"\r\nX-Playback-Session-Id: 1\r\n\r\n").fields == Fields::kPlain);
+  CHECK(frame("GET /hls/a HTTP/1.1\r\nHOST: a\r\nUSER-AGENT: x\r\nAccept-Language: en\r\nUpgrade-Insecure-Requests: 1\r\nDNT: 1\r\n\r\n").fields == Fields::kPlain);
+  CHECK(frame("GET /hls/a HTTP/1.1\r\nHost: a\r\nHosts: b\r\n\r\n").fields == Fields::kOther);
+  CHECK(frame("GET /hls/a HTTP/1.1\r\nHost: a\r\nSec-Fetch\r\n\r\n").end == FrameEnd::kInvalid);
 }
 
 TEST(framing_no_bytes_is_exact_and_empty) {
@@ -147,6 +150,18 @@ TEST(framing_bare_line_ends) {
   CHECK(lf.end != FrameEnd::kExact || !lf.crlf);
   const Framing lf2 = frame("GET /hls/a HTTP/1.1\r\nHost: a\n\r\n");
   CHECK(lf2.end != FrameEnd::kExact || !lf2.crlf);
+  // A CR alone, anywhere: never a read that ends exactly with CRLF line ends.
+  const std::string base = "GET /hls/a HTTP/1.1\r\nHost: a\r\nAccept: b\r\n\r\n";
+  for (size_t i = 0; i <= base.size(); ++i) {
+    for (int replace = 0; replace < 2; ++replace) {
+      std::string bare = base;
+      if (replace == 0) bare.insert(i, "\r");
+      else if (i < bare.size() && bare[i] != '\r') bare[i] = '\r';
+      else continue;
+      const Framing f = frame(bare);
+      CHECK(f.end != FrameEnd::kExact || !f.crlf || f.heads[0].method != Method::kGet || bare[0] != 'G');
+    }
+  }
   // A request line typed by hand (nc sends bare LFs) still says its version.
   const Framing typed = frame("GET / HTTP/1.0\n\n");
   CHECK(typed.line_complete);

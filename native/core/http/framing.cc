@@ -1,51 +1,95 @@
 #include "core/http/framing.h"
 
 #include <cstring>
+#include <iterator>
 
 #include "llhttp.h"
 
 namespace skylark::http {
 namespace {
 
-// Header names whose request a stored immutable object answers as the HLS routes would: they
-// change neither the framing nor the answer (RFC 9110 §7.2, §10.1, §12.5; RFC 9111 §5.2, §5.4;
-// Fetch Metadata; User-Agent Client Hints).
-constexpr std::string_view kPlainNames[] = {
-    "host",          "user-agent",    "accept",           "accept-encoding", "accept-language", "accept-charset",
-    "connection",    "keep-alive",    "origin",           "referer",         "cache-control",   "pragma",
-    "dnt",           "sec-gpc",       "priority",         "x-playback-session-id", "upgrade-insecure-requests",
+// Header names on the two lists (lower case, sorted by length). kPlain: the request is one a stored
+// immutable object answers as the HLS routes would: they change neither the framing nor the
+// answer (RFC 9110 §7.2, §10.1, §12.5; RFC 9111 §5.2, §5.4; Fetch Metadata; User-Agent Client
+// Hints; HLS players' session ids). kKnown: they change the answer (ranges, conditions,
+// credentials, the client's address) but not the framing: the HTTP server answers such a request,
+// and the connection stays framed.
+struct Named {
+  std::string_view name;
+  Fields fields;
+};
+constexpr Named kNames[] = {
+    {"te", Fields::kKnown},
+    {"dnt", Fields::kPlain},
+    {"via", Fields::kKnown},
+    {"host", Fields::kPlain},
+    {"range", Fields::kKnown},
+    {"accept", Fields::kPlain},
+    {"cookie", Fields::kKnown},
+    {"origin", Fields::kPlain},
+    {"pragma", Fields::kPlain},
+    {"referer", Fields::kPlain},
+    {"sec-gpc", Fields::kPlain},
+    {"if-match", Fields::kKnown},
+    {"if-range", Fields::kKnown},
+    {"priority", Fields::kPlain},
+    {"forwarded", Fields::kKnown},
+    {"x-real-ip", Fields::kKnown},
+    {"connection", Fields::kPlain},
+    {"keep-alive", Fields::kPlain},
+    {"user-agent", Fields::kPlain},
+    {"x-request-id", Fields::kKnown},
+    {"authorization", Fields::kKnown},
+    {"cache-control", Fields::kPlain},
+    {"if-none-match", Fields::kKnown},
+    {"accept-charset", Fields::kPlain},
+    {"accept-encoding", Fields::kPlain},
+    {"accept-language", Fields::kPlain},
+    {"x-forwarded-for", Fields::kKnown},
+    {"x-forwarded-host", Fields::kKnown},
+    {"if-modified-since", Fields::kKnown},
+    {"x-forwarded-proto", Fields::kKnown},
+    {"if-unmodified-since", Fields::kKnown},
+    {"x-playback-session-id", Fields::kPlain},
+    {"upgrade-insecure-requests", Fields::kPlain},
 };
 constexpr std::string_view kPlainPrefixes[] = {"sec-fetch-", "sec-ch-ua"};
-// Names that change the answer (ranges, conditions, credentials, the client's address) but not the
-// framing: the HTTP server answers such a request, and the connection stays framed.
-constexpr std::string_view kKnownNames[] = {
-    "range",         "if-range",     "if-match",     "if-none-match",     "if-modified-since", "if-unmodified-since",
-    "authorization", "cookie",       "te",           "forwarded",         "via",               "x-forwarded-for",
-    "x-forwarded-proto", "x-forwarded-host", "x-real-ip", "x-request-id",
-};
 constexpr size_t kMaxName = 40;  // longer names are on no list
+
+// kNames' entries of each length: [kByLength[n], kByLength[n + 1]).
+struct ByLength {
+  uint8_t first[kMaxName + 2] = {};
+  constexpr ByLength() {
+    size_t at = 0;
+    for (size_t n = 0; n <= kMaxName + 1; ++n) {
+      while (at < std::size(kNames) && kNames[at].name.size() < n) ++at;
+      first[n] = static_cast<uint8_t>(at);
+    }
+  }
+};
+constexpr ByLength kByLength{};
+
+inline char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+
+bool EqualsLower(const char* at, std::string_view lower) {
+  for (size_t i = 0; i < lower.size(); ++i)
+    if (Lower(at[i]) != lower[i]) return false;
+  return true;
+}
 
 Fields Worse(Fields a, Fields b) { return a > b ? a : b; }
 
 Fields Classify(const char* at, size_t length, bool* host) {
   *host = false;
   if (length == 0 || length > kMaxName) return Fields::kOther;
-  char lower[kMaxName];
-  for (size_t i = 0; i < length; ++i) {
-    const char c = at[i];
-    lower[i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
-  }
-  const std::string_view name(lower, length);
-  for (std::string_view n : kPlainNames) {
-    if (n == name) {
-      *host = n == "host";
-      return Fields::kPlain;
-    }
+  for (size_t i = kByLength.first[length]; i < kByLength.first[length + 1]; ++i) {
+    const Named& n = kNames[i];
+    if (n.name[0] != Lower(at[0]) || !EqualsLower(at, n.name)) continue;
+    *host = length == 4;  // "host" is the only name of four letters
+    return n.fields;
   }
   for (std::string_view p : kPlainPrefixes)
-    if (name.starts_with(p)) return Fields::kPlain;
-  for (std::string_view n : kKnownNames)
-    if (n == name) return Fields::kKnown;
+    if (length >= p.size() && EqualsLower(at, p)) return Fields::kPlain;
   return Fields::kOther;  // Content-Length, Transfer-Encoding, Expect, Upgrade and every other name
 }
 
@@ -132,11 +176,13 @@ llhttp_settings_t MakeSettings() {
 const llhttp_settings_t kSettings = MakeSettings();
 
 // Whether every LF in `data` follows a CR and every CR precedes an LF.
+// (llhttp in loose mode takes a CR alone in places, e.g. "\r\r" ending a head.)
 bool AllCrlf(const char* data, size_t size) {
-  for (size_t i = 0; i < size; ++i) {
-    if (data[i] == '\n' && (i == 0 || data[i - 1] != '\r')) return false;
-    if (data[i] == '\r' && (i + 1 == size || data[i + 1] != '\n')) return false;
-  }
+  const char* const end = data + size;
+  for (const char* at = data; (at = static_cast<const char*>(std::memchr(at, '\n', static_cast<size_t>(end - at)))) != nullptr; ++at)
+    if (at == data || at[-1] != '\r') return false;
+  for (const char* at = data; (at = static_cast<const char*>(std::memchr(at, '\r', static_cast<size_t>(end - at)))) != nullptr; ++at)
+    if (at + 1 == end || at[1] != '\n') return false;
   return true;
 }
 
