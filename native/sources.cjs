@@ -1,4 +1,5 @@
-// Prints the addon's C++ sources for binding.gyp: addon.cc, every binding/*.cc, io/*.cc and core/**/*.cc.
+// Prints the addon's sources for binding.gyp: addon.cc, every binding/*.cc, io/*.cc and core/**/*.cc,
+// and the vendored C sources of native/third_party/llhttp (docs/decisions.md "HTTP framing with llhttp").
 // Kept as a script so that adding a file under native/ never needs an edit of binding.gyp.
 'use strict';
 const fs = require('node:fs');
@@ -16,4 +17,5 @@ out.push('native/addon.cc');
 walk(path.join(root, 'binding'));
 walk(path.join(root, 'io'));
 walk(path.join(root, 'core'));
+for (const f of ['llhttp.c', 'api.c', 'http.c']) out.push(`native/third_party/llhttp/${f}`);
 process.stdout.write(out.join(' '));

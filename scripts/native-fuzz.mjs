@@ -49,7 +49,7 @@ if (spawnSync('clang++', ['--version']).status !== 0) {
 }
 const dir = '.build/native-fuzz';
 const run = (cmd, args) => execFileSync(cmd, args, { stdio: 'inherit' });
-run('cmake', ['-S', 'native', '-B', dir, '-DSKYLARK_FUZZ=ON', '-DCMAKE_CXX_COMPILER=clang++', '-DCMAKE_BUILD_TYPE=RelWithDebInfo']);
+run('cmake', ['-S', 'native', '-B', dir, '-DSKYLARK_FUZZ=ON', '-DCMAKE_C_COMPILER=clang', '-DCMAKE_CXX_COMPILER=clang++', '-DCMAKE_BUILD_TYPE=RelWithDebInfo']);
 run('cmake', ['--build', dir, '-j', String(Math.max(1, long ? jobs : cpus().length))]);
 
 let targets = readdirSync('test/fuzz').filter((n) => /^fuzz_.*\.cc$/.test(n)).map((f) => f.replace(/\.cc$/, ''));

@@ -7,6 +7,7 @@
 //   setSendBuffer(fd: number, bytes: number): boolean   // SO_SNDBUF of a socket JS owns
 //   putHttpObject(path: string, head: Uint8Array, body: Uint8Array): boolean   // io::PutHttpObject
 //   deleteHttpObject(path: string): boolean
+//   setHttpObjectsAnswering(on: boolean): void   // io::SetHttpObjectsAnswering
 //   (httpFrontCounts also gives objectHits, objectCut, objects and objectsAnswered)
 //
 // `onConnection` runs on the thread that installed the front (the main thread), for each
@@ -153,6 +154,16 @@ Napi::Value DeleteObject(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(env, io::DeleteHttpObject(info[0].As<Napi::String>().Utf8Value()));
 }
 
+Napi::Value SetAnswering(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsBoolean()) {
+    ThrowTypeError(env, "setHttpObjectsAnswering(on: boolean)");
+    return env.Undefined();
+  }
+  io::SetHttpObjectsAnswering(info[0].As<Napi::Boolean>().Value());
+  return env.Undefined();
+}
+
 Napi::Value SetSendBuffer(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber()) {
@@ -177,6 +188,7 @@ void InitHttpFront(Napi::Env env, Napi::Object exports) {
   exports.Set("setSendBuffer", Napi::Function::New(env, SetSendBuffer, "setSendBuffer"));
   exports.Set("putHttpObject", Napi::Function::New(env, PutObject, "putHttpObject"));
   exports.Set("deleteHttpObject", Napi::Function::New(env, DeleteObject, "deleteHttpObject"));
+  exports.Set("setHttpObjectsAnswering", Napi::Function::New(env, SetAnswering, "setHttpObjectsAnswering"));
 }
 
 }  // namespace skylark::binding

@@ -22,14 +22,16 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "core/http/plain_get.h"
-#include "core/http/request_line.h"
+#include "core/http/framing.h"
 #include "io/import_hook.h"
 
 namespace skylark::io {
 namespace {
 
-// Per fd: 1 while a connection the HTTP server accepted has not been read from yet.
+// Per fd: kFresh while a connection the HTTP server accepted has not had its first request line
+// read, kCapped once its send buffer was capped.
+constexpr uint8_t kFresh = 1;
+constexpr uint8_t kCapped = 2;
 std::atomic<uint8_t>* g_fresh = nullptr;
 size_t g_fresh_size = 0;
 std::atomic<Http10Handoff> g_handoff{nullptr};
@@ -59,9 +61,22 @@ struct ConnSlot {
   uint8_t state;
 };
 constexpr uint8_t kPending = 1;  // the library got a request whose answer it has not fully written
-constexpr uint8_t kForeign = 2;  // the connection sent something other than a GET/HEAD under the prefix
-constexpr uint8_t kRagged = 4;   // the last read handed on did not end a request head
+// The connection is the library's for good: it sent something not framed exactly (a read that did
+// not end where a request ends, a body, a header on neither list of core/http/framing.h, bytes
+// llhttp refused), more than one request in a read, or a request other than GET/HEAD under the
+// prefix (docs/http.md "Framing").
+constexpr uint8_t kForeign = 2;
 ConnSlot* g_conns = nullptr;     // null: objects are never answered here
+
+// Per fd: the first bytes of a new connection whose request line is not whole yet (docs/http.md
+// "Framing"): kept until it is, and then handed on with what follows (the library is told the
+// read would block meanwhile). At most kMaxLineBytes; freed on close.
+struct LineBytes {
+  uint32_t len;
+  uint8_t bytes[];
+};
+constexpr size_t kMaxLineBytes = 8192;
+LineBytes** g_lines = nullptr;  // null: never kept (the close hook is missing)
 constexpr ssize_t kPassOn = -2;
 
 uint32_t NowSeconds() {
@@ -90,7 +105,7 @@ int HookAccept4(int sockfd, struct sockaddr* addr, socklen_t* addrlen, int flags
   const socklen_t given = addrlen ? *addrlen : 0;
   const int fd = ::accept4(sockfd, addr, addrlen, flags);
   if (Tracked(fd)) {
-    g_fresh[fd].store(1, std::memory_order_relaxed);
+    g_fresh[fd].store(kFresh, std::memory_order_relaxed);
     RememberPeer(fd, addr, addrlen ? *addrlen : 0, given);
     if (g_conns) g_conns[fd] = {NowSeconds(), 0};
   }
@@ -206,10 +221,12 @@ ssize_t SendAfterHeld(int fd, HeldBytes* h, const struct iovec* iov, int count, 
 
 // Media objects answered here (docs/http.md "Media objects answered in native code"). The server
 // stores the answer to `GET <path>` of an immutable object (an LL-HLS part of a public stream); a
-// read that is exactly one plain GET of a stored path (core/http/plain_get.h) on a connection
-// where the HTTP library has nothing outstanding is answered with one sendmsg, and the library
-// is told the read would block: it never sees that request. What the library must see, it sees:
-// every other request, every request on a connection that sent it anything else, anything while
+// read that llhttp frames as exactly one plain GET of a stored path (core/http/framing.h) on a
+// connection framed exactly so far (kForeign unset) where the HTTP library has nothing
+// outstanding is answered with one sendmsg, and the library is told the read would block: it
+// never sees that request. What the library must see, it sees: every other request, every
+// request on a connection that sent it anything else (a body, an unknown header, a head split
+// across reads, more than one request in a read, anything but GET/HEAD under /hls/), anything while
 // an answer of its own is not fully written, and one request every kPassEverySeconds, so that
 // its idle timeout (armed when its last answer ended) never fires on a busy connection.
 struct StoredObject {
@@ -220,20 +237,25 @@ std::mutex g_objects_mu;
 std::unordered_map<std::string, std::shared_ptr<const StoredObject>> g_objects;  // guarded by g_objects_mu
 std::atomic<size_t> g_object_count{0};
 std::atomic<uint64_t> g_object_hits{0}, g_object_cut{0}, g_request_ids{0};
+std::atomic<bool> g_answering{true};  // SetHttpObjectsAnswering
 constexpr std::string_view kObjectPrefix = "/hls/";
 constexpr size_t kMaxObjects = 1 << 16;
 constexpr uint32_t kPassEverySeconds = 4;
 
-// The library got `n` bytes of `fd`: its answer is outstanding until its write completes.
-void HandedOn(int fd, const uint8_t* bytes, ssize_t n) {
+// Whether the read `f` is one request a connection may carry and still be answered here later:
+// exactly one whole GET or HEAD under the prefix, HTTP/1.1, no body, headers on the lists.
+bool StaysFramed(const http::Framing& f) {
+  if (f.end != http::FrameEnd::kExact || f.heads_count != 1 || f.fields == http::Fields::kOther) return false;
+  const http::RequestHead& h = f.heads[0];
+  return h.method != http::Method::kOther && h.http_major == 1 && h.http_minor == 1 && h.target.starts_with(kObjectPrefix);
+}
+
+// The library got a read of `fd` (`f`: its framing, null when it was not framed): its answer is
+// outstanding until its write completes.
+void HandedOn(int fd, const http::Framing* f) {
   ConnSlot& c = g_conns[fd];
-  const std::string_view data(reinterpret_cast<const char*>(bytes), static_cast<size_t>(n));
   uint8_t state = c.state | kPending;
-  // (compare() and starts_with never throw, whatever the read's length)
-  const bool hls = data.starts_with("GET /hls/") || data.starts_with("HEAD /hls/");
-  if (!hls) state |= kForeign;
-  if (data.ends_with("\r\n\r\n")) state &= static_cast<uint8_t>(~kRagged);
-  else state |= kRagged;
+  if (f == nullptr || !StaysFramed(*f)) state |= kForeign;
   c.state = state;
   c.passed_at = NowSeconds();
 }
@@ -270,18 +292,29 @@ size_t AnswerMiddle(char* out) {
   return at + static_cast<size_t>(more > 0 ? more : 0);
 }
 
-// Answers the read of `fd` from the store when it may (see above). Returns kPassOn to hand the
-// read to the library, else what the library's recv returns: -1 with EAGAIN (answered), -1 with
-// the error (the connection failed), or 0 when only part of the answer went out (the library
-// closes the connection, as after an orderly close).
-ssize_t AnswerFromStore(int fd, const uint8_t* bytes, ssize_t n) {
+// Whether a read may hold a request the store answers, by its first bytes alone (else it is
+// handed on unframed).
+inline bool MayBeObjectRequest(const uint8_t* bytes, ssize_t n) {
+  const std::string_view data(reinterpret_cast<const char*>(bytes), static_cast<size_t>(n));
+  return data.starts_with("GET /hls/") || data.starts_with("HEAD /hls/");
+}
+
+// Answers the read of `fd` (`n` bytes, framed as `f`) from the store when it may (see above). Returns
+// kPassOn to hand the read to the library, else what the library's recv returns: -1 with EAGAIN
+// (answered), -1 with the error (the connection failed), or 0 when only part of the answer went
+// out (the library closes the connection, as after an orderly close).
+ssize_t AnswerFromStore(int fd, const http::Framing& f, const uint8_t* bytes, ssize_t n) {
   const ConnSlot& c = g_conns[fd];
   if (c.state != 0 || t_scratch_fd == fd) return kPassOn;
   if (NowSeconds() - c.passed_at >= kPassEverySeconds) return kPassOn;
-  const std::string_view target = http::PlainGetTarget(bytes, static_cast<size_t>(n), kObjectPrefix);
-  if (target.empty()) return kPassOn;
-  thread_local std::string t_key;
-  t_key.assign(target);
+  // Exactly one whole GET, HTTP/1.1, no body, only plain header fields, CRLF line ends, and the
+  // read ends where it ends (core/http/framing.h).
+  if (f.end != http::FrameEnd::kExact || f.heads_count != 1 || f.fields != http::Fields::kPlain || !f.crlf) return kPassOn;
+  if (!MayBeObjectRequest(bytes, n)) return kPassOn;  // the request begins the read (no empty line before it)
+  const http::RequestHead& h = f.heads[0];
+  if (h.method != http::Method::kGet || h.http_major != 1 || h.http_minor != 1) return kPassOn;
+  thread_local std::string t_key;  // keeps its capacity: no allocation per read once warm
+  t_key.assign(h.target);
   std::shared_ptr<const StoredObject> obj;
   {
     std::lock_guard<std::mutex> lock(g_objects_mu);
@@ -353,6 +386,10 @@ int HookShutdown(int fd, int how) {
 int HookClose(int fd) {
   if (Tracked(fd)) {
     g_fresh[fd].store(0, std::memory_order_relaxed);
+    if (g_lines && g_lines[fd]) {
+      std::free(g_lines[fd]);
+      g_lines[fd] = nullptr;
+    }
     if (PeerSlot* peers = g_peers.load(std::memory_order_relaxed)) peers[fd].len.store(0, std::memory_order_relaxed);
     if (g_conns) g_conns[fd].state = 0;
     if (std::atomic<HeldBytes*>* table = g_held.load(std::memory_order_relaxed)) {
@@ -363,23 +400,77 @@ int HookClose(int fd) {
   return ::close(fd);
 }
 
-// A new connection's first read: the HTTP/1.0 handoff and the send buffer cap. Returns `n` to go
-// on, or what the library's recv returns instead (0: handed off, the library sees an orderly close).
-ssize_t FirstRead(int fd, const uint8_t* bytes, ssize_t n) {
-  const http::RequestLine line = http::ParseRequestLine(bytes, static_cast<size_t>(n));
-  if (line.version == http::RequestVersion::kIncomplete) {
-    g_incomplete.fetch_add(1, std::memory_order_relaxed);
-    return n;
-  }
-  if (const HttpFrontOptions* o = g_options.load(std::memory_order_acquire); o && o->send_buffer_bytes > 0) {
-    for (const auto& prefix : o->capped_prefixes) {
-      if (!http::TargetStartsWith(line, prefix)) continue;
-      const int bytes_cap = o->send_buffer_bytes;
-      if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes_cap, sizeof bytes_cap) == 0) g_capped.fetch_add(1, std::memory_order_relaxed);
-      break;
+// The send buffer cap (docs/http.md "The send buffer of progressive listeners"): set once on a
+// connection any of whose requests targets a capped prefix. `f` is the read's framing (its
+// request targets), or null when the connection is no longer framed (or the read holds more heads
+// than the framing lists one by one): then a request line that
+// starts the read or follows a line end is looked for (a body that looks like one caps the buffer
+// too, which only sizes it).
+void CapIfAsked(int fd, const http::Framing* f, const uint8_t* bytes, size_t n) {
+  const HttpFrontOptions* o = g_options.load(std::memory_order_acquire);
+  if (!o || o->send_buffer_bytes <= 0 || o->capped_prefixes.empty()) return;
+  if (g_fresh[fd].load(std::memory_order_relaxed) & kCapped) return;
+  const std::string_view data(reinterpret_cast<const char*>(bytes), n);
+  bool asked = false;
+  for (const auto& prefix : o->capped_prefixes) {
+    if (f && f->heads_count < http::kMaxFramedHeads) {
+      const size_t shown = std::min<size_t>(f->heads_count + (f->line_complete && f->heads_count < http::kMaxFramedHeads ? 1 : 0), http::kMaxFramedHeads);
+      for (size_t i = 0; i < shown && !asked; ++i) asked = f->heads[i].target.starts_with(prefix);
+    } else {
+      for (size_t at = data.find(prefix); at != std::string_view::npos && !asked; at = data.find(prefix, at + 1)) {
+        const std::string_view before = data.substr(0, at);
+        for (std::string_view method : {"GET ", "HEAD "}) {
+          if (!before.ends_with(method)) continue;
+          const size_t line = at - method.size();
+          asked = asked || line == 0 || data[line - 1] == '\n';
+        }
+      }
     }
+    if (asked) break;
   }
-  if (line.version != http::RequestVersion::kHttp10) return n;
+  if (!asked) return;
+  const int bytes_cap = o->send_buffer_bytes;
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes_cap, sizeof bytes_cap) == 0) g_capped.fetch_add(1, std::memory_order_relaxed);
+  g_fresh[fd].fetch_or(kCapped, std::memory_order_relaxed);
+}
+
+// Keeps the first bytes of a connection whose request line is not whole (see LineBytes). Returns
+// false when they cannot be kept (over the bound, no memory, the close hook missing).
+bool KeepLine(int fd, const uint8_t* bytes, size_t n) {
+  if (!g_lines || n >= kMaxLineBytes) return false;
+  auto* kept = static_cast<LineBytes*>(std::realloc(g_lines[fd], sizeof(LineBytes) + n));
+  if (!kept) return false;
+  kept->len = static_cast<uint32_t>(n);
+  std::memcpy(kept->bytes, bytes, n);
+  g_lines[fd] = kept;
+  return true;
+}
+
+// Reads into `buf` after the bytes kept for `fd` (which it puts first), as recv does: returns the
+// byte count (kept and new), 0 when the peer closed, -1 with errno. The kept bytes are forgotten
+// once returned, or when the connection ends.
+ssize_t RecvAfterKept(int fd, uint8_t* buf, size_t len, int flags) {
+  LineBytes* kept = g_lines[fd];
+  if (len <= kept->len) {  // the library reads into a buffer far larger than kMaxLineBytes
+    errno = ENOBUFS;
+    return -1;
+  }
+  const ssize_t n = ::recv(fd, buf + kept->len, len - kept->len, flags);
+  if (n < 0) return -1;  // EAGAIN: keep waiting (the library polls again); else the connection failed
+  if (n == 0) return 0;  // closed: the kept bytes go with the connection (freed on close)
+  std::memcpy(buf, kept->bytes, kept->len);
+  const ssize_t total = n + static_cast<ssize_t>(kept->len);
+  std::free(kept);
+  g_lines[fd] = nullptr;
+  return total;
+}
+
+// A new connection's first request line is whole in `f` (the framing of `n` bytes): hands an
+// HTTP/1.0 connection off. Returns `n` to go on, or 0 when handed off (the library sees an
+// orderly close).
+ssize_t FirstLine(int fd, const http::Framing& f, const uint8_t* bytes, ssize_t n) {
+  const http::RequestHead& h = f.heads[0];
+  if (h.http_major != 1 || h.http_minor != 0) return n;
   const Http10Handoff handoff = g_handoff.load(std::memory_order_acquire);
   if (!handoff) return n;
   const int dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
@@ -394,21 +485,50 @@ ssize_t FirstRead(int fd, const uint8_t* bytes, ssize_t n) {
 }
 
 ssize_t HookRecv(int fd, void* buf, size_t len, int flags) {
-  const ssize_t n = ::recv(fd, buf, len, flags);
-  if (n <= 0 || !Tracked(fd)) return n;
-  const auto* bytes = static_cast<const uint8_t*>(buf);
-  if (g_fresh[fd].load(std::memory_order_relaxed) != 0) {
-    g_fresh[fd].store(0, std::memory_order_relaxed);
-    const ssize_t first = FirstRead(fd, bytes, n);
-    if (first != n) return first;
-  }
-  if (g_conns) {
-    if (g_object_count.load(std::memory_order_relaxed) != 0) {
-      const ssize_t answered = AnswerFromStore(fd, bytes, n);
-      if (answered != kPassOn) return answered;
+  if (!Tracked(fd)) return ::recv(fd, buf, len, flags);
+  auto* bytes = static_cast<uint8_t*>(buf);
+  const ssize_t n = (g_lines && g_lines[fd]) ? RecvAfterKept(fd, bytes, len, flags) : ::recv(fd, buf, len, flags);
+  if (n <= 0) return n;
+  // A new connection: its first request line, framed by llhttp (docs/http.md "Framing").
+  http::Framing framing;
+  const http::Framing* framed = nullptr;
+  if (g_fresh[fd].load(std::memory_order_relaxed) & kFresh) {
+    framing = http::FrameRequests(bytes, static_cast<size_t>(n));
+    framed = &framing;
+    if (!framing.line_complete) g_incomplete.fetch_add(1, std::memory_order_relaxed);
+    if (!framing.line_complete && framing.end == http::FrameEnd::kPartial && static_cast<size_t>(n) < len && KeepLine(fd, bytes, static_cast<size_t>(n))) {
+      errno = EAGAIN;  // the line is not whole yet: nothing to read until it is
+      return -1;
     }
-    HandedOn(fd, bytes, n);
+    g_fresh[fd].fetch_and(static_cast<uint8_t>(~kFresh), std::memory_order_relaxed);
+    CapIfAsked(fd, framed, bytes, static_cast<size_t>(n));
+    if (framing.line_complete && FirstLine(fd, framing, bytes, n) == 0) return 0;
   }
+  if (!g_conns) {
+    if (!framed) CapIfAsked(fd, nullptr, bytes, static_cast<size_t>(n));
+    return n;
+  }
+  if (g_conns[fd].state & kForeign) {
+    if (!framed) CapIfAsked(fd, nullptr, bytes, static_cast<size_t>(n));
+    return n;
+  }
+  // A framed connection: one llhttp pass over the read, unless its first bytes already say it is
+  // no object request (then it is the library's for good).
+  if (!framed) {
+    if (!MayBeObjectRequest(bytes, n)) {
+      CapIfAsked(fd, nullptr, bytes, static_cast<size_t>(n));
+      HandedOn(fd, nullptr);
+      return n;
+    }
+    framing = http::FrameRequests(bytes, static_cast<size_t>(n));
+    framed = &framing;
+    CapIfAsked(fd, framed, bytes, static_cast<size_t>(n));
+  }
+  if (g_object_count.load(std::memory_order_relaxed) != 0 && g_answering.load(std::memory_order_relaxed)) {
+    const ssize_t answered = AnswerFromStore(fd, framing, bytes, n);
+    if (answered != kPassOn) return answered;
+  }
+  HandedOn(fd, framed);
   return n;
 }
 
@@ -439,6 +559,10 @@ std::string InstallHttpFront(const std::string& object_suffix, const HttpFrontOp
   std::string unused;
   const bool closes = ReplaceImport(object_suffix, "close", reinterpret_cast<void*>(&HookClose), &unused) > 0;
   if (!closes) g_peers.store(nullptr);
+  if (closes) {
+    void* lines = mmap(nullptr, size * sizeof(LineBytes*), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (lines != MAP_FAILED) g_lines = static_cast<LineBytes**>(lines);  // zero-filled: none kept
+  }
   if (ReplaceImport(object_suffix, "accept4", reinterpret_cast<void*>(&HookAccept4), &error) == 0) return error;
   if (closes && ReplaceImport(object_suffix, "getpeername", reinterpret_cast<void*>(&HookGetpeername), &unused) == 0) g_peers.store(nullptr);
   // Gathered writes need every write path of the library hooked (send and writev), and close.
@@ -502,5 +626,7 @@ bool DeleteHttpObject(std::string_view path) {
 }
 
 bool HttpObjectsAnswered() { return g_conns != nullptr; }
+
+void SetHttpObjectsAnswering(bool on) { g_answering.store(on, std::memory_order_relaxed); }
 
 }  // namespace skylark::io

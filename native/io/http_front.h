@@ -4,12 +4,11 @@
 // bytes a new connection sends are read as usual, and when its request line says HTTP/1.0 the
 // connection is handed, with those bytes, to a handoff function (the binding passes it to
 // JavaScript, where Node's HTTP/1.x server answers it), while the HTTP server is told the peer
-// closed. HTTP/1.1 connections cost one relaxed atomic load per read (an array lookup by fd), and
-// one request-line scan on their first read.
+// closed.
 //
-// The same first read applies the progressive listeners' send buffer cap: a connection whose
-// first request-target starts with one of the capped prefixes gets SO_SNDBUF set, so a listener
-// that stops reading is seen behind after that many bytes, not after what the kernel autotunes.
+// The same reads apply the progressive listeners' send buffer cap: a connection any of whose
+// request-targets starts with one of the capped prefixes gets SO_SNDBUF set, so a listener that
+// stops reading is seen behind after that many bytes, not after what the kernel autotunes.
 //
 // The same accept4 hook remembers each connection's peer address, and hooks on the server's
 // `getpeername` and `close` imports answer from it (cleared on close): the server asks for a
@@ -19,9 +18,10 @@
 // headers of a response larger than its cork buffer) leaves with its next write on the same
 // connection in one sendmsg (docs/http.md "One write per response").
 //
-// And a store of immutable media objects (LL-HLS parts): a read that is exactly one plain GET of a
-// stored path, on a connection where the server has nothing outstanding, is answered here in one
-// sendmsg without the server seeing it (docs/http.md "Media objects answered in native code").
+// And a store of immutable media objects (LL-HLS parts): a read that llhttp frames as exactly one
+// plain GET of a stored path, on a connection that was framed exactly so far and where the server
+// has nothing outstanding, is answered here in one sendmsg without the server seeing it
+// (docs/http.md "Media objects answered in native code", "Framing").
 // No N-API here.
 #pragma once
 #include <cstddef>
@@ -48,7 +48,7 @@ struct HttpFrontOptions {
 struct HttpFrontCounts {
   uint64_t http10 = 0;       // connections handed off
   uint64_t capped = 0;       // connections whose send buffer was capped
-  uint64_t incomplete = 0;   // first reads without a whole request line (left to the HTTP server)
+  uint64_t incomplete = 0;   // first reads without a whole request line (kept until it is, or handed on)
   uint64_t peer_hits = 0;    // getpeername calls answered from the address accept4 returned
   uint64_t coalesced = 0;    // gathered writes: held MSG_MORE bytes and the next write in one sendmsg
   uint64_t object_hits = 0;  // requests answered from the stored objects
@@ -67,7 +67,7 @@ void SetHttp10Handoff(Http10Handoff handoff);
 HttpFrontCounts GetHttpFrontCounts();
 
 // Media objects answered here (docs/http.md "Media objects answered in native code"): stores (or
-// replaces) the answer to a plain `GET <path>` (core/http/plain_get.h) of an immutable object.
+// replaces) the answer to a plain `GET <path>` (core/http/framing.h: Fields::kPlain) of an immutable object.
 // `path` must start with "/hls/". `head` is the status line and header fields (each ending in
 // CRLF) up to and including the request id field's name and the id's prefix; each answer adds the
 // id's counter (base 36), Date, the HTTP library's banner field, Content-Length and `body`
@@ -80,5 +80,9 @@ bool DeleteHttpObject(std::string_view path);
 
 // Whether the hooks that stored objects need are installed (else objects are stored but never answered here).
 bool HttpObjectsAnswered();
+
+// Turns answering from the store on (the default) or off, process-wide, without forgetting what
+// is stored (the differential test compares answers with and without it). Thread-safe.
+void SetHttpObjectsAnswering(bool on);
 
 }  // namespace skylark::io

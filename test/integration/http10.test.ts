@@ -68,6 +68,29 @@ function raw(to: number, request: string | Buffer, o: { maxBody?: number; ms?: n
   });
 }
 
+/** Like `raw`, but writes `pieces` one by one, each after the server had time to read the one before. */
+async function rawPieces(to: number, pieces: string[], ms = 10_000): Promise<RawAnswer> {
+  const s = net.connect(to, '127.0.0.1');
+  await new Promise((r) => s.once('connect', r));
+  let buf = Buffer.alloc(0);
+  let closed = false;
+  s.on('data', (d) => (buf = Buffer.concat([buf, d])));
+  const done = new Promise<void>((r) => s.on('close', () => ((closed = true), r())));
+  s.on('error', () => {});
+  for (const p of pieces) {
+    s.write(p);
+    await new Promise((r) => setTimeout(r, 60)); // separate reads on the server (not a timing assertion)
+  }
+  await Promise.race([done, new Promise((r) => setTimeout(r, ms))]);
+  s.destroy();
+  const end = buf.indexOf('\r\n\r\n');
+  if (end < 0) throw new Error(`no response head (${buf.length} bytes, closed ${closed})`);
+  const head = buf.subarray(0, end).toString('latin1');
+  const lines = head.split('\r\n');
+  const headers = new Map(lines.slice(1).map((l) => [l.slice(0, l.indexOf(':')).trim().toLowerCase(), l.slice(l.indexOf(':') + 1).trim()] as const));
+  return { status: Number(lines[0]!.split(' ')[1]), head, headers, body: buf.subarray(end + 4), serverClosed: closed };
+}
+
 /** The same request over HTTP/1.1 with fetch: status, headers, body. */
 async function over11(p: string, init: RequestInit = {}) {
   const r = await fetch(`http://127.0.0.1:${port}${p}`, init);
@@ -154,6 +177,37 @@ describe('HTTP/1.0 requests (docs/http.md)', () => {
     expect(h.serverClosed).toBe(true);
   });
 
+  it('answers a request line split across reads like a whole one (docs/http.md "Framing")', async () => {
+    const whole = await raw(port, 'GET /no/such/path HTTP/1.0\r\nHost: x\r\n\r\n');
+    expect(whole.status).toBe(404);
+    const noId = (b: Buffer) => b.toString().replace(/req_[A-Za-z0-9]+/g, 'req_');
+    for (const pieces of [['GET /no/such/path HTT', 'P/1.0\r\nHost: x\r\n\r\n'], ['G', 'ET /no/such/path HTTP/1.0\r\nHost: x\r\n\r\n'], ['GET /no/su', 'ch/pa', 'th HTTP/1.0\r', '\nHost: x\r\n\r\n']]) {
+      const a = await rawPieces(port, pieces);
+      expect(a.status, JSON.stringify(pieces)).toBe(404);
+      expect(noId(a.body)).toBe(noId(whole.body));
+      expect(a.serverClosed).toBe(true);
+    }
+    // HTTP/1.1 split the same way: answered, and the connection stays open for the next request.
+    const b = await rawPieces(port, ['G', 'ET /no/such/path HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n']);
+    expect(b.status).toBe(404);
+  });
+
+  it('hands on a first line that never ends within 8 KiB, and a silent connection is closed by the idle timeout', async () => {
+    const long = await rawPieces(port, ['GET /' + 'a'.repeat(4000), 'b'.repeat(5000)], 15_000).catch((e: Error) => e);
+    // The HTTP server refuses a request line that long (or closes at once): either way it ends the connection.
+    if (!(long instanceof Error)) expect(long.status).toBeGreaterThanOrEqual(400);
+    const silent = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => s.write('GET /v2/openapi'));
+      s.on('close', () => resolve(true));
+      s.on('error', () => {});
+      setTimeout(() => {
+        s.destroy();
+        resolve(false);
+      }, 20_000);
+    });
+    expect(silent).toBe(true);
+  }, 30_000);
+
   it('answers curl --http1.0', async () => {
     const { stdout } = await promisify(execFile)('curl', ['-sS', '--http1.0', '-D', '-', `http://127.0.0.1:${port}/v2/openapi.json`, '-o', '/dev/null']);
     expect(stdout).toMatch(/^HTTP\/1\.1 200/);
@@ -210,6 +264,24 @@ describe('progressive listening and HLS over HTTP/1.0', () => {
     } finally {
       listener.destroy();
       other.destroy();
+    }
+  });
+
+  it('caps the send buffer of a keep-alive connection whose later request is /listen (HTTP/1.1)', async () => {
+    const capped = httpFrontCounts().capped;
+    const s = net.connect(port, '127.0.0.1');
+    let text = '';
+    s.on('data', (d) => (text += d.toString('latin1')));
+    s.on('error', () => {});
+    try {
+      s.write('GET /no/such/path HTTP/1.1\r\nHost: x\r\n\r\n');
+      await waitFor(() => /^HTTP\/1\.1 404/.test(text) && /\r\n\r\n[\s\S]*\}/.test(text), 5000, 20, 'the 404');
+      expect(httpFrontCounts().capped).toBe(capped);
+      s.write(`GET /listen/${id}.mp3 HTTP/1.1\r\nHost: x\r\n\r\n`);
+      await waitFor(() => /HTTP\/1\.1 200/.test(text), 5000, 20, 'the stream');
+      expect(httpFrontCounts().capped).toBe(capped + 1);
+    } finally {
+      s.destroy();
     }
   });
 

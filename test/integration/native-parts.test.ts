@@ -3,8 +3,8 @@
  * code"): a plain GET of a public stream's part never reaches JavaScript, and gets the very answer
  * the HLS routes give (status, headers, bytes); everything else — HEAD, a query, a range, a token
  * stream, a part no longer kept, pipelined requests, a request sent while a held reload of the same
- * connection waits — reaches the routes as before, and keep-alive connections that mix both stay
- * in order.
+ * connection waits, bytes that are another request's body, a head llhttp refuses — reaches the
+ * routes as before, and keep-alive connections that mix both stay in order.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import net from 'node:net';
@@ -61,8 +61,8 @@ class Conn {
     this.s.write(raw);
   }
   /** The next `n` responses (rejects when the connection closes first). */
-  async responses(n: number, head = false): Promise<ParsedResponse[]> {
-    const deadline = Date.now() + 15_000;
+  async responses(n: number, head = false, ms = 15_000): Promise<ParsedResponse[]> {
+    const deadline = Date.now() + ms;
     for (;;) {
       const got = parseResponses(this.buf, head);
       if (got.length >= n) {
@@ -152,17 +152,30 @@ describe('LL-HLS parts answered in native code', () => {
     expect(httpFrontCounts().objectHits).toBe(before);
   });
 
-  it('leaves a request that comes in pieces, or a byte at a time, to the routes', async () => {
+  it('answers a new connection\'s request line split across reads like a whole one; later heads in pieces go to the routes', async () => {
     const { parts } = await listedParts();
     const p = parts[parts.length - 1]!;
-    const before = httpFrontCounts().objectHits;
-    const c = new Conn();
     const whole = req(p);
+    // The first request line of a new connection is kept until whole (docs/http.md "Framing").
+    const c = new Conn();
     for (const piece of ['G', 'E', whole.slice(2, 20), whole.slice(20)]) {
+      c.send(piece);
+      await new Promise((r) => setTimeout(r, 30)); // separate reads (not a timing assertion)
+    }
+    const [first] = await c.responses(1);
+    expect(first!.status).toBe(200);
+    expect(first!.headers.get('content-type')).toBe('video/iso.segment');
+    // A later head in pieces: the connection is the HTTP server's from then on, in order.
+    const before = httpFrontCounts().objectHits;
+    for (const piece of [whole.slice(0, 7), whole.slice(7)]) {
       c.send(piece);
       await new Promise((r) => setTimeout(r, 30));
     }
-    expect((await c.responses(1))[0]!.status).toBe(200);
+    const [second] = await c.responses(1);
+    expect(second!.status).toBe(200);
+    expect(second!.body.equals(first!.body)).toBe(true);
+    c.send(whole);
+    expect((await c.responses(1))[0]!.body.equals(first!.body)).toBe(true);
     c.end();
     expect(httpFrontCounts().objectHits).toBe(before);
   });
@@ -209,6 +222,42 @@ describe('LL-HLS parts answered in native code', () => {
     if (got.length > 0) expect(got[0]!.headers.get('content-length')).toBe(String(got[0]!.body.length));
     d.end();
     expect(httpFrontCounts().objectHits).toBe(before);
+  });
+
+  it('never answers bytes that were another request\'s body, and the request after them is answered (docs/http.md "Framing")', async () => {
+    const { parts } = await listedParts();
+    const p = parts[parts.length - 1]!;
+    const missing = p.replace(/\d+\.\d+\.m4s$/, '999999.0.m4s');
+    const before = httpFrontCounts().objectHits;
+    const c = new Conn();
+    // A GET with a body: the HTTP server answers it (404) and reads the body; the body looks like a
+    // request for a stored part and arrives in a read of its own.
+    const body = req(p);
+    c.send(`GET ${missing} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: ${body.length}\r\n\r\n`);
+    expect((await c.responses(1))[0]!.status).toBe(404);
+    c.send(body);
+    await new Promise((r) => setTimeout(r, 50)); // a read of its own (not a timing assertion)
+    c.send(req(mediaUrl.pathname));
+    const [next] = await c.responses(1);
+    expect(next!.status).toBe(200);
+    expect(next!.headers.get('content-type')).toMatch(/mpegurl/i);
+    c.end();
+    expect(httpFrontCounts().objectHits).toBe(before);
+  });
+
+  it('leaves a head llhttp refuses (space before the colon, RFC 9112 §5.1) to the HTTP server', async () => {
+    const { parts } = await listedParts();
+    const p = parts[parts.length - 1]!;
+    const before = httpFrontCounts().objectHits;
+    for (const [field, body] of [['Content-Length : 5', 'hello'], ['Transfer-Encoding\t: chunked', '0\r\n\r\n']] as const) {
+      const c = new Conn();
+      c.send(`GET ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\n${field}\r\n\r\n${body}`);
+      // Whatever the HTTP server makes of it (it stays silent), the stored part does not answer it.
+      const got = await c.responses(1, false, 1000).catch(() => []);
+      for (const r of got) expect(r.headers.get('content-type')).not.toBe('video/iso.segment');
+      c.end();
+      expect(httpFrontCounts().objectHits, field).toBe(before);
+    }
   });
 
   it('stores nothing of a token stream: its parts need the token, as before', async () => {

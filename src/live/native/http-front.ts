@@ -1,9 +1,9 @@
 /**
  * The HTTP/1.0 front's native half (native/io/http_front.h, docs/http.md "HTTP/1.0"): hooks on the
- * HTTP server library's `accept4`/`recv` imports that hand each connection whose first request
- * line says HTTP/1.0 to `onConnection` (with a socket descriptor it owns and the bytes already
- * read), and cap the send buffer of connections whose first request-target starts with one of
- * `cappedPrefixes`; and hooks on its `getpeername`/`close` that answer a connection's peer
+ * HTTP server library's `accept4`/`recv` imports that frame requests with llhttp (docs/http.md
+ * "Framing"), hand each connection whose first request line says HTTP/1.0 to `onConnection` (with
+ * a socket descriptor it owns and the bytes already read), and cap the send buffer of connections
+ * any of whose request-targets starts with one of `cappedPrefixes`; and hooks on its `getpeername`/`close` that answer a connection's peer
  * address from what `accept4` returned (docs/http.md "Client addresses without a system call"); and
  * hooks on its `send`/`writev`/`shutdown` that write a response's headers and body in one
  * `sendmsg` (docs/http.md "One write per response"); and a store of immutable media objects that
@@ -18,7 +18,7 @@ export interface HttpFrontCounts {
   http10: number;
   /** Connections whose send buffer was capped. */
   capped: number;
-  /** First reads that held no whole request line (left to the HTTP server). */
+  /** First reads that held no whole request line (kept until it is, or handed on over 8 KiB). */
   incomplete: number;
   /** `getpeername` calls of the HTTP server answered from the address `accept4` returned (no system call). */
   peerHits: number;
@@ -40,6 +40,7 @@ interface FrontAddon {
   setSendBuffer(fd: number, bytes: number): boolean;
   putHttpObject(path: string, head: Uint8Array, body: Uint8Array): boolean;
   deleteHttpObject(path: string): boolean;
+  setHttpObjectsAnswering(on: boolean): void;
 }
 const addon = loadedAddon as FrontAddon;
 
@@ -125,4 +126,14 @@ export function putHttpObject(path: string, head: Uint8Array, body: Uint8Array):
 /** Forgets the object at `path` (its requests reach the HTTP server again). @returns whether it was stored */
 export function deleteHttpObject(path: string): boolean {
   return addon.deleteHttpObject(path);
+}
+
+/**
+ * Turns answering from the object store on (the default) or off, process-wide, keeping what is
+ * stored: off, every request reaches the HTTP server (the differential test,
+ * test/integration/front-differential.test.ts, compares the answers both ways).
+ * @throws TypeError on a non-boolean
+ */
+export function setHttpObjectsAnswering(on: boolean): void {
+  addon.setHttpObjectsAnswering(on);
 }
