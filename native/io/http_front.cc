@@ -36,7 +36,7 @@ std::atomic<uint8_t>* g_fresh = nullptr;
 size_t g_fresh_size = 0;
 std::atomic<Http10Handoff> g_handoff{nullptr};
 std::atomic<const HttpFrontOptions*> g_options{nullptr};
-std::atomic<uint64_t> g_http10{0}, g_capped{0}, g_incomplete{0};
+std::atomic<uint64_t> g_http10{0}, g_capped{0}, g_incomplete{0}, g_refused{0};
 std::mutex g_install_mu;
 bool g_installed = false;
 
@@ -484,6 +484,19 @@ ssize_t FirstLine(int fd, const http::Framing& f, const uint8_t* bytes, ssize_t 
   return 0;
 }
 
+// A request the parser refused (RFC 9112 §5.1, §6.3: 400 and close), read where the HTTP library
+// has nothing outstanding on the connection (its first read, or a read of a connection framed so
+// far whose answers are all written): answered here with a 400 in one send, and the library sees
+// an orderly close. The library itself would stay silent until its idle timeout. Returns what the
+// library's recv returns then (0).
+ssize_t RefuseMalformed(int fd) {
+  static constexpr std::string_view kBadRequest = "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+  (void)::send(fd, kBadRequest.data(), kBadRequest.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void)::shutdown(fd, SHUT_WR);
+  g_refused.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
 ssize_t HookRecv(int fd, void* buf, size_t len, int flags) {
   if (!Tracked(fd)) return ::recv(fd, buf, len, flags);
   auto* bytes = static_cast<uint8_t*>(buf);
@@ -501,6 +514,7 @@ ssize_t HookRecv(int fd, void* buf, size_t len, int flags) {
       return -1;
     }
     g_fresh[fd].fetch_and(static_cast<uint8_t>(~kFresh), std::memory_order_relaxed);
+    if (framing.refused) return RefuseMalformed(fd);
     CapIfAsked(fd, framed, bytes, static_cast<size_t>(n));
     if (framing.line_complete && FirstLine(fd, framing, bytes, n) == 0) return 0;
   }
@@ -522,6 +536,7 @@ ssize_t HookRecv(int fd, void* buf, size_t len, int flags) {
     }
     framing = http::FrameRequests(bytes, static_cast<size_t>(n));
     framed = &framing;
+    if (framing.refused && !(g_conns[fd].state & kPending) && t_scratch_fd != fd) return RefuseMalformed(fd);
     CapIfAsked(fd, framed, bytes, static_cast<size_t>(n));
   }
   if (g_object_count.load(std::memory_order_relaxed) != 0 && g_answering.load(std::memory_order_relaxed)) {
@@ -594,7 +609,7 @@ void SetHttp10Handoff(Http10Handoff handoff) { g_handoff.store(handoff, std::mem
 HttpFrontCounts GetHttpFrontCounts() {
   return {g_http10.load(std::memory_order_relaxed),      g_capped.load(std::memory_order_relaxed),      g_incomplete.load(std::memory_order_relaxed),
           g_peer_hits.load(std::memory_order_relaxed),   g_coalesced.load(std::memory_order_relaxed),   g_object_hits.load(std::memory_order_relaxed),
-          g_object_cut.load(std::memory_order_relaxed),  g_object_count.load(std::memory_order_relaxed)};
+          g_object_cut.load(std::memory_order_relaxed),  g_object_count.load(std::memory_order_relaxed), g_refused.load(std::memory_order_relaxed)};
 }
 
 bool PutHttpObject(std::string_view path, std::string_view head, const uint8_t* body, size_t size) {

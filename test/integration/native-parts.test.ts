@@ -251,12 +251,16 @@ describe('LL-HLS parts answered in native code', () => {
     const before = httpFrontCounts().objectHits;
     for (const [field, body] of [['Content-Length : 5', 'hello'], ['Transfer-Encoding\t: chunked', '0\r\n\r\n']] as const) {
       const c = new Conn();
+      const refusedBefore = httpFrontCounts().refused;
       c.send(`GET ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\n${field}\r\n\r\n${body}`);
-      // Whatever the HTTP server makes of it (it stays silent), the stored part does not answer it.
-      const got = await c.responses(1, false, 1000).catch(() => []);
-      for (const r of got) expect(r.headers.get('content-type')).not.toBe('video/iso.segment');
+      // RFC 9112 §5.1: 400 and closed; the stored part never answers it.
+      const got = await c.responses(1, false, 5000);
+      expect(got.map((r) => r.status), field).toEqual([400]);
+      expect(got[0]!.headers.get('connection')).toBe('close');
+      await waitFor(() => c.closed, 5000, 50, 'the server closes the connection');
       c.end();
       expect(httpFrontCounts().objectHits, field).toBe(before);
+      expect(httpFrontCounts().refused, field).toBe(refusedBefore + 1);
     }
   });
 

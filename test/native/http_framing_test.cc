@@ -60,6 +60,8 @@ TEST(framing_bodies_are_announced_whatever_the_spelling) {
 TEST(framing_refuses_malformed_heads) {
   // RFC 9112 §5.1: no whitespace between a field name and the colon (a server answers 400).
   CHECK(frame("GET /hls/a HTTP/1.1\r\nHost: a\r\nContent-Length : 5\r\n\r\nhello").end == FrameEnd::kInvalid);
+  CHECK(frame("GET /hls/a HTTP/1.1\r\nHost: a\r\nContent-Length : 5\r\n\r\nhello").refused);
+  CHECK(frame("GARBAGE\r\n\r\n").refused);
   CHECK(frame("GET /hls/a HTTP/1.1\r\nHost: a\r\nTransfer-Encoding\t: chunked\r\n\r\n").end == FrameEnd::kInvalid);
   // §6.3: Content-Length with Transfer-Encoding, two different lengths, a length that is no number.
   CHECK(frame("GET /a HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n").end == FrameEnd::kInvalid);
@@ -75,6 +77,10 @@ TEST(framing_refuses_malformed_heads) {
 TEST(framing_upgrades_are_not_http_after_the_head) {
   CHECK(frame("GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n").end == FrameEnd::kInvalid);
   CHECK(frame("CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n").end == FrameEnd::kInvalid);
+  // Not refused: the library answers an upgrade (or refuses it) itself.
+  CHECK(!frame("GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n").refused);
+  CHECK(!frame("CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n").refused);
+  CHECK(!frame("GET /a HTTP/1.1\r\nHost: a\r\n\r\n").refused);
 }
 
 TEST(framing_cut_short_heads) {

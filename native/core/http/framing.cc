@@ -203,6 +203,7 @@ Framing FrameRequests(const uint8_t* bytes, size_t size) {
     if (err == HPE_OK) break;  // every byte taken: inside a request, or empty lines after the last
     if (err != HPE_PAUSED || parser.upgrade) {
       f.end = FrameEnd::kInvalid;
+      f.refused = err != HPE_PAUSED && err != HPE_PAUSED_UPGRADE && !parser.upgrade;
       return f;
     }
     last_end = llhttp_get_error_pos(&parser);

@@ -45,6 +45,9 @@ constexpr size_t kMaxFramedHeads = 8;  // heads reported one by one; more are on
 
 struct Framing {
   FrameEnd end = FrameEnd::kExact;
+  // kInvalid because the parser refused the bytes (RFC 9112 §5.1, §6.3: a server answers 400 and
+  // closes), not because a request switched protocols.
+  bool refused = false;
   // The first request line (method, target, version) is whole: heads[0] has all three (a line
   // without a version, which llhttp reads as HTTP/0.9, once its head has ended).
   bool line_complete = false;

@@ -30,6 +30,8 @@ export interface HttpFrontCounts {
   objectCut: number;
   /** Objects stored now. */
   objects: number;
+  /** Requests the parser refused (RFC 9112 §5.1), answered 400 by the front and closed (docs/http.md "Framing"). */
+  refused: number;
   /** Whether the hooks the object store needs are installed (else stored objects are never answered natively). */
   objectsAnswered: boolean;
 }
