@@ -36,6 +36,8 @@ export interface StreamRow {
   fallback?: string | null;
   /** Where the audio comes from now: 'live', 'fallback', or null (docs/streams.md "Fallback"). */
   source?: string | null;
+  /** The stream's own Icecast mount (`/stream`), or null: docs/icecast.md "Mounts", migration 019. */
+  icecast_mount?: string | null;
 }
 
 /** Prepared statements over `streams`. */
@@ -55,14 +57,17 @@ export class StreamsRepo {
 
   constructor(readonly db: Database) {
     this.insertStmt = db.prepare(`INSERT INTO streams (id, account_id, title, titles, status, quality, codec, region, stream_key_hash,
-      stream_key_enc, metadata, reconnect_window, recording, playback, latency_mode, created_at, started_at, ended_at, fallback)
+      stream_key_enc, metadata, reconnect_window, recording, playback, latency_mode, created_at, started_at, ended_at, fallback,
+      icecast_mount)
       VALUES (@id, @account_id, @title, @titles, @status, @quality, @codec, @region, @stream_key_hash, @stream_key_enc, @metadata,
-      @reconnect_window, @recording, @playback, @latency_mode, @created_at, @started_at, @ended_at, @fallback)`);
+      @reconnect_window, @recording, @playback, @latency_mode, @created_at, @started_at, @ended_at, @fallback,
+      @icecast_mount)`);
     this.byId = db.prepare('SELECT * FROM streams WHERE id = ? AND account_id = ?');
     this.byIdAnyAccount = db.prepare('SELECT * FROM streams WHERE id = ?');
     this.updateStmt = db.prepare(`UPDATE streams SET title = @title, titles = @titles, quality = @quality, metadata = @metadata,
       reconnect_window = @reconnect_window, recording = @recording, playback = @playback, latency_mode = @latency_mode,
-      fallback = @fallback WHERE id = @id`);
+      fallback = @fallback,
+      icecast_mount = @icecast_mount WHERE id = @id`);
     this.deleteStmt = db.prepare('DELETE FROM streams WHERE id = ?');
     this.setKey = db.prepare('UPDATE streams SET stream_key_hash = ?, stream_key_enc = ? WHERE id = ?');
     this.toLive = db.prepare("UPDATE streams SET status = 'live', started_at = ? WHERE id = ? AND status = 'idle'");
@@ -82,7 +87,7 @@ export class StreamsRepo {
   }
 
   insert(row: StreamRow): void {
-    this.insertStmt.run({ ...row, fallback: row.fallback ?? null });
+    this.insertStmt.run({ ...row, fallback: row.fallback ?? null, icecast_mount: row.icecast_mount ?? null });
   }
   /** The stream `id` of `accountId`, or undefined. */
   get(id: string, accountId: string): StreamRow | undefined {
@@ -93,7 +98,15 @@ export class StreamsRepo {
     return this.byIdAnyAccount.get(id) as StreamRow | undefined;
   }
   update(row: StreamRow): void {
-    this.updateStmt.run({ ...row, fallback: row.fallback ?? null });
+    this.updateStmt.run({ ...row, fallback: row.fallback ?? null, icecast_mount: row.icecast_mount ?? null });
+  }
+  /** The stream whose Icecast mount is `mount` (exactly, case-sensitive), or undefined (docs/icecast.md "Mounts"). */
+  byIcecastMount(mount: string): StreamRow | undefined {
+    return this.db.prepare('SELECT * FROM streams WHERE icecast_mount = ?').get(mount) as StreamRow | undefined;
+  }
+  /** Whether some stream's key hashes to `hash` (SHA-256 of the key; indexed, migration 019). */
+  hasKeyHash(hash: Buffer): boolean {
+    return this.db.prepare('SELECT 1 FROM streams WHERE stream_key_hash = ? LIMIT 1').get(hash) !== undefined;
   }
   /** Sets where the stream's audio comes from now (docs/streams.md "Fallback"); false when there is no such stream. */
   setSource(id: string, source: string | null): boolean {
