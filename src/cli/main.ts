@@ -100,6 +100,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'oauth-clients' && sub === 'create') return oauthClientsCreate(argv.slice(2));
     if (command === 'edge-config') return edgeConfig(argv.slice(1));
     if (command === 'systemd-unit') return systemdUnitCommand(argv.slice(1));
+    if (command === 'import-icecast') return (await import('./import-icecast.js')).importIcecast(argv.slice(1));
     process.stderr.write(`skylark: unknown command '${argv.slice(0, 2).join(' ')}'\n${USAGE}`);
     return 2;
   } catch (e) {
