@@ -116,9 +116,9 @@ const EXT_CODECS: Record<string, 'aac' | 'opus' | 'mp3'> = { mp3: 'mp3', aac: 'a
 /** The codec of a mount: its `<type>`, else its name's extension, else mp3 — and what told. */
 export function codecOf(type: string | null, mount: string): { codec: 'aac' | 'opus' | 'mp3'; from: string } {
   const t = type?.toLowerCase().split(';')[0]!.trim();
-  if (t && TYPE_CODECS[t]) return { codec: TYPE_CODECS[t], from: `type ${t}${TYPE_CODECS[t] === 'opus' ? ' (Ogg Opus: a Vorbis source is refused with 415)' : ''}` };
+  if (t && TYPE_CODECS[t]) return { codec: TYPE_CODECS[t], from: `type ${t}${TYPE_CODECS[t] === 'opus' ? '; Ogg Opus: a Vorbis source is cut with stream.error codec_mismatch' : ''}` };
   const ext = /\.([A-Za-z0-9]+)$/.exec(mount)?.[1]?.toLowerCase();
-  if (ext && EXT_CODECS[ext]) return { codec: EXT_CODECS[ext], from: `the .${ext} of the mount name${ext === 'ogg' || ext === 'oga' ? ' (Ogg Opus: a Vorbis source is refused with 415)' : ''}` };
+  if (ext && EXT_CODECS[ext]) return { codec: EXT_CODECS[ext], from: `the .${ext} of the mount name${ext === 'ogg' || ext === 'oga' ? '; Ogg Opus: a Vorbis source is cut with stream.error codec_mismatch' : ''}` };
   return { codec: 'mp3', from: t ? `type ${t} is none Skylark takes: mp3, as most Icecast stations send` : 'not stated: mp3, as most Icecast stations send' };
 }
 

@@ -26,7 +26,7 @@ describe('planIcecast', () => {
       {
         mount: '/lounge.ogg',
         input: { title: 'Lounge <24/7>', codec: 'opus', metadata: {}, icecastMount: '/lounge.ogg' },
-        codecFrom: 'the .ogg of the mount name (Ogg Opus: a Vorbis source is refused with 415)',
+        codecFrom: 'the .ogg of the mount name; Ogg Opus: a Vorbis source is cut with stream.error codec_mismatch',
         password: 'loungepass',
       },
     ]);
