@@ -57,17 +57,14 @@ export class StreamsRepo {
 
   constructor(readonly db: Database) {
     this.insertStmt = db.prepare(`INSERT INTO streams (id, account_id, title, titles, status, quality, codec, region, stream_key_hash,
-      stream_key_enc, metadata, reconnect_window, recording, playback, latency_mode, created_at, started_at, ended_at, fallback,
-      icecast_mount)
+      stream_key_enc, metadata, reconnect_window, recording, playback, latency_mode, created_at, started_at, ended_at, fallback)
       VALUES (@id, @account_id, @title, @titles, @status, @quality, @codec, @region, @stream_key_hash, @stream_key_enc, @metadata,
-      @reconnect_window, @recording, @playback, @latency_mode, @created_at, @started_at, @ended_at, @fallback,
-      @icecast_mount)`);
+      @reconnect_window, @recording, @playback, @latency_mode, @created_at, @started_at, @ended_at, @fallback)`);
     this.byId = db.prepare('SELECT * FROM streams WHERE id = ? AND account_id = ?');
     this.byIdAnyAccount = db.prepare('SELECT * FROM streams WHERE id = ?');
     this.updateStmt = db.prepare(`UPDATE streams SET title = @title, titles = @titles, quality = @quality, metadata = @metadata,
       reconnect_window = @reconnect_window, recording = @recording, playback = @playback, latency_mode = @latency_mode,
-      fallback = @fallback,
-      icecast_mount = @icecast_mount WHERE id = @id`);
+      fallback = @fallback WHERE id = @id`);
     this.deleteStmt = db.prepare('DELETE FROM streams WHERE id = ?');
     this.setKey = db.prepare('UPDATE streams SET stream_key_hash = ?, stream_key_enc = ? WHERE id = ?');
     this.toLive = db.prepare("UPDATE streams SET status = 'live', started_at = ? WHERE id = ? AND status = 'idle'");
@@ -86,8 +83,12 @@ export class StreamsRepo {
     return this.stamp.get() as number;
   }
 
+  /** @throws SqliteError SQLITE_CONSTRAINT_UNIQUE when another stream has `icecast_mount` (nothing is inserted) */
   insert(row: StreamRow): void {
-    this.insertStmt.run({ ...row, fallback: row.fallback ?? null, icecast_mount: row.icecast_mount ?? null });
+    this.db.transaction(() => {
+      this.insertStmt.run({ ...row, fallback: row.fallback ?? null });
+      if (row.icecast_mount != null) this.setIcecastMount(row.id, row.icecast_mount);
+    })();
   }
   /** The stream `id` of `accountId`, or undefined. */
   get(id: string, accountId: string): StreamRow | undefined {
@@ -97,8 +98,16 @@ export class StreamsRepo {
   getAny(id: string): StreamRow | undefined {
     return this.byIdAnyAccount.get(id) as StreamRow | undefined;
   }
+  /** @throws SqliteError SQLITE_CONSTRAINT_UNIQUE when another stream has `icecast_mount` (nothing is changed) */
   update(row: StreamRow): void {
-    this.updateStmt.run({ ...row, fallback: row.fallback ?? null, icecast_mount: row.icecast_mount ?? null });
+    this.db.transaction(() => {
+      this.updateStmt.run({ ...row, fallback: row.fallback ?? null });
+      if (row.icecast_mount !== undefined) this.setIcecastMount(row.id, row.icecast_mount);
+    })();
+  }
+  /** Sets (null: removes) the stream's own Icecast mount. @throws SqliteError SQLITE_CONSTRAINT_UNIQUE when another stream has it */
+  setIcecastMount(id: string, mount: string | null): void {
+    this.db.prepare('UPDATE streams SET icecast_mount = ? WHERE id = ?').run(mount, id);
   }
   /** The stream whose Icecast mount is `mount` (exactly, case-sensitive), or undefined (docs/icecast.md "Mounts"). */
   byIcecastMount(mount: string): StreamRow | undefined {
