@@ -80,7 +80,7 @@ export interface IngestServers {
 }
 
 /** Builds the RTMP and Icecast source servers over `port` (the stream lifecycle); `listeners` is what the Icecast port answers listeners. */
-export function buildIngestServers(b: Base, live: Live, port: Pick<IngestPort, 'authorizePublish' | 'onError'>, listeners: IcecastListening): IngestServers {
+export function buildIngestServers(b: Base, live: Live, port: Pick<IngestPort, 'authorizePublish' | 'onError' | 'streamOfMount' | 'isStreamKey'>, listeners: IcecastListening): IngestServers {
   const { config, limits } = b;
   const rtmp = new RtmpIngest(live.ingest, b.log.child('rtmp'), { ...INGEST_DEFAULTS, mergeReadsMs: config.ingestMergeMs, limitSettings: config.limits, limits });
   const icecast = new IcecastServer(

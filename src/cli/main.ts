@@ -1,6 +1,6 @@
 /**
  * The `skylark` command line (docs/behaviour.md §1, §9, §12): `serve`, `accounts create|set-login`,
- * `keys list|create|roll|revoke`, `oauth-clients create`, `edge-config`, `systemd-unit`.
+ * `keys list|create|roll|revoke`, `oauth-clients create`, `edge-config`, `systemd-unit`, `import-icecast`.
  * Arguments are parsed by node:util parseArgs; every command takes `--data-dir` (or SKYLARK_DATA_DIR)
  * and `--config FILE` (or SKYLARK_CONFIG; docs/configuration.md "Configuration file") and works
  * while `serve` runs on the same data dir. `main` resolves to the exit code; bin/skylark.js
@@ -59,6 +59,9 @@ commands:
   systemd-unit [--user skylark] [--data-dir /var/lib/skylark] [--config FILE]
                   prints a hardened systemd service unit that runs serve as USER
                   with the data dir as its only writable path (docs/deploy.md)
+  import-icecast FILE [--account ACCT] [--keep-passwords] [--json]
+                  creates one stream per <mount> of an Icecast config, with that
+                  mount name, and prints each stream's key (docs/icecast.md)
 
 options for every command: --data-dir DIR (SKYLARK_DATA_DIR, default ./data),
   --config FILE (SKYLARK_CONFIG)
@@ -100,6 +103,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'oauth-clients' && sub === 'create') return oauthClientsCreate(argv.slice(2));
     if (command === 'edge-config') return edgeConfig(argv.slice(1));
     if (command === 'systemd-unit') return systemdUnitCommand(argv.slice(1));
+    if (command === 'import-icecast') return (await import('./import-icecast.js')).importIcecast(argv.slice(1));
     process.stderr.write(`skylark: unknown command '${argv.slice(0, 2).join(' ')}'\n${USAGE}`);
     return 2;
   } catch (e) {

@@ -69,6 +69,11 @@ export class AccountsRepo {
   count(): number {
     return this.countAll.get() as number;
   }
+  /** The id of the node's only account, or undefined when it has none or several. */
+  soleAccountId(): string | undefined {
+    const ids = this.db.prepare('SELECT id FROM accounts LIMIT 2').pluck().all() as string[];
+    return ids.length === 1 ? ids[0] : undefined;
+  }
   insertApiKey(k: Omit<ApiKeyRow, 'revoked_at'>): void {
     this.insertKey.run(k);
   }

@@ -38,6 +38,8 @@ export interface StreamRow {
   fallback?: string | null;
   /** Where the audio comes from now: 'live', 'fallback', or null (docs/streams.md "Fallback"). */
   source?: string | null;
+  /** The stream's own Icecast mount (`/stream`), or null: docs/icecast.md "Mounts", migration 019. */
+  icecast_mount?: string | null;
 }
 
 /** Prepared statements over `streams`. */
@@ -106,8 +108,12 @@ export class StreamsRepo {
     }
   }
 
+  /** @throws SqliteError SQLITE_CONSTRAINT_UNIQUE when another stream has `icecast_mount` (nothing is inserted) */
   insert(row: StreamRow): void {
-    this.insertStmt.run({ ...row, fallback: row.fallback ?? null, playback_publishable_tokens: row.playback_publishable_tokens ?? 0 });
+    this.db.transaction(() => {
+      this.insertStmt.run({ ...row, fallback: row.fallback ?? null, playback_publishable_tokens: row.playback_publishable_tokens ?? 0 });
+      if (row.icecast_mount != null) this.setIcecastMount(row.id, row.icecast_mount);
+    })();
   }
   /** The stream `id` of `accountId`, or undefined. */
   get(id: string, accountId: string): StreamRow | undefined {
@@ -117,9 +123,25 @@ export class StreamsRepo {
   getAny(id: string): StreamRow | undefined {
     return this.byIdAnyAccount.get(id) as StreamRow | undefined;
   }
+  /** @throws SqliteError SQLITE_CONSTRAINT_UNIQUE when another stream has `icecast_mount` (nothing is changed) */
   update(row: StreamRow): void {
-    this.updateStmt.run({ ...row, fallback: row.fallback ?? null, playback_publishable_tokens: row.playback_publishable_tokens ?? 0 });
+    this.db.transaction(() => {
+      this.updateStmt.run({ ...row, fallback: row.fallback ?? null, playback_publishable_tokens: row.playback_publishable_tokens ?? 0 });
+      if (row.icecast_mount !== undefined) this.setIcecastMount(row.id, row.icecast_mount);
+    })();
     this.changed(row.id);
+  }
+  /** Sets (null: removes) the stream's own Icecast mount. @throws SqliteError SQLITE_CONSTRAINT_UNIQUE when another stream has it */
+  setIcecastMount(id: string, mount: string | null): void {
+    this.db.prepare('UPDATE streams SET icecast_mount = ? WHERE id = ?').run(mount, id);
+  }
+  /** The stream whose Icecast mount is `mount` (exactly, case-sensitive), or undefined (docs/icecast.md "Mounts"). */
+  byIcecastMount(mount: string): StreamRow | undefined {
+    return this.db.prepare('SELECT * FROM streams WHERE icecast_mount = ?').get(mount) as StreamRow | undefined;
+  }
+  /** Whether some stream's key hashes to `hash` (SHA-256 of the key; indexed, migration 019). */
+  hasKeyHash(hash: Buffer): boolean {
+    return this.db.prepare('SELECT 1 FROM streams WHERE stream_key_hash = ? LIMIT 1').get(hash) !== undefined;
   }
   /** Sets where the stream's audio comes from now (docs/streams.md "Fallback"); false when there is no such stream. */
   setSource(id: string, source: string | null): boolean {

@@ -43,6 +43,7 @@ export const ERROR_CODES = {
   stream_ended: { status: 409, description: 'The stream has ended.' },
   stream_not_live: { status: 409, description: 'The stream is not live.' },
   webhook_disabled: { status: 409, description: 'The webhook endpoint is disabled.' },
+  icecast_mount_taken: { status: 409, description: 'Another stream of the node has this Icecast mount; `param` is `icecastMount` and the message names the mount.' },
   idempotency_key_in_use: { status: 409, description: 'A request with this Idempotency-Key is still running.' },
   // 413 / 415
   body_too_large: { status: 413, description: 'The body is larger than the endpoint takes.' },

@@ -17,7 +17,7 @@ import type { Logger } from '../../base/logger.js';
 import type { PublicUrls } from '../../base/config.js';
 import type { IngestPort, NowPlayingUpdate, PublishDecision, StreamError, Recording, FallbackItem, FallbackSetting, SourceChangeReason, StreamSource, LoudnessReading } from '../../live/ports.js';
 import { isAudioCodec } from '../../live/ports.js';
-import { tokenMatches } from '../../base/auth/secrets.js';
+import { hashToken, tokenMatches } from '../../base/auth/secrets.js';
 import { ladderKbps, sameNowPlaying, toStreamObject, type NowPlaying } from './stream-object.js';
 import type { WriteRetry } from './write-retry.js';
 import type { ChaptersDocument, PlayLog } from './play-log.js';
@@ -74,6 +74,23 @@ export class StreamLifecycle implements IngestPort {
     if (!tokenMatches(key, row.stream_key_hash)) return { ok: false, reason: `wrong stream key for ${row.id}` };
     const grant = this.authorizeRow(row);
     return grant ? { ok: true, grant } : { ok: false, reason: `stream ${row.id} has an unknown codec` };
+  }
+
+  streamOfMount(mount: string): string | null {
+    try {
+      return this.d.streams.byIcecastMount(mount)?.id ?? null;
+    } catch (e) {
+      this.d.log.error('cannot look the Icecast mount up', { mount, err: (e as Error).message });
+      return null;
+    }
+  }
+
+  isStreamKey(key: string): boolean {
+    try {
+      return this.d.streams.hasKeyHash(hashToken(key));
+    } catch {
+      return false;
+    }
   }
 
   /** What the stream's media is made of (a publish's grant, the fallback's settings); null for an unknown codec. */

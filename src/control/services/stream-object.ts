@@ -42,6 +42,8 @@ export interface StreamObject {
   fallback: StreamFallback | null;
   /** Where the audio comes from now: `live`, `fallback`, or null (nothing plays). */
   source: 'live' | 'fallback' | null;
+  /** The stream's own Icecast mount (`/stream`), besides `/live/<id>`, or null (docs/icecast.md "Mounts"). */
+  icecastMount: string | null;
 }
 
 /** A stream's fallback (docs/streams.md "Fallback"): episodes of the account, their order, the silence that switches to it (s, or null). */
@@ -109,6 +111,7 @@ export function toStreamObject(row: StreamRow, urls: PublicUrls, listenerCount: 
     metadata: JSON.parse(row.metadata) as Record<string, string>,
     fallback: row.fallback ? (JSON.parse(row.fallback) as StreamFallback) : null,
     source: row.source === 'live' || row.source === 'fallback' ? row.source : null,
+    icecastMount: row.icecast_mount ?? null,
   };
 }
 

@@ -21,6 +21,26 @@ import type { BroadcastLog, BroadcastObject, LiveLoudness } from './broadcasts.j
 export const LANGUAGE_TITLES = ['title_en', 'title_ru', 'title_de', 'title_fr'] as const;
 /** Metadata: at most this many keys after a merge (docs/behaviour.md §2). */
 export const METADATA_MAX_KEYS = 16;
+/** Longest Icecast mount, `/` included (docs/icecast.md "Mounts"). */
+export const ICECAST_MOUNT_MAX = 64;
+/** An Icecast mount's shape: `/`, then 1–63 of `A-Z a-z 0-9 . _ - /` (the reserved ones: `icecastMountProblem`). */
+export const ICECAST_MOUNT_PATTERN = /^\/[A-Za-z0-9._/-]{1,63}$/;
+
+/**
+ * Why `mount` cannot be a stream's Icecast mount (docs/icecast.md "Mounts"), or null when it can:
+ * the shape of ICECAST_MOUNT_PATTERN, a clean path (no `//`, no `.` or `..` segment, no `/` at the
+ * end), and none of the Icecast port's own paths — `/live` and `/live/…` (every stream's
+ * `/live/<stream id>`), `/admin…` (Icecast's admin calls), `/status-json.xsl`.
+ */
+export function icecastMountProblem(mount: string): string | null {
+  if (!ICECAST_MOUNT_PATTERN.test(mount)) return `must start with / and be at most ${ICECAST_MOUNT_MAX} characters of A-Z a-z 0-9 . _ - /`;
+  if (mount.endsWith('/') || mount.includes('//')) return 'must not end with / or contain //';
+  if (mount.split('/').some((seg) => seg === '.' || seg === '..')) return 'must not contain . or .. segments';
+  if (/^\/live(?:\/|$)/.test(mount)) return 'must not be /live or under /live/ (every stream has /live/<stream id> already)';
+  if (mount.startsWith('/admin')) return 'must not start with /admin (the Icecast admin calls)';
+  if (mount === '/status-json.xsl') return 'must not be /status-json.xsl (the status document)';
+  return null;
+}
 
 type LanguageTitles<V> = { [K in (typeof LANGUAGE_TITLES)[number]]?: V };
 
@@ -48,6 +68,8 @@ export interface CreateStreamInput extends LanguageTitles<string> {
   latencyMode?: 'standard' | 'low';
   /** What plays while no live audio does (docs/streams.md "Fallback"); null: nothing. */
   fallback?: StreamFallback | null;
+  /** The stream's own Icecast mount (valid by `icecastMountProblem`); null or absent: none. */
+  icecastMount?: string | null;
 }
 
 /** A validated `PATCH /streams/{id}` body: `null` clears a language title or removes a metadata key. */
@@ -62,6 +84,8 @@ export interface UpdateStreamInput extends LanguageTitles<string | null> {
   latencyMode?: 'standard' | 'low';
   /** Set, replaced or (null) removed at once (docs/streams.md "Fallback"). */
   fallback?: StreamFallback | null;
+  /** Set, replaced or (null) removed; sources and listeners use it from their next connection. */
+  icecastMount?: string | null;
 }
 
 /** What the live side offers the resource: counts and the power to stop a publisher. */
@@ -155,15 +179,20 @@ export class StreamsService {
     this.now = d.now ?? Date.now;
   }
 
-  /** Creates an `idle` stream with a new stream key. @throws ApiError 400 */
-  create(accountId: string, input: CreateStreamInput): WithDeprecation<StreamObject> {
+  /**
+   * Creates an `idle` stream with a new stream key (or `streamKey`, a key in the stream key format
+   * that `skylark import-icecast --keep-passwords` carries over).
+   * @throws ApiError 400, 409 `icecast_mount_taken`
+   */
+  create(accountId: string, input: CreateStreamInput, streamKey?: string): WithDeprecation<StreamObject> {
     const deprecated: string[] = [];
+    if (input.icecastMount) this.checkMountFree(input.icecastMount, null);
     if (input.recording) this.d.checkRecordingPodcast?.(accountId, input.recording.podcastId);
     if (input.fallback) this.d.checkFallbackEpisodes?.(accountId, input.fallback.episodeIds);
     const quality = normalizeQuality(input.quality, deprecated) ?? 'medium';
     const account = this.d.accounts.get(accountId);
     const region = (input.region ?? account?.default_region ?? 'eu-west-1') as Region;
-    const key = makeStreamKey(region);
+    const key = streamKey ?? makeStreamKey(region);
     const titles: Record<string, string> = {};
     for (const t of LANGUAGE_TITLES) if (input[t] !== undefined) titles[t] = input[t]!;
     const row: StreamRow = {
@@ -186,8 +215,9 @@ export class StreamsService {
       started_at: null,
       ended_at: null,
       fallback: input.fallback ? JSON.stringify(fallbackOf(input.fallback)) : null,
+      icecast_mount: input.icecastMount ?? null,
     };
-    this.d.streams.insert(row);
+    this.mountWrite(row.icecast_mount ?? null, () => this.d.streams.insert(row));
     if (row.fallback) this.d.live.fallbackChanged?.(row.id);
     return { value: this.render(this.d.streams.getAny(row.id) ?? row, true), deprecated };
   }
@@ -222,7 +252,7 @@ export class StreamsService {
     return { data: page.rows.map((r) => this.render(r, withKey)), hasMore: page.hasMore };
   }
 
-  /** Applies a PATCH; metadata keys given as null are removed. @throws ApiError 400/404 */
+  /** Applies a PATCH; metadata keys given as null are removed. @throws ApiError 400/404, 409 `icecast_mount_taken` */
   update(accountId: string, id: string, input: UpdateStreamInput, withKey: boolean): WithDeprecation<StreamObject> {
     const deprecated: string[] = [];
     const row = { ...this.row(accountId, id) };
@@ -244,7 +274,11 @@ export class StreamsService {
     if (input.playback !== undefined) Object.assign(row, playbackRow(input.playback));
     if (input.latencyMode !== undefined) row.latency_mode = input.latencyMode;
     if (input.fallback !== undefined) row.fallback = input.fallback === null ? null : JSON.stringify(fallbackOf(input.fallback));
-    this.d.streams.update(row);
+    if (input.icecastMount !== undefined) {
+      if (input.icecastMount !== null) this.checkMountFree(input.icecastMount, id);
+      row.icecast_mount = input.icecastMount;
+    }
+    this.mountWrite(input.icecastMount ?? null, () => this.d.streams.update(row));
     this.cache.delete(id);
     if (input.fallback !== undefined || input.quality !== undefined) this.d.live.fallbackChanged?.(id);
     // The fallback may have put the stream on air (or taken it off): its `source` and `nowPlaying` as they are now.
@@ -329,6 +363,22 @@ export class StreamsService {
     return this.d.broadcasts?.loudness(id) ?? null;
   }
 
+  /** Refuses `mount` when a stream other than `selfId` has it. @throws ApiError 409 `icecast_mount_taken` */
+  private checkMountFree(mount: string, selfId: string | null): void {
+    const other = this.d.streams.byIcecastMount(mount);
+    if (other && other.id !== selfId) throw mountTaken(mount);
+  }
+
+  /** Runs a write that sets `mount`: a race lost to another writer (the unique index) is the same 409. */
+  private mountWrite(mount: string | null, write: () => void): void {
+    try {
+      write();
+    } catch (e) {
+      if (mount !== null && (e as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw mountTaken(mount);
+      throw e;
+    }
+  }
+
   private broadcastLog(): BroadcastLog {
     if (!this.d.broadcasts) throw new Error('the streams service has no broadcasts');
     return this.d.broadcasts;
@@ -367,6 +417,11 @@ export class StreamsService {
     const key = withKey ? decryptSecret(this.d.nodeSecret, row.stream_key_enc) : undefined;
     return toStreamObject(row, this.d.urls(), this.d.live.listenerCount(row.id), key);
   }
+}
+
+/** 409 `icecast_mount_taken`, naming the mount (not the other stream: it may be another account's). */
+function mountTaken(mount: string): ApiError {
+  return new ApiError('icecast_mount_taken', `The Icecast mount ${mount} is already used by another stream on this node.`, { param: 'icecastMount' });
 }
 
 /** Freezes a cached stream object (and its nested objects) so that no caller can alter what others are served. */

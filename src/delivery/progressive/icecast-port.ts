@@ -11,7 +11,10 @@
  * - Station identity (`stationHeaders`): `icy-name` is the stream's `title`; `icy-description`,
  *   `icy-genre`, `icy-url` are the stream's `metadata` keys `description`, `genre`, `url` when set.
  * - `/status-json.xsl`: Icecast 2.4's status document for the live `public` streams whose audio
- *   can be listened to now (token streams are never listed), cached for STATUS_TTL_MS.
+ *   can be listened to now (token streams are never listed), cached for STATUS_TTL_MS; a stream
+ *   with its own mount (`icecastMount`) is listed under it (`listenurl`).
+ * - A listener at a stream's own mount (`/stream`) comes here as the bare mount of its stream (the
+ *   Icecast server looks the mount up): the stream's own codec.
  */
 import type { HttpServer, ProgressiveClient, ProgressiveHandler, ProgressiveRequest, ProgressiveSink } from '../../base/http/server.js';
 import { newRequestId } from '../../base/ids.js';
@@ -27,6 +30,8 @@ export interface StationRow {
   started_at: number | null;
   playback: 'public' | 'token';
   codec: string;
+  /** The stream's own Icecast mount (`/stream`), or null: its `listenurl` (docs/icecast.md "Mounts"). */
+  icecast_mount?: string | null;
 }
 
 /** A listener's request on the Icecast port. */
@@ -231,7 +236,7 @@ function statusSource(d: IcecastListeningDeps, row: StationRow, layer: { kbps: n
     bitrate: layer.kbps,
     listener_peak: Math.max(stats.peak, stats.listeners),
     listeners: stats.listeners,
-    listenurl: `http://${host}/live/${row.id}`,
+    listenurl: `http://${host}${row.icecast_mount ?? `/live/${row.id}`}`,
     server_name: row.title,
     server_type: CONTENT_TYPES[row.codec] ?? 'application/octet-stream',
     stream_start: rfc822(start),

@@ -4,20 +4,22 @@
  * (`shout`, ezstream, darkice, BUTT, Mixxx) and Liquidsoap.
  *
  * - `PUT` (Icecast 2.4, `Expect: 100-continue` honoured) or the legacy `SOURCE` method to
- *   `/live/<stream_id>`, HTTP Basic user `source` and password = the stream key. Wrong key,
- *   unknown or ended stream → 401; a `Content-Type` of another codec than the stream's → 415 and
+ *   `/live/<stream_id>` or to the stream's own mount (`icecastMount`, e.g. `/stream`; docs/icecast.md
+ *   "Mounts"), HTTP Basic user `source` and password = the stream key. Wrong key,
+ *   unknown or ended stream → 401; a stream key (any stream's) on a mount no stream has → 404
+ *   naming the mount; a `Content-Type` of another codec than the stream's → 415 and
  *   `stream.error` `codec_mismatch`. Accepted: `100 Continue` (when expected) and `200 OK`, then
  *   the request body is the audio, for as long as the connection lasts.
  * - The body (MP3 frames, ADTS, Ogg Opus; chunked or not) goes through the native IcecastSource
  *   parser, which makes of it the audio messages an RTMP publisher would send, into the same
  *   `Publishing` (live on the first frame, reconnect window, newest publisher wins whichever
  *   protocol each uses, `ended`).
- * - `GET /admin/metadata?mount=/live/<id>&mode=updinfo&song=<Artist - Title>` (or `title=`,
+ * - `GET /admin/metadata?mount=/live/<id>|<own mount>&mode=updinfo&song=<Artist - Title>` (or `title=`,
  *   `artist=`) with the source's credentials sets the stream's now-playing title; the text is in
  *   the `charset=` it names (ISO-8859-1, Windows-1252, UTF-8; without one: UTF-8 when valid, else
  *   ISO-8859-1). A source connection that sends no title clears the previous one (publishing.ts).
  * - Listeners, as on Icecast 2.4 (docs/icecast.md): `GET|HEAD /live/<stream_id>[.mp3|.aac|.opus|.ogg]`
- *   is answered by the `/listen` machinery through `IcecastListening` (the same audio, ICY
+ *   or a stream's own mount (its codec) is answered by the `/listen` machinery through `IcecastListening` (the same audio, ICY
  *   metadata, caps and listener sessions), as `HTTP/1.0 200 OK` with an unframed body until close
  *   whatever the request's HTTP version; `GET /status-json.xsl` is Icecast's status JSON.
  *
@@ -98,6 +100,13 @@ export const ICECAST_DEFAULTS: IcecastServerOptions = { maxConnections: 200, max
 const STREAM_PATH = /^\/live\/(stm_[A-Za-z0-9]+)\/?$/;
 /** A listener's mount: `/live/<stream_id>`, or with the codec's extension. */
 const LISTEN_PATH = /^\/live\/(stm_[A-Za-z0-9]+)(?:\.(mp3|aac|opus|ogg))?$/;
+/** What a stream's own mount may look like (the API's rule; the rest of it is checked when it is set). */
+const MOUNT_SHAPE = /^\/[A-Za-z0-9._/-]{1,63}$/;
+
+/** A request path as it may go into a log line or an answer: at most 80 characters, printable ASCII. */
+function printable(path: string): string {
+  return path.slice(0, 80).replace(/[^\x21-\x7e]/g, '?');
+}
 
 /** `ip` of `ip:port` forms and IPv4-mapped IPv6 (`::ffff:a.b.c.d`). */
 function ipOf(socket: net.Socket): string {
@@ -127,7 +136,7 @@ export class IcecastServer {
 
   constructor(
     private readonly publishing: Publishing,
-    private readonly port: Pick<IngestPort, 'authorizePublish' | 'onError'>,
+    private readonly port: Pick<IngestPort, 'authorizePublish' | 'onError' | 'streamOfMount' | 'isStreamKey'>,
     private readonly log: Logger,
     private readonly limits: Limits,
     private readonly opts: IcecastServerOptions = ICECAST_DEFAULTS,
@@ -257,6 +266,7 @@ export class IcecastServer {
       return;
     }
     const m = STREAM_PATH.exec(url.pathname);
+    const mounted = m ? null : this.streamOfMount(url.pathname);
     const creds = basicCredentials(head.headers.get('authorization'));
     const refuse = (reason: string) => {
       // libshout's first try carries no credentials and expects this 401 (the protocol's normal first
@@ -265,9 +275,16 @@ export class IcecastServer {
       else this.log.warn('icecast source refused', { remote, reason });
       this.answer(conn, response('401 Unauthorized', { 'WWW-Authenticate': 'Basic realm="Icecast2 Server"' }, 'Authentication required: user "source", the stream key as password.\n'));
     };
-    if (!m) return refuse(`unknown mount '${url.pathname.slice(0, 80)}'`);
     if (!creds || creds.user !== 'source') return refuse('no source credentials');
-    const streamId = m[1]!;
+    if (!m && !mounted) {
+      // A source with a stream key on a mount no stream has is told which mount is missing
+      // (docs/icecast.md "Mounts"); without a valid key the answer is the 401 as for any wrong key.
+      if (!this.port.isStreamKey?.(creds.password)) return refuse(`unknown mount '${printable(url.pathname)}'`);
+      this.log.warn('icecast source refused: no such mount', { remote, mount: printable(url.pathname) });
+      this.answer(conn, response('404 Not Found', {}, `No such mount: ${printable(url.pathname)}. Publish to /live/<stream id>, or set the stream's icecastMount to ${printable(url.pathname)}.\n`));
+      return;
+    }
+    const streamId = m ? m[1]! : mounted!;
     const granted = this.port.authorizePublish(streamId, creds.password);
     if (!granted.ok) return refuse(granted.reason);
     const want = granted.grant.codec;
@@ -297,15 +314,17 @@ export class IcecastServer {
       return;
     }
     const m = LISTEN_PATH.exec(url.pathname);
-    if (!m || !this.listening) {
-      this.answer(conn, response('404 Not Found', {}, 'No such mount. Listen at /live/<stream id>.\n'));
+    const mounted = m || !this.listening ? null : this.streamOfMount(url.pathname);
+    if ((!m && !mounted) || !this.listening) {
+      this.answer(conn, response('404 Not Found', {}, `No such mount: ${printable(url.pathname)}. Listen at /live/<stream id> or at a stream's own mount.\n`));
       return;
     }
     const q = head.target.indexOf('?');
+    const streamId = m ? m[1]! : mounted!;
     const a = this.listening.listen({
       method: isHead ? 'HEAD' : 'GET',
-      streamId: m[1]!,
-      ext: m[2] ?? null,
+      streamId,
+      ext: m ? (m[2] ?? null) : null,
       query: q < 0 ? '' : head.target.slice(q + 1),
       header: (name) => head.headers.get(name) ?? '',
       remoteAddress: conn.ip,
@@ -343,7 +362,7 @@ export class IcecastServer {
       socket.uncork();
     }
     if (sink.done) return sink.leave();
-    this.countListener(m[1]!, socket);
+    this.countListener(streamId, socket);
   }
 
   /** Counts a listener of `streamId` on this port until its socket closes (`listenersByStream`, `listenerBytes`). */
@@ -467,10 +486,12 @@ export class IcecastServer {
     const q = head.target.indexOf('?');
     const params = queryBytes(q < 0 ? '' : head.target.slice(q + 1));
     const ascii = (name: string) => params.get(name)?.toString('latin1') ?? null;
-    const m = STREAM_PATH.exec(ascii('mount') ?? '');
+    const mount = ascii('mount') ?? '';
+    const m = STREAM_PATH.exec(mount);
+    const streamId = m ? m[1]! : this.streamOfMount(mount);
     const creds = basicCredentials(head.headers.get('authorization'));
-    if (!m || !creds) return unauthorized();
-    const granted = this.port.authorizePublish(m[1]!, creds.password);
+    if (!streamId || !creds) return unauthorized();
+    const granted = this.port.authorizePublish(streamId, creds.password);
     if (!granted.ok) {
       this.log.warn('icecast metadata refused', { remote, reason: granted.reason });
       return unauthorized();
@@ -498,8 +519,18 @@ export class IcecastServer {
       } else title = song;
     }
     if (!title) return reply('400 Bad Request', xmlError('No song or title given'));
-    this.publishing.nowPlaying(m[1]!, { title: title.slice(0, 256), artist: artist ? artist.slice(0, 256) : null });
+    this.publishing.nowPlaying(streamId, { title: title.slice(0, 256), artist: artist ? artist.slice(0, 256) : null });
     reply('200 OK', XML_OK);
+  }
+
+  /**
+   * The stream whose own mount is `path` (docs/icecast.md "Mounts"), or null. Only a path of a
+   * mount's shape is looked up (at most 64 characters of `A-Z a-z 0-9 . _ - /` after a `/`): what a
+   * stranger sends costs no database read otherwise.
+   */
+  private streamOfMount(path: string): string | null {
+    if (!MOUNT_SHAPE.test(path) || !this.port.streamOfMount) return null;
+    return this.port.streamOfMount(path);
   }
 }
 

@@ -63,6 +63,13 @@ export interface IngestPort {
    * the key.
    */
   authorizePublish(streamId: string, key: string): PublishDecision;
+  /**
+   * The id of the stream whose own Icecast mount is `mount` (docs/icecast.md "Mounts"; exact,
+   * case-sensitive), or null for none (or when the database cannot be read: logged).
+   */
+  streamOfMount?(mount: string): string | null;
+  /** Whether `key` is the stream key of some stream (a source on an unknown mount is told so, not refused). Never logs the key. */
+  isStreamKey?(key: string): boolean;
   /** The stream's state now, or null once deleted. */
   streamState(streamId: string): { status: 'idle' | 'live'; reconnectWindowS: number } | null;
   /** Streams an earlier run left `live` (no publisher is connected after a restart). */

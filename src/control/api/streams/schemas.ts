@@ -4,7 +4,7 @@
  * OpenAPI document (./openapi.ts).
  */
 import * as v from 'valibot';
-import { LANGUAGE_TITLES, METADATA_MAX_KEYS } from '../../services/streams.js';
+import { ICECAST_MOUNT_PATTERN, icecastMountProblem, LANGUAGE_TITLES, METADATA_MAX_KEYS } from '../../services/streams.js';
 import { count, nullableString, objectId, timestamp } from '../openapi/schemas.js';
 
 export { LANGUAGE_TITLES, METADATA_MAX_KEYS };
@@ -63,6 +63,15 @@ const fallback = v.nullable(
   ),
 );
 
+/** `icecastMount` (docs/icecast.md "Mounts"): a path such as `/stream`, or null for none. */
+const icecastMount = v.nullable(
+  v.pipe(
+    v.string('must be a string'),
+    v.regex(ICECAST_MOUNT_PATTERN, 'must start with / and be at most 64 characters of A-Z a-z 0-9 . _ - /'),
+    v.check((m) => icecastMountProblem(m) === null, (issue) => icecastMountProblem(String(issue.input)) ?? 'is not allowed'),
+  ),
+);
+
 export const CreateStream = v.strictObject({
   title,
   title_en: v.optional(languageTitle),
@@ -84,6 +93,7 @@ export const CreateStream = v.strictObject({
   playback: v.optional(playback),
   latencyMode: v.optional(latencyMode),
   fallback: v.optional(fallback),
+  icecastMount: v.optional(icecastMount),
 });
 
 export const UpdateStream = v.strictObject({
@@ -100,6 +110,7 @@ export const UpdateStream = v.strictObject({
   playback: v.optional(playback),
   latencyMode: v.optional(latencyMode),
   fallback: v.optional(fallback),
+  icecastMount: v.optional(icecastMount),
 });
 
 /** A stream is `live` during a broadcast and `idle` between them; it has no terminal state (docs/streams.md). */
@@ -161,6 +172,7 @@ export const StreamObject = v.object({
   metadata: v.record(v.string(), v.string()),
   fallback: v.nullable(v.object({ episodeIds: v.array(v.string()), order: v.picklist(FALLBACK_ORDERS), silenceSeconds: v.nullable(v.number()) })),
   source: v.nullable(v.picklist(['live', 'fallback'])),
+  icecastMount: nullableString,
 });
 
 /** One track of the play log (docs/behaviour.md §11): `countries` counts the distinct listeners per country heard during it. */
