@@ -33,7 +33,17 @@ describe('migration 013: reusable streams', () => {
     // Back to the schema before migration 013 (the later ones undone too: they run again after
     // it), with the rows an earlier version wrote.
     const db = new Sqlite(path.join(data.dir, 'skylark.db'));
-    db.exec('DROP TABLE broadcasts; ALTER TABLE streams DROP COLUMN fallback; ALTER TABLE streams DROP COLUMN source; DELETE FROM schema_migrations WHERE version >= 13;');
+    db.exec(
+      [
+        // 016–019 undone (newest first)
+        'DROP INDEX streams_stream_key_hash; DROP INDEX streams_icecast_mount; ALTER TABLE streams DROP COLUMN icecast_mount;',
+        'ALTER TABLE streams DROP COLUMN playback_publishable_tokens;',
+        'ALTER TABLE download_clients DROP COLUMN counted_as; ALTER TABLE download_clients DROP COLUMN address;',
+        'DROP TABLE hls_timelines;',
+        // 013–015
+        'DROP TABLE broadcasts; ALTER TABLE streams DROP COLUMN fallback; ALTER TABLE streams DROP COLUMN source; DELETE FROM schema_migrations WHERE version >= 13;',
+      ].join(' '),
+    );
     const started = Date.parse('2026-01-05T10:00:00Z');
     const endedAt = Date.parse('2026-01-05T11:00:00Z');
     db.prepare("UPDATE streams SET status = 'ended', started_at = ?, ended_at = ? WHERE id = ?").run(started, endedAt, ended.id);
