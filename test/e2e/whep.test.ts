@@ -119,7 +119,7 @@ describe('WHEP in Chromium', () => {
     const pub = publishOpus(s.rtmpUrl, s.streamKey, file, 40);
     try {
       await waitFor(async () => (await api(t.http, t.secretKey, 'GET', `/v2/streams/${s.id}`)).json.status === 'live', 15_000, 100, 'live');
-      const token = (await api(t.http, t.publishableKey, 'POST', `/v2/streams/${s.id}/listener_tokens`)).json.token;
+      const token = (await api(t.http, t.secretKey, 'POST', `/v2/streams/${s.id}/listener_tokens`)).json.token;
       await playAndCheck(s.id, token);
     } finally {
       pub.stop();
