@@ -8,7 +8,7 @@
 //   putHttpObject(path: string, head: Uint8Array, body: Uint8Array): boolean   // io::PutHttpObject
 //   deleteHttpObject(path: string): boolean
 //   setHttpObjectsAnswering(on: boolean): void   // io::SetHttpObjectsAnswering
-//   (httpFrontCounts also gives objectHits, objectCut, objects, refused and objectsAnswered)
+//   (httpFrontCounts also gives objectHits, objectCut, objects, refused, idleClosed and objectsAnswered)
 //
 // `onConnection` runs on the thread that installed the front (the main thread), for each
 // connection whose first request is HTTP/1.0, with a socket descriptor it owns and the bytes
@@ -120,6 +120,7 @@ Napi::Value Counts(const Napi::CallbackInfo& info) {
   out.Set("objectCut", Napi::Number::New(env, static_cast<double>(c.object_cut)));
   out.Set("objects", Napi::Number::New(env, static_cast<double>(c.objects)));
   out.Set("refused", Napi::Number::New(env, static_cast<double>(c.refused)));
+  out.Set("idleClosed", Napi::Number::New(env, static_cast<double>(c.idle_closed)));
   out.Set("objectsAnswered", Napi::Boolean::New(env, io::HttpObjectsAnswered()));
   return out;
 }

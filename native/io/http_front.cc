@@ -13,13 +13,16 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "core/http/framing.h"
@@ -58,14 +61,22 @@ std::atomic<uint64_t> g_peer_hits{0};
 // it (and cleared on close). Mapped lazily, like the peer slots.
 struct ConnSlot {
   uint32_t passed_at;  // monotonic seconds of the last read handed to the library (or the accept)
+  uint32_t active_at;  // monotonic seconds of the last byte read or written (or the accept); the sweep reads it
+  uint8_t open;        // 1 from the library's accept to its close; the sweep reads it
+  uint8_t lock;        // held by the idle sweep while it decides and shuts down, and by the close hook
   uint8_t state;
 };
+std::atomic<int> g_max_conn_fd{-1};  // the highest descriptor ever accepted (the sweep's bound)
+std::atomic<uint64_t> g_idle_closed{0};
 constexpr uint8_t kPending = 1;  // the library got a request whose answer it has not fully written
 // The connection is the library's for good: it sent something not framed exactly (a read that did
 // not end where a request ends, a body, a header on neither list of core/http/framing.h, bytes
 // llhttp refused), more than one request in a read, or a request other than GET/HEAD under the
 // prefix (docs/http.md "Framing").
 constexpr uint8_t kForeign = 2;
+// The last framed read handed on ended inside a request head (it is not whole yet): the idle sweep
+// treats the connection as waiting for its client, not for an answer. Cleared by any write.
+constexpr uint8_t kHeadOpen = 4;
 ConnSlot* g_conns = nullptr;     // null: objects are never answered here
 
 // Per fd: the first bytes of a new connection whose request line is not whole yet (docs/http.md
@@ -101,13 +112,65 @@ void RememberPeer(int fd, const struct sockaddr* addr, socklen_t addrlen, sockle
   slot.len.store(static_cast<uint8_t>(addrlen), std::memory_order_release);
 }
 
+// Idle connections (docs/http.md "Idle connections"): some builds of the HTTP library never time a
+// connection out. Once a second a thread of the front's own shuts down the connections that moved
+// no byte either way for kIdleSeconds while nothing was outstanding (a silent connection, a
+// half-sent head, an idle keep-alive), or for kIdlePendingSeconds while an answer was
+// outstanding. The library then sees the peer gone and closes the connection as its own timeout
+// would. A slot's lock is held by the sweep from its check to its shutdown and by the close hook
+// around close(2), so a descriptor is never shut down after it was closed and reused.
+constexpr uint32_t kIdleSeconds = 10;
+constexpr uint32_t kIdlePendingSeconds = 60;
+
+inline void LockSlot(ConnSlot& c) {
+  while (__atomic_exchange_n(&c.lock, 1, __ATOMIC_ACQUIRE) != 0) sched_yield();
+}
+inline void UnlockSlot(ConnSlot& c) { __atomic_store_n(&c.lock, 0, __ATOMIC_RELEASE); }
+
+void SweepIdleOnce() {
+  const uint32_t now = NowSeconds();
+  const int last = g_max_conn_fd.load(std::memory_order_relaxed);
+  for (int fd = 0; fd <= last; ++fd) {
+    ConnSlot& c = g_conns[fd];
+    if (__atomic_load_n(&c.open, __ATOMIC_ACQUIRE) == 0) continue;
+    if (__atomic_exchange_n(&c.lock, 1, __ATOMIC_ACQUIRE) != 0) continue;  // closing now
+    const uint32_t idle = now - __atomic_load_n(&c.active_at, __ATOMIC_RELAXED);
+    const uint8_t state = __atomic_load_n(&c.state, __ATOMIC_RELAXED);
+    const bool pending = (state & kPending) != 0 && (state & kHeadOpen) == 0;
+    if (__atomic_load_n(&c.open, __ATOMIC_RELAXED) != 0 && idle >= kIdleSeconds && (!pending || idle >= kIdlePendingSeconds) && idle < (1u << 31)) {
+      __atomic_store_n(&c.open, 0, __ATOMIC_RELAXED);  // shut down once; the library's close follows
+      (void)::shutdown(fd, SHUT_RDWR);
+      g_idle_closed.fetch_add(1, std::memory_order_relaxed);
+    }
+    UnlockSlot(c);
+  }
+}
+
+void StartIdleSweep() {
+  std::thread([] {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      SweepIdleOnce();
+    }
+  }).detach();
+}
+
 int HookAccept4(int sockfd, struct sockaddr* addr, socklen_t* addrlen, int flags) {
   const socklen_t given = addrlen ? *addrlen : 0;
   const int fd = ::accept4(sockfd, addr, addrlen, flags);
   if (Tracked(fd)) {
     g_fresh[fd].store(kFresh, std::memory_order_relaxed);
     RememberPeer(fd, addr, addrlen ? *addrlen : 0, given);
-    if (g_conns) g_conns[fd] = {NowSeconds(), 0};
+    if (g_conns) {
+      const uint32_t now = NowSeconds();
+      g_conns[fd].passed_at = now;
+      g_conns[fd].state = 0;
+      __atomic_store_n(&g_conns[fd].active_at, now, __ATOMIC_RELAXED);
+      __atomic_store_n(&g_conns[fd].open, 1, __ATOMIC_RELEASE);
+      int seen = g_max_conn_fd.load(std::memory_order_relaxed);
+      while (fd > seen && !g_max_conn_fd.compare_exchange_weak(seen, fd, std::memory_order_relaxed)) {
+      }
+    }
   }
   return fd;
 }
@@ -256,13 +319,14 @@ void HandedOn(int fd, const http::Framing* f) {
   ConnSlot& c = g_conns[fd];
   uint8_t state = c.state | kPending;
   if (f == nullptr || !StaysFramed(*f)) state |= kForeign;
+  if (f != nullptr && f->end == http::FrameEnd::kPartial && f->heads_count == 0) state |= kHeadOpen;
   c.state = state;
   c.passed_at = NowSeconds();
 }
 
 // The library wrote the last of what it had for `fd`.
 inline void WrittenOut(int fd) {
-  if (g_conns) g_conns[fd].state &= static_cast<uint8_t>(~kPending);
+  if (g_conns) g_conns[fd].state &= static_cast<uint8_t>(~(kPending | kHeadOpen));
 }
 
 // Formats the per-answer middle of the head: the request id's counter (base 36), Date (RFC 9110
@@ -361,6 +425,7 @@ ssize_t HookSend(int fd, const void* buf, size_t len, int flags) {
     const struct iovec one{const_cast<void*>(buf), len};
     n = SendAfterHeld(fd, h, &one, 1, flags | MSG_NOSIGNAL);
   }
+  if (n > 0 && g_conns) __atomic_store_n(&g_conns[fd].active_at, NowSeconds(), __ATOMIC_RELAXED);
   if (n == static_cast<ssize_t>(len) && !(flags & MSG_MORE)) WrittenOut(fd);
   return n;
 }
@@ -371,6 +436,7 @@ ssize_t HookWritev(int fd, const struct iovec* iov, int count) {
   const ssize_t n = h ? SendAfterHeld(fd, h, iov, count, MSG_NOSIGNAL) : ::writev(fd, iov, count);
   size_t total = 0;
   for (int i = 0; i < count; ++i) total += iov[i].iov_len;
+  if (n > 0 && g_conns) __atomic_store_n(&g_conns[fd].active_at, NowSeconds(), __ATOMIC_RELAXED);
   if (n >= 0 && static_cast<size_t>(n) == total) WrittenOut(fd);
   return n;
 }
@@ -391,7 +457,19 @@ int HookClose(int fd) {
       g_lines[fd] = nullptr;
     }
     if (PeerSlot* peers = g_peers.load(std::memory_order_relaxed)) peers[fd].len.store(0, std::memory_order_relaxed);
-    if (g_conns) g_conns[fd].state = 0;
+    if (g_conns) {
+      ConnSlot& c = g_conns[fd];
+      LockSlot(c);  // the sweep never shuts down a descriptor this close frees for reuse
+      c.state = 0;
+      __atomic_store_n(&c.open, 0, __ATOMIC_RELAXED);
+      if (std::atomic<HeldBytes*>* table = g_held.load(std::memory_order_relaxed)) {
+        if (t_scratch_fd == fd) t_scratch_fd = -1;
+        if (HeldBytes* own = table[fd].exchange(nullptr, std::memory_order_relaxed)) std::free(own);
+      }
+      const int r = ::close(fd);
+      UnlockSlot(c);
+      return r;
+    }
     if (std::atomic<HeldBytes*>* table = g_held.load(std::memory_order_relaxed)) {
       if (t_scratch_fd == fd) t_scratch_fd = -1;
       if (HeldBytes* own = table[fd].exchange(nullptr, std::memory_order_relaxed)) std::free(own);
@@ -518,6 +596,9 @@ ssize_t HookRecv(int fd, void* buf, size_t len, int flags) {
     CapIfAsked(fd, framed, bytes, static_cast<size_t>(n));
     if (framing.line_complete && FirstLine(fd, framing, bytes, n) == 0) return 0;
   }
+  // Bytes for the library (or the store): the connection is active (a first line still being
+  // kept is not, so a half-sent line is closed 10 s after the connection opened).
+  if (g_conns) __atomic_store_n(&g_conns[fd].active_at, NowSeconds(), __ATOMIC_RELAXED);
   if (!g_conns) {
     if (!framed) CapIfAsked(fd, nullptr, bytes, static_cast<size_t>(n));
     return n;
@@ -594,7 +675,10 @@ std::string InstallHttpFront(const std::string& object_suffix, const HttpFrontOp
         // passed_at 0: its first read is handed on, and from then on it is tracked like any other.
         void* conns = mmap(nullptr, size * sizeof(ConnSlot), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         g_held.store(held);
-        if (ReplaceImport(object_suffix, "send", reinterpret_cast<void*>(&HookSend), &unused) > 0 && conns != MAP_FAILED) g_conns = static_cast<ConnSlot*>(conns);
+        if (ReplaceImport(object_suffix, "send", reinterpret_cast<void*>(&HookSend), &unused) > 0 && conns != MAP_FAILED) {
+          g_conns = static_cast<ConnSlot*>(conns);
+          StartIdleSweep();
+        }
       } else {
         munmap(table, size * sizeof(std::atomic<HeldBytes*>));
       }
@@ -609,7 +693,8 @@ void SetHttp10Handoff(Http10Handoff handoff) { g_handoff.store(handoff, std::mem
 HttpFrontCounts GetHttpFrontCounts() {
   return {g_http10.load(std::memory_order_relaxed),      g_capped.load(std::memory_order_relaxed),      g_incomplete.load(std::memory_order_relaxed),
           g_peer_hits.load(std::memory_order_relaxed),   g_coalesced.load(std::memory_order_relaxed),   g_object_hits.load(std::memory_order_relaxed),
-          g_object_cut.load(std::memory_order_relaxed),  g_object_count.load(std::memory_order_relaxed), g_refused.load(std::memory_order_relaxed)};
+          g_object_cut.load(std::memory_order_relaxed),  g_object_count.load(std::memory_order_relaxed), g_refused.load(std::memory_order_relaxed),
+          g_idle_closed.load(std::memory_order_relaxed)};
 }
 
 bool PutHttpObject(std::string_view path, std::string_view head, const uint8_t* body, size_t size) {

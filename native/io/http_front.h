@@ -55,6 +55,7 @@ struct HttpFrontCounts {
   uint64_t object_cut = 0;   // stored answers only partly written (the connection was closed)
   uint64_t objects = 0;      // objects stored now
   uint64_t refused = 0;      // requests the parser refused, answered 400 here and closed
+  uint64_t idle_closed = 0;  // connections shut down by the idle sweep
 };
 
 // Installs the hooks into the loaded shared object whose path ends with `object_suffix` (once per

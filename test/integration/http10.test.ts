@@ -196,16 +196,20 @@ describe('HTTP/1.0 requests (docs/http.md)', () => {
     const long = await rawPieces(port, ['GET /' + 'a'.repeat(4000), 'b'.repeat(5000)], 15_000).catch((e: Error) => e);
     // The HTTP server refuses a request line that long (or closes at once): either way it ends the connection.
     if (!(long instanceof Error)) expect(long.status).toBeGreaterThanOrEqual(400);
-    const silent = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, '127.0.0.1', () => s.write('GET /v2/openapi'));
-      s.on('close', () => resolve(true));
-      s.on('error', () => {});
-      setTimeout(() => {
-        s.destroy();
-        resolve(false);
-      }, 20_000);
-    });
-    expect(silent).toBe(true);
+    // Nothing, half a request line, a whole line with the head never ended: each is closed by the
+    // library's idle timeout or, where the library keeps none, by the front's idle sweep
+    // (docs/http.md "Idle connections").
+    const closedBySilence = (bytes: string) =>
+      new Promise<boolean>((resolve) => {
+        const s = net.connect(port, '127.0.0.1', () => bytes && s.write(bytes));
+        s.on('close', () => resolve(true));
+        s.on('error', () => {});
+        setTimeout(() => {
+          s.destroy();
+          resolve(false);
+        }, 20_000);
+      });
+    expect(await Promise.all(['', 'GET /v2/openapi', 'GET /v2/openapi HTTP/1.1\r\nHost: x\r\n'].map(closedBySilence))).toEqual([true, true, true]);
   }, 30_000);
 
   it('answers curl --http1.0', async () => {

@@ -32,6 +32,8 @@ export interface HttpFrontCounts {
   objects: number;
   /** Requests the parser refused (RFC 9112 §5.1), answered 400 by the front and closed (docs/http.md "Framing"). */
   refused: number;
+  /** Connections the idle sweep shut down: no byte either way for 10 s with nothing outstanding, or 60 s with an answer outstanding (docs/http.md "Idle connections"). */
+  idleClosed: number;
   /** Whether the hooks the object store needs are installed (else stored objects are never answered natively). */
   objectsAnswered: boolean;
 }
