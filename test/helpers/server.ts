@@ -8,10 +8,11 @@
  * (scripts/scan-secrets.mjs); unset, in-process servers log errors to stderr and CLI servers log
  * as their environment says, into `stderr()`.
  */
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, statfsSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { loadConfig } from '../../src/base/config.js';
@@ -217,4 +218,41 @@ export async function waitFor<T>(fn: () => Promise<T> | T, timeoutMs = 20_000, e
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/** A free TCP port on 127.0.0.1 (bound, then released: another process could take it in between). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Writes `file` (appending) until the volume has `leave` bytes free, or to its last byte. */
+export function fillVolume(file: string, leave = 0): void {
+  const fd = openSync(file, 'a');
+  if (leave > 0) {
+    const s = statfsSync(path.dirname(file));
+    const n = s.bavail * s.bsize - leave;
+    const block = Buffer.alloc(1024 * 1024, 1);
+    for (let done = 0; done < n; done += block.length) writeSync(fd, block, 0, Math.min(block.length, n - done));
+    closeSync(fd);
+    return;
+  }
+  const block = Buffer.alloc(64 * 1024, 1);
+  try {
+    for (;;) writeSync(fd, block);
+  } catch {
+    // ENOSPC
+  }
+  try {
+    for (;;) writeSync(fd, block.subarray(0, 512));
+  } catch {
+    // ENOSPC: full to the block
+  }
+  closeSync(fd);
 }

@@ -11,10 +11,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { repoRoot, tempDir } from '../helpers/server.js';
+import { freePort, repoRoot, tempDir } from '../helpers/server.js';
 
 const cli = path.join(repoRoot, 'bin', 'skylark.js');
 const dirs: Array<() => void> = [];
@@ -36,16 +35,6 @@ function configFile(text: string): { dir: string; file: string } {
   return { dir: d.dir, file };
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * Runs the CLI with `args`; for `serve`, resolves with its listening line once printed (then stops

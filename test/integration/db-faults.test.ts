@@ -11,10 +11,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
-import { mkdirSync, rmSync, openSync, writeSync, closeSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import Sqlite from 'better-sqlite3';
-import { api, repoRoot, runCli, startCli, tempDir, waitFor, type CliServer } from '../helpers/server.js';
+import { api, repoRoot, runCli, startCli, tempDir, waitFor, fillVolume, type CliServer } from '../helpers/server.js';
 import { publish, exited } from '../helpers/publish.js';
 
 /** Holds `BEGIN IMMEDIATE` on the database for `ms`, from another process. Resolves once the lock is held. */
@@ -153,19 +153,7 @@ describe('a full data volume on the live path', () => {
 
     // Fill the volume to the last byte.
     const filler = path.join(vol, 'filler');
-    const fd = openSync(filler, 'w');
-    const block = Buffer.alloc(64 * 1024, 1);
-    try {
-      for (;;) writeSync(fd, block);
-    } catch {
-      // ENOSPC: full
-    }
-    try {
-      for (;;) writeSync(fd, block.subarray(0, 512));
-    } catch {
-      // ENOSPC: full to the block
-    }
-    closeSync(fd);
+    fillVolume(filler);
 
     const p = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 60 });
     publishers.push(p);

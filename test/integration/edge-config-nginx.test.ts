@@ -13,9 +13,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
-import { api, runCli, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
+import { api, freePort, runCli, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
 import { nginxBinary } from '../../bench/lib/nginx-edges.js';
 
 const nginx = nginxBinary();
@@ -32,16 +31,6 @@ function folder(): string {
   return d.dir;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 beforeAll(async () => {
   if (!nginx) return;

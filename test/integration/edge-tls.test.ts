@@ -13,10 +13,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { api, runCli, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
+import { api, freePort, runCli, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 import { nginxBinary } from '../../bench/lib/nginx-edges.js';
 
@@ -35,16 +34,6 @@ const dir = tempDir('skylark-edge-tls-');
 let cert = '';
 let key = '';
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** GET `url` with curl over TLS (the test certificate as the only CA); resolves to the body and the HTTP version curl used. */
 async function curl(url: string, version: '--http2' | '--http1.1' = '--http2'): Promise<{ status: number; httpVersion: string; body: string }> {

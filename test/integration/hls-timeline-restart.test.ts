@@ -13,24 +13,12 @@
  * edge, the bytes the origin answers for it (never a cached object of the previous run).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import net from 'node:net';
-import { api, runCli, startCli, tempDir, waitFor, type CliServer } from '../helpers/server.js';
+import { api, freePort, runCli, startCli, tempDir, waitFor, type CliServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 import { nginxBinary, startEdge } from '../../bench/lib/nginx-edges.js';
 
 const nginx = nginxBinary();
 
-/** A free TCP port on 127.0.0.1 (the kernel's pick, released at once): the origin keeps it across restarts, so the edge's upstream stays. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** What one media playlist showed: its numbers and the objects it listed (absolute URL → bytes). */
 interface Seen {

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { api, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
+import { api, freePort, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 import { nginxBinary } from '../../bench/lib/nginx-edges.js';
 import { httpFrontCounts } from '../../src/live/native/http-front.js';
@@ -97,15 +97,6 @@ async function over11(p: string, init: RequestInit = {}) {
   return { status: r.status, headers: r.headers, body: Buffer.from(await r.arrayBuffer()) };
 }
 
-/** A free TCP port on 127.0.0.1. */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 beforeAll(async () => {
   t = await startInProcess();

@@ -14,11 +14,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, rmSync, statSync, statfsSync, writeSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../../src/base/config.js';
 import { startServer, type RunningServer } from '../../src/main.js';
-import { api, tempDir, testLogger, waitFor } from '../helpers/server.js';
+import { api, tempDir, testLogger, waitFor, fillVolume } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 import { DISK_RESERVE_BYTES, DISK_RESERVE_FILE } from '../../src/base/disk-reserve.js';
 
@@ -42,30 +42,6 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
-/** Writes `file` (appending) until the volume has `leave` bytes free, or to its last byte. */
-function fill(file: string, leave = 0): void {
-  const fd = openSync(file, 'a');
-  if (leave > 0) {
-    const s = statfsSync(path.dirname(file));
-    const n = s.bavail * s.bsize - leave;
-    const block = Buffer.alloc(1024 * 1024, 1);
-    for (let done = 0; done < n; done += block.length) writeSync(fd, block, 0, Math.min(block.length, n - done));
-    closeSync(fd);
-    return;
-  }
-  const block = Buffer.alloc(64 * 1024, 1);
-  try {
-    for (;;) writeSync(fd, block);
-  } catch {
-    // ENOSPC
-  }
-  try {
-    for (;;) writeSync(fd, block.subarray(0, 512));
-  } catch {
-    // ENOSPC: full to the block
-  }
-  closeSync(fd);
-}
 
 type Ev = { type: string; data: { object: { id: string }; error?: { code: string; reason?: string } } };
 
@@ -91,14 +67,14 @@ describe('recording at the free-space floor', () => {
     await waitFor(() => existsSync(recordings) && readdirSync(recordings).some((f) => f.endsWith('.aac') && statSync(path.join(recordings, f)).size > 16_000), 20_000, 200, 'recording');
 
     // Another writer takes the volume 1 MiB under the floor: the recording stops at once.
-    fill(path.join(vol, 'filler'), 7 * 1024 * 1024);
+    fillVolume(path.join(vol, 'filler'), 7 * 1024 * 1024);
     const events = async () => (await api(http, key, 'GET', '/v2/events?limit=100')).json.data as Ev[];
     const stopped = await waitFor(async () => (await events()).find((e) => e.type === 'stream.error' && e.data.error?.code === 'recording_stopped') ?? null, 4000, 100, 'recording_stopped at the floor');
     expect(stopped.data.error!.reason).toBe('disk_free');
     expect(stopped.data.object.id).toBe(s.id);
 
     // The volume full to its last byte: the node's own records still commit.
-    fill(path.join(vol, 'filler'));
+    fillVolume(path.join(vol, 'filler'));
     // The publisher leaves: the stream ends, recorded on the full disk too.
     pub.kill('SIGKILL');
     await exited(pub);
