@@ -186,6 +186,8 @@ describe('edge log receiver', () => {
     const m = await mint(stream.hlsUrl);
     await send(edge, line({ a: '5.9.0.1', u: m.path, sid: m.sid })); // a marker: once it counts, the replay was read
     await waitFor(async () => (await stats(stream.id)).totalListeners === total0 + 2, 5000, 50, 'the marker listener');
+    // The receiver's own counts, not only the listener totals (a minted session can count before its line is read).
+    await waitFor(() => counts().joined - c0.joined >= 2 && counts().replayed - c0.replayed >= 1, 5000, 50, 'the replay and the marker read');
     const c1 = counts();
     expect(c1.unsigned - c0.unsigned).toBe(3);
     expect(c1.stale - c0.stale).toBe(1);
