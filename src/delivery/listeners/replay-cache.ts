@@ -91,7 +91,7 @@ export class ReplayCache {
       this.generation = g;
     }
     const h = mac.readUInt32BE(0);
-    const l = mac.readUInt32BE(4) | 1; // never 0: 0 marks an empty slot
+    const l = (mac.readUInt32BE(4) | 1) >>> 0; // never 0 (0 marks an empty slot); unsigned, as the table stores it
     if (this.current.has(h, l) || this.previous.has(h, l)) return 'seen';
     return this.current.add(h, l) ? 'added' : 'full';
   }
