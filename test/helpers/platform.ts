@@ -102,7 +102,8 @@ export class OpenApiChecker {
   /** The problems of one answer (empty when it conforms); `pattern` as registered (`/v2/streams/:id`). */
   check(method: string, pattern: string, status: number, body: unknown): string[] {
     const path = pattern.replace(/^\/v2/, '').replace(/:([A-Za-z0-9_]+)/g, '{$1}');
-    const op = this.doc.paths[path]?.[method.toLowerCase()];
+    // HEAD answers what GET would, without the body (RFC 9110 §9.3.2): the document lists GET only.
+    const op = this.doc.paths[path]?.[method === 'HEAD' ? 'get' : method.toLowerCase()];
     if (!op) return [`${method} ${path} is not in the OpenAPI document`];
     const res = op.responses[String(status)];
     if (!res) return [`${method} ${path} answered ${status}, which the document does not list`];

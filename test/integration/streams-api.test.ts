@@ -794,10 +794,10 @@ describe('routing', () => {
 
   it('wrong method on a known route → 405 envelope with Allow', async () => {
     const cases = [
-      ['PUT', '/v2/streams', 'GET, POST'],
-      ['DELETE', '/v2/streams', 'GET, POST'],
-      ['PUT', '/v2/streams/stm_x', 'GET, PATCH, DELETE'],
-      ['POST', '/v2/streams/stm_x', 'GET, PATCH, DELETE'],
+      ['PUT', '/v2/streams', 'GET, HEAD, POST'],
+      ['DELETE', '/v2/streams', 'GET, HEAD, POST'],
+      ['PUT', '/v2/streams/stm_x', 'GET, HEAD, PATCH, DELETE'],
+      ['POST', '/v2/streams/stm_x', 'GET, HEAD, PATCH, DELETE'],
       ['GET', '/v2/streams/stm_x/reset_stream_key', 'POST'],
     ] as const;
     for (const [m, p, allow] of cases) {

@@ -135,9 +135,10 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 /**
  * Writes a JSON answer under cork: status, `Content-Type: application/json; charset=utf-8`,
  * `X-Request-ID`, `Cache-Control: no-store`, then the headers of `extra` and `more` (later ones
- * may repeat a name), then `body` (JSON text). `close` closes the connection after it.
+ * may repeat a name), then `body` (JSON text). `close` closes the connection after it. `head`
+ * (a HEAD request, RFC 9110 §9.3.2): the same head with `Content-Length` of `body` and no body.
  */
-export function writeJson(res: uWS.HttpResponse, status: number, requestId: string, body: string, extra?: Record<string, string>, more?: Record<string, string>, close = false): void {
+export function writeJson(res: uWS.HttpResponse, status: number, requestId: string, body: string, extra?: Record<string, string>, more?: Record<string, string>, close = false, head = false): void {
   res.cork(() => {
     res.writeStatus(statusBytes(status));
     res.writeHeader(H_CONTENT_TYPE, V_JSON);
@@ -145,7 +146,8 @@ export function writeJson(res: uWS.HttpResponse, status: number, requestId: stri
     res.writeHeader(H_CACHE_CONTROL, V_NO_STORE);
     if (extra) for (const k in extra) res.writeHeader(k, extra[k]!);
     if (more) for (const k in more) res.writeHeader(k, more[k]!);
-    res.end(body, close);
+    if (head) endHead(res, Buffer.byteLength(body));
+    else res.end(body, close);
   });
 }
 
@@ -204,7 +206,8 @@ export class Replies {
         res.writeStatus(statusBytes(reply.status));
         res.writeHeader(H_CACHE_CONTROL, V_NO_STORE);
         for (const k in headers) res.writeHeader(k, headers[k]!);
-        res.end(text);
+        if (state.method === 'HEAD') endHead(res, Buffer.byteLength(text));
+        else res.end(text);
       });
       if (this.observer) this.observe(state, reply.status, headers, text);
       return;
@@ -218,7 +221,7 @@ export class Replies {
     }
     state.answered = true;
     this.count(state, reply.status);
-    writeJson(res, reply.status, requestId, body, extra, reply.headers);
+    writeJson(res, reply.status, requestId, body, extra, reply.headers, false, state.method === 'HEAD');
     if (this.observer) this.observe(state, reply.status, jsonHeaders(requestId, extra, reply.headers), body);
   }
 
@@ -229,7 +232,7 @@ export class Replies {
     const body = JSON.stringify(errorBody(err, requestId));
     state.answered = true;
     this.count(state, err.status);
-    writeJson(res, err.status, requestId, body, extra, err.headers, close);
+    writeJson(res, err.status, requestId, body, extra, err.headers, close, state.method === 'HEAD');
     if (this.observer) this.observe(state, err.status, jsonHeaders(requestId, extra, err.headers), body);
   }
 

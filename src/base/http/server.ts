@@ -107,6 +107,8 @@ export class HttpServer {
   api<C>(method: HttpMethod, pattern: string, handler: GuardedApiHandler<C>, opts: ApiRouteOptions<C> & { guard: (req: ApiRequest) => C }): void;
   api(method: HttpMethod, pattern: string, handler: GuardedApiHandler<unknown>, opts: ApiRouteOptions = {}): void {
     this.addRoute(method, pattern, 'api', opts.scope, opts.doc);
+    // A GET route answers HEAD too (./routes/api.ts): listed in `Allow`, not as a route of its own.
+    if (method === 'get') this.patterns.get(pattern)!.add('HEAD');
     registerApiRoute(this.host, () => this.idempotency, method, pattern, handler, opts);
   }
 

@@ -20,6 +20,8 @@ export interface AssetUrls {
   stream: string;
   webhooks: string;
   upload: string;
+  /** The site icon (SVG), linked by every page and also answered at `/favicon.ico`. */
+  icon: string;
   hls: string;
 }
 
@@ -29,9 +31,10 @@ const FILES: Record<Exclude<keyof AssetUrls, 'hls'>, string> = {
   stream: 'stream.js',
   webhooks: 'webhooks.js',
   upload: 'upload.js',
+  icon: 'icon.svg',
 };
 
-const TYPES: Record<string, string> = { '.css': 'text/css; charset=utf-8', '.js': 'text/javascript; charset=utf-8' };
+const TYPES: Record<string, string> = { '.css': 'text/css; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.svg': 'image/svg+xml' };
 
 /**
  * The folder holding the asset sources: next to this module when run from `src/` (tests, tsx), or
@@ -50,7 +53,7 @@ function hlsPath(): string {
 }
 
 /**
- * Reads every asset, registers `GET /dashboard/assets/:file` and returns their URLs. A missing
+ * Reads every asset, registers `GET /dashboard/assets/:file` (and `/favicon.ico`) and returns their URLs. A missing
  * hls.js only disables the player (logged).
  * @throws Error when one of the dashboard's own assets is missing (a broken checkout fails at start, not per request)
  */
@@ -90,5 +93,24 @@ export function registerAssets(http: HttpServer, log: Logger): AssetUrls {
     });
   }
   http.raw('get', '/dashboard/assets/:file', (params) => replies.get(params[0] ?? '') ?? notFound);
+  registerFavicon(http, byName.get(path.basename(urls.icon))!.body);
   return urls;
+}
+
+/**
+ * `GET /favicon.ico`: browsers ask for it on any page they show (an API answer, the OAuth pages),
+ * whatever the page links. It answers the site icon as SVG (`image/svg+xml`, which browsers accept
+ * under that name), cached for a day: not a 404 in every browser console.
+ */
+function registerFavicon(http: HttpServer, svg: Uint8Array): void {
+  const reply: RawReply = {
+    status: '200 OK',
+    headers: [
+      ['Content-Type', 'image/svg+xml'],
+      ['Cache-Control', 'public, max-age=86400'],
+      ['X-Content-Type-Options', 'nosniff'],
+    ],
+    body: svg,
+  };
+  http.raw('get', '/favicon.ico', () => reply);
 }

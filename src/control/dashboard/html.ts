@@ -95,6 +95,7 @@ function head(title: string, assets: AssetUrls, scripts: string[]): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${esc(title)} · Skylark</title>
+<link rel="icon" type="image/svg+xml" href="${esc(assets.icon)}">
 <link rel="stylesheet" href="${esc(assets.css)}">
 <script src="${esc(assets.common)}" defer></script>
 ${scripts.map((s) => `<script src="${esc(s)}" defer></script>`).join('\n')}

@@ -314,7 +314,7 @@ function nowPlayingCard(s: StreamObject, l: StreamLive, csrf: string): string {
 
 /** The stream page's broadcasts card: the broadcasts and the recording form. */
 function broadcastsCard(s: StreamObject, broadcasts: BroadcastObject[], csrf: string): string {
-  return `<section class="card" aria-labelledby="broadcasts-title">
+  return `<section class="card card-wide" aria-labelledby="broadcasts-title">
 <h2 id="broadcasts-title">Broadcasts</h2>
 <p class="muted small">Each time the stream goes live with its key is a broadcast; the URLs and the key stay the same.</p>
 <div id="broadcasts">${broadcastsHtml(broadcasts, s.recording?.podcastId ?? null)}</div>

@@ -137,6 +137,11 @@ export function registerApiRoute(host: RouteHost, idempotencyOf: () => Idempoten
   };
   registerApiPreflight(host, pattern);
   host.app[method](pattern, (res, req) => answerApi(route, res, req));
+  // HEAD of a GET route answers what GET would, without the body (RFC 9110 §9.3.2).
+  if (method === 'get') {
+    const head: ApiRoute = { ...route, httpName: 'HEAD' };
+    host.app.head(pattern, (res, req) => answerApi(head, res, req));
+  }
 }
 
 /** What every request of one JSON API route uses: bound once by `registerApiRoute`. */
