@@ -64,9 +64,17 @@ export class Outbox {
     for (const [e, a] of batch) for (const l of this.listeners) l(e, a);
   }
 
-  /** Drops announcements of a rolled-back transaction. */
-  discard(): void {
-    this.pending.length = 0;
+  /**
+   * Drops announcements of a rolled-back transaction: all of them, or those recorded since
+   * `mark()` returned `from` (a rolled-back savepoint inside a transaction that goes on).
+   */
+  discard(from = 0): void {
+    this.pending.length = Math.min(from, this.pending.length);
+  }
+
+  /** How many announcements wait for the commit: the `from` of a later `discard`. */
+  mark(): number {
+    return this.pending.length;
   }
 
   /** Subscribes to committed events; returns the unsubscribe function. */
