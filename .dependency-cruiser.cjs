@@ -30,9 +30,9 @@ module.exports = {
     home('valibot', 'valibot|@valibot', ['base/config\\.ts$', 'control/api/[^/]+/schemas\\.ts$', 'control/api/validation\\.ts$', 'control/api/openapi/']),
     {
       name: 'addon-has-one-home',
-      comment: 'the C++ addon is loaded only by src/live/native/',
+      comment: 'the C++ addon is loaded only by src/native/',
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/live/native/' },
+      from: { path: '^src/', pathNot: '^src/native/' },
       to: { path: '\\.node$' },
     },
     // ── Planes ──────────────────────────────────────────────────────────────────────────────
@@ -48,7 +48,7 @@ module.exports = {
       comment: 'live/ (native addon, ingest, media) imports base/ only: delivery and control come to it through its ports',
       severity: 'error',
       from: { path: '^src/live/' },
-      to: { path: '^src/', pathNot: ['^src/live/', '^src/base/'] },
+      to: { path: '^src/', pathNot: ['^src/live/', '^src/base/', '^src/native/'] },
     },
     {
       name: 'delivery-never-imports-control',
@@ -81,17 +81,17 @@ module.exports = {
     // ── Inside the planes ───────────────────────────────────────────────────────────────────
     {
       name: 'native-is-a-leaf',
-      comment: 'live/native/ (the addon loader) imports no app folder',
+      comment: 'src/native/ (the addon loader and one wrapper per native class) imports nothing of the planes, the composition root or the CLI',
       severity: 'error',
-      from: { path: '^src/live/native/' },
-      to: { path: '^src/', pathNot: '^src/live/native/' },
+      from: { path: '^src/native/' },
+      to: { path: '^src/', pathNot: '^src/native/' },
     },
     {
       name: 'media-knows-no-ingest',
-      comment: 'live/media/ (hub, layers, segmenting, recording) imports live/native/ and base/ only',
+      comment: 'live/media/ (hub, layers, segmenting, recording) imports src/native/ and base/ only',
       severity: 'error',
       from: { path: '^src/live/media/' },
-      to: { path: '^src/', pathNot: ['^src/live/media/', '^src/live/native/', '^src/base/'] },
+      to: { path: '^src/', pathNot: ['^src/live/media/', '^src/native/', '^src/base/'] },
     },
     {
       name: 'db-knows-no-rules',

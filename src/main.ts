@@ -19,7 +19,7 @@ import type { Limits } from './base/limits/limits.js';
 import { HTTP_LIBRARY_BUILD, HTTP_LIBRARY_OBJECT, type HttpServer } from './base/http/server.js';
 import { Http10Front, adoptHttp10Connection } from './base/http/http10.js';
 import { cidrMatcher } from './base/auth/ratelimit/client-ip.js';
-import { httpFrontStatus, installHttpFront } from './live/native/http-front.js';
+import { httpFrontStatus, installHttpFront } from './native/http-front.js';
 import type { Publishing } from './live/ingest/publishing.js';
 import type { AccountsService } from './control/services/accounts.js';
 import type { EdgeLogReceiver } from './delivery/listeners/edge-log.js';

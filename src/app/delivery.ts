@@ -12,14 +12,14 @@ import { createEdgeLog, createListeners, type Listeners } from '../delivery/list
 import type { EdgeLogReceiver } from '../delivery/listeners/edge-log.js';
 import { listenerTimeoutMs, publicPartHead, registerHlsRoutes } from '../delivery/hls/routes.js';
 import { NativeParts } from '../delivery/hls/native-parts.js';
-import { deleteHttpObject, putHttpObject } from '../live/native/http-front.js';
+import { deleteHttpObject, putHttpObject } from '../native/http-front.js';
 import { nativeRequestIdPrefix } from '../base/ids.js';
 import { HubSource } from '../delivery/hls/source.js';
 import { startHttpThreads, type RunningThreads, type ThreadCounts, type WatchedMediaRegistry } from '../delivery/threads/index.js';
 import { registerListenRoutes, type ListenFeature } from '../delivery/progressive/routes.js';
 import { icecastListening, keepProgressive } from '../delivery/progressive/icecast-port.js';
 import { registerWhep, type WhepStats } from '../delivery/webrtc/whep.js';
-import { RtpFanout, rtpFanoutAvailable } from '../live/native/rtp-fanout.js';
+import { RtpFanout, rtpFanoutAvailable } from '../native/rtp-fanout.js';
 
 /** Builds the listeners room (docs/behaviour.md §3–§4): registry, listener tokens, HLS access, held-request caps. */
 export function buildListenersRoom(b: Base): Listeners {

@@ -13,7 +13,7 @@ import type { Listeners } from '../delivery/listeners/feature.js';
 import type { IcecastServer } from '../live/ingest/icecast-server.js';
 import type { RunningThreads, WatchedMediaRegistry } from '../delivery/threads/index.js';
 import { clientAddress, trustedProxies } from '../delivery/listeners/geo.js';
-import { httpFrontCounts } from '../live/native/http-front.js';
+import { httpFrontCounts } from '../native/http-front.js';
 import { ffmpegPath } from '../base/ffmpeg.js';
 import { sumTallies } from '../base/http/tally.js';
 import { errorBody, statusLine, type DeferredReply, type RawReply, type RawRequestInfo } from '../base/http/server.js';
@@ -22,7 +22,7 @@ import { NodeMetrics, type HttpCounts, type MetricsSources, type StreamIngest, t
 import { metricsAccess } from '../base/metrics/access.js';
 import { readiness, type HealthCheck } from '../base/metrics/health.js';
 
-/** Whether the native HTTP hooks (docs/http.md "HTTP/1.0") are installed, and why not: the HTTP front's own status (src/live/native/http-front.ts `httpFrontStatus`). */
+/** Whether the native HTTP hooks (docs/http.md "HTTP/1.0") are installed, and why not: the HTTP front's own status (src/native/http-front.ts `httpFrontStatus`). */
 export type HttpFrontStatus = () => { installed: boolean; reason?: string | null };
 
 /** What is known once the node listens (src/main.ts resolves it; like `UrlsCell`). */

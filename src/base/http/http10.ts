@@ -1,6 +1,6 @@
 /**
  * The HTTP/1.0 front (docs/http.md "HTTP/1.0"). The HTTP server library parses HTTP/1.1 only; a
- * native hook on its socket reads (src/live/native/http-front.ts) hands every connection whose first
+ * native hook on its socket reads (src/native/http-front.ts) hands every connection whose first
  * request line says HTTP/1.0 to `adopt()` here, with the bytes already read. Node's own HTTP/1.x
  * server then parses it and each request is passed, as HTTP/1.1, to this node's HTTP server over
  * the main thread's private unix socket (the route every other request takes: the same handlers,
@@ -125,7 +125,7 @@ export function peerText(address: string | undefined): string {
 const fronts = new Map<number, Http10Front>();
 
 /**
- * Takes a connection from the native hook (src/live/native/http-front.ts): `fd` (owned from now on),
+ * Takes a connection from the native hook (src/native/http-front.ts): `fd` (owned from now on),
  * `head` the bytes it sent so far (at least its request line). It goes to the front of the port it
  * reached; with none there (the server is stopping), it is closed.
  */

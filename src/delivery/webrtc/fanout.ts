@@ -38,7 +38,7 @@ export interface NativeFanoutPeer {
 }
 
 /**
- * The port through which WHEP uses the native fan-out (implemented by src/live/native/rtp-fanout.ts,
+ * The port through which WHEP uses the native fan-out (implemented by src/native/rtp-fanout.ts,
  * handed over by the composition root as a factory).
  */
 export interface NativeFanout {

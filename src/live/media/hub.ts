@@ -14,7 +14,7 @@ import { LadderTranscoder } from './transcoder.js';
 import { BitrateMonitor } from './bitrate.js';
 import { Recorder, type Recording, type RecordingLeftover, type RecordingStop } from './recorder.js';
 import { readAudioTag, type AudioCodec, type AudioTag } from './codec.js';
-import { Segmenter, type SegmenterEvent } from '../native/index.js';
+import { Segmenter, type SegmenterEvent } from '../../native/segmenter.js';
 import { StreamTimeline, unreadableMark, type TimelineStore } from './timeline.js';
 
 export { Layer } from './layer.js';

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OggReader, opusPacketSamples } from '../../../../src/live/media/ogg.js';
+import { OggReader, opusPacketSamples } from '../../../src/live/media/ogg.js';
 
 const fixtures = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../../fixtures');
 

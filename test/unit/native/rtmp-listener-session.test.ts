@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RtmpListener, type RtmpConnectionHandler, type RtmpControlEvent } from '../../../../src/live/native/index.js';
+import { RtmpListener, type RtmpConnectionHandler, type RtmpControlEvent } from '../../../src/native/rtmp-listener.js';
 import { closeAll, connect, startListener, until, writeInPieces, type Heard } from './listener-harness.js';
 import { HANDSHAKE_BYTES, decodeAmf, publishedAudio, readMessages } from './rtmp-messages.js';
 

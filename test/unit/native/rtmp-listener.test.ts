@@ -5,7 +5,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RtmpListener, Segmenter, type RtmpConnectionHandler, type SegmenterEvent } from '../../../../src/live/native/index.js';
+import { RtmpListener, type RtmpConnectionHandler } from '../../../src/native/rtmp-listener.js';
+import { Segmenter, type SegmenterEvent } from '../../../src/native/segmenter.js';
 import { closeAll, connect, startListener as start, until } from './listener-harness.js';
 import { publishedAudio } from './rtmp-messages.js';
 
