@@ -24,7 +24,8 @@ import type { Publishing } from './live/ingest/publishing.js';
 import type { AccountsService } from './control/services/accounts.js';
 import type { EdgeLogReceiver } from './delivery/listeners/edge-log.js';
 import { assertPortFree } from './base/http/port-probe.js';
-import { freePort, privateSocketPath, type RunningThreads, type ThreadCounts, type WatchedMediaRegistry } from './delivery/threads/index.js';
+import { freePort, privateSocketPath, type RunningThreads, type ThreadCounts } from './delivery/threads/index.js';
+import type { MediaRegistry } from './live/media/hub.js';
 export { stopAllHttpThreads } from './delivery/threads/index.js';
 import { buildBase, type Base } from './app/base.js';
 import { buildFallbackCache, buildIngestServers, buildPublishing, type IngestServers } from './app/live.js';
@@ -82,7 +83,7 @@ interface Built {
   delivery: Delivery;
   servers: IngestServers;
   /** The hubs of live streams (worker threads mirror them). */
-  media: WatchedMediaRegistry;
+  media: MediaRegistry;
   /** In start order (closed in reverse). */
   features: Feature[];
   metrics: NodeMetrics;

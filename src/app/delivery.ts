@@ -15,7 +15,8 @@ import { NativeParts } from '../delivery/hls/native-parts.js';
 import { deleteHttpObject, putHttpObject } from '../native/http-front.js';
 import { nativeRequestIdPrefix } from '../base/ids.js';
 import { HubSource } from '../delivery/hls/source.js';
-import { startHttpThreads, type RunningThreads, type ThreadCounts, type WatchedMediaRegistry } from '../delivery/threads/index.js';
+import { startHttpThreads, type RunningThreads, type ThreadCounts } from '../delivery/threads/index.js';
+import type { MediaRegistry } from '../live/media/hub.js';
 import { registerListenRoutes, type ListenFeature } from '../delivery/progressive/routes.js';
 import { icecastListening, keepProgressive } from '../delivery/progressive/icecast-port.js';
 import { registerWhep, type WhepStats } from '../delivery/webrtc/whep.js';
@@ -49,7 +50,7 @@ export interface Delivery {
  * receiver, over the hubs of `media` and the listeners room.
  * @throws Error when the `/listen/:file` route could not be kept for the Icecast port
  */
-export function buildDelivery(b: Base, room: Listeners, media: WatchedMediaRegistry): Delivery {
+export function buildDelivery(b: Base, room: Listeners, media: MediaRegistry): Delivery {
   const { http, config } = b;
   const shared = config.httpThreads > 1;
   // With worker threads, playlists are rendered into shared memory (once per version, for every thread).
@@ -105,7 +106,7 @@ export function buildDelivery(b: Base, room: Listeners, media: WatchedMediaRegis
 }
 
 /** The store of public LL-HLS parts in the native HTTP front (docs/http.md "Media objects answered in native code"), watching every hub opened. */
-function buildNativeParts(source: HubSource, room: Listeners, media: WatchedMediaRegistry, streams: StreamsRepo): NativeParts {
+function buildNativeParts(source: HubSource, room: Listeners, media: MediaRegistry, streams: StreamsRepo): NativeParts {
   const parts = new NativeParts({
     store: { put: putHttpObject, delete: deleteHttpObject },
     source,
@@ -126,7 +127,7 @@ function buildNativeParts(source: HubSource, room: Listeners, media: WatchedMedi
  * (SO_REUSEPORT); what they do not serve comes to the main thread over its private unix socket.
  * @returns null with one thread
  */
-export async function startDeliveryThreads(b: Base, room: Listeners, media: WatchedMediaRegistry, d: Delivery, port: number, socketPath: string): Promise<RunningThreads | null> {
+export async function startDeliveryThreads(b: Base, room: Listeners, media: MediaRegistry, d: Delivery, port: number, socketPath: string): Promise<RunningThreads | null> {
   const { config } = b;
   if (config.httpThreads <= 1) return null;
   return startHttpThreads({

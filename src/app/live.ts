@@ -9,7 +9,7 @@ import { Publishing } from '../live/ingest/publishing.js';
 import { ICECAST_DEFAULTS, IcecastServer, type IcecastListening } from '../live/ingest/icecast-server.js';
 import { INGEST_DEFAULTS, RtmpIngest } from '../live/ingest/rtmp-ingest.js';
 import { ffmpegPath } from '../base/ffmpeg.js';
-import { WatchedMediaRegistry } from '../delivery/threads/index.js';
+import { MediaRegistry } from '../live/media/hub.js';
 import { FallbackCache } from '../live/ingest/fallback-cache.js';
 import { TimelinesRepo } from '../base/db/timelines-repo.js';
 import type { TimelineMark, TimelineStore } from '../live/media/timeline.js';
@@ -25,8 +25,8 @@ export function buildFallbackCache(b: Base): FallbackCache {
 
 /** Publishing, built: the hubs of live streams and the ingest that feeds them. */
 export interface Live {
-  /** The hubs (watched: worker threads mirror them). */
-  media: WatchedMediaRegistry;
+  /** The hubs (delivery's readers watch each one opened: `onOpen`). */
+  media: MediaRegistry;
   ingest: Publishing;
 }
 
@@ -48,7 +48,7 @@ export function timelineStore(b: Pick<Base, 'db' | 'writes' | 'now'>): TimelineS
 /** Builds the media registry and publishing over `port` (the stream lifecycle, docs/streams.md), the fallback playing from `fallbackCache`. */
 export function buildPublishing(b: Base, port: IngestPort, fallbackCache: FallbackCache): Live {
   const { config } = b;
-  const media = new WatchedMediaRegistry(b.now, timelineStore(b), b.log.child('live'));
+  const media = new MediaRegistry(b.now, timelineStore(b), b.log.child('live'));
   const ingest = new Publishing({
     port,
     media,

@@ -11,7 +11,8 @@ import type { Base } from './base.js';
 import type { Services } from './control.js';
 import type { Listeners } from '../delivery/listeners/feature.js';
 import type { IcecastServer } from '../live/ingest/icecast-server.js';
-import type { RunningThreads, WatchedMediaRegistry } from '../delivery/threads/index.js';
+import type { RunningThreads } from '../delivery/threads/index.js';
+import type { MediaRegistry } from '../live/media/hub.js';
 import { clientAddress, trustedProxies } from '../delivery/listeners/geo.js';
 import { httpFrontCounts } from '../native/http-front.js';
 import { ffmpegPath } from '../base/ffmpeg.js';
@@ -49,7 +50,7 @@ export class ListeningCell {
 export interface OperationsDeps {
   base: Base;
   room: Listeners;
-  media: WatchedMediaRegistry;
+  media: MediaRegistry;
   icecast: IcecastServer;
   /** WHEP's counts (RTP payload bytes sent to peers). */
   whep: { stats(): { payloadBytesSent: number } };
@@ -191,7 +192,7 @@ function metricsSources(d: OperationsDeps): MetricsSources {
  * Listeners by stream and protocol label: HLS sessions of a stream with LL-HLS parts are `ll_hls`;
  * progressive listeners are `icecast` as many as the Icecast port serves, the rest `listen`.
  */
-function listenerCounts(room: Listeners, media: WatchedMediaRegistry, icecast: IcecastServer): StreamListeners[] {
+function listenerCounts(room: Listeners, media: MediaRegistry, icecast: IcecastServer): StreamListeners[] {
   const out: StreamListeners[] = [];
   for (const { streamId, protocol, count } of room.registry.byProtocol()) {
     if (protocol === 'hls') {
@@ -208,7 +209,7 @@ function listenerCounts(room: Listeners, media: WatchedMediaRegistry, icecast: I
 }
 
 /** Every open hub's ingest state. */
-function ingestNow(media: WatchedMediaRegistry, now: number): StreamIngest[] {
+function ingestNow(media: MediaRegistry, now: number): StreamIngest[] {
   const out: StreamIngest[] = [];
   for (const [stream, hub] of media.current()) if (!hub.ended) out.push({ stream, live: hub.ingestLive, kbps: hub.ingestKbps(now) });
   return out;
