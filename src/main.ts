@@ -18,7 +18,7 @@ import type { Logger } from './base/logger.js';
 import type { Limits } from './base/limits/limits.js';
 import { HTTP_LIBRARY_BUILD, HTTP_LIBRARY_OBJECT, type HttpServer } from './base/http/server.js';
 import { Http10Front, adoptHttp10Connection } from './base/http/http10.js';
-import { cidrMatcher } from './base/auth/ratelimit/client-ip.js';
+import { isTrustedProxy, trustedProxies } from './base/http/client-address.js';
 import { httpFrontStatus, installHttpFront } from './native/http-front.js';
 import type { Publishing } from './live/ingest/publishing.js';
 import type { AccountsService } from './control/services/accounts.js';
@@ -174,11 +174,12 @@ async function listenAll(b: Built): Promise<Bound> {
   let threads: RunningThreads | null = null;
   // The main thread's private unix socket: requests forwarded by worker threads and by the HTTP/1.0 front.
   const socket = privateSocketPath();
+  const proxies = trustedProxies(config.trustedProxies);
   const http10 = new Http10Front({
     socketPath: socket.socketPath,
     maxConnections: config.limits.listenMaxConnections,
     maxConnectionsPerAddress: config.limits.listenMaxConnectionsPerIp,
-    trusted: cidrMatcher(config.trustedProxies),
+    trusted: (ip) => isTrustedProxy(proxies, ip),
     headTimeoutMs: config.limits.http10HeadTimeoutMs,
     idleTimeoutMs: config.limits.http10IdleTimeoutMs,
     limits: b.base.limits,

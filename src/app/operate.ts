@@ -13,7 +13,7 @@ import type { Listeners } from '../delivery/listeners/feature.js';
 import type { IcecastServer } from '../live/ingest/icecast-server.js';
 import type { RunningThreads } from '../delivery/threads/index.js';
 import type { MediaRegistry } from '../live/media/hub.js';
-import { clientAddress, trustedProxies } from '../delivery/listeners/geo.js';
+import { clientAddress, trustedProxies } from '../base/http/client-address.js';
 import { httpFrontCounts } from '../native/http-front.js';
 import { ffmpegPath } from '../base/ffmpeg.js';
 import { sumTallies } from '../base/http/tally.js';

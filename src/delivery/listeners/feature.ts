@@ -17,7 +17,7 @@ import type { ListenersRepo } from '../../base/db/listeners-repo.js';
 import { ListenerTokens } from '../../base/auth/listener-tokens.js';
 import { ListenerRegistry } from './registry.js';
 import { CachedPolicies, HlsListenerAccess, registrySessions } from './hls-access.js';
-import { trustedProxies } from './geo.js';
+import { trustedProxies } from '../../base/http/client-address.js';
 import { HeldRequests } from './held.js';
 import { EdgeLogReceiver, edgeLogSecretOf } from './edge-log.js';
 
