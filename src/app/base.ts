@@ -19,7 +19,7 @@ import { Guard } from '../base/auth/guard.js';
 import { HttpServer } from '../base/http/server.js';
 import type { Logger } from '../base/logger.js';
 import { Limits } from '../base/limits/limits.js';
-import { WriteRetry } from '../control/services/write-retry.js';
+import { WriteRetry } from '../base/db/write-retry.js';
 import { DiskReserve, DISK_RESERVE_FILE } from '../base/disk-reserve.js';
 import path from 'node:path';
 

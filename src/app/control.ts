@@ -9,9 +9,7 @@
  */
 import type { Base } from './base.js';
 import type { Feature } from '../base/feature.js';
-import type { Listeners } from '../delivery/listeners/feature.js';
-import { ListenersService } from '../delivery/listeners/service.js';
-import type { Publishing } from '../live/ingest/publishing.js';
+import { ListenersService, type ListenersRoom } from '../control/services/listeners.js';
 import { decryptSecret } from '../base/auth/secrets.js';
 import { EventsQuery } from '../base/db/events-repo.js';
 import { TracksRepo } from '../base/db/tracks-repo.js';
@@ -20,7 +18,7 @@ import { LoudnessRepo } from '../base/db/loudness-repo.js';
 import { FfmpegPool, ffmpegPath } from '../base/ffmpeg.js';
 import { Sessions } from '../base/auth/sessions.js';
 import { AccountsService } from '../control/services/accounts.js';
-import { StreamsService } from '../control/services/streams.js';
+import { StreamsService, type LiveControl } from '../control/services/streams.js';
 import { StreamLifecycle } from '../control/services/lifecycle.js';
 import { FallbackEpisodes } from '../control/services/fallback.js';
 import { PlayLog } from '../control/services/play-log.js';
@@ -143,7 +141,7 @@ function buildPodcasts(b: Base, feedNotes: FeedNotifications, audioGone: (episod
  * recordings to the episodes service from the start. `episodeAudioGone` is told of every episode
  * whose audio was deleted or replaced (the fallback's rendition cache, docs/streams.md "Fallback").
  */
-export function buildServices(b: Base, room: Listeners, episodeAudioGone: (episodeId: string) => void = () => {}): ControlServices {
+export function buildServices(b: Base, room: ListenersRoom, episodeAudioGone: (episodeId: string) => void = () => {}): ControlServices {
   const { db, outbox, writes, now } = b;
   const log = b.log.child('live');
   const listenerCount = (id: string) => room.registry.listenerCount(id);
@@ -185,8 +183,8 @@ function fallbackEpisodesOf(b: Base, media: MediaStore): (accountId: string, ids
   return (accountId, ids) => f.items(accountId, ids);
 }
 
-/** The streams service (docs/behaviour.md §2): over publishing, which it asks to end, disconnect and retitle. */
-export function buildStreamsService(b: Base, s: ControlServices, room: Listeners, ingest: Publishing): Services {
+/** The streams service (docs/behaviour.md §2): over publishing (live's ingest), which it asks to end, disconnect and retitle. */
+export function buildStreamsService(b: Base, s: ControlServices, room: ListenersRoom, ingest: Omit<LiveControl, 'listenerCount'>): Services {
   const streams = new StreamsService({
     streams: b.repos.streams,
     accounts: b.repos.accounts,
@@ -197,7 +195,7 @@ export function buildStreamsService(b: Base, s: ControlServices, room: Listeners
       endNow: (id) => ingest.endNow(id),
       disconnectPublisher: (id) => ingest.disconnectPublisher(id),
       nowPlaying: (id, np) => ingest.nowPlaying(id, np),
-      fallbackChanged: (id) => ingest.fallbackChanged(id),
+      fallbackChanged: (id) => ingest.fallbackChanged?.(id),
     },
     now: b.now,
     checkRecordingPodcast: recordingPodcastCheck(b.repos.podcasts),
@@ -218,7 +216,7 @@ export function serviceFeatures(s: ControlServices): Feature[] {
  * OAuth, the feed routes and the dashboard, and returns the control plane's features in start order.
  * @throws Error when the Guard was built without OAuth (no access tokens)
  */
-export function mountControl(b: Base, s: Services, room: Listeners): Feature[] {
+export function mountControl(b: Base, s: Services, room: ListenersRoom): Feature[] {
   const { http, guard, now, config } = b;
   const uploads: UploadSettings = { maxBytes: config.maxUploadBytes, minFreeDiskBytes: config.limits.minFreeDiskBytes };
   registerFeedRoutes(http, { feed: s.feed, repo: b.repos.podcasts, media: s.episodeMedia, log: b.log.child('podcasts'), onAudio: s.downloads.onAudio });

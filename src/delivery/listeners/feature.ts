@@ -38,8 +38,8 @@ export interface ListenersDeps {
 }
 
 /**
- * The listeners room, built: what the delivery rooms and the API are given (the API's
- * `ListenersService`, ./service.ts, is built over `registry` and `tokens` by the composition root).
+ * The listeners room, built: what the delivery rooms are given; the control plane is given
+ * `registry` and `tokens` as its `ListenersRoom` (src/control/services/listeners.ts) by the composition root.
  */
 export interface Listeners extends Feature {
   registry: ListenerRegistry;
