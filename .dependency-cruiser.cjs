@@ -59,10 +59,10 @@ module.exports = {
     },
     {
       name: 'delivery-reads-live-media-only',
-      comment: 'delivery/ reads what live/media/ publishes (the hub, its layers, codecs, containers); it never drives ingest nor the addon',
+      comment: 'delivery/ reads what live/media/ publishes (the hub, its layers, codecs, containers) and the live port (src/live/ports.ts: the Icecast port\'s listener contract); it never drives ingest',
       severity: 'error',
       from: { path: '^src/delivery/' },
-      to: { path: '^src/live/', pathNot: '^src/live/media/' },
+      to: { path: '^src/live/', pathNot: ['^src/live/media/', '^src/live/ports\\.ts$'] },
     },
     {
       name: 'control-uses-live-ports-only',
