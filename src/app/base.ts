@@ -1,7 +1,7 @@
 /**
  * The composition root's base plane (src/main.ts calls it first): the database and its
- * repositories, the node secret, the limits, the outbox, the write retry, the HTTP server and the
- * Guard. Everything the live, delivery and control planes are built from (src/app/live.ts,
+ * repositories, the node secret, the limits, the outbox, the write retry, the HTTP server (with its
+ * Idempotency-Key store) and the Guard. Everything the live, delivery and control planes are built from (src/app/live.ts,
  * src/app/delivery.ts, src/app/control.ts).
  */
 import type { Config, PublicUrls } from '../base/config.js';
@@ -17,6 +17,7 @@ import { Outbox } from '../base/outbox.js';
 import { loadNodeSecret } from '../base/auth/secrets.js';
 import { Guard } from '../base/auth/guard.js';
 import { HttpServer } from '../base/http/server.js';
+import { IdempotencyStore } from '../base/http/idempotency.js';
 import type { Logger } from '../base/logger.js';
 import { Limits } from '../base/limits/limits.js';
 import { WriteRetry } from '../base/db/write-retry.js';
@@ -83,7 +84,7 @@ export function buildBase(config: Config, log: Logger, now: () => number): Base 
   };
   const limits = new Limits(log.child('limits'), now);
   const urls = new UrlsCell();
-  const http = new HttpServer({ maxJsonBodyBytes: config.maxJsonBodyBytes, log: log.child('http'), limits });
+  const http = new HttpServer({ maxJsonBodyBytes: config.maxJsonBodyBytes, log: log.child('http'), limits, idempotency: new IdempotencyStore(db, nodeSecret, now) });
   const guard = new Guard(repos.accounts, { oauth: repos.oauth, nodeSecret, urls: urls.get, now, trustedProxies: config.trustedProxies });
   // Released when SQLite finds the disk full, so the live path's records still commit (docs/behaviour.md §13).
   const reserve = new DiskReserve(path.join(config.dataDir, DISK_RESERVE_FILE), config.limits.minFreeDiskBytes, log.child('db'));

@@ -5,7 +5,7 @@
  * notifications), webhooks and their delivery engine, then the lifecycle, which is given the
  * listener count and the recording hand-over at construction. `buildStreamsService` comes after
  * publishing (it ends and disconnects publishers). `mountControl` registers the API (`mountApi`,
- * once), OAuth, idempotency, the dashboard and the feed routes.
+ * once), OAuth, the dashboard and the feed routes.
  */
 import type { Base } from './base.js';
 import type { Feature } from '../base/feature.js';
@@ -35,7 +35,6 @@ import { FeedService } from '../control/feed/feed-service.js';
 import { registerFeedRoutes } from '../control/feed/routes.js';
 import { createDownloads, type Downloads } from '../control/downloads/feature.js';
 import { mountApi, type UploadSettings } from '../control/api/index.js';
-import { registerIdempotency } from '../control/api/idempotency/feature.js';
 import { AuthorizationServer } from '../control/oauth/service.js';
 import { OAuthClients } from '../control/oauth/clients.js';
 import { registerOAuth } from '../control/oauth/routes.js';
@@ -212,7 +211,7 @@ export function serviceFeatures(s: ControlServices): Feature[] {
 }
 
 /**
- * Registers the API (`/v2`: every resource from one list, src/control/api/index.ts), idempotency,
+ * Registers the API (`/v2`: every resource from one list, src/control/api/index.ts),
  * OAuth, the feed routes and the dashboard, and returns the control plane's features in start order.
  * @throws Error when the Guard was built without OAuth (no access tokens)
  */
@@ -227,7 +226,6 @@ export function mountControl(b: Base, s: Services, room: ListenersRoom): Feature
   const sessions = new Sessions(b.db, b.nodeSecret, () => b.urls.get().authUrl.startsWith('https:'), now);
   const server = new AuthorizationServer({ db: b.db, repo: b.repos.oauth, accounts: b.repos.accounts, tokens, issuer: () => b.urls.get().authUrl, now });
   const features: Feature[] = [s.downloads];
-  features.push(registerIdempotency({ http, db: b.db, nodeSecret: b.nodeSecret, now }));
   features.push(registerOAuth({ http, guard, server, tokens, sessions, accounts: b.repos.accounts, urls: b.urls.get, limits: b.limits }));
   features.push({ start: () => s.episodeMedia.clearTemp() }); // uploads cut off by the last shutdown
   features.push(s.scheduler);
