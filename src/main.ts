@@ -9,7 +9,6 @@
  * tests run.
  */
 import type { Config, PublicUrls } from './base/config.js';
-import { resolvePublicUrls } from './base/config.js';
 import type { Database } from './base/db/database.js';
 import type { Outbox } from './base/outbox.js';
 import type { Guard } from './base/auth/guard.js';
@@ -32,7 +31,7 @@ import { buildFallbackCache, buildIngestServers, buildPublishing, type IngestSer
 import { buildDelivery, buildListenersRoom, startDeliveryThreads, type Delivery } from './app/delivery.js';
 import { buildServices, buildStreamsService, mountControl, serviceFeatures, type Services } from './app/control.js';
 import type { Listeners } from './delivery/listeners/feature.js';
-import { ListeningCell, mountOperations } from './app/operate.js';
+import { mountOperations } from './app/operate.js';
 import type { NodeMetrics } from './base/metrics/node-metrics.js';
 
 /** A running server. Ports as bound. */
@@ -87,8 +86,6 @@ interface Built {
   /** In start order (closed in reverse). */
   features: Feature[];
   metrics: NodeMetrics;
-  /** The bound ports and threads, for `/readyz` and `/metrics`. */
-  listening: ListeningCell;
 }
 
 /** What listening bound. */
@@ -110,7 +107,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
   const built = build(config, log, now);
   const bound = await listenAll(built);
   const { base, services } = built;
-  const urls = base.urls.resolve(resolvePublicUrls(config, bound.httpPort, bound.rtmpPort, bound.icecastPort));
+  const urls = base.listening.listened({ http: bound.httpPort, rtmp: bound.rtmpPort, icecast: bound.icecastPort }, bound.threads);
   built.ingest.recover();
   for (const f of built.features) await f.start?.();
   return {
@@ -154,12 +151,11 @@ function build(config: Config, log: Logger, now: () => number): Built {
   const delivery = buildDelivery(base, room, live.media);
   const controlFeatures = mountControl(base, services, room);
   const servers = buildIngestServers(base, live, control.lifecycle, delivery.icecastListeners);
-  const listening = new ListeningCell();
-  const metrics = mountOperations({ base, room, media: live.media, icecast: servers.icecast, whep: delivery.whep, services, front: httpFrontStatus, listening });
+  const metrics = mountOperations({ base, room, media: live.media, icecast: servers.icecast, whep: delivery.whep, services, front: httpFrontStatus });
   base.http.finish();
   // The play log and broadcasts stop after the listeners room (features stop in reverse): their last events count.
   const features = [{ close: () => fallbackCache.close() }, ...serviceFeatures(services), room, ...delivery.features, ...controlFeatures];
-  return { base, room, services, ingest: live.ingest, delivery, servers, media: live.media, features, metrics, listening };
+  return { base, room, services, ingest: live.ingest, delivery, servers, media: live.media, features, metrics };
 }
 
 /**
@@ -198,7 +194,6 @@ async function listenAll(b: Built): Promise<Bound> {
     const rtmpPort = await rtmp.listen(config.rtmpHost, config.rtmpPort);
     const icecastPort = await icecast.listen(config.icecastHost, config.icecastPort);
     const edgeLogPort = edgeLog ? await edgeLog.listen(config.edgeLogHost!, config.edgeLogPort!) : null;
-    b.listening.resolve({ http: httpPort, rtmp: rtmpPort, icecast: icecastPort }, threads);
     return { httpPort, rtmpPort, icecastPort, edgeLogPort, threads, http10, socket };
   } catch (e) {
     await edgeLog?.close();
@@ -217,7 +212,7 @@ async function listenAll(b: Built): Promise<Bound> {
 /** Stops listening, then every feature in reverse order (each even when another fails), then the database. */
 async function closeAll(b: Built, bound: Bound): Promise<void> {
   const { http, log, writes, db } = b.base;
-  b.listening.close();
+  b.base.listening.close();
   // Worker threads first: each closes its connections and sends its last session batch.
   await bound.threads?.close();
   bound.http10.close();

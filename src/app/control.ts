@@ -113,7 +113,7 @@ function buildPodcasts(b: Base, feedNotes: FeedNotifications, audioGone: (episod
   const { config, db, now } = b;
   const repo = b.repos.podcasts;
   const log = b.log.child('podcasts');
-  const urls = b.urls.get;
+  const urls = b.listening.urls;
   const episodeMedia = new MediaStore(config.dataDir);
   const downloads = createDownloads({ db, podcasts: repo, media: episodeMedia, trustedProxies: config.trustedProxies, log: b.log, now, enabled: config.downloadCounting, maxClientsPerDay: config.limits.downloadClientsPerDay });
   // Episode loudness: measured and normalised after storing, by capped low-priority FFmpeg processes.
@@ -160,7 +160,7 @@ export function buildServices(b: Base, room: ListenersRoom, episodeAudioGone: (e
     streams: b.repos.streams,
     outbox,
     log,
-    urls: b.urls.get,
+    urls: b.listening.urls,
     writes,
     listenerCount,
     onRecording: (r) => episodes.createFromRecording(r),
@@ -188,7 +188,7 @@ export function buildStreamsService(b: Base, s: ControlServices, room: Listeners
     streams: b.repos.streams,
     accounts: b.repos.accounts,
     nodeSecret: b.nodeSecret,
-    urls: b.urls.get,
+    urls: b.listening.urls,
     live: {
       listenerCount: (id) => room.registry.listenerCount(id),
       endNow: (id) => ingest.endNow(id),
@@ -219,14 +219,14 @@ export function mountControl(b: Base, s: Services, room: ListenersRoom): Feature
   const { http, guard, now, config } = b;
   const uploads: UploadSettings = { maxBytes: config.maxUploadBytes, minFreeDiskBytes: config.limits.minFreeDiskBytes };
   registerFeedRoutes(http, { feed: s.feed, repo: b.repos.podcasts, media: s.episodeMedia, log: b.log.child('podcasts'), onAudio: s.downloads.onAudio });
-  mountApi({ http, guard, urls: b.urls.get, now, log: b.log, limits: b.limits, accounts: s.accounts, streams: s.streams, listeners: s.listeners, podcasts: s.podcasts, episodes: s.episodes, podcastStats: s.downloads.stats, episodeMedia: s.episodeMedia, uploads, webhooks: s.webhooks, events: s.events });
+  mountApi({ http, guard, urls: b.listening.urls, now, log: b.log, limits: b.limits, accounts: s.accounts, streams: s.streams, listeners: s.listeners, podcasts: s.podcasts, episodes: s.episodes, podcastStats: s.downloads.stats, episodeMedia: s.episodeMedia, uploads, webhooks: s.webhooks, events: s.events });
   const tokens = guard.tokens;
   if (!tokens) throw new Error('the OAuth routes need a Guard constructed with GuardOptions');
   // One session store and cookie for the OAuth consent page and the dashboard (one sign-in for both).
-  const sessions = new Sessions(b.db, b.nodeSecret, () => b.urls.get().authUrl.startsWith('https:'), now);
-  const server = new AuthorizationServer({ db: b.db, repo: b.repos.oauth, accounts: b.repos.accounts, tokens, issuer: () => b.urls.get().authUrl, now });
+  const sessions = new Sessions(b.db, b.nodeSecret, () => b.listening.urls().authUrl.startsWith('https:'), now);
+  const server = new AuthorizationServer({ db: b.db, repo: b.repos.oauth, accounts: b.repos.accounts, tokens, issuer: () => b.listening.urls().authUrl, now });
   const features: Feature[] = [s.downloads];
-  features.push(registerOAuth({ http, guard, server, tokens, sessions, accounts: b.repos.accounts, urls: b.urls.get, limits: b.limits }));
+  features.push(registerOAuth({ http, guard, server, tokens, sessions, accounts: b.repos.accounts, urls: b.listening.urls, limits: b.limits }));
   features.push({ start: () => s.episodeMedia.clearTemp() }); // uploads cut off by the last shutdown
   features.push(s.scheduler);
   if (s.loudness) features.push(s.loudness);
@@ -250,7 +250,7 @@ export function mountControl(b: Base, s: Services, room: ListenersRoom): Feature
       episodeMedia: s.episodeMedia,
       uploads,
       oauthClients: new OAuthClients(b.repos.oauth, now),
-      urls: b.urls.get,
+      urls: b.listening.urls,
       limits: b.limits,
       log: b.log,
       now,

@@ -94,10 +94,10 @@ export function buildDelivery(b: Base, room: Listeners, media: MediaRegistry): D
       const s = room.registry.stats(id);
       return { listeners: s.listenerCount, peak: s.peakListenerCount };
     },
-    icecastUrl: () => b.urls.get().icecastUrl,
+    icecastUrl: () => b.listening.urls().icecastUrl,
     now: b.now,
   });
-  const whep = registerWhep({ http, media, registry: room.registry, tokens: room.tokens, access: room.access, trusted: room.trusted, config, log: b.log.child('webrtc'), urls: b.urls.get, limits: b.limits, fanout: rtpFanoutAvailable ? () => new RtpFanout() : null });
+  const whep = registerWhep({ http, media, registry: room.registry, tokens: room.tokens, access: room.access, trusted: room.trusted, config, log: b.log.child('webrtc'), urls: b.listening.urls, limits: b.limits, fanout: rtpFanoutAvailable ? () => new RtpFanout() : null });
   const features: Feature[] = [];
   if (nativeParts) features.push({ close: () => nativeParts.close() });
   if (edgeLog) features.push({ close: () => edgeLog.close() });

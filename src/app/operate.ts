@@ -11,7 +11,6 @@ import type { Base } from './base.js';
 import type { Services } from './control.js';
 import type { Listeners } from '../delivery/listeners/feature.js';
 import type { IcecastServer } from '../live/ingest/icecast-server.js';
-import type { RunningThreads } from '../delivery/threads/index.js';
 import type { MediaRegistry } from '../live/media/hub.js';
 import { clientAddress, trustedProxies } from '../base/http/client-address.js';
 import { httpFrontCounts } from '../native/http-front.js';
@@ -26,26 +25,6 @@ import { readiness, type HealthCheck } from '../base/metrics/health.js';
 /** Whether the native HTTP hooks (docs/http.md "HTTP/1.0") are installed, and why not: the HTTP front's own status (src/native/http-front.ts `httpFrontStatus`). */
 export type HttpFrontStatus = () => { installed: boolean; reason?: string | null };
 
-/** What is known once the node listens (src/main.ts resolves it; like `UrlsCell`). */
-export class ListeningCell {
-  /** The bound ports, or null before listening and after close. */
-  ports: { http: number; rtmp: number; icecast: number } | null = null;
-  /** The HTTP worker threads (null: the main thread serves alone). */
-  threads: RunningThreads | null = null;
-
-  /** Everything is bound. */
-  resolve(ports: { http: number; rtmp: number; icecast: number }, threads: RunningThreads | null): void {
-    this.ports = ports;
-    this.threads = threads;
-  }
-
-  /** The listeners are closing. */
-  close(): void {
-    this.ports = null;
-    this.threads = null;
-  }
-}
-
 /** What the operator endpoints read. */
 export interface OperationsDeps {
   base: Base;
@@ -56,7 +35,6 @@ export interface OperationsDeps {
   whep: { stats(): { payloadBytesSent: number } };
   services: Pick<Services, 'delivery' | 'downloads'>;
   front: HttpFrontStatus;
-  listening: ListeningCell;
 }
 
 const JSON_HEADERS: ReadonlyArray<readonly [string, string]> = [
@@ -134,7 +112,7 @@ function healthChecks(d: OperationsDeps): HealthCheck[] {
   const { db, config } = d.base;
   const bound = (name: 'http' | 'rtmp' | 'icecast'): HealthCheck => ({
     name,
-    run: () => (d.listening.ports ? null : `the ${name === 'http' ? 'HTTP' : name === 'rtmp' ? 'RTMP' : 'Icecast'} listener is not bound`),
+    run: () => (d.base.listening.ports ? null : `the ${name === 'http' ? 'HTTP' : name === 'rtmp' ? 'RTMP' : 'Icecast'} listener is not bound`),
   });
   return [
     {
@@ -218,7 +196,7 @@ function ingestNow(media: MediaRegistry, now: number): StreamIngest[] {
 /** Requests and bytes of the main thread, every worker thread (asked now) and the native HTTP front. */
 async function httpCounts(d: OperationsDeps): Promise<HttpCounts> {
   const all = [d.base.http.replies.tally.nonZero()];
-  const threads = d.listening.threads;
+  const threads = d.base.listening.threads;
   if (threads) for (const c of (await threads.counts()).values()) if (c.http) all.push(c.http);
   const sums = sumTallies(all);
   // LL-HLS parts answered natively (docs/http.md "Media objects answered in native code"): 200 each.
