@@ -16,16 +16,15 @@ import type { Feature } from './base/feature.js';
 import type { Logger } from './base/logger.js';
 import type { Limits } from './base/limits/limits.js';
 import { HTTP_LIBRARY_BUILD, HTTP_LIBRARY_OBJECT, type HttpServer } from './base/http/server.js';
-import { Http10Front, adoptHttp10Connection } from './base/http/http10.js';
+import { Http10Front, Http10Ports } from './base/http/http10.js';
 import { isTrustedProxy, trustedProxies } from './base/http/client-address.js';
 import { httpFrontStatus, installHttpFront } from './native/http-front.js';
 import type { Publishing } from './live/ingest/publishing.js';
 import type { AccountsService } from './control/services/accounts.js';
 import type { EdgeLogReceiver } from './delivery/listeners/edge-log.js';
 import { assertPortFree } from './base/http/port-probe.js';
-import { freePort, privateSocketPath, type RunningThreads, type ThreadCounts } from './delivery/threads/index.js';
+import { HttpWorkers, freePort, privateSocketPath, type RunningThreads, type ThreadCounts } from './delivery/threads/index.js';
 import type { MediaRegistry } from './live/media/hub.js';
-export { stopAllHttpThreads } from './delivery/threads/index.js';
 import { buildBase, type Base } from './app/base.js';
 import { buildFallbackCache, buildIngestServers, buildPublishing, type IngestServers } from './app/live.js';
 import { buildDelivery, buildListenersRoom, startDeliveryThreads, type Delivery } from './app/delivery.js';
@@ -103,9 +102,9 @@ interface Bound {
  * Starts Skylark with `config`.
  * @throws Error when a port cannot be bound or the database cannot be opened.
  */
-export async function startServer(config: Config, log: Logger, now: () => number = Date.now): Promise<RunningServer> {
+export async function startServer(config: Config, log: Logger, now: () => number = Date.now, proc: ServerProcess = processServers()): Promise<RunningServer> {
   const built = build(config, log, now);
-  const bound = await listenAll(built);
+  const bound = await listenAll(built, proc);
   const { base, services } = built;
   const urls = base.listening.listened({ http: bound.httpPort, rtmp: bound.rtmpPort, icecast: bound.icecastPort }, bound.threads);
   built.ingest.recover();
@@ -163,7 +162,7 @@ function build(config: Config, log: Logger, now: () => number): Built {
  * Icecast port and the edge log receiver; on a failure closes what was opened and the database.
  * @throws Error when a port cannot be bound
  */
-async function listenAll(b: Built): Promise<Bound> {
+async function listenAll(b: Built, proc: ServerProcess): Promise<Bound> {
   const { config, log, http } = b.base;
   const { rtmp, icecast } = b.servers;
   const edgeLog = b.delivery.edgeLog;
@@ -172,6 +171,7 @@ async function listenAll(b: Built): Promise<Bound> {
   const socket = privateSocketPath();
   const proxies = trustedProxies(config.trustedProxies);
   const http10 = new Http10Front({
+    ports: proc.http10,
     socketPath: socket.socketPath,
     maxConnections: config.limits.listenMaxConnections,
     maxConnectionsPerAddress: config.limits.listenMaxConnectionsPerIp,
@@ -189,8 +189,8 @@ async function listenAll(b: Built): Promise<Bound> {
     const httpPort = await listenHttp(http, config.httpHost, config.httpPort, config.httpThreads > 1);
     await http.listenUnix(socket.socketPath);
     http10.attach(httpPort);
-    if (config.http10) installHttpFrontOnce(config.limits.listenSendBufferBytes, log);
-    threads = await startDeliveryThreads(b.base, b.room, b.media, b.delivery, httpPort, socket.socketPath);
+    if (config.http10) proc.installHttpFront(config.limits.listenSendBufferBytes, log);
+    threads = await startDeliveryThreads(b.base, b.room, b.media, b.delivery, { port: httpPort, socketPath: socket.socketPath, workers: proc.workers });
     const rtmpPort = await rtmp.listen(config.rtmpHost, config.rtmpPort);
     const icecastPort = await icecast.listen(config.icecastHost, config.icecastPort);
     const edgeLogPort = edgeLog ? await edgeLog.listen(config.edgeLogHost!, config.edgeLogPort!) : null;
@@ -235,19 +235,38 @@ async function closeAll(b: Built, bound: Bound): Promise<void> {
   if (failure) throw failure;
 }
 
-/** The outcome of installing the HTTP/1.0 front's hooks ('' = installed), once per process. */
-let httpFrontOutcome: string | null = null;
-
 /**
- * Installs the native hooks of the HTTP/1.0 front (docs/http.md "HTTP/1.0") the first time a
- * server starts in this process: HTTP/1.0 connections then reach the front of the port they came
- * to (src/base/http/http10.ts), and `/listen/` connections get `sendBufferBytes` of kernel send buffer.
- * A failure is logged (HTTP/1.0 requests are then refused as by the bare HTTP server).
+ * What every server of a process shares (several run in one process as the tests run them): the
+ * native HTTP front's hooks, which are process-wide (installed once; they hand each HTTP/1.0
+ * connection to the front of the port it reached, `http10`), and the HTTP worker threads, which
+ * the process must stop before it exits (`workers`). `skylark serve` makes one and passes it to
+ * `startServer`; a caller that passes none shares `processServers()`.
  */
-function installHttpFrontOnce(sendBufferBytes: number, log: Logger): void {
-  if (httpFrontOutcome === null) httpFrontOutcome = installHttpFront(HTTP_LIBRARY_OBJECT, ['/listen/'], sendBufferBytes, adoptHttp10Connection);
-  if (httpFrontOutcome !== '') log.warn('HTTP/1.0 requests cannot be answered: the HTTP front could not be installed', { reason: httpFrontOutcome });
-  else log.info('HTTP front hooks installed', { ...httpFrontStatus(), library: HTTP_LIBRARY_BUILD });
+export class ServerProcess {
+  /** The HTTP/1.0 fronts by local port. */
+  readonly http10 = new Http10Ports();
+  /** The HTTP worker threads not ended yet. */
+  readonly workers = new HttpWorkers();
+  /** The outcome of installing the HTTP front's hooks ('' = installed), or null before the first try. */
+  private frontOutcome: string | null = null;
+
+  /**
+   * Installs the native hooks of the HTTP/1.0 front (docs/http.md "HTTP/1.0") the first time a
+   * server of this process starts: HTTP/1.0 connections then reach the front of the port they came
+   * to (src/base/http/http10.ts), and `/listen/` connections get `sendBufferBytes` of kernel send
+   * buffer. A failure is logged (HTTP/1.0 requests are then refused as by the bare HTTP server).
+   */
+  installHttpFront(sendBufferBytes: number, log: Logger): void {
+    this.frontOutcome ??= installHttpFront(HTTP_LIBRARY_OBJECT, ['/listen/'], sendBufferBytes, this.http10.adopt);
+    if (this.frontOutcome !== '') log.warn('HTTP/1.0 requests cannot be answered: the HTTP front could not be installed', { reason: this.frontOutcome });
+    else log.info('HTTP front hooks installed', { ...httpFrontStatus(), library: HTTP_LIBRARY_BUILD });
+  }
+}
+
+let shared: ServerProcess | null = null;
+/** The `ServerProcess` of servers started without one (the native hooks exist once per process). */
+export function processServers(): ServerProcess {
+  return (shared ??= new ServerProcess());
 }
 
 /**

@@ -15,7 +15,7 @@ import { NativeParts } from '../delivery/hls/native-parts.js';
 import { deleteHttpObject, putHttpObject } from '../native/http-front.js';
 import { nativeRequestIdPrefix } from '../base/ids.js';
 import { HubSource } from '../delivery/hls/source.js';
-import { startHttpThreads, type RunningThreads, type ThreadCounts } from '../delivery/threads/index.js';
+import { startHttpThreads, type HttpWorkers, type RunningThreads, type ThreadCounts } from '../delivery/threads/index.js';
 import type { MediaRegistry } from '../live/media/hub.js';
 import { registerListenRoutes, type ListenFeature } from '../delivery/progressive/routes.js';
 import { icecastListening, keepProgressive } from '../delivery/progressive/icecast-port.js';
@@ -124,17 +124,19 @@ function buildNativeParts(source: HubSource, room: Listeners, media: MediaRegist
 
 /**
  * Starts the HTTP worker threads (`SKYLARK_HTTP_THREADS` > 1) on the main thread's host:port
- * (SO_REUSEPORT); what they do not serve comes to the main thread over its private unix socket.
+ * (SO_REUSEPORT); what they do not serve comes to the main thread over its private unix socket
+ * `at.socketPath`. `at.workers`: the process's running workers.
  * @returns null with one thread
  */
-export async function startDeliveryThreads(b: Base, room: Listeners, media: MediaRegistry, d: Delivery, port: number, socketPath: string): Promise<RunningThreads | null> {
+export async function startDeliveryThreads(b: Base, room: Listeners, media: MediaRegistry, d: Delivery, at: { port: number; socketPath: string; workers: HttpWorkers }): Promise<RunningThreads | null> {
   const { config } = b;
   if (config.httpThreads <= 1) return null;
   return startHttpThreads({
     count: config.httpThreads,
     host: config.httpHost,
-    port,
-    socketPath,
+    port: at.port,
+    socketPath: at.socketPath,
+    workers: at.workers,
     media,
     source: d.hlsSource,
     registry: room.registry,

@@ -15,8 +15,8 @@ import type { ListenerRegistry } from '../listeners/registry.js';
 import type { StreamPolicy } from '../listeners/hls-access.js';
 import { SessionIntake } from '../listeners/remote.js';
 import { MirrorUpdates } from './mirror-updates.js';
-import { HttpThreads } from './threads.js';
-export { stopAllHttpThreads } from './threads.js';
+import { HttpThreads, type HttpWorkers } from './threads.js';
+export { HttpWorkers } from './threads.js';
 import type { ListenFeature } from '../progressive/routes.js';
 import type { ThreadCounts, WorkerInit } from './protocol.js';
 
@@ -60,6 +60,8 @@ export interface HttpThreadsDeps {
   listen: ListenFeature;
   log: Logger;
   limits: Pick<Limits, 'hit'>;
+  /** The process's running workers (stopped before the process exits). */
+  workers: HttpWorkers;
   /** What each worker starts with besides its address and the mirror snapshot. */
   init: Omit<WorkerInit, 'index' | 'host' | 'port' | 'socketPath' | 'countCell' | 'listenMemory'>;
 }
@@ -98,6 +100,7 @@ export async function startHttpThreads(d: HttpThreadsDeps): Promise<RunningThrea
     intake,
     snapshot: () => updates.snapshot(),
     listen,
+    workers: d.workers,
   });
   const t = threads;
   try {
