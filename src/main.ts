@@ -1,12 +1,13 @@
 /**
- * Composition root: `startServer` builds the planes in construction order — the base plane
- * (src/app/base.ts: database, repositories, secret, limits, outbox, HTTP server, Guard), the
- * listeners room and the control services (src/app/delivery.ts, src/app/control.ts: the stream
- * lifecycle counts listeners and hands recordings over from the start), publishing (src/app/live.ts),
- * the delivery rooms (HLS, listening, WHEP), the API and the other control features, then the
- * ingest servers — listens, starts the features and returns the running server. Nothing is set
- * late: every dependency is given at construction. `startServer` is what `skylark serve` and the
- * tests run.
+ * Composition root: `startServer` builds the planes in plane order (docs/architecture.md "One
+ * composition root") — base (src/app/base.ts: database, repositories, secret, limits, outbox, HTTP
+ * server, Guard), live (src/app/live.ts: the fallback cache and publishing, whose port is the
+ * stream lifecycle, bound once), delivery (src/app/delivery.ts: the listeners room, HLS, listening,
+ * WHEP), control (src/app/control.ts: the services, the API and the other control features) —
+ * then the ingest servers and the operator endpoints; listens, starts the features and returns the
+ * running server. Nothing is set late: every dependency is given at construction; what is known
+ * only once listening (ports, URLs, threads) is one handle, `Listening`, filled once by the
+ * listening step. `startServer` is what `skylark serve` and the tests run.
  */
 import type { Config, PublicUrls } from './base/config.js';
 import type { Database } from './base/db/database.js';
@@ -26,7 +27,7 @@ import { assertPortFree } from './base/http/port-probe.js';
 import { HttpWorkers, freePort, privateSocketPath, type RunningThreads, type ThreadCounts } from './delivery/threads/index.js';
 import type { MediaRegistry } from './live/media/hub.js';
 import { buildBase, type Base } from './app/base.js';
-import { buildFallbackCache, buildIngestServers, buildPublishing, type IngestServers } from './app/live.js';
+import { buildFallbackCache, buildIngestServers, buildPublishing, ingestPortOf, type IngestServers } from './app/live.js';
 import { buildDelivery, buildListenersRoom, startDeliveryThreads, type Delivery } from './app/delivery.js';
 import { buildServices, buildStreamsService, mountControl, serviceFeatures, type Services } from './app/control.js';
 import type { Listeners } from './delivery/listeners/feature.js';
@@ -138,17 +139,25 @@ export async function startServer(config: Config, log: Logger, now: () => number
   };
 }
 
-/** Builds every plane in construction order; no route is added after `http.finish()`. */
+/**
+ * Builds every plane in plane order — base, live, delivery, control — then the ingest servers and
+ * the operator endpoints; no route is added after `http.finish()`.
+ */
 function build(config: Config, log: Logger, now: () => number): Built {
   const base = buildBase(config, log, now);
-  const room = buildListenersRoom(base);
-  // The fallback's renditions: control tells it of episode audio gone, publishing plays from it.
+  // Live: the fallback's renditions and publishing, whose port is the stream lifecycle (control,
+  // built below; ingest calls it only once the node runs).
   const fallbackCache = buildFallbackCache(base);
-  const control = buildServices(base, room, (episodeId) => fallbackCache.forget(episodeId));
-  const live = buildPublishing(base, control.lifecycle, fallbackCache);
-  const services = buildStreamsService(base, control, room, live.ingest);
+  const live = buildPublishing(base, ingestPortOf(() => control.lifecycle), fallbackCache);
+  // Delivery: the listeners room, then the rooms that serve the hubs.
+  const room = buildListenersRoom(base);
   const delivery = buildDelivery(base, room, live.media);
+  // Control: the services (told of episode audio gone, for the fallback's renditions), the streams
+  // service over publishing, the API and the other control features.
+  const control = buildServices(base, room, (episodeId) => fallbackCache.forget(episodeId));
+  const services = buildStreamsService(base, control, room, live.ingest);
   const controlFeatures = mountControl(base, services, room);
+  // Live's doors, once what they answer to exists: the lifecycle and the Icecast port's listening side.
   const servers = buildIngestServers(base, live, control.lifecycle, delivery.icecastListeners);
   const metrics = mountOperations({ base, room, media: live.media, icecast: servers.icecast, whep: delivery.whep, services, front: httpFrontStatus });
   base.http.finish();

@@ -1,10 +1,11 @@
 /**
- * The composition root's control plane. `buildServices` comes right after the listeners room and
- * before publishing (the stream lifecycle is ingest's port): the play log and broadcasts, the
+ * The composition root's control plane, built after live and delivery. `buildServices`, over the
+ * listeners room (control's `ListenersRoom` port): the play log and broadcasts, the
  * podcasts side (episodes, the publication scheduler, loudness, download counting, feed
  * notifications), webhooks and their delivery engine, then the lifecycle, which is given the
- * listener count and the recording hand-over at construction. `buildStreamsService` comes after
- * publishing (it ends and disconnects publishers). `mountControl` registers the API (`mountApi`,
+ * listener count and the recording hand-over at construction, and which publishing (built before,
+ * over a port bound once) calls once the node runs. `buildStreamsService` takes publishing (it ends
+ * and disconnects publishers). `mountControl` registers the API (`mountApi`,
  * once), OAuth, the dashboard and the feed routes.
  */
 import type { Base } from './base.js';

@@ -1,6 +1,6 @@
 /**
- * The composition root's delivery plane: the listeners room (built right after the base plane, so
- * the lifecycle and the play log count listeners from the start), then the rooms that serve the
+ * The composition root's delivery plane, built after live and before control: the listeners room
+ * (the control services count listeners through it from the start), then the rooms that serve the
  * hubs — HLS, progressive listening on `/listen` and on the Icecast port, WHEP, the edge log
  * receiver — and the HTTP worker threads that serve HLS and listening beside the main thread.
  */

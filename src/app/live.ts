@@ -1,6 +1,8 @@
 /**
- * The composition root's live plane: the media registry and publishing (ingest's state machine
- * over the stream lifecycle, its port), then the RTMP and Icecast source servers that feed it.
+ * The composition root's live plane, built right after base: the fallback cache, the media
+ * registry and publishing (ingest's state machine over the stream lifecycle, its port, reached
+ * through `ingestPortOf`), and — once control and delivery exist — the RTMP and Icecast source
+ * servers that feed it.
  */
 import path from 'node:path';
 import type { Base } from './base.js';
@@ -17,7 +19,7 @@ import type { TimelineMark, TimelineStore } from '../live/media/timeline.js';
 
 /**
  * The node's cache of fallback renditions (docs/streams.md "Fallback"), `<dataDir>/fallback-cache`:
- * built before the control services, which tell it of deleted and replaced episode audio.
+ * built with the live plane; the control services tell it of deleted and replaced episode audio.
  * @throws Error when the directory cannot be created
  */
 export function buildFallbackCache(b: Base): FallbackCache {
@@ -43,6 +45,32 @@ export function timelineStore(b: Pick<Base, 'db' | 'writes' | 'now'>): TimelineS
     save: (streamId, layer, mark) => {
       setImmediate(() => b.writes.run(`timeline:${streamId}`, 'HLS timeline mark', () => void repo.reserve(streamId, layer, mark.sequence, mark.discontinuity, b.now())));
     },
+  };
+}
+
+/**
+ * The ingest port over its implementation, the stream lifecycle, which is a control service and so
+ * built after the live plane (docs/architecture.md "One composition root"): bound once here, each
+ * call goes to `impl()`, which ingest reaches only from a socket read, a timer or `recover` — once
+ * every plane is built.
+ */
+export function ingestPortOf(impl: () => Required<IngestPort>): Required<IngestPort> {
+  return {
+    authorizePublish: (streamId, key) => impl().authorizePublish(streamId, key),
+    streamOfMount: (mount) => impl().streamOfMount(mount),
+    isStreamKey: (key) => impl().isStreamKey(key),
+    streamState: (streamId) => impl().streamState(streamId),
+    liveStreams: () => impl().liveStreams(),
+    onLive: (streamId, atMs) => impl().onLive(streamId, atMs),
+    onEnded: (streamId, atMs) => impl().onEnded(streamId, atMs),
+    onError: (streamId, error) => impl().onError(streamId, error),
+    onMetadata: (streamId, np) => impl().onMetadata(streamId, np),
+    onRecording: (streamId, recording) => impl().onRecording(streamId, recording),
+    fallback: (streamId) => impl().fallback(streamId),
+    fallbackStreams: () => impl().fallbackStreams(),
+    fallbackStreamIds: () => impl().fallbackStreamIds(),
+    onSourceChanged: (streamId, source, reason) => impl().onSourceChanged(streamId, source, reason),
+    onLoudness: (streamId, reading) => impl().onLoudness(streamId, reading),
   };
 }
 
