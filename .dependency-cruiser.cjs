@@ -3,10 +3,11 @@
  * `npm run lint:imports` as part of `npm test`. A rule names what must never import what. Type-only
  * imports count like any other: a plane that names another plane's types depends on it.
  *
- * Planes: base (infrastructure, no plane), live (native addon, ingest, media), delivery (HLS,
- * progressive, WebRTC, listeners, HTTP threads), control (API, dashboard, OAuth, services, feed,
- * webhooks, downloads, episode audio). The composition root (src/main.ts, src/app/) and the CLI
- * (src/cli/) sit on top.
+ * Planes: base (infrastructure, no plane), live (ingest, media), delivery (HLS, progressive,
+ * WebRTC, listeners, HTTP threads), control (API, dashboard, OAuth, services, feed, webhooks,
+ * downloads, episode audio). src/native/ (the addon loader and one wrapper per native class) is
+ * plane-free, importable by every plane like base. The composition root (src/main.ts, src/app/)
+ * and the CLI (src/cli/) sit on top.
  */
 const lib = (name) => `(^|/)node_modules/(${name})/`;
 
@@ -65,6 +66,13 @@ module.exports = {
       to: { path: '^src/live/', pathNot: ['^src/live/media/', '^src/live/ports\\.ts$'] },
     },
     {
+      name: 'control-never-imports-delivery',
+      comment: 'control/ (API, dashboard, services, webhooks, …) never imports delivery/: what it reads of the listeners room comes through its own port (src/control/services/listeners.ts), shapes both speak live in base/',
+      severity: 'error',
+      from: { path: '^src/control/' },
+      to: { path: '^src/delivery/' },
+    },
+    {
       name: 'control-uses-live-ports-only',
       comment: 'control/ uses live/ through its ports (src/live/ports.ts, the ingest port) and never its internals',
       severity: 'error',
@@ -77,6 +85,35 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/', pathNot: ['^src/cli/', '^src/main\\.ts$', '^src/app/'] },
       to: { path: '^src/main\\.ts$|^src/app/' },
+    },
+    // ── The composition root, plane by plane ────────────────────────────────────────────────
+    {
+      name: 'app-base-builds-base-only',
+      comment: 'src/app/base.ts builds the base plane from base/ alone',
+      severity: 'error',
+      from: { path: '^src/app/base\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/base/' },
+    },
+    {
+      name: 'app-live-builds-live-only',
+      comment: 'src/app/live.ts builds the live plane from live/, base/ and src/native/ (and the built base plane); other planes reach it through src/main.ts',
+      severity: 'error',
+      from: { path: '^src/app/live\\.ts$' },
+      to: { path: '^src/', pathNot: ['^src/live/', '^src/base/', '^src/native/', '^src/app/base\\.ts$'] },
+    },
+    {
+      name: 'app-delivery-builds-delivery-only',
+      comment: 'src/app/delivery.ts builds the delivery plane from delivery/, base/, src/native/ and what delivery itself reads of live (live/media/, the live port)',
+      severity: 'error',
+      from: { path: '^src/app/delivery\\.ts$' },
+      to: { path: '^src/', pathNot: ['^src/delivery/', '^src/base/', '^src/native/', '^src/live/media/', '^src/live/ports\\.ts$', '^src/app/base\\.ts$'] },
+    },
+    {
+      name: 'app-control-builds-control-only',
+      comment: 'src/app/control.ts builds the control plane from control/, base/, src/native/ and the live ports; it never names delivery or live internals',
+      severity: 'error',
+      from: { path: '^src/app/control\\.ts$' },
+      to: { path: '^src/', pathNot: ['^src/control/', '^src/base/', '^src/native/', '^src/live/ports\\.ts$', '^src/live/ingest/port\\.ts$', '^src/app/base\\.ts$'] },
     },
     // ── Inside the planes ───────────────────────────────────────────────────────────────────
     {
