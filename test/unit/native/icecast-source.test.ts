@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { IcecastSource, type IcecastCodec, type IcecastSourceEvent } from '../../../src/native/icecast-source.js';
 import { Segmenter, type ConfigEvent, type SegmentDoneEvent, type SegmenterEvent } from '../../../src/native/segmenter.js';
 
-const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../fixtures/icecast');
+const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../fixtures/icecast');
 const read = (name: string) => fs.readFileSync(path.join(fixtures, name));
 /** ffprobe's packet count of a fixture (its *.packets file). */
 const packetCount = (name: string) => read(`${name}.packets`).toString().trim().split('\n').length;

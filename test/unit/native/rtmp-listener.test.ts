@@ -11,7 +11,7 @@ import { closeAll, connect, startListener as start, until } from './listener-har
 import { publishedAudio } from './rtmp-messages.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const fixture = (name: string) => readFileSync(path.join(here, '../../../fixtures/rtmp', name));
+const fixture = (name: string) => readFileSync(path.join(here, '../../fixtures/rtmp', name));
 const FFMPEG_48K = fixture('ffmpeg-aac-48k.bin');
 const HANDSHAKE_IN = 1 + 2 * 1536; // C0 C1 C2
 
