@@ -3,10 +3,11 @@
  * `npm run lint:imports` as part of `npm test`. A rule names what must never import what. Type-only
  * imports count like any other: a plane that names another plane's types depends on it.
  *
- * Planes: base (infrastructure, no plane), live (native addon, ingest, media), delivery (HLS,
- * progressive, WebRTC, listeners, HTTP threads), control (API, dashboard, OAuth, services, feed,
- * webhooks, downloads, episode audio). The composition root (src/main.ts, src/app/) and the CLI
- * (src/cli/) sit on top.
+ * Planes: base (infrastructure, no plane), live (ingest, media), delivery (HLS, progressive,
+ * WebRTC, listeners, HTTP threads), control (API, dashboard, OAuth, services, feed, webhooks,
+ * downloads, episode audio). src/native/ (the addon loader and one wrapper per native class) is
+ * plane-free, importable by every plane like base. The composition root (src/main.ts, src/app/)
+ * and the CLI (src/cli/) sit on top.
  */
 const lib = (name) => `(^|/)node_modules/(${name})/`;
 
@@ -30,9 +31,9 @@ module.exports = {
     home('valibot', 'valibot|@valibot', ['base/config\\.ts$', 'control/api/[^/]+/schemas\\.ts$', 'control/api/validation\\.ts$', 'control/api/openapi/']),
     {
       name: 'addon-has-one-home',
-      comment: 'the C++ addon is loaded only by src/live/native/',
+      comment: 'the C++ addon is loaded only by src/native/',
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/live/native/' },
+      from: { path: '^src/', pathNot: '^src/native/' },
       to: { path: '\\.node$' },
     },
     // ── Planes ──────────────────────────────────────────────────────────────────────────────
@@ -48,7 +49,7 @@ module.exports = {
       comment: 'live/ (native addon, ingest, media) imports base/ only: delivery and control come to it through its ports',
       severity: 'error',
       from: { path: '^src/live/' },
-      to: { path: '^src/', pathNot: ['^src/live/', '^src/base/'] },
+      to: { path: '^src/', pathNot: ['^src/live/', '^src/base/', '^src/native/'] },
     },
     {
       name: 'delivery-never-imports-control',
@@ -59,10 +60,17 @@ module.exports = {
     },
     {
       name: 'delivery-reads-live-media-only',
-      comment: 'delivery/ reads what live/media/ publishes (the hub, its layers, codecs, containers); it never drives ingest nor the addon',
+      comment: 'delivery/ reads what live/media/ publishes (the hub, its layers, codecs, containers) and the live port (src/live/ports.ts: the Icecast port\'s listener contract); it never drives ingest',
       severity: 'error',
       from: { path: '^src/delivery/' },
-      to: { path: '^src/live/', pathNot: '^src/live/media/' },
+      to: { path: '^src/live/', pathNot: ['^src/live/media/', '^src/live/ports\\.ts$'] },
+    },
+    {
+      name: 'control-never-imports-delivery',
+      comment: 'control/ (API, dashboard, services, webhooks, …) never imports delivery/: what it reads of the listeners room comes through its own port (src/control/services/listeners.ts), shapes both speak live in base/',
+      severity: 'error',
+      from: { path: '^src/control/' },
+      to: { path: '^src/delivery/' },
     },
     {
       name: 'control-uses-live-ports-only',
@@ -78,27 +86,56 @@ module.exports = {
       from: { path: '^src/', pathNot: ['^src/cli/', '^src/main\\.ts$', '^src/app/'] },
       to: { path: '^src/main\\.ts$|^src/app/' },
     },
+    // ── The composition root, plane by plane ────────────────────────────────────────────────
+    {
+      name: 'app-base-builds-base-only',
+      comment: 'src/app/base.ts builds the base plane from base/ alone',
+      severity: 'error',
+      from: { path: '^src/app/base\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/base/' },
+    },
+    {
+      name: 'app-live-builds-live-only',
+      comment: 'src/app/live.ts builds the live plane from live/, base/ and src/native/ (and the built base plane); other planes reach it through src/main.ts',
+      severity: 'error',
+      from: { path: '^src/app/live\\.ts$' },
+      to: { path: '^src/', pathNot: ['^src/live/', '^src/base/', '^src/native/', '^src/app/base\\.ts$'] },
+    },
+    {
+      name: 'app-delivery-builds-delivery-only',
+      comment: 'src/app/delivery.ts builds the delivery plane from delivery/, base/, src/native/ and what delivery itself reads of live (live/media/, the live port)',
+      severity: 'error',
+      from: { path: '^src/app/delivery\\.ts$' },
+      to: { path: '^src/', pathNot: ['^src/delivery/', '^src/base/', '^src/native/', '^src/live/media/', '^src/live/ports\\.ts$', '^src/app/base\\.ts$'] },
+    },
+    {
+      name: 'app-control-builds-control-only',
+      comment: 'src/app/control.ts builds the control plane from control/, base/, src/native/ and the live ports; it never names delivery or live internals',
+      severity: 'error',
+      from: { path: '^src/app/control\\.ts$' },
+      to: { path: '^src/', pathNot: ['^src/control/', '^src/base/', '^src/native/', '^src/live/ports\\.ts$', '^src/live/ingest/port\\.ts$', '^src/app/base\\.ts$'] },
+    },
     // ── Inside the planes ───────────────────────────────────────────────────────────────────
     {
       name: 'native-is-a-leaf',
-      comment: 'live/native/ (the addon loader) imports no app folder',
+      comment: 'src/native/ (the addon loader and one wrapper per native class) imports nothing of the planes, the composition root or the CLI',
       severity: 'error',
-      from: { path: '^src/live/native/' },
-      to: { path: '^src/', pathNot: '^src/live/native/' },
+      from: { path: '^src/native/' },
+      to: { path: '^src/', pathNot: '^src/native/' },
     },
     {
       name: 'media-knows-no-ingest',
-      comment: 'live/media/ (hub, layers, segmenting, recording) imports live/native/ and base/ only',
+      comment: 'live/media/ (hub, layers, segmenting, recording) imports src/native/ and base/ only',
       severity: 'error',
       from: { path: '^src/live/media/' },
-      to: { path: '^src/', pathNot: ['^src/live/media/', '^src/live/native/', '^src/base/'] },
+      to: { path: '^src/', pathNot: ['^src/live/media/', '^src/native/', '^src/base/'] },
     },
     {
       name: 'db-knows-no-rules',
-      comment: 'base/db/ holds statements only: it imports nothing else of the app',
+      comment: 'base/db/ holds statements and the write retry only: it imports nothing else of the app but the log, the limits counter and the disk reserve (the write retry reports through them)',
       severity: 'error',
       from: { path: '^src/base/db/' },
-      to: { path: '^src/', pathNot: '^src/base/db/' },
+      to: { path: '^src/', pathNot: ['^src/base/db/', '^src/base/logger\\.ts$', '^src/base/limits/limits\\.ts$', '^src/base/disk-reserve\\.ts$'] },
     },
     {
       name: 'services-know-no-http',
@@ -136,7 +173,7 @@ module.exports = {
       severity: 'error',
       from: {
         path: '^src/',
-        pathNot: ['^src/main\\.ts$', '^src/app/', '^src/cli/', '^src/base/db/', '^src/control/downloads/feature\\.ts$', '^src/control/api/idempotency/store\\.ts$', '^src/base/auth/sessions\\.ts$'],
+        pathNot: ['^src/main\\.ts$', '^src/app/', '^src/cli/', '^src/base/db/', '^src/control/downloads/feature\\.ts$', '^src/base/http/idempotency\\.ts$', '^src/base/auth/sessions\\.ts$'],
       },
       to: { path: '^src/base/db/[^/]+-repo\\.ts$', dependencyTypesNot: ['type-only'] },
     },

@@ -42,13 +42,13 @@ import { RTC_STEPS_GROUP } from './lib/goals.js';
 import { cpuMeter, freePort, have, sleep, spawnWithFds, stop } from './lib/proc.js';
 import { createAccount, startSkylark } from './http-segments.js';
 import { StreamHub } from '../src/live/media/hub.js';
-import type { SegmenterEvent } from '../src/live/native/index.js';
+import type { SegmenterEvent } from '../src/native/segmenter.js';
 import { fill, mediaTemplate } from '../src/delivery/hls/playlists.js';
 import { RTCPeerConnection, RTCRtpCodecParameters, RtpHeader, RtpPacket, type RTCRtpTransceiver } from 'werift';
 import { peerConfiguration } from '../src/delivery/webrtc/whep.js';
 import { RtpSender, weriftMediaState } from '../src/delivery/webrtc/rtp-sender.js';
 import { socketFd, udpPath } from '../src/delivery/webrtc/fanout.js';
-import { RtpFanout } from '../src/live/native/rtp-fanout.js';
+import { RtpFanout } from '../src/native/rtp-fanout.js';
 import { PROFILE_AEAD_AES_128_GCM, PROFILE_AES128_CM_HMAC_SHA1_80, SrtpProtector } from '../src/delivery/webrtc/srtp.js';
 import { randomBytes } from 'node:crypto';
 

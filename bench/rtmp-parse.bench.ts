@@ -20,8 +20,9 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { RtmpListener, Segmenter, type RtmpConnectionHandler, type SegmenterEvent } from '../src/live/native/index.js';
-import { commandName, publishedAudio, readMessages } from '../test/unit/live/native/rtmp-messages.js';
+import { RtmpListener, type RtmpConnectionHandler } from '../src/native/rtmp-listener.js';
+import { Segmenter, type SegmenterEvent } from '../src/native/segmenter.js';
+import { commandName, publishedAudio, readMessages } from '../test/unit/native/rtmp-messages.js';
 import type { BenchRow } from './lib/report.js';
 
 const root = path.resolve(import.meta.dirname, '..');

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Bench } from 'tinybench';
-import { Segmenter, type SegmenterOptions } from '../src/live/native/index.js';
+import { Segmenter, type SegmenterOptions } from '../src/native/segmenter.js';
 import { opusTagsFromOgg, type Tag } from '../test/helpers/ogg.js';
 import type { BenchRow } from './lib/report.js';
 

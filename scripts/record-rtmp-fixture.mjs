@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { RtmpListener } from '../src/live/native/index.ts';
+import { RtmpListener } from '../src/native/rtmp-listener.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ffmpeg = process.env.FFMPEG ?? 'ffmpeg';

@@ -1,15 +1,15 @@
 /**
- * Composition root: `startServer` builds the planes in construction order — the base plane
- * (src/app/base.ts: database, repositories, secret, limits, outbox, HTTP server, Guard), the
- * listeners room and the control services (src/app/delivery.ts, src/app/control.ts: the stream
- * lifecycle counts listeners and hands recordings over from the start), publishing (src/app/live.ts),
- * the delivery rooms (HLS, listening, WHEP), the API and the other control features, then the
- * ingest servers — listens, starts the features and returns the running server. Nothing is set
- * late: every dependency is given at construction. `startServer` is what `skylark serve` and the
- * tests run.
+ * Composition root: `startServer` builds the planes in plane order (docs/architecture.md "One
+ * composition root") — base (src/app/base.ts: database, repositories, secret, limits, outbox, HTTP
+ * server, Guard), live (src/app/live.ts: the fallback cache and publishing, whose port is the
+ * stream lifecycle, bound once), delivery (src/app/delivery.ts: the listeners room, HLS, listening,
+ * WHEP), control (src/app/control.ts: the services, the API and the other control features) —
+ * then the ingest servers and the operator endpoints; listens, starts the features and returns the
+ * running server. Nothing is set late: every dependency is given at construction; what is known
+ * only once listening (ports, URLs, threads) is one handle, `Listening`, filled once by the
+ * listening step. `startServer` is what `skylark serve` and the tests run.
  */
 import type { Config, PublicUrls } from './base/config.js';
-import { resolvePublicUrls } from './base/config.js';
 import type { Database } from './base/db/database.js';
 import type { Outbox } from './base/outbox.js';
 import type { Guard } from './base/auth/guard.js';
@@ -17,21 +17,21 @@ import type { Feature } from './base/feature.js';
 import type { Logger } from './base/logger.js';
 import type { Limits } from './base/limits/limits.js';
 import { HTTP_LIBRARY_BUILD, HTTP_LIBRARY_OBJECT, type HttpServer } from './base/http/server.js';
-import { Http10Front, adoptHttp10Connection } from './base/http/http10.js';
-import { cidrMatcher } from './base/auth/ratelimit/client-ip.js';
-import { httpFrontStatus, installHttpFront } from './live/native/http-front.js';
+import { Http10Front, Http10Ports } from './base/http/http10.js';
+import { isTrustedProxy, trustedProxies } from './base/http/client-address.js';
+import { httpFrontStatus, installHttpFront } from './native/http-front.js';
 import type { Publishing } from './live/ingest/publishing.js';
 import type { AccountsService } from './control/services/accounts.js';
 import type { EdgeLogReceiver } from './delivery/listeners/edge-log.js';
 import { assertPortFree } from './base/http/port-probe.js';
-import { freePort, privateSocketPath, type RunningThreads, type ThreadCounts, type WatchedMediaRegistry } from './delivery/threads/index.js';
-export { stopAllHttpThreads } from './delivery/threads/index.js';
+import { HttpWorkers, freePort, privateSocketPath, type RunningThreads, type ThreadCounts } from './delivery/threads/index.js';
+import type { MediaRegistry } from './live/media/hub.js';
 import { buildBase, type Base } from './app/base.js';
-import { buildFallbackCache, buildIngestServers, buildPublishing, type IngestServers } from './app/live.js';
+import { buildFallbackCache, buildIngestServers, buildPublishing, ingestPortOf, type IngestServers } from './app/live.js';
 import { buildDelivery, buildListenersRoom, startDeliveryThreads, type Delivery } from './app/delivery.js';
 import { buildServices, buildStreamsService, mountControl, serviceFeatures, type Services } from './app/control.js';
 import type { Listeners } from './delivery/listeners/feature.js';
-import { ListeningCell, mountOperations } from './app/operate.js';
+import { mountOperations } from './app/operate.js';
 import type { NodeMetrics } from './base/metrics/node-metrics.js';
 
 /** A running server. Ports as bound. */
@@ -82,12 +82,10 @@ interface Built {
   delivery: Delivery;
   servers: IngestServers;
   /** The hubs of live streams (worker threads mirror them). */
-  media: WatchedMediaRegistry;
+  media: MediaRegistry;
   /** In start order (closed in reverse). */
   features: Feature[];
   metrics: NodeMetrics;
-  /** The bound ports and threads, for `/readyz` and `/metrics`. */
-  listening: ListeningCell;
 }
 
 /** What listening bound. */
@@ -105,11 +103,11 @@ interface Bound {
  * Starts Skylark with `config`.
  * @throws Error when a port cannot be bound or the database cannot be opened.
  */
-export async function startServer(config: Config, log: Logger, now: () => number = Date.now): Promise<RunningServer> {
+export async function startServer(config: Config, log: Logger, now: () => number = Date.now, proc: ServerProcess = processServers()): Promise<RunningServer> {
   const built = build(config, log, now);
-  const bound = await listenAll(built);
+  const bound = await listenAll(built, proc);
   const { base, services } = built;
-  const urls = base.urls.resolve(resolvePublicUrls(config, bound.httpPort, bound.rtmpPort, bound.icecastPort));
+  const urls = base.listening.listened({ http: bound.httpPort, rtmp: bound.rtmpPort, icecast: bound.icecastPort }, bound.threads);
   built.ingest.recover();
   for (const f of built.features) await f.start?.();
   return {
@@ -141,24 +139,31 @@ export async function startServer(config: Config, log: Logger, now: () => number
   };
 }
 
-/** Builds every plane in construction order; no route is added after `http.finish()`. */
+/**
+ * Builds every plane in plane order — base, live, delivery, control — then the ingest servers and
+ * the operator endpoints; no route is added after `http.finish()`.
+ */
 function build(config: Config, log: Logger, now: () => number): Built {
   const base = buildBase(config, log, now);
-  const room = buildListenersRoom(base);
-  // The fallback's renditions: control tells it of episode audio gone, publishing plays from it.
+  // Live: the fallback's renditions and publishing, whose port is the stream lifecycle (control,
+  // built below; ingest calls it only once the node runs).
   const fallbackCache = buildFallbackCache(base);
-  const control = buildServices(base, room, (episodeId) => fallbackCache.forget(episodeId));
-  const live = buildPublishing(base, control.lifecycle, fallbackCache);
-  const services = buildStreamsService(base, control, room, live.ingest);
+  const live = buildPublishing(base, ingestPortOf(() => control.lifecycle), fallbackCache);
+  // Delivery: the listeners room, then the rooms that serve the hubs.
+  const room = buildListenersRoom(base);
   const delivery = buildDelivery(base, room, live.media);
+  // Control: the services (told of episode audio gone, for the fallback's renditions), the streams
+  // service over publishing, the API and the other control features.
+  const control = buildServices(base, room, (episodeId) => fallbackCache.forget(episodeId));
+  const services = buildStreamsService(base, control, room, live.ingest);
   const controlFeatures = mountControl(base, services, room);
+  // Live's doors, once what they answer to exists: the lifecycle and the Icecast port's listening side.
   const servers = buildIngestServers(base, live, control.lifecycle, delivery.icecastListeners);
-  const listening = new ListeningCell();
-  const metrics = mountOperations({ base, room, media: live.media, icecast: servers.icecast, whep: delivery.whep, services, front: httpFrontStatus, listening });
+  const metrics = mountOperations({ base, room, media: live.media, icecast: servers.icecast, whep: delivery.whep, services, front: httpFrontStatus });
   base.http.finish();
   // The play log and broadcasts stop after the listeners room (features stop in reverse): their last events count.
   const features = [{ close: () => fallbackCache.close() }, ...serviceFeatures(services), room, ...delivery.features, ...controlFeatures];
-  return { base, room, services, ingest: live.ingest, delivery, servers, media: live.media, features, metrics, listening };
+  return { base, room, services, ingest: live.ingest, delivery, servers, media: live.media, features, metrics };
 }
 
 /**
@@ -166,18 +171,20 @@ function build(config: Config, log: Logger, now: () => number): Built {
  * Icecast port and the edge log receiver; on a failure closes what was opened and the database.
  * @throws Error when a port cannot be bound
  */
-async function listenAll(b: Built): Promise<Bound> {
+async function listenAll(b: Built, proc: ServerProcess): Promise<Bound> {
   const { config, log, http } = b.base;
   const { rtmp, icecast } = b.servers;
   const edgeLog = b.delivery.edgeLog;
   let threads: RunningThreads | null = null;
   // The main thread's private unix socket: requests forwarded by worker threads and by the HTTP/1.0 front.
   const socket = privateSocketPath();
+  const proxies = trustedProxies(config.trustedProxies);
   const http10 = new Http10Front({
+    ports: proc.http10,
     socketPath: socket.socketPath,
     maxConnections: config.limits.listenMaxConnections,
     maxConnectionsPerAddress: config.limits.listenMaxConnectionsPerIp,
-    trusted: cidrMatcher(config.trustedProxies),
+    trusted: (ip) => isTrustedProxy(proxies, ip),
     headTimeoutMs: config.limits.http10HeadTimeoutMs,
     idleTimeoutMs: config.limits.http10IdleTimeoutMs,
     limits: b.base.limits,
@@ -191,12 +198,11 @@ async function listenAll(b: Built): Promise<Bound> {
     const httpPort = await listenHttp(http, config.httpHost, config.httpPort, config.httpThreads > 1);
     await http.listenUnix(socket.socketPath);
     http10.attach(httpPort);
-    if (config.http10) installHttpFrontOnce(config.limits.listenSendBufferBytes, log);
-    threads = await startDeliveryThreads(b.base, b.room, b.media, b.delivery, httpPort, socket.socketPath);
+    if (config.http10) proc.installHttpFront(config.limits.listenSendBufferBytes, log);
+    threads = await startDeliveryThreads(b.base, b.room, b.media, b.delivery, { port: httpPort, socketPath: socket.socketPath, workers: proc.workers });
     const rtmpPort = await rtmp.listen(config.rtmpHost, config.rtmpPort);
     const icecastPort = await icecast.listen(config.icecastHost, config.icecastPort);
     const edgeLogPort = edgeLog ? await edgeLog.listen(config.edgeLogHost!, config.edgeLogPort!) : null;
-    b.listening.resolve({ http: httpPort, rtmp: rtmpPort, icecast: icecastPort }, threads);
     return { httpPort, rtmpPort, icecastPort, edgeLogPort, threads, http10, socket };
   } catch (e) {
     await edgeLog?.close();
@@ -215,7 +221,7 @@ async function listenAll(b: Built): Promise<Bound> {
 /** Stops listening, then every feature in reverse order (each even when another fails), then the database. */
 async function closeAll(b: Built, bound: Bound): Promise<void> {
   const { http, log, writes, db } = b.base;
-  b.listening.close();
+  b.base.listening.close();
   // Worker threads first: each closes its connections and sends its last session batch.
   await bound.threads?.close();
   bound.http10.close();
@@ -238,19 +244,38 @@ async function closeAll(b: Built, bound: Bound): Promise<void> {
   if (failure) throw failure;
 }
 
-/** The outcome of installing the HTTP/1.0 front's hooks ('' = installed), once per process. */
-let httpFrontOutcome: string | null = null;
-
 /**
- * Installs the native hooks of the HTTP/1.0 front (docs/http.md "HTTP/1.0") the first time a
- * server starts in this process: HTTP/1.0 connections then reach the front of the port they came
- * to (src/base/http/http10.ts), and `/listen/` connections get `sendBufferBytes` of kernel send buffer.
- * A failure is logged (HTTP/1.0 requests are then refused as by the bare HTTP server).
+ * What every server of a process shares (several run in one process as the tests run them): the
+ * native HTTP front's hooks, which are process-wide (installed once; they hand each HTTP/1.0
+ * connection to the front of the port it reached, `http10`), and the HTTP worker threads, which
+ * the process must stop before it exits (`workers`). `skylark serve` makes one and passes it to
+ * `startServer`; a caller that passes none shares `processServers()`.
  */
-function installHttpFrontOnce(sendBufferBytes: number, log: Logger): void {
-  if (httpFrontOutcome === null) httpFrontOutcome = installHttpFront(HTTP_LIBRARY_OBJECT, ['/listen/'], sendBufferBytes, adoptHttp10Connection);
-  if (httpFrontOutcome !== '') log.warn('HTTP/1.0 requests cannot be answered: the HTTP front could not be installed', { reason: httpFrontOutcome });
-  else log.info('HTTP front hooks installed', { ...httpFrontStatus(), library: HTTP_LIBRARY_BUILD });
+export class ServerProcess {
+  /** The HTTP/1.0 fronts by local port. */
+  readonly http10 = new Http10Ports();
+  /** The HTTP worker threads not ended yet. */
+  readonly workers = new HttpWorkers();
+  /** The outcome of installing the HTTP front's hooks ('' = installed), or null before the first try. */
+  private frontOutcome: string | null = null;
+
+  /**
+   * Installs the native hooks of the HTTP/1.0 front (docs/http.md "HTTP/1.0") the first time a
+   * server of this process starts: HTTP/1.0 connections then reach the front of the port they came
+   * to (src/base/http/http10.ts), and `/listen/` connections get `sendBufferBytes` of kernel send
+   * buffer. A failure is logged (HTTP/1.0 requests are then refused as by the bare HTTP server).
+   */
+  installHttpFront(sendBufferBytes: number, log: Logger): void {
+    this.frontOutcome ??= installHttpFront(HTTP_LIBRARY_OBJECT, ['/listen/'], sendBufferBytes, this.http10.adopt);
+    if (this.frontOutcome !== '') log.warn('HTTP/1.0 requests cannot be answered: the HTTP front could not be installed', { reason: this.frontOutcome });
+    else log.info('HTTP front hooks installed', { ...httpFrontStatus(), library: HTTP_LIBRARY_BUILD });
+  }
+}
+
+let shared: ServerProcess | null = null;
+/** The `ServerProcess` of servers started without one (the native hooks exist once per process). */
+export function processServers(): ServerProcess {
+  return (shared ??= new ServerProcess());
 }
 
 /**

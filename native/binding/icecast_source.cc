@@ -130,7 +130,7 @@ class IcecastSource : public Napi::ObjectWrap<IcecastSource> {
   Napi::Value Failed(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), stream_->failed()); }
 
  private:
-  static constexpr uint32_t kBuffersChanged = 2, kEvents = 4;  // mirrored in src/live/native/icecast.ts
+  static constexpr uint32_t kBuffersChanged = 2, kEvents = 4;  // mirrored in src/native/icecast-source.ts
 
   static Napi::Object TagsToJs(Napi::Env env, const SourceNotice& n, double timestamp_ms) {
     Napi::Object o = Napi::Object::New(env);

@@ -1,10 +1,10 @@
 /**
  * The composition root's base plane (src/main.ts calls it first): the database and its
- * repositories, the node secret, the limits, the outbox, the write retry, the HTTP server and the
- * Guard. Everything the live, delivery and control planes are built from (src/app/live.ts,
+ * repositories, the node secret, the limits, the outbox, the write retry, the HTTP server (with its
+ * Idempotency-Key store) and the Guard. Everything the live, delivery and control planes are built from (src/app/live.ts,
  * src/app/delivery.ts, src/app/control.ts).
  */
-import type { Config, PublicUrls } from '../base/config.js';
+import { resolvePublicUrls, type Config, type PublicUrls } from '../base/config.js';
 import { openDatabase, SERVER_BUSY_TIMEOUT_MS, type Database } from '../base/db/database.js';
 import { MIGRATIONS } from '../base/db/migrations.js';
 import { AccountsRepo } from '../base/db/accounts-repo.js';
@@ -17,9 +17,10 @@ import { Outbox } from '../base/outbox.js';
 import { loadNodeSecret } from '../base/auth/secrets.js';
 import { Guard } from '../base/auth/guard.js';
 import { HttpServer } from '../base/http/server.js';
+import { IdempotencyStore } from '../base/http/idempotency.js';
 import type { Logger } from '../base/logger.js';
 import { Limits } from '../base/limits/limits.js';
-import { WriteRetry } from '../control/services/write-retry.js';
+import { WriteRetry } from '../base/db/write-retry.js';
 import { DiskReserve, DISK_RESERVE_FILE } from '../base/disk-reserve.js';
 import path from 'node:path';
 
@@ -32,19 +33,56 @@ export interface Repos {
   oauth: OAuthRepo;
 }
 
-/** The public URLs of the node: resolved once listening (the ports are known then). */
-export class UrlsCell {
-  private urls: PublicUrls | null = null;
+/** The ports the node listens on, as bound. */
+export interface BoundPorts {
+  http: number;
+  rtmp: number;
+  icecast: number;
+}
 
-  /** The public URLs. @throws Error before `resolve` (call it in handlers and timers only). */
-  readonly get = (): PublicUrls => {
-    if (!this.urls) throw new Error('public URLs are not known before listening');
-    return this.urls;
+/** What `/metrics` reads of the HTTP worker threads: each one's answers by route class and status (src/base/http/tally.ts). */
+export interface ThreadTallies {
+  counts(): Promise<Map<number, { http?: Array<[number, number]> }>>;
+}
+
+/**
+ * What the node knows only once it listens (port 0 is the kernel's pick, docs/configuration.md):
+ * the bound ports, the public URLs made from them, and the HTTP worker threads. One handle, built
+ * with the base plane and given at construction to everything that reads it in handlers, timers
+ * and scrapes; the listening step of the composition root (src/main.ts) fills it once when every
+ * port is bound, and `close` takes the ports and threads back when the node stops listening.
+ */
+export class Listening {
+  private publicUrls: PublicUrls | null = null;
+  private bound: { ports: BoundPorts; threads: ThreadTallies | null } | null = null;
+
+  constructor(private readonly config: Config) {}
+
+  /** The public URLs. @throws Error before listening (call it in handlers and timers only). */
+  readonly urls = (): PublicUrls => {
+    if (!this.publicUrls) throw new Error('public URLs are not known before listening');
+    return this.publicUrls;
   };
 
-  /** Sets the URLs once the ports are bound (src/main.ts). */
-  resolve(urls: PublicUrls): PublicUrls {
-    return (this.urls = urls);
+  /** The bound ports, or null before listening and after close. */
+  get ports(): BoundPorts | null {
+    return this.bound?.ports ?? null;
+  }
+
+  /** The HTTP worker threads (null: the main thread serves alone, or not listening). */
+  get threads(): ThreadTallies | null {
+    return this.bound?.threads ?? null;
+  }
+
+  /** Every port is bound (src/main.ts, once). @returns the public URLs, now known */
+  listened(ports: BoundPorts, threads: ThreadTallies | null): PublicUrls {
+    this.bound = { ports, threads };
+    return (this.publicUrls = resolvePublicUrls(this.config, ports.http, ports.rtmp, ports.icecast));
+  }
+
+  /** The node stopped listening (the URLs stay, for what still runs during the stop). */
+  close(): void {
+    this.bound = null;
   }
 }
 
@@ -64,7 +102,8 @@ export interface Base {
   writes: WriteRetry;
   http: HttpServer;
   guard: Guard;
-  urls: UrlsCell;
+  /** What is known once listening: the public URLs (`listening.urls`), the bound ports, the HTTP threads. */
+  listening: Listening;
 }
 
 /**
@@ -82,9 +121,9 @@ export function buildBase(config: Config, log: Logger, now: () => number): Base 
     oauth: new OAuthRepo(db),
   };
   const limits = new Limits(log.child('limits'), now);
-  const urls = new UrlsCell();
-  const http = new HttpServer({ maxJsonBodyBytes: config.maxJsonBodyBytes, log: log.child('http'), limits });
-  const guard = new Guard(repos.accounts, { oauth: repos.oauth, nodeSecret, urls: urls.get, now, trustedProxies: config.trustedProxies });
+  const listening = new Listening(config);
+  const http = new HttpServer({ maxJsonBodyBytes: config.maxJsonBodyBytes, log: log.child('http'), limits, idempotency: new IdempotencyStore(db, nodeSecret, now) });
+  const guard = new Guard(repos.accounts, { oauth: repos.oauth, nodeSecret, urls: listening.urls, now, trustedProxies: config.trustedProxies });
   // Released when SQLite finds the disk full, so the live path's records still commit (docs/behaviour.md §13).
   const reserve = new DiskReserve(path.join(config.dataDir, DISK_RESERVE_FILE), config.limits.minFreeDiskBytes, log.child('db'));
   reserve.ensure();
@@ -100,6 +139,6 @@ export function buildBase(config: Config, log: Logger, now: () => number): Base 
     writes: new WriteRetry(db, log.child('db'), limits, SERVER_BUSY_TIMEOUT_MS, reserve),
     http,
     guard,
-    urls,
+    listening,
   };
 }

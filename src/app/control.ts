@@ -1,17 +1,16 @@
 /**
- * The composition root's control plane. `buildServices` comes right after the listeners room and
- * before publishing (the stream lifecycle is ingest's port): the play log and broadcasts, the
+ * The composition root's control plane, built after live and delivery. `buildServices`, over the
+ * listeners room (control's `ListenersRoom` port): the play log and broadcasts, the
  * podcasts side (episodes, the publication scheduler, loudness, download counting, feed
  * notifications), webhooks and their delivery engine, then the lifecycle, which is given the
- * listener count and the recording hand-over at construction. `buildStreamsService` comes after
- * publishing (it ends and disconnects publishers). `mountControl` registers the API (`mountApi`,
- * once), OAuth, idempotency, the dashboard and the feed routes.
+ * listener count and the recording hand-over at construction, and which publishing (built before,
+ * over a port bound once) calls once the node runs. `buildStreamsService` takes publishing (it ends
+ * and disconnects publishers). `mountControl` registers the API (`mountApi`,
+ * once), OAuth, the dashboard and the feed routes.
  */
 import type { Base } from './base.js';
 import type { Feature } from '../base/feature.js';
-import type { Listeners } from '../delivery/listeners/feature.js';
-import { ListenersService } from '../delivery/listeners/service.js';
-import type { Publishing } from '../live/ingest/publishing.js';
+import { ListenersService, type ListenersRoom } from '../control/services/listeners.js';
 import { decryptSecret } from '../base/auth/secrets.js';
 import { EventsQuery } from '../base/db/events-repo.js';
 import { TracksRepo } from '../base/db/tracks-repo.js';
@@ -20,7 +19,7 @@ import { LoudnessRepo } from '../base/db/loudness-repo.js';
 import { FfmpegPool, ffmpegPath } from '../base/ffmpeg.js';
 import { Sessions } from '../base/auth/sessions.js';
 import { AccountsService } from '../control/services/accounts.js';
-import { StreamsService } from '../control/services/streams.js';
+import { StreamsService, type LiveControl } from '../control/services/streams.js';
 import { StreamLifecycle } from '../control/services/lifecycle.js';
 import { FallbackEpisodes } from '../control/services/fallback.js';
 import { PlayLog } from '../control/services/play-log.js';
@@ -37,7 +36,6 @@ import { FeedService } from '../control/feed/feed-service.js';
 import { registerFeedRoutes } from '../control/feed/routes.js';
 import { createDownloads, type Downloads } from '../control/downloads/feature.js';
 import { mountApi, type UploadSettings } from '../control/api/index.js';
-import { registerIdempotency } from '../control/api/idempotency/feature.js';
 import { AuthorizationServer } from '../control/oauth/service.js';
 import { OAuthClients } from '../control/oauth/clients.js';
 import { registerOAuth } from '../control/oauth/routes.js';
@@ -116,7 +114,7 @@ function buildPodcasts(b: Base, feedNotes: FeedNotifications, audioGone: (episod
   const { config, db, now } = b;
   const repo = b.repos.podcasts;
   const log = b.log.child('podcasts');
-  const urls = b.urls.get;
+  const urls = b.listening.urls;
   const episodeMedia = new MediaStore(config.dataDir);
   const downloads = createDownloads({ db, podcasts: repo, media: episodeMedia, trustedProxies: config.trustedProxies, log: b.log, now, enabled: config.downloadCounting, maxClientsPerDay: config.limits.downloadClientsPerDay });
   // Episode loudness: measured and normalised after storing, by capped low-priority FFmpeg processes.
@@ -143,7 +141,7 @@ function buildPodcasts(b: Base, feedNotes: FeedNotifications, audioGone: (episod
  * recordings to the episodes service from the start. `episodeAudioGone` is told of every episode
  * whose audio was deleted or replaced (the fallback's rendition cache, docs/streams.md "Fallback").
  */
-export function buildServices(b: Base, room: Listeners, episodeAudioGone: (episodeId: string) => void = () => {}): ControlServices {
+export function buildServices(b: Base, room: ListenersRoom, episodeAudioGone: (episodeId: string) => void = () => {}): ControlServices {
   const { db, outbox, writes, now } = b;
   const log = b.log.child('live');
   const listenerCount = (id: string) => room.registry.listenerCount(id);
@@ -163,7 +161,7 @@ export function buildServices(b: Base, room: Listeners, episodeAudioGone: (episo
     streams: b.repos.streams,
     outbox,
     log,
-    urls: b.urls.get,
+    urls: b.listening.urls,
     writes,
     listenerCount,
     onRecording: (r) => episodes.createFromRecording(r),
@@ -185,19 +183,19 @@ function fallbackEpisodesOf(b: Base, media: MediaStore): (accountId: string, ids
   return (accountId, ids) => f.items(accountId, ids);
 }
 
-/** The streams service (docs/behaviour.md §2): over publishing, which it asks to end, disconnect and retitle. */
-export function buildStreamsService(b: Base, s: ControlServices, room: Listeners, ingest: Publishing): Services {
+/** The streams service (docs/behaviour.md §2): over publishing (live's ingest), which it asks to end, disconnect and retitle. */
+export function buildStreamsService(b: Base, s: ControlServices, room: ListenersRoom, ingest: Omit<LiveControl, 'listenerCount'>): Services {
   const streams = new StreamsService({
     streams: b.repos.streams,
     accounts: b.repos.accounts,
     nodeSecret: b.nodeSecret,
-    urls: b.urls.get,
+    urls: b.listening.urls,
     live: {
       listenerCount: (id) => room.registry.listenerCount(id),
       endNow: (id) => ingest.endNow(id),
       disconnectPublisher: (id) => ingest.disconnectPublisher(id),
       nowPlaying: (id, np) => ingest.nowPlaying(id, np),
-      fallbackChanged: (id) => ingest.fallbackChanged(id),
+      fallbackChanged: (id) => ingest.fallbackChanged?.(id),
     },
     now: b.now,
     checkRecordingPodcast: recordingPodcastCheck(b.repos.podcasts),
@@ -214,23 +212,22 @@ export function serviceFeatures(s: ControlServices): Feature[] {
 }
 
 /**
- * Registers the API (`/v2`: every resource from one list, src/control/api/index.ts), idempotency,
+ * Registers the API (`/v2`: every resource from one list, src/control/api/index.ts),
  * OAuth, the feed routes and the dashboard, and returns the control plane's features in start order.
  * @throws Error when the Guard was built without OAuth (no access tokens)
  */
-export function mountControl(b: Base, s: Services, room: Listeners): Feature[] {
+export function mountControl(b: Base, s: Services, room: ListenersRoom): Feature[] {
   const { http, guard, now, config } = b;
   const uploads: UploadSettings = { maxBytes: config.maxUploadBytes, minFreeDiskBytes: config.limits.minFreeDiskBytes };
   registerFeedRoutes(http, { feed: s.feed, repo: b.repos.podcasts, media: s.episodeMedia, log: b.log.child('podcasts'), onAudio: s.downloads.onAudio });
-  mountApi({ http, guard, urls: b.urls.get, now, log: b.log, limits: b.limits, accounts: s.accounts, streams: s.streams, listeners: s.listeners, podcasts: s.podcasts, episodes: s.episodes, podcastStats: s.downloads.stats, episodeMedia: s.episodeMedia, uploads, webhooks: s.webhooks, events: s.events });
+  mountApi({ http, guard, urls: b.listening.urls, now, log: b.log, limits: b.limits, accounts: s.accounts, streams: s.streams, listeners: s.listeners, podcasts: s.podcasts, episodes: s.episodes, podcastStats: s.downloads.stats, episodeMedia: s.episodeMedia, uploads, webhooks: s.webhooks, events: s.events });
   const tokens = guard.tokens;
   if (!tokens) throw new Error('the OAuth routes need a Guard constructed with GuardOptions');
   // One session store and cookie for the OAuth consent page and the dashboard (one sign-in for both).
-  const sessions = new Sessions(b.db, b.nodeSecret, () => b.urls.get().authUrl.startsWith('https:'), now);
-  const server = new AuthorizationServer({ db: b.db, repo: b.repos.oauth, accounts: b.repos.accounts, tokens, issuer: () => b.urls.get().authUrl, now });
+  const sessions = new Sessions(b.db, b.nodeSecret, () => b.listening.urls().authUrl.startsWith('https:'), now);
+  const server = new AuthorizationServer({ db: b.db, repo: b.repos.oauth, accounts: b.repos.accounts, tokens, issuer: () => b.listening.urls().authUrl, now });
   const features: Feature[] = [s.downloads];
-  features.push(registerIdempotency({ http, db: b.db, nodeSecret: b.nodeSecret, now }));
-  features.push(registerOAuth({ http, guard, server, tokens, sessions, accounts: b.repos.accounts, urls: b.urls.get, limits: b.limits }));
+  features.push(registerOAuth({ http, guard, server, tokens, sessions, accounts: b.repos.accounts, urls: b.listening.urls, limits: b.limits }));
   features.push({ start: () => s.episodeMedia.clearTemp() }); // uploads cut off by the last shutdown
   features.push(s.scheduler);
   if (s.loudness) features.push(s.loudness);
@@ -254,7 +251,7 @@ export function mountControl(b: Base, s: Services, room: Listeners): Feature[] {
       episodeMedia: s.episodeMedia,
       uploads,
       oauthClients: new OAuthClients(b.repos.oauth, now),
-      urls: b.urls.get,
+      urls: b.listening.urls,
       limits: b.limits,
       log: b.log,
       now,

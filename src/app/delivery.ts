@@ -1,6 +1,6 @@
 /**
- * The composition root's delivery plane: the listeners room (built right after the base plane, so
- * the lifecycle and the play log count listeners from the start), then the rooms that serve the
+ * The composition root's delivery plane, built after live and before control: the listeners room
+ * (the control services count listeners through it from the start), then the rooms that serve the
  * hubs — HLS, progressive listening on `/listen` and on the Icecast port, WHEP, the edge log
  * receiver — and the HTTP worker threads that serve HLS and listening beside the main thread.
  */
@@ -12,14 +12,15 @@ import { createEdgeLog, createListeners, type Listeners } from '../delivery/list
 import type { EdgeLogReceiver } from '../delivery/listeners/edge-log.js';
 import { listenerTimeoutMs, publicPartHead, registerHlsRoutes } from '../delivery/hls/routes.js';
 import { NativeParts } from '../delivery/hls/native-parts.js';
-import { deleteHttpObject, putHttpObject } from '../live/native/http-front.js';
+import { deleteHttpObject, putHttpObject } from '../native/http-front.js';
 import { nativeRequestIdPrefix } from '../base/ids.js';
 import { HubSource } from '../delivery/hls/source.js';
-import { startHttpThreads, type RunningThreads, type ThreadCounts, type WatchedMediaRegistry } from '../delivery/threads/index.js';
+import { startHttpThreads, type HttpWorkers, type RunningThreads, type ThreadCounts } from '../delivery/threads/index.js';
+import type { MediaRegistry } from '../live/media/hub.js';
 import { registerListenRoutes, type ListenFeature } from '../delivery/progressive/routes.js';
 import { icecastListening, keepProgressive } from '../delivery/progressive/icecast-port.js';
 import { registerWhep, type WhepStats } from '../delivery/webrtc/whep.js';
-import { RtpFanout, rtpFanoutAvailable } from '../live/native/rtp-fanout.js';
+import { RtpFanout, rtpFanoutAvailable } from '../native/rtp-fanout.js';
 
 /** Builds the listeners room (docs/behaviour.md §3–§4): registry, listener tokens, HLS access, held-request caps. */
 export function buildListenersRoom(b: Base): Listeners {
@@ -49,7 +50,7 @@ export interface Delivery {
  * receiver, over the hubs of `media` and the listeners room.
  * @throws Error when the `/listen/:file` route could not be kept for the Icecast port
  */
-export function buildDelivery(b: Base, room: Listeners, media: WatchedMediaRegistry): Delivery {
+export function buildDelivery(b: Base, room: Listeners, media: MediaRegistry): Delivery {
   const { http, config } = b;
   const shared = config.httpThreads > 1;
   // With worker threads, playlists are rendered into shared memory (once per version, for every thread).
@@ -93,10 +94,10 @@ export function buildDelivery(b: Base, room: Listeners, media: WatchedMediaRegis
       const s = room.registry.stats(id);
       return { listeners: s.listenerCount, peak: s.peakListenerCount };
     },
-    icecastUrl: () => b.urls.get().icecastUrl,
+    icecastUrl: () => b.listening.urls().icecastUrl,
     now: b.now,
   });
-  const whep = registerWhep({ http, media, registry: room.registry, tokens: room.tokens, access: room.access, trusted: room.trusted, config, log: b.log.child('webrtc'), urls: b.urls.get, limits: b.limits, fanout: rtpFanoutAvailable ? () => new RtpFanout() : null });
+  const whep = registerWhep({ http, media, registry: room.registry, tokens: room.tokens, access: room.access, trusted: room.trusted, config, log: b.log.child('webrtc'), urls: b.listening.urls, limits: b.limits, fanout: rtpFanoutAvailable ? () => new RtpFanout() : null });
   const features: Feature[] = [];
   if (nativeParts) features.push({ close: () => nativeParts.close() });
   if (edgeLog) features.push({ close: () => edgeLog.close() });
@@ -105,7 +106,7 @@ export function buildDelivery(b: Base, room: Listeners, media: WatchedMediaRegis
 }
 
 /** The store of public LL-HLS parts in the native HTTP front (docs/http.md "Media objects answered in native code"), watching every hub opened. */
-function buildNativeParts(source: HubSource, room: Listeners, media: WatchedMediaRegistry, streams: StreamsRepo): NativeParts {
+function buildNativeParts(source: HubSource, room: Listeners, media: MediaRegistry, streams: StreamsRepo): NativeParts {
   const parts = new NativeParts({
     store: { put: putHttpObject, delete: deleteHttpObject },
     source,
@@ -123,17 +124,19 @@ function buildNativeParts(source: HubSource, room: Listeners, media: WatchedMedi
 
 /**
  * Starts the HTTP worker threads (`SKYLARK_HTTP_THREADS` > 1) on the main thread's host:port
- * (SO_REUSEPORT); what they do not serve comes to the main thread over its private unix socket.
+ * (SO_REUSEPORT); what they do not serve comes to the main thread over its private unix socket
+ * `at.socketPath`. `at.workers`: the process's running workers.
  * @returns null with one thread
  */
-export async function startDeliveryThreads(b: Base, room: Listeners, media: WatchedMediaRegistry, d: Delivery, port: number, socketPath: string): Promise<RunningThreads | null> {
+export async function startDeliveryThreads(b: Base, room: Listeners, media: MediaRegistry, d: Delivery, at: { port: number; socketPath: string; workers: HttpWorkers }): Promise<RunningThreads | null> {
   const { config } = b;
   if (config.httpThreads <= 1) return null;
   return startHttpThreads({
     count: config.httpThreads,
     host: config.httpHost,
-    port,
-    socketPath,
+    port: at.port,
+    socketPath: at.socketPath,
+    workers: at.workers,
     media,
     source: d.hlsSource,
     registry: room.registry,

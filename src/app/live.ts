@@ -1,22 +1,25 @@
 /**
- * The composition root's live plane: the media registry and publishing (ingest's state machine
- * over the stream lifecycle, its port), then the RTMP and Icecast source servers that feed it.
+ * The composition root's live plane, built right after base: the fallback cache, the media
+ * registry and publishing (ingest's state machine over the stream lifecycle, its port, reached
+ * through `ingestPortOf`), and — once control and delivery exist — the RTMP and Icecast source
+ * servers that feed it.
  */
 import path from 'node:path';
 import type { Base } from './base.js';
 import type { IngestPort } from '../live/ports.js';
 import { Publishing } from '../live/ingest/publishing.js';
-import { ICECAST_DEFAULTS, IcecastServer, type IcecastListening } from '../live/ingest/icecast-server.js';
+import { ICECAST_DEFAULTS, IcecastServer } from '../live/ingest/icecast-server.js';
+import type { IcecastListening } from '../live/ingest/port.js';
 import { INGEST_DEFAULTS, RtmpIngest } from '../live/ingest/rtmp-ingest.js';
 import { ffmpegPath } from '../base/ffmpeg.js';
-import { WatchedMediaRegistry } from '../delivery/threads/index.js';
+import { MediaRegistry } from '../live/media/hub.js';
 import { FallbackCache } from '../live/ingest/fallback-cache.js';
 import { TimelinesRepo } from '../base/db/timelines-repo.js';
 import type { TimelineMark, TimelineStore } from '../live/media/timeline.js';
 
 /**
  * The node's cache of fallback renditions (docs/streams.md "Fallback"), `<dataDir>/fallback-cache`:
- * built before the control services, which tell it of deleted and replaced episode audio.
+ * built with the live plane; the control services tell it of deleted and replaced episode audio.
  * @throws Error when the directory cannot be created
  */
 export function buildFallbackCache(b: Base): FallbackCache {
@@ -25,8 +28,8 @@ export function buildFallbackCache(b: Base): FallbackCache {
 
 /** Publishing, built: the hubs of live streams and the ingest that feeds them. */
 export interface Live {
-  /** The hubs (watched: worker threads mirror them). */
-  media: WatchedMediaRegistry;
+  /** The hubs (delivery's readers watch each one opened: `onOpen`). */
+  media: MediaRegistry;
   ingest: Publishing;
 }
 
@@ -45,10 +48,36 @@ export function timelineStore(b: Pick<Base, 'db' | 'writes' | 'now'>): TimelineS
   };
 }
 
+/**
+ * The ingest port over its implementation, the stream lifecycle, which is a control service and so
+ * built after the live plane (docs/architecture.md "One composition root"): bound once here, each
+ * call goes to `impl()`, which ingest reaches only from a socket read, a timer or `recover` — once
+ * every plane is built.
+ */
+export function ingestPortOf(impl: () => Required<IngestPort>): Required<IngestPort> {
+  return {
+    authorizePublish: (streamId, key) => impl().authorizePublish(streamId, key),
+    streamOfMount: (mount) => impl().streamOfMount(mount),
+    isStreamKey: (key) => impl().isStreamKey(key),
+    streamState: (streamId) => impl().streamState(streamId),
+    liveStreams: () => impl().liveStreams(),
+    onLive: (streamId, atMs) => impl().onLive(streamId, atMs),
+    onEnded: (streamId, atMs) => impl().onEnded(streamId, atMs),
+    onError: (streamId, error) => impl().onError(streamId, error),
+    onMetadata: (streamId, np) => impl().onMetadata(streamId, np),
+    onRecording: (streamId, recording) => impl().onRecording(streamId, recording),
+    fallback: (streamId) => impl().fallback(streamId),
+    fallbackStreams: () => impl().fallbackStreams(),
+    fallbackStreamIds: () => impl().fallbackStreamIds(),
+    onSourceChanged: (streamId, source, reason) => impl().onSourceChanged(streamId, source, reason),
+    onLoudness: (streamId, reading) => impl().onLoudness(streamId, reading),
+  };
+}
+
 /** Builds the media registry and publishing over `port` (the stream lifecycle, docs/streams.md), the fallback playing from `fallbackCache`. */
 export function buildPublishing(b: Base, port: IngestPort, fallbackCache: FallbackCache): Live {
   const { config } = b;
-  const media = new WatchedMediaRegistry(b.now, timelineStore(b), b.log.child('live'));
+  const media = new MediaRegistry(b.now, timelineStore(b), b.log.child('live'));
   const ingest = new Publishing({
     port,
     media,

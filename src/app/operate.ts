@@ -11,9 +11,9 @@ import type { Base } from './base.js';
 import type { Services } from './control.js';
 import type { Listeners } from '../delivery/listeners/feature.js';
 import type { IcecastServer } from '../live/ingest/icecast-server.js';
-import type { RunningThreads, WatchedMediaRegistry } from '../delivery/threads/index.js';
-import { clientAddress, trustedProxies } from '../delivery/listeners/geo.js';
-import { httpFrontCounts } from '../live/native/http-front.js';
+import type { MediaRegistry } from '../live/media/hub.js';
+import { clientAddress, trustedProxies } from '../base/http/client-address.js';
+import { httpFrontCounts } from '../native/http-front.js';
 import { ffmpegPath } from '../base/ffmpeg.js';
 import { sumTallies } from '../base/http/tally.js';
 import { errorBody, statusLine, type DeferredReply, type RawReply, type RawRequestInfo } from '../base/http/server.js';
@@ -22,40 +22,19 @@ import { NodeMetrics, type HttpCounts, type MetricsSources, type StreamIngest, t
 import { metricsAccess } from '../base/metrics/access.js';
 import { readiness, type HealthCheck } from '../base/metrics/health.js';
 
-/** Whether the native HTTP hooks (docs/http.md "HTTP/1.0") are installed, and why not: the HTTP front's own status (src/live/native/http-front.ts `httpFrontStatus`). */
+/** Whether the native HTTP hooks (docs/http.md "HTTP/1.0") are installed, and why not: the HTTP front's own status (src/native/http-front.ts `httpFrontStatus`). */
 export type HttpFrontStatus = () => { installed: boolean; reason?: string | null };
-
-/** What is known once the node listens (src/main.ts resolves it; like `UrlsCell`). */
-export class ListeningCell {
-  /** The bound ports, or null before listening and after close. */
-  ports: { http: number; rtmp: number; icecast: number } | null = null;
-  /** The HTTP worker threads (null: the main thread serves alone). */
-  threads: RunningThreads | null = null;
-
-  /** Everything is bound. */
-  resolve(ports: { http: number; rtmp: number; icecast: number }, threads: RunningThreads | null): void {
-    this.ports = ports;
-    this.threads = threads;
-  }
-
-  /** The listeners are closing. */
-  close(): void {
-    this.ports = null;
-    this.threads = null;
-  }
-}
 
 /** What the operator endpoints read. */
 export interface OperationsDeps {
   base: Base;
   room: Listeners;
-  media: WatchedMediaRegistry;
+  media: MediaRegistry;
   icecast: IcecastServer;
   /** WHEP's counts (RTP payload bytes sent to peers). */
   whep: { stats(): { payloadBytesSent: number } };
   services: Pick<Services, 'delivery' | 'downloads'>;
   front: HttpFrontStatus;
-  listening: ListeningCell;
 }
 
 const JSON_HEADERS: ReadonlyArray<readonly [string, string]> = [
@@ -133,7 +112,7 @@ function healthChecks(d: OperationsDeps): HealthCheck[] {
   const { db, config } = d.base;
   const bound = (name: 'http' | 'rtmp' | 'icecast'): HealthCheck => ({
     name,
-    run: () => (d.listening.ports ? null : `the ${name === 'http' ? 'HTTP' : name === 'rtmp' ? 'RTMP' : 'Icecast'} listener is not bound`),
+    run: () => (d.base.listening.ports ? null : `the ${name === 'http' ? 'HTTP' : name === 'rtmp' ? 'RTMP' : 'Icecast'} listener is not bound`),
   });
   return [
     {
@@ -191,7 +170,7 @@ function metricsSources(d: OperationsDeps): MetricsSources {
  * Listeners by stream and protocol label: HLS sessions of a stream with LL-HLS parts are `ll_hls`;
  * progressive listeners are `icecast` as many as the Icecast port serves, the rest `listen`.
  */
-function listenerCounts(room: Listeners, media: WatchedMediaRegistry, icecast: IcecastServer): StreamListeners[] {
+function listenerCounts(room: Listeners, media: MediaRegistry, icecast: IcecastServer): StreamListeners[] {
   const out: StreamListeners[] = [];
   for (const { streamId, protocol, count } of room.registry.byProtocol()) {
     if (protocol === 'hls') {
@@ -208,7 +187,7 @@ function listenerCounts(room: Listeners, media: WatchedMediaRegistry, icecast: I
 }
 
 /** Every open hub's ingest state. */
-function ingestNow(media: WatchedMediaRegistry, now: number): StreamIngest[] {
+function ingestNow(media: MediaRegistry, now: number): StreamIngest[] {
   const out: StreamIngest[] = [];
   for (const [stream, hub] of media.current()) if (!hub.ended) out.push({ stream, live: hub.ingestLive, kbps: hub.ingestKbps(now) });
   return out;
@@ -217,7 +196,7 @@ function ingestNow(media: WatchedMediaRegistry, now: number): StreamIngest[] {
 /** Requests and bytes of the main thread, every worker thread (asked now) and the native HTTP front. */
 async function httpCounts(d: OperationsDeps): Promise<HttpCounts> {
   const all = [d.base.http.replies.tally.nonZero()];
-  const threads = d.listening.threads;
+  const threads = d.base.listening.threads;
   if (threads) for (const c of (await threads.counts()).values()) if (c.http) all.push(c.http);
   const sums = sumTallies(all);
   // LL-HLS parts answered natively (docs/http.md "Media objects answered in native code"): 200 each.

@@ -6,6 +6,7 @@
 import * as v from 'valibot';
 import path from 'node:path';
 import { availableParallelism } from 'node:os';
+import { trustedProxies } from './http/client-address.js';
 
 /** Validated configuration. Ports are numbers (0 = pick a free port); durations in ms unless named. */
 export interface Config {
@@ -123,6 +124,21 @@ export function parseIceServers(text: string): IceServer[] {
     out.push(m[1] === 'turn' ? { urls, username: decodeURIComponent(m[2]!), credential: decodeURIComponent(m[3]!) } : { urls });
   }
   return out;
+}
+
+/**
+ * Parses `SKYLARK_TRUSTED_PROXIES`: comma-separated CIDRs or bare addresses (blank entries are
+ * skipped), each checked by the one parser of the node (src/base/http/client-address.ts).
+ * @throws ConfigError naming the first entry that is not an IP address or CIDR
+ */
+export function parseTrustedProxyList(text: string): string[] {
+  const list = text.split(',').map((s) => s.trim()).filter(Boolean);
+  try {
+    trustedProxies(list);
+  } catch (e) {
+    throw new ConfigError(`invalid SKYLARK_TRUSTED_PROXIES / --trusted-proxies: ${(e as Error).message}`);
+  }
+  return list;
 }
 
 /** One entry of `SKYLARK_FEED_NOTIFY_URLS`: the URL called and the bearer token sent with it, if any. */
@@ -437,7 +453,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     http10: o.http10 === '1' || o.http10 === 'true',
     hlsNativeParts: o.hlsNativeParts === '1' || o.hlsNativeParts === 'true',
     downloadCounting: o.downloadCounting === '1' || o.downloadCounting === 'true',
-    trustedProxies: o.trustedProxies.split(',').map((s) => s.trim()).filter(Boolean),
+    trustedProxies: parseTrustedProxyList(o.trustedProxies),
     edgeLogHost: edgeLog ? (o.edgeLogHost ?? EDGE_LOG_DEFAULTS.host) : undefined,
     edgeLogPort: edgeLog ? (o.edgeLogPort ?? EDGE_LOG_DEFAULTS.port) : undefined,
     maxJsonBodyBytes: 1024 * 1024,

@@ -18,7 +18,7 @@ import { AccountsRepo } from '../base/db/accounts-repo.js';
 import { AccountsService, REGIONS, type Region } from '../control/services/accounts.js';
 import { createLogger, type Logger } from '../base/logger.js';
 import { PortInUseError } from '../base/http/port-probe.js';
-import { startServer, stopAllHttpThreads, type RunningServer } from '../main.js';
+import { ServerProcess, startServer, type RunningServer } from '../main.js';
 import { OAuthRepo } from '../base/db/oauth-repo.js';
 import { OAuthClients } from '../control/oauth/clients.js';
 import { PasswordInputError, readPassword } from './password.js';
@@ -131,8 +131,9 @@ async function serve(args: string[]): Promise<number> {
   const log = createLogger(config.logLevel);
   // Listening for the signal before starting: a supervisor may send it as soon as it reads the
   // listening line, or even during the start (the server then stops once it has started).
-  const stop = stopSignal(log);
-  const server = await startServer(config, log);
+  const proc = new ServerProcess();
+  const stop = stopSignal(log, proc);
+  const server = await startServer(config, log, Date.now, proc);
   if (server.accounts.isEmpty()) {
     const created = await server.accounts.create({ name: 'Default account', plan: 'paid', region: 'eu-west-1' });
     const dataDir = config.dataDir === path.resolve('data') ? '' : ` --data-dir ${shellQuote(config.dataDir)}`;
@@ -152,7 +153,7 @@ async function serve(args: string[]): Promise<number> {
       ...(server.edgeLogPort !== null ? { edgeLog: `${host(config.edgeLogHost!)}:${server.edgeLogPort}` } : {}),
     }) + '\n',
   );
-  return stopGracefully(server, log, await stop, config.limits.shutdownTimeoutMs);
+  return stopGracefully(server, proc, log, await stop, config.limits.shutdownTimeoutMs);
 }
 
 /**
@@ -161,7 +162,7 @@ async function serve(args: string[]): Promise<number> {
  * the first signal; any later one exits the process at once with 128 + its number (143, 130), as
  * a shell reports a death by that signal.
  */
-function stopSignal(log: Logger): Promise<NodeJS.Signals> {
+function stopSignal(log: Logger, proc: ServerProcess): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
     let seen = false;
     const on = (signal: NodeJS.Signals) => {
@@ -170,7 +171,7 @@ function stopSignal(log: Logger): Promise<NodeJS.Signals> {
         return resolve(signal);
       }
       log.warn('second signal: exiting without finishing the stop', { signal });
-      void exitNow(128 + osConstants.signals[signal], log);
+      void exitNow(128 + osConstants.signals[signal], proc, log);
     };
     process.on('SIGTERM', on);
     process.on('SIGINT', on);
@@ -181,7 +182,7 @@ function stopSignal(log: Logger): Promise<NodeJS.Signals> {
  * Closes `server` within `timeoutMs` (ms); `signal` is the one that asked for it (logged).
  * Resolves to the exit code: 0 stopped, 1 the stop failed or was cut short at the deadline.
  */
-async function stopGracefully(server: RunningServer, log: Logger, signal: NodeJS.Signals, timeoutMs: number): Promise<number> {
+async function stopGracefully(server: RunningServer, proc: ServerProcess, log: Logger, signal: NodeJS.Signals, timeoutMs: number): Promise<number> {
   const started = Date.now();
   log.info('stopping', { signal, timeoutMs });
   let timer: NodeJS.Timeout | undefined;
@@ -199,7 +200,7 @@ async function stopGracefully(server: RunningServer, log: Logger, signal: NodeJS
   clearTimeout(timer);
   if (outcome === 'timeout') {
     log.error('the graceful stop took longer than its deadline: exiting anyway', { timeoutMs, setting: 'SKYLARK_SHUTDOWN_TIMEOUT_MS' });
-    await exitNow(1, log);
+    await exitNow(1, proc, log);
   }
   // What still holds the event loop besides stdio (codec processes told to end may still be
   // exiting); anything else is a leak to fix.
@@ -213,8 +214,8 @@ async function stopGracefully(server: RunningServer, log: Logger, signal: NodeJS
  * Node aborts a process that ends while a worker's uWS App is open. A worker that does not end
  * by then is not waited for: the process kills itself (SIGKILL), the one exit that does not abort.
  */
-async function exitNow(code: number, log: Logger): Promise<never> {
-  if (!(await stopAllHttpThreads(1000))) {
+async function exitNow(code: number, proc: ServerProcess, log: Logger): Promise<never> {
+  if (!(await proc.workers.stopAll(1000))) {
     log.error('an HTTP thread did not stop in time: killing the process', { code });
     process.kill(process.pid, 'SIGKILL');
   }

@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
 import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
-import { httpFrontCounts } from '../../src/live/native/http-front.js';
+import { httpFrontCounts } from '../../src/native/http-front.js';
 import { exited, publish } from '../helpers/publish.js';
 import { openHlsPage, type HlsPage } from '../helpers/hls-page.js';
 

@@ -21,7 +21,7 @@ import type { ChildProcess } from 'node:child_process';
 import { startInProcess, waitFor, type TestServer } from '../helpers/server.js';
 import { exited } from '../helpers/publish.js';
 import { liveHls } from '../helpers/live-hls.js';
-import { httpFrontCounts, setHttpObjectsAnswering } from '../../src/live/native/http-front.js';
+import { httpFrontCounts, setHttpObjectsAnswering } from '../../src/native/http-front.js';
 
 const SEED = Number(process.env.SKYLARK_FRONT_DIFF_SEED ?? 1);
 const COUNT = Number(process.env.SKYLARK_FRONT_DIFF_COUNT ?? 40);

@@ -12,7 +12,7 @@ import { startInProcess, type TestServer } from '../helpers/server.js';
 import { exited } from '../helpers/publish.js';
 import { liveHls } from '../helpers/live-hls.js';
 import { parseResponses } from '../helpers/http-responses.js';
-import { httpFrontCounts } from '../../src/live/native/http-front.js';
+import { httpFrontCounts } from '../../src/native/http-front.js';
 
 let t: TestServer;
 let pub: ChildProcess;

@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { api, freePort, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 import { nginxBinary } from '../../bench/lib/nginx-edges.js';
-import { httpFrontCounts } from '../../src/live/native/http-front.js';
+import { httpFrontCounts } from '../../src/native/http-front.js';
 
 let t: TestServer;
 let port: number;

@@ -13,7 +13,7 @@ import { api, startInProcess, waitFor, type TestServer } from '../helpers/server
 import { exited, publish } from '../helpers/publish.js';
 import { liveHls } from '../helpers/live-hls.js';
 import { parseResponses, type ParsedResponse } from '../helpers/http-responses.js';
-import { httpFrontCounts } from '../../src/live/native/http-front.js';
+import { httpFrontCounts } from '../../src/native/http-front.js';
 
 let t: TestServer;
 let pub: ChildProcess;

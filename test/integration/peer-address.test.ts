@@ -11,7 +11,7 @@ import type { ChildProcess } from 'node:child_process';
 import { startInProcess, waitFor, type TestServer } from '../helpers/server.js';
 import { exited } from '../helpers/publish.js';
 import { liveHls } from '../helpers/live-hls.js';
-import { httpFrontCounts } from '../../src/live/native/http-front.js';
+import { httpFrontCounts } from '../../src/native/http-front.js';
 
 let t: TestServer;
 let pub: ChildProcess;

@@ -15,7 +15,9 @@ import { authenticate, credentialOf, requireScope, unauthorized, type Principal,
 import { AccessTokens } from './jwt.js';
 import { SlidingWindowLimiter, type RateDecision } from './ratelimit/sliding-window.js';
 import { writeRateLimitHeaders } from './ratelimit/headers.js';
-import { addressGroup, cidrMatcher, clientIp } from './ratelimit/client-ip.js';
+import { addressGroup } from '../limits/address-key.js';
+import { clientAddress, trustedProxies } from '../http/client-address.js';
+import type { BlockList } from 'node:net';
 import { LoginThrottle } from './login-throttle.js';
 
 /** Requests per window by plan, and per client IP on the OAuth endpoints. Mutable at run time (tests raise them). */
@@ -37,6 +39,7 @@ export interface GuardOptions {
   nodeSecret: Buffer;
   urls: () => PublicUrls;
   now?: () => number;
+  /** `SKYLARK_TRUSTED_PROXIES` (src/base/http/client-address.ts). @throws Error from the constructor naming a bad entry */
   trustedProxies?: string[];
   limits?: Partial<RateLimits>;
 }
@@ -61,7 +64,7 @@ export class Guard {
   private readonly accountLimiter: SlidingWindowLimiter;
   private readonly ipLimiter: SlidingWindowLimiter;
   private readonly now: () => number;
-  private readonly trusted: (ip: string) => boolean;
+  private readonly trusted: BlockList;
   private readonly plans = new Map<string, { plan: 'free' | 'paid'; until: number }>();
   /**
    * Authorization header → principal (and, for JWTs, expiry in ms), valid while the database's
@@ -81,7 +84,7 @@ export class Guard {
     this.limits = { ...DEFAULT_RATE_LIMITS, ...opts?.limits };
     this.accountLimiter = new SlidingWindowLimiter(this.limits.windowS * 1000, this.now);
     this.ipLimiter = new SlidingWindowLimiter(this.limits.windowS * 1000, this.now);
-    this.trusted = cidrMatcher(opts?.trustedProxies ?? []);
+    this.trusted = trustedProxies(opts?.trustedProxies ?? []);
     this.logins = new LoginThrottle(this.now);
     if (opts) {
       this.oauth = opts.oauth;
@@ -181,7 +184,7 @@ export class Guard {
 
   /** The client address of a request from `peer` (its `X-Forwarded-For` trusted only from configured proxies). */
   clientAddress(peer: string, forwardedFor: string): string {
-    return clientIp(normalizeIp(peer), forwardedFor, this.trusted);
+    return clientAddress(peer, forwardedFor, this.trusted);
   }
 
   private countRequest(req: ApiRequest, accountId: string): void {
@@ -209,9 +212,4 @@ export class Guard {
     this.plans.set(accountId, { plan: row.plan, until: now + PLAN_TTL_MS });
     return row.plan;
   }
-}
-
-/** uWS gives IPv4 peers as `::ffff:a.b.c.d` on dual-stack sockets: use the IPv4 form. */
-function normalizeIp(ip: string): string {
-  return ip.startsWith('::ffff:') && /^\d+\.\d+\.\d+\.\d+$/.test(ip.slice(7)) ? ip.slice(7) : ip;
 }

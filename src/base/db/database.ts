@@ -16,7 +16,7 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 /**
  * The server's wait (ms): SQLite waits by blocking the thread, and the server's thread serves every
  * stream and request, so it waits briefly and its writes retry or answer 503 instead
- * (services/write-retry.ts, docs/behaviour.md §13).
+ * (write-retry.ts beside this file, docs/behaviour.md §13).
  */
 export const SERVER_BUSY_TIMEOUT_MS = 100;
 

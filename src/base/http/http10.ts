@@ -1,6 +1,6 @@
 /**
  * The HTTP/1.0 front (docs/http.md "HTTP/1.0"). The HTTP server library parses HTTP/1.1 only; a
- * native hook on its socket reads (src/live/native/http-front.ts) hands every connection whose first
+ * native hook on its socket reads (src/native/http-front.ts) hands every connection whose first
  * request line says HTTP/1.0 to `adopt()` here, with the bytes already read. Node's own HTTP/1.x
  * server then parses it and each request is passed, as HTTP/1.1, to this node's HTTP server over
  * the main thread's private unix socket (the route every other request takes: the same handlers,
@@ -35,6 +35,8 @@ const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection', '
 
 /** Options of an `Http10Front`. */
 export interface Http10FrontOptions {
+  /** The process's fronts by port, which the native hook hands connections to (`Http10Ports`). */
+  ports: Http10Ports;
   /** The main thread's private unix socket, where this node's HTTP server answers (src/base/http/server.ts `listenUnix`). */
   socketPath: string;
   /**
@@ -121,32 +123,49 @@ export function peerText(address: string | undefined): string {
   return all.map((w) => w.padStart(4, '0').toLowerCase()).join(':');
 }
 
-/** The front of each local port (several servers may share a process, as tests run them). */
-const fronts = new Map<number, Http10Front>();
-
 /**
- * Takes a connection from the native hook (src/live/native/http-front.ts): `fd` (owned from now on),
- * `head` the bytes it sent so far (at least its request line). It goes to the front of the port it
- * reached; with none there (the server is stopping), it is closed.
+ * The HTTP/1.0 fronts of a process by local port (several servers may share a process, as tests
+ * run them): the native hook is process-wide, so the connections it hands over go through one of
+ * these to the front of the port they reached. The composition root makes one per process and
+ * gives it to every front it builds.
  */
-export function adoptHttp10Connection(fd: number, head: Buffer): void {
-  let socket: net.Socket;
-  try {
-    socket = new net.Socket({ fd, readable: true, writable: true });
-  } catch {
+export class Http10Ports {
+  private readonly fronts = new Map<number, Http10Front>();
+
+  /**
+   * Takes a connection from the native hook (src/native/http-front.ts): `fd` (owned from now on),
+   * `head` the bytes it sent so far (at least its request line). It goes to the front of the port it
+   * reached; with none there (the server is stopping), it is closed.
+   */
+  readonly adopt = (fd: number, head: Buffer): void => {
+    let socket: net.Socket;
     try {
-      closeSync(fd);
+      socket = new net.Socket({ fd, readable: true, writable: true });
     } catch {
-      // already closed
+      try {
+        closeSync(fd);
+      } catch {
+        // already closed
+      }
+      return;
     }
-    return;
+    const front = socket.localPort !== undefined ? this.fronts.get(socket.localPort) : undefined;
+    if (!front) {
+      socket.destroy();
+      return;
+    }
+    front.adopt(socket, head);
+  };
+
+  /** `front` serves the HTTP/1.0 connections of local `port`. */
+  set(port: number, front: Http10Front): void {
+    this.fronts.set(port, front);
   }
-  const front = socket.localPort !== undefined ? fronts.get(socket.localPort) : undefined;
-  if (!front) {
-    socket.destroy();
-    return;
+
+  /** `front` no longer serves `port` (a newer front of the port stays). */
+  release(port: number, front: Http10Front): void {
+    if (this.fronts.get(port) === front) this.fronts.delete(port);
   }
-  front.adopt(socket, head);
 }
 
 /**
@@ -221,7 +240,7 @@ export class Http10Front {
   /** Serves the HTTP/1.0 connections that reach local `port` (the HTTP server's). */
   attach(port: number): void {
     this.port = port;
-    fronts.set(port, this);
+    this.opts.ports.set(port, this);
   }
 
   /** HTTP/1.0 connections open now. */
@@ -230,7 +249,7 @@ export class Http10Front {
   }
 
   /**
-   * Takes `socket`, whose first `head` bytes were read already (adoptHttp10Connection), or closes
+   * Takes `socket`, whose first `head` bytes were read already (`Http10Ports.adopt`), or closes
    * it at once when the front is closed or a cap is reached (counted and logged, never fatal).
    */
   adopt(socket: net.Socket, head: Buffer): void {
@@ -256,7 +275,7 @@ export class Http10Front {
   /** Closes every HTTP/1.0 connection at once (a graceful stop closes all connections). */
   close(): void {
     this.closed = true;
-    if (this.port !== null && fronts.get(this.port) === this) fronts.delete(this.port);
+    if (this.port !== null) this.opts.ports.release(this.port, this);
     for (const c of [...this.conns.values()]) c.socket.destroy();
     this.conns.clear();
     if (this.sweepTimer) clearInterval(this.sweepTimer);

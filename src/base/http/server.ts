@@ -68,6 +68,8 @@ export interface HttpServerOptions {
   log: Logger;
   /** Where hits of the body caps are counted (`http_body_bytes`, docs/behaviour.md §13); none when absent. */
   limits?: Pick<Limits, 'hit'> | undefined;
+  /** The `Idempotency-Key` store consulted by JSON POSTs (./idempotency.ts, docs/behaviour.md §7); none: keys are ignored. */
+  idempotency?: IdempotencyHook | undefined;
 }
 
 /** The HTTP server: register routes, then `listen`. */
@@ -79,13 +81,14 @@ export class HttpServer {
   /** Registered pattern → its methods as HTTP spells them, for 405 and `Allow`. */
   private readonly patterns = new Map<string, Set<string>>();
   private readonly routeList: RouteInfo[] = [];
-  private idempotency: IdempotencyHook | null = null;
+  private readonly idempotency: IdempotencyHook | null;
   /** This server's reply writers (./reply.ts), for `stream()` routes: their answers reach the response observer too. */
   readonly replies: Replies;
   private readonly host: RouteHost;
 
   constructor(private readonly opts: HttpServerOptions) {
     this.app = uws.App();
+    this.idempotency = opts.idempotency ?? null;
     this.replies = new Replies(opts.log);
     this.host = {
       app: this.app,
@@ -187,11 +190,6 @@ export class HttpServer {
   /** Every registered route, in registration order. */
   routes(): readonly RouteInfo[] {
     return this.routeList;
-  }
-
-  /** Installs the idempotency store consulted by JSON POSTs with an `Idempotency-Key`. */
-  useIdempotency(hook: IdempotencyHook): void {
-    this.idempotency = hook;
   }
 
   /** Calls `fn` with every JSON and form answer (tests check them against the OpenAPI document). Costs nothing when unset. */

@@ -13,7 +13,7 @@
  * The first that loads is used; every module of the process (each HTTP worker thread too) gets
  * the same one. Only the binary's own exports are used (`App`, `us_listen_socket_close`,
  * `us_socket_local_port`), so each package's binary is loaded directly: its path is then known,
- * and the HTTP front's hooks (src/live/native/http-front.ts) patch that object's imports.
+ * and the HTTP front's hooks (src/native/http-front.ts) patch that object's imports.
  * @throws Error at import when no build loads, naming the Node.js and glibc versions found and
  *   the ones supported
  */
@@ -100,7 +100,7 @@ export const uWS: typeof uWSModule = loaded.uws;
 
 /**
  * The absolute real path of the loaded library binary: the object whose socket calls the HTTP
- * front's hooks patch (src/live/native/http-front.ts matches it by path suffix).
+ * front's hooks patch (src/native/http-front.ts matches it by path suffix).
  */
 export const HTTP_LIBRARY_OBJECT: string = loaded.object;
 

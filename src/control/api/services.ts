@@ -16,7 +16,7 @@ import type { EpisodesService } from '../services/episodes.js';
 import type { PodcastStatsService } from '../services/podcast-stats.js';
 import type { WebhooksService } from '../services/webhooks.js';
 import type { EventsService } from '../services/events.js';
-import type { ListenersService } from '../../delivery/listeners/service.js';
+import type { ListenersService } from '../services/listeners.js';
 import type { MediaStore } from '../episode-audio/store.js';
 
 /** How episode audio uploads are taken (`PUT /v2/podcasts/{id}/episodes/{eid}/audio`). */

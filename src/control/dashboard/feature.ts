@@ -26,7 +26,7 @@ import type { PodcastStatsService } from '../services/podcast-stats.js';
 import type { WebhooksService } from '../services/webhooks.js';
 import type { EventsService } from '../services/events.js';
 import type { AccountsService } from '../services/accounts.js';
-import type { ListenersService } from '../../delivery/listeners/service.js';
+import type { ListenersService } from '../services/listeners.js';
 import type { ListenerTokens } from '../../base/auth/listener-tokens.js';
 import type { OAuthClients } from '../oauth/clients.js';
 import type { MediaStore } from '../episode-audio/store.js';

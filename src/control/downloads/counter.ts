@@ -21,8 +21,8 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import type { DownloadBatch, DownloadCountKey, DownloadsRepo } from '../../base/db/downloads-repo.js';
-import { addressGroup } from '../../base/auth/ratelimit/client-ip.js';
-import { countryOf } from '../../delivery/listeners/geo.js';
+import { addressGroup } from '../../base/limits/address-key.js';
+import { countryOf } from '../../base/geo.js';
 import type { Logger } from '../../base/logger.js';
 import { classifyUserAgent, type ClientKind } from './user-agents.js';
 import { DayClients, type ClientState } from './day-clients.js';

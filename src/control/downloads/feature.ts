@@ -10,7 +10,7 @@ import type { Database } from '../../base/db/database.js';
 import { DownloadsRepo } from '../../base/db/downloads-repo.js';
 import type { PodcastsRepo } from '../../base/db/podcasts-repo.js';
 import type { BytesRequest, FileAnswer } from '../../base/http/files.js';
-import { clientAddress, trustedProxies } from '../../delivery/listeners/geo.js';
+import { clientAddress, trustedProxies } from '../../base/http/client-address.js';
 import type { Logger } from '../../base/logger.js';
 import { minuteBytes } from '../episode-audio/minute-bytes.js';
 import type { MediaStore } from '../episode-audio/store.js';

@@ -22,7 +22,7 @@ import type { BroadcastFigures, BroadcastRow, BroadcastsRepo } from '../../base/
 import { UnknownCursorError, type Page, type PageQuery } from '../../base/db/paginate.js';
 import type { ApiEvent, Outbox } from '../../base/outbox.js';
 import type { Logger } from '../../base/logger.js';
-import type { WriteRetry } from './write-retry.js';
+import type { WriteRetry } from '../../base/db/write-retry.js';
 import { countriesFromJson, DebouncedSave, type TrackCountry } from './tally.js';
 import { LoudnessGate } from './integrated-loudness.js';
 import type { LoudnessReading } from '../../live/ports.js';

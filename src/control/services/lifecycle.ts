@@ -19,7 +19,7 @@ import type { IngestPort, NowPlayingUpdate, PublishDecision, StreamError, Record
 import { isAudioCodec } from '../../live/ports.js';
 import { hashToken, tokenMatches } from '../../base/auth/secrets.js';
 import { ladderKbps, sameNowPlaying, toStreamObject, type NowPlaying } from './stream-object.js';
-import type { WriteRetry } from './write-retry.js';
+import type { WriteRetry } from '../../base/db/write-retry.js';
 import type { ChaptersDocument, PlayLog } from './play-log.js';
 import type { BroadcastLog } from './broadcasts.js';
 import { TitleCap } from '../../base/limits/title-cap.js';

@@ -16,7 +16,7 @@ import type { TrackRow, TracksRepo } from '../../base/db/tracks-repo.js';
 import { UnknownCursorError, type PageQuery } from '../../base/db/paginate.js';
 import type { ApiEvent, Outbox } from '../../base/outbox.js';
 import type { Logger } from '../../base/logger.js';
-import type { WriteRetry } from './write-retry.js';
+import type { WriteRetry } from '../../base/db/write-retry.js';
 import { countriesFromJson, DebouncedSave, type TrackCountry } from './tally.js';
 
 /** What the play log reads of the listener registry (the listeners room, wired by the composition root). */

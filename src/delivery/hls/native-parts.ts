@@ -24,7 +24,7 @@
 import type { Layer, StreamHub } from '../../live/media/hub.js';
 import type { HlsSource } from './source.js';
 
-/** The native object store (src/live/native/http-front.ts `putHttpObject`/`deleteHttpObject`). */
+/** The native object store (src/native/http-front.ts `putHttpObject`/`deleteHttpObject`). */
 export interface ObjectStore {
   /** Stores the answer to `GET path`: `head` = status line and headers up to the request id's prefix. @returns false when refused */
   put(path: string, head: Uint8Array, body: Uint8Array): boolean;

@@ -17,7 +17,7 @@ import type { ListenersRepo } from '../../base/db/listeners-repo.js';
 import { ListenerTokens } from '../../base/auth/listener-tokens.js';
 import { ListenerRegistry } from './registry.js';
 import { CachedPolicies, HlsListenerAccess, registrySessions } from './hls-access.js';
-import { trustedProxies } from './geo.js';
+import { trustedProxies } from '../../base/http/client-address.js';
 import { HeldRequests } from './held.js';
 import { EdgeLogReceiver, edgeLogSecretOf } from './edge-log.js';
 
@@ -38,8 +38,8 @@ export interface ListenersDeps {
 }
 
 /**
- * The listeners room, built: what the delivery rooms and the API are given (the API's
- * `ListenersService`, ./service.ts, is built over `registry` and `tokens` by the composition root).
+ * The listeners room, built: what the delivery rooms are given; the control plane is given
+ * `registry` and `tokens` as its `ListenersRoom` (src/control/services/listeners.ts) by the composition root.
  */
 export interface Listeners extends Feature {
   registry: ListenerRegistry;

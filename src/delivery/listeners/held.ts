@@ -3,14 +3,14 @@
  * (rfc8216bis §6.2.5.2, §6.2.6) — capped per client address and in total (docs/behaviour.md §13:
  * `httpMaxHeldPerIp`, `httpMaxHeld`). Implements `HoldGate` for src/delivery/hls/routes.ts. The client
  * address is the socket peer, or the `X-Forwarded-For` client when the peer is a trusted proxy
- * (src/delivery/listeners/geo.ts); it is kept in memory only while the request is held. The counts are
+ * (src/base/http/client-address.ts); it is kept in memory only while the request is held. The counts are
  * node-wide: every HTTP thread counts into the same shared memory (src/delivery/listeners/shared-counter.ts).
  */
 import type { BlockList } from 'node:net';
 import type { HoldGate } from '../hls/routes.js';
 import type { RawRequestInfo } from '../../base/http/server.js';
 import type { Limits } from '../../base/limits/limits.js';
-import { clientAddress } from './geo.js';
+import { clientAddress } from '../../base/http/client-address.js';
 import { SharedAddressCounter, type SharedCounterMemory } from './shared-counter.js';
 
 export interface HeldRequestsDeps {

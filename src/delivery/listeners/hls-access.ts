@@ -26,7 +26,8 @@ import type { RawRequestInfo } from '../../base/http/server.js';
 import type { StreamsRepo } from '../../base/db/streams-repo.js';
 import { tokenAdmitted, type ListenerTokens } from '../../base/auth/listener-tokens.js';
 import { randomBase62 } from '../../base/ids.js';
-import { clientAddress, countryOf } from './geo.js';
+import { clientAddress } from '../../base/http/client-address.js';
+import { countryOf } from '../../base/geo.js';
 import { type ListenerRegistry, TooManyListenersError } from './registry.js';
 
 /** Why a valid token minted with a publishable key is refused by a token stream (docs/behaviour.md §13). */
@@ -77,7 +78,7 @@ export interface HlsJoin {
   streamId: string;
   accountId: string;
   key: string;
-  /** The client address (src/delivery/listeners/geo.ts `clientAddress`). */
+  /** The client address (src/base/http/client-address.ts `clientAddress`). */
   ip: string;
   userAgent: string | null;
   /** Inactivity after which the session leaves (ms). */

@@ -25,33 +25,8 @@ import type { Database } from '../../base/db/database.js';
 import type { Logger } from '../../base/logger.js';
 import type { Limits } from '../../base/limits/limits.js';
 import { PerAddressRate } from '../../base/limits/address-key.js';
-
-/** How a listener listens: an HLS session, a WebRTC (WHEP) peer, or a progressive (Icecast-style) connection. */
-export type ListenerProtocol = 'hls' | 'webrtc' | 'icecast';
-
-/** The listener object of the API (`lst_…`). Times ISO 8601. */
-export interface ListenerObject {
-  id: string;
-  object: 'listener';
-  streamId: string;
-  protocol: ListenerProtocol;
-  country: string | null;
-  connectedAt: string;
-  lastSeenAt: string;
-  durationSeconds: number;
-  userAgent: string | null;
-}
-
-/** `/stats` (`object: "stream_stats"`). Countries of the current listeners, most first. */
-export interface StreamStats {
-  object: 'stream_stats';
-  streamId: string;
-  listenerCount: number;
-  peakListenerCount: number;
-  countries: Array<{ country: string | null; listeners: number }>;
-  averageListenDurationSeconds: number;
-  totalListeners: number;
-}
+import type { ListenerObject, ListenerProtocol, StreamStats } from '../../base/listeners.js';
+export type { ListenerObject, ListenerProtocol, StreamStats } from '../../base/listeners.js';
 
 /**
  * Times of a session are kept as whole ms since this module loaded (`EPOCH`): small integers V8

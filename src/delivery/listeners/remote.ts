@@ -18,7 +18,7 @@
  * A session's last-seen time reaches the registry up to BATCH_MS after the request; expiry is 3
  * target durations (≥ 3 s), so the count and the `listener.left` events are unchanged by it.
  */
-import { countryOf } from './geo.js';
+import { countryOf } from '../../base/geo.js';
 import type { HlsJoin, HlsSessions } from './hls-access.js';
 import { MAX_LISTENERS, TooManyListenersError, type ListenerRegistry, type Session } from './registry.js';
 

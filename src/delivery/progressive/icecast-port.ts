@@ -16,7 +16,8 @@
  * - A listener at a stream's own mount (`/stream`) comes here as the bare mount of its stream (the
  *   Icecast server looks the mount up): the stream's own codec.
  */
-import type { HttpServer, ProgressiveClient, ProgressiveHandler, ProgressiveRequest, ProgressiveSink } from '../../base/http/server.js';
+import type { HttpServer, ProgressiveHandler, ProgressiveRequest } from '../../base/http/server.js';
+import type { IcecastListenAnswer, IcecastListenRequest, IcecastListening } from '../../live/ports.js';
 import { newRequestId } from '../../base/ids.js';
 
 /** What the Icecast port reads of a stream row. Times in ms since the epoch. */
@@ -33,25 +34,6 @@ export interface StationRow {
   /** The stream's own Icecast mount (`/stream`), or null: its `listenurl` (docs/icecast.md "Mounts"). */
   icecast_mount?: string | null;
 }
-
-/** A listener's request on the Icecast port. */
-export interface IcecastListenRequest {
-  method: 'GET' | 'HEAD';
-  streamId: string;
-  /** The extension of `/live/<id>.<ext>` (`mp3`, `aac`, `opus`, `ogg`), or null for the bare mount. */
-  ext: string | null;
-  /** The query string without `?` ('' for none). */
-  query: string;
-  /** A request header by lower-case name ('' when absent). */
-  header(name: string): string;
-  /** The peer's address. */
-  remoteAddress: string;
-}
-
-/** A refusal (`status` such as `404 Not Found`) or a stream whose body `open` writes. */
-export type IcecastListenAnswer =
-  | { refuse: { status: string; headers: Array<readonly [string, string]>; body: Uint8Array } }
-  | { stream: { headers: Array<readonly [string, string]>; open(sink: ProgressiveSink): ProgressiveClient } };
 
 /** What the Icecast port needs of the node to serve listeners. */
 export interface IcecastListeningDeps {
@@ -147,7 +129,7 @@ function rfc822(ms: number): string {
 }
 
 /** The listening side of the Icecast port (see the file comment). */
-export function icecastListening(d: IcecastListeningDeps): { listen(req: IcecastListenRequest): IcecastListenAnswer; statusJson(): string } {
+export function icecastListening(d: IcecastListeningDeps): IcecastListening {
   const now = d.now ?? Date.now;
   const startedAt = now();
   let cached: { body: string; until: number } | null = null;

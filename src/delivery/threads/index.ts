@@ -1,13 +1,13 @@
 /**
  * Serving HTTP on every core (docs/scaling.md): the main thread's half of the worker threads —
- * which hubs exist (`WatchedMediaRegistry`), the mirror updates, the session intake and the threads
+ * the mirror updates (watching every hub the media registry opens), the session intake and the threads
  * themselves — put together by `startHttpThreads` for the composition root.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { MediaRegistry, type HubOptions, type HubEvents, type StreamHub } from '../../live/media/hub.js';
+import type { MediaRegistry } from '../../live/media/hub.js';
 import type { HubSource } from '../hls/source.js';
 import type { Logger } from '../../base/logger.js';
 import type { Limits } from '../../base/limits/limits.js';
@@ -15,29 +15,12 @@ import type { ListenerRegistry } from '../listeners/registry.js';
 import type { StreamPolicy } from '../listeners/hls-access.js';
 import { SessionIntake } from '../listeners/remote.js';
 import { MirrorUpdates } from './mirror-updates.js';
-import { HttpThreads } from './threads.js';
-export { stopAllHttpThreads } from './threads.js';
+import { HttpThreads, type HttpWorkers } from './threads.js';
+export { HttpWorkers } from './threads.js';
 import type { ListenFeature } from '../progressive/routes.js';
 import type { ThreadCounts, WorkerInit } from './protocol.js';
 
 export type { ThreadCounts } from './protocol.js';
-
-/** The media registry, telling who asks which hubs it opens (the mirror updates watch each). */
-export class WatchedMediaRegistry extends MediaRegistry {
-  private readonly watchers: Array<(hub: StreamHub) => void> = [];
-
-  /** Calls `fn` with every hub opened from now on. */
-  onOpen(fn: (hub: StreamHub) => void): void {
-    this.watchers.push(fn);
-  }
-
-  override open(streamId: string, opts: HubOptions, events?: HubEvents): StreamHub {
-    const before = this.get(streamId);
-    const hub = super.open(streamId, opts, events);
-    if (hub !== before) for (const fn of this.watchers) fn(hub);
-    return hub;
-  }
-}
 
 /**
  * A free TCP port on `host` (the kernel's pick, released at once): every thread binds it
@@ -66,7 +49,7 @@ export interface HttpThreadsDeps {
   host: string;
   port: number;
   socketPath: string;
-  media: WatchedMediaRegistry;
+  media: MediaRegistry;
   /** The main thread's HLS views (rendering into shared memory). */
   source: HubSource;
   registry: ListenerRegistry;
@@ -77,6 +60,8 @@ export interface HttpThreadsDeps {
   listen: ListenFeature;
   log: Logger;
   limits: Pick<Limits, 'hit'>;
+  /** The process's running workers (stopped before the process exits). */
+  workers: HttpWorkers;
   /** What each worker starts with besides its address and the mirror snapshot. */
   init: Omit<WorkerInit, 'index' | 'host' | 'port' | 'socketPath' | 'countCell' | 'listenMemory'>;
 }
@@ -115,6 +100,7 @@ export async function startHttpThreads(d: HttpThreadsDeps): Promise<RunningThrea
     intake,
     snapshot: () => updates.snapshot(),
     listen,
+    workers: d.workers,
   });
   const t = threads;
   try {

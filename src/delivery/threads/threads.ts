@@ -34,6 +34,8 @@ export interface HttpThreadsOptions {
   snapshot: () => MirrorMessage[];
   /** Progressive listening's chunk queues (src/delivery/progressive/shared.ts). */
   listen: ListenFanout;
+  /** The process's running workers (`HttpWorkers`), which the process stops before it exits. */
+  workers: HttpWorkers;
 }
 
 interface Slot {
@@ -59,22 +61,36 @@ function workerLimits(): { maxYoungGenerationSizeMb?: number } {
   return process.env.SKYLARK_YOUNG_GENERATION === 'v8' ? {} : { maxYoungGenerationSizeMb: SMALL_YOUNG_GENERATION_MB };
 }
 
-/** Every HTTP worker thread of this process that has not ended (see `stopAllHttpThreads`). */
-const running = new Map<Worker, Promise<void>>();
-
 /**
- * Asks every HTTP worker thread of this process to stop and waits up to `timeoutMs` (ms) for them
- * to end; true when none is left. For the exits that cannot wait for a graceful stop (a second
- * signal, the stop's deadline): the process must not end while a worker's uWS App is open (Node
- * aborts then, "uv_loop_close() while having open handles").
+ * The HTTP worker threads of a process that have not ended, whichever server started them: the
+ * process must not end while a worker's uWS App is open (Node aborts then, "uv_loop_close() while
+ * having open handles"). The composition root makes one per process and gives it to every server.
  */
-export async function stopAllHttpThreads(timeoutMs: number): Promise<boolean> {
-  if (running.size === 0) return true;
-  for (const w of running.keys()) w.postMessage({ t: 'stop' } satisfies ToWorker);
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([Promise.all(running.values()), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
-  clearTimeout(timer);
-  return running.size === 0;
+export class HttpWorkers {
+  private readonly running = new Map<Worker, Promise<void>>();
+
+  /** A worker started; `exit` resolves when it ends. */
+  add(w: Worker, exit: Promise<void>): void {
+    this.running.set(w, exit);
+  }
+
+  /** A worker ended. */
+  delete(w: Worker): void {
+    this.running.delete(w);
+  }
+
+  /**
+   * Asks every worker to stop and waits up to `timeoutMs` (ms) for them to end; true when none is
+   * left. For the exits that cannot wait for a graceful stop (a second signal, the stop's deadline).
+   */
+  async stopAll(timeoutMs: number): Promise<boolean> {
+    if (this.running.size === 0) return true;
+    for (const w of this.running.keys()) w.postMessage({ t: 'stop' } satisfies ToWorker);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(this.running.values()), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+    clearTimeout(timer);
+    return this.running.size === 0;
+  }
 }
 
 const RESTART_MIN_MS = 1000;
@@ -167,7 +183,7 @@ export class HttpThreads {
     let exited!: () => void;
     const exit = new Promise<void>((r) => (exited = r));
     this.exits.add(exit);
-    running.set(w, exit);
+    this.o.workers.add(w, exit);
     return new Promise<void>((resolve, reject) => {
       w.on('message', (m: FromWorker) => {
         try {
@@ -183,7 +199,7 @@ export class HttpThreads {
         log.error('an HTTP thread failed', { thread: s.index, err: e instanceof Error ? e.stack : String(e) });
       });
       w.on('exit', (code) => {
-        running.delete(w);
+        this.o.workers.delete(w);
         this.exits.delete(exit);
         exited();
         if (s.worker === w) s.worker = null;

@@ -19,7 +19,7 @@ import { MirrorSource } from '../hls/mirror.js';
 import { HlsListenerAccess, type StreamPolicy } from '../listeners/hls-access.js';
 import { HeldRequests } from '../listeners/held.js';
 import { RemoteSessions } from '../listeners/remote.js';
-import { trustedProxies } from '../listeners/geo.js';
+import { trustedProxies } from '../../base/http/client-address.js';
 import { ListenerTokens } from '../../base/auth/listener-tokens.js';
 import { MAX_LISTENERS } from '../listeners/registry.js';
 import { SharedAddressCounter } from '../listeners/shared-counter.js';

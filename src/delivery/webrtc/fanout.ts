@@ -21,29 +21,15 @@
 import type { Socket } from 'node:dgram';
 import type { PacketSink } from './source.js';
 import type { IceAgent, WeriftMediaState } from './rtp-sender.js';
-
-/** One peer of a native fan-out; keys of the sending direction (RFC 3711 §4.3). */
-export interface NativeFanoutPeer {
-  /** The UDP socket descriptor of the nominated pair (owned by werift's socket, never closed by the fan-out). */
-  fd: number;
-  host: string;
-  port: number;
-  ssrc: number;
-  payloadType: number;
-  /** RFC 5764 §4.1.2 profile number (0x0001, 0x0007). */
-  profile: number;
-  key: Uint8Array;
-  salt: Uint8Array;
-  auth: Uint8Array | null;
-}
+import type { RtpFanoutPeer } from '../../native/rtp-fanout.js';
 
 /**
- * The port through which WHEP uses the native fan-out (implemented by src/live/native/rtp-fanout.ts,
+ * The port through which WHEP uses the native fan-out (implemented by src/native/rtp-fanout.ts,
  * handed over by the composition root as a factory).
  */
 export interface NativeFanout {
   /** @returns the peer's id; @throws TypeError for invalid keys, address or descriptor */
-  add(peer: NativeFanoutPeer): number;
+  add(peer: RtpFanoutPeer): number;
   remove(id: number): boolean;
   setEnabled(id: number, enabled: boolean): boolean;
   retarget(id: number, fd: number, host: string, port: number): boolean;

@@ -5,13 +5,13 @@
  * whose rendition is cached (./fallback-cache.ts) is read from that file and paced in JS
  * (./rendition-pacer.ts: no process, no decode, no encode); one not cached yet is encoded from the
  * episode file by ONE FFmpeg process (`ffmpeg -re`, stdout) as its rendition is built for a later
- * run. Either byte stream goes through the native Icecast source parser (src/live/native/icecast.ts,
+ * run. Either byte stream goes through the native Icecast source parser (src/native/icecast-source.ts,
  * as an Icecast source's body does in ./icecast-server.ts) and the audio messages it makes reach
  * the stream's media hub like a publisher's; the ladder encodes the lower layers from them as for
  * live audio.
  */
 import { spawn } from 'node:child_process';
-import { IcecastSource, type IcecastSourceEvent } from '../native/icecast.js';
+import { IcecastSource, type IcecastSourceEvent } from '../../native/icecast-source.js';
 import { readAudioTag, type AudioCodec } from '../media/codec.js';
 import type { MediaConnection, MediaLog, PublishInput } from '../media/hub.js';
 import { paceRendition } from './rendition-pacer.js';

@@ -35,12 +35,13 @@ import { lookup } from 'node:dns/promises';
 import type { Logger } from '../../base/logger.js';
 import type { Limits } from '../../base/limits/limits.js';
 import { PerAddressCounter } from '../../base/limits/limits.js';
-import { IcecastSource, type IcecastCodec, type IcecastSourceEvent } from '../native/icecast.js';
-import { setSendBuffer } from '../native/http-front.js';
+import { IcecastSource, type IcecastCodec, type IcecastSourceEvent } from '../../native/icecast-source.js';
+import { setSendBuffer } from '../../native/http-front.js';
 import type { Publishing, PublishSink, Publisher } from './publishing.js';
 import type { IngestPort } from './port.js';
 import { basicCredentials, codecOfContentType, decodeCharset, Dechunker, HeadReader, queryBytes, type RequestHead } from './icecast-http.js';
-import type { ProgressiveClient, ProgressiveSink } from '../../base/http/routes/progressive.js';
+import type { ProgressiveClient } from '../../base/http/routes/progressive.js';
+import type { IcecastListenSink, IcecastListening } from './port.js';
 
 /** Icecast ingest settings. Times in ms, sizes in bytes. */
 export interface IcecastServerOptions {
@@ -61,38 +62,6 @@ export interface IcecastServerOptions {
 
 /** How long an answered or refused connection may stay open after the answer (ms): then it is destroyed. */
 export const REFUSED_CLOSE_MS = 5000;
-
-/** A listener's request on the Icecast port (`GET|HEAD /live/<id>[.<ext>]`). */
-export interface IcecastListenRequest {
-  method: 'GET' | 'HEAD';
-  streamId: string;
-  /** `mp3`, `aac`, `opus`, `ogg`, or null for the bare mount. */
-  ext: string | null;
-  /** The query string without `?`. */
-  query: string;
-  /** A request header by lower-case name ('' when absent). */
-  header(name: string): string;
-  remoteAddress: string;
-}
-
-/**
- * Where a listener's body goes: the socket, with the very contract of an HTTP progressive body
- * (backpressure: `write` false, then the client's `writable`); `end` closes the connection after the body.
- */
-export type IcecastListenSink = ProgressiveSink;
-
-/** What the listening side answers: a refusal (`status` such as `404 Not Found`) or a stream. */
-export type IcecastListenAnswer =
-  | { refuse: { status: string; headers: ReadonlyArray<readonly [string, string]>; body: Uint8Array } }
-  | { stream: { headers: ReadonlyArray<readonly [string, string]>; open(sink: IcecastListenSink): ProgressiveClient } };
-
-/** The listening side of the port (src/delivery/progressive/icecast-port.ts implements it; main.ts wires it). */
-export interface IcecastListening {
-  /** Answers a listener; a stream's `open` is called once its head is written and returns what runs when the client goes. */
-  listen(req: IcecastListenRequest): IcecastListenAnswer;
-  /** The body of `GET /status-json.xsl`. */
-  statusJson(): string;
-}
 
 /** Defaults (docs/decisions.md "Icecast ingest"). */
 export const ICECAST_DEFAULTS: IcecastServerOptions = { maxConnections: 200, maxConnectionsPerIp: 10, headTimeoutMs: 10_000, idleTimeoutMs: 30_000, maxAudioFrameBytes: 8192, listenSendBufferBytes: 256 * 1024 };

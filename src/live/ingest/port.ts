@@ -8,6 +8,7 @@ import type { AudioCodec } from '../media/codec.js';
 import type { Recording } from '../media/recorder.js';
 import type { LoudnessReading } from '../media/hub.js';
 import type { FallbackPlan } from './fallback.js';
+import type { ProgressiveClient, ProgressiveSink } from '../../base/http/routes/progressive.js';
 
 export type { LoudnessReading };
 
@@ -106,4 +107,41 @@ export interface IngestPort {
    * (docs/streams.md "Live loudness"). Streams without a codec process report none.
    */
   onLoudness?(streamId: string, reading: LoudnessReading): void;
+}
+
+// ── The Icecast port's listeners (docs/icecast.md "Listeners") ───────────────────────────────
+// Ingest's Icecast server reads a listener's request head and hands it to the listening side
+// (delivery) through these; the one declaration both planes use.
+
+/** A listener's request on the Icecast port (`GET|HEAD /live/<id>[.<ext>]`). */
+export interface IcecastListenRequest {
+  method: 'GET' | 'HEAD';
+  streamId: string;
+  /** The extension of `/live/<id>.<ext>` (`mp3`, `aac`, `opus`, `ogg`), or null for the bare mount. */
+  ext: string | null;
+  /** The query string without `?` ('' for none). */
+  query: string;
+  /** A request header by lower-case name ('' when absent). */
+  header(name: string): string;
+  /** The peer's address. */
+  remoteAddress: string;
+}
+
+/**
+ * Where a listener's body goes: the socket, with the very contract of an HTTP progressive body
+ * (backpressure: `write` false, then the client's `writable`); `end` closes the connection after the body.
+ */
+export type IcecastListenSink = ProgressiveSink;
+
+/** What the listening side answers: a refusal (`status` such as `404 Not Found`) or a stream. */
+export type IcecastListenAnswer =
+  | { refuse: { status: string; headers: ReadonlyArray<readonly [string, string]>; body: Uint8Array } }
+  | { stream: { headers: ReadonlyArray<readonly [string, string]>; open(sink: IcecastListenSink): ProgressiveClient } };
+
+/** The listening side of the Icecast port (src/delivery/progressive/icecast-port.ts implements it; the composition root wires it in). */
+export interface IcecastListening {
+  /** Answers a listener; a stream's `open` is called once its head is written and returns what runs when the client goes. */
+  listen(req: IcecastListenRequest): IcecastListenAnswer;
+  /** The body of `GET /status-json.xsl`. */
+  statusJson(): string;
 }

@@ -2,12 +2,12 @@
  * Plays a cached fallback rendition (./fallback-cache.ts, docs/streams.md "Fallback") in real
  * time without a process: the file — ADTS, MP3 or Ogg Opus as FFmpeg wrote it — is read ahead by
  * at most READ_AHEAD_MS of audio, split into audio messages by the native Icecast source parser
- * (src/live/native/icecast.ts, the parser of an Icecast source's body), and each message is handed
+ * (src/native/icecast-source.ts, the parser of an Icecast source's body), and each message is handed
  * on once its timestamp is due on the run's clock (checked every PACE_MS), as `ffmpeg -re` paces
  * its output. Memory per run: the read buffer plus ~READ_AHEAD_MS of audio.
  */
 import { open, type FileHandle } from 'node:fs/promises';
-import { IcecastSource, type IcecastSourceEvent } from '../native/icecast.js';
+import { IcecastSource, type IcecastSourceEvent } from '../../native/icecast-source.js';
 import type { AudioCodec } from '../media/codec.js';
 
 /** Where a paced run's audio goes. */

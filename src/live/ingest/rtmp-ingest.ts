@@ -10,7 +10,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import net from 'node:net';
-import { AUDIO_TAG_HEADER_MAX_BYTES, RtmpListener, type RtmpConnection, type RtmpConnectionHandler, type RtmpControlEvent } from '../native/index.js';
+import { AUDIO_TAG_HEADER_MAX_BYTES, RtmpListener, type RtmpConnection, type RtmpConnectionHandler, type RtmpControlEvent } from '../../native/rtmp-listener.js';
 import type { LimitSettings } from '../../base/config.js';
 import type { Limits } from '../../base/limits/limits.js';
 import type { Logger } from '../../base/logger.js';

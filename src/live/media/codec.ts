@@ -5,7 +5,7 @@
  * (native/core/codec/flv_audio) for the segmenter and the RTMP listener.
  */
 
-import type { AudioCodec } from '../native/index.js';
+import type { AudioCodec } from '../../native/segmenter.js';
 
 /** An ingest codec (docs/behaviour.md §2 `codec`): declared once, by the native segmenter that takes it. */
 export type { AudioCodec };

@@ -14,7 +14,7 @@ import { LadderTranscoder } from './transcoder.js';
 import { BitrateMonitor } from './bitrate.js';
 import { Recorder, type Recording, type RecordingLeftover, type RecordingStop } from './recorder.js';
 import { readAudioTag, type AudioCodec, type AudioTag } from './codec.js';
-import { Segmenter, type SegmenterEvent } from '../native/index.js';
+import { Segmenter, type SegmenterEvent } from '../../native/segmenter.js';
 import { StreamTimeline, unreadableMark, type TimelineStore } from './timeline.js';
 
 export { Layer } from './layer.js';
@@ -829,6 +829,8 @@ export class MediaRegistry {
   /** Each stream's reservations, from its stored marks (only with a `TimelineStore`). */
   private readonly reserved = new Map<string, StreamTimeline>();
   private bitrateTimer: NodeJS.Timeout | null = null;
+  /** Told of every hub opened (`onOpen`). */
+  private readonly watchers: Array<(hub: StreamHub) => void> = [];
 
   /**
    * `now`: the clock of the bitrate watch (ms). `store`: where timeline marks are kept across
@@ -850,6 +852,14 @@ export class MediaRegistry {
     return this.hubs;
   }
 
+  /**
+   * Calls `fn` with every hub opened from now on, right after it is created (the readers that
+   * follow a hub's layers — the HTTP threads' mirror, the native parts store — watch each one).
+   */
+  onOpen(fn: (hub: StreamHub) => void): void {
+    this.watchers.push(fn);
+  }
+
   /** The stream's hub, created on first use (an ended one is replaced), continuing the stream's timeline. */
   open(streamId: string, opts: HubOptions, events?: HubEvents): StreamHub {
     let hub = this.hubs.get(streamId);
@@ -858,8 +868,9 @@ export class MediaRegistry {
       const continues = this.timelineOf(streamId, hub) ?? timeline?.restart;
       hub = new StreamHub(streamId, { ...opts, ...(continues ? { continues } : {}), ...(timeline ? { timeline } : {}) }, events);
       this.hubs.set(streamId, hub);
-    }
-    this.watchBitrates();
+      this.watchBitrates();
+      for (const fn of this.watchers) fn(hub);
+    } else this.watchBitrates();
     return hub;
   }
 

@@ -3,10 +3,10 @@
  * section (fMP4), finished segments (immutable), the LL-HLS parts of the newest segments and of the
  * segment in progress — plus the waiters of blocking playlist reloads and preload hints
  * (draft-pantos-hls-rfc8216bis §6.2.5.2, §6.2.6). The segmenter comes in through a factory; of
- * src/live/native/ it takes only the Segmenter's types (docs/native-api.md).
+ * src/native/ it takes only the Segmenter's types (docs/native-api.md).
  */
 import { createHash } from 'node:crypto';
-import type { Segmenter, SegmenterEvent, SegmenterMetadataFields, SegmenterMetadataMark } from '../native/index.js';
+import type { Segmenter, SegmenterEvent, SegmenterMetadataFields, SegmenterMetadataMark } from '../../native/segmenter.js';
 import { Waiters } from './waiters.js';
 
 /** What plays now, as the layers carry it (docs/behaviour.md §11: timed ID3 `TIT2`, `TPE1`, `TALB`, `WXXX`). */

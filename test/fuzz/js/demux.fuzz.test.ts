@@ -15,7 +15,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Segmenter, type ConfigEvent, type SegmenterEvent, type SegmenterOptions } from '../../../src/live/native/index.js';
+import { Segmenter, type ConfigEvent, type SegmenterEvent, type SegmenterOptions } from '../../../src/native/segmenter.js';
 import { FlvReader } from '../../../src/live/media/flv.js';
 import type { LayerMedia } from '../../../src/live/media/layer.js';
 import { Mp4ReadError, opusHeadFromDops, readFragments, readInit } from '../../../src/delivery/progressive/fmp4-read.js';

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { redirectUriProblem } from '../../../../src/control/oauth/clients.js';
 import { parseScope } from '../../../../src/base/auth/scopes.js';
 import { readCookie } from '../../../../src/base/auth/sessions.js';
-import { canonicalJson } from '../../../../src/control/api/idempotency/store.js';
+import { canonicalJson } from '../../../../src/base/http/idempotency.js';
 import { esc } from '../../../../src/control/oauth/html.js';
 import { allows, type Principal } from '../../../../src/base/auth/api-keys.js';
 

@@ -17,7 +17,7 @@ import { ListenerRegistry } from '../../../../src/delivery/listeners/registry.js
 import { createLogger } from '../../../../src/base/logger.js';
 import { Limits } from '../../../../src/base/limits/limits.js';
 import { PlayLog } from '../../../../src/control/services/play-log.js';
-import { WriteRetry } from '../../../../src/control/services/write-retry.js';
+import { WriteRetry } from '../../../../src/base/db/write-retry.js';
 
 let dir: string;
 let db: Database;

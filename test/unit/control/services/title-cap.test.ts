@@ -16,7 +16,7 @@ import { Outbox } from '../../../../src/base/outbox.js';
 import { createLogger } from '../../../../src/base/logger.js';
 import { Limits } from '../../../../src/base/limits/limits.js';
 import { MAX_CHAPTERS, PlayLog } from '../../../../src/control/services/play-log.js';
-import { WriteRetry } from '../../../../src/control/services/write-retry.js';
+import { WriteRetry } from '../../../../src/base/db/write-retry.js';
 
 afterEach(() => {
   vi.useRealTimers();

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { HeldRequests } from '../../../../src/delivery/listeners/held.js';
-import { trustedProxies } from '../../../../src/delivery/listeners/geo.js';
+import { trustedProxies } from '../../../../src/base/http/client-address.js';
 import { Limits } from '../../../../src/base/limits/limits.js';
 import { createLogger } from '../../../../src/base/logger.js';
 import type { RawRequestInfo } from '../../../../src/base/http/server.js';

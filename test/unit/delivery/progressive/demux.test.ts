@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Segmenter, type ConfigEvent, type PartEvent, type SegmentDoneEvent, type SegmenterEvent, type SegmenterOptions } from '../../../../src/live/native/index.js';
+import { Segmenter, type ConfigEvent, type PartEvent, type SegmentDoneEvent, type SegmenterEvent, type SegmenterOptions } from '../../../../src/native/segmenter.js';
 import { FlvReader } from '../../../../src/live/media/flv.js';
 import { Mp4ReadError, opusHeadFromDops, readFragments, readInit } from '../../../../src/delivery/progressive/fmp4-read.js';
 import { TsReadError, readTsAudio } from '../../../../src/delivery/progressive/ts-read.js';

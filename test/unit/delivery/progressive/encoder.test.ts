@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Segmenter, type ConfigEvent, type SegmenterEvent, type SegmenterOptions } from '../../../../src/live/native/index.js';
+import { Segmenter, type ConfigEvent, type SegmenterEvent, type SegmenterOptions } from '../../../../src/native/segmenter.js';
 import { FlvReader } from '../../../../src/live/media/flv.js';
 import { CHUNK_MS, ListenEncoder, type ListenChunk } from '../../../../src/delivery/progressive/encoder.js';
 import { OggReader, opusPacketSamples } from '../../../../src/live/media/ogg.js';

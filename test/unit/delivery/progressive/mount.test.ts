@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FlvReader } from '../../../../src/live/media/flv.js';
 import { Layer } from '../../../../src/live/media/layer.js';
-import { Segmenter } from '../../../../src/live/native/index.js';
+import { Segmenter } from '../../../../src/native/segmenter.js';
 import { Mount, MountListener, SLOW_MS, type ListenSink, type LeaveReason } from '../../../../src/delivery/progressive/mount.js';
 import { ICY_METAINT } from '../../../../src/delivery/progressive/icy.js';
 

@@ -1,5 +1,5 @@
 /**
- * The native fan-out (native/io/rtp_fanout.h, src/live/native/rtp-fanout.ts,
+ * The native fan-out (native/io/rtp_fanout.h, src/native/rtp-fanout.ts,
  * src/delivery/webrtc/fanout.ts): its SRTP packets equal the JS SrtpProtector's byte for byte for
  * both profiles (RFC 3711 §4.1.1/§4.2, RFC 7714 §8) across a sequence wrap (rollover counter,
  * RFC 3711 §3.3.1), its AES-CM key stream is RFC 3711 Appendix B.2's, werift's own SRTP receiver
@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import { describe, expect, it, vi } from 'vitest';
 import { SrtpSession } from 'werift';
-import { RtpFanout, type RtpFanoutPeer } from '../../../../src/live/native/rtp-fanout.js';
+import { RtpFanout, type RtpFanoutPeer } from '../../../../src/native/rtp-fanout.js';
 import { PROFILE_AEAD_AES_128_GCM, PROFILE_AES128_CM_HMAC_SHA1_80, SrtpProtector } from '../../../../src/delivery/webrtc/srtp.js';
 import { CHECK_MS, FanoutGroup, PEER_MAX_DROPPING_MS, socketFd, type FanoutSession, type SrtpIndex } from '../../../../src/delivery/webrtc/fanout.js';
 import { weriftMediaState, type IceAgent } from '../../../../src/delivery/webrtc/rtp-sender.js';

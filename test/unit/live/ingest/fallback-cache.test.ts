@@ -18,7 +18,7 @@ import { readAudioTag, type AudioCodec } from '../../../../src/live/media/codec.
 import type { PublishInput } from '../../../../src/live/media/hub.js';
 import { ffmpegPath } from '../../../../src/base/ffmpeg.js';
 import { paceRendition } from '../../../../src/live/ingest/rendition-pacer.js';
-import { IcecastSource } from '../../../../src/live/native/icecast.js';
+import { IcecastSource } from '../../../../src/native/icecast-source.js';
 
 let dir: string;
 const ffmpeg = ffmpegPath()!;

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Layer } from '../../../../src/live/media/layer.js';
-import type { SegmenterEvent } from '../../../../src/live/native/index.js';
+import type { SegmenterEvent } from '../../../../src/native/segmenter.js';
 
 const TARGET_MS = 2000;
 

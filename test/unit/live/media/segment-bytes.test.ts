@@ -8,7 +8,7 @@ import path from 'node:path';
 import { FlvReader } from '../../../../src/live/media/flv.js';
 import { Layer } from '../../../../src/live/media/layer.js';
 import { StreamHub, type SegmenterRequest } from '../../../../src/live/media/hub.js';
-import { Segmenter } from '../../../../src/live/native/index.js';
+import { Segmenter } from '../../../../src/native/segmenter.js';
 
 const tags = new FlvReader().push(readFileSync(path.resolve(import.meta.dirname, '../../../fixtures/aac/sine48k_stereo_128k.flv')));
 

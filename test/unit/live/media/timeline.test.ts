@@ -13,7 +13,7 @@ import { openDatabase, type Database } from '../../../../src/base/db/database.js
 import { TimelinesRepo } from '../../../../src/base/db/timelines-repo.js';
 import { createLogger } from '../../../../src/base/logger.js';
 import { Limits } from '../../../../src/base/limits/limits.js';
-import { WriteRetry } from '../../../../src/control/services/write-retry.js';
+import { WriteRetry } from '../../../../src/base/db/write-retry.js';
 import { timelineStore } from '../../../../src/app/live.js';
 import { FlvReader } from '../../../../src/live/media/flv.js';
 import { MediaRegistry, type HubOptions, type StreamHub } from '../../../../src/live/media/hub.js';

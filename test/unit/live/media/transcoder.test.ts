@@ -9,7 +9,7 @@ import path from 'node:path';
 import { FlvReader, flvAudioTag, flvHeader } from '../../../../src/live/media/flv.js';
 import { LadderTranscoder, transcoderArgs } from '../../../../src/live/media/transcoder.js';
 import { ffmpegPath } from '../../../../src/base/ffmpeg.js';
-import { Segmenter } from '../../../../src/live/native/index.js';
+import { Segmenter } from '../../../../src/native/segmenter.js';
 
 const fixture = path.resolve(import.meta.dirname, '../../../fixtures/aac/sine48k_stereo_128k.flv');
 

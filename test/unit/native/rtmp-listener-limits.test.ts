@@ -8,25 +8,13 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  AUDIO_FRAME,
-  AUDIO_OTHER,
-  AUDIO_SEQUENCE_HEADER,
-  RtmpListener,
-  Segmenter,
-  type AudioKind,
-  type RtmpConnection,
-  type RtmpConnectionHandler,
-  type RtmpControlEvent,
-  type RtmpLimitCause,
-  type RtmpListenerOptions,
-  type SegmenterEvent,
-} from '../../../../src/live/native/index.js';
+import { AUDIO_FRAME, AUDIO_OTHER, AUDIO_SEQUENCE_HEADER, RtmpListener, type AudioKind, type RtmpConnection, type RtmpConnectionHandler, type RtmpControlEvent, type RtmpLimitCause, type RtmpListenerOptions } from '../../../src/native/rtmp-listener.js';
+import { Segmenter, type SegmenterEvent } from '../../../src/native/segmenter.js';
 import { until } from './listener-harness.js';
 import { AUDIO_CSID, CHUNK_SIZE, HANDSHAKE, audioMessages, exAudio, flvAudioTags, header, message, opusTags, publishPrefix } from './rtmp-client-bytes.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const FFMPEG_48K = readFileSync(path.join(here, '../../../fixtures/rtmp/ffmpeg-aac-48k.bin'));
+const FFMPEG_48K = readFileSync(path.join(here, '../../fixtures/rtmp/ffmpeg-aac-48k.bin'));
 
 interface Heard {
   conn: RtmpConnection;

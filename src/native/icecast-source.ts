@@ -4,7 +4,7 @@
  * into the audio messages an RTMP publisher of the same audio sends — FLV AUDIODATA bodies with a
  * timestamp in ms — so they feed the same Segmenter. See docs/native-api.md "IcecastSource".
  */
-import { loadedAddon } from './index.js';
+import { loadedAddon } from './addon.js';
 
 /** The codec a stream takes (and an Icecast source must send): `Content-Type` audio/mpeg → 'mp3',
  *  audio/aac or audio/aacp (ADTS) → 'aac', audio/ogg or application/ogg (Ogg Opus) → 'opus'. */

@@ -13,18 +13,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  Segmenter,
-  type ConfigEvent,
-  type PartEvent,
-  type SegmentDoneEvent,
-  type SegmenterEvent,
-  type SegmenterMetadataFields,
-  type SegmenterOptions,
-} from '../../../../src/live/native/index.js';
-import { opusTagsFromOgg, type Tag } from '../../../helpers/ogg.js';
+import { Segmenter, type ConfigEvent, type PartEvent, type SegmentDoneEvent, type SegmenterEvent, type SegmenterMetadataFields, type SegmenterOptions } from '../../../src/native/segmenter.js';
+import { opusTagsFromOgg, type Tag } from '../../helpers/ogg.js';
 
-const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../fixtures');
+const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../fixtures');
 const AAC_48K = path.join(fixtures, 'aac/sine48k_stereo_128k.flv');
 const MP3_44K = path.join(fixtures, 'mp3/sine44k1_stereo_128k.flv');
 const OPUS_OGG = path.join(fixtures, 'opus/sine48k_stereo_128k.ogg');

@@ -15,12 +15,12 @@
  * with object keys sorted (whitespace and key order do not matter).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { ApiReply, ApiRequest, IdempotencyHook } from '../../../base/http/server.js';
-import { IdempotencyRepo } from '../../../base/db/idempotency-repo.js';
-import type { Database } from '../../../base/db/database.js';
-import { ApiError } from '../../../base/errors/errors.js';
-import { randomBase62 } from '../../../base/ids.js';
-import { decryptSecret, encryptSecret } from '../../../base/auth/secrets.js';
+import type { ApiReply, ApiRequest, IdempotencyHook } from './server.js';
+import { IdempotencyRepo } from '../db/idempotency-repo.js';
+import type { Database } from '../db/database.js';
+import { ApiError } from '../errors/errors.js';
+import { randomBase62 } from '../ids.js';
+import { decryptSecret, encryptSecret } from '../auth/secrets.js';
 
 /** How long a key is remembered (ms). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;

@@ -7,7 +7,37 @@ import { ApiError, notFound } from '../../base/errors/errors.js';
 import type { StreamsRepo } from '../../base/db/streams-repo.js';
 import type { PageQuery } from '../../base/db/paginate.js';
 import type { ListenerTokenMinter, ListenerTokens } from '../../base/auth/listener-tokens.js';
-import type { ListenerObject, ListenerRegistry, StreamStats } from './registry.js';
+import type { ListenerObject, StreamStats } from '../../base/listeners.js';
+
+/** One active listener session as the control plane sees it: its id (`lst_…`) and country. */
+export interface ListenerSession {
+  readonly id: string;
+  /** ISO 3166-1 alpha-2, or null when unknown. */
+  readonly country: string | null;
+}
+
+/**
+ * What the control plane reads of the listeners room (docs/behaviour.md §4): the delivery plane's
+ * listener registry (src/delivery/listeners/registry.ts) is one, handed over by the composition root.
+ */
+export interface ListenerDirectory {
+  /** Listeners of a stream now (every protocol). */
+  listenerCount(streamId: string): number;
+  /** Active sessions of a stream, oldest first. */
+  active(streamId: string): readonly ListenerSession[];
+  /** The API object of a session `active` returned. */
+  object(s: ListenerSession): ListenerObject;
+  /** `/stats` of a stream from the registry alone (pending joins and leaves written first). */
+  stats(streamId: string): StreamStats;
+  /** Writes pending joins and leaves now. */
+  flush(): void;
+}
+
+/** The listeners room as the control plane is given it: the directory and the listener tokens. */
+export interface ListenersRoom {
+  registry: ListenerDirectory;
+  tokens: ListenerTokens;
+}
 
 /** A page of listeners, newest first (docs/behaviour.md §9); the API wraps it in the list envelope. */
 export interface ListenerPage {
@@ -25,7 +55,7 @@ export class ListenersService {
    * idle (docs/streams.md); without it `/stats` shows the registry's figures alone.
    */
   constructor(
-    private readonly registry: ListenerRegistry,
+    private readonly registry: ListenerDirectory,
     private readonly streams: StreamsRepo,
     private readonly tokens: ListenerTokens,
     private readonly broadcasts: BroadcastFigures | null = null,
@@ -37,7 +67,7 @@ export class ListenersService {
    */
   list(accountId: string, streamId: string, q: PageQuery): ListenerPage {
     this.stream(accountId, streamId);
-    const all = this.registry.active(streamId).reverse(); // newest first
+    const all = [...this.registry.active(streamId)].reverse(); // newest first
     let rows: typeof all;
     let hasMore: boolean;
     if (q.after !== undefined || q.before !== undefined) {

@@ -1,13 +1,10 @@
 /**
- * The only module that loads the C++ addon (`build/Release/skylark.node`, or `build/Debug/` when
- * only that is built, or the file `SKYLARK_ADDON` names: resolveAddonPath). See docs/native-api.md.
- * `Segmenter` is sans-I/O (bytes in, events out); `RtmpListener` owns the ingest sockets. Protocol
- * and media problems come back as `error` events, never as throws.
+ * The RTMP ingest listener (native/binding/rtmp_addon.cc, docs/native-api.md "RtmpServer"): the
+ * sockets, the RTMP session per connection and the caps in C++; `RtmpListener` and `RtmpConnection`
+ * are its JS face. Protocol problems come back as `error` events, never as throws.
  */
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
+import { loadedAddon } from './addon.js';
+import type { Segmenter, SegmenterEvent } from './segmenter.js';
 
 /** Events of one RTMP connection (see docs/native-api.md). */
 export type RtmpEvent =
@@ -54,6 +51,9 @@ const READ_BUFFERS_CHANGED = 1;
 const READ_SEGMENTED = 2;
 /** 2^32: a READ audio slot holds timestamp + kind * 2^32. */
 const KIND_UNIT = 4294967296;
+
+/** The addon's listener constructor (native/binding/rtmp_addon.cc). */
+const RtmpAddon = (loadedAddon as { RtmpAddon: new (options: Omit<RtmpListenerOptions, 'onLimit'>, dispatch: RawDispatch) => RawRtmpAddon }).RtmpAddon;
 
 /** Audio message kind: an AAC AudioSpecificConfig or E-RTMP SequenceStart (e.g. OpusHead). */
 export const AUDIO_SEQUENCE_HEADER = 0;
@@ -223,7 +223,7 @@ export class RtmpListener {
         onError(e);
       }
     };
-    this.raw = new addon.RtmpAddon(native, dispatch);
+    this.raw = new RtmpAddon(native, dispatch);
     this.mapBuffers();
   }
 
@@ -318,210 +318,3 @@ export class RtmpListener {
     this.arena = arena;
   }
 }
-
-/** Audio codecs the segmenter takes. */
-export type AudioCodec = 'aac' | 'mp3' | 'opus';
-/** Output containers: MPEG-TS (AAC, MP3) or fragmented MP4 / CMAF (AAC, MP3, Opus; LL-HLS parts). */
-export type Container = 'ts' | 'fmp4';
-
-/** Options of `new Segmenter(...)`. Durations in ms. */
-export interface SegmenterOptions {
-  container: Container;
-  /** Segment target, integer 100..60000 (default 2000). */
-  targetDurationMs?: number;
-  /** LL-HLS part target (fmp4 only), 0 = no parts (default) or an integer 50..targetDurationMs. */
-  partTargetMs?: number;
-  /** When set, audio of any other codec is refused with an error event `codec_mismatch`. */
-  expectCodec?: AudioCodec;
-  /** Largest frame (AAC raw_data_block, MP3 frame, Opus packet; bytes), integer 0..16777215;
-   *  larger: error `frame_too_large`, dropped. 0 / unset = no cap (AAC is always capped at 8184,
-   *  what one ADTS frame carries). */
-  maxFrameBytes?: number;
-  /** Frame bytes of one segment, integer 0..4294967295; a frame that would exceed it: error
-   *  `segment_too_large`, dropped. 0 / unset = no cap. */
-  maxSegmentBytes?: number;
-  /**
-   * With parts only: whether segment events carry the segment's bytes, the concatenation of its
-   * parts' bytes in order (default true). false: their `data` is empty and the caller joins the
-   * parts it got — the bytes are not made (and allocated) twice. Throws TypeError when not a boolean.
-   */
-  segmentBytes?: boolean;
-}
-
-/** Stable error codes of `{type: 'error'}` segmenter events (docs/native-api.md). */
-export type SegmenterErrorCode =
-  | 'audio_before_sequence_header'
-  | 'bad_audio_specific_config'
-  | 'bad_opus_head'
-  | 'bad_opus_packet'
-  | 'bad_mp3_header'
-  | 'unsupported_codec'
-  | 'codec_mismatch'
-  | 'invalid_audio_tag'
-  | 'frame_too_large'
-  | 'segment_too_large';
-
-/** `config`: the stream's codec is known (first sequence header / MP3 frame, or a change). */
-export interface ConfigEvent {
-  type: 'config';
-  codec: AudioCodec;
-  /** HLS CODECS / RFC 6381: 'mp4a.40.2', 'mp4a.40.5', 'mp4a.40.29', 'mp4a.40.34' (MP3), 'opus'. */
-  codecs: string;
-  /** Output sample rate (Hz): the SBR rate for HE-AAC, 48000 for Opus. */
-  sampleRate: number;
-  channels: number;
-  /** AAC only: the object type in `codecs`. */
-  audioObjectType?: number;
-  /** fmp4 only: the fMP4 timescale (= the sample clock: AAC core rate, MP3 rate, 48000 Opus). */
-  timescale?: number;
-  /** fmp4 only: the init segment (ftyp + moov) for `#EXT-X-MAP`; replaces the previous one. */
-  init?: Buffer;
-}
-
-/** A now-playing change (`Segmenter.pushMetadata`) as written into a part / segment. */
-export interface SegmenterMetadataMark {
-  /** The change's number, from 1 (fmp4: the emsg `id`; the same change in a part and its segment). */
-  id: number;
-  /** The timestamp it was pushed with (RTMP clock, ms, modulo 2^32). */
-  timestampMs: number;
-  /** PTS of the audio frame it is presented with (90 kHz, same timeline as the events' `pts90k`). */
-  pts90k: number;
-  /** fmp4 only: the emsg presentation_time, in `timescale` units (the frame's decode time). */
-  presentationTime?: number;
-}
-
-/** The fields of `Segmenter.pushMetadata` (docs/behaviour.md §11). UTF-8; each cut to 256 characters. */
-export interface SegmenterMetadataFields {
-  title: string;
-  artist?: string | null;
-  album?: string | null;
-  url?: string | null;
-}
-
-/** `part`: one LL-HLS part (fmp4 with partTargetMs), emitted as soon as it closes. */
-export interface PartEvent {
-  type: 'part';
-  /** Media sequence number of the segment the part belongs to. */
-  sequence: number;
-  /** Index of the part within its segment, from 0. */
-  partIndex: number;
-  /** One moof+mdat (external buffer). */
-  data: Buffer;
-  durationMs: number;
-  pts90k: number;
-  frames: number;
-  independent: true;
-  baseMediaDecodeTime: number;
-  timescale: number;
-  /** Now-playing changes it carries (an emsg each before its moof), in presentation order; absent when none. */
-  metadata?: SegmenterMetadataMark[];
-}
-
-/** `segment`: a finished, immutable media segment. */
-export interface SegmentDoneEvent {
-  type: 'segment';
-  sequence: number;
-  /** TS: 188-byte packets; fmp4: moof+mdat (with parts: exactly its parts' bytes concatenated). */
-  data: Buffer;
-  /** From sample counts (EXTINF), may be fractional. */
-  durationMs: number;
-  /** PTS of the first frame, 90 kHz (the same timeline in both containers). */
-  pts90k: number;
-  discontinuity: boolean;
-  frames: number;
-  independent: true;
-  /** fmp4 with parts: how many parts the segment has. */
-  parts?: number;
-  /** fmp4 only: tfdt of the first frame, in `timescale` units. */
-  baseMediaDecodeTime?: number;
-  timescale?: number;
-  /** Now-playing changes it carries (fmp4: those of its parts; ts: an ID3 PES each), in
-   *  presentation order; absent when none. */
-  metadata?: SegmenterMetadataMark[];
-}
-
-export interface SegmenterErrorEvent {
-  type: 'error';
-  code: SegmenterErrorCode | (string & {});
-  message: string;
-  /** codec_mismatch only. */
-  expected?: AudioCodec;
-  /** codec_mismatch only: what the tag carried ('aac', 'mp3', 'opus', 'pcm', 'fLaC', ...). */
-  received?: string;
-}
-
-export type SegmenterEvent = ConfigEvent | PartEvent | SegmentDoneEvent | SegmenterErrorEvent;
-
-/** Per-stream-layer segmenter: FLV audio (AAC, MP3, Opus; classic and Enhanced RTMP) in, MPEG-TS or
- *  fMP4 segments (and LL-HLS parts) cut on audio duration out. Never throws for bad media. */
-export interface Segmenter {
-  /** One FLV AUDIODATA body with its RTMP timestamp (ms). */
-  pushAudio(timestampMs: number, data: Uint8Array): SegmenterEvent[];
-  /**
-   * A now-playing change at `timestampMs` on the pushAudio clock (RTMP ms). It is presented with
-   * the first audio frame not yet written out whose timestamp is ≥ it, or, when none is pending,
-   * with the next frame pushed, and goes out with that frame's part and segment as timed ID3
-   * (ID3v2.4 TIT2/TPE1/TALB/WXXX): fmp4 an `emsg` (scheme https://aomedia.org/emsg/ID3) before
-   * the part's `moof`; ts (MP3) an ID3 PES declared in the PMT (Apple timed metadata). Those
-   * events list it in `metadata`. Strings are cut to 256 characters; content never throws.
-   * @throws TypeError when timestampMs is not a finite number, fields not an object, title not a
-   *   string, or artist/album/url not a string, null or undefined
-   */
-  pushMetadata(timestampMs: number, fields: SegmenterMetadataFields): void;
-  /** Ends the open segment (and part). */
-  flush(): SegmenterEvent[];
-  /** The next audio starts a new segment flagged `discontinuity`. */
-  discontinuity(): void;
-}
-
-interface Addon {
-  Segmenter: new (options: SegmenterOptions) => Segmenter;
-  RtmpAddon: new (options: Omit<RtmpListenerOptions, 'onLimit'>, dispatch: RawDispatch) => RawRtmpAddon;
-  abiVersion: number;
-}
-
-/** The addon file could not be found (`code` 'addon_not_found'); the message names every path tried. */
-export class AddonNotFoundError extends Error {
-  readonly code = 'addon_not_found';
-  constructor(
-    message: string,
-    /** The paths looked for, in order. */
-    readonly tried: string[],
-  ) {
-    super(message);
-    this.name = 'AddonNotFoundError';
-  }
-}
-
-/**
- * The addon file to load: the file `env.SKYLARK_ADDON` names when set (relative to the current
- * directory), else `<root>/build/Release/skylark.node`, else `<root>/build/Debug/skylark.node`
- * (`node-gyp rebuild --debug`). `exists` is injectable for tests.
- * @throws AddonNotFoundError naming what it looked for when that file (or neither build) exists
- */
-export function resolveAddonPath(root: string, env: NodeJS.ProcessEnv = process.env, exists: (p: string) => boolean = existsSync): string {
-  const named = env.SKYLARK_ADDON;
-  if (named) {
-    const file = path.resolve(named);
-    if (exists(file)) return file;
-    throw new AddonNotFoundError(`SKYLARK_ADDON names ${file}, which does not exist`, [file]);
-  }
-  const tried = ['Release', 'Debug'].map((type) => path.join(root, 'build', type, 'skylark.node'));
-  const found = tried.find((file) => exists(file));
-  if (found) return found;
-  throw new AddonNotFoundError(
-    `the native addon is not built: looked for ${tried.join(' and ')} (npm run build:native builds it; SKYLARK_ADDON may name another skylark.node)`,
-    tried,
-  );
-}
-
-// src/live/native or dist/live/native → the repository root is three levels up.
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-/** The addon file this process loaded (see resolveAddonPath). */
-export const addonPath = resolveAddonPath(root);
-const addon = createRequire(import.meta.url)(addonPath) as Addon;
-/** The loaded addon object, for the other wrappers in src/live/native/ (each types its own class). */
-export const loadedAddon: object = addon;
-
-/** Constructor of Segmenter (see SegmenterOptions). Throws TypeError for invalid options. */
-export const Segmenter = addon.Segmenter;

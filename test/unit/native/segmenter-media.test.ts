@@ -8,17 +8,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  Segmenter,
-  type ConfigEvent,
-  type PartEvent,
-  type SegmentDoneEvent,
-  type SegmenterEvent,
-  type SegmenterOptions,
-} from '../../../../src/live/native/index.js';
-import { exAudioTag, opusTagsFromOgg, type Tag } from '../../../helpers/ogg.js';
+import { Segmenter, type ConfigEvent, type PartEvent, type SegmentDoneEvent, type SegmenterEvent, type SegmenterOptions } from '../../../src/native/segmenter.js';
+import { exAudioTag, opusTagsFromOgg, type Tag } from '../../helpers/ogg.js';
 
-const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../fixtures');
+const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../fixtures');
 const AAC_48K = path.join(fixtures, 'aac/sine48k_stereo_128k.flv');
 const MP3_44K = path.join(fixtures, 'mp3/sine44k1_stereo_128k.flv');
 const MP3_22K = path.join(fixtures, 'mp3/sine22k05_mono_32k.flv');

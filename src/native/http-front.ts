@@ -10,7 +10,7 @@
  * the hooks answer a plain GET from (docs/http.md "Media objects answered in native code"). Process-wide: the hooks serve every HTTP thread and every server in the
  * process; install once, on the main thread.
  */
-import { loadedAddon } from './index.js';
+import { loadedAddon } from './addon.js';
 
 /** What the hooks did since the process started. */
 export interface HttpFrontCounts {

@@ -1,4 +1,4 @@
-// Loading the addon: which file src/live/native/index.ts picks (Release, else Debug, or SKYLARK_ADDON)
+// Loading the addon: which file src/native/addon.ts picks (Release, else Debug, or SKYLARK_ADDON)
 // and the error that names what it looked for; and the per-instance addon state with its cleanup
 // hook — the addon loads in worker threads, each with its own classes, and a worker's listener
 // is closed when the worker ends.
@@ -6,7 +6,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { AddonNotFoundError, addonPath, resolveAddonPath } from '../../../../src/live/native/index.js';
+import { AddonNotFoundError, addonPath, resolveAddonPath } from '../../../src/native/addon.js';
 
 const root = '/srv/skylark';
 const release = path.join(root, 'build', 'Release', 'skylark.node');

@@ -5,7 +5,7 @@
  * SRTP (RFC 3550 §5.1, RFC 3711 §4.1.1/§4.2, RFC 7714 §8) with non-blocking `sendto`, in one call.
  * A write the socket refuses (full, closed) is a drop for that peer, never a throw.
  */
-import { loadedAddon } from './index.js';
+import { loadedAddon } from './addon.js';
 
 /** One peer of a fan-out. Keys as RFC 3711 §4.3 derives them for the sending direction. */
 export interface RtpFanoutPeer {

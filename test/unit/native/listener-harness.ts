@@ -4,15 +4,8 @@
  * `closeAll()` after each test (afterEach).
  */
 import net from 'node:net';
-import {
-  RtmpListener,
-  type AudioKind,
-  type RtmpConnection,
-  type RtmpConnectionHandler,
-  type RtmpControlEvent,
-  type RtmpListenerOptions,
-  type SegmenterEvent,
-} from '../../../../src/live/native/index.js';
+import { RtmpListener, type AudioKind, type RtmpConnection, type RtmpConnectionHandler, type RtmpControlEvent, type RtmpListenerOptions } from '../../../src/native/rtmp-listener.js';
+import { type SegmenterEvent } from '../../../src/native/segmenter.js';
 
 /** One audio message as the handler heard it. */
 export interface HeardAudio {

@@ -13,10 +13,10 @@
  * RETRY_BUSY_TIMEOUT_MS, so that a lock held by another process stalls the event loop (every
  * stream, HTTP) for at most that long per attempt instead of the connection's default.
  */
-import type { Database } from '../../base/db/database.js';
-import type { Logger } from '../../base/logger.js';
-import type { Limits } from '../../base/limits/limits.js';
-import { RESTORE_EVERY_MS, type DiskReserve } from '../../base/disk-reserve.js';
+import type { Database } from './database.js';
+import type { Logger } from '../logger.js';
+import type { Limits } from '../limits/limits.js';
+import { RESTORE_EVERY_MS, type DiskReserve } from '../disk-reserve.js';
 
 /** Busy timeout (ms) while a retried write is attempted. */
 export const RETRY_BUSY_TIMEOUT_MS = 20;

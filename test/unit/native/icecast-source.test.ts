@@ -1,4 +1,4 @@
-// IcecastSource (native addon, src/live/native/icecast.ts): Icecast source request bodies made by
+// IcecastSource (native addon, src/native/icecast-source.ts): Icecast source request bodies made by
 // FFmpeg (test/fixtures/icecast) pushed in pieces through the JS wrapper into a real native
 // Segmenter — MP3 and AAC into MPEG-TS, Opus into fMP4 — giving segments of the target duration on
 // one unbroken timeline that ffprobe reads back frame for frame. Plus chained Ogg (tags per track,
@@ -9,10 +9,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { IcecastSource, type IcecastCodec, type IcecastSourceEvent } from '../../../../src/live/native/icecast.js';
-import { Segmenter, type ConfigEvent, type SegmentDoneEvent, type SegmenterEvent } from '../../../../src/live/native/index.js';
+import { IcecastSource, type IcecastCodec, type IcecastSourceEvent } from '../../../src/native/icecast-source.js';
+import { Segmenter, type ConfigEvent, type SegmentDoneEvent, type SegmenterEvent } from '../../../src/native/segmenter.js';
 
-const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../fixtures/icecast');
+const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../fixtures/icecast');
 const read = (name: string) => fs.readFileSync(path.join(fixtures, name));
 /** ffprobe's packet count of a fixture (its *.packets file). */
 const packetCount = (name: string) => read(`${name}.packets`).toString().trim().split('\n').length;

@@ -2,7 +2,7 @@
 // (an oversized Opus packet, an AAC frame over what ADTS carries) and `segment_too_large`, each
 // dropping the frame while the segmenter goes on; no caps unless asked for.
 import { describe, expect, it } from 'vitest';
-import { Segmenter, type SegmenterEvent } from '../../../../src/live/native/index.js';
+import { Segmenter, type SegmenterEvent } from '../../../src/native/segmenter.js';
 import { exAudio, flvAudioTags, opusTags } from './rtmp-client-bytes.js';
 
 const opus = opusTags('opus/sine48k_stereo_128k.ogg');
