@@ -175,6 +175,10 @@ export class StreamsRepo {
   markIdle(id: string, at: number): boolean {
     return this.toIdle.run(at, id).changes === 1;
   }
+  /** Every stream listeners can hear now: `live`, or playing its fallback (docs/icecast.md "Listeners"). */
+  allOnAir(): StreamRow[] {
+    return this.db.prepare("SELECT * FROM streams WHERE status = 'live' OR source = 'fallback' ORDER BY seq").all() as StreamRow[];
+  }
   /** Every stream left `live` (at start-up: publishers are gone after a restart). */
   allLive(): StreamRow[] {
     return this.liveAll.all() as StreamRow[];
