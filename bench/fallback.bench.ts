@@ -249,7 +249,7 @@ async function pacerCpu(file: string, n: number, seconds: number): Promise<numbe
 /** CPU-seconds (user + system) of one rendition build of `source` (AAC 128k), from the shell's `times`. */
 function buildCpuSeconds(source: string, dir: string): number {
   const out = path.join(dir, 'rendition.part');
-  const args = ['ffmpeg', ...renditionBuildArgs(source, 'aac', 128, out)];
+  const args = ['ffmpeg', ...renditionBuildArgs({ episodeId: 'ep_bench', path: source, codec: 'aac', kbps: 128, format: { sampleRate: 48000, channels: 2 } }, out)];
   const text = execFileSync('bash', ['-c', '"$@" >/dev/null 2>&1; times', 'bash', ...args]).toString();
   // `times` prints the shell's user/system times, then its children's: "0m1.234s 0m0.056s".
   const child = text.trim().split('\n')[1] ?? '';

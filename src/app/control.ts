@@ -132,7 +132,8 @@ function buildPodcasts(b: Base, feedNotes: FeedNotifications, audioGone: (episod
   const poke = () => scheduler.poke();
   const podcasts = new PodcastsService({ repo, urls, now, onScheduleChange: poke, loudness, feedChanged });
   const episodes = new EpisodesService({ repo, outbox: b.outbox, media: episodeMedia, urls, now, onScheduleChange: poke, audioPlaced: downloads.audioPlaced, audioGone, loudness, feedChanged });
-  const feed = new FeedService({ repo, recordingStreams: (id) => b.repos.streams.recordingInto(id), urls, now, hubUrl: config.websubHub });
+  const broadcastsOf = new BroadcastsRepo(db);
+  const feed = new FeedService({ repo, recordingStreams: (id) => b.repos.streams.recordingInto(id), latestBroadcast: (id) => broadcastsOf.latest(id), urls, now, hubUrl: config.websubHub });
   return { podcasts, episodes, feed, episodeMedia, downloads, scheduler, loudness, feedChanged };
 }
 

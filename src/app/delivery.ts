@@ -85,7 +85,7 @@ export function buildDelivery(b: Base, room: Listeners, media: MediaRegistry): D
   const icecastListeners = icecastListening({
     handler: () => listenHandler,
     row: (id) => streams.getAny(id),
-    live: () => streams.allLive(),
+    onAir: () => streams.allOnAir(),
     layer: (id) => {
       const hub = media.get(id);
       return hub && !hub.ended && hub.top.ready ? { kbps: hub.top.o.kbps } : null;

@@ -84,7 +84,7 @@ describe('the fallback rendition cache', () => {
     // Both renditions are built (one at a time) while the first run encodes live.
     const files = await waitFor(() => (cacheFiles(t.dataDir).length === 2 ? cacheFiles(t.dataDir) : null), 90_000, 100, 'two cached renditions');
     expect(files.some((f) => f.startsWith(`${x}.`) && f.endsWith('.aac'))).toBe(true);
-    expect(files.some((f) => f.startsWith(`${y}.`) && f.includes('.aac128.'))).toBe(true);
+    expect(files.some((f) => f.startsWith(`${y}.`) && f.includes('.aac128-48000-2.'))).toBe(true);
 
     // From a later run on, the fallback plays each episode from its cached file (no FFmpeg process),
     // with the episode's title. (Audio normalised meanwhile is new audio: built again, then used.)

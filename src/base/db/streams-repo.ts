@@ -40,6 +40,9 @@ export interface StreamRow {
   source?: string | null;
   /** The stream's own Icecast mount (`/stream`), or null: docs/icecast.md "Mounts", migration 019. */
   icecast_mount?: string | null;
+  /** Sample rate (Hz) and channels of the stream's last live source, or null (docs/streams.md "Fallback", migration 024). */
+  live_sample_rate?: number | null;
+  live_channels?: number | null;
 }
 
 /** Prepared statements over `streams`. */
@@ -174,6 +177,14 @@ export class StreamsRepo {
   /** live → idle (the broadcast ended at `at`, stored as `ended_at`); false when the stream was not live. */
   markIdle(id: string, at: number): boolean {
     return this.toIdle.run(at, id).changes === 1;
+  }
+  /** Stores the sample rate (Hz) and channels of the stream's last live source (migration 024). */
+  setLiveFormat(id: string, sampleRate: number, channels: number): void {
+    this.db.prepare('UPDATE streams SET live_sample_rate = ?, live_channels = ? WHERE id = ?').run(sampleRate, channels, id);
+  }
+  /** Every stream listeners can hear now: `live`, or playing its fallback (docs/icecast.md "Listeners"). */
+  allOnAir(): StreamRow[] {
+    return this.db.prepare("SELECT * FROM streams WHERE status = 'live' OR source = 'fallback' ORDER BY seq").all() as StreamRow[];
   }
   /** Every stream left `live` (at start-up: publishers are gone after a restart). */
   allLive(): StreamRow[] {

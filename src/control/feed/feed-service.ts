@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { notFound } from '../../base/errors/errors.js';
 import type { PodcastsRepo } from '../../base/db/podcasts-repo.js';
 import type { StreamRow } from '../../base/db/streams-repo.js';
+import type { BroadcastRow } from '../../base/db/broadcasts-repo.js';
 import type { PublicUrls } from '../../base/config.js';
 import { audioUrlOf, chaptersUrlOf, transcriptUrlOf, type TranscriptMime } from '../services/episodes.js';
 import { feedUrlOf } from '../services/podcasts.js';
@@ -28,6 +29,8 @@ export interface FeedDeps {
   repo: PodcastsRepo;
   /** Streams whose `recording.podcastId` is the podcast, newest first (StreamsRepo.recordingInto). */
   recordingStreams: (podcastId: string) => StreamRow[];
+  /** The stream's newest broadcast (BroadcastsRepo.latest): each broadcast is a live item of its own. */
+  latestBroadcast?: (streamId: string) => Pick<BroadcastRow, 'id' | 'started_at' | 'ended_at'> | undefined;
   urls: () => PublicUrls;
   now: () => number;
   /** The WebSub hub named in every feed (`SKYLARK_WEBSUB_HUB`), if any. */
@@ -93,20 +96,28 @@ export class FeedService {
 
   /**
    * A live item per public stream recorded into the podcast (token-only streams are left out: feed
-   * readers have no token): `live` while it is, `ended` for a day after its last broadcast ended
-   * (with that broadcast's start and end), else `pending` (the next broadcast).
+   * readers have no token), following its broadcasts — a stream's fallback is no broadcast: `live`
+   * while a broadcast is (the broadcast's id as guid: a new broadcast is a new live stream to
+   * apps, podcast-namespace `live-item.md`), `ended` for a day after its last broadcast ended (that
+   * broadcast's guid, start and end), else `pending` (the next broadcast; the stream's id as guid).
    */
   private liveItems(podcastId: string, urls: PublicUrls, now: number): LiveItemInput[] {
     const out: LiveItemInput[] = [];
     for (const s of this.d.recordingStreams(podcastId)) {
       if (s.playback !== 'public') continue;
-      const justEnded = s.status !== 'live' && s.ended_at !== null && s.started_at !== null && now - s.ended_at <= ENDED_LIVE_ITEM_MS;
+      const live = s.status === 'live';
+      // The broadcast this item is: the running one while live, else the last one (none: the stream's own times).
+      const b = this.d.latestBroadcast?.(s.id);
+      const shown = b && (b.ended_at === null) === live ? b : null;
+      const startedAt = shown ? shown.started_at : s.started_at;
+      const endedAt = shown ? shown.ended_at : s.ended_at;
+      const justEnded = !live && endedAt !== null && startedAt !== null && now - endedAt <= ENDED_LIVE_ITEM_MS;
       out.push({
-        id: s.id,
+        id: shown && (live || justEnded) ? shown.id : s.id,
         title: s.title,
-        status: s.status === 'live' ? 'live' : justEnded ? 'ended' : 'pending',
-        start: s.started_at ?? s.created_at,
-        end: justEnded ? s.ended_at : null,
+        status: live ? 'live' : justEnded ? 'ended' : 'pending',
+        start: startedAt ?? s.created_at,
+        end: justEnded ? endedAt : null,
         hlsUrl: `${urls.cdnUrl}/hls/${s.id}/index.m3u8`,
         listenUrl: `${urls.cdnUrl}/listen/${s.id}.${LISTEN_EXT[s.codec] ?? s.codec}`,
         listenType: LISTEN_MIME[s.codec] ?? 'audio/mpeg',

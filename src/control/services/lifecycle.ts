@@ -165,7 +165,8 @@ export class StreamLifecycle implements IngestPort {
     const items = this.d.fallbackItems(row.account_id, f.episodeIds);
     const grant = this.authorizeRow(row);
     if (items.length === 0 || !grant) return null;
-    return { grant, plan: { items, order: f.order, silenceSeconds: f.silenceSeconds } };
+    const liveFormat = row.live_sample_rate && row.live_channels ? { sampleRate: row.live_sample_rate, channels: row.live_channels } : null;
+    return { grant, plan: { items, order: f.order, silenceSeconds: f.silenceSeconds }, liveFormat };
   }
 
   fallbackStreams(): string[] {
@@ -184,6 +185,11 @@ export class StreamLifecycle implements IngestPort {
       if (!row || !this.d.streams.setSource(streamId, source)) return;
       if (reason) this.d.outbox.record(row.account_id, 'stream.source_changed', { object: this.object({ ...row, source }), source, reason });
     });
+  }
+
+  /** A live source's sample rate and channels: kept for the stream's fallback (docs/streams.md "Fallback"). */
+  onLiveFormat(streamId: string, format: { sampleRate: number; channels: number }): void {
+    this.write(streamId, 'live format', () => this.d.streams.setLiveFormat(streamId, format.sampleRate, format.channels));
   }
 
   /** A second of the publisher's loudness: the broadcast log keeps it (docs/streams.md "Live loudness"). */

@@ -10,9 +10,10 @@
  *   `opus` output (Ogg Opus); the bare mount names the stream's own codec.
  * - Station identity (`stationHeaders`): `icy-name` is the stream's `title`; `icy-description`,
  *   `icy-genre`, `icy-url` are the stream's `metadata` keys `description`, `genre`, `url` when set.
- * - `/status-json.xsl`: Icecast 2.4's status document for the live `public` streams whose audio
- *   can be listened to now (token streams are never listed), cached for STATUS_TTL_MS; a stream
- *   with its own mount (`icecastMount`) is listed under it (`listenurl`).
+ * - `/status-json.xsl`: Icecast 2.4's status document for the `public` streams whose audio can be
+ *   listened to now — live, or playing their fallback (docs/streams.md "Fallback"), with what plays
+ *   as `title` — (token streams are never listed), cached for STATUS_TTL_MS; a stream with its own
+ *   mount (`icecastMount`) is listed under it (`listenurl`).
  * - A listener at a stream's own mount (`/stream`) comes here as the bare mount of its stream (the
  *   Icecast server looks the mount up): the stream's own codec.
  */
@@ -40,8 +41,8 @@ export interface IcecastListeningDeps {
   /** The `/listen/:file` handler (known once the listening routes are registered). */
   handler(): ProgressiveHandler;
   row(streamId: string): StationRow | undefined;
-  /** Every `live` stream of the node. */
-  live(): StationRow[];
+  /** Every stream of the node listeners can hear now: `live`, or playing its fallback. */
+  onAir(): StationRow[];
   /** The stream's passthrough layer as listening sees it, or null when it has no audio (yet, or any more). */
   layer(streamId: string): { kbps: number } | null;
   /** Listeners now and the stream's peak (every protocol). */
@@ -179,11 +180,11 @@ function icecastListen(d: IcecastListeningDeps, req: IcecastListenRequest): Icec
   return { stream: { headers, open: (sink) => a.stream.open(sink) } };
 }
 
-/** Icecast 2.4's `/status-json.xsl` document: the live `public` streams with audio now. */
+/** Icecast 2.4's `/status-json.xsl` document: the `public` streams on air (live or fallback) with audio now. */
 function statusDocument(d: IcecastListeningDeps, startedAt: number, now: () => number): string {
   const host = d.icecastUrl();
   const source: Array<Record<string, string | number>> = [];
-  for (const row of d.live()) {
+  for (const row of d.onAir()) {
     if (row.playback !== 'public') continue;
     const layer = d.layer(row.id);
     if (layer) source.push(statusSource(d, row, layer, host, now));

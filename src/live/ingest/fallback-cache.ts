@@ -1,11 +1,13 @@
 /**
  * The fallback's cached renditions (docs/streams.md "Fallback", "The rendition cache"): each
  * episode of a fallback plan is encoded ONCE into the stream's fallback rendition — the stream's
- * codec at the top of its ladder, 48 kHz stereo, in the byte stream an Icecast source sends
+ * codec at the top of its ladder, at the sample rate and channels of the stream's last live source
+ * (48 kHz stereo before any), in the byte stream an Icecast source sends
  * (ADTS, MP3, Ogg Opus: `fallbackOutputArgs`) — and kept as a file under the data directory, so
  * that playing it in real time is a copy (`cachedArgs`), not an encode.
  *
- * Files: `<dir>/<episodeId>.<fingerprint>.<codec><kbps>.<bytes>.<digest>.<ext>`. The fingerprint
+ * Files: `<dir>/<episodeId>.<fingerprint>.<codec><kbps>-<rate>-<channels>.<bytes>.<digest>.<ext>`
+ * (rate in Hz). The fingerprint
  * (16 hex digits of SHA-1) is taken over the episode audio's path, size and modification time: new
  * audio (a new upload, a loudness-normalised copy) is a new entry, never the old one. `<bytes>` and
  * `<digest>` (16 hex digits of the SHA-1 of the content) are the rendition's as written: a file of
@@ -66,8 +68,8 @@ interface Job {
 const EXT: Record<AudioCodec, string> = { aac: 'aac', mp3: 'mp3', opus: 'opus' };
 /** Episode ids the cache accepts in a file name (the ids Skylark makes: `ep_…`). */
 const EPISODE_ID = /^[A-Za-z0-9_-]{1,80}$/;
-/** A cache file name: episode id, fingerprint, codec + kbps (the key), bytes, digest, extension. */
-const FILE_NAME = /^([A-Za-z0-9_-]{1,80}\.[0-9a-f]{16}\.(?:aac|mp3|opus)\d{1,4})\.(\d{1,15})\.([0-9a-f]{16})\.(?:aac|mp3|opus)$/;
+/** A cache file name: episode id, fingerprint, codec + kbps + rate + channels (the key), bytes, digest, extension. */
+const FILE_NAME = /^([A-Za-z0-9_-]{1,80}\.[0-9a-f]{16}\.(?:aac|mp3|opus)\d{1,4}-\d{4,6}-\d{1,2})\.(\d{1,15})\.([0-9a-f]{16})\.(?:aac|mp3|opus)$/;
 
 /**
  * The renditions cache of one node (see the file comment). `rendition(want)` answers the path of
@@ -173,6 +175,8 @@ export class FallbackCache implements FallbackRenditions {
   /** The entry key of `want`, or null when it cannot be cached (odd id, audio file missing). */
   private keyOf(w: RenditionWant): string | null {
     if (!EPISODE_ID.test(w.episodeId) || !Number.isInteger(w.kbps) || w.kbps <= 0 || w.kbps > 9999) return null;
+    const { sampleRate, channels } = w.format;
+    if (!Number.isInteger(sampleRate) || sampleRate < 1000 || sampleRate > 999_999 || !Number.isInteger(channels) || channels < 1 || channels > 99) return null;
     let st;
     try {
       st = statSync(w.path);
@@ -180,7 +184,7 @@ export class FallbackCache implements FallbackRenditions {
       return null;
     }
     const fp = createHash('sha1').update(`${w.path}\0${st.size}\0${st.mtimeMs}`).digest('hex').slice(0, 16);
-    return `${w.episodeId}.${fp}.${w.codec}${w.kbps}`;
+    return `${w.episodeId}.${fp}.${w.codec}${w.kbps}-${sampleRate}-${channels}`;
   }
 
   private remove(key: string): void {
@@ -233,7 +237,7 @@ export class FallbackCache implements FallbackRenditions {
     try {
       this.checkDisk(want.path);
       this.pool ??= new FfmpegPool({ bin: ffmpeg, concurrency: 1, niceness: 10, timeoutMs: this.o.buildTimeoutMs ?? 7_200_000 });
-      const r = await this.pool.run(renditionBuildArgs(want.path, want.codec, want.kbps, tmp));
+      const r = await this.pool.run(renditionBuildArgs(want, tmp));
       if (job.cancelled || this.closed) return;
       if (r.code !== 0) throw new Error(`ffmpeg exited with ${r.code ?? r.signal}: ${r.stderr.trim().slice(-300)}`);
       const bytes = await flushed(tmp);
@@ -284,11 +288,12 @@ export class FallbackCache implements FallbackRenditions {
 }
 
 /**
- * The FFmpeg arguments that build the rendition of `source` as `codec` at `kbps` into `out`, at
- * full speed: the same decode, resampling and encoding as the live encode (`fallbackArgs`), to a file.
+ * The FFmpeg arguments that build the rendition `want` (its episode file as its codec at its kbps
+ * in its format) into `out`, at full speed: the same decode, resampling and encoding as the live
+ * encode (`fallbackArgs`), to a file.
  */
-export function renditionBuildArgs(source: string, codec: AudioCodec, kbps: number, out: string): string[] {
-  return ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y', '-i', source, ...fallbackOutputArgs(codec, kbps), out];
+export function renditionBuildArgs(want: RenditionWant, out: string): string[] {
+  return ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y', '-i', want.path, ...fallbackOutputArgs(want.codec, want.kbps, want.format), out];
 }
 
 /** The size of `file` in bytes, or -1 when it is missing. */

@@ -1,7 +1,10 @@
 /**
  * A stream's fallback audio (docs/streams.md "Fallback"): episode files played in a loop, in real
  * time, one episode per run, the next run starting as the last ends, as the stream's ingest codec
- * at its top bitrate in the byte stream an Icecast source sends (ADTS, MP3 or Ogg Opus). An episode
+ * at its top bitrate in the byte stream an Icecast source sends (ADTS, MP3 or Ogg Opus), at the
+ * sample rate and channel count of the stream's last live source (../media/audio-format.ts: a
+ * switch between live and fallback never changes the format on `/listen`, the Icecast port or
+ * HLS; 48 kHz stereo before any live source published; Opus is always 48 kHz). An episode
  * whose rendition is cached (./fallback-cache.ts) is read from that file and paced in JS
  * (./rendition-pacer.ts: no process, no decode, no encode); one not cached yet is encoded from the
  * episode file by ONE FFmpeg process (`ffmpeg -re`, stdout) as its rendition is built for a later
@@ -13,6 +16,7 @@
 import { spawn } from 'node:child_process';
 import { IcecastSource, type IcecastSourceEvent } from '../../native/icecast-source.js';
 import { readAudioTag, type AudioCodec } from '../media/codec.js';
+import type { AudioFormat } from '../media/audio-format.js';
 import type { MediaConnection, MediaLog, PublishInput } from '../media/hub.js';
 import { paceRendition } from './rendition-pacer.js';
 
@@ -23,12 +27,13 @@ export interface FallbackItem {
   title: string;
 }
 
-/** One rendition: episode `episodeId`'s audio file `path` as `codec` at `kbps` (kbps), 48 kHz stereo. */
+/** One rendition: episode `episodeId`'s audio file `path` as `codec` at `kbps` (kbps), in `format` (the stream's live format). */
 export interface RenditionWant {
   episodeId: string;
   path: string;
   codec: AudioCodec;
   kbps: number;
+  format: AudioFormat;
 }
 
 /** Cached renditions of episodes (./fallback-cache.ts `FallbackCache`, docs/streams.md "Fallback"). */
@@ -54,6 +59,8 @@ export interface FallbackSourceOptions {
   ffmpeg: string;
   codec: AudioCodec;
   kbps: number;
+  /** The sample rate and channels to encode at: the stream's last live source's (docs/streams.md "Fallback"). */
+  format: AudioFormat;
   /** The plan now (read again before each episode: episodes deleted meanwhile are left out); null: stop. */
   plan(): FallbackPlan | null;
   /** An episode started playing: its title. */
@@ -63,8 +70,8 @@ export interface FallbackSourceOptions {
   renditions?: FallbackRenditions;
 }
 
-/** Sample rate of the fallback's encoding (Opus needs 48 kHz; the others take it too). */
-const SAMPLE_RATE = 48000;
+/** Opus decodes at 48 kHz whatever the input's rate (RFC 7845 §5.1): its fallback is always encoded so. */
+const OPUS_RATE = 48000;
 /** The wait before the next episode after a run that failed (ms): a broken file does not spin. */
 const RETRY_MS = 1000;
 /** After this many failed runs in a row the wait grows to FAILED_WAIT_MS. */
@@ -78,14 +85,18 @@ const OUTPUT: Record<AudioCodec, string[]> = {
   opus: ['-c:a', 'libopus', '-f', 'ogg', '-page_duration', '20000'],
 };
 
-/** FFmpeg output options that encode the first audio stream as `codec` at `kbps`, 48 kHz stereo, in its Icecast byte stream (no output named). */
-export function fallbackOutputArgs(codec: AudioCodec, kbps: number): string[] {
-  return ['-vn', '-map', '0:a:0', '-ac', '2', '-ar', String(SAMPLE_RATE), '-b:a', `${kbps}k`, ...OUTPUT[codec]];
+/**
+ * FFmpeg output options that encode the first audio stream as `codec` at `kbps`, resampled and
+ * remixed to `format` (Opus: 48 kHz, `format`'s channels), in its Icecast byte stream (no output named).
+ */
+export function fallbackOutputArgs(codec: AudioCodec, kbps: number, format: AudioFormat): string[] {
+  const rate = codec === 'opus' ? OPUS_RATE : format.sampleRate;
+  return ['-vn', '-map', '0:a:0', '-ac', String(format.channels), '-ar', String(rate), '-b:a', `${kbps}k`, ...OUTPUT[codec]];
 }
 
-/** The FFmpeg arguments that play `file` in real time as `codec` at `kbps` on stdout (exported for tests and docs). */
-export function fallbackArgs(file: string, codec: AudioCodec, kbps: number): string[] {
-  return ['-hide_banner', '-loglevel', 'error', '-nostdin', '-re', '-i', file, ...fallbackOutputArgs(codec, kbps), 'pipe:1'];
+/** The FFmpeg arguments that play `file` in real time as `codec` at `kbps` in `format` on stdout (exported for tests and docs). */
+export function fallbackArgs(file: string, codec: AudioCodec, kbps: number, format: AudioFormat): string[] {
+  return ['-hide_banner', '-loglevel', 'error', '-nostdin', '-re', '-i', file, ...fallbackOutputArgs(codec, kbps, format), 'pipe:1'];
 }
 
 
@@ -165,10 +176,10 @@ export class FallbackSource implements MediaConnection {
     const plan = this.o.plan();
     if (!plan || plan.items.length === 0) return this.wait(FAILED_WAIT_MS);
     const item = plan.items[this.pick(plan)]!;
-    const { codec, kbps } = this.o;
-    const cached = this.o.renditions?.rendition({ episodeId: item.id, path: item.path, codec, kbps }) ?? null;
+    const { codec, kbps, format } = this.o;
+    const cached = this.o.renditions?.rendition({ episodeId: item.id, path: item.path, codec, kbps, format }) ?? null;
     // Renditions of the plan's other episodes made stale meanwhile (new audio) are built before they play.
-    this.o.renditions?.prepare(plan.items.map((i) => ({ episodeId: i.id, path: i.path, codec, kbps })));
+    this.o.renditions?.prepare(plan.items.map((i) => ({ episodeId: i.id, path: i.path, codec, kbps, format })));
     this.run(item, cached);
   }
 
@@ -204,7 +215,7 @@ export class FallbackSource implements MediaConnection {
 
   /** Runs FFmpeg that encodes `item`'s file in real time on stdout, parsed into `audio`; `end` when it exits. Returns the kill. */
   private encode(item: FallbackItem, audio: (ts: number, body: Buffer) => void, end: (ok: boolean, detail: Record<string, unknown>) => void): () => void {
-    const child = spawn(this.o.ffmpeg, fallbackArgs(item.path, this.o.codec, this.o.kbps), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(this.o.ffmpeg, fallbackArgs(item.path, this.o.codec, this.o.kbps, this.o.format), { stdio: ['ignore', 'pipe', 'pipe'] });
     const parser = new IcecastSource(this.o.codec, { maxFrameBytes: 65536 });
     let stderr = '';
     const handler = {

@@ -9,6 +9,7 @@ import type { Recording } from '../media/recorder.js';
 import type { LoudnessReading } from '../media/hub.js';
 import type { FallbackPlan } from './fallback.js';
 import type { ProgressiveClient, ProgressiveSink } from '../../base/http/routes/progressive.js';
+import type { AudioFormat } from '../media/audio-format.js';
 
 export type { LoudnessReading };
 
@@ -22,6 +23,8 @@ export type SourceChangeReason = 'publisher_connected' | 'publisher_left' | 'sil
 export interface FallbackSetting {
   grant: PublishGrant;
   plan: FallbackPlan;
+  /** The format of the stream's last live source as stored (`onLiveFormat`), or null when none ever published. */
+  liveFormat?: AudioFormat | null;
 }
 
 /** What a publish to a stream may carry, as the stream says (docs/behaviour.md §2, §9). Bitrates in kbps. */
@@ -107,6 +110,11 @@ export interface IngestPort {
    * (docs/streams.md "Live loudness"). Streams without a codec process report none.
    */
   onLoudness?(streamId: string, reading: LoudnessReading): void;
+  /**
+   * A live source announced another sample rate or channel count than the stream's last one: kept
+   * (across restarts), so that the fallback is encoded at it (docs/streams.md "Fallback").
+   */
+  onLiveFormat?(streamId: string, format: AudioFormat): void;
 }
 
 // ── The Icecast port's listeners (docs/icecast.md "Listeners") ───────────────────────────────

@@ -16,13 +16,16 @@
  * audio is on air — before its first broadcast, from the moment a publisher leaves, or while the
  * live audio is silent for the fallback's `silenceSeconds` (the hub's ladder process detects it) —
  * a `FallbackSource` (./fallback.ts) feeds the same hub; the stream's `source` follows, and every
- * switch to or from the fallback is a `stream.source_changed`.
+ * switch to or from the fallback is a `stream.source_changed`. The fallback is encoded at the
+ * sample rate and channels of the stream's last live source (read from its sequence header or
+ * first MP3 frame, kept through the port across restarts), so that no switch changes the format.
  */
 import type { Logger } from '../../base/logger.js';
 import type { Limits } from '../../base/limits/limits.js';
 import { TitleCap } from '../../base/limits/title-cap.js';
 import type { MediaConnection, MediaError, MediaRegistry, PublishInput, StreamHub } from '../media/hub.js';
 import { readAudioTag, type AudioTag } from '../media/codec.js';
+import { audioFormatOf, DEFAULT_AUDIO_FORMAT, type AudioFormat } from '../media/audio-format.js';
 import { Recorder, type Recording, type RecordingLeftover } from '../media/recorder.js';
 import type { FallbackSetting, IngestPort, NowPlayingUpdate, PublishGrant, SourceChangeReason, StreamError, StreamSource } from './port.js';
 import { FallbackSource, type RenditionWant } from './fallback.js';
@@ -88,6 +91,8 @@ interface StreamIngest {
   codecChecked: boolean;
   /** An audio sequence header arrived on this publish (`live` needs one before a coded frame). */
   sawHeader: boolean;
+  /** This publish's audio format was read (from its sequence header, or its first MP3 frame). */
+  sawFormat: boolean;
   /** `live` was triggered for this hub. */
   liveTriggered: boolean;
   /** The fallback audio playing now (docs/streams.md "Fallback"), or null. */
@@ -115,6 +120,8 @@ export class Publishing {
   private readonly resumable = new Map<string, RecordingLeftover>();
   /** Restart timers of streams left live (ended if nobody publishes within their window). */
   private readonly recoverTimers = new Set<NodeJS.Timeout>();
+  /** The format of each stream's last live source seen by this process (the port keeps it across restarts). */
+  private readonly liveFormats = new Map<string, AudioFormat>();
 
   /** The cap on title changes that reach a hub's layers. */
   private readonly hubTitles: TitleCap<NowPlayingUpdate>;
@@ -174,6 +181,7 @@ export class Publishing {
    * goes on: the plan is read again when the fallback next plays.
    */
   fallbackChanged(streamId: string): void {
+    if (!this.d.port.streamState(streamId)) this.liveFormats.delete(streamId);
     this.fallbackPlayed(streamId);
     this.syncFallbackCache();
   }
@@ -252,7 +260,8 @@ export class Publishing {
       const grants = [f.grant];
       const st = this.streams.get(streamId);
       if (st?.fallback && !sameSettings(st.grant, f.grant)) grants.push(st.grant);
-      for (const g of grants) for (const item of f.plan.items) wanted.push({ episodeId: item.id, path: item.path, codec: g.codec, kbps: g.ladderKbps[0]! });
+      const format = this.fallbackFormat(streamId, f);
+      for (const g of grants) for (const item of f.plan.items) wanted.push({ episodeId: item.id, path: item.path, codec: g.codec, kbps: g.ladderKbps[0]!, format });
     }
     cache.sync(wanted);
   }
@@ -307,6 +316,7 @@ export class Publishing {
     st.generation = generation;
     st.codecChecked = false;
     st.sawHeader = false;
+    st.sawFormat = false;
     // A new broadcast records; the fallback plays on until this publisher's first audio (takeOver).
     if (!made && !st.liveTriggered && grant.recording) st.hub.record(this.recordingTarget(grant));
     st.input = st.fallback ? null : st.hub.attach(publisher);
@@ -323,6 +333,7 @@ export class Publishing {
           st.codecChecked = true;
           if (st.input) this.setSource(streamId, st, 'live', 'publisher_connected');
         }
+        if (!st.sawFormat || tag.kind === 'header') this.liveFormat(streamId, st, tag);
         const input = st.input ?? this.takeOver(streamId, st, publisher);
         // docs/behaviour.md §9: live on the first coded frame after a sequence header, whatever the
         // segmenter makes of it (WebRTC forwards Opus the HLS segmenter may not take yet).
@@ -378,7 +389,7 @@ export class Publishing {
       silence: (silent) => this.silence(streamId, silent),
       loudness: (reading) => this.d.port.onLoudness?.(streamId, reading),
     });
-    const s: StreamIngest = { grant, hub, publisher: null, input: null, generation: 0, reconnectTimer: null, codecChecked: false, sawHeader: false, liveTriggered: false, fallback: null, source: null, liveTitle: null };
+    const s: StreamIngest = { grant, hub, publisher: null, input: null, generation: 0, reconnectTimer: null, codecChecked: false, sawHeader: false, sawFormat: false, liveTriggered: false, fallback: null, source: null, liveTitle: null };
     this.streams.set(streamId, s);
     return s;
   }
@@ -475,6 +486,7 @@ export class Publishing {
       ffmpeg,
       codec: st.grant.codec,
       kbps: st.grant.ladderKbps[0]!,
+      format: this.fallbackFormat(streamId, f),
       plan: () => this.d.port.fallback?.(streamId)?.plan ?? null,
       title: (title) => this.fallbackTitle(streamId, src, title),
       log: this.d.log,
@@ -484,6 +496,28 @@ export class Publishing {
     old?.close();
     src.start(st.publisher ? st.hub.muteFor(src) : st.hub.attach(src, { fallback: true }));
     this.setSource(streamId, st, 'fallback', reason);
+  }
+
+  /**
+   * Reads the live source's format from `tag` (an AAC or Opus sequence header, an MP3 frame): a
+   * new one is remembered and told to the port (the fallback plays at it from its next start, and
+   * the rendition cache is brought to it).
+   */
+  private liveFormat(streamId: string, s: StreamIngest, tag: AudioTag): void {
+    const format = audioFormatOf(tag);
+    if (!format) return;
+    s.sawFormat = true;
+    const was = this.liveFormats.get(streamId);
+    if (was?.sampleRate === format.sampleRate && was.channels === format.channels) return;
+    this.liveFormats.set(streamId, format);
+    this.d.port.onLiveFormat?.(streamId, format);
+    // The stream's renditions in the new format are built now; those in the old one go.
+    if (this.d.port.fallback?.(streamId)) this.syncFallbackCache();
+  }
+
+  /** The format the stream's fallback is encoded at: its last live source's, else 48 kHz stereo (docs/streams.md "Fallback"). */
+  private fallbackFormat(streamId: string, f: FallbackSetting): AudioFormat {
+    return this.liveFormats.get(streamId) ?? f.liveFormat ?? DEFAULT_AUDIO_FORMAT;
   }
 
   /** The fallback is gone: a muted publisher is on air again; else the stream goes off air unless a broadcast holds it. */

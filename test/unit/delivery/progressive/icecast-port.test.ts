@@ -40,7 +40,7 @@ describe('icecastListening', () => {
       return { status: '404 Not Found', headers: [['Content-Type', 'application/json']], body: Buffer.from('{}') };
     },
     row: (id) => rows.find((r) => r.id === id),
-    live: () => {
+    onAir: () => {
       builds++;
       return rows;
     },

@@ -43,7 +43,8 @@ async function until<T>(fn: () => T, what: string, ms = 20_000): Promise<NonNull
 
 const cacheDir = (name: string) => path.join(dir, name);
 const filesIn = (d: string) => readdirSync(d).filter((f) => f !== '.part');
-const want = (id: string, file: string, codec: AudioCodec = 'aac', kbps = 128): RenditionWant => ({ episodeId: id, path: path.join(dir, file), codec, kbps });
+const STEREO_48K = { sampleRate: 48000, channels: 2 };
+const want = (id: string, file: string, codec: AudioCodec = 'aac', kbps = 128, format = STEREO_48K): RenditionWant => ({ episodeId: id, path: path.join(dir, file), codec, kbps, format });
 const open = (name: string, log = spyLog(), extra: Partial<ConstructorParameters<typeof FallbackCache>[0]> = {}) =>
   new FallbackCache({ dir: cacheDir(name), ffmpeg: () => ffmpeg, log, minFreeDiskBytes: 0, ...extra });
 
@@ -161,7 +162,7 @@ describe('FallbackSource with cached renditions', () => {
     const got: Array<{ ts: number; codec: string }> = [];
     const titles: string[] = [];
     const input: PublishInput = { audio: (ts, data, tag) => got.push({ ts, codec: (tag ?? readAudioTag(data)).codec }), live: () => {}, detach: () => {} };
-    const src = new FallbackSource({ streamId: 'stm_test', ffmpeg, codec: 'aac', kbps: 128, plan: () => plan, title: (t) => titles.push(t), log: spyLog(), renditions });
+    const src = new FallbackSource({ streamId: 'stm_test', ffmpeg, codec: 'aac', kbps: 128, format: STEREO_48K, plan: () => plan, title: (t) => titles.push(t), log: spyLog(), renditions });
     src.start(input);
     const from: string[] = [];
     await until(() => {

@@ -40,7 +40,7 @@ async function play(codec: AudioCodec, plan: FallbackPlan, ms: number) {
       detached = true;
     },
   };
-  const src = new FallbackSource({ streamId: 'stm_test', ffmpeg, codec, kbps: 128, plan: () => plan, title: (title) => titles.push({ title, at: got.length }), log: quiet });
+  const src = new FallbackSource({ streamId: 'stm_test', ffmpeg, codec, kbps: 128, format: { sampleRate: 48000, channels: 2 }, plan: () => plan, title: (title) => titles.push({ title, at: got.length }), log: quiet });
   const start = Date.now();
   src.start(input);
   let second = 0;
@@ -80,10 +80,12 @@ describe('FallbackSource', () => {
     expect(titles.slice(0, 2).map((t) => t.title).sort()).toEqual(['A', 'B']);
   }, 20_000);
 
-  it('encodes to the stream codec at its top bitrate on stdout, 48 kHz stereo', () => {
-    expect(fallbackArgs('/x.mp3', 'aac', 128)).toEqual(expect.arrayContaining(['-re', '-i', '/x.mp3', '-b:a', '128k', '-f', 'adts', 'pipe:1', '-ar', '48000', '-ac', '2']));
-    expect(fallbackArgs('/x.mp3', 'opus', 320)).toEqual(expect.arrayContaining(['-c:a', 'libopus', '-f', 'ogg', '-b:a', '320k']));
-    expect(fallbackArgs('/x.mp3', 'mp3', 64)).toEqual(expect.arrayContaining(['-c:a', 'libmp3lame', '-f', 'mp3']));
+  it('encodes to the stream codec at its top bitrate on stdout, in the live source\'s format (Opus: always 48 kHz)', () => {
+    const stereo48 = { sampleRate: 48000, channels: 2 };
+    expect(fallbackArgs('/x.mp3', 'aac', 128, stereo48)).toEqual(expect.arrayContaining(['-re', '-i', '/x.mp3', '-b:a', '128k', '-f', 'adts', 'pipe:1', '-ar', '48000', '-ac', '2']));
+    expect(fallbackArgs('/x.mp3', 'aac', 128, { sampleRate: 44100, channels: 1 })).toEqual(expect.arrayContaining(['-ar', '44100', '-ac', '1']));
+    expect(fallbackArgs('/x.mp3', 'opus', 320, { sampleRate: 44100, channels: 2 })).toEqual(expect.arrayContaining(['-c:a', 'libopus', '-f', 'ogg', '-b:a', '320k', '-ar', '48000']));
+    expect(fallbackArgs('/x.mp3', 'mp3', 64, { sampleRate: 22050, channels: 2 })).toEqual(expect.arrayContaining(['-c:a', 'libmp3lame', '-f', 'mp3', '-ar', '22050']));
   });
 });
 
