@@ -71,6 +71,7 @@ export function ingestPortOf(impl: () => Required<IngestPort>): Required<IngestP
     fallbackStreamIds: () => impl().fallbackStreamIds(),
     onSourceChanged: (streamId, source, reason) => impl().onSourceChanged(streamId, source, reason),
     onLoudness: (streamId, reading) => impl().onLoudness(streamId, reading),
+    onLiveFormat: (streamId, format) => impl().onLiveFormat(streamId, format),
   };
 }
 

@@ -7,7 +7,16 @@
  * outermost one committed; an inner unit that throws drops only its own events, with its savepoint.
  */
 import type Database from 'better-sqlite3';
-import type { Outbox } from '../outbox.js';
+
+/** What a unit of work needs of the outbox (src/base/outbox.ts `Outbox`): its pending announcements. */
+export interface PendingAnnouncements {
+  /** Announces what waits (after the commit). */
+  flush(): void;
+  /** Drops what waits, or what came after `mark()` returned `from`. */
+  discard(from?: number): void;
+  /** How many announcements wait. */
+  mark(): number;
+}
 
 /** Runs changes as units of work: one transaction each, events announced after the commit. */
 export class UnitOfWork {
@@ -15,7 +24,7 @@ export class UnitOfWork {
 
   constructor(
     private readonly db: Database.Database,
-    private readonly outbox: Pick<Outbox, 'flush' | 'discard' | 'mark'>,
+    private readonly outbox: PendingAnnouncements,
   ) {}
 
   /**
