@@ -153,7 +153,16 @@ export function buildServices(b: Base, room: ListenersRoom, episodeAudioGone: (e
     log,
     listeners: { countries: (id) => room.registry.active(id).map((s) => s.country), settle: () => room.registry.flush() },
   });
-  const broadcasts = new BroadcastLog({ repo: new BroadcastsRepo(db), outbox, writes, log, now });
+  const broadcasts = new BroadcastLog({
+    repo: new BroadcastsRepo(db),
+    outbox,
+    writes,
+    log,
+    now,
+    // A broadcast starts with the stream's listeners (docs/behaviour.md §2 "Broadcasts").
+    listeners: (id) => room.registry.active(id).map((s) => ({ id: s.id, country: s.country, open: s.timeoutMs === 0, lastSeenAt: s.lastSeenAt })),
+    lastSeen: (streamId, id) => room.registry.get(streamId, id)?.lastSeenAt ?? null,
+  });
   const hooks = buildWebhooks(b);
   const podcasts = buildPodcasts(b, hooks.feedNotes, episodeAudioGone);
   const { episodes } = podcasts;

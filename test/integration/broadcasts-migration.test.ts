@@ -35,7 +35,8 @@ describe('migration 013: reusable streams', () => {
     const db = new Sqlite(path.join(data.dir, 'skylark.db'));
     db.exec(
       [
-        // 016–019 undone (newest first)
+        // 016–023 undone (newest first)
+        'DROP INDEX tracks_broadcast; ALTER TABLE tracks DROP COLUMN broadcast_id; ALTER TABLE tracks DROP COLUMN fallback;',
         'DROP INDEX streams_stream_key_hash; DROP INDEX streams_icecast_mount; ALTER TABLE streams DROP COLUMN icecast_mount;',
         'ALTER TABLE streams DROP COLUMN playback_publishable_tokens;',
         'ALTER TABLE download_clients DROP COLUMN counted_as; ALTER TABLE download_clients DROP COLUMN address;',

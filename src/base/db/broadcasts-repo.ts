@@ -1,5 +1,5 @@
 /**
- * Broadcasts (migrations 013 and 015, docs/streams.md): one row per stretch of a stream from `live`
+ * Broadcasts (migrations 013, 015 and 023, docs/streams.md): one row per stretch of a stream from `live`
  * to the end of its reconnect window, with its listener figures, its integrated loudness and the
  * episode its recording became. Times in ms since the epoch.
  */
@@ -60,9 +60,7 @@ export class BroadcastsRepo {
     this.figuresStmt = db.prepare('UPDATE broadcasts SET peak_listeners = @peak, total_listeners = @total, listener_ms = @listenerMs, countries = @countries, integrated_lufs = @integratedLufs WHERE id = @id');
     this.episodeStmt = db.prepare('UPDATE broadcasts SET episode_id = ? WHERE id = ?');
     this.forRecordingStmt = db.prepare('SELECT * FROM broadcasts WHERE stream_id = ? AND started_at >= ? ORDER BY seq ASC LIMIT 1');
-    this.trackCountStmt = db
-      .prepare('SELECT COUNT(*) FROM tracks WHERE stream_id = @streamId AND started_at >= @from AND (@to IS NULL OR started_at <= @to)')
-      .pluck();
+    this.trackCountStmt = db.prepare('SELECT COUNT(*) FROM tracks WHERE broadcast_id = ?').pluck();
     this.page = paginator<BroadcastRow>(db, 'broadcasts', 'account_id = @accountId AND stream_id = @streamId');
   }
 
@@ -101,9 +99,9 @@ export class BroadcastsRepo {
   firstSince(streamId: string, startedAt: number): BroadcastRow | undefined {
     return this.forRecordingStmt.get(streamId, startedAt) as BroadcastRow | undefined;
   }
-  /** Tracks of the stream that started from `from` to `to` (null: still running). */
-  trackCount(streamId: string, from: number, to: number | null): number {
-    return this.trackCountStmt.get({ streamId, from, to }) as number;
+  /** Tracks of broadcast `id` (docs/behaviour.md §11: the tracks whose audio it carried). */
+  trackCount(id: string): number {
+    return this.trackCountStmt.get(id) as number;
   }
   /** A page of the stream's broadcasts, newest first. @throws UnknownCursorError */
   list(accountId: string, streamId: string, q: PageQuery): Page<BroadcastRow> {

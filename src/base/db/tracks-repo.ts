@@ -21,6 +21,10 @@ export interface TrackRow {
   listeners_at_start: number;
   peak_listeners: number;
   countries: string;
+  /** The broadcast whose audio the track names; null outside every broadcast (migration 023). */
+  broadcast_id: string | null;
+  /** 1 for a fallback episode's title (never a broadcast's), else 0. */
+  fallback: number;
 }
 
 /** Prepared statements over `tracks`. */
@@ -32,18 +36,26 @@ export class TracksRepo {
   private readonly listenersStmt;
   private readonly ofStreamStmt;
   private readonly inStreamStmt;
+  private readonly ofBroadcastStmt;
+  private readonly countStmt;
+  private readonly adoptStmt;
   private readonly page;
 
   constructor(readonly db: Database) {
     this.insertStmt = db.prepare(`INSERT INTO tracks (id, account_id, stream_id, title, artist, album, url, artwork_url, started_at, ended_at,
-      listeners_at_start, peak_listeners, countries) VALUES (@id, @account_id, @stream_id, @title, @artist, @album, @url, @artwork_url,
-      @started_at, @ended_at, @listeners_at_start, @peak_listeners, @countries)`);
+      listeners_at_start, peak_listeners, countries, broadcast_id, fallback) VALUES (@id, @account_id, @stream_id, @title, @artist, @album, @url, @artwork_url,
+      @started_at, @ended_at, @listeners_at_start, @peak_listeners, @countries, @broadcast_id, @fallback)`);
     this.openStmt = db.prepare('SELECT * FROM tracks WHERE stream_id = ? AND ended_at IS NULL ORDER BY seq DESC LIMIT 1');
     this.allOpenStmt = db.prepare('SELECT * FROM tracks WHERE ended_at IS NULL ORDER BY seq');
     this.endStmt = db.prepare('UPDATE tracks SET ended_at = ?, peak_listeners = ?, countries = ? WHERE id = ? AND ended_at IS NULL');
     this.listenersStmt = db.prepare('UPDATE tracks SET peak_listeners = ?, countries = ? WHERE id = ? AND ended_at IS NULL');
     this.ofStreamStmt = db.prepare('SELECT * FROM tracks WHERE stream_id = ? ORDER BY started_at, seq');
     this.inStreamStmt = db.prepare('SELECT 1 FROM tracks WHERE id = ? AND stream_id = ?').pluck();
+    this.ofBroadcastStmt = db.prepare('SELECT * FROM tracks WHERE broadcast_id = ? ORDER BY started_at, seq');
+    this.countStmt = db.prepare('SELECT COUNT(*) FROM tracks WHERE broadcast_id = ?').pluck();
+    this.adoptStmt = db.prepare(
+      'UPDATE tracks SET broadcast_id = @broadcastId, started_at = MAX(started_at, @at) WHERE stream_id = @streamId AND ended_at IS NULL AND broadcast_id IS NULL AND fallback = 0',
+    );
     this.page = paginator<TrackRow>(db, 'tracks', 'account_id = @accountId AND stream_id = @streamId');
   }
 
@@ -89,17 +101,35 @@ export class TracksRepo {
   }
 
   /**
-   * A page of a stream's tracks that started from `from` to `to` (ms; `to` null: open-ended), newest
-   * first: one broadcast's (docs/streams.md).
+   * A page of the tracks of broadcast `broadcastId` of a stream, newest first (docs/streams.md).
    * @throws UnknownCursorError when the cursor is not a track of this stream
    */
-  listWithin(accountId: string, streamId: string, from: number, to: number | null, q: PageQuery): Page<TrackRow> {
+  listOfBroadcast(accountId: string, streamId: string, broadcastId: string, q: PageQuery): Page<TrackRow> {
     for (const param of ['after', 'before'] as const) {
       const id = q[param];
       if (id !== undefined && this.inStreamStmt.get(id, streamId) === undefined) throw new UnknownCursorError(param, id);
     }
-    this.pageWithin ??= paginator<TrackRow>(this.db, 'tracks', 'account_id = @accountId AND stream_id = @streamId AND started_at >= @from AND (@to IS NULL OR started_at <= @to)');
-    return this.pageWithin({ accountId, streamId, from, to }, q);
+    this.pageOfBroadcast ??= paginator<TrackRow>(this.db, 'tracks', 'account_id = @accountId AND stream_id = @streamId AND broadcast_id = @broadcastId');
+    return this.pageOfBroadcast({ accountId, streamId, broadcastId }, q);
   }
-  private pageWithin: ReturnType<typeof paginator<TrackRow>> | undefined;
+  private pageOfBroadcast: ReturnType<typeof paginator<TrackRow>> | undefined;
+
+  /** Every track of broadcast `broadcastId`, oldest first (the chapters of its recording). */
+  ofBroadcast(broadcastId: string): TrackRow[] {
+    return this.ofBroadcastStmt.all(broadcastId) as TrackRow[];
+  }
+
+  /** How many tracks broadcast `broadcastId` has. */
+  countOfBroadcast(broadcastId: string): number {
+    return this.countStmt.get(broadcastId) as number;
+  }
+
+  /**
+   * Broadcast `broadcastId` of the stream started at `at` (ms): the stream's running track, when it
+   * is a source's title that belongs to no broadcast yet (set before the first audio), becomes the
+   * broadcast's, starting no earlier than `at`. False when there was none.
+   */
+  adopt(streamId: string, broadcastId: string, at: number): boolean {
+    return this.adoptStmt.run({ streamId, broadcastId, at }).changes > 0;
+  }
 }

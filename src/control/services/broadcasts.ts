@@ -3,11 +3,14 @@
  * each stretch from `live` to the end of its reconnect window is a broadcast (`brd_…`). The
  * lifecycle (./lifecycle.ts) starts and ends them inside the transaction of the stream's change.
  *
- * Listener figures follow the committed `listener.joined` / `listener.left` events while the
- * broadcast runs (as the play log's do): `peakListeners` (most at once), `totalListeners` (listeners
- * that joined during it), `listenerSeconds` (the time they listened within it), `countries`
- * (distinct listeners per country). They reach SQLite at most once a second per stream and when the
- * broadcast ends.
+ * Listener figures count every listener who heard the broadcast, whatever the protocol (HLS,
+ * WebRTC, `/listen`, the Icecast port): those already listening when it starts (during the
+ * fallback, or from an earlier broadcast of the stream) count from its start — an open connection
+ * at once, an HLS session once it is seen at or after the start (one that stopped requesting before
+ * it, and only waits to time out, never heard it) — and then the committed `listener.joined` /
+ * `listener.left` events move them while it runs (as the play log's do): `peakListeners` (most at once), `totalListeners` (distinct listeners heard during it),
+ * `listenerSeconds` (the time they listened within it), `countries` (distinct listeners per
+ * country). They reach SQLite at most once a second per stream and when the broadcast ends.
  *
  * Loudness (docs/streams.md "Live loudness"): the publisher's 400 ms momentary blocks, as the
  * ladder's codec process measures them, feed the running broadcast's integrated loudness (ITU-R
@@ -82,6 +85,11 @@ interface Running {
   listenedMs: number;
   /** Listeners here now: id → when they joined (or the broadcast started, if later). */
   present: Map<string, number>;
+  /**
+   * HLS sessions live at the start but not seen since (id → country, '' = unknown): counted from the
+   * start once seen during the broadcast, never when they leave without a request in it.
+   */
+  pending: Map<string, string>;
   countries: Map<string, number>;
   dirty: boolean;
   /** The gated loudness blocks measured during the broadcast (here, since it started or was picked up). */
@@ -99,8 +107,23 @@ const LOUDNESS_SAVE_EVERY_MS = 10_000;
 /** A stream's latest loudness is shown for this long (ms): later, no codec process measures it. */
 const LOUDNESS_FRESH_MS = 5000;
 
+/** A live listener of a stream, as a new broadcast counts it. Times in ms since the epoch. */
+export interface PresentListener {
+  /** Listener id (`lst_…`), as its `listener.joined` / `listener.left` events carry it. */
+  id: string;
+  country: string | null;
+  /** An open connection (`/listen`, the Icecast port, a WebRTC peer): it hears what plays while open. */
+  open: boolean;
+  /** Its last request (HLS). */
+  lastSeenAt: number;
+}
+
 export interface BroadcastLogDeps {
   repo: BroadcastsRepo;
+  /** The live listeners of a stream now (the listener registry): a broadcast starts with them. */
+  listeners?: (streamId: string) => PresentListener[];
+  /** The last request of live listener `id` of the stream (ms), or null once it left. */
+  lastSeen?: (streamId: string, id: string) => number | null;
   outbox: Outbox;
   writes: WriteRetry;
   log: Logger;
@@ -128,21 +151,36 @@ export class BroadcastLog {
    */
   start(accountId: string, streamId: string, atMs: number): { id: string; after: () => void } {
     this.end(streamId, atMs);
+    // Who listens already hears this broadcast from its start (docs/behaviour.md §2 "Broadcasts").
+    const live = this.d.listeners?.(streamId) ?? [];
+    const here = live.filter((l) => l.open || l.lastSeenAt >= atMs);
+    const later = live.filter((l) => !l.open && l.lastSeenAt < atMs);
+    const countries = new Map<string, number>();
+    for (const l of here) countries.set(l.country ?? '', (countries.get(l.country ?? '') ?? 0) + 1);
     const row: BroadcastRow = {
       id: newId('brd'),
       account_id: accountId,
       stream_id: streamId,
       started_at: atMs,
       ended_at: null,
-      peak_listeners: 0,
-      total_listeners: 0,
+      peak_listeners: here.length,
+      total_listeners: here.length,
       listener_ms: 0,
-      countries: '[]',
+      countries: countriesJson(countries),
       episode_id: null,
       integrated_lufs: null,
     };
     this.d.repo.insert(row);
-    return { id: row.id, after: () => this.running.set(streamId, loaded(row)) };
+    return {
+      id: row.id,
+      after: () => {
+        const r = loaded(row);
+        for (const l of here) r.present.set(l.id, atMs);
+        for (const l of later) r.pending.set(l.id, l.country ?? '');
+        r.current = here.length;
+        this.running.set(streamId, r);
+      },
+    };
   }
 
   /**
@@ -154,6 +192,7 @@ export class BroadcastLog {
     const open = this.d.repo.open(streamId);
     if (!open) return { id: null, after: () => {} };
     const r = this.running.get(streamId);
+    if (r?.id === open.id) this.heard(r);
     const f = r?.id === open.id ? figures(r, atMs) : stored(open);
     this.d.repo.end(open.id, atMs, f);
     return {
@@ -162,6 +201,11 @@ export class BroadcastLog {
         if (this.running.get(streamId)?.id === open.id) this.running.delete(streamId);
       },
     };
+  }
+
+  /** The id of the stream's running broadcast as stored (inside a transaction: as of it), or null between broadcasts. */
+  runningId(streamId: string): string | null {
+    return this.d.repo.open(streamId)?.id ?? null;
   }
 
   /** The broadcast a recording that started at `startedAtMs` belongs to: the first one since (the newest when unknown). */
@@ -247,6 +291,7 @@ export class BroadcastLog {
   private toObject(row: BroadcastRow): BroadcastObject {
     const r = this.running.get(row.stream_id);
     const mine = row.ended_at === null && r?.id === row.id ? r : null;
+    if (mine) this.heard(mine);
     const now = this.now();
     const f = mine ? figures(mine, now) : stored(row);
     let countries: TrackCountry[];
@@ -267,7 +312,7 @@ export class BroadcastLog {
       listenerSeconds: Math.round(f.listenerMs / 100) / 10,
       countries,
       episodeId: row.episode_id,
-      trackCount: this.d.repo.trackCount(row.stream_id, row.started_at, row.ended_at),
+      trackCount: this.d.repo.trackCount(row.id),
       integratedLufs: f.integratedLufs === null ? null : Math.round(f.integratedLufs * 10) / 10,
     };
   }
@@ -281,21 +326,18 @@ export class BroadcastLog {
       const r = this.running.get(l.streamId);
       if (!r) return;
       if (e.type === 'listener.joined') {
-        if (r.present.has(l.id)) return;
+        if (r.present.has(l.id) || r.pending.has(l.id)) return;
         const joined = Math.max(r.startedAt, Date.parse(l.connectedAt ?? '') || this.now());
         r.present.set(l.id, joined);
-        r.current++;
-        r.total++;
-        r.peak = Math.max(r.peak, r.current);
-        const k = l.country ?? '';
-        r.countries.set(k, (r.countries.get(k) ?? 0) + 1);
+        count(r, l.country ?? '');
       } else {
-        const joined = r.present.get(l.id);
-        if (joined === undefined) return; // joined before this broadcast
-        r.present.delete(l.id);
-        r.current = Math.max(0, r.current - 1);
         const seen = Date.parse(l.lastSeenAt ?? '') || this.now();
-        r.listenedMs += Math.max(0, seen - joined);
+        const joined = r.present.get(l.id);
+        if (joined !== undefined) {
+          r.present.delete(l.id);
+          r.current = Math.max(0, r.current - 1);
+          r.listenedMs += Math.max(0, seen - joined);
+        } else if (!this.leftPending(r, l.id, seen)) return; // left before this broadcast
       }
       r.dirty = true;
       this.saves.schedule();
@@ -304,10 +346,44 @@ export class BroadcastLog {
     }
   }
 
+  /**
+   * The pending HLS sessions of `r` seen since it started heard it: they count from its start (as
+   * listeners there then). Those that left are settled by their `listener.left`.
+   */
+  private heard(r: Running): void {
+    if (r.pending.size === 0 || !this.d.lastSeen) return;
+    for (const [id, country] of r.pending) {
+      const seen = this.d.lastSeen(r.streamId, id);
+      if (seen === null || seen < r.startedAt) continue;
+      r.pending.delete(id);
+      r.present.set(id, r.startedAt);
+      count(r, country);
+      r.dirty = true;
+      this.saves.schedule();
+    }
+  }
+
+  /**
+   * A pending session of `r` left, last seen at `seen` (ms): seen during the broadcast, it heard it
+   * from the start to then; else never. False when it was not pending.
+   */
+  private leftPending(r: Running, id: string, seen: number): boolean {
+    const country = r.pending.get(id);
+    if (country === undefined) return false;
+    r.pending.delete(id);
+    if (seen >= r.startedAt) {
+      count(r, country);
+      r.current--;
+      r.listenedMs += seen - r.startedAt;
+    }
+    return true;
+  }
+
   /** Writes the figures of every running broadcast that moved (each in its stream's write order). */
   private save(): void {
     const now = this.now();
     for (const r of this.running.values()) {
+      this.heard(r);
       if (!r.dirty) continue;
       r.dirty = false;
       const { id } = r;
@@ -329,6 +405,7 @@ function loaded(row: BroadcastRow): Running {
     total: row.total_listeners,
     listenedMs: row.listener_ms,
     present: new Map(),
+    pending: new Map(),
     countries,
     dirty: false,
     gate: new LoudnessGate(),
@@ -347,12 +424,25 @@ function tenth(lufs: number): number {
   return Math.round(lufs * 10) / 10;
 }
 
+/** Countries ('' = unknown) as stored: JSON [{country, listeners}], most listeners first. */
+function countriesJson(m: Map<string, number>): string {
+  const countries = [...m].map(([k, n]) => ({ country: k === '' ? null : k, listeners: n }));
+  countries.sort((a, b) => b.listeners - a.listeners || (a.country ?? '~').localeCompare(b.country ?? '~'));
+  return JSON.stringify(countries);
+}
+
+/** One more listener of `r` now, from `country` ('' = unknown): current, total, peak and countries. */
+function count(r: Running, country: string): void {
+  r.current++;
+  r.total++;
+  r.peak = Math.max(r.peak, r.current);
+  r.countries.set(country, (r.countries.get(country) ?? 0) + 1);
+}
+
 /** The figures of a running broadcast as of `atMs` (listeners present count up to then). */
 function figures(r: Running, atMs: number): BroadcastFigures {
   let ms = r.listenedMs;
   for (const joined of r.present.values()) ms += Math.max(0, atMs - joined);
-  const countries = [...r.countries].map(([k, n]) => ({ country: k === '' ? null : k, listeners: n }));
-  countries.sort((a, b) => b.listeners - a.listeners || (a.country ?? '~').localeCompare(b.country ?? '~'));
   const integratedLufs = r.gate.blocks > 0 ? r.gate.integrated() : r.storedLufs;
-  return { peak: r.peak, total: r.total, listenerMs: Math.round(ms), countries: JSON.stringify(countries), integratedLufs };
+  return { peak: r.peak, total: r.total, listenerMs: Math.round(ms), countries: countriesJson(r.countries), integratedLufs };
 }

@@ -113,14 +113,19 @@ export class StreamLifecycle implements IngestPort {
     return this.d.streams.allLive().map((r) => ({ streamId: r.id, reconnectWindowS: r.reconnect_window }));
   }
 
-  /** The stream went live at `atMs`: a new broadcast starts; `stream.started` carries its id as `broadcastId`. */
+  /**
+   * The stream went live at `atMs`: a new broadcast starts with the stream's listeners and the
+   * title its source set before this first audio; `stream.started` carries its id as `broadcastId`.
+   */
   onLive(streamId: string, atMs: number): void {
     this.d.writes.run(streamId, 'stream.started', () => {
+      this.d.playLog?.settle(); // listeners that joined so far are the broadcast's from its start
       let after: (() => void) | undefined;
       this.transact(() => {
         if (!this.d.streams.markLive(streamId, atMs)) return;
         const row = this.d.streams.getAny(streamId)!;
         const b = this.d.broadcasts?.start(row.account_id, streamId, atMs);
+        if (b) this.d.playLog?.adopt(streamId, b.id, atMs);
         after = b?.after;
         this.d.outbox.record(row.account_id, 'stream.started', { object: this.object(row), broadcastId: b?.id ?? null });
       });
@@ -267,7 +272,10 @@ export class StreamLifecycle implements IngestPort {
         const row = this.d.streams.getAny(streamId);
         if (!row || sameNowPlaying(row.now_playing, value)) return;
         this.d.streams.setNowPlaying(streamId, json);
-        after = this.d.playLog?.change({ accountId: row.account_id, streamId, title: value.title, artist: value.artist, album: value.album, url: value.url, artworkUrl: value.artworkUrl }, atMs);
+        const fallback = np.fallback === true;
+        const broadcastId = fallback ? null : (this.d.broadcasts?.runningId(streamId) ?? null);
+        const t = { accountId: row.account_id, streamId, title: value.title, artist: value.artist, album: value.album, url: value.url, artworkUrl: value.artworkUrl };
+        after = this.d.playLog?.change({ ...t, broadcastId, fallback }, atMs);
         this.d.outbox.record(row.account_id, 'stream.now_playing', { object: this.object({ ...row, now_playing: json }) });
       });
       after?.();
@@ -314,7 +322,7 @@ export class StreamLifecycle implements IngestPort {
       return;
     }
     const from = b?.started_at ?? row.started_at;
-    const chapters = from !== null ? (this.d.playLog?.chapters(streamId, from, b?.ended_at ?? null) ?? null) : null;
+    const chapters = from !== null ? (this.d.playLog?.chapters(streamId, from, b?.ended_at ?? null, b?.id ?? null) ?? null) : null;
     const episode = await this.d.onRecording({ accountId: row.account_id, podcastId: target.podcastId, streamId, title: row.title, filePath: recording.path, chapters });
     const episodeId = (episode as { id?: unknown } | null)?.id;
     if (b && typeof episodeId === 'string') this.d.broadcasts?.setEpisode(b.id, episodeId);

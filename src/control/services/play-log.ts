@@ -7,6 +7,11 @@
  * per API read), and the figures reach SQLite at most once a second per stream and when the track
  * ends. A recorded stream's tracks become its episode's chapters (Podcasting 2.0 JSON chapters).
  *
+ * Each track belongs to the broadcast whose audio it names (`broadcastId`): the one running when it
+ * starts, or — for the title a source sets on connect, before its first audio makes the stream
+ * live — the broadcast that audio starts (`adopt`). A fallback episode's title belongs to no
+ * broadcast: it is in the stream's play log, never in a broadcast's tracks, count or chapters.
+ *
  * The lifecycle (./lifecycle.ts) calls `change` and `end` inside the transaction of the stream's
  * change and applies what they return after the commit. Knows no HTTP and no SQL text.
  */
@@ -42,6 +47,8 @@ export interface TrackObject {
   artworkUrl: string | null;
   startedAt: string;
   endedAt: string | null;
+  /** The broadcast whose audio the track names; null for a fallback episode's title. */
+  broadcastId: string | null;
   listenersAtStart: number;
   peakListeners: number;
   countries: TrackCountry[];
@@ -56,6 +63,10 @@ export interface TrackStart {
   album: string | null;
   url: string | null;
   artworkUrl: string | null;
+  /** The stream's running broadcast (null or absent between broadcasts). */
+  broadcastId?: string | null;
+  /** A fallback episode's title (docs/streams.md "Fallback"): never a broadcast's track. */
+  fallback?: boolean;
 }
 
 /** One chapter of the Podcasting 2.0 JSON chapters format (podcast-namespace `chapters/jsonChapters.md`). `startTime` in s. */
@@ -152,9 +163,20 @@ export class PlayLog {
       listeners_at_start: live.length,
       peak_listeners: live.length,
       countries: countriesJson(countries),
+      broadcast_id: t.fallback ? null : (t.broadcastId ?? null),
+      fallback: t.fallback ? 1 : 0,
     };
     this.d.repo.insert(row);
     return () => this.running.set(t.streamId, { id: row.id, streamId: t.streamId, current: live.length, peak: live.length, countries, dirty: false });
+  }
+
+  /**
+   * Inside the transaction that starts broadcast `broadcastId` of the stream at `atMs`: the title
+   * its source set before its first audio (the stream's running track, when it is a source's and
+   * of no broadcast yet) is the broadcast's first track, from `atMs`.
+   */
+  adopt(streamId: string, broadcastId: string, atMs: number): void {
+    this.d.repo.adopt(streamId, broadcastId, atMs);
   }
 
   /** Inside the transaction that ends the stream at `atMs`: its running track ends. Returns what to do after the commit. */
@@ -165,12 +187,12 @@ export class PlayLog {
 
   /**
    * A page of the stream's tracks, newest first; a running track shows its figures as of now.
-   * `within`: only the tracks that started from `from` to `to` (ms; `to` null: open), a broadcast's.
-   * The caller has checked that the stream is the account's. @throws ApiError 400 for an unknown cursor
+   * `broadcastId`: only that broadcast's tracks. The caller has checked that the stream (and the
+   * broadcast) is the account's. @throws ApiError 400 for an unknown cursor
    */
-  list(accountId: string, streamId: string, q: PageQuery, within?: { from: number; to: number | null }): { data: TrackObject[]; hasMore: boolean } {
+  list(accountId: string, streamId: string, q: PageQuery, broadcastId?: string): { data: TrackObject[]; hasMore: boolean } {
     try {
-      const page = within ? this.d.repo.listWithin(accountId, streamId, within.from, within.to, q) : this.d.repo.list(accountId, streamId, q);
+      const page = broadcastId !== undefined ? this.d.repo.listOfBroadcast(accountId, streamId, broadcastId, q) : this.d.repo.list(accountId, streamId, q);
       const r = this.running.get(streamId);
       return { data: page.rows.map((row) => toTrackObject(row, r?.id === row.id ? r : null)), hasMore: page.hasMore };
     } catch (e) {
@@ -180,14 +202,18 @@ export class PlayLog {
   }
 
   /**
-   * The chapters of a recording of stream `streamId` (a broadcast) from `startedAtMs` to `endedAtMs`
-   * (null: up to now): one per track that played within it, `startTime` = seconds from the start (a
-   * track that began earlier starts at 0; of tracks that start at the same time the last one
-   * stays), at most MAX_CHAPTERS. Null when no track played within it.
+   * The chapters of the recording of broadcast `broadcastId`, which started at `startedAtMs`: one
+   * per track of the broadcast (a fallback episode's title is none: the recording holds no fallback
+   * audio), `startTime` = seconds from the start (a track that began earlier starts at 0; of tracks
+   * that start at the same time the last one stays), at most MAX_CHAPTERS. Null when the broadcast
+   * had no track. Without a broadcast id (none known), the stream's tracks that played from
+   * `startedAtMs` to `endedAtMs` (null: up to now), fallback titles left out.
    */
-  chapters(streamId: string, startedAtMs: number, endedAtMs: number | null = null): ChaptersDocument | null {
+  chapters(streamId: string, startedAtMs: number, endedAtMs: number | null = null, broadcastId: string | null = null): ChaptersDocument | null {
     const out: Chapter[] = [];
-    for (const t of this.d.repo.ofStream(streamId)) {
+    const rows = broadcastId !== null ? this.d.repo.ofBroadcast(broadcastId) : this.d.repo.ofStream(streamId);
+    for (const t of rows) {
+      if (t.fallback) continue; // the recording holds no fallback audio
       if (t.ended_at !== null && t.ended_at <= startedAtMs) continue; // an earlier broadcast's
       if (endedAtMs !== null && t.started_at > endedAtMs) continue; // a later broadcast's
       const startTime = Math.max(0, Math.round(t.started_at - startedAtMs) / 1000);
@@ -291,6 +317,7 @@ function toTrackObject(row: TrackRow, r: Running | null): TrackObject {
     artworkUrl: row.artwork_url,
     startedAt: iso(row.started_at)!,
     endedAt: iso(row.ended_at),
+    broadcastId: row.broadcast_id,
     listenersAtStart: row.listeners_at_start,
     peakListeners: r ? r.peak : row.peak_listeners,
     countries,

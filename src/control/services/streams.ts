@@ -335,14 +335,14 @@ export class StreamsService {
   }
 
   /**
-   * A page of the stream's play log, newest first; with `broadcastId`, only the tracks that started
-   * during that broadcast. @throws ApiError 400 (unknown cursor), 404 (stream, or a broadcast not of it)
+   * A page of the stream's play log, newest first; with `broadcastId`, only that broadcast's tracks
+   * (docs/behaviour.md §11). @throws ApiError 400 (unknown cursor), 404 (stream, or a broadcast not of it)
    */
   tracks(accountId: string, id: string, q: PageQuery, broadcastId?: string): { data: TrackObject[]; hasMore: boolean } {
     this.row(accountId, id);
     const b = broadcastId !== undefined ? this.broadcastLog().row(accountId, id, broadcastId) : null;
     if (!this.d.playLog) return { data: [], hasMore: false };
-    return this.d.playLog.list(accountId, id, q, b ? { from: b.started_at, to: b.ended_at } : undefined);
+    return this.d.playLog.list(accountId, id, q, b ? b.id : undefined);
   }
 
   /** A page of the stream's broadcasts, newest first. @throws ApiError 400 (unknown cursor), 404 */

@@ -57,6 +57,11 @@ export interface NowPlayingUpdate {
   album?: string | null;
   url?: string | null;
   artworkUrl?: string | null;
+  /**
+   * True for the title of a fallback episode as it starts (docs/streams.md "Fallback"): in the
+   * stream's play log, but no broadcast's track.
+   */
+  fallback?: boolean;
 }
 
 /** The stream lifecycle, as ingest sees it. Times in ms since the epoch; windows in s. */

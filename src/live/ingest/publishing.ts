@@ -563,7 +563,7 @@ export class Publishing {
     if (this.streams.get(streamId)?.fallback !== src) return;
     const np = { title: title.slice(0, 256) };
     this.hubTitles.offer(streamId, np);
-    this.d.port.onMetadata(streamId, np);
+    this.d.port.onMetadata(streamId, { ...np, fallback: true });
   }
 
   /**

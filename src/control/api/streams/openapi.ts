@@ -74,9 +74,9 @@ export const STREAM_DOCS = {
   tracks: {
     summary: 'List the play log',
     description:
-      'The stream\'s tracks, newest first: one per now-playing change, ended by the next change or the stream\'s end. `listenersAtStart` is the live listener count at the change; `peakListeners` and `countries` (distinct listeners per country heard during the track) are current while it runs.',
+      'The stream\'s tracks, newest first: one per now-playing change, ended by the next change or the stream\'s end. `listenersAtStart` is the live listener count at the change; `peakListeners` and `countries` (distinct listeners per country heard during the track) are current while it runs. `broadcastId` is the broadcast whose audio the track names (the title a source sets on connect is its broadcast\'s first track); null for a fallback episode\'s title.',
     params: id,
-    query: [...pageQueryDoc('tracks'), { name: 'broadcast', description: 'Only the tracks that started during this broadcast (`brd_…` of the stream; 404 when it is not).', schema: { type: 'string' } }],
+    query: [...pageQueryDoc('tracks'), { name: 'broadcast', description: 'Only the tracks of this broadcast (`brd_…` of the stream; 404 when it is not): those with its `broadcastId`.', schema: { type: 'string' } }],
     responses: { 200: { description: 'A list envelope of tracks.', schema: valibot(listOf(TrackObject)) } },
   },
   broadcasts: {

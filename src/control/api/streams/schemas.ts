@@ -187,6 +187,7 @@ export const TrackObject = v.object({
   artworkUrl: nullableString,
   startedAt: timestamp,
   endedAt: v.nullable(timestamp),
+  broadcastId: v.nullable(objectId('brd')),
   listenersAtStart: count,
   peakListeners: count,
   countries: v.array(v.object({ country: nullableString, listeners: count })),
