@@ -14,6 +14,10 @@ export interface ListenerSession {
   readonly id: string;
   /** ISO 3166-1 alpha-2, or null when unknown. */
   readonly country: string | null;
+  /** How long the session lives without a request (ms); 0 for an open connection (`/listen`, Icecast, WebRTC). */
+  readonly timeoutMs: number;
+  /** When the session was last seen (ms since the epoch). */
+  readonly lastSeenAt: number;
 }
 
 /**
@@ -31,6 +35,8 @@ export interface ListenerDirectory {
   stats(streamId: string): StreamStats;
   /** Writes pending joins and leaves now. */
   flush(): void;
+  /** An active session of a stream by id, or undefined. */
+  get(streamId: string, id: string): ListenerSession | undefined;
 }
 
 /** The listeners room as the control plane is given it: the directory and the listener tokens. */

@@ -15,7 +15,7 @@ import { Outbox } from '../../../../src/base/outbox.js';
 import { createLogger } from '../../../../src/base/logger.js';
 import { Limits } from '../../../../src/base/limits/limits.js';
 import { BroadcastLog, type PresentListener } from '../../../../src/control/services/broadcasts.js';
-import { WriteRetry } from '../../../../src/control/services/write-retry.js';
+import { WriteRetry } from '../../../../src/base/db/write-retry.js';
 
 let dir: string;
 let db: Database;
