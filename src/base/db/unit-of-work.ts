@@ -2,8 +2,9 @@
  * The one write path of the services (docs/architecture.md "One write path"): a change runs in one
  * SQLite transaction, and the events it recorded in the outbox (src/base/outbox.ts) are announced
  * only after the commit — or forgotten when the transaction threw, so no subscriber ever hears of a
- * change that is not on disk (the transactional outbox). Nested calls join the outer transaction
- * (better-sqlite3 turns an inner `transaction()` into a savepoint) and announce nothing until the
+ * change that is not on disk (the transactional outbox). A unit run inside another — of the same
+ * service or of another one on the same database connection — joins the outer transaction
+ * (better-sqlite3 turns the inner `transaction()` into a savepoint) and announces nothing until the
  * outermost one committed; an inner unit that throws drops only its own events, with its savepoint.
  */
 import type Database from 'better-sqlite3';
@@ -18,35 +19,42 @@ export interface PendingAnnouncements {
   mark(): number;
 }
 
+/** Units open on each connection: shared by every `UnitOfWork` over it, so nesting across services is seen. */
+const openUnits = new WeakMap<Database.Database, { n: number }>();
+
 /** Runs changes as units of work: one transaction each, events announced after the commit. */
 export class UnitOfWork {
-  private depth = 0;
+  private readonly open: { n: number };
 
   constructor(
     private readonly db: Database.Database,
     private readonly outbox: PendingAnnouncements,
-  ) {}
+  ) {
+    let open = openUnits.get(db);
+    if (!open) openUnits.set(db, (open = { n: 0 }));
+    this.open = open;
+  }
 
   /**
-   * Runs `change` in one transaction and returns what it returned; announces the events it
-   * recorded after the commit.
+   * Runs `change` in one transaction (`BEGIN IMMEDIATE` with `immediate`: the write lock is taken
+   * first) and returns what it returned; announces the events it recorded after the commit.
    * @throws whatever `change` or the commit threw (e.g. `SQLITE_BUSY`, `SQLITE_FULL`); the
    * transaction is then rolled back and its events are dropped, never announced.
    */
-  run<T>(change: () => T): T {
+  run<T>(change: () => T, opts: { immediate?: boolean } = {}): T {
     const mark = this.outbox.mark();
-    this.depth++;
+    const tx = this.db.transaction(change);
+    this.open.n++;
     let result: T;
     try {
-      result = this.db.transaction(change)();
+      result = opts.immediate ? tx.immediate() : tx();
     } catch (e) {
-      this.depth--;
-      // What this unit recorded is gone with its transaction (or, nested, with its savepoint).
+      this.open.n--;
       this.outbox.discard(mark);
       throw e;
     }
-    this.depth--;
-    if (this.depth === 0) this.outbox.flush();
+    this.open.n--;
+    if (this.open.n === 0) this.outbox.flush();
     return result;
   }
 }

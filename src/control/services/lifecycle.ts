@@ -13,6 +13,7 @@
 import type { StreamRow, StreamsRepo } from '../../base/db/streams-repo.js';
 import type { Database } from '../../base/db/database.js';
 import type { Outbox } from '../../base/outbox.js';
+import { UnitOfWork } from '../../base/db/unit-of-work.js';
 import type { Logger } from '../../base/logger.js';
 import type { PublicUrls } from '../../base/config.js';
 import type { IngestPort, NowPlayingUpdate, PublishDecision, StreamError, Recording, FallbackItem, FallbackSetting, SourceChangeReason, StreamSource, LoudnessReading } from '../../live/ports.js';
@@ -58,8 +59,12 @@ export class StreamLifecycle implements IngestPort {
   /** Every source's title changes pass here once (docs/listeners.md "Title changes"). */
   private readonly titles: TitleCap<{ np: NowPlayingUpdate; atMs: number }>;
 
+  /** Every write of the lifecycle: one transaction, events after the commit (src/base/db/unit-of-work.ts). */
+  private readonly uow: UnitOfWork;
+
   constructor(private readonly d: LifecycleDeps) {
     this.now = d.now ?? Date.now;
+    this.uow = new UnitOfWork(d.db, d.outbox);
     this.titles = new TitleCap({ minIntervalMs: d.nowPlayingMinIntervalMs ?? NOW_PLAYING_MIN_INTERVAL_MS, apply: (id, c) => this.applyMetadata(id, c.np, c.atMs) });
   }
 
@@ -224,13 +229,7 @@ export class StreamLifecycle implements IngestPort {
 
   /** Runs `change` in one transaction; its events are announced after the commit, forgotten on failure. @throws what the transaction threw */
   private transact(change: () => void): void {
-    try {
-      this.d.db.transaction(change)();
-    } catch (e) {
-      this.d.outbox.discard();
-      throw e;
-    }
-    this.d.outbox.flush();
+    this.uow.run(change);
   }
 
   /**

@@ -11,6 +11,7 @@ import { UnknownCursorError, type PageQuery } from '../../base/db/paginate.js';
 import type { WebhookRow, WebhooksRepo, WebhookStatus } from '../../base/db/webhooks-repo.js';
 import type { Database } from '../../base/db/database.js';
 import type { ApiEvent, Outbox } from '../../base/outbox.js';
+import { UnitOfWork } from '../../base/db/unit-of-work.js';
 import { checkResolvedHost, checkUrlForm, DestinationError } from '../webhooks/destination.js';
 import { EVENT_TYPES } from '../../base/outbox.js';
 
@@ -68,8 +69,12 @@ export function newSigningSecret(): string {
 
 export class WebhooksService {
   private readonly now: () => number;
+  /** Writes that record events: one transaction, events after the commit (src/base/db/unit-of-work.ts). */
+  private readonly uow: UnitOfWork;
+
   constructor(private readonly d: WebhooksDeps) {
     this.now = d.now ?? Date.now;
+    this.uow = new UnitOfWork(d.db, d.outbox);
   }
 
   /**
@@ -160,19 +165,16 @@ export class WebhooksService {
   test(accountId: string, id: string): ApiEvent {
     const row = this.row(accountId, id);
     if (row.status !== 'active') throw new ApiError('webhook_disabled', 'The webhook is disabled; enable it (PATCH status=active) to send a test event.');
-    let event: ApiEvent;
-    try {
-      this.d.db.transaction(() => {
-        event = this.d.outbox.record(accountId, 'webhook.test', { object: render(row) }, false);
-        this.d.repo.insertDelivery(event.id, id, accountId, this.now());
-      }).immediate();
-    } catch (e) {
-      this.d.outbox.discard();
-      throw e;
-    }
-    this.d.outbox.flush();
+    const event = this.uow.run(
+      () => {
+        const e = this.d.outbox.record(accountId, 'webhook.test', { object: render(row) }, false);
+        this.d.repo.insertDelivery(e.id, id, accountId, this.now());
+        return e;
+      },
+      { immediate: true },
+    );
     this.d.wake(id);
-    return event!;
+    return event;
   }
 
   /** The plaintext secret of a row (the delivery engine signs with it). */

@@ -20,6 +20,7 @@
  */
 import { newId } from '../../base/ids.js';
 import type { Outbox } from '../../base/outbox.js';
+import { UnitOfWork } from '../../base/db/unit-of-work.js';
 import type { ListenerRow, ListenersRepo } from '../../base/db/listeners-repo.js';
 import type { Database } from '../../base/db/database.js';
 import type { Logger } from '../../base/logger.js';
@@ -188,7 +189,11 @@ export class ListenerRegistry {
   /** Strings that repeat across sessions, one copy each (see `shared`). */
   private readonly strings = new Map<string, string>();
 
+  /** The joins and leaves as units of work: one transaction, events after the commit (src/base/db/unit-of-work.ts). */
+  private readonly uow: UnitOfWork;
+
   constructor(private readonly d: RegistryDeps) {
+    this.uow = new UnitOfWork(d.db, d.outbox);
     this.now = d.now ?? Date.now;
     this.lastSlot = Math.floor(this.now() / SLOT_MS);
     this.hlsRate = d.hlsSessionsPerIpPerMinute === undefined ? null : new PerAddressRate(d.hlsSessionsPerIpPerMinute, 60_000, this.now);
@@ -216,13 +221,12 @@ export class ListenerRegistry {
     const open = this.d.repo.open();
     if (open.length === 0) return;
     const at = this.now();
-    this.d.db.transaction(() => {
+    this.uow.run(() => {
       for (const r of open) {
         this.d.repo.leave(r.id, r.stream_id, r.connected_at, r.last_seen_at, at);
         this.d.outbox.record(r.account_id, 'listener.left', { object: rowObject(r, r.last_seen_at) });
       }
-    })();
-    this.d.outbox.flush();
+    });
     this.d.log.info('closed listener sessions left open by the previous run', { count: open.length });
   }
 
@@ -397,7 +401,7 @@ export class ListenerRegistry {
     if (this.ops.length === 0 || this.closed) return;
     const ops = this.ops.splice(0);
     try {
-      this.d.db.transaction(() => {
+      this.uow.run(() => {
         for (const op of ops) {
           if (op.t === 'join') {
             const s = op.s;
@@ -412,10 +416,8 @@ export class ListenerRegistry {
             this.d.outbox.record(s.accountId, 'listener.left', { object: sessionObject(s, s.lastSeenAt) });
           }
         }
-      })();
-      this.d.outbox.flush();
+      });
     } catch (e) {
-      this.d.outbox.discard();
       this.d.log.error('listener batch not written', { err: e instanceof Error ? e.message : String(e), ops: ops.length });
     }
   }

@@ -40,7 +40,13 @@ function setup() {
   };
   const rows = () => (db.prepare('SELECT v FROM t ORDER BY v').all() as Array<{ v: number }>).map((r) => r.v);
   const events = () => (db.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n;
-  return { uow: new UnitOfWork(db, outbox), insert, rows, events, announced, close: () => db.close() };
+  return { uow: new UnitOfWork(db, outbox), insert, rows, events, announced, db, outbox };
+}
+
+/** `setup()` plus a second unit of work over the same connection and outbox (another service's). */
+function setupTwo() {
+  const s = setup();
+  return { ...s, other: new UnitOfWork(s.db, s.outbox) };
 }
 
 describe('UnitOfWork', () => {
@@ -84,6 +90,19 @@ describe('UnitOfWork', () => {
           throw new Error('inner');
         }),
       ).toThrow('inner');
+    });
+    expect(rows()).toEqual([1, 2]);
+    expect(announced).toEqual([[1, 2]]);
+  });
+});
+
+describe('UnitOfWork across services', () => {
+  it('sees a unit of another service on the same connection as nested', () => {
+    const { uow, insert, rows, announced, other } = setupTwo();
+    uow.run(() => {
+      insert(1);
+      other.run(() => insert(2), { immediate: false });
+      expect(announced).toEqual([]); // the inner unit of the other service announced nothing yet
     });
     expect(rows()).toEqual([1, 2]);
     expect(announced).toEqual([[1, 2]]);
