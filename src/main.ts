@@ -150,7 +150,7 @@ function build(config: Config, log: Logger, now: () => number): Built {
   const control = buildServices(base, room, (episodeId) => fallbackCache.forget(episodeId));
   const live = buildPublishing(base, control.lifecycle, fallbackCache);
   const services = buildStreamsService(base, control, room, live.ingest);
-  const delivery = buildDelivery(base, room, live.media);
+  const delivery = buildDelivery(base, room, live.media, live.whip);
   const controlFeatures = mountControl(base, services, room);
   const servers = buildIngestServers(base, live, control.lifecycle, delivery.icecastListeners);
   const listening = new ListeningCell();

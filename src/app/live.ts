@@ -12,6 +12,7 @@ import { ffmpegPath } from '../base/ffmpeg.js';
 import { WatchedMediaRegistry } from '../delivery/threads/index.js';
 import { FallbackCache } from '../live/ingest/fallback-cache.js';
 import { TimelinesRepo } from '../base/db/timelines-repo.js';
+import { WHIP_INGEST_DEFAULTS, WhipIngest } from '../live/ingest/whip.js';
 import type { TimelineMark, TimelineStore } from '../live/media/timeline.js';
 
 /**
@@ -28,6 +29,8 @@ export interface Live {
   /** The hubs (watched: worker threads mirror them). */
   media: WatchedMediaRegistry;
   ingest: Publishing;
+  /** WHIP publishes (docs/behaviour.md "Go live over WHIP"): what their RTP becomes; the WebRTC side is delivery's. */
+  whip: WhipIngest;
 }
 
 /**
@@ -69,7 +72,14 @@ export function buildPublishing(b: Base, port: IngestPort, fallbackCache: Fallba
       fallbackCache,
     },
   });
-  return { media, ingest };
+  const whip = new WhipIngest({
+    publishing: ingest,
+    port,
+    log: b.log.child('whip'),
+    limits: b.limits,
+    options: { ...WHIP_INGEST_DEFAULTS, ffmpeg: ffmpegPath, maxFrameBytes: config.limits.maxAudioFrameBytes },
+  });
+  return { media, ingest, whip };
 }
 
 /** The ingest servers (not listening yet). */
