@@ -20,6 +20,8 @@ export interface AssetUrls {
   stream: string;
   webhooks: string;
   upload: string;
+  /** "Go live from this browser" (WHIP) on the stream page. */
+  golive: string;
   hls: string;
 }
 
@@ -29,6 +31,7 @@ const FILES: Record<Exclude<keyof AssetUrls, 'hls'>, string> = {
   stream: 'stream.js',
   webhooks: 'webhooks.js',
   upload: 'upload.js',
+  golive: 'golive.js',
 };
 
 const TYPES: Record<string, string> = { '.css': 'text/css; charset=utf-8', '.js': 'text/javascript; charset=utf-8' };
