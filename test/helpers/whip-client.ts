@@ -35,7 +35,7 @@ export interface WhipClient {
   headers: Headers;
   pc: RTCPeerConnection;
   /** Sends `packets` in real time (20 ms each; `lossy`: drops `drop` of them and swaps some neighbours). Resolves when all were sent. */
-  send(packets: Buffer[], lossy?: { drop: number; swapEvery: number }): Promise<{ sent: number; dropped: number; swapped: number }>;
+  send(packets: Buffer[], lossy?: { drop: number; swapEvery: number } | null, onSent?: (payload: Buffer, atMs: number) => void): Promise<{ sent: number; dropped: number; swapped: number }>;
   close(): Promise<void>;
 }
 
@@ -57,7 +57,7 @@ export async function whipConnect(url: string, bearer: string | null, o: { video
   }
   let seq = 1000;
   let ts = 123_456;
-  const send: WhipClient['send'] = async (packets, lossy) => {
+  const send: WhipClient['send'] = async (packets, lossy, onSent) => {
     const start = Date.now();
     let sent = 0;
     let dropped = 0;
@@ -82,6 +82,7 @@ export async function whipConnect(url: string, bearer: string | null, o: { video
         swapped++;
         continue;
       }
+      onSent?.(p, performance.now());
       await tr.sender.sendRtp(pkt);
       sent++;
       if (held) {
