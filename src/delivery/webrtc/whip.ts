@@ -50,8 +50,8 @@ export type WhipCredentialArg = { key: string } | { publishToken: true };
 
 /** One running publish, as the WebRTC side feeds it. */
 export interface WhipPublishHandle {
-  /** One RTP packet of the Opus track: 16-bit sequence number, 32-bit timestamp, payload. */
-  rtp(seq: number, timestamp: number, payload: Uint8Array): void;
+  /** One RTP packet of the Opus track: 16-bit sequence number, 32-bit timestamp, payload, SSRC. */
+  rtp(seq: number, timestamp: number, payload: Uint8Array, ssrc: number): void;
   /** Ends the publish (DELETE, the peer went away). */
   close(reason: string): void;
 }
@@ -278,7 +278,7 @@ class Whip {
     const onRtp = (rtp: RtpPacket) => {
       if (rtp.header.payloadType !== pt || s.state !== 'publishing') return;
       this.packetsReceived++;
-      s.publish?.rtp(rtp.header.sequenceNumber, rtp.header.timestamp, rtp.payload);
+      s.publish?.rtp(rtp.header.sequenceNumber, rtp.header.timestamp, rtp.payload, rtp.header.ssrc);
     };
     const track = s.transceiver.receiver.track;
     track.onReceiveRtp.subscribe(onRtp);

@@ -125,6 +125,16 @@ export class OpusJitterBuffer {
     }
   }
 
+  /**
+   * A new RTP source (another SSRC: the sender restarted its stream): what is held goes out, and
+   * the next packet starts a new run of sequence numbers and timestamps; the output position goes
+   * on from where it is (no gap is filled between the two runs).
+   */
+  restart(): void {
+    this.flush(Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY);
+    this.nextSeq = null;
+  }
+
   /** When `flush` should next be called (ms, on the clock of `push`), or null when nothing waits. */
   deadline(): number | null {
     if (this.held.size === 0) return null;

@@ -121,6 +121,7 @@ export class WhipPublish implements Publisher {
   private lastRtpAt = Date.now();
   private encoder: OpusEncodeProcess | null = null;
   private headerSent = false;
+  private ssrc: number | null = null;
 
   constructor(
     private readonly streamId: string,
@@ -160,9 +161,16 @@ export class WhipPublish implements Publisher {
     this.idleTimer.unref();
   }
 
-  /** One RTP packet's fields (the WebRTC side has decrypted it and checked its payload type). */
-  rtp(seq: number, timestamp: number, payload: Uint8Array): void {
+  /**
+   * One RTP packet's fields (the WebRTC side has decrypted it and checked its payload type): 16-bit
+   * sequence number, 32-bit timestamp, payload, and the SSRC (a new one restarts the jitter buffer).
+   */
+  rtp(seq: number, timestamp: number, payload: Uint8Array, ssrc = 0): void {
     if (this.closed) return;
+    if (ssrc !== this.ssrc) {
+      if (this.ssrc !== null) this.jitter.restart();
+      this.ssrc = ssrc;
+    }
     this.lastRtpAt = Date.now();
     if (payload.length > this.o.maxFrameBytes) return;
     this.bytes += payload.length;

@@ -57,6 +57,17 @@ describe('OpusJitterBuffer', () => {
     expect(out.at(-1)!.samples).toBe(960 * 6);
   });
 
+  it('restarts on a new source: the next packet starts a new run, the position goes on', () => {
+    const { b, out } = buffer();
+    b.push(500, 10_000, pkt(1), 0);
+    b.push(502, 10_000 + 1920, pkt(3), 0); // waits for 501
+    b.restart();
+    b.push(480, 77, pkt(9), 1); // lower sequence number, other timestamps: not taken as late
+    // What was held went out first (the missing 501 concealed), then the new run.
+    expect(out.map((o) => o.n)).toEqual([1, null, 3, 9]);
+    expect(out.map((o) => o.samples)).toEqual([0, 960, 1920, 2880]);
+  });
+
   it('releases a flood instead of holding it', () => {
     const { b, out } = buffer(60_000);
     b.push(0, 0, pkt(0), 0);
