@@ -134,9 +134,9 @@ describe('WHIP from Chromium', () => {
     const heard = await decodedFrequency(s.listenUrl, 2);
     expect(heard.hz).toBeGreaterThan(640);
     expect(heard.hz).toBeLessThan(680);
-    await page.getByRole('button', { name: 'Mute' }).click();
+    await page.getByRole('button', { name: 'Mute microphone' }).click();
     expect(await page.locator('#golive-mute').getAttribute('aria-pressed')).toBe('true');
-    await page.getByRole('button', { name: 'Stop' }).click();
+    await page.getByRole('button', { name: 'Stop publishing' }).click();
     await waitFor(async () => (await stream(s.id)).status === 'idle', 10_000, 200, 'idle after Stop');
     expect(cspViolations).toEqual([]);
   }, 90_000);

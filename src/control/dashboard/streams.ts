@@ -231,14 +231,15 @@ ${copyField('listen-url', 'Listen URL (Icecast-style: VLC, smart speakers, podca
 function goLiveCard(s: StreamObject, csrf: string): string {
   return `<section class="card" aria-labelledby="golive-title" id="golive" data-token-url="/dashboard/streams/${esc(s.id)}/publish_token" data-csrf="${esc(csrf)}">
 <h2 id="golive-title">Go live from this browser</h2>
-<p class="muted small">Publishes your microphone over WebRTC (WHIP) with a short-lived publish token; the stream key never reaches this page's script. OBS 30+: Service <em>WHIP</em>, Server ${esc(s.whipUrl)}, Bearer token = the stream key.</p>
+<p class="muted small">Publishes your microphone over WebRTC (WHIP) with a short-lived publish token; the stream key never reaches this page's script. OBS 30+: Service <em>WHIP</em>, Server = the WHIP URL, Bearer token = the stream key.</p>
+${copyField('whip-url', 'WHIP URL', s.whipUrl)}
 <label for="golive-mic">Microphone</label>
 <select id="golive-mic"><option value="">Default microphone</option></select>
 <div class="golive-meter"><label for="golive-level">Input level</label> <meter id="golive-level" min="-60" max="0" low="-18" high="-6" optimum="-12" value="-60">−60 dBFS</meter></div>
 <div class="actions">
 <button type="button" class="btn btn-primary" id="golive-start">Go live</button>
-<button type="button" class="btn" id="golive-mute" disabled aria-pressed="false">Mute</button>
-<button type="button" class="btn" id="golive-stop" disabled>Stop</button>
+<button type="button" class="btn" id="golive-mute" disabled aria-pressed="false">Mute microphone</button>
+<button type="button" class="btn" id="golive-stop" disabled>Stop publishing</button>
 </div>
 <p class="small"><span id="golive-elapsed" aria-live="off">0:00</span> · <span id="golive-state" aria-live="polite">Not publishing</span> · Listeners see: <span id="golive-listeners-see">${esc(s.status)}</span></p>
 </section>`;

@@ -106,7 +106,7 @@
     mic.disabled = false;
     mute.disabled = true;
     stopBtn.disabled = true;
-    mute.textContent = 'Mute';
+    mute.textContent = 'Mute microphone';
     mute.setAttribute('aria-pressed', 'false');
     say(message || 'Stopped');
   }
@@ -168,7 +168,7 @@
     var muted = mute.getAttribute('aria-pressed') !== 'true';
     session.stream.getAudioTracks().forEach(function (t) { t.enabled = !muted; });
     mute.setAttribute('aria-pressed', String(muted));
-    mute.textContent = muted ? 'Unmute' : 'Mute';
+    mute.textContent = muted ? 'Unmute microphone' : 'Mute microphone';
     say(muted ? 'Live: muted (listeners hear silence)' : 'Live: publishing');
   });
   stopBtn.addEventListener('click', function () { end('Stopped'); });
