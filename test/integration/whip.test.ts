@@ -22,6 +22,16 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
+/** Segments listed by the first media playlist of `hlsUrl` (0 before it exists). */
+async function segmentCount(hlsUrl: string): Promise<number> {
+  const master = await fetch(hlsUrl);
+  if (master.status !== 200) return 0;
+  const first = (await master.text()).split('\n').find((l) => l && !l.startsWith('#'));
+  if (!first) return 0;
+  const media = await fetch(new URL(first, hlsUrl));
+  return media.status === 200 ? [...(await media.text()).matchAll(/#EXTINF:/g)].length : 0;
+}
+
 const stream = async (id: string) => (await api(t.http, t.secretKey, 'GET', `/v2/streams/${id}`)).json;
 
 /** Publishes the tone over WHIP and checks HLS and /listen carry it at 660 Hz; then DELETE → idle. */
@@ -37,9 +47,9 @@ async function publishAndHear(codec: 'opus' | 'aac') {
     expect(c.body).toMatch(/a=rtpmap:111 opus\/48000\/2/i);
     const sending = c.send(tone);
     await waitFor(async () => (await stream(s.id)).status === 'live', 10_000, 100, 'live');
-    // Three segments' worth into the broadcast, the playlist has audio to decode.
-    await new Promise((r) => setTimeout(r, 7000));
-    const hls = await decodedFrequency(s.hlsUrl, 3);
+    // Once the passthrough layer lists three segments, decode from its start.
+    await waitFor(async () => (await segmentCount(s.hlsUrl)) >= 3, 20_000, 250, 'three segments');
+    const hls = await decodedFrequency(s.hlsUrl, 3, ['-live_start_index', '0']);
     expect(hls.hz).toBeGreaterThan(650);
     expect(hls.hz).toBeLessThan(670);
     expect(hls.rms).toBeGreaterThan(0.05);
@@ -83,6 +93,10 @@ describe('WHIP refusals and HTTP', () => {
     const err = ((await noOpus.json()) as any).error;
     expect(err.code).toBe('codec_not_acceptable');
     expect(err.message).toMatch(/PCMU, G722/);
+    const videoOnly = await post(s.id, s.streamKey, 'v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=rtpmap:96 H264/90000\r\n');
+    expect(videoOnly.status).toBe(406);
+    expect(((await videoOnly.json()) as any).error.message).toMatch(/no audio; video only/);
+    expect((await post(s.id, s.streamKey, 'hello')).status).toBe(400);
     expect((await post(s.id, s.streamKey, offer(), 'application/json')).status).toBe(415);
     expect((await post(s.id, s.streamKey, offer('a=x-pad:' + 'x'.repeat(70_000) + '\r\n'))).status).toBe(413);
     expect((await stream(s.id)).status).toBe('idle');

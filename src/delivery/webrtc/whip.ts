@@ -5,8 +5,8 @@
  *   SDP offer (`Content-Type: application/sdp`, at most 64 KiB) → `201 Created`, the SDP answer (all
  *   candidates included: no trickle), `Location: /whip/<stream_id>/<session>` and `ETag` (§4.2).
  *   No bearer, a wrong key, an unknown or expired token → 401; a publish token of another stream →
- *   403; no such stream → 404; an offer whose audio has no Opus → 406 `codec_not_acceptable`
- *   naming what it offered. Opus only: a video section is answered rejected (port 0, RFC 8829 §5.3.1 / RFC 3264 §6).
+ *   403; no such stream → 404; an offer without Opus audio (other audio codecs, or no audio at
+ *   all) → 406 `codec_not_acceptable` naming what it offered. Opus only: a video section is answered rejected (port 0, RFC 8829 §5.3.1 / RFC 3264 §6).
  * - `DELETE` on the session URL ends the publish (§4.3): the stream then goes idle by the usual
  *   rules (the reconnect window). `PATCH` (trickle ICE, ICE restart, §4.4) answers 405; `OPTIONS`
  *   answers the CORS preflight of pages on other origins (§4.7).
@@ -334,17 +334,18 @@ function notAllowed(): RawReply {
 
 /**
  * Checks that an offer is an SDP with an audio section offering Opus (RFC 7587 `opus/48000/2`).
- * @throws ApiError 400 `invalid_sdp` (no SDP, no audio section), 406 `codec_not_acceptable` naming the codecs offered
+ * @throws ApiError 400 `invalid_sdp` (not an SDP, no media section), 406 `codec_not_acceptable` (no Opus audio section) naming what was offered
  */
 export function acceptableOffer(sdp: string): void {
   if (!/^v=0/m.test(sdp)) throw new ApiError('invalid_sdp', 'The offer is not an SDP (RFC 8866).');
   const sections = sdp.split(/\r?\n(?=m=)/).slice(1);
+  if (sections.length === 0) throw new ApiError('invalid_sdp', 'The offer has no media section.');
   const audio = sections.filter((s) => s.startsWith('m=audio '));
-  if (audio.length === 0) throw new ApiError('invalid_sdp', 'The offer has no audio m-line: WHIP here publishes audio.');
   const codecs = new Set<string>();
   for (const s of audio) for (const m of s.matchAll(/^a=rtpmap:\d+ ([^/\s]+)\//gm)) codecs.add(m[1]!);
   if (![...codecs].some((c) => c.toLowerCase() === 'opus')) {
-    throw new ApiError('codec_not_acceptable', `The offer's audio has no Opus (offered: ${[...codecs].join(', ') || 'none'}); this node takes Opus only (RFC 7587).`);
+    const offered = audio.length ? [...codecs].join(', ') || 'no codec' : `no audio; ${sections.map((s) => /^m=(\S+)/.exec(s)?.[1]).join(', ')} only`;
+    throw new ApiError('codec_not_acceptable', `The offer has no Opus audio (offered: ${offered}); this node takes Opus only (RFC 7587).`);
   }
 }
 
