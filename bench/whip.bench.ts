@@ -20,13 +20,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { RTCPeerConnection, RTCRtpCodecParameters } from 'werift';
 import type { BenchRow } from './lib/report.js';
 import { cpuMeter, sleep, stop } from './lib/proc.js';
 import { createAccount, envNum, startSkylark } from './http-segments.js';
 import { makeOpusFile, publishOpus } from '../test/helpers/ertmp-publisher.js';
-import { whipConnect } from '../test/helpers/whip-client.js';
-import { until } from '../test/helpers/werift-pair.js';
+import { whepListener, whipConnect } from '../test/helpers/whip-client.js';
 
 const GROUP = 'WHIP ingest (one Opus publisher, passthrough)';
 const log = (msg: string) => process.stderr.write(`[whip] ${msg}\n`);
@@ -43,21 +41,6 @@ const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : NaN;
 };
-
-/** A werift WHEP listener of `http`'s stream `id`: each RTP payload received, with its receive time. */
-async function whepListener(http: string, id: string, onPayload: (payload: Buffer, atMs: number) => void): Promise<RTCPeerConnection> {
-  const opus = new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48000, channels: 2, payloadType: 111 });
-  const pc = new RTCPeerConnection({ codecs: { audio: [opus], video: [] }, headerExtensions: { audio: [], video: [] }, iceUseIpv6: false, iceAdditionalHostAddresses: ['127.0.0.1'], iceServers: [] });
-  pc.addTransceiver('audio', { direction: 'recvonly' });
-  pc.onTrack.subscribe((track) => track.onReceiveRtp.subscribe((p) => onPayload(p.payload, performance.now())));
-  await pc.setLocalDescription(await pc.createOffer());
-  await until(() => pc.iceGatheringState === 'complete', 5000, 'WHEP gathering');
-  const res = await fetch(`${http}/whep/${id}`, { method: 'POST', headers: { 'Content-Type': 'application/sdp' }, body: pc.localDescription!.sdp });
-  if (res.status !== 201) throw new Error(`WHEP answered ${res.status}: ${await res.text()}`);
-  await pc.setRemoteDescription({ type: 'answer', sdp: await res.text() });
-  await until(() => pc.connectionState === 'connected', 10_000, 'WHEP connected');
-  return pc;
-}
 
 export async function run(): Promise<BenchRow[]> {
   const warmup = envNum('BENCH_WHIP_WARMUP_SECONDS', 5);

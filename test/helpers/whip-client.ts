@@ -136,3 +136,18 @@ export async function decodedFrequency(input: string, seconds: number, extra: st
   }
   return { hz: crossings / 2 / (n / 48000), rms: Math.sqrt(sum / n) / 32768 };
 }
+
+/** A werift WHEP listener (RFC 9725) of stream `id` on `http`: every RTP payload it receives, with its receive time. */
+export async function whepListener(http: string, id: string, onPayload: (payload: Buffer, atMs: number) => void): Promise<RTCPeerConnection> {
+  const pc = whipPeer();
+  pc.addTransceiver('audio', { direction: 'recvonly' });
+  pc.onTrack.subscribe((track) => track.onReceiveRtp.subscribe((p) => onPayload(p.payload, performance.now())));
+  await pc.setLocalDescription(await pc.createOffer());
+  await until(() => pc.iceGatheringState === 'complete', 5000, 'WHEP gathering');
+  const res = await fetch(`${http}/whep/${id}`, { method: 'POST', headers: { 'Content-Type': 'application/sdp' }, body: pc.localDescription!.sdp });
+  const body = await res.text();
+  if (res.status !== 201) throw new Error(`WHEP answered ${res.status}: ${body}`);
+  await pc.setRemoteDescription({ type: 'answer', sdp: body });
+  await until(() => pc.connectionState === 'connected', 10_000, 'WHEP connected');
+  return pc;
+}

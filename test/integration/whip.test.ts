@@ -1,14 +1,14 @@
 /**
  * WHIP ingest (RFC 9725; docs/behaviour.md "Go live over WHIP") with a real WebRTC publisher:
  * werift offers a send-only Opus track and sends a real encoded tone; the tone is decoded back at
- * its frequency from HLS and `/listen` by FFmpeg — Opus passed through on an `opus` stream, encoded
- * from Opus on an `aac` stream. DELETE ends the publish (the stream goes idle); a publish token
+ * its frequency from HLS and `/listen` by FFmpeg — Opus passed through on an `opus` stream (a WHEP
+ * listener receives the very packets sent), encoded from Opus on an `aac` stream. DELETE ends the publish (the stream goes idle); a publish token
  * works for its stream only; the refusals (no or wrong key, another stream's token, no Opus, an
  * offer too large), the video section answered rejected, the CORS preflight and trickle PATCH.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startInProcess, tempDir, waitFor, type TestServer } from '../helpers/server.js';
-import { decodedFrequency, toneOpusPackets, whipConnect, type WhipClient } from '../helpers/whip-client.js';
+import { decodedFrequency, toneOpusPackets, whepListener, whipConnect, type WhipClient } from '../helpers/whip-client.js';
 
 let t: TestServer;
 const tmp = tempDir('skylark-whip-');
@@ -56,6 +56,14 @@ async function publishAndHear(codec: 'opus' | 'aac') {
     const listen = await decodedFrequency(s.listenUrl, 2);
     expect(listen.hz).toBeGreaterThan(650);
     expect(listen.hz).toBeLessThan(670);
+    if (codec === 'opus') {
+      // A WHEP listener gets the very Opus packets the WHIP publisher sends (passthrough).
+      const sent = new Set(tone.map((p) => p.toString('base64')));
+      let same = 0;
+      const whep = await whepListener(t.http, s.id, (p) => void (sent.has(p.toString('base64')) && same++));
+      await waitFor(() => same >= 50, 10_000, 100, 'the publisher\'s Opus packets over WHEP');
+      await whep.close();
+    }
     await sending;
     const del = await fetch(new URL(c.location!, t.http), { method: 'DELETE' });
     expect(del.status).toBe(200);
