@@ -151,7 +151,7 @@ function build(config: Config, log: Logger, now: () => number): Built {
   const live = buildPublishing(base, ingestPortOf(() => control.lifecycle), fallbackCache);
   // Delivery: the listeners room, then the rooms that serve the hubs.
   const room = buildListenersRoom(base);
-  const delivery = buildDelivery(base, room, live.media);
+  const delivery = buildDelivery(base, room, live.media, live.whip);
   // Control: the services (told of episode audio gone, for the fallback's renditions), the streams
   // service over publishing, the API and the other control features.
   const control = buildServices(base, room, (episodeId) => fallbackCache.forget(episodeId));

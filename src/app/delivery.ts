@@ -20,6 +20,8 @@ import type { MediaRegistry } from '../live/media/hub.js';
 import { registerListenRoutes, type ListenFeature } from '../delivery/progressive/routes.js';
 import { icecastListening, keepProgressive } from '../delivery/progressive/icecast-port.js';
 import { registerWhep, type WhepStats } from '../delivery/webrtc/whep.js';
+import { registerWhip, type WhipIngestPort, type WhipStats } from '../delivery/webrtc/whip.js';
+import { PublishTokens } from '../base/auth/publish-tokens.js';
 import { RtpFanout, rtpFanoutAvailable } from '../native/rtp-fanout.js';
 
 /** Builds the listeners room (docs/behaviour.md §3–§4): registry, listener tokens, HLS access, held-request caps. */
@@ -41,16 +43,18 @@ export interface Delivery {
   icecastListeners: ReturnType<typeof icecastListening>;
   /** WHEP's counts (peers, packets and bytes sent: docs/metrics.md). */
   whep: { stats(): WhepStats };
+  /** WHIP's counts (sessions, pending offers, RTP packets received). */
+  whip: { stats(): WhipStats };
   /** In start order (closed in reverse). */
   features: Feature[];
 }
 
 /**
- * Registers HLS, listening (`/listen` and the Icecast port's), WHEP and builds the edge log
+ * Registers HLS, listening (`/listen` and the Icecast port's), WHEP, WHIP (over `whipIngest`) and builds the edge log
  * receiver, over the hubs of `media` and the listeners room.
  * @throws Error when the `/listen/:file` route could not be kept for the Icecast port
  */
-export function buildDelivery(b: Base, room: Listeners, media: MediaRegistry): Delivery {
+export function buildDelivery(b: Base, room: Listeners, media: MediaRegistry, whipIngest: WhipIngestPort): Delivery {
   const { http, config } = b;
   const shared = config.httpThreads > 1;
   // With worker threads, playlists are rendered into shared memory (once per version, for every thread).
@@ -98,11 +102,12 @@ export function buildDelivery(b: Base, room: Listeners, media: MediaRegistry): D
     now: b.now,
   });
   const whep = registerWhep({ http, media, registry: room.registry, tokens: room.tokens, access: room.access, trusted: room.trusted, config, log: b.log.child('webrtc'), urls: b.listening.urls, limits: b.limits, fanout: rtpFanoutAvailable ? () => new RtpFanout() : null });
+  const whip = registerWhip({ http, ingest: whipIngest, tokens: new PublishTokens(b.nodeSecret, b.now), trusted: room.trusted, config, log: b.log.child('whip'), limits: b.limits });
   const features: Feature[] = [];
   if (nativeParts) features.push({ close: () => nativeParts.close() });
   if (edgeLog) features.push({ close: () => edgeLog.close() });
-  features.push(listen, { close: () => whep.close() });
-  return { hlsSource, mainCounts, edgeLog, listen, icecastListeners, whep, features };
+  features.push(listen, { close: () => whep.close() }, { close: () => whip.close() });
+  return { hlsSource, mainCounts, edgeLog, listen, icecastListeners, whep, whip, features };
 }
 
 /** The store of public LL-HLS parts in the native HTTP front (docs/http.md "Media objects answered in native code"), watching every hub opened. */

@@ -15,6 +15,7 @@ import { ffmpegPath } from '../base/ffmpeg.js';
 import { MediaRegistry } from '../live/media/hub.js';
 import { FallbackCache } from '../live/ingest/fallback-cache.js';
 import { TimelinesRepo } from '../base/db/timelines-repo.js';
+import { WHIP_INGEST_DEFAULTS, WhipIngest } from '../live/ingest/whip.js';
 import type { TimelineMark, TimelineStore } from '../live/media/timeline.js';
 
 /**
@@ -31,6 +32,8 @@ export interface Live {
   /** The hubs (delivery's readers watch each one opened: `onOpen`). */
   media: MediaRegistry;
   ingest: Publishing;
+  /** WHIP publishes (docs/behaviour.md "Go live over WHIP"): what their RTP becomes; the WebRTC side is delivery's. */
+  whip: WhipIngest;
 }
 
 /**
@@ -57,6 +60,7 @@ export function timelineStore(b: Pick<Base, 'db' | 'writes' | 'now'>): TimelineS
 export function ingestPortOf(impl: () => Required<IngestPort>): Required<IngestPort> {
   return {
     authorizePublish: (streamId, key) => impl().authorizePublish(streamId, key),
+    authorizeVouchedPublish: (streamId) => impl().authorizeVouchedPublish(streamId),
     streamOfMount: (mount) => impl().streamOfMount(mount),
     isStreamKey: (key) => impl().isStreamKey(key),
     streamState: (streamId) => impl().streamState(streamId),
@@ -99,7 +103,14 @@ export function buildPublishing(b: Base, port: IngestPort, fallbackCache: Fallba
       fallbackCache,
     },
   });
-  return { media, ingest };
+  const whip = new WhipIngest({
+    publishing: ingest,
+    port,
+    log: b.log.child('whip'),
+    limits: b.limits,
+    options: { ...WHIP_INGEST_DEFAULTS, ffmpeg: ffmpegPath, maxFrameBytes: config.limits.maxAudioFrameBytes },
+  });
+  return { media, ingest, whip };
 }
 
 /** The ingest servers (not listening yet). */

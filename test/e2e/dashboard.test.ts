@@ -248,7 +248,7 @@ describe('dashboard', () => {
       expect(statSync(readmeShot).size).toBeLessThan(300 * 1024);
 
       // Stop: the listener leaves (3 target durations later) and the page shows 0 again.
-      await page.getByRole('button', { name: 'Stop' }).click();
+      await page.getByRole('button', { name: 'Stop', exact: true }).click();
       await page.waitForFunction(() => document.getElementById('listener-count')!.textContent === '0', undefined, { timeout: 20_000 });
 
       // Now playing (docs/behaviour.md §11): the form sets it (CSRF like every form); the play log shows

@@ -28,7 +28,7 @@ export const ERROR_CODES = {
   episode_audio_missing: { status: 400, description: 'The episode has no audio yet, so it cannot be published.' },
   // 401 / 403 — who is asking
   missing_token: { status: 401, description: 'No API key, access token or listener token was sent.' },
-  invalid_token: { status: 401, also: [403], description: 'The key or token is malformed, unknown, revoked or for another stream (403 on HLS).' },
+  invalid_token: { status: 401, also: [403], description: 'The key or token is malformed, unknown, revoked or for another stream (403 on HLS, and for a WHIP publish token of another stream).' },
   token_expired: { status: 401, also: [403], description: 'The access or listener token has expired (403 on HLS).' },
   key_revoked: { status: 401, also: [409], description: 'The API key was revoked or rolled (409: revoking it again).' },
   not_signed_in: { status: 401, description: 'The dashboard session is missing or has expired.' },
@@ -38,6 +38,8 @@ export const ERROR_CODES = {
   resource_missing: { status: 404, description: 'No such object (or not this account’s); `param` names the id.' },
   route_not_found: { status: 404, description: 'No such URL.' },
   method_not_allowed: { status: 405, description: 'The URL exists but not with this method; `Allow` lists the methods.' },
+  // 406
+  codec_not_acceptable: { status: 406, description: 'The WHIP offer has no audio codec the node takes (Opus only); the message names what was offered.' },
   // 409 — the state does not allow it
   state_conflict: { status: 409, description: 'The object is already in the state asked for, or cannot move there.' },
   stream_ended: { status: 409, description: 'The stream has ended.' },

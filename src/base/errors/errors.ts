@@ -30,6 +30,7 @@ export const STATUS_TYPE: Readonly<Record<number, ErrorType>> = {
   403: 'permission_error',
   404: 'not_found_error',
   405: 'invalid_request_error',
+  406: 'invalid_request_error',
   409: 'conflict_error',
   413: 'invalid_request_error',
   415: 'invalid_request_error',

@@ -22,6 +22,8 @@ export interface AssetUrls {
   upload: string;
   /** The site icon (SVG), linked by every page and also answered at `/favicon.ico`. */
   icon: string;
+  /** "Go live from this browser" (WHIP) on the stream page. */
+  golive: string;
   hls: string;
 }
 
@@ -32,6 +34,7 @@ const FILES: Record<Exclude<keyof AssetUrls, 'hls'>, string> = {
   webhooks: 'webhooks.js',
   upload: 'upload.js',
   icon: 'icon.svg',
+  golive: 'golive.js',
 };
 
 const TYPES: Record<string, string> = { '.css': 'text/css; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.svg': 'image/svg+xml' };

@@ -57,7 +57,8 @@ export class FlashStore {
 /** Security headers of every dashboard HTML answer. */
 export function htmlHeaders(urls: PublicUrls): Record<string, string> {
   const extra = new Set<string>();
-  for (const u of [urls.cdnUrl, urls.authUrl]) {
+  // baseUrl's origin: where WHIP (`whipUrl`) is posted from "Go live from this browser".
+  for (const u of [urls.cdnUrl, urls.authUrl, urls.baseUrl]) {
     try {
       extra.add(new URL(u).origin);
     } catch {

@@ -86,6 +86,7 @@ export function registerStreamPages(router: Router, d: StreamPagesDeps): void {
   router.post('/dashboard/streams/:id/fallback', back, (r) => setFallback(d, r));
   router.post('/dashboard/streams/:id/now_playing', back, (r) => setNowPlaying(d, r));
   router.post('/dashboard/streams/:id/listener_token', back, (r) => listenerToken(d, r));
+  router.post('/dashboard/streams/:id/publish_token', back, (r) => publishToken(d, r));
   router.post('/dashboard/streams/:id/reset_key', back, (r) => resetKey(d, r));
   router.post('/dashboard/streams/:id/delete', back, (r) => deleteStream(d, r));
 }
@@ -182,6 +183,8 @@ function streamPage(d: StreamPagesDeps, r: DashRequest): WebReply {
 <div id="stream-page" class="stream-grid" data-live-url="/dashboard/streams/${esc(s.id)}/live.json" data-hls-url="${esc(s.hlsUrl)}" data-hls-js="${esc(d.assets.hls)}"${tokenAttrs}>
 ${ingestCard(s, csrf)}
 
+${goLiveCard(s, csrf)}
+
 ${icecastCard(s)}
 
 ${listenersCard(l)}
@@ -203,7 +206,7 @@ ${PLAYER_CARD}
 
 ${detailsCard(s, csrf)}
 </div>`,
-    { scripts: [d.assets.stream] },
+    { scripts: [d.assets.stream, d.assets.golive] },
   );
 }
 
@@ -217,6 +220,28 @@ ${copyField('ingest-key', 'Stream key', s.streamKey ?? '', { secret: true })}
 ${copyField('hls-url', 'HLS playback URL', s.hlsUrl)}
 ${copyField('listen-url', 'Listen URL (Icecast-style: VLC, smart speakers, podcast apps)', s.listenUrl)}
 <div class="actions">${postButton(`/dashboard/streams/${s.id}/reset_key`, csrf, 'Reset stream key…', { cls: 'btn btn-small' })}</div>
+</section>`;
+}
+
+/**
+ * The stream page's "Go live from this browser" card (docs/behaviour.md §17), driven by
+ * `assets/golive.js`: a microphone choice, an input level meter, mute, the elapsed time, stop and
+ * the stream's state as listeners see it; it publishes over WHIP with a publish token.
+ */
+function goLiveCard(s: StreamObject, csrf: string): string {
+  return `<section class="card" aria-labelledby="golive-title" id="golive" data-token-url="/dashboard/streams/${esc(s.id)}/publish_token" data-csrf="${esc(csrf)}">
+<h2 id="golive-title">Go live from this browser</h2>
+<p class="muted small">Publishes your microphone over WebRTC (WHIP) with a short-lived publish token; the stream key never reaches this page's script. OBS 30+: Service <em>WHIP</em>, Server = the WHIP URL, Bearer token = the stream key.</p>
+${copyField('whip-url', 'WHIP URL', s.whipUrl)}
+<label for="golive-mic">Microphone</label>
+<select id="golive-mic"><option value="">Default microphone</option></select>
+<div class="golive-meter"><label for="golive-level">Input level</label> <meter id="golive-level" min="-60" max="0" low="-18" high="-6" optimum="-12" value="-60">−60 dBFS</meter></div>
+<div class="actions">
+<button type="button" class="btn btn-primary" id="golive-start">Go live</button>
+<button type="button" class="btn" id="golive-mute" disabled aria-pressed="false">Mute microphone</button>
+<button type="button" class="btn" id="golive-stop" disabled>Stop publishing</button>
+</div>
+<p class="small"><span id="golive-elapsed" aria-live="off">0:00</span> · <span id="golive-state" aria-live="polite">Not publishing</span> · Listeners see: <span id="golive-listeners-see">${esc(s.status)}</span></p>
 </section>`;
 }
 
@@ -416,6 +441,15 @@ async function listenerToken(d: StreamPagesDeps, r: DashRequest): Promise<WebRep
   const s = d.streams.get(r.account.id, r.params[0]!, false);
   const { token } = await d.listenerTokens.sign(s.id, 'dashboard');
   return { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' }, body: JSON.stringify({ token }) };
+}
+
+/**
+ * POST `/dashboard/streams/:id/publish_token`: a publish token for "Go live from this browser"
+ * (docs/behaviour.md §17): the page publishes over WHIP with it, never with the stream key.
+ */
+async function publishToken(d: StreamPagesDeps, r: DashRequest): Promise<WebReply> {
+  const t = await d.streams.createPublishToken(r.account.id, r.params[0]!);
+  return { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' }, body: JSON.stringify({ token: t.token, whipUrl: t.whipUrl, expiresAt: t.expiresAt }) };
 }
 
 /** POST `/dashboard/streams/:id/reset_key`: a new stream key, once confirmed. */

@@ -81,6 +81,18 @@ export class StreamLifecycle implements IngestPort {
     return grant ? { ok: true, grant } : { ok: false, reason: `stream ${row.id} has an unknown codec` };
   }
 
+  authorizeVouchedPublish(streamId: string): PublishDecision {
+    let row: StreamRow | undefined;
+    try {
+      row = this.d.streams.getAny(streamId);
+    } catch (e) {
+      return { ok: false, reason: `database unavailable: ${(e as Error).message}` };
+    }
+    if (!row) return { ok: false, reason: `unknown stream ${streamId}` };
+    const grant = this.authorizeRow(row);
+    return grant ? { ok: true, grant } : { ok: false, reason: `stream ${row.id} has an unknown codec` };
+  }
+
   streamOfMount(mount: string): string | null {
     try {
       return this.d.streams.byIcecastMount(mount)?.id ?? null;

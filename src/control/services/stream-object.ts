@@ -23,6 +23,8 @@ export interface StreamObject {
   listenUrl: string;
   /** Where an Icecast source client publishes (PUT/SOURCE, user `source`, the stream key as password). */
   icecastUrl: string;
+  /** Where a WHIP client (a browser, OBS 30+) publishes (RFC 9725; the stream key or a publish token as bearer). */
+  whipUrl: string;
   /** What plays now (docs/behaviour.md §11), or null. */
   nowPlaying: NowPlaying | null;
   listenerCount: number;
@@ -77,6 +79,11 @@ export function sameNowPlaying(stored: string | null | undefined, np: Omit<NowPl
 /** The listening file extension of a codec (docs/behaviour.md §10). */
 export const LISTEN_EXT: Record<string, string> = { mp3: 'mp3', aac: 'aac', opus: 'opus' };
 
+/** The stream's WHIP endpoint (docs/behaviour.md "Go live over WHIP"): on the node's own HTTP origin, the API's without `/v2`. */
+export function whipUrlOf(urls: PublicUrls, streamId: string): string {
+  return `${urls.baseUrl.replace(/\/v2\/?$/, '')}/whip/${streamId}`;
+}
+
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** Builds the object; `streamKey` is included when given. */
@@ -99,6 +106,7 @@ export function toStreamObject(row: StreamRow, urls: PublicUrls, listenerCount: 
     hlsUrl: `${urls.cdnUrl}/hls/${row.id}/index.m3u8`,
     listenUrl: `${urls.cdnUrl}/listen/${row.id}.${LISTEN_EXT[row.codec] ?? row.codec}`,
     icecastUrl: `http://${urls.icecastUrl}/live/${row.id}`,
+    whipUrl: whipUrlOf(urls, row.id),
     nowPlaying: row.now_playing ? (JSON.parse(row.now_playing) as NowPlaying) : null,
     listenerCount,
     reconnectWindow: row.reconnect_window,

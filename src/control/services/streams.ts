@@ -11,9 +11,10 @@ import type { Page, PageQuery } from '../../base/db/paginate.js';
 import { UnknownCursorError } from '../../base/db/paginate.js';
 import type { PublicUrls } from '../../base/config.js';
 import { decryptSecret, encryptSecret, hashToken } from '../../base/auth/secrets.js';
+import { PUBLISH_TOKEN_TTL_SECONDS, PublishTokens } from '../../base/auth/publish-tokens.js';
 import { REGIONS, type Region } from './accounts.js';
 import type { AccountsRepo } from '../../base/db/accounts-repo.js';
-import { sameNowPlaying, toStreamObject, type NowPlaying, type StreamFallback, type StreamObject } from './stream-object.js';
+import { sameNowPlaying, toStreamObject, whipUrlOf, type NowPlaying, type StreamFallback, type StreamObject } from './stream-object.js';
 import type { PlayLog, TrackObject } from './play-log.js';
 import type { BroadcastLog, BroadcastObject, LiveLoudness } from './broadcasts.js';
 
@@ -25,6 +26,15 @@ export const METADATA_MAX_KEYS = 16;
 export const ICECAST_MOUNT_MAX = 64;
 /** An Icecast mount's shape: `/`, then 1–63 of `A-Z a-z 0-9 . _ - /` (the reserved ones: `icecastMountProblem`). */
 export const ICECAST_MOUNT_PATTERN = /^\/[A-Za-z0-9._/-]{1,63}$/;
+
+/** A new publish token (`POST /streams/{id}/publish_tokens`). `expiresAt` ISO 8601. */
+export interface PublishTokenObject {
+  object: 'publish_token';
+  token: string;
+  streamId: string;
+  whipUrl: string;
+  expiresAt: string;
+}
 
 /**
  * Why `mount` cannot be a stream's Icecast mount (docs/icecast.md "Mounts"), or null when it can:
@@ -175,8 +185,22 @@ export class StreamsService {
     this.stampFresh = false;
   };
 
+  private readonly publishTokens: PublishTokens;
+
   constructor(private readonly d: StreamsDeps) {
     this.now = d.now ?? Date.now;
+    this.publishTokens = new PublishTokens(d.nodeSecret, this.now);
+  }
+
+  /**
+   * A publish token for the stream (docs/behaviour.md "Go live over WHIP"): a bearer for its WHIP
+   * endpoint only, valid `ttlSeconds` (default 600, 60 – 86 400; checked by the caller's schema).
+   * @throws ApiError 404
+   */
+  async createPublishToken(accountId: string, id: string, ttlSeconds = PUBLISH_TOKEN_TTL_SECONDS): Promise<PublishTokenObject> {
+    this.row(accountId, id);
+    const { token, expiresAt } = await this.publishTokens.sign(id, ttlSeconds);
+    return { object: 'publish_token', token, streamId: id, whipUrl: whipUrlOf(this.d.urls(), id), expiresAt: new Date(expiresAt).toISOString() };
   }
 
   /**

@@ -73,6 +73,11 @@ export interface IngestPort {
    */
   authorizePublish(streamId: string, key: string): PublishDecision;
   /**
+   * Checks a publish the caller vouched for without the key (a WHIP publish token it verified for
+   * this stream: docs/behaviour.md "Go live over WHIP"): the stream exists and takes publishes.
+   */
+  authorizeVouchedPublish?(streamId: string): PublishDecision;
+  /**
    * The id of the stream whose own Icecast mount is `mount` (docs/icecast.md "Mounts"; exact,
    * case-sensitive), or null for none (or when the database cannot be read: logged).
    */

@@ -24,7 +24,7 @@ import type { Logger } from '../../base/logger.js';
 import type { Limits } from '../../base/limits/limits.js';
 import { TitleCap } from '../../base/limits/title-cap.js';
 import type { MediaConnection, MediaError, MediaRegistry, PublishInput, StreamHub } from '../media/hub.js';
-import { readAudioTag, type AudioTag } from '../media/codec.js';
+import { readAudioTag, type AudioCodec, type AudioTag } from '../media/codec.js';
 import { audioFormatOf, DEFAULT_AUDIO_FORMAT, type AudioFormat } from '../media/audio-format.js';
 import { Recorder, type Recording, type RecordingLeftover } from '../media/recorder.js';
 import type { FallbackSetting, IngestPort, NowPlayingUpdate, PublishGrant, SourceChangeReason, StreamError, StreamSource } from './port.js';
@@ -39,6 +39,11 @@ export interface Publisher extends MediaConnection {
   close(reason: string): void;
   /** Refuses the media after a codec mismatch (RTMP: onStatus NetStream.Publish.Rejected), then closes. */
   reject(description: string): void;
+}
+
+/** A publish the caller has vouched for without the stream key: a WHIP publish token it verified for this stream. */
+export interface PublishVouch {
+  publishToken: true;
 }
 
 /** What a granted publish feeds. */
@@ -136,14 +141,18 @@ export class Publishing {
   }
 
   /**
-   * A publish request: `streamId` and `key` as the protocol carried them, from `publisher`.
+   * A publish request: `streamId` and `key` as the protocol carried them (or a `PublishVouch`: a
+   * WHIP publish token verified for this stream, docs/behaviour.md "Go live over WHIP"), from `publisher`.
    * Granted: the publisher is attached (a current one is closed: the newest wins) and gets the
-   * sink to feed. Refused: the reason for the log (the caller answers its protocol's refusal).
+   * sink to feed, with the stream's codec and top bitrate (kbps). Refused: the reason for the log (the caller answers its protocol's refusal).
    */
-  publish(streamId: string, key: string, publisher: Publisher): { ok: true; sink: PublishSink } | { ok: false; reason: string } {
-    const d = this.d.port.authorizePublish(streamId, key);
+  publish(streamId: string, key: string | PublishVouch, publisher: Publisher): { ok: true; sink: PublishSink; codec: AudioCodec; kbps: number } | { ok: false; reason: string } {
+    const d =
+      typeof key === 'string'
+        ? this.d.port.authorizePublish(streamId, key)
+        : (this.d.port.authorizeVouchedPublish?.(streamId) ?? { ok: false as const, reason: 'publish tokens are not taken' });
     if (!d.ok) return d;
-    return { ok: true, sink: this.attach(d.grant, publisher) };
+    return { ok: true, sink: this.attach(d.grant, publisher), codec: d.grant.codec, kbps: d.grant.ladderKbps[0]! };
   }
 
   /**

@@ -5,7 +5,7 @@
 import { valibot, type RouteDoc } from '../openapi/registry.js';
 import { Deleted, listOf } from '../openapi/schemas.js';
 import { pageQueryDoc } from '../lists.js';
-import { BroadcastObject, CreateStream, UpdateStream, STREAM_STATUSES, StreamObject, SetNowPlaying, TrackObject } from './schemas.js';
+import { BroadcastObject, CreatePublishToken, PublishTokenObject, CreateStream, UpdateStream, STREAM_STATUSES, StreamObject, SetNowPlaying, TrackObject } from './schemas.js';
 
 const stream = valibot(StreamObject);
 const id = { id: 'The stream id (`stm_…`).' };
@@ -55,6 +55,14 @@ export const STREAM_DOCS = {
     description: 'A live stream is stopped first (its broadcast ends: `stream.ended`).',
     params: id,
     responses: { 200: { description: 'Deleted.', schema: valibot(Deleted('stream')) } },
+  },
+  publishToken: {
+    summary: 'Create a publish token',
+    description:
+      'A JWT that publishes to this stream over WHIP (`POST {whipUrl}` with `Authorization: Bearer <token>`, RFC 9725) and nothing else, so a page or a guest never sees the stream key. Valid `ttlSeconds` (default 600, 60 to 86400). Secret key or OAuth `streams:write`.',
+    params: id,
+    body: { schema: valibot(CreatePublishToken), required: false },
+    responses: { 201: { description: 'The publish token.', schema: valibot(PublishTokenObject) } },
   },
   resetStreamKey: {
     summary: 'Reset the stream key',

@@ -150,6 +150,7 @@ export const StreamObject = v.object({
   hlsUrl: v.string(),
   listenUrl: v.string(),
   icecastUrl: v.string(),
+  whipUrl: v.string(),
   nowPlaying: v.nullable(
     v.object({
       title: v.string(),
@@ -212,4 +213,18 @@ export const BroadcastObject = v.object({
   episodeId: nullableString,
   trackCount: count,
   integratedLufs: v.nullable(v.number()),
+});
+
+/** `POST /streams/{id}/publish_tokens` (docs/behaviour.md "Go live over WHIP"): an optional lifetime, 60 s – 24 h (default 600). */
+export const CreatePublishToken = v.strictObject({
+  ttlSeconds: v.optional(v.pipe(v.number(), v.integer('must be an integer'), v.minValue(60, 'must be at least 60'), v.maxValue(86_400, 'must be at most 86400 (24 h)'))),
+});
+
+/** A new publish token. */
+export const PublishTokenObject = v.object({
+  object: v.literal('publish_token'),
+  token: v.string(),
+  streamId: v.string(),
+  whipUrl: v.string(),
+  expiresAt: timestamp,
 });
