@@ -21,7 +21,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { RtmpListener, Segmenter, type RtmpConnectionHandler, type SegmenterEvent } from '../src/live/native/index.js';
-import { commandName, publishedAudio, readMessages } from '../test/unit/live/native/rtmp-messages.js';
+import { commandName, publishedAudio, readMessages } from '../test/helpers/rtmp-messages.js';
 import type { BenchRow } from './lib/report.js';
 
 const root = path.resolve(import.meta.dirname, '..');

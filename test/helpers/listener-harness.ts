@@ -12,7 +12,7 @@ import {
   type RtmpControlEvent,
   type RtmpListenerOptions,
   type SegmenterEvent,
-} from '../../../../src/live/native/index.js';
+} from '../../src/live/native/index.js';
 
 /** One audio message as the handler heard it. */
 export interface HeardAudio {

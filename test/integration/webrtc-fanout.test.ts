@@ -10,11 +10,11 @@ import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import { describe, expect, it, vi } from 'vitest';
 import { SrtpSession } from 'werift';
-import { RtpFanout, type RtpFanoutPeer } from '../../../../src/live/native/rtp-fanout.js';
-import { PROFILE_AEAD_AES_128_GCM, PROFILE_AES128_CM_HMAC_SHA1_80, SrtpProtector } from '../../../../src/delivery/webrtc/srtp.js';
-import { CHECK_MS, FanoutGroup, PEER_MAX_DROPPING_MS, socketFd, type FanoutSession, type SrtpIndex } from '../../../../src/delivery/webrtc/fanout.js';
-import { weriftMediaState, type IceAgent } from '../../../../src/delivery/webrtc/rtp-sender.js';
-import { connectWeriftPair, sendAcrossWrap, until, WRAP_PAYLOADS } from '../../../helpers/werift-pair.js';
+import { RtpFanout, type RtpFanoutPeer } from '../../src/live/native/rtp-fanout.js';
+import { PROFILE_AEAD_AES_128_GCM, PROFILE_AES128_CM_HMAC_SHA1_80, SrtpProtector } from '../../src/delivery/webrtc/srtp.js';
+import { CHECK_MS, FanoutGroup, PEER_MAX_DROPPING_MS, socketFd, type FanoutSession, type SrtpIndex } from '../../src/delivery/webrtc/fanout.js';
+import { weriftMediaState, type IceAgent } from '../../src/delivery/webrtc/rtp-sender.js';
+import { connectWeriftPair, sendAcrossWrap, until, WRAP_PAYLOADS } from '../helpers/werift-pair.js';
 
 const hex = (s: string) => Buffer.from(s.replace(/\s+/g, ''), 'hex');
 const PROFILES = [['AES_CM_128_HMAC_SHA1_80', PROFILE_AES128_CM_HMAC_SHA1_80], ['AEAD_AES_128_GCM', PROFILE_AEAD_AES_128_GCM]] as const;

@@ -5,12 +5,12 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RtmpListener, Segmenter, type RtmpConnectionHandler, type SegmenterEvent } from '../../../../src/live/native/index.js';
-import { closeAll, connect, startListener as start, until } from './listener-harness.js';
-import { publishedAudio } from './rtmp-messages.js';
+import { RtmpListener, Segmenter, type RtmpConnectionHandler, type SegmenterEvent } from '../../src/live/native/index.js';
+import { closeAll, connect, startListener as start, until } from '../helpers/listener-harness.js';
+import { publishedAudio } from '../helpers/rtmp-messages.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const fixture = (name: string) => readFileSync(path.join(here, '../../../fixtures/rtmp', name));
+const fixture = (name: string) => readFileSync(path.join(here, '../fixtures/rtmp', name));
 const FFMPEG_48K = fixture('ffmpeg-aac-48k.bin');
 const HANDSHAKE_IN = 1 + 2 * 1536; // C0 C1 C2
 

@@ -8,12 +8,12 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RtmpListener, type RtmpConnectionHandler, type RtmpControlEvent } from '../../../../src/live/native/index.js';
-import { closeAll, connect, startListener, until, writeInPieces, type Heard } from './listener-harness.js';
-import { HANDSHAKE_BYTES, decodeAmf, publishedAudio, readMessages } from './rtmp-messages.js';
+import { RtmpListener, type RtmpConnectionHandler, type RtmpControlEvent } from '../../src/live/native/index.js';
+import { closeAll, connect, startListener, until, writeInPieces, type Heard } from '../helpers/listener-harness.js';
+import { HANDSHAKE_BYTES, decodeAmf, publishedAudio, readMessages } from '../helpers/rtmp-messages.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const fixture = (name: string) => readFileSync(path.join(here, '../../../fixtures/rtmp', name));
+const fixture = (name: string) => readFileSync(path.join(here, '../fixtures/rtmp', name));
 // 48 kHz (lavfi sine is mono), 44.1 kHz mono, and 48 kHz with timestamps from 20000 s on (an
 // extended-timestamp header for the jump past 0xFFFFFF ms).
 const FIXTURES = ['ffmpeg-aac-48k.bin', 'ffmpeg-aac-44k-mono.bin', 'ffmpeg-aac-48k-extts.bin'];

@@ -10,17 +10,17 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { openDatabase, watchCommits, type Database } from '../../../../src/base/db/database.js';
-import { EventsRepo } from '../../../../src/base/db/events-repo.js';
-import { WebhooksRepo } from '../../../../src/base/db/webhooks-repo.js';
-import { Outbox } from '../../../../src/base/outbox.js';
-import { DeliveryEngine } from '../../../../src/control/webhooks/engine.js';
-import { MainThreadSigner, PiscinaSigner, type Signer } from '../../../../src/control/webhooks/signer.js';
-import { RETRY_DELAYS_MS } from '../../../../src/control/webhooks/schedule.js';
-import { WebhooksService } from '../../../../src/control/services/webhooks.js';
-import { verifySignature } from '../../../../src/control/webhooks/signature.js';
-import { createLogger } from '../../../../src/base/logger.js';
-import { tempDir, waitFor } from '../../../helpers/server.js';
+import { openDatabase, watchCommits, type Database } from '../../src/base/db/database.js';
+import { EventsRepo } from '../../src/base/db/events-repo.js';
+import { WebhooksRepo } from '../../src/base/db/webhooks-repo.js';
+import { Outbox } from '../../src/base/outbox.js';
+import { DeliveryEngine } from '../../src/control/webhooks/engine.js';
+import { MainThreadSigner, PiscinaSigner, type Signer } from '../../src/control/webhooks/signer.js';
+import { RETRY_DELAYS_MS } from '../../src/control/webhooks/schedule.js';
+import { WebhooksService } from '../../src/control/services/webhooks.js';
+import { verifySignature } from '../../src/control/webhooks/signature.js';
+import { createLogger } from '../../src/base/logger.js';
+import { tempDir, waitFor } from '../helpers/server.js';
 import { randomBytes } from 'node:crypto';
 
 interface Received {

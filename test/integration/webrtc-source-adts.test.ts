@@ -4,10 +4,10 @@
  * keeps running instead of throwing out of the hub's fan-out.
  */
 import { describe, expect, it } from 'vitest';
-import { StreamAudioSource, type PacketSink } from '../../../../src/delivery/webrtc/source.js';
-import { createLogger } from '../../../../src/base/logger.js';
-import type { StreamHub } from '../../../../src/live/media/hub.js';
-import { readAudioTag } from '../../../../src/live/media/codec.js';
+import { StreamAudioSource, type PacketSink } from '../../src/delivery/webrtc/source.js';
+import { createLogger } from '../../src/base/logger.js';
+import type { StreamHub } from '../../src/live/media/hub.js';
+import { readAudioTag } from '../../src/live/media/codec.js';
 
 describe('StreamAudioSource with an oversized AAC frame', () => {
   it('drops it, logs once, and keeps transcoding', () => {

@@ -6,9 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Segmenter, type SegmenterEvent } from '../../../../src/live/native/index.js';
+import { Segmenter, type SegmenterEvent } from '../../src/live/native/index.js';
 
-const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../fixtures/aac');
+const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/aac');
 const FIXTURE_48K = path.join(fixtures, 'sine48k_stereo_128k.flv');
 const FIXTURE_44K = path.join(fixtures, 'sine44k1_mono_64k.flv');
 

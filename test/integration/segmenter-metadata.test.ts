@@ -21,10 +21,10 @@ import {
   type SegmenterEvent,
   type SegmenterMetadataFields,
   type SegmenterOptions,
-} from '../../../../src/live/native/index.js';
-import { opusTagsFromOgg, type Tag } from '../../../helpers/ogg.js';
+} from '../../src/live/native/index.js';
+import { opusTagsFromOgg, type Tag } from '../helpers/ogg.js';
 
-const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../fixtures');
+const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures');
 const AAC_48K = path.join(fixtures, 'aac/sine48k_stereo_128k.flv');
 const MP3_44K = path.join(fixtures, 'mp3/sine44k1_stereo_128k.flv');
 const OPUS_OGG = path.join(fixtures, 'opus/sine48k_stereo_128k.ogg');

@@ -7,9 +7,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OggReader, opusPacketSamples } from '../../../../src/live/media/ogg.js';
+import { OggReader, opusPacketSamples } from '../../src/live/media/ogg.js';
 
-const fixtures = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../../fixtures');
+const fixtures = path.join(path.dirname(fileURLToPath(import.meta.url)), '../fixtures');
 
 /** C0 (version 3), C1 and C2 (zeros: the server checks neither). */
 export const HANDSHAKE = Buffer.concat([Buffer.from([3]), Buffer.alloc(2 * 1536)]);

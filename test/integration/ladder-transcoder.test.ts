@@ -6,12 +6,12 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { FlvReader, flvAudioTag, flvHeader } from '../../../../src/live/media/flv.js';
-import { LadderTranscoder, transcoderArgs } from '../../../../src/live/media/transcoder.js';
-import { ffmpegPath } from '../../../../src/base/ffmpeg.js';
-import { Segmenter } from '../../../../src/live/native/index.js';
+import { FlvReader, flvAudioTag, flvHeader } from '../../src/live/media/flv.js';
+import { LadderTranscoder, transcoderArgs } from '../../src/live/media/transcoder.js';
+import { ffmpegPath } from '../../src/base/ffmpeg.js';
+import { Segmenter } from '../../src/live/native/index.js';
 
-const fixture = path.resolve(import.meta.dirname, '../../../fixtures/aac/sine48k_stereo_128k.flv');
+const fixture = path.resolve(import.meta.dirname, '../fixtures/aac/sine48k_stereo_128k.flv');
 
 function segmentsOf(tags: Array<{ ts: number; body: Uint8Array }>) {
   const seg = new Segmenter({ container: 'ts', expectCodec: 'aac', targetDurationMs: 2000 });

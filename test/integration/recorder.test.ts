@@ -4,12 +4,12 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync, existsSync } 
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { FlvReader } from '../../../../src/live/media/flv.js';
-import { Recorder } from '../../../../src/live/media/recorder.js';
-import { adtsFrame, parseAsc } from '../../../../src/live/media/adts.js';
-import { ffmpegPath } from '../../../../src/base/ffmpeg.js';
+import { FlvReader } from '../../src/live/media/flv.js';
+import { Recorder } from '../../src/live/media/recorder.js';
+import { adtsFrame, parseAsc } from '../../src/live/media/adts.js';
+import { ffmpegPath } from '../../src/base/ffmpeg.js';
 
-const fixture = path.resolve(import.meta.dirname, '../../../fixtures/aac/sine48k_stereo_128k.flv');
+const fixture = path.resolve(import.meta.dirname, '../fixtures/aac/sine48k_stereo_128k.flv');
 
 describe('Recorder', () => {
   it('reads AudioSpecificConfig for ADTS and writes a valid header', () => {

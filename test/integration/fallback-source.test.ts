@@ -9,11 +9,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { FallbackSource, fallbackArgs, type FallbackPlan } from '../../../../src/live/ingest/fallback.js';
-import { transcoderArgs } from '../../../../src/live/media/transcoder.js';
-import { readAudioTag, type AudioCodec, type AudioTag } from '../../../../src/live/media/codec.js';
-import type { PublishInput } from '../../../../src/live/media/hub.js';
-import { ffmpegPath } from '../../../../src/base/ffmpeg.js';
+import { FallbackSource, fallbackArgs, type FallbackPlan } from '../../src/live/ingest/fallback.js';
+import { transcoderArgs } from '../../src/live/media/transcoder.js';
+import { readAudioTag, type AudioCodec, type AudioTag } from '../../src/live/media/codec.js';
+import type { PublishInput } from '../../src/live/media/hub.js';
+import { ffmpegPath } from '../../src/base/ffmpeg.js';
 
 let dir: string;
 const ffmpeg = ffmpegPath()!;

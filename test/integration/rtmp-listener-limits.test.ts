@@ -21,12 +21,12 @@ import {
   type RtmpLimitCause,
   type RtmpListenerOptions,
   type SegmenterEvent,
-} from '../../../../src/live/native/index.js';
-import { until } from './listener-harness.js';
-import { AUDIO_CSID, CHUNK_SIZE, HANDSHAKE, audioMessages, exAudio, flvAudioTags, header, message, opusTags, publishPrefix } from './rtmp-client-bytes.js';
+} from '../../src/live/native/index.js';
+import { until } from '../helpers/listener-harness.js';
+import { AUDIO_CSID, CHUNK_SIZE, HANDSHAKE, audioMessages, exAudio, flvAudioTags, header, message, opusTags, publishPrefix } from '../helpers/rtmp-client-bytes.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const FFMPEG_48K = readFileSync(path.join(here, '../../../fixtures/rtmp/ffmpeg-aac-48k.bin'));
+const FFMPEG_48K = readFileSync(path.join(here, '../fixtures/rtmp/ffmpeg-aac-48k.bin'));
 
 interface Heard {
   conn: RtmpConnection;

@@ -9,8 +9,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { openDatabase } from '../../../../src/base/db/database.js';
-import { repoRoot } from '../../../helpers/server.js';
+import { openDatabase } from '../../src/base/db/database.js';
+import { repoRoot } from '../helpers/server.js';
 
 const hasStrace = spawnSync('strace', ['-V']).status === 0;
 

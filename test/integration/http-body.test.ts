@@ -6,11 +6,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
-import { HttpServer } from '../../../../src/base/http/server.js';
-import { DRAIN_MAX_BYTES, DRAIN_MIN_BYTES, RequestBody, drainAllowance } from '../../../../src/base/http/body.js';
-import { ApiError } from '../../../../src/base/errors/errors.js';
-import { createLogger } from '../../../../src/base/logger.js';
-import { Limits } from '../../../../src/base/limits/limits.js';
+import { HttpServer } from '../../src/base/http/server.js';
+import { DRAIN_MAX_BYTES, DRAIN_MIN_BYTES, RequestBody, drainAllowance } from '../../src/base/http/body.js';
+import { ApiError } from '../../src/base/errors/errors.js';
+import { createLogger } from '../../src/base/logger.js';
+import { Limits } from '../../src/base/limits/limits.js';
 
 const CAP = 1000;
 let server: HttpServer;

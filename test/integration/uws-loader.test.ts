@@ -9,8 +9,8 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { HTTP_LIBRARY_BUILD, HTTP_LIBRARY_OBJECT, uWS } from '../../../../src/base/http/uws.js';
-import { repoRoot } from '../../../helpers/server.js';
+import { HTTP_LIBRARY_BUILD, HTTP_LIBRARY_OBJECT, uWS } from '../../src/base/http/uws.js';
+import { repoRoot } from '../helpers/server.js';
 
 describe('uWebSockets.js loader', () => {
   it('loads a build for this Node.js and names its binary by the path the process mapped', () => {

@@ -6,8 +6,8 @@
  * (RFC 3550 §5.1, RFC 3711, RFC 7587).
  */
 import { describe, expect, it } from 'vitest';
-import { RtpSender } from '../../../../src/delivery/webrtc/rtp-sender.js';
-import { connectWeriftPair, sendAcrossWrap, WRAP_PAYLOADS } from '../../../helpers/werift-pair.js';
+import { RtpSender } from '../../src/delivery/webrtc/rtp-sender.js';
+import { connectWeriftPair, sendAcrossWrap, WRAP_PAYLOADS } from '../helpers/werift-pair.js';
 
 describe('RtpSender over a werift connection', () => {
   it('sends SRTP that werift receives intact', async () => {

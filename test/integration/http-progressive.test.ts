@@ -4,8 +4,8 @@
 // methods, and a throwing handler answered 500.
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HttpServer, type ProgressiveSink } from '../../../../src/base/http/server.js';
-import { createLogger } from '../../../../src/base/logger.js';
+import { HttpServer, type ProgressiveSink } from '../../src/base/http/server.js';
+import { createLogger } from '../../src/base/logger.js';
 
 let server: HttpServer;
 let base: string;

@@ -9,12 +9,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { SignJWT } from 'jose';
-import { repoRoot, tempDir } from '../../helpers/server.js';
-import { generateApiKey } from '../../../src/base/auth/api-keys.js';
-import { makeStreamKey } from '../../../src/control/services/streams.js';
-import { newSigningSecret } from '../../../src/control/services/webhooks.js';
-import { newId, randomBase62 } from '../../../src/base/ids.js';
-import { createLogger } from '../../../src/base/logger.js';
+import { repoRoot, tempDir } from '../helpers/server.js';
+import { generateApiKey } from '../../src/base/auth/api-keys.js';
+import { makeStreamKey } from '../../src/control/services/streams.js';
+import { newSigningSecret } from '../../src/control/services/webhooks.js';
+import { newId, randomBase62 } from '../../src/base/ids.js';
+import { createLogger } from '../../src/base/logger.js';
 
 const script = path.join(repoRoot, 'scripts', 'scan-secrets.mjs');
 

@@ -9,10 +9,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { IcecastSource, type IcecastCodec, type IcecastSourceEvent } from '../../../../src/live/native/icecast.js';
-import { Segmenter, type ConfigEvent, type SegmentDoneEvent, type SegmenterEvent } from '../../../../src/live/native/index.js';
+import { IcecastSource, type IcecastCodec, type IcecastSourceEvent } from '../../src/live/native/icecast.js';
+import { Segmenter, type ConfigEvent, type SegmentDoneEvent, type SegmenterEvent } from '../../src/live/native/index.js';
 
-const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../fixtures/icecast');
+const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/icecast');
 const read = (name: string) => fs.readFileSync(path.join(fixtures, name));
 /** ffprobe's packet count of a fixture (its *.packets file). */
 const packetCount = (name: string) => read(`${name}.packets`).toString().trim().split('\n').length;

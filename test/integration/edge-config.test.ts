@@ -10,12 +10,12 @@ import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { EdgeConfigError, nginxEdgeConfig } from '../../../src/cli/edge-config.js';
-import { main } from '../../../src/cli/main.js';
-import { tempDir } from '../../helpers/server.js';
-import { nginxBinary } from '../../../bench/lib/nginx-edges.js';
-import { edgeLogSecretOf } from '../../../src/delivery/listeners/edge-log.js';
-import { loadNodeSecret } from '../../../src/base/auth/secrets.js';
+import { EdgeConfigError, nginxEdgeConfig } from '../../src/cli/edge-config.js';
+import { main } from '../../src/cli/main.js';
+import { tempDir } from '../helpers/server.js';
+import { nginxBinary } from '../../bench/lib/nginx-edges.js';
+import { edgeLogSecretOf } from '../../src/delivery/listeners/edge-log.js';
+import { loadNodeSecret } from '../../src/base/auth/secrets.js';
 
 const base = { origin: 'http://10.0.0.5:8080', listen: '0.0.0.0:80', cacheDir: '/var/cache/skylark-edge', logTo: '10.0.0.5:5514', logSecret: 'edge-log-secret-0123456789' };
 

@@ -11,10 +11,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { FfmpegPool, FfmpegPoolClosedError } from '../../../src/base/ffmpeg.js';
-import { encodeLike, LoudnessAnalyzer, parseAudioStream, parseEbur128Summary, parseLoudnormJson } from '../../../src/control/episode-audio/loudness.js';
-import { ffmpegPath, run } from '../../helpers/ffmpeg.js';
-import { tempDir } from '../../helpers/server.js';
+import { FfmpegPool, FfmpegPoolClosedError } from '../../src/base/ffmpeg.js';
+import { encodeLike, LoudnessAnalyzer, parseAudioStream, parseEbur128Summary, parseLoudnormJson } from '../../src/control/episode-audio/loudness.js';
+import { ffmpegPath, run } from '../helpers/ffmpeg.js';
+import { tempDir } from '../helpers/server.js';
 
 const tmp = tempDir('skylark-loudness-');
 afterAll(() => tmp.cleanup());

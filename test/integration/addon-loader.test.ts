@@ -6,7 +6,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { AddonNotFoundError, addonPath, resolveAddonPath } from '../../../../src/live/native/index.js';
+import { AddonNotFoundError, addonPath, resolveAddonPath } from '../../src/live/native/index.js';
 
 const root = '/srv/skylark';
 const release = path.join(root, 'build', 'Release', 'skylark.node');
