@@ -6,7 +6,7 @@
  * room imports none of them.
  */
 import type { BlockList } from 'node:net';
-import type { Feature } from '../../base/feature.js';
+import type { Feature } from '../../base/background.js';
 import type { Config } from '../../base/config.js';
 import type { Database } from '../../base/db/database.js';
 import type { StreamsRepo } from '../../base/db/streams-repo.js';

@@ -1,8 +1,8 @@
 /**
- * The delivery engine (docs/behaviour.md §6). Everything it knows is in
- * SQLite: `events` rows are fanned out into `webhook_deliveries` through a cursor (so events of any
+ * The webhook dispatcher (docs/behaviour.md §6): sends each webhook delivery to its endpoint.
+ * Everything it knows is in SQLite: `events` rows are fanned out into `webhook_deliveries` through a cursor (so events of any
  * feature, written in that feature's transaction by the Outbox, flow here without it knowing), and
- * each delivery carries its schedule (`next_attempt_at`). The engine only keeps what is in flight.
+ * each delivery carries its schedule (`next_attempt_at`). The dispatcher only keeps what is in flight.
  *
  * - Lanes: one per endpoint, each with its own keep-alive agent and at most `perEndpoint` attempts
  *   in flight, filled from that endpoint's own due rows. A slow or dead endpoint fills its lane and
@@ -98,7 +98,7 @@ export function eventBody(row: Pick<DueDelivery, 'event_id' | 'type' | 'created'
 }
 
 /** Delivers pending webhook deliveries; see the module comment. */
-export class DeliveryEngine {
+export class Dispatcher {
   private readonly lanes = new Map<string, Lane>();
   private readonly starved = new Set<string>();
   private readonly now: () => number;

@@ -5,7 +5,7 @@
  * service the API and the dashboard read. With `SKYLARK_DOWNLOAD_COUNTING=0` nothing is counted
  * (the statistics still answer what was counted before).
  */
-import type { Feature } from '../../base/feature.js';
+import type { Feature } from '../../base/background.js';
 import type { Database } from '../../base/db/database.js';
 import { DownloadsRepo } from '../../base/db/downloads-repo.js';
 import type { PodcastsRepo } from '../../base/db/podcasts-repo.js';

@@ -1,5 +1,5 @@
 /** Installs the Idempotency-Key store on the HTTP server (every JSON POST under it). */
-import type { Feature } from '../../../base/feature.js';
+import type { Feature } from '../../../base/background.js';
 import type { HttpServer } from '../../../base/http/server.js';
 import { IdempotencyStore } from './store.js';
 

@@ -12,7 +12,7 @@
  *   same events.
  * - Assets (CSS, a small script per page, hls.js) are served by Skylark at hashed URLs.
  */
-import type { Feature } from '../../base/feature.js';
+import type { Feature } from '../../base/background.js';
 import type { HttpServer, WebReply, WebRequest } from '../../base/http/server.js';
 import type { Guard } from '../../base/auth/guard.js';
 import type { PublicUrls } from '../../base/config.js';
@@ -59,7 +59,7 @@ export interface DashboardDeps {
   /** Active listeners and stats of streams. */
   listeners: ListenersService;
   listenerTokens: ListenerTokens;
-  /** The webhooks feature's services: a test event or redelivery wakes the delivery engine at once. */
+  /** The webhooks feature's services: a test event or redelivery wakes the dispatcher at once. */
   webhooks: { webhooks: WebhooksService; events: EventsService };
   /** Where episode audio is stored (uploads are written to its temp folder first). */
   episodeMedia: MediaStore;
