@@ -134,7 +134,7 @@ describe('FallbackCache', () => {
     expect(c.rendition(w)).toBeNull();
     await until(() => log.lines.find((l) => l.msg.includes('could not be built')), 'the failure');
     expect(c.rendition(w)).toBeNull();
-    await new Promise((r) => setTimeout(r, 300));
+    await new Promise((r) => setTimeout(r, 300)); // A fixed wait on purpose: the failed build is not retried at once.
     expect(log.lines.filter((l) => l.msg.includes('could not be built'))).toHaveLength(1);
     expect(filesIn(cacheDir('fail'))).toEqual([]);
     c.close();
@@ -224,7 +224,7 @@ describe('paceRendition', () => {
     await until(() => n > 0, 'audio');
     run.stop();
     const at = n;
-    await new Promise((r) => setTimeout(r, 300));
+    await new Promise((r) => setTimeout(r, 300)); // A fixed wait on purpose: nothing more is paced after stop().
     expect(n).toBe(at);
     expect(ended).toBe(false);
 

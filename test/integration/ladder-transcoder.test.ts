@@ -10,6 +10,7 @@ import { FlvReader, flvAudioTag, flvHeader } from '../../src/live/media/flv.js';
 import { LadderTranscoder, transcoderArgs } from '../../src/live/media/transcoder.js';
 import { ffmpegPath } from '../../src/base/ffmpeg.js';
 import { Segmenter } from '../../src/live/native/index.js';
+import { waitFor } from '../helpers/wait.js';
 
 const fixture = path.resolve(import.meta.dirname, '../fixtures/aac/sine48k_stereo_128k.flv');
 
@@ -80,7 +81,7 @@ describe('LadderTranscoder', () => {
     const failures: string[] = [];
     const t = new LadderTranscoder({ ffmpeg: '/nonexistent/ffmpeg', codec: 'aac', layers: [64], onAudio: () => {}, onFailure: (r) => failures.push(r) });
     t.push(0, Buffer.from([0xaf, 0, 0x12, 0x10]));
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor(() => failures.length > 0, 5_000, 10, 'the failure');
     expect(failures[0]).toMatch(/cannot run ffmpeg/);
   });
 });

@@ -210,7 +210,7 @@ describe('RtmpListener caps', () => {
     } finally {
       clearInterval(sampler);
     }
-    await sleep(50);
+    await until(() => limits.length >= 200);
     expect(limits).toHaveLength(200);
     expect(limits.every((l) => l.cause === 'rtmp_prepublish_bytes')).toBe(true);
     // 200 clients × (their socket + the server's) at most, and all of them given back.

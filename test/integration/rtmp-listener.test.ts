@@ -127,7 +127,7 @@ describe('RtmpListener (native ingest I/O)', () => {
     const h = await until(() => heard[0]);
     h.conn.setTimeout(1000);
     await until(() => h.timeouts === 1, 4000);
-    await new Promise((r) => setTimeout(r, 1200));
+    await new Promise((r) => setTimeout(r, 1200)); // A fixed wait on purpose: one timeout, not one per second.
     expect(h.timeouts).toBe(1);
     h.conn.close();
     await a.ended;
