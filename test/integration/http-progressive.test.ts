@@ -6,6 +6,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpServer, type ProgressiveSink } from '../../src/base/http/server.js';
 import { createLogger } from '../../src/base/logger.js';
+import { waitFor } from '../helpers/wait.js';
 
 let server: HttpServer;
 let base: string;
@@ -53,7 +54,6 @@ function request(path: string, method = 'GET'): Promise<{ res: http.IncomingMess
     req.end();
   });
 }
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('HttpServer.progressive', () => {
   it('streams: headers and the first write at once, later corked writes, then end', async () => {
@@ -65,7 +65,7 @@ describe('HttpServer.progressive', () => {
     expect(r.res.headers['x-request-id']).toMatch(/^req_/);
     expect(r.res.headers['transfer-encoding']).toBe('chunked');
     const sink = sinks[0]!;
-    await sleep(50);
+    await waitFor(() => r.body() === 'first;', 5_000, 5, 'the first write'); // the corked ones come later
     sink.cork(() => {
       sink.write(Buffer.from('second;'));
       sink.write(Buffer.from('third;'));
@@ -81,16 +81,16 @@ describe('HttpServer.progressive', () => {
   it('reports a client that goes away once; close() cuts the connection and reports it too', async () => {
     sinks = [];
     const r = await request('/p/b');
-    await sleep(50);
+    await waitFor(() => r.body() === 'first;', 5_000, 5, 'the first write of b');
     r.destroy();
-    await sleep(200);
+    await waitFor(() => events.includes('gone b'), 5_000, 5, 'b reported gone');
     expect(events.filter((e) => e === 'gone b')).toHaveLength(1);
     expect(sinks[0]!.done).toBe(true);
     const c = await request('/p/c');
-    await sleep(50);
+    await waitFor(() => c.body() === 'first;', 5_000, 5, 'the first write of c');
     sinks[1]!.close();
     await c.ended;
-    await sleep(50);
+    await waitFor(() => events.includes('gone c'), 5_000, 5, 'c reported gone');
     expect(events.filter((e) => e === 'gone c')).toHaveLength(1);
     expect(c.res.complete).toBe(false);
   });
