@@ -1,6 +1,6 @@
 /** The recorder with real media: AAC from an FLV fixture becomes a playable .m4a of the same length. */
 import { describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync, statSync, existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,6 +8,7 @@ import { FlvReader } from '../../src/live/media/flv.js';
 import { Recorder } from '../../src/live/media/recorder.js';
 import { adtsFrame, parseAsc } from '../../src/live/media/adts.js';
 import { ffmpegPath } from '../../src/base/ffmpeg.js';
+import { waitFor, waitSteady } from '../helpers/wait.js';
 
 const fixture = path.resolve(import.meta.dirname, '../fixtures/aac/sine48k_stereo_128k.flv');
 
@@ -88,7 +89,11 @@ describe('Recorder', () => {
       const tags = new FlvReader().push(readFileSync(fixture));
       const rec = Recorder.create(dir, 'stm_left-1', 'aac', { streamId: 'stm_left' });
       for (const t of tags) rec.push(t.body);
-      await new Promise((r) => setTimeout(r, 50)); // the file stream writes; the process "dies" here
+      // The file stream writes what was pushed; the process "dies" here.
+      const raw = path.join(dir, 'stm_left-1.aac');
+      const size = () => (existsSync(raw) ? statSync(raw).size : 0);
+      await waitFor(() => size() > 0, 5_000, 10, 'the raw file');
+      await waitSteady(size, 5_000, 50, 'the raw file written');
       const left = Recorder.leftovers(dir);
       expect(left).toEqual([expect.objectContaining({ streamId: 'stm_left', codec: 'aac', rawPath: path.join(dir, 'stm_left-1.aac') })]);
       const done = await Recorder.finishLeftover(left[0]!, ffmpegPath());
