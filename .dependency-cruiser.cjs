@@ -173,7 +173,7 @@ module.exports = {
       severity: 'error',
       from: {
         path: '^src/',
-        pathNot: ['^src/main\\.ts$', '^src/app/', '^src/cli/', '^src/base/db/', '^src/control/downloads/feature\\.ts$', '^src/base/http/idempotency\\.ts$', '^src/base/auth/sessions\\.ts$'],
+        pathNot: ['^src/main\\.ts$', '^src/app/', '^src/cli/', '^src/base/db/', '^src/control/downloads/counting\\.ts$', '^src/base/http/idempotency\\.ts$', '^src/base/auth/sessions\\.ts$'],
       },
       to: { path: '^src/base/db/[^/]+-repo\\.ts$', dependencyTypesNot: ['type-only'] },
     },

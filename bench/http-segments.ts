@@ -314,7 +314,7 @@ function toRows(
       }
     }
   }
-  // Derived as in docs/benchmarks.md "Peers": a 2 s-segment listener fetches one segment and one playlist per 2 s.
+  // Derived as in docs/bench/method.md "The peers measured alone": a 2 s-segment listener fetches one segment and one playlist per 2 s.
   for (const suffix of ['', ' +titles']) {
     for (const conns of connsList) {
       const s = results.get(`segment${suffix}|${conns}`);

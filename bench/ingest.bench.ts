@@ -1,6 +1,7 @@
 /**
- * RTMP ingest + HLS remux, Skylark vs nginx-rtmp in the same run (docs/benchmarks.md "Peers"
- * says how nginx-rtmp was measured alone; docs/benchmarks.md "Ingest" says what each row means).
+ * RTMP ingest + HLS remux, Skylark vs nginx-rtmp in the same run (docs/bench/method.md "The peers
+ * measured alone" says how nginx-rtmp was measured alone; docs/bench/method.md "RTMP ingest → HLS
+ * vs nginx-rtmp" says what each row means).
  *
  * 1. Skylark as its own process (`node bin/skylark.js serve`, temp data dir, log level warn), a
  *    paid account from `skylark accounts create --json`; nginx + nginx-rtmp from

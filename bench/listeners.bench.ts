@@ -254,7 +254,7 @@ async function icecast(work: string): Promise<StepResult[]> {
       const ramp = 1000;
       const rampS = n / ramp;
       // Icecast's listen backlog of 5 lets only ~130–290 connects/s through under a burst
-      // (docs/benchmarks.md "Peers"): give every listener time to connect before the window.
+      // (docs/bench/method.md "The peers measured alone"): give every listener time to connect before the window.
       const from = Date.now() + (Math.max(rampS * 2, n / 130) + 15) * 1000;
       const to = from + WINDOW_S * 1000;
       const exitAt = to + 1000;

@@ -73,7 +73,7 @@ const NO_DELTA = process.env.BENCH_PLAYERS_DELTA === '0';
 const PROGRESSIVE_READ_MS = Number(process.env.BENCH_PLAYERS_PROGRESSIVE_READ_MS || 0) || 0;
 /**
  * Arrivals per second, all client processes together: 1,000/s for Skylark; 300/s for Icecast,
- * whose listen backlog of 5 lets only ~130–290 connects/s through a burst (docs/benchmarks.md "Peers"):
+ * whose listen backlog of 5 lets only ~130–290 connects/s through a burst (docs/bench/method.md "The peers measured alone"):
  * faster arrivals would measure its accept queue, not what it costs to serve a listener.
  */
 const ARRIVALS_PER_S = { skylark: 1000, icecast2: 300 } as const;

@@ -22,7 +22,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { RtmpListener, type RtmpConnectionHandler } from '../src/native/rtmp-listener.js';
 import { Segmenter, type SegmenterEvent } from '../src/native/segmenter.js';
-import { commandName, publishedAudio, readMessages } from '../test/unit/native/rtmp-messages.js';
+import { commandName, publishedAudio, readMessages } from '../test/helpers/rtmp-messages.js';
 import type { BenchRow } from './lib/report.js';
 
 const root = path.resolve(import.meta.dirname, '..');

@@ -24,7 +24,7 @@ import { EventsRepo } from '../src/base/db/events-repo.js';
 import { WebhooksRepo } from '../src/base/db/webhooks-repo.js';
 import { Outbox } from '../src/base/outbox.js';
 import { WebhooksService } from '../src/control/services/webhooks.js';
-import { DeliveryEngine } from '../src/control/webhooks/engine.js';
+import { Dispatcher } from '../src/control/webhooks/dispatch.js';
 import { postOnce } from '../src/control/webhooks/post.js';
 import { MainThreadSigner, PiscinaSigner, type Signer } from '../src/control/webhooks/signer.js';
 import { createLogger } from '../src/base/logger.js';
@@ -62,7 +62,7 @@ async function world(receiverUrl: string, endpoints: number) {
   let delivered = 0;
   let lastAt = 0;
   const signer = new PiscinaSigner();
-  const engine = new DeliveryEngine({
+  const engine = new Dispatcher({
     repo,
     signer,
     secretOf: (row) => service.secretOf(row),

@@ -1,20 +1,26 @@
 #!/usr/bin/env node
 // The house rule on function length (docs/architecture.md "Functions"): no function, method or
-// arrow function in src/ spans more than MAX lines, counted from its first line to its last.
+// arrow function in src/, and no C++ function, method or lambda in native/ (native/third_party
+// aside; scripts/function-length-cpp.mjs finds them), spans more than MAX lines, counted from its
+// first line to its last.
 // Prints every offender with its length and exits 1 when there is one. `--list N` prints the N
 // longest instead (and exits 0).
 import ts from 'typescript';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { cppFunctions } from './function-length-cpp.mjs';
 
 const MAX = 80;
 const root = path.resolve(import.meta.dirname, '..', 'src');
+const nativeRoot = path.resolve(import.meta.dirname, '..', 'native');
+const thirdParty = path.join(nativeRoot, 'third_party');
 
-function* files(dir) {
+function* files(dir, ends) {
   for (const name of readdirSync(dir)) {
     const p = path.join(dir, name);
-    if (statSync(p).isDirectory()) yield* files(p);
-    else if (p.endsWith('.ts')) yield p;
+    if (p === thirdParty) continue;
+    if (statSync(p).isDirectory()) yield* files(p, ends);
+    else if (ends.some((e) => p.endsWith(e))) yield p;
   }
 }
 
@@ -28,7 +34,7 @@ function nameOf(node, sf) {
 }
 
 const found = [];
-for (const file of files(root)) {
+for (const file of files(root, ['.ts'])) {
   const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
   const visit = (node) => {
     if (ts.isFunctionLike(node) && 'body' in node && node.body) {
@@ -40,6 +46,10 @@ for (const file of files(root)) {
   };
   visit(sf);
 }
+const tsCount = found.length;
+for (const file of files(nativeRoot, ['.cc', '.h'])) {
+  for (const f of cppFunctions(readFileSync(file, 'utf8'))) found.push({ ...f, file: path.relative(path.dirname(root), file) });
+}
 found.sort((x, y) => y.lines - x.lines);
 const listAt = process.argv.indexOf('--list');
 if (listAt >= 0) {
@@ -49,4 +59,4 @@ if (listAt >= 0) {
 const over = found.filter((f) => f.lines > MAX);
 for (const f of over) console.error(`${f.file}:${f.line}: ${f.name} spans ${f.lines} lines (at most ${MAX})`);
 if (over.length) process.exit(1);
-console.log(`function length: ${found.length} functions in src/, none over ${MAX} lines`);
+console.log(`function length: ${tsCount} functions in src/ and ${found.length - tsCount} in native/, none over ${MAX} lines`);

@@ -13,7 +13,7 @@ import type { Config, PublicUrls } from './base/config.js';
 import type { Database } from './base/db/database.js';
 import type { Outbox } from './base/outbox.js';
 import type { Guard } from './base/auth/guard.js';
-import type { Feature } from './base/feature.js';
+import type { Feature } from './base/background.js';
 import type { Logger } from './base/logger.js';
 import type { Limits } from './base/limits/limits.js';
 import { HTTP_LIBRARY_BUILD, HTTP_LIBRARY_OBJECT, type HttpServer } from './base/http/server.js';
@@ -30,7 +30,7 @@ import { buildBase, type Base } from './app/base.js';
 import { buildFallbackCache, buildIngestServers, buildPublishing, ingestPortOf, type IngestServers } from './app/live.js';
 import { buildDelivery, buildListenersRoom, startDeliveryThreads, type Delivery } from './app/delivery.js';
 import { buildServices, buildStreamsService, mountControl, serviceFeatures, type Services } from './app/control.js';
-import type { Listeners } from './delivery/listeners/feature.js';
+import type { Listeners } from './delivery/listeners/room.js';
 import { mountOperations } from './app/operate.js';
 import type { NodeMetrics } from './base/metrics/node-metrics.js';
 

@@ -1,7 +1,8 @@
 /**
  * Process helpers for the load benches: spawning children with a raised fd limit and a deadline,
- * stopping them, CPU time from /proc (as in docs/benchmarks.md "Peers": utime+stime of every thread of the
- * process and of its child processes), free loopback ports, and which tools are installed.
+ * stopping them, CPU time from /proc (as in docs/bench/method.md "The peers measured alone":
+ * utime+stime of every thread of the process and of its child processes), free loopback ports, and
+ * which tools are installed.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';

@@ -2,7 +2,7 @@
  * A light RTMP publisher for the ingest bench: replays the AAC audio tags of a recorded FLV file
  * in real time over many connections from one Node process, so that the load generator costs far
  * less than the server it loads (an FFmpeg `-c copy` publisher costs ~3× what nginx-rtmp spends
- * ingesting; docs/benchmarks.md "Peers").
+ * ingesting; docs/bench/method.md "The peers measured alone").
  *
  * Per connection (RTMP 1.0 spec): C0+C1 → S0+S1+S2 → C2 (simple handshake, zero version field);
  * Set Chunk Size 4096; `connect` (app, tcUrl, flashVer FMLE); on its `_result`: `releaseStream`,

@@ -4,7 +4,7 @@
 // pre-publish byte cap, and the read scheduler (merged reads of routed connections,
 // read_scheduler.cc). Plain C++ on libuv: no N-API and no parsing of its own. It tells its owner
 // what happened through RtmpServerEvents, and pushes a routed connection's audio into the
-// AudioSink its owner gave it. The N-API class over it is native/binding/rtmp_server.cc; the JS
+// AudioSink its owner gave it. The N-API class over it is native/binding/rtmp_addon.cc; the JS
 // contract is docs/native-api.md "RtmpServer" and the reasons are docs/decisions.md "Ingest I/O".
 //
 //   io::RtmpServer server(loop, options, events);   // events: an RtmpServerEvents

@@ -2,14 +2,14 @@
  * The composition root's control plane, built after live and delivery. `buildServices`, over the
  * listeners room (control's `ListenersRoom` port): the play log and broadcasts, the
  * podcasts side (episodes, the publication scheduler, loudness, download counting, feed
- * notifications), webhooks and their delivery engine, then the lifecycle, which is given the
+ * notifications), webhooks and their dispatcher, then the lifecycle, which is given the
  * listener count and the recording hand-over at construction, and which publishing (built before,
  * over a port bound once) calls once the node runs. `buildStreamsService` takes publishing (it ends
  * and disconnects publishers). `mountControl` registers the API (`mountApi`,
  * once), OAuth, the dashboard and the feed routes.
  */
 import type { Base } from './base.js';
-import type { Feature } from '../base/feature.js';
+import type { Feature } from '../base/background.js';
 import { ListenersService, type ListenersRoom } from '../control/services/listeners.js';
 import { decryptSecret } from '../base/auth/secrets.js';
 import { EventsQuery } from '../base/db/events-repo.js';
@@ -34,13 +34,13 @@ import { MediaStore } from '../control/episode-audio/store.js';
 import { LoudnessAnalyzer } from '../control/episode-audio/loudness.js';
 import { FeedService } from '../control/feed/feed-service.js';
 import { registerFeedRoutes } from '../control/feed/routes.js';
-import { createDownloads, type Downloads } from '../control/downloads/feature.js';
+import { createDownloads, type Downloads } from '../control/downloads/counting.js';
 import { mountApi, type UploadSettings } from '../control/api/index.js';
 import { AuthorizationServer } from '../control/oauth/service.js';
 import { OAuthClients } from '../control/oauth/clients.js';
 import { registerOAuth } from '../control/oauth/routes.js';
-import { registerDashboard } from '../control/dashboard/feature.js';
-import { createDelivery, type Delivery } from '../control/webhooks/index.js';
+import { registerDashboard } from '../control/dashboard/mount.js';
+import { createDispatch, type WebhookDispatch } from '../control/webhooks/index.js';
 import { FeedNotifications, watchBroadcasts } from '../control/webhooks/feed-notify.js';
 
 /** The podcasts side: what the API, the dashboard, the feed and the lifecycle's recordings call. */
@@ -59,13 +59,13 @@ export interface PodcastServices {
   feedChanged: FeedChanged;
 }
 
-/** Webhooks (docs/behaviour.md §6): the services and the delivery engine they wake. */
+/** Webhooks (docs/behaviour.md §6): the services and the dispatcher they wake. */
 export interface WebhookServices {
   webhooks: WebhooksService;
   events: EventsService;
   /** Feed-update notifications (docs/podcasts.md), delivered by the same engine. */
   feedNotes: FeedNotifications;
-  delivery: Delivery;
+  dispatch: WebhookDispatch;
 }
 
 /** The control plane's services, built before publishing. */
@@ -92,9 +92,9 @@ export interface Services extends ControlServices {
 function buildWebhooks(b: Base): WebhookServices {
   const { config, db, now, nodeSecret, outbox } = b;
   const repo = b.repos.webhooks;
-  const wake = (id: string) => delivery.engine.wake(id);
+  const wake = (id: string) => dispatch.engine.wake(id);
   const feedNotes = new FeedNotifications({ repo, hubUrl: config.websubHub, notify: config.feedNotifyUrls, now, wake });
-  const delivery = createDelivery({
+  const dispatch = createDispatch({
     db,
     repo,
     outbox,
@@ -106,7 +106,7 @@ function buildWebhooks(b: Base): WebhookServices {
   });
   const webhooks = new WebhooksService({ db, repo, outbox, nodeSecret, allowPrivate: config.webhooksAllowPrivate, wake, now });
   const events = new EventsService({ db, events: new EventsQuery(db), webhooks: repo, wake, now });
-  return { webhooks, events, feedNotes, delivery };
+  return { webhooks, events, feedNotes, dispatch };
 }
 
 /** The podcasts side; every change of a schedule pokes the publication scheduler. */
@@ -242,7 +242,7 @@ export function mountControl(b: Base, s: Services, room: ListenersRoom): Feature
   features.push(s.scheduler);
   if (s.loudness) features.push(s.loudness);
   features.push({ start: () => void s.feedNotes.forgetOthers() }); // pings to destinations no longer configured
-  features.push(s.delivery);
+  features.push(s.dispatch);
   const podcastsRepo = b.repos.podcasts;
   const served = (podcastId: string) => (podcastsRepo.getPodcastAny(podcastId)?.status ?? 'draft') !== 'draft';
   features.push({ close: watchBroadcasts(b.outbox, served, (fn) => podcastsRepo.tx(fn), s.feedChanged) });

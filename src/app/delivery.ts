@@ -5,10 +5,10 @@
  * receiver — and the HTTP worker threads that serve HLS and listening beside the main thread.
  */
 import type { Base } from './base.js';
-import type { Feature } from '../base/feature.js';
+import type { Feature } from '../base/background.js';
 import { ListenersRepo } from '../base/db/listeners-repo.js';
 import type { StreamsRepo } from '../base/db/streams-repo.js';
-import { createEdgeLog, createListeners, type Listeners } from '../delivery/listeners/feature.js';
+import { createEdgeLog, createListeners, type Listeners } from '../delivery/listeners/room.js';
 import type { EdgeLogReceiver } from '../delivery/listeners/edge-log.js';
 import { listenerTimeoutMs, publicPartHead, registerHlsRoutes } from '../delivery/hls/routes.js';
 import { NativeParts } from '../delivery/hls/native-parts.js';

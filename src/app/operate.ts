@@ -9,7 +9,7 @@
 import { statfsSync } from 'node:fs';
 import type { Base } from './base.js';
 import type { Services } from './control.js';
-import type { Listeners } from '../delivery/listeners/feature.js';
+import type { Listeners } from '../delivery/listeners/room.js';
 import type { IcecastServer } from '../live/ingest/icecast-server.js';
 import type { MediaRegistry } from '../live/media/hub.js';
 import { clientAddress, trustedProxies } from '../base/http/client-address.js';
@@ -33,7 +33,7 @@ export interface OperationsDeps {
   icecast: IcecastServer;
   /** WHEP's counts (RTP payload bytes sent to peers). */
   whep: { stats(): { payloadBytesSent: number } };
-  services: Pick<Services, 'delivery' | 'downloads'>;
+  services: Pick<Services, 'dispatch' | 'downloads'>;
   front: HttpFrontStatus;
 }
 
@@ -159,7 +159,7 @@ function metricsSources(d: OperationsDeps): MetricsSources {
     http: () => httpCounts(d),
     heldReloads: () => room.held.held(),
     refusals: () => base.limits.snapshot(),
-    webhookDeliveries: () => ({ ...services.delivery.engine.outcomes }),
+    webhookDeliveries: () => ({ ...services.dispatch.engine.outcomes }),
     webhookQueueDepth: () => pending.get() as number,
     downloadsCounted: () => services.downloads.counter?.countedTotal ?? 0,
     ffmpegProcesses: () => process.getActiveResourcesInfo().filter((r) => r === 'ProcessWrap').length,

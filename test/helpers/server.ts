@@ -209,16 +209,7 @@ export async function api(base: string, key: string | null, method: string, p: s
   return { status: res.status, headers: res.headers, json, text };
 }
 
-/** Polls `fn` every `everyMs` until it returns a truthy value or `timeoutMs` passes. @throws Error on timeout */
-export async function waitFor<T>(fn: () => Promise<T> | T, timeoutMs = 20_000, everyMs = 100, what = 'condition'): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
+export { waitFor, waitSteady } from './wait.js';
 
 /** A free TCP port on 127.0.0.1 (bound, then released: another process could take it in between). */
 export function freePort(): Promise<number> {

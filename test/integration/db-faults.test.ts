@@ -93,7 +93,7 @@ describe('SQLite faults on the live path', () => {
       expect(await playlistOk(http, a.hlsUrl)).toBe(true);
       expect((await api(http, key, 'GET', `/v2/streams/${a.id}`)).status).toBe(200);
       expect(server.child.exitCode).toBeNull();
-      await new Promise((r) => setTimeout(r, 500));
+      await new Promise((r) => setTimeout(r, 500)); // A fixed wait on purpose: the node keeps serving for 5 s under the lock.
     }
     expect((await api(http, key, 'GET', `/v2/streams/${b.id}`)).json.status).toBe('idle');
     expect(Date.now() - lockedAt).toBeLessThan(20_000); // all of the above happened under the lock
@@ -161,7 +161,7 @@ describe('a full data volume on the live path', () => {
     for (let i = 0; i < 6; i++) {
       expect(await playlistOk(http, s.hlsUrl)).toBe(true);
       expect(server.child.exitCode).toBeNull();
-      await new Promise((r) => setTimeout(r, 500));
+      await new Promise((r) => setTimeout(r, 500)); // A fixed wait on purpose: the node keeps serving for 3 s on the full volume.
     }
     expect((await api(http, key, 'GET', `/v2/streams/${s.id}`)).json.status).toBe('idle');
 

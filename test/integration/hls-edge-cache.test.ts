@@ -88,7 +88,14 @@ describe('Cache-Control for shared caches (docs/behaviour.md §12)', () => {
     const s = await session(stream.hlsUrl);
     pub.kill('SIGKILL'); // the stream stays live (reconnect window) but no part comes
     await exited(pub);
-    await new Promise((r) => setTimeout(r, 500));
+    // What the publisher sent before it died is in the playlist: it stopped changing.
+    let last = '';
+    await waitFor(async () => {
+      const now = (await text(s.url)).body;
+      const same = now === last;
+      last = now;
+      return same;
+    }, 10_000, 300, 'the playlist stopped changing');
     const h = hintOf((await text(s.url)).body);
     const r = await text(`${s.url}&_HLS_msn=${h.msn}&_HLS_part=${h.part}`); // held 3 target durations, then answered
     expect(r.status).toBe(200);

@@ -63,8 +63,18 @@ async function hint(): Promise<{ msn: number; uri: string }> {
 /** Whether a playlist lists segment `msn`. */
 const lists = (a: Answer, msn: number) => a.body.split('\n').some((l) => l.startsWith(`${msn}.m4s`));
 const limit = (cause: string) => t.server.limits.count(cause as never);
-/** Lets the requests already sent reach the server (same process, loopback): sequencing, not a timing assertion. */
-const settle = () => new Promise((r) => setTimeout(r, 300));
+/** LL-HLS requests the node holds now: the `skylark_hls_held_reloads` gauge (every HTTP thread's). */
+async function heldNow(): Promise<number> {
+  return (await t.server.metrics.registry.getSingleMetric('skylark_hls_held_reloads')!.get()).values[0]?.value ?? 0;
+}
+/** Waits until the requests `sent` reached the server: it holds `base` + those not answered yet. */
+async function arrived(sent: Array<Promise<unknown>>, base: number): Promise<void> {
+  let answered = 0;
+  for (const p of sent) p.then(() => answered++, () => answered++);
+  await waitFor(async () => (await heldNow()) - base + answered >= sent.length, 10_000, 20, `${sent.length} requests at the server`);
+}
+/** Waits until the node holds no more than `base` requests (slots of aborted ones given back). */
+const releasedTo = (base: number) => waitFor(async () => (await heldNow()) <= base, 10_000, 20, `held back to ${base}`);
 
 /** Asserts an over-cap blocking reload: 503 + `Retry-After: 1`, no playlist (docs/ll-hls.md). */
 function expectBusy(a: Answer) {
@@ -85,8 +95,9 @@ describe('held HLS requests', () => {
   it('answers at once over the per-address cap, holds the others and other addresses', async () => {
     const hits = limit('http_held_per_ip');
     const msn = (await hint()).msn + 1; // the segment after the one in progress: 2–4 s away
+    const base = await heldNow();
     const held = Array.from({ length: PER_IP }, () => reload(msn, '198.51.100.1'));
-    await settle();
+    await arrived(held, base);
     expectBusy(await reload(msn, '198.51.100.1'));
     // The hinted part, not there yet, over the cap: 503 + Retry-After (retried if it appeared meanwhile).
     let part: Answer | null = null;
@@ -108,11 +119,12 @@ describe('held HLS requests', () => {
     for (let attempt = 1; ; attempt++) {
       const hits = limit('http_held');
       const msn = (await hint()).msn + 1;
+      const base = await heldNow();
       const held = [
         ...Array.from({ length: PER_IP }, () => reload(msn, '198.51.100.3')),
         ...Array.from({ length: TOTAL - PER_IP }, () => reload(msn, '198.51.100.4')),
       ];
-      await settle();
+      await arrived(held, base);
       const over = await reload(msn, '198.51.100.5');
       // On a loaded box the segment may have come out while the others were being sent: nothing
       // was held any more, so the check says nothing. Ask again for the next segment.
@@ -131,15 +143,16 @@ describe('held HLS requests', () => {
     const hits = limit('http_held_per_ip');
     let msn = (await hint()).msn + 1;
     const aborts = Array.from({ length: PER_IP }, () => new AbortController());
+    const base = await heldNow();
     const aborted = aborts.map((c) => reload(msn, '198.51.100.6', c.signal).catch((e: Error) => e.name));
-    await settle();
+    await arrived(aborted, base);
     for (const c of aborts) c.abort();
     expect(await Promise.all(aborted)).toEqual(aborts.map(() => 'AbortError'));
-    await settle();
+    await releasedTo(base);
     // The address may hold PER_IP requests again (and no more).
     msn = (await hint()).msn + 1;
     const held = Array.from({ length: PER_IP }, () => reload(msn, '198.51.100.6'));
-    await settle();
+    await arrived(held, base);
     expectBusy(await reload(msn, '198.51.100.6'));
     expect(limit('http_held_per_ip')).toBe(hits + 1);
     for (const a of await Promise.all(held)) expectHeld(a, msn);
@@ -150,7 +163,14 @@ describe('held HLS requests', () => {
     // reloads are answered after 3 target durations with the playlist as it is.
     pub.kill('SIGKILL');
     await exited(pub);
-    await settle();
+    // What the publisher sent before it died is in the playlist: it stopped changing.
+    let last = '';
+    await waitFor(async () => {
+      const now = (await get(mediaUrl)).body.replace(/\?[^"\n]*/g, '');
+      const same = now === last;
+      last = now;
+      return same;
+    }, 10_000, 300, 'the playlist stopped changing');
     const msn = (await hint()).msn + 1;
     const timedOut = await Promise.all(Array.from({ length: PER_IP }, () => reload(msn, '198.51.100.7')));
     for (const a of timedOut) {
@@ -160,8 +180,9 @@ describe('held HLS requests', () => {
     }
     const hits = limit('http_held_per_ip');
     const aborts = Array.from({ length: PER_IP }, () => new AbortController());
+    const base = await heldNow();
     const held = aborts.map((c) => reload(msn, '198.51.100.7', c.signal).catch((e: Error) => e.name));
-    await settle();
+    await arrived(held, base);
     expectBusy(await reload(msn, '198.51.100.7'));
     expect(limit('http_held_per_ip')).toBe(hits + 1);
     for (const c of aborts) c.abort();

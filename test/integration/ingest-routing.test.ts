@@ -163,7 +163,7 @@ describe('routed ingest with the ladder off', () => {
     await waitFor(() => rtp.length > 0, 15_000, 50, 'first RTP packet');
     const firstRtpAt = rtp[0]!.at;
     const duringFirst = segmentsOf(await media());
-    await sleep(3000);
+    await sleep(3000); // A fixed wait on purpose: the peer's RTP is counted over 3 s.
     const received = rtp.filter((p) => p.at >= firstRtpAt && p.at < firstRtpAt + 3000).length;
     // 60 ms Opus packets (src/delivery/webrtc/transcoder.ts FRAME_MS): ~50 in 3 s; a loaded machine may delay some.
     expect(received).toBeGreaterThanOrEqual(35);

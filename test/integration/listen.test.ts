@@ -208,7 +208,7 @@ describe('listening per codec', () => {
         'icy-br': c.codec === 'mp3' ? '128' : '64',
       });
       expect(l.res.headers['icy-metaint']).toBeUndefined();
-      await sleep(3000);
+      await sleep(3000); // A fixed wait on purpose: 3 s of the stream, whose first bytes are checked.
       l.close();
       const all = l.bytes();
       expect(c.first(all)).toEqual(c.want);
@@ -381,7 +381,7 @@ time.sleep(60)
       expect(got).toBeGreaterThan(cutAfter + 3.3 - 2.5);
       expect(fine.res.complete).toBe(false);
       const n = fine.bytes().length;
-      await sleep(2500);
+      await sleep(2500); // A fixed wait on purpose: the other listener is still fed 2.5 s later.
       expect(fine.bytes().length).toBeGreaterThan(n);
     } finally {
       py.kill('SIGKILL');

@@ -184,7 +184,7 @@ describe('listener totals survive a restart', () => {
       await waitFor(async () => (await fetch(s.hlsUrl)).status === 200, 20_000, 200, 'HLS');
       const a = await player(s.hlsUrl, { 'X-Forwarded-For': '8.8.8.8' });
       await a.poll();
-      await new Promise((r) => setTimeout(r, 1500));
+      await new Promise((r) => setTimeout(r, 1500)); // A fixed wait on purpose: a player polls again 1.5 s later
       await a.poll();
       await waitFor(async () => (await api(t2.http, t2.secretKey, 'GET', `/v2/streams/${s.id}/stats`)).json.totalListeners === 1, 5000, 100, 'joined');
     } finally {

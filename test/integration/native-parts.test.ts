@@ -216,7 +216,7 @@ describe('LL-HLS parts answered in native code', () => {
     // HTTP library refuses such pipelining by closing; nothing is answered out of order.
     const d = new Conn();
     d.send(req(hint));
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 50)); // two reads, the first one held (sequencing, not a timing assertion)
     d.send(req(p));
     const got = await d.responses(1).catch(() => []);
     if (got.length > 0) expect(got[0]!.headers.get('content-length')).toBe(String(got[0]!.body.length));

@@ -281,6 +281,7 @@ describe('chapters of a recorded stream', () => {
     const s = await createStream({ recording: { podcastId: pod.json.id } });
     const pub = await goLive(s, 60);
     const live = (await v2('GET', `/streams/${s.id}`)).json;
+    // Fixed waits on purpose: the chapters' start times are these seconds of the recording.
     await sleep(1500);
     const a = (await v2('POST', `/streams/${s.id}/now_playing`, { title: 'Autumn Leaves', artist: 'Cannonball Adderley', url: 'https://example.com/autumn', artworkUrl: 'https://example.com/somethin-else.jpg' })).json;
     await sleep(2000);

@@ -64,17 +64,26 @@ const reloadUrl = (msn: number) => {
 const refused = () => t.server.limits.count('http_held_per_ip' as never);
 /** Waits until `n` refusals are counted (a worker thread's hits reach the main thread's count by message). */
 const refusedReaches = (n: number) => waitFor(() => refused() >= n, 5_000, 50, `${n} refusals counted`);
-/** Lets the requests already sent reach the server (same process, loopback): sequencing, not a timing assertion. */
-const settle = () => new Promise((r) => setTimeout(r, 300));
+/** LL-HLS requests the node holds now: the `skylark_hls_held_reloads` gauge (every HTTP thread's). */
+async function heldNow(): Promise<number> {
+  return (await t.server.metrics.registry.getSingleMetric('skylark_hls_held_reloads')!.get()).values[0]?.value ?? 0;
+}
+/** Waits until the requests `sent` reached the server: it holds `base` + those not answered yet. */
+async function arrived(sent: Held[], base: number): Promise<void> {
+  let answered = 0;
+  for (const h of sent) h.done.then(() => answered++, () => answered++);
+  await waitFor(async () => (await heldNow()) - base + answered >= sent.length, 10_000, 20, `${sent.length} requests at the server`);
+}
 
 describe('client addresses from accept4', () => {
   it('tells loopback addresses apart, and a reused descriptor carries its new address', async () => {
     const hits0 = httpFrontCounts().peerHits;
     const msn = await farMsn();
     const refused0 = refused();
+    const base = await heldNow();
     // One held request per address: each of 127.0.0.2..5 is under its cap.
     const held = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'].map((a) => getFrom(reloadUrl(msn), a));
-    await settle();
+    await arrived(held, base);
     expect(refused()).toBe(refused0);
     // A second one from 127.0.0.2 is over its cap.
     expect(await getFrom(reloadUrl(msn), '127.0.0.2').done).toBe(503);
@@ -87,17 +96,17 @@ describe('client addresses from accept4', () => {
     // the cap of 127.0.0.2..5, still held by nobody now, or collide with each other).
     for (const h of held) h.abort();
     await Promise.allSettled(held.map((h) => h.done));
-    await settle();
+    await waitFor(async () => (await heldNow()) <= base, 10_000, 20, 'the slots given back');
     const msn2 = await farMsn();
     const again = ['127.0.0.6', '127.0.0.7', '127.0.0.8', '127.0.0.9'].map((a) => getFrom(reloadUrl(msn2), a));
-    await settle();
+    await arrived(again, base);
     expect(refused()).toBe(refused0 + 1);
     // Each of those addresses is at its cap now, and 127.0.0.2 is free again.
     expect(await getFrom(reloadUrl(msn2), '127.0.0.7').done).toBe(503);
     await refusedReaches(refused0 + 2);
     expect(refused()).toBe(refused0 + 2);
     const two = getFrom(reloadUrl(msn2), '127.0.0.2');
-    await settle();
+    await arrived([...again, two], base);
     expect(refused()).toBe(refused0 + 2);
     for (const s of await Promise.all([...again, two].map((h) => h.done))) expect(s).toBe(200);
   }, 30_000);

@@ -36,7 +36,7 @@ describe('recordings across restarts', () => {
 
     const first = publish(url, { seconds: 60 });
     await waitFor(async () => (await api(server!.http, key, 'GET', `/v2/streams/${s.id}`)).json.status === 'live', 15_000, 100, 'live');
-    await new Promise((r) => setTimeout(r, 5000)); // ~5 s recorded
+    await new Promise((r) => setTimeout(r, 5000)); // A fixed wait on purpose: ~5 s of live audio recorded before the crash
     server.child.kill('SIGKILL');
     await exited(server.child);
     first.kill('SIGKILL');
@@ -72,7 +72,7 @@ describe('recordings across restarts', () => {
     const s = (await api(server.http, key, 'POST', '/v2/streams', { title: 'Late show', reconnectWindow: 4, recording: { podcastId: pod.id } })).json;
     const p = publish(`${s.rtmpUrl}/${s.streamKey}`, { seconds: 60 });
     await waitFor(async () => (await api(server!.http, key, 'GET', `/v2/streams/${s.id}`)).json.status === 'live', 15_000, 100, 'live');
-    await new Promise((r) => setTimeout(r, 4000));
+    await new Promise((r) => setTimeout(r, 4000)); // A fixed wait on purpose: ~4 s of live audio recorded first
     await server.stop(); // SIGTERM
     p.kill('SIGKILL');
     expect((await episodesOf((await startCli(tmp.dir, env).then((x) => ((server = x), x))).http, key, pod.id)).length).toBe(0);

@@ -205,8 +205,8 @@ describe('skylark serve on SIGTERM', () => {
       res.resume();
     });
     req.on('error', (e) => (blocking = `closed (${e.message})`));
-    await new Promise((r) => setTimeout(r, 300));
-    expect(blocking).toBeNull(); // still held when the signal comes
+    await new Promise((r) => setTimeout(r, 300)); // A fixed wait on purpose: the reload is held, unanswered, when the signal comes.
+    expect(blocking).toBeNull();
 
     srv.child.kill('SIGTERM');
     const code = await exitWithin(srv.child, LIMIT_DEFAULTS.shutdownTimeoutMs + 5000);

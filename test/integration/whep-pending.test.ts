@@ -14,7 +14,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { RTCPeerConnection } from 'werift';
-import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
+import { api, startInProcess, waitFor, waitSteady, type TestServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 import type { ChildProcess } from 'node:child_process';
 
@@ -139,7 +139,7 @@ describe('WHEP offers not yet connected', () => {
   });
 
   it('holds 40 offers that never connect without counting them, under the caps, and drops them after the timeout', async () => {
-    await new Promise((r) => setTimeout(r, 200)); // closed sockets of the previous test are gone
+    await waitSteady(fds, 10_000, 100, 'the previous test\'s sockets closed'); // the baseline counts no socket still closing
     const base = { fds: fds(), udp: udpSockets(), rss: rssBytes() };
     const timeouts = limit('whep_offer_timeout');
     const totalHits = limit('whep_pending');

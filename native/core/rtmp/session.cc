@@ -220,6 +220,27 @@ void Session::send_simple_result(double txid) {
   send_command(kCsidCommand, 0);
 }
 
+void Session::send_info(std::string_view command, uint8_t csid, uint32_t stream_id, std::string_view level,
+                        std::string_view code, std::string_view description) {
+  scratch_.clear();
+  util::VecWriter w(scratch_);
+  amf0_put_string(w, command);
+  amf0_put_number(w, 0);
+  amf0_put_null(w);
+  amf0_begin_object(w);
+  if (!level.empty()) {
+    amf0_put_key(w, "level"); amf0_put_string(w, level);
+  }
+  amf0_put_key(w, "code"); amf0_put_string(w, code);
+  amf0_put_key(w, "description"); amf0_put_string(w, description);
+  amf0_end_object(w);
+  send_command(csid, stream_id);
+}
+
+void Session::send_status(std::string_view level, std::string_view code, std::string_view description) {
+  send_info("onStatus", kCsidStatus, publish_stream_id_, level, code, description);
+}
+
 void Session::on_command(const Message& m, std::span<const uint8_t> amf) {
   Status st = amf0_decode_all(amf, nodes_);
   if (st != Status::kOk) return fail(st, "command message is not valid AMF0");
@@ -249,18 +270,7 @@ void Session::on_command(const Message& m, std::span<const uint8_t> amf) {
     if (stream.size() > kMaxStreamNameBytes)
       return fail(Status::kStreamNameTooLong, "stream name longer than 1024 bytes");
     send_simple_result(txid);
-    if (cmd == "FCPublish") {
-      scratch_.clear();
-      util::VecWriter w(scratch_);
-      amf0_put_string(w, "onFCPublish");
-      amf0_put_number(w, 0);
-      amf0_put_null(w);
-      amf0_begin_object(w);
-      amf0_put_key(w, "code"); amf0_put_string(w, "NetStream.Publish.Start");
-      amf0_put_key(w, "description"); amf0_put_string(w, "FCPublish");
-      amf0_end_object(w);
-      send_command(kCsidCommand, 0);
-    }
+    if (cmd == "FCPublish") send_info("onFCPublish", kCsidCommand, 0, {}, "NetStream.Publish.Start", "FCPublish");
     return;
   }
   if (cmd == "createStream") {
@@ -274,27 +284,7 @@ void Session::on_command(const Message& m, std::span<const uint8_t> amf) {
     send_command(kCsidCommand, 0);
     return;
   }
-  if (cmd == "publish") {
-    Amf0View namev = amf0_root(nodes_, 3);
-    if (!namev.is_string()) return fail(Status::kCommandInvalid, "publish: stream name is not a string");
-    if (namev.str().size() > kMaxStreamNameBytes)
-      return fail(Status::kStreamNameTooLong, "stream name longer than 1024 bytes");
-    std::string_view type;
-    if (!opt_string(amf0_root(nodes_, 4), "live", type))
-      return fail(Status::kCommandInvalid, "publish: publishing type is not a string");
-    if (publish_ == PublishState::kPending || publish_ == PublishState::kPublishing)
-      return fail(Status::kProtocolViolation, "publish while already publishing");
-    publish_ = PublishState::kPending;
-    publish_stream_id_ = m.stream_id;
-    publish_name_.assign(namev.str());
-    Event e;
-    e.type = Event::Type::kPublish;
-    e.stream_name = publish_name_;
-    e.publish_type.assign(type);
-    e.stream_id = m.stream_id;
-    events_.push_back(std::move(e));
-    return;
-  }
+  if (cmd == "publish") return cmd_publish(m.stream_id);
   if (cmd == "FCUnpublish") {
     // No reply: FFmpeg closes right after FCUnpublish + deleteStream without reading, and unread
     // bytes in its socket turn its close into a RST that discards its last writes at our end.
@@ -308,6 +298,27 @@ void Session::on_command(const Message& m, std::span<const uint8_t> amf) {
     return;
   }
   if (cmd == "closeStream") end_publish(m.stream_id);
+}
+
+void Session::cmd_publish(uint32_t stream_id) {
+  Amf0View namev = amf0_root(nodes_, 3);
+  if (!namev.is_string()) return fail(Status::kCommandInvalid, "publish: stream name is not a string");
+  if (namev.str().size() > kMaxStreamNameBytes)
+    return fail(Status::kStreamNameTooLong, "stream name longer than 1024 bytes");
+  std::string_view type;
+  if (!opt_string(amf0_root(nodes_, 4), "live", type))
+    return fail(Status::kCommandInvalid, "publish: publishing type is not a string");
+  if (publish_ == PublishState::kPending || publish_ == PublishState::kPublishing)
+    return fail(Status::kProtocolViolation, "publish while already publishing");
+  publish_ = PublishState::kPending;
+  publish_stream_id_ = stream_id;
+  publish_name_.assign(namev.str());
+  Event e;
+  e.type = Event::Type::kPublish;
+  e.stream_name = publish_name_;
+  e.publish_type.assign(type);
+  e.stream_id = stream_id;
+  events_.push_back(std::move(e));
 }
 
 void Session::cmd_connect(double txid, const Amf0View& obj) {
@@ -404,17 +415,7 @@ void Session::end_publish(uint32_t stream_id) {
 bool Session::accept_publish() {
   if (state_ == State::kError || publish_ != PublishState::kPending) return false;
   send_user_control(kUcStreamBegin, publish_stream_id_);
-  scratch_.clear();
-  util::VecWriter w(scratch_);
-  amf0_put_string(w, "onStatus");
-  amf0_put_number(w, 0);
-  amf0_put_null(w);
-  amf0_begin_object(w);
-  amf0_put_key(w, "level"); amf0_put_string(w, "status");
-  amf0_put_key(w, "code"); amf0_put_string(w, "NetStream.Publish.Start");
-  amf0_put_key(w, "description"); amf0_put_string(w, "Start publishing");
-  amf0_end_object(w);
-  send_command(kCsidStatus, publish_stream_id_);
+  send_status("status", "NetStream.Publish.Start", "Start publishing");
   publish_ = PublishState::kPublishing;
   accepted_ = true;
   reader_.set_inflight_budget(reader_.default_inflight_budget());
@@ -425,17 +426,7 @@ bool Session::reject_publish(std::string_view code, std::string_view description
   // Pending: the publish is refused (bad key). Publishing: the media is refused after the fact
   // (codec mismatch, docs/behaviour.md §9 "Ingest": onStatus NetStream.Publish.Rejected, then close).
   if (state_ == State::kError || (publish_ != PublishState::kPending && publish_ != PublishState::kPublishing)) return false;
-  scratch_.clear();
-  util::VecWriter w(scratch_);
-  amf0_put_string(w, "onStatus");
-  amf0_put_number(w, 0);
-  amf0_put_null(w);
-  amf0_begin_object(w);
-  amf0_put_key(w, "level"); amf0_put_string(w, "error");
-  amf0_put_key(w, "code"); amf0_put_string(w, code.substr(0, 256));
-  amf0_put_key(w, "description"); amf0_put_string(w, description.substr(0, 1024));
-  amf0_end_object(w);
-  send_command(kCsidStatus, publish_stream_id_);
+  send_status("error", code.substr(0, 256), description.substr(0, 1024));
   publish_ = PublishState::kRejected;
   return true;
 }

@@ -117,10 +117,17 @@ class Session {
   void on_command(const Message& m, std::span<const uint8_t> amf);
   void on_data(const Message& m, std::span<const uint8_t> amf);
   void cmd_connect(double txid, const Amf0View& obj);
+  void cmd_publish(uint32_t stream_id);
   void send_control(uint8_t type, std::span<const uint8_t> body);
   void send_user_control(uint16_t event, uint32_t value);
   void send_command(uint8_t csid, uint32_t stream_id);  // sends scratch_ as an AMF0 command
   void send_simple_result(double txid);
+  // Sends `command` (transaction 0, null, {level, code, description}) on `csid`: onStatus or
+  // onFCPublish (which carries no level: an empty `level` is left out).
+  void send_info(std::string_view command, uint8_t csid, uint32_t stream_id, std::string_view level,
+                 std::string_view code, std::string_view description);
+  // A NetStream onStatus on the publishing stream (level "status" or "error").
+  void send_status(std::string_view level, std::string_view code, std::string_view description);
   void end_publish(uint32_t stream_id);
 
   SessionOptions options_;

@@ -171,7 +171,7 @@ export class WebhooksRepo {
   get(id: string, accountId: string): WebhookRow | undefined {
     return this.s.byId.get(id, accountId) as WebhookRow | undefined;
   }
-  /** The webhook `id` whatever its account or state (the delivery engine), or undefined. */
+  /** The webhook `id` whatever its account or state (the dispatcher), or undefined. */
   getAny(id: string): WebhookRow | undefined {
     return this.s.byIdAny.get(id) as WebhookRow | undefined;
   }

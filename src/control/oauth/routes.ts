@@ -9,7 +9,7 @@
  * logins also back off per account (Guard.logins). Before login the browser holds a signed
  * pre-login token (src/base/auth/sessions.ts): showing the login form stores nothing.
  */
-import type { Feature } from '../../base/feature.js';
+import type { Feature } from '../../base/background.js';
 import type { HttpServer, WebReply, WebRequest } from '../../base/http/server.js';
 import type { Guard } from '../../base/auth/guard.js';
 import type { AccessTokens } from '../../base/auth/jwt.js';

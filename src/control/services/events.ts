@@ -34,7 +34,7 @@ export interface EventsDeps {
   db: Database;
   events: EventsQuery;
   webhooks: WebhooksRepo;
-  /** Tells the delivery engine that `webhookId` has a new due delivery. */
+  /** Tells the dispatcher that `webhookId` has a new due delivery. */
   wake: (webhookId: string) => void;
   now?: () => number;
 }

@@ -9,7 +9,7 @@
  */
 import { rmSync, statSync } from 'node:fs';
 import path from 'node:path';
-import type { Feature } from '../../base/feature.js';
+import type { Feature } from '../../base/background.js';
 import type { LoudnessRepo, LoudnessWork } from '../../base/db/loudness-repo.js';
 import type { Logger } from '../../base/logger.js';
 import { FfmpegPoolClosedError, type FfmpegPool } from '../../base/ffmpeg.js';

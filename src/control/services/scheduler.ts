@@ -10,7 +10,7 @@
  * A Feature of the composition root (src/main.ts): started after listening, closed at shutdown.
  * Pokes before `start` are ignored: the start publishes what is due and arms for the rest.
  */
-import type { Feature } from '../../base/feature.js';
+import type { Feature } from '../../base/background.js';
 import type { Logger } from '../../base/logger.js';
 
 /** Longest single wait (ms) while something is scheduled: the timer re-checks at least this often (clock changes). */

@@ -57,7 +57,7 @@ export interface WebhooksDeps {
   outbox: Outbox;
   nodeSecret: Buffer;
   allowPrivate: boolean;
-  /** Tells the delivery engine that `webhookId` has a new due delivery. */
+  /** Tells the dispatcher that `webhookId` has a new due delivery. */
   wake: (webhookId: string) => void;
   now?: () => number;
 }
@@ -177,7 +177,7 @@ export class WebhooksService {
     return event;
   }
 
-  /** The plaintext secret of a row (the delivery engine signs with it). */
+  /** The plaintext secret of a row (the dispatcher signs with it). */
   secretOf(row: WebhookRow): string {
     return decryptSecret(this.d.nodeSecret, row.secret_enc);
   }

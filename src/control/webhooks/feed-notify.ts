@@ -6,7 +6,7 @@
  * broadcast recorded into the podcast goes live or ends.
  *
  * Each change is a `feed_pings` row and one `webhook_deliveries` row per destination, written in
- * the transaction of the change; the webhook delivery engine (./engine.ts) delivers them as
+ * the transaction of the change; the webhook dispatcher (./engine.ts) delivers them as
  * internal destinations, with the webhooks' retry schedule and durability (a restart resumes
  * them). Delivered = any 2xx, like webhooks.
  */
@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { newId } from '../../base/ids.js';
 import type { DueDelivery, WebhooksRepo } from '../../base/db/webhooks-repo.js';
 import type { Outbox } from '../../base/outbox.js';
-import type { InternalDestination } from './engine.js';
+import type { InternalDestination } from './dispatch.js';
 
 /** A notifier of `SKYLARK_FEED_NOTIFY_URLS`: its URL and the bearer token it is called with, if any. */
 export interface FeedNotifyTarget {
@@ -35,13 +35,13 @@ export interface FeedNotificationsOptions {
   /** The notifiers. */
   notify: FeedNotifyTarget[];
   now: () => number;
-  /** Asks the delivery engine to try a destination's lane (after the change's transaction committed). */
+  /** Asks the dispatcher to try a destination's lane (after the change's transaction committed). */
   wake: (destinationId: string) => void;
 }
 
 const idOf = (kind: string, key: string) => `feed:${kind}:${createHash('sha1').update(key).digest('hex').slice(0, 12)}`;
 
-/** Queues feed pings and describes their destinations to the delivery engine. */
+/** Queues feed pings and describes their destinations to the dispatcher. */
 export class FeedNotifications {
   /** The engine's internal destinations (hub first, then the notifiers); empty when none is configured. */
   readonly destinations: InternalDestination[] = [];

@@ -1,25 +1,25 @@
 /**
- * Webhook delivery (docs/behaviour.md §6): the engine that reads the outbox's pending deliveries from
+ * Webhook dispatch (docs/behaviour.md §6): the dispatcher that reads the outbox's pending deliveries from
  * SQLite, signs each in Piscina workers and POSTs it, on the exact retry schedule. Built by the
  * composition root (src/main.ts) with the secrets' decryption handed in; it starts once the server
  * listens and stops at shutdown (abandoned attempts stay due in SQLite). Knows no services and
  * mounts no routes: the Webhooks and Events resources are the API's (src/control/api/webhooks,
  * src/control/api/events), and what they change reaches the engine through `wake`/`notify`.
  */
-import type { Feature } from '../../base/feature.js';
+import type { Feature } from '../../base/background.js';
 import type { Database } from '../../base/db/database.js';
 import type { Outbox } from '../../base/outbox.js';
 import type { Logger } from '../../base/logger.js';
 import type { WebhookRow, WebhooksRepo } from '../../base/db/webhooks-repo.js';
 import { watchCommits } from '../../base/db/database.js';
-import { DeliveryEngine, type EngineOptions, type InternalDestination } from './engine.js';
+import { Dispatcher, type EngineOptions, type InternalDestination } from './dispatch.js';
 import { PiscinaSigner } from './signer.js';
 
 /** Engine overrides (tests, bench). */
 export type WebhooksTuning = Partial<Pick<EngineOptions, 'perEndpoint' | 'maxInFlight' | 'timeoutMs' | 'pollMs'>>;
 
-/** What the delivery engine is built from. */
-export interface DeliveryDeps {
+/** What the dispatcher is built from. */
+export interface DispatchDeps {
   db: Database;
   repo: WebhooksRepo;
   outbox: Outbox;
@@ -35,14 +35,14 @@ export interface DeliveryDeps {
 }
 
 /** The started engine (start: after listening; close: at shutdown). */
-export interface Delivery extends Feature {
-  engine: DeliveryEngine;
+export interface WebhookDispatch extends Feature {
+  engine: Dispatcher;
 }
 
-/** Builds the delivery engine and its signer; it listens to the outbox from `start()`. */
-export function createDelivery(d: DeliveryDeps): Delivery {
+/** Builds the dispatcher and its signer; it listens to the outbox from `start()`. */
+export function createDispatch(d: DispatchDeps): WebhookDispatch {
   const signer = new PiscinaSigner();
-  const engine = new DeliveryEngine({
+  const engine = new Dispatcher({
     repo: d.repo,
     signer,
     secretOf: d.secretOf,

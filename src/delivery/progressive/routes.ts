@@ -24,7 +24,7 @@
  * its token expired.
  */
 import type { BlockList } from 'node:net';
-import type { Feature } from '../../base/feature.js';
+import type { Feature } from '../../base/background.js';
 import type { HttpServer, ProgressiveAnswer, ProgressiveClient, ProgressiveRequest, ProgressiveSink, RawReply } from '../../base/http/server.js';
 import { errorBody, NO_CLIENT, statusLine } from '../../base/http/server.js';
 import { ApiError } from '../../base/errors/errors.js';
@@ -32,7 +32,7 @@ import type { ErrorCode } from '../../base/errors/codes.js';
 import type { Layer, MediaRegistry } from '../../live/media/hub.js';
 import type { Limits } from '../../base/limits/limits.js';
 import type { Logger } from '../../base/logger.js';
-import type { Listeners } from '../listeners/feature.js';
+import type { Listeners } from '../listeners/room.js';
 import { tokenAdmitted, type ListenerTokens } from '../../base/auth/listener-tokens.js';
 import { PUBLISHABLE_REFUSED, queryParam, type StreamPolicy } from '../listeners/hls-access.js';
 import { clientAddress } from '../../base/http/client-address.js';

@@ -3,7 +3,7 @@
 // dropping the frame while the segmenter goes on; no caps unless asked for.
 import { describe, expect, it } from 'vitest';
 import { Segmenter, type SegmenterEvent } from '../../../src/native/segmenter.js';
-import { exAudio, flvAudioTags, opusTags } from './rtmp-client-bytes.js';
+import { exAudio, flvAudioTags, opusTags } from '../../helpers/rtmp-client-bytes.js';
 
 const opus = opusTags('opus/sine48k_stereo_128k.ogg');
 const aac = flvAudioTags('aac/sine48k_stereo_128k.flv');

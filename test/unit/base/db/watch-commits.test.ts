@@ -11,6 +11,7 @@ afterEach(() => {
   for (const c of cleanups.splice(0).reverse()) c();
 });
 
+/** A fixed wait on purpose: what is checked is that nothing is reported meanwhile. */
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('watchCommits', () => {
