@@ -531,6 +531,12 @@ export class EpisodesService {
     return this.render(out);
   }
 
+  /** The episode's chapters document and transcript as stored (null when none), for editing them (the dashboard). @throws ApiError 404 */
+  documents(accountId: string, podcastId: string, id: string): { chapters: string | null; transcript: string | null; transcriptType: TranscriptMime | null } {
+    const row = this.row(accountId, podcastId, id);
+    return { chapters: row.chapters, transcript: row.transcript ?? null, transcriptType: row.transcript ? ((row.transcript_type ?? null) as TranscriptMime | null) : null };
+  }
+
   /** Whether a draft episode was already made from stream `streamId`'s recording. */
   hasRecordingOf(streamId: string): boolean {
     return this.d.repo.hasEpisodeFromStream(streamId);
