@@ -133,7 +133,7 @@ function buildPodcasts(b: Base, feedNotes: FeedNotifications, audioGone: (episod
   const scheduler = new PublishScheduler({ nextDueAt: () => repo.nextDueAt(), publishDue: () => episodes.publishDue(), now, log });
   const poke = () => scheduler.poke();
   const podcasts = new PodcastsService({ repo, urls, now, onScheduleChange: poke, loudness, feedChanged });
-  const episodes = new EpisodesService({ repo, outbox: b.outbox, media: episodeMedia, urls, now, onScheduleChange: poke, audioPlaced: downloads.audioPlaced, audioGone, loudness, loudnessWaitMs: config.limits.loudnessUploadWaitMs, feedChanged });
+  const episodes = new EpisodesService({ repo, outbox: b.outbox, media: episodeMedia, urls, now, onScheduleChange: poke, audioPlaced: downloads.audioPlaced, audioGone, loudness, publishWaitMs: config.limits.publishWaitMs, feedChanged });
   const feed = new FeedService({ repo, recordingStreams: (id) => b.repos.streams.recordingInto(id), urls, now, hubUrl: config.websubHub });
   return { podcasts, episodes, feed, episodeMedia, downloads, scheduler, loudness, feedChanged };
 }

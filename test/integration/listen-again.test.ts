@@ -2,10 +2,11 @@
  * Publishing while the audio is processed, and listen again (docs/podcasts.md "Publishing while
  * the audio is processed", docs/streams.md "Listen again"), with real HTTP, real FFmpeg publishers
  * over RTMP and the feed parsed by podcast-partytime:
- * - an upload published at once, while its loudness normalisation still runs (the upload's answer
- *   does not wait here: `SKYLARK_LOUDNESS_UPLOAD_WAIT_MS=0`), is `processing`, the feed does not
+ * - an upload published at once, while its loudness normalisation still runs (the publish request
+ *   does not wait for it here: `SKYLARK_PUBLISH_WAIT_MS=0`), is `processing`, the feed does not
  *   list it, and it is published with the normalised audio (the upload as the alternate
- *   enclosure); `PATCH {status:"draft"}` cancels a waiting publication;
+ *   enclosure); `PATCH {status:"draft"}` cancels a waiting publication; with the default wait, a
+ *   short upload published at once answers `published` with its normalised audio;
  * - a recorded broadcast's episode published the moment it appears (its audio still being stored
  *   or normalised) is accepted as `processing`, never `episode_audio_missing`, and published once
  *   the audio is final;
@@ -51,7 +52,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => notifier.listen(0, '127.0.0.1', r));
   s = await startInProcess({
-    SKYLARK_LOUDNESS_UPLOAD_WAIT_MS: '0',
+    SKYLARK_PUBLISH_WAIT_MS: '0',
     SKYLARK_WEBHOOKS_ALLOW_PRIVATE: '1',
     SKYLARK_FEED_NOTIFY_URLS: `http://127.0.0.1:${(notifier.address() as AddressInfo).port}/ping`,
   });
@@ -126,6 +127,27 @@ describe('publishing while the audio is processed', () => {
     }, 60_000, 100, 'the publication');
     expect(done.loudness).toMatchObject({ normalized: true });
     expect((await feedOf(pid))!.items[0]!.enclosure.url).toBe(done.audioUrl);
+  });
+});
+
+describe('publishing right after the upload, with the default wait', () => {
+  it('answers published, with the normalised audio in the answer and the feed', async () => {
+    const d = await startInProcess();
+    try {
+      const pid = (await api(d.http, d.secretKey, 'POST', '/v2/podcasts', { title: 'Quick', category: 'Technology' })).json.id;
+      const ep = (await api(d.http, d.secretKey, 'POST', `/v2/podcasts/${pid}/episodes`, { title: 'Short' })).json;
+      const up = await fetch(`${d.http}/v2/podcasts/${pid}/episodes/${ep.id}/audio`, { method: 'PUT', headers: { Authorization: `Bearer ${d.secretKey}`, 'Content-Type': 'audio/mpeg' }, body: toneMp3(d.dataDir, 'short.mp3', 5, 997) });
+      const uploaded = (await up.json()) as any;
+      expect(uploaded.loudness).toBeNull(); // the upload's answer does not wait
+      const pub = await api(d.http, d.secretKey, 'POST', `/v2/podcasts/${pid}/publish`, { episodeId: ep.id });
+      expect(pub.status, pub.text).toBe(200);
+      expect(pub.json.status).toBe('published');
+      expect(pub.json.loudness).toMatchObject({ normalized: true, originalAudioUrl: uploaded.audioUrl });
+      const item = parseFeed(await (await fetch(`${d.http}/feed/${pid}.xml`)).text())!.items[0]!;
+      expect(item.enclosure.url).toBe(pub.json.audioUrl);
+    } finally {
+      await d.close();
+    }
   });
 });
 

@@ -233,14 +233,14 @@ ${e.description ? `<p>${esc(e.description)}</p>` : ''}
 }
 
 /** POST `/dashboard/podcasts/:id/episodes/:eid/publish`: publishes now, or schedules (`when=schedule`, `publish_at` in the browser's time zone). */
-function publishEpisode(d: PodcastPagesDeps, r: DashRequest): WebReply {
+async function publishEpisode(d: PodcastPagesDeps, r: DashRequest): Promise<WebReply> {
   const [podcastId, episodeId] = r.params as [string, string];
   let publishAt: string | undefined;
   if (r.form.get('when') === 'schedule') {
     publishAt = localToIso(r.form.get('publish_at') ?? '', r.form.get('tz_offset'));
     if (!publishAt) throw new ApiError('parameter_invalid', 'Choose the date and time to publish at.', { param: 'publishAt' });
   }
-  const e = d.episodes.publish(r.account.id, podcastId, parse(PublishEpisode, { episodeId, ...(publishAt ? { publishAt } : {}) }));
+  const e = await d.episodes.publishWhenFinal(r.account.id, podcastId, parse(PublishEpisode, { episodeId, ...(publishAt ? { publishAt } : {}) }));
   return r.redirect(`/dashboard/podcasts/${podcastId}/episodes/${episodeId}`, {
     notice:
       e.status === 'published'

@@ -166,11 +166,11 @@ export interface EpisodesDeps {
   /** Measures (and, with the podcast's `loudnessTarget`, normalises) new audio in the background. */
   loudness?: Pick<LoudnessService, 'resetForNewAudio' | 'enqueue' | 'settled'>;
   /**
-   * How long an upload's answer waits for its loudness work (ms; 0: not at all): short audio comes
-   * back measured and final, so publishing it right after is immediate (docs/podcasts.md
-   * "Publishing while the audio is processed").
+   * How long a publish request waits for the audio's loudness work (ms; 0: not at all) before it
+   * answers `processing`: short audio published right after its upload is published at once, with
+   * its final audio (docs/podcasts.md "Publishing while the audio is processed").
    */
-  loudnessWaitMs?: number;
+  publishWaitMs?: number;
 }
 
 export class EpisodesService {
@@ -295,12 +295,10 @@ export class EpisodesService {
   /**
    * Takes a finished upload at `tempPath`: probes it (415 `unsupported_media_type` when it is not
    * audio), moves it into the media store under a new name, records type, size and duration, and
-   * removes the previous file. The temporary file is consumed either way. With `waitForLoudness`
-   * (uploads) the answer waits up to `loudnessWaitMs` for the loudness work, so short audio comes
-   * back measured (and normalised) as it will be served.
+   * removes the previous file. The temporary file is consumed either way.
    * @throws ApiError 404 (episode gone meanwhile), 415
    */
-  async attachAudio(accountId: string, podcastId: string, id: string, tempPath: string, sizeBytes: number, waitForLoudness = true): Promise<EpisodeObject> {
+  async attachAudio(accountId: string, podcastId: string, id: string, tempPath: string, sizeBytes: number): Promise<EpisodeObject> {
     let info: AudioInfo;
     try {
       info = await this.probe(tempPath);
@@ -350,10 +348,21 @@ export class EpisodesService {
     this.d.audioPlaced?.(id, fileName, this.d.media.filePath(podcastId, fileName), sizeBytes, info.durationSeconds);
     // A publication that waited for this audio happens now if nothing will replace it (no normalisation).
     if (out.publish_pending === 1 && this.publishWhenReady(id)) return this.get(accountId, podcastId, id);
-    if (!waitForLoudness || !this.d.loudness || !this.d.loudnessWaitMs) return this.render(out);
-    await this.d.loudness.settled(id, this.d.loudnessWaitMs);
-    const now = this.d.repo.getEpisode(id, podcastId, accountId);
-    return now ? this.render(now) : this.render(out);
+    return this.render(out);
+  }
+
+  /**
+   * `publish`, then, when the episode is `processing` because its audio is being normalised, waits
+   * up to `publishWaitMs` for that work: audio that is final within it is published before the
+   * answer (the answer says `published`), else the answer says `processing` and the publication
+   * happens when the audio is final. @throws what `publish` throws
+   */
+  async publishWhenFinal(accountId: string, podcastId: string, input: PublishEpisodeInput): Promise<EpisodeObject> {
+    const out = this.publish(accountId, podcastId, input);
+    if (out.status !== 'processing' || !this.d.loudness || !this.d.publishWaitMs) return out;
+    await this.d.loudness.settled(out.id, this.d.publishWaitMs);
+    const row = this.d.repo.getEpisode(out.id, podcastId, accountId);
+    return row ? this.render(row) : out;
   }
 
   /**
@@ -584,7 +593,7 @@ export class EpisodesService {
     });
     const { size } = statSync(temp);
     try {
-      return await this.attachAudio(args.accountId, args.podcastId, row.id, temp, size, false);
+      return await this.attachAudio(args.accountId, args.podcastId, row.id, temp, size);
     } catch (e) {
       this.d.repo.tx(() => this.d.repo.deleteEpisode(row.id));
       throw e;

@@ -74,7 +74,7 @@ export const PODCAST_DOCS = {
   publish: {
     summary: 'Publish an episode',
     description:
-      'Without `publishAt`: published now (`podcast.published`; the podcast becomes `published` if it was a draft). With a future `publishAt`: `scheduled` (re-scheduling moves it). The episode must have audio. While its audio is still being finished (a recording just after its broadcast) or loudness-normalised, the publication is accepted and the episode is `processing`: it is published (and `podcast.published` sent) once the audio is final, so the feed never lists audio that will change; a schedule that falls due meanwhile waits the same way. `PATCH {status: "draft"}` cancels a waiting publication.',
+      'Without `publishAt`: published now (`podcast.published`; the podcast becomes `published` if it was a draft). With a future `publishAt`: `scheduled` (re-scheduling moves it). The episode must have audio. While its audio is still being finished (a recording just after its broadcast) or loudness-normalised, the request waits up to 10 s (`SKYLARK_PUBLISH_WAIT_MS`) for the normalisation; audio still not final then is accepted and the episode is `processing`: it is published (and `podcast.published` sent) once the audio is final, so the feed never lists audio that will change; a schedule that falls due meanwhile waits the same way. `PATCH {status: "draft"}` cancels a waiting publication.',
     params: podcastId,
     body: { schema: valibot(PublishEpisode) },
     responses: { 200: { description: 'The episode, `published`, `scheduled` or `processing`.', schema: episode } },

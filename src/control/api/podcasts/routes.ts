@@ -28,7 +28,7 @@ export function mountPodcasts(s: ApiServices): void {
   r.write('post', '/v2/podcasts', DOCS.create, (req, p) => ({ status: 201, body: podcasts.create(p.accountId, parse(CreatePodcast, req.body)) }));
   r.read('get', '/v2/podcasts/:id', DOCS.get, (req, p) => ({ status: 200, body: podcasts.get(p.accountId, req.params[0]!) }));
   r.write('patch', '/v2/podcasts/:id', DOCS.update, (req, p) => ({ status: 200, body: podcasts.update(p.accountId, req.params[0]!, parse(UpdatePodcast, req.body)) }));
-  r.write('post', '/v2/podcasts/:id/publish', DOCS.publish, (req, p) => ({ status: 200, body: episodes.publish(p.accountId, req.params[0]!, parse(PublishEpisode, req.body)) }));
+  r.write('post', '/v2/podcasts/:id/publish', DOCS.publish, async (req, p) => ({ status: 200, body: await episodes.publishWhenFinal(p.accountId, req.params[0]!, parse(PublishEpisode, req.body)) }));
 
   r.list('/v2/podcasts/:id/episodes', DOCS.listEpisodes, (req, p, q) => episodes.list(p.accountId, req.params[0]!, queryEnum(req.query, 'status', EPISODE_STATUSES), q));
   r.write('post', '/v2/podcasts/:id/episodes', DOCS.createEpisode, (req, p) => ({ status: 201, body: episodes.create(p.accountId, req.params[0]!, parse(CreateEpisode, req.body)) }));
