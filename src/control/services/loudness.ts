@@ -87,7 +87,7 @@ export class LoudnessService implements Feature {
   /**
    * Resolves once episode `episodeId`'s audio has no loudness work left (measured, normalised or
    * failed; at once when it has none), or after `maxWaitMs` (ms), or at shutdown, whichever comes
-   * first: an upload's answer waits this long so that short audio comes back final.
+   * first: a publish request waits this long so that short audio goes out at once, final.
    */
   async settled(episodeId: string, maxWaitMs: number): Promise<void> {
     const deadline = Date.now() + maxWaitMs;
