@@ -124,14 +124,14 @@ function buildPodcasts(b: Base, feedNotes: FeedNotifications, audioGone: (episod
     ? new LoudnessService({ repo: new LoudnessRepo(db), media: episodeMedia, analyzer: new LoudnessAnalyzer(pool), pool, concurrency: config.limits.loudnessConcurrency, now, log, audioReplaced: (id, ...rest) => {
           audioGone(id);
           downloads.audioPlaced(id, ...rest);
-        } })
+        }, audioFinal: (id) => episodes.publishWhenReady(id) })
     : undefined;
   const feedChanged: FeedChanged = (accountId, podcastId, change) => feedNotes.changed(accountId, podcastId, feedUrlOf(urls(), podcastId), change);
   // The scheduler publishes through the episodes service, which pokes it: it calls `publishDue` only once started.
   const scheduler = new PublishScheduler({ nextDueAt: () => repo.nextDueAt(), publishDue: () => episodes.publishDue(), now, log });
   const poke = () => scheduler.poke();
   const podcasts = new PodcastsService({ repo, urls, now, onScheduleChange: poke, loudness, feedChanged });
-  const episodes = new EpisodesService({ repo, outbox: b.outbox, media: episodeMedia, urls, now, onScheduleChange: poke, audioPlaced: downloads.audioPlaced, audioGone, loudness, feedChanged });
+  const episodes = new EpisodesService({ repo, outbox: b.outbox, media: episodeMedia, urls, now, onScheduleChange: poke, audioPlaced: downloads.audioPlaced, audioGone, loudness, publishWaitMs: config.limits.publishWaitMs, feedChanged });
   const broadcastsOf = new BroadcastsRepo(db);
   const feed = new FeedService({ repo, recordingStreams: (id) => b.repos.streams.recordingInto(id), latestBroadcast: (id) => broadcastsOf.latest(id), urls, now, hubUrl: config.websubHub });
   return { podcasts, episodes, feed, episodeMedia, downloads, scheduler, loudness, feedChanged };

@@ -229,6 +229,8 @@ export interface LimitSettings {
   nowPlayingMinIntervalMs: number;
   /** FFmpeg processes measuring or normalising episode loudness at once (docs/podcasts.md "Loudness"). */
   loudnessConcurrency: number;
+  /** A publish request waits this long for the episode's loudness work before it answers `processing` (ms; 0 = not at all): docs/podcasts.md "Publishing while the audio is processed". */
+  publishWaitMs: number;
   /** Podcast download clients (client × episode) tracked per UTC day, shared fairly per podcast (docs/podcasts.md "Download counting"). */
   downloadClientsPerDay: number;
 }
@@ -258,6 +260,7 @@ export const LIMIT_ENV_NAMES = {
   shutdownTimeoutMs: 'SKYLARK_SHUTDOWN_TIMEOUT_MS',
   nowPlayingMinIntervalMs: 'SKYLARK_NOW_PLAYING_MIN_INTERVAL_MS',
   loudnessConcurrency: 'SKYLARK_LOUDNESS_CONCURRENCY',
+  publishWaitMs: 'SKYLARK_PUBLISH_WAIT_MS',
   downloadClientsPerDay: 'SKYLARK_DOWNLOAD_CLIENTS_PER_DAY',
 } as const satisfies Record<keyof LimitSettings, string>;
 
@@ -286,6 +289,7 @@ export const LIMIT_DEFAULTS: LimitSettings = {
   shutdownTimeoutMs: 10_000,
   nowPlayingMinIntervalMs: 2000,
   loudnessConcurrency: 1,
+  publishWaitMs: 10_000,
   downloadClientsPerDay: 500_000,
 };
 
@@ -314,6 +318,7 @@ const LIMIT_MINIMUMS: LimitSettings = {
   shutdownTimeoutMs: 1000,
   nowPlayingMinIntervalMs: 0,
   loudnessConcurrency: 1,
+  publishWaitMs: 0,
   downloadClientsPerDay: 1,
 };
 

@@ -80,6 +80,8 @@ export interface EpisodeRow {
   loudness_state?: 'measure' | 'normalize' | 'done' | 'failed' | null;
   original_audio_file?: string | null;
   original_audio_size?: number | null;
+  /** 1 while a publication waits for the audio to be final (migration 022): the API says `processing`. */
+  publish_pending?: number;
 }
 
 /** What the transcript route needs to answer for one episode. */
@@ -119,6 +121,8 @@ const PODCAST_COLS = `id, account_id, title, description, author, language, cate
   link, type, locked, metadata, status, podcast_guid, feed_url, created_at, updated_at`;
 const EPISODE_COLS = `id, account_id, podcast_id, title, description, status, audio_file, audio_mime, audio_size, audio_duration,
   audio_updated_at, guid, season, episode_number, episode_type, explicit, publish_at, published_at, source_stream_id, chapters, created_at, updated_at`;
+/** The audio of an episode is final: stored, and no loudness normalisation will replace it. */
+const AUDIO_READY = `audio_file IS NOT NULL AND COALESCE(loudness_state, '') <> 'normalize'`;
 const params = (cols: string) => cols.split(',').map((c) => `@${c.trim()}`).join(', ');
 
 /** Prepared statements over `podcasts` and `episodes`. */
@@ -147,8 +151,16 @@ export class PodcastsRepo {
       deleteEpisode: db.prepare('DELETE FROM episodes WHERE id = ?'),
       episodeInPodcast: db.prepare('SELECT 1 FROM episodes WHERE id = ? AND podcast_id = ?').pluck(),
       publishIfDue: db.prepare(`UPDATE episodes SET status = 'published', published_at = @now, guid = COALESCE(guid, @guid), updated_at = @now
-        WHERE id = @id AND status = 'scheduled' AND publish_at <= @now`),
-      due: db.prepare(`SELECT * FROM episodes WHERE status = 'scheduled' AND publish_at <= ? ORDER BY publish_at, seq LIMIT 100`),
+        WHERE id = @id AND status = 'scheduled' AND publish_at <= @now AND ${AUDIO_READY}`),
+      // Due while the audio is still processed: the publication waits for it (docs/podcasts.md "Publishing while the audio is processed").
+      dueToPending: db.prepare(`UPDATE episodes SET status = 'draft', publish_at = NULL, publish_pending = 1, updated_at = @now
+        WHERE status = 'scheduled' AND publish_at <= @now AND NOT (${AUDIO_READY})`),
+      setPending: db.prepare('UPDATE episodes SET publish_pending = ? WHERE id = ?'),
+      publishPending: db.prepare(`UPDATE episodes SET status = 'published', publish_pending = 0, publish_at = NULL, published_at = @now,
+        guid = COALESCE(guid, @guid), updated_at = @now WHERE id = @id AND publish_pending = 1 AND status = 'draft' AND ${AUDIO_READY}`),
+      pendingReady: db.prepare(`SELECT id FROM episodes WHERE publish_pending = 1 AND ${AUDIO_READY} ORDER BY seq LIMIT 100`).pluck(),
+      setChapters: db.prepare('UPDATE episodes SET chapters = ?, updated_at = ? WHERE id = ?'),
+      due: db.prepare(`SELECT * FROM episodes WHERE status = 'scheduled' AND publish_at <= ? AND ${AUDIO_READY} ORDER BY publish_at, seq LIMIT 100`),
       nextDue: db.prepare(`SELECT MIN(publish_at) FROM episodes WHERE status = 'scheduled'`).pluck(),
       unschedule: db.prepare(`UPDATE episodes SET status = 'draft', publish_at = NULL, updated_at = @now WHERE podcast_id = @podcastId AND status = 'scheduled'`),
       published: db.prepare(`SELECT * FROM episodes WHERE podcast_id = ? AND status = 'published' ORDER BY published_at DESC, seq DESC`),
@@ -164,7 +176,12 @@ export class PodcastsRepo {
       setPodcastTags: db.prepare('UPDATE podcasts SET persons = ?, txt = ?, podroll = ? WHERE id = ?'),
     };
     this.podcastPage = paginator<PodcastWithCount>(db, 'podcasts_v', 'account_id = @accountId AND (@status IS NULL OR status = @status)');
-    this.episodePage = paginator<EpisodeRow>(db, 'episodes', 'account_id = @accountId AND podcast_id = @podcastId AND (@status IS NULL OR status = @status)');
+    // `processing` is a draft whose publication waits for its audio (publish_pending = 1).
+    this.episodePage = paginator<EpisodeRow>(
+      db,
+      'episodes',
+      "account_id = @accountId AND podcast_id = @podcastId AND (@status IS NULL OR (CASE WHEN publish_pending = 1 THEN 'processing' ELSE status END) = @status)",
+    );
   }
 
   /** Runs `fn` in one IMMEDIATE transaction. */
@@ -232,7 +249,7 @@ export class PodcastsRepo {
    * A page of a podcast's episodes, newest first.
    * @throws UnknownCursorError when the cursor is not an episode of this podcast
    */
-  listEpisodes(accountId: string, podcastId: string, status: EpisodeStatus | undefined, q: PageQuery): Page<EpisodeRow> {
+  listEpisodes(accountId: string, podcastId: string, status: EpisodeStatus | 'processing' | undefined, q: PageQuery): Page<EpisodeRow> {
     for (const param of ['after', 'before'] as const) {
       const id = q[param];
       if (id !== undefined && this.s.episodeInPodcast.get(id, podcastId) === undefined) throw new UnknownCursorError(param, id);
@@ -243,6 +260,30 @@ export class PodcastsRepo {
   /** scheduled → published when due at `now`; sets `guid` if unset. False when not due or no longer scheduled. */
   publishIfDue(id: string, guid: string, now: number): boolean {
     return this.s.publishIfDue.run({ id, guid, now }).changes === 1;
+  }
+  /** Scheduled episodes due at `now` whose audio is not final wait for it (`publish_pending`); the count. */
+  dueToPending(now: number): number {
+    return this.s.dueToPending.run({ now }).changes;
+  }
+  /** Marks (1) or clears (0) episode `id`'s publication waiting for its audio. */
+  setPublishPending(id: string, pending: 0 | 1): void {
+    this.s.setPending.run(pending, id);
+  }
+  /** Publishes episode `id` at `now` if its publication waits and its audio is final now; false otherwise. */
+  publishPending(id: string, guid: string, now: number): boolean {
+    return this.s.publishPending.run({ id, guid, now }).changes === 1;
+  }
+  /** Up to 100 episodes whose publication waits although their audio is final (a restart came between). */
+  pendingReady(): string[] {
+    return this.s.pendingReady.all() as string[];
+  }
+  /** The episode `id` of any account, or undefined. */
+  getEpisodeAny(id: string): EpisodeRow | undefined {
+    return this.db.prepare('SELECT * FROM episodes WHERE id = ?').get(id) as EpisodeRow | undefined;
+  }
+  /** Sets (or with null removes) episode `id`'s Podcasting 2.0 JSON chapters (the document as served) and marks it changed at `now`. */
+  setChapters(id: string, chapters: string | null, now: number): void {
+    this.s.setChapters.run(chapters, now, id);
   }
   /** Up to 100 scheduled episodes due at `now`, oldest due first. */
   dueEpisodes(now: number): EpisodeRow[] {

@@ -22,7 +22,7 @@ export interface StreamRow {
   stream_key_enc: Buffer;
   metadata: string; // JSON object
   reconnect_window: number; // seconds
-  recording: string | null; // JSON {podcastId}
+  recording: string | null; // JSON {podcastId, publish?}
   playback: 'public' | 'token';
   /** 1 when a token stream admits listener tokens minted with a publishable key (migration 018); 0 or absent otherwise. */
   playback_publishable_tokens?: number;
@@ -43,6 +43,8 @@ export interface StreamRow {
   /** Sample rate (Hz) and channels of the stream's last live source, or null (docs/streams.md "Fallback", migration 024). */
   live_sample_rate?: number | null;
   live_channels?: number | null;
+  /** IANA time zone of the stream (migration 022, docs/streams.md "Listen again"); 'UTC' by default. */
+  time_zone?: string;
 }
 
 /** Prepared statements over `streams`. */
@@ -116,6 +118,7 @@ export class StreamsRepo {
     this.db.transaction(() => {
       this.insertStmt.run({ ...row, fallback: row.fallback ?? null, playback_publishable_tokens: row.playback_publishable_tokens ?? 0 });
       if (row.icecast_mount != null) this.setIcecastMount(row.id, row.icecast_mount);
+      if (row.time_zone !== undefined) this.setTimeZone(row.id, row.time_zone);
     })();
   }
   /** The stream `id` of `accountId`, or undefined. */
@@ -131,8 +134,13 @@ export class StreamsRepo {
     this.db.transaction(() => {
       this.updateStmt.run({ ...row, fallback: row.fallback ?? null, playback_publishable_tokens: row.playback_publishable_tokens ?? 0 });
       if (row.icecast_mount !== undefined) this.setIcecastMount(row.id, row.icecast_mount);
+      if (row.time_zone !== undefined) this.setTimeZone(row.id, row.time_zone);
     })();
     this.changed(row.id);
+  }
+  /** Sets the stream's IANA time zone (canonical name). */
+  setTimeZone(id: string, timeZone: string): void {
+    this.db.prepare('UPDATE streams SET time_zone = ? WHERE id = ?').run(timeZone, id);
   }
   /** Sets (null: removes) the stream's own Icecast mount. @throws SqliteError SQLITE_CONSTRAINT_UNIQUE when another stream has it */
   setIcecastMount(id: string, mount: string | null): void {

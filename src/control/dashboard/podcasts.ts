@@ -1,6 +1,7 @@
 /**
  * Podcasts pages: podcasts (create, feed URL with a copy button, archive), episodes (create, audio
- * upload with a progress bar, publish now or schedule, cancel a schedule, delete). The upload is a
+ * upload with a progress bar, publish now or schedule, cancel a schedule or a publication waiting for
+ * its audio, edit the title, show notes, chapters and transcript, see the loudness, delete). The upload is a
  * session + CSRF authenticated `PUT /dashboard/podcasts/:id/episodes/:eid/audio` streamed to disk by
  * src/base/http/upload.ts into EpisodesService.attachAudio, exactly like `PUT /v2/…/audio`; the page
  * sends it with XMLHttpRequest (`assets/upload.js`) to show progress. Everything else goes through
@@ -9,6 +10,8 @@
 import { ApiError } from '../../base/errors/errors.js';
 import { parse } from '../api/validation.js';
 import { CreateEpisode, CreatePodcast, EPISODE_TYPES, PublishEpisode, UpdateEpisode, UpdatePodcast } from '../api/podcasts/schemas.js';
+import { checkChapters } from '../api/podcasts/chapters.js';
+import { checkTranscript, transcriptTypeOf } from '../api/podcasts/transcript.js';
 import type { PodcastsService } from '../services/podcasts.js';
 import type { EpisodeObject, EpisodesService } from '../services/episodes.js';
 import type { PodcastStatsService } from '../services/podcast-stats.js';
@@ -54,6 +57,9 @@ export function registerPodcastPages(router: Router, d: PodcastPagesDeps): void 
   router.post('/dashboard/podcasts/:id/episodes/:eid/publish', epBack, (r) => publishEpisode(d, r));
   router.post('/dashboard/podcasts/:id/episodes/:eid/unschedule', epBack, (r) => unscheduleEpisode(d, r));
   router.post('/dashboard/podcasts/:id/episodes/:eid/delete', epBack, (r) => deleteEpisode(d, r));
+  router.post('/dashboard/podcasts/:id/episodes/:eid/edit', epBack, (r) => editEpisode(d, r));
+  router.post('/dashboard/podcasts/:id/episodes/:eid/chapters', epBack, (r) => saveChapters(d, r));
+  router.post('/dashboard/podcasts/:id/episodes/:eid/transcript', epBack, (r) => saveTranscript(d, r));
   // The upload: same streaming, size cap and service as PUT /v2/…/audio; authenticated by the
   // session cookie and the X-CSRF-Token header (a cross-site page can send neither).
   registerUploadRoute<Signed>(d.http, 'put', '/dashboard/podcasts/:id/episodes/:eid/audio', {
@@ -201,10 +207,15 @@ ${audioSummary(e)}
 <noscript><p class="muted">Uploading needs JavaScript here; without it use <code>PUT /v2/podcasts/${esc(p.id)}/episodes/${esc(e.id)}/audio</code>.</p></noscript>
 </form>
 </section>
+<section class="card" aria-labelledby="loudness">
+<h2 id="loudness">Loudness</h2>
+${loudnessHtml(e)}
+</section>
 <section class="card" aria-labelledby="publish">
 <h2 id="publish">Publish</h2>
 ${publishHtml(e, base, csrf, p.status)}
 </section>
+${editHtml(e, d.episodes.documents(r.account.id, p.id, e.id), base, csrf)}
 <section class="card" aria-labelledby="details">
 <h2 id="details">Details</h2>
 <dl class="details">
@@ -222,17 +233,60 @@ ${e.description ? `<p>${esc(e.description)}</p>` : ''}
 }
 
 /** POST `/dashboard/podcasts/:id/episodes/:eid/publish`: publishes now, or schedules (`when=schedule`, `publish_at` in the browser's time zone). */
-function publishEpisode(d: PodcastPagesDeps, r: DashRequest): WebReply {
+async function publishEpisode(d: PodcastPagesDeps, r: DashRequest): Promise<WebReply> {
   const [podcastId, episodeId] = r.params as [string, string];
   let publishAt: string | undefined;
   if (r.form.get('when') === 'schedule') {
     publishAt = localToIso(r.form.get('publish_at') ?? '', r.form.get('tz_offset'));
     if (!publishAt) throw new ApiError('parameter_invalid', 'Choose the date and time to publish at.', { param: 'publishAt' });
   }
-  const e = d.episodes.publish(r.account.id, podcastId, parse(PublishEpisode, { episodeId, ...(publishAt ? { publishAt } : {}) }));
+  const e = await d.episodes.publishWhenFinal(r.account.id, podcastId, parse(PublishEpisode, { episodeId, ...(publishAt ? { publishAt } : {}) }));
   return r.redirect(`/dashboard/podcasts/${podcastId}/episodes/${episodeId}`, {
-    notice: e.status === 'published' ? 'Episode published: it is in the feed now.' : `Episode scheduled for ${e.publishAt}.`,
+    notice:
+      e.status === 'published'
+        ? 'Episode published: it is in the feed now.'
+        : e.status === 'processing'
+          ? 'The audio is still being processed: the episode is published as soon as it is ready.'
+          : `Episode scheduled for ${e.publishAt}.`,
   });
+}
+
+/** POST `/dashboard/podcasts/:id/episodes/:eid/edit`: the title and the description (show notes; HTML allowed). */
+function editEpisode(d: PodcastPagesDeps, r: DashRequest): WebReply {
+  const [podcastId, episodeId] = r.params as [string, string];
+  const input: Record<string, unknown> = { description: r.form.get('description') ?? '' };
+  const title = r.form.get('title');
+  if (title !== null) input.title = title;
+  d.episodes.update(r.account.id, podcastId, episodeId, parse(UpdateEpisode, input));
+  return r.redirect(`/dashboard/podcasts/${podcastId}/episodes/${episodeId}`, { notice: 'Episode saved.' });
+}
+
+/** POST `/dashboard/podcasts/:id/episodes/:eid/chapters`: a JSON chapters document, checked as the API checks it; empty removes the chapters. */
+function saveChapters(d: PodcastPagesDeps, r: DashRequest): WebReply {
+  const [podcastId, episodeId] = r.params as [string, string];
+  const text = r.form.get('chapters') ?? '';
+  const back = `/dashboard/podcasts/${podcastId}/episodes/${episodeId}`;
+  if (text.trim() === '') {
+    d.episodes.deleteChapters(r.account.id, podcastId, episodeId);
+    return r.redirect(back, { notice: 'Chapters removed.' });
+  }
+  d.episodes.setChapters(r.account.id, podcastId, episodeId, checkChapters(Buffer.from(text, 'utf8')));
+  return r.redirect(back, { notice: 'Chapters saved.' });
+}
+
+/** POST `/dashboard/podcasts/:id/episodes/:eid/transcript`: a transcript of the chosen type, checked as the API checks it; empty removes it. */
+function saveTranscript(d: PodcastPagesDeps, r: DashRequest): WebReply {
+  const [podcastId, episodeId] = r.params as [string, string];
+  const text = r.form.get('transcript') ?? '';
+  const back = `/dashboard/podcasts/${podcastId}/episodes/${episodeId}`;
+  if (text.trim() === '') {
+    d.episodes.deleteTranscript(r.account.id, podcastId, episodeId);
+    return r.redirect(back, { notice: 'Transcript removed.' });
+  }
+  const type = transcriptTypeOf(r.form.get('type') ?? '');
+  if (!type) throw new ApiError('parameter_invalid', 'Choose the transcript format.', { param: 'type' });
+  d.episodes.setTranscript(r.account.id, podcastId, episodeId, type, checkTranscript(type, Buffer.from(text, 'utf8')));
+  return r.redirect(back, { notice: 'Transcript saved.' });
 }
 
 /** POST `/dashboard/podcasts/:id/episodes/:eid/unschedule`: the scheduled episode becomes a draft again. */
@@ -275,8 +329,53 @@ function audioSummary(e: EpisodeObject): string {
   }</p>`;
 }
 
+/** The loudness card: what `audioUrl` serves, measured (BS.1770-4), and whether it is the normalised copy. */
+function loudnessHtml(e: EpisodeObject): string {
+  if (!e.audio) return '<p class="muted">No audio yet.</p>';
+  const l = e.loudness;
+  if (!l) return '<p class="muted" id="loudness-state">Measuring…</p>';
+  const fig = (n: number | null, unit: string) => (n === null ? '—' : `${n.toFixed(1)} ${unit}`);
+  return `<dl class="details" id="loudness-figures">
+<dt>Integrated</dt><dd>${fig(l.integratedLufs, 'LUFS')}</dd>
+<dt>True peak</dt><dd>${fig(l.truePeakDbtp, 'dBTP')}</dd>
+<dt>Loudness range</dt><dd>${fig(l.lraLu, 'LU')}</dd>
+<dt>Served</dt><dd>${l.normalized ? `normalised to ${l.target} LUFS (${esc(l.method ?? 'linear')}) from ${fig(l.original?.integratedLufs ?? null, 'LUFS')}` : 'as uploaded'}</dd>
+</dl>`;
+}
+
+/** The edit card: title and description, chapters (JSON), transcript (WebVTT, SubRip or JSON); forms up to 64 KiB, larger through the API. */
+function editHtml(e: EpisodeObject, docs: { chapters: string | null; transcript: string | null; transcriptType: string | null }, base: string, csrf: string): string {
+  const opt = (v: string, label: string) => `<option value="${v}"${(docs.transcriptType ?? 'text/vtt') === v ? ' selected' : ''}>${label}</option>`;
+  return `<section class="card" aria-labelledby="edit">
+<h2 id="edit">Title and show notes</h2>
+<form method="post" action="${esc(base)}/edit" class="stack" id="edit-form">${csrfField(csrf)}
+<div class="field"><label for="ep-title">Title</label><input id="ep-title" name="title" value="${esc(e.title)}" maxlength="200" required></div>
+<div class="field"><label for="ep-description">Description <span class="muted">(HTML allowed: p, a, b, i, lists; the feed keeps those tags)</span></label><textarea id="ep-description" name="description" rows="6" maxlength="4000">${esc(e.description)}</textarea></div>
+<div><button type="submit" class="btn btn-primary">Save</button></div>
+</form>
+</section>
+<section class="card" aria-labelledby="chapters">
+<h2 id="chapters">Chapters</h2>
+<form method="post" action="${esc(base)}/chapters" class="stack" id="chapters-form">${csrfField(csrf)}
+<div class="field"><label for="ep-chapters">Podcasting 2.0 JSON chapters <span class="muted">(empty removes them)</span></label><textarea id="ep-chapters" name="chapters" rows="8" class="mono" placeholder='{"version":"1.2.0","chapters":[{"startTime":0,"title":"Intro"}]}'>${esc(docs.chapters ?? '')}</textarea></div>
+<div><button type="submit" class="btn btn-primary">Save chapters</button></div>
+</form>
+</section>
+<section class="card" aria-labelledby="transcript">
+<h2 id="transcript">Transcript</h2>
+<form method="post" action="${esc(base)}/transcript" class="stack" id="transcript-form">${csrfField(csrf)}
+<div class="field"><label for="ep-transcript-type">Format</label><select id="ep-transcript-type" name="type">${opt('text/vtt', 'WebVTT')}${opt('application/x-subrip', 'SubRip (SRT)')}${opt('application/json', 'Podcasting 2.0 JSON')}</select></div>
+<div class="field"><label for="ep-transcript">Transcript <span class="muted">(empty removes it)</span></label><textarea id="ep-transcript" name="transcript" rows="8" class="mono">${esc(docs.transcript ?? '')}</textarea></div>
+<div><button type="submit" class="btn btn-primary">Save transcript</button></div>
+</form>
+</section>`;
+}
+
 function publishHtml(e: EpisodeObject, base: string, csrf: string, podcastStatus: string): string {
   if (e.status === 'published') return `<p>Published ${time(e.publishedAt)}: it is in the feed.</p>`;
+  if (e.status === 'processing') {
+    return `<p>Publishing as soon as the audio is ready (it is being finished or loudness-normalised); the feed lists it then.</p><div class="actions">${postButton(`${base}/unschedule`, csrf, 'Cancel publication', { cls: 'btn btn-small' })}</div>`;
+  }
   if (podcastStatus === 'archived') return '<p class="muted">The podcast is archived: no new publication.</p>';
   const scheduled =
     e.status === 'scheduled'

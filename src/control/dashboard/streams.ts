@@ -346,9 +346,11 @@ function broadcastsCard(s: StreamObject, broadcasts: BroadcastObject[], csrf: st
 <h3>Recording</h3>
 <form method="post" action="/dashboard/streams/${esc(s.id)}/recording" class="grid-form">${csrfField(csrf)}
 <div class="field span-2"><label for="recording-podcast">Record every broadcast into podcast (id, <code>pod_…</code>; empty: no recording)</label><input id="recording-podcast" name="podcastId" class="mono" maxlength="64" pattern="pod_[A-Za-z0-9]+" value="${esc(s.recording?.podcastId ?? '')}"></div>
+<div class="field"><label for="recording-zone">Time zone (IANA, for the episode titles)</label><input id="recording-zone" name="timeZone" maxlength="64" value="${esc(s.timeZone)}"></div>
+<label for="recording-auto"><input type="checkbox" id="recording-auto" name="publish" value="auto"${s.recording?.publish === 'auto' ? ' checked' : ''}> Listen again: publish each broadcast when it ends</label>
 <div class="field field-end"><button type="submit" class="btn btn-primary">Save recording</button></div>
 </form>
-<p class="muted small">Each recorded broadcast becomes its own draft episode of the podcast, with chapters from its play log. A change applies from the next broadcast.</p>
+<p class="muted small">Each recorded broadcast becomes its own episode of the podcast, with chapters from its play log: a draft, or with listen again published when the broadcast ends, once its loudness is normalised, titled “${esc(s.title)} — <i>date</i>”. A change applies from the next broadcast.</p>
 </section>`;
 }
 
@@ -408,7 +410,10 @@ function detailsCard(s: StreamObject, csrf: string): string {
 /** POST `/dashboard/streams/:id/recording`: sets (or clears) the podcast every broadcast is recorded into. */
 function setRecording(d: StreamPagesDeps, r: DashRequest): WebReply {
   const podcastId = r.form.get('podcastId')?.trim() ?? '';
-  const s = d.streams.update(r.account.id, r.params[0]!, parse(UpdateStream, { recording: podcastId ? { podcastId } : null }), false).value;
+  const auto = r.form.get('publish') === 'auto';
+  const zone = r.form.get('timeZone')?.trim();
+  const recording = podcastId ? { podcastId, ...(auto ? { publish: 'auto' } : {}) } : null;
+  const s = d.streams.update(r.account.id, r.params[0]!, parse(UpdateStream, { recording, ...(zone ? { timeZone: zone } : {}) }), false).value;
   return r.redirect(`/dashboard/streams/${s.id}`, { notice: s.recording ? `Every broadcast is recorded into podcast ${s.recording.podcastId}.` : 'Broadcasts are not recorded.' });
 }
 

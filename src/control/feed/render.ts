@@ -10,7 +10,8 @@
  * podcast:alternateEnclosure). Item: title, description, guid
  * (isPermaLink=false), pubDate, enclosure (url, length, type), itunes:title, itunes:duration,
  * itunes:episode, itunes:season, itunes:episodeType, itunes:explicit, podcast:season, podcast:episode,
- * podcast:chapters (JSON chapters of a recorded stream's tracks, docs/behaviour.md §11). Since the
+ * podcast:chapters (JSON chapters: a recorded stream's tracks, docs/behaviour.md §11, or set by the
+ * API), content:encoded and itunes:summary for a description in HTML (./html.ts). Since the
  * transcripts and feed tags of docs/podcasts.md: channel atom:link rel=hub (a WebSub hub is
  * configured), podcast:person, podcast:txt, podcast:podroll; item podcast:transcript
  * (rel=captions for WebVTT/SubRip), podcast:person, podcast:soundbite.
@@ -18,6 +19,7 @@
 import { create } from 'xmlbuilder2';
 import type { EpisodeRow, PodcastRow } from '../../base/db/podcasts-repo.js';
 import { splitCategory } from './categories.js';
+import { htmlToText, looksLikeHtml, sanitizeHtml } from './html.js';
 
 export const NS = {
   itunes: 'http://www.itunes.com/dtds/podcast-1.0.dtd',
@@ -174,7 +176,16 @@ function item(ch: XMLBuilder, e: EpisodeRow, f: FeedInput): void {
   const p = f.podcast;
   const it = ch.ele('item');
   text(it, 'title', e.title);
-  text(it, 'description', e.description || e.title);
+  // Show notes in HTML: sanitised into content:encoded, their plain text in description (docs/podcasts.md "Show notes").
+  const isHtml = looksLikeHtml(e.description);
+  const plain = (isHtml ? htmlToText(e.description) : e.description) || e.title;
+  text(it, 'description', plain);
+  if (isHtml) {
+    // CDATA: the library leaves `&name;` in text unescaped, which would turn escaped markup into markup.
+    // The sanitiser escapes every `>` of text, so its output never holds `]]>`.
+    it.ele('content:encoded').dat(clean(sanitizeHtml(e.description)));
+    text(it, 'itunes:summary', plain);
+  }
   it.ele('guid', { isPermaLink: 'false' }).txt(clean(e.guid ?? e.id));
   text(it, 'pubDate', rfc2822(e.published_at ?? e.updated_at));
   it.ele('enclosure', { url: f.audioUrl(e), length: String(e.audio_size ?? 0), type: e.audio_mime ?? 'audio/mpeg' });

@@ -57,7 +57,12 @@ export interface EpisodeObject {
   podcastId: string;
   title: string;
   description: string;
-  status: EpisodeStatus;
+  /**
+   * `draft`, `scheduled`, `published`, or `processing`: publication was asked while the audio is
+   * still being finished (a recording's hand-over) or loudness-normalised, and happens once it is
+   * final (docs/podcasts.md "Publishing while the audio is processed").
+   */
+  status: EpisodeStatus | 'processing';
   /** `{cdn_url}/media/<podcast_id>/<file>`; the feed's enclosure URL. Null before audio is uploaded. */
   audioUrl: string | null;
   audio: { mimeType: string; sizeBytes: number; durationSeconds: number | null } | null;
@@ -109,6 +114,9 @@ export const audioUrlOf = (urls: PublicUrls, podcastId: string, fileName: string
 /** `{cdn_url}/media/<podcast_id>/<episode_id>.chapters.json`. */
 export const chaptersUrlOf = (urls: PublicUrls, podcastId: string, episodeId: string) => `${urls.cdnUrl}/media/${podcastId}/${episodeId}.chapters.json`;
 
+/** Whether an episode's audio is final: stored, and no loudness normalisation will replace it. */
+const audioFinal = (row: EpisodeRow) => row.audio_file !== null && row.loudness_state !== 'normalize';
+
 /** Renders a row as the API object. */
 export function toEpisodeObject(row: EpisodeRow, urls: PublicUrls): EpisodeObject {
   return {
@@ -117,7 +125,7 @@ export function toEpisodeObject(row: EpisodeRow, urls: PublicUrls): EpisodeObjec
     podcastId: row.podcast_id,
     title: row.title,
     description: row.description,
-    status: row.status,
+    status: row.publish_pending === 1 ? 'processing' : row.status,
     audioUrl: row.audio_file ? audioUrlOf(urls, row.podcast_id, row.audio_file) : null,
     audio: row.audio_file ? { mimeType: row.audio_mime!, sizeBytes: row.audio_size!, durationSeconds: row.audio_duration } : null,
     guid: row.guid,
@@ -156,7 +164,13 @@ export interface EpisodesDeps {
   /** Told of an episode whose audio file was deleted or replaced, once done (the stream fallback's rendition cache). */
   audioGone?: (episodeId: string) => void;
   /** Measures (and, with the podcast's `loudnessTarget`, normalises) new audio in the background. */
-  loudness?: Pick<LoudnessService, 'resetForNewAudio' | 'enqueue'>;
+  loudness?: Pick<LoudnessService, 'resetForNewAudio' | 'enqueue' | 'settled'>;
+  /**
+   * How long a publish request waits for the audio's loudness work (ms; 0: not at all) before it
+   * answers `processing`: short audio published right after its upload is published at once, with
+   * its final audio (docs/podcasts.md "Publishing while the audio is processed").
+   */
+  publishWaitMs?: number;
 }
 
 export class EpisodesService {
@@ -191,7 +205,7 @@ export class EpisodesService {
   }
 
   /** A page of a podcast's episodes, newest first. @throws ApiError 400 (unknown cursor), 404 (podcast) */
-  list(accountId: string, podcastId: string, status: EpisodeStatus | undefined, q: PageQuery): { data: EpisodeObject[]; hasMore: boolean } {
+  list(accountId: string, podcastId: string, status: EpisodeStatus | 'processing' | undefined, q: PageQuery): { data: EpisodeObject[]; hasMore: boolean } {
     if (!this.d.repo.podcastExists(podcastId, accountId)) throw notFound('podcast', podcastId);
     try {
       const page = this.d.repo.listEpisodes(accountId, podcastId, status, q);
@@ -216,7 +230,11 @@ export class EpisodesService {
       if (input.episodeNumber !== undefined) row.episode_number = input.episodeNumber;
       if (input.episodeType !== undefined) row.episode_type = input.episodeType;
       if (input.explicit !== undefined) row.explicit = input.explicit ? 1 : 0;
-      if (input.status === 'draft') {
+      if (input.status === 'draft' && row.publish_pending === 1) {
+        // Cancels a publication that waits for the audio.
+        this.d.repo.setPublishPending(id, 0);
+        row.publish_pending = 0;
+      } else if (input.status === 'draft') {
         if (row.status === 'draft') throw conflict('The episode is already a draft.');
         if (row.status === 'published') throw conflict('A published episode cannot go back to draft; delete it to take it out of the feed.');
         row.status = 'draft';
@@ -328,7 +346,54 @@ export class EpisodesService {
     if (old) this.d.audioGone?.(id);
     this.d.loudness?.enqueue(id);
     this.d.audioPlaced?.(id, fileName, this.d.media.filePath(podcastId, fileName), sizeBytes, info.durationSeconds);
+    // A publication that waited for this audio happens now if nothing will replace it (no normalisation).
+    if (out.publish_pending === 1 && this.publishWhenReady(id)) return this.get(accountId, podcastId, id);
     return this.render(out);
+  }
+
+  /**
+   * `publish`, then, when the episode is `processing` because its audio is being normalised, waits
+   * up to `publishWaitMs` for that work: audio that is final within it is published before the
+   * answer (the answer says `published`), else the answer says `processing` and the publication
+   * happens when the audio is final. @throws what `publish` throws
+   */
+  async publishWhenFinal(accountId: string, podcastId: string, input: PublishEpisodeInput): Promise<EpisodeObject> {
+    const out = this.publish(accountId, podcastId, input);
+    if (out.status !== 'processing' || !this.d.loudness || !this.d.publishWaitMs) return out;
+    await this.d.loudness.settled(out.id, this.d.publishWaitMs);
+    const row = this.d.repo.getEpisode(out.id, podcastId, accountId);
+    return row ? this.render(row) : out;
+  }
+
+  /**
+   * Publishes episode `episodeId` if its publication waits for its audio and that audio is now
+   * final (stored, and no loudness normalisation will replace it): `podcast.published`, the feed
+   * notifications, as `publish` does. Called when a recording's audio is stored and when the
+   * loudness work of an episode ends. In an archived podcast the wait is dropped (the episode stays
+   * a draft). Returns whether it was published.
+   */
+  publishWhenReady(episodeId: string): boolean {
+    let done = false;
+    try {
+      this.d.repo.tx(() => {
+        const row = this.d.repo.getEpisodeAny(episodeId);
+        if (!row || row.publish_pending !== 1) return;
+        const podcast = this.d.repo.getPodcast(row.podcast_id, row.account_id);
+        if (!podcast || podcast.status === 'archived') {
+          this.d.repo.setPublishPending(episodeId, 0);
+          return;
+        }
+        const now = Math.max(this.d.now(), row.updated_at);
+        if (!this.d.repo.publishPending(episodeId, randomUUID(), now)) return;
+        this.afterPublished(row.account_id, row.podcast_id, this.d.repo.getEpisodeAny(episodeId)!, now);
+        done = true;
+      });
+    } catch (e) {
+      this.d.outbox.discard();
+      throw e;
+    }
+    this.d.outbox.flush();
+    return done;
   }
 
   /**
@@ -351,9 +416,18 @@ export class EpisodesService {
         const row = this.d.repo.getEpisode(input.episodeId, podcastId, accountId);
         if (!row) throw notFound('episode', input.episodeId, 'episodeId');
         if (row.status === 'published') throw conflict('The episode is already published.');
-        if (!row.audio_file) throw new ApiError('episode_audio_missing', 'The episode has no audio: upload it with PUT /podcasts/{id}/episodes/{eid}/audio first.', { param: 'episodeId' });
+        if (row.publish_pending === 1) throw conflict('The episode is already waiting to be published: it is published once its audio is final.');
+        // A recording's episode exists a moment before its audio is stored (the hand-over): that audio is coming.
+        if (!row.audio_file && !row.source_stream_id) throw new ApiError('episode_audio_missing', 'The episode has no audio: upload it with PUT /podcasts/{id}/episodes/{eid}/audio first.', { param: 'episodeId' });
         out = { ...row, updated_at: now };
-        if (at !== null) {
+        if (at === null && !audioFinal(row)) {
+          // The audio is still being finished or normalised: published once it is final (`processing` until then).
+          out = { ...out, status: 'draft', publish_at: null };
+          this.d.repo.updateEpisode(out);
+          this.d.repo.setPublishPending(row.id, 1);
+          out.publish_pending = 1;
+          this.touchPodcast(podcastId);
+        } else if (at !== null) {
           out.status = 'scheduled';
           out.publish_at = at;
           this.d.repo.updateEpisode(out);
@@ -383,6 +457,9 @@ export class EpisodesService {
    */
   publishDue(): number {
     let n = 0;
+    // Due while the audio is still processed: the publication waits for the audio instead.
+    this.d.repo.tx(() => this.d.repo.dueToPending(this.d.now()));
+    for (const id of this.d.repo.pendingReady()) if (this.publishWhenReady(id)) n++;
     for (;;) {
       const due = this.d.repo.dueEpisodes(this.d.now());
       if (due.length === 0) break;
@@ -438,6 +515,37 @@ export class EpisodesService {
     return this.render(out);
   }
 
+  /**
+   * Stores `text` (a checked Podcasting 2.0 JSON chapters document, UTF-8) as the episode's
+   * chapters, replacing any earlier ones (a recording's too). Served at `chaptersUrl` and listed
+   * as `podcast:chapters` once the episode is published. @throws ApiError 404
+   */
+  setChapters(accountId: string, podcastId: string, id: string, text: string): EpisodeObject {
+    return this.writeChapters(accountId, podcastId, id, text);
+  }
+
+  /** Removes the episode's chapters (none is no error). @throws ApiError 404 */
+  deleteChapters(accountId: string, podcastId: string, id: string): EpisodeObject {
+    return this.writeChapters(accountId, podcastId, id, null);
+  }
+
+  private writeChapters(accountId: string, podcastId: string, id: string, text: string | null): EpisodeObject {
+    const out = this.d.repo.tx(() => {
+      const row = this.row(accountId, podcastId, id);
+      this.d.repo.setChapters(id, text, Math.max(this.d.now(), row.updated_at));
+      this.touchPodcast(podcastId);
+      if (row.status === 'published') this.d.feedChanged?.(accountId, podcastId, 'changed');
+      return this.row(accountId, podcastId, id);
+    });
+    return this.render(out);
+  }
+
+  /** The episode's chapters document and transcript as stored (null when none), for editing them (the dashboard). @throws ApiError 404 */
+  documents(accountId: string, podcastId: string, id: string): { chapters: string | null; transcript: string | null; transcriptType: TranscriptMime | null } {
+    const row = this.row(accountId, podcastId, id);
+    return { chapters: row.chapters, transcript: row.transcript ?? null, transcriptType: row.transcript ? ((row.transcript_type ?? null) as TranscriptMime | null) : null };
+  }
+
   /** Whether a draft episode was already made from stream `streamId`'s recording. */
   hasRecordingOf(streamId: string): boolean {
     return this.d.repo.hasEpisodeFromStream(streamId);
@@ -447,7 +555,9 @@ export class EpisodesService {
    * Creates a draft episode from a finished stream recording (docs/behaviour.md §3 "Recording", §11): the
    * file at `filePath` is probed, moved (or copied when `keepSource`) into the media store, and the
    * draft carries `sourceStreamId` and the `chapters` of the stream's tracks (served at
-   * `chaptersUrl` once published). For the recording side to call when a recording stream ends.
+   * `chaptersUrl` once published). With `publish: 'auto'` (docs/streams.md "Listen again") its
+   * publication is asked at once and happens when the audio is final (normalised). For the
+   * recording side to call when a recording stream ends.
    * @throws ApiError 404 (podcast), 415 (not audio)
    */
   async createFromRecording(args: {
@@ -458,6 +568,7 @@ export class EpisodesService {
     filePath: string;
     keepSource?: boolean;
     chapters?: ChaptersDocument | null;
+    publish?: 'draft' | 'auto';
   }): Promise<EpisodeObject> {
     const podcast = this.d.repo.getPodcast(args.podcastId, args.accountId);
     if (!podcast) throw notFound('podcast', args.podcastId);
@@ -477,6 +588,7 @@ export class EpisodesService {
     });
     this.d.repo.tx(() => {
       this.d.repo.insertEpisode(row);
+      if (args.publish === 'auto' && podcast.status !== 'archived') this.d.repo.setPublishPending(row.id, 1);
       this.touchPodcast(args.podcastId);
     });
     const { size } = statSync(temp);

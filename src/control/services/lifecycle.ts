@@ -19,7 +19,7 @@ import type { PublicUrls } from '../../base/config.js';
 import type { IngestPort, NowPlayingUpdate, PublishDecision, StreamError, Recording, FallbackItem, FallbackSetting, SourceChangeReason, StreamSource, LoudnessReading } from '../../live/ports.js';
 import { isAudioCodec } from '../../live/ports.js';
 import { hashToken, tokenMatches } from '../../base/auth/secrets.js';
-import { ladderKbps, sameNowPlaying, toStreamObject, type NowPlaying } from './stream-object.js';
+import { ladderKbps, recordingOf, sameNowPlaying, toStreamObject, type NowPlaying } from './stream-object.js';
 import type { WriteRetry } from '../../base/db/write-retry.js';
 import type { ChaptersDocument, PlayLog } from './play-log.js';
 import type { BroadcastLog } from './broadcasts.js';
@@ -29,7 +29,31 @@ import { TitleCap } from '../../base/limits/title-cap.js';
 export const NOW_PLAYING_MIN_INTERVAL_MS = 2000;
 
 /** Makes a draft episode of a finished recording (the podcasts side), with the chapters of its tracks (null: none). */
-export type RecordingHandler = (r: { accountId: string; podcastId: string; streamId: string; title: string; filePath: string; chapters: ChaptersDocument | null }) => Promise<unknown>;
+export type RecordingHandler = (r: {
+  accountId: string;
+  podcastId: string;
+  streamId: string;
+  title: string;
+  filePath: string;
+  chapters: ChaptersDocument | null;
+  /** `auto`: published once its audio is final (docs/streams.md "Listen again"); `draft`: stays a draft. */
+  publish: 'draft' | 'auto';
+}) => Promise<unknown>;
+
+/**
+ * The calendar date of instant `ms` in IANA time zone `timeZone`, as `YYYY-MM-DD` (ISO 8601; an
+ * unknown zone falls back to UTC): the date in a broadcast's episode title.
+ */
+export function broadcastDate(ms: number, timeZone: string): string {
+  let parts: Intl.DateTimeFormatPart[];
+  try {
+    parts = new Intl.DateTimeFormat('en-US', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(ms);
+  } catch {
+    return new Date(ms).toISOString().slice(0, 10);
+  }
+  const part = (t: string) => parts.find((p) => p.type === t)?.value ?? '';
+  return `${part('year')}-${part('month')}-${part('day')}`;
+}
 
 export interface LifecycleDeps {
   db: Database;
@@ -322,7 +346,7 @@ export class StreamLifecycle implements IngestPort {
    */
   async onRecording(streamId: string, recording: Recording): Promise<void> {
     const row = this.d.streams.getAny(streamId);
-    const target = row?.recording ? (JSON.parse(row.recording) as { podcastId: string }) : null;
+    const target = row ? recordingOf(row.recording) : null;
     if (!row || !target || !this.d.onRecording) {
       this.d.log.info('recording discarded: the stream no longer records into a podcast', { streamId });
       return;
@@ -334,10 +358,12 @@ export class StreamLifecycle implements IngestPort {
     }
     const from = b?.started_at ?? row.started_at;
     const chapters = from !== null ? (this.d.playLog?.chapters(streamId, from, b?.ended_at ?? null, b?.id ?? null) ?? null) : null;
-    const episode = await this.d.onRecording({ accountId: row.account_id, podcastId: target.podcastId, streamId, title: row.title, filePath: recording.path, chapters });
+    // Listen again: an episode published on its own is titled with the broadcast's date in the stream's time zone.
+    const title = target.publish === 'auto' && from !== null ? `${row.title} — ${broadcastDate(from, row.time_zone ?? 'UTC')}` : row.title;
+    const episode = await this.d.onRecording({ accountId: row.account_id, podcastId: target.podcastId, streamId, title, filePath: recording.path, chapters, publish: target.publish ?? 'draft' });
     const episodeId = (episode as { id?: unknown } | null)?.id;
     if (b && typeof episodeId === 'string') this.d.broadcasts?.setEpisode(b.id, episodeId);
-    this.d.log.info('recording saved as a draft episode', { streamId, podcastId: target.podcastId, broadcastId: b?.id });
+    this.d.log.info(target.publish === 'auto' ? 'recording saved as an episode, published once its audio is final' : 'recording saved as a draft episode', { streamId, podcastId: target.podcastId, broadcastId: b?.id });
   }
 
   private object(row: StreamRow) {

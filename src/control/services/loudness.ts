@@ -66,6 +66,8 @@ export interface LoudnessDeps {
   log: Logger;
   /** Told when a normalised copy became an episode's audio (episode, file name, path, bytes, seconds), as the upload path tells of new audio. */
   audioReplaced?: (episodeId: string, fileName: string, path: string, sizeBytes: number, durationSeconds: number | null) => void;
+  /** Told when an episode's audio is final (measured, normalised, or not measurable): a publication that waited for it may happen. */
+  audioFinal?: (episodeId: string) => void;
 }
 
 /** Measures and normalises episode audio in the background. */
@@ -75,10 +77,43 @@ export class LoudnessService implements Feature {
   private readonly running = new Set<string>();
   /** Episodes given new work while their job ran: queued again when it ends. */
   private readonly again = new Set<string>();
+  /** Callers waiting for an episode's job to end (`settled`). */
+  private readonly waiters = new Map<string, Set<() => void>>();
   private started = false;
   private closed = false;
 
   constructor(private readonly d: LoudnessDeps) {}
+
+  /**
+   * Resolves once episode `episodeId`'s audio has no loudness work left (measured, normalised or
+   * failed; at once when it has none), or after `maxWaitMs` (ms), or at shutdown, whichever comes
+   * first: a publish request waits this long so that short audio goes out at once, final.
+   */
+  async settled(episodeId: string, maxWaitMs: number): Promise<void> {
+    const deadline = Date.now() + maxWaitMs;
+    while (!this.closed && this.started) {
+      const st = this.d.repo.job(episodeId)?.loudness_state;
+      const left = deadline - Date.now();
+      if ((st !== 'measure' && st !== 'normalize') || left <= 0) return;
+      await new Promise<void>((resolve) => {
+        const set = this.waiters.get(episodeId) ?? new Set<() => void>();
+        this.waiters.set(episodeId, set);
+        const done = () => {
+          clearTimeout(timer);
+          set.delete(done);
+          if (set.size === 0 && this.waiters.get(episodeId) === set) this.waiters.delete(episodeId);
+          resolve();
+        };
+        const timer = setTimeout(done, left);
+        set.add(done);
+      });
+    }
+  }
+
+  /** Wakes the callers of `settled` for `episodeId` (its job ended). */
+  private wake(episodeId: string): void {
+    for (const done of [...(this.waiters.get(episodeId) ?? [])]) done();
+  }
 
   /**
    * Inside the transaction that gives episode `episodeId` of podcast `podcastId` new audio: forgets
@@ -120,6 +155,7 @@ export class LoudnessService implements Feature {
   close(): void {
     this.closed = true;
     this.d.pool.close();
+    for (const id of [...this.waiters.keys()]) this.wake(id);
   }
 
   private pump(): void {
@@ -128,18 +164,21 @@ export class LoudnessService implements Feature {
       this.queued.delete(id);
       this.running.add(id);
       void this.run(id)
+        .then((settled) => settled && !this.closed && this.d.audioFinal?.(id))
         .catch((e: unknown) => this.closed || this.d.log.error('loudness job failed', { episodeId: id, err: e instanceof Error ? e.stack : String(e) }))
         .finally(() => {
           this.running.delete(id);
           if (this.again.delete(id)) this.enqueue(id);
+          this.wake(id);
           this.pump();
         });
     }
   }
 
-  private async run(id: string): Promise<void> {
+  /** One episode's loudness work; true when its audio is now final (the work ended, whatever its result). */
+  private async run(id: string): Promise<boolean> {
     const row = this.d.repo.job(id);
-    if (!row || !row.audio_file || (row.loudness_state !== 'measure' && row.loudness_state !== 'normalize')) return;
+    if (!row || !row.audio_file || (row.loudness_state !== 'measure' && row.loudness_state !== 'normalize')) return false;
     const file = row.audio_file;
     const input = this.d.media.filePath(row.podcast_id, file);
     const ext = path.extname(file).slice(1);
@@ -148,7 +187,7 @@ export class LoudnessService implements Feature {
     let tmp: string | null = null;
     try {
       const a = await this.d.analyzer.analyse(input, target !== null ? { target, truePeak: lossyGuess ? LOSSY_TRUE_PEAK_TARGET : TRUE_PEAK_CEILING } : undefined);
-      if (this.closed) return;
+      if (this.closed) return false;
       const asIs: StoredLoudness = { m: a.measure, normalized: false, target: null, method: null, original: null };
       const encode = target !== null && a.loudnorm && needsNormalising(a.measure, target) ? encodeLike(a.stream, ext) : null;
       if (target !== null && a.loudnorm && encode && this.d.repo.job(id)?.status !== 'published') {
@@ -156,7 +195,7 @@ export class LoudnessService implements Feature {
         const truePeak = encode.lossy ? LOSSY_TRUE_PEAK_TARGET : TRUE_PEAK_CEILING;
         const { method } = await this.d.analyzer.normalise(input, tmp, target, truePeak, a.loudnorm, encode);
         const after = await this.d.analyzer.analyse(tmp);
-        if (this.closed) return;
+        if (this.closed) return false;
         const newFile = this.d.media.newFileName(id, ext);
         const newSize = statSync(tmp).size;
         this.d.media.place(tmp, row.podcast_id, newFile);
@@ -165,16 +204,17 @@ export class LoudnessService implements Feature {
         if (this.d.repo.swapToNormalized({ id, file, newFile, newSize, loudness: JSON.stringify(loudness), now: this.d.now() })) {
           this.d.log.info('episode audio normalised', { episodeId: id, target, method, fromLufs: a.measure.integratedLufs, toLufs: after.measure.integratedLufs });
           this.d.audioReplaced?.(id, newFile, this.d.media.filePath(row.podcast_id, newFile), newSize, row.audio_duration);
-          return;
+          return true;
         }
         // Published meanwhile (its enclosure stays what it published) or given other audio: the copy goes.
         this.d.media.remove(row.podcast_id, newFile);
       }
-      this.d.repo.setMeasured(id, file, JSON.stringify(asIs));
+      return this.d.repo.setMeasured(id, file, JSON.stringify(asIs));
     } catch (e) {
-      if (this.closed || e instanceof FfmpegPoolClosedError) return;
+      if (this.closed || e instanceof FfmpegPoolClosedError) return false;
       this.d.log.warn('episode audio could not be measured', { episodeId: id, err: e instanceof Error ? e.message : String(e) });
       this.d.repo.setFailed(id, file);
+      return true;
     } finally {
       if (tmp) rmSync(tmp, { force: true });
     }

@@ -29,7 +29,8 @@ export interface StreamObject {
   nowPlaying: NowPlaying | null;
   listenerCount: number;
   reconnectWindow: number;
-  recording: { podcastId: string } | null;
+  /** The podcast each broadcast becomes an episode of, and `publish` as set: `auto` publishes it when the broadcast ends, `draft` or absent keeps it a draft (docs/streams.md "Listen again"). */
+  recording: { podcastId: string; publish?: 'draft' | 'auto' } | null;
   /** `"public"`, `"token"`, or, for a token stream that admits listener tokens minted with a publishable key, the object form (docs/behaviour.md §13). */
   playback: 'public' | 'token' | { mode: 'token'; publishableKeyTokens: true };
   /** `standard` (classic HLS) or `low` (LL-HLS: parts, blocking reload, preload hints). */
@@ -46,6 +47,8 @@ export interface StreamObject {
   source: 'live' | 'fallback' | null;
   /** The stream's own Icecast mount (`/stream`), besides `/live/<id>`, or null (docs/icecast.md "Mounts"). */
   icecastMount: string | null;
+  /** IANA time zone (`UTC` by default): the date in the titles of its broadcasts' episodes (docs/streams.md "Listen again"). */
+  timeZone: string;
 }
 
 /** A stream's fallback (docs/streams.md "Fallback"): episodes of the account, their order, the silence that switches to it (s, or null). */
@@ -110,7 +113,7 @@ export function toStreamObject(row: StreamRow, urls: PublicUrls, listenerCount: 
     nowPlaying: row.now_playing ? (JSON.parse(row.now_playing) as NowPlaying) : null,
     listenerCount,
     reconnectWindow: row.reconnect_window,
-    recording: row.recording === null ? null : (JSON.parse(row.recording) as { podcastId: string }),
+    recording: recordingOf(row.recording),
     playback: row.playback === 'token' && row.playback_publishable_tokens === 1 ? { mode: 'token', publishableKeyTokens: true } : row.playback,
     latencyMode: row.latency_mode,
     createdAt: new Date(row.created_at).toISOString(),
@@ -120,7 +123,15 @@ export function toStreamObject(row: StreamRow, urls: PublicUrls, listenerCount: 
     fallback: row.fallback ? (JSON.parse(row.fallback) as StreamFallback) : null,
     source: row.source === 'live' || row.source === 'fallback' ? row.source : null,
     icecastMount: row.icecast_mount ?? null,
+    timeZone: row.time_zone ?? 'UTC',
   };
+}
+
+/** The `recording` JSON column as the stream object shows it: `podcastId`, and `publish` when it was set (absent means `draft`). */
+export function recordingOf(json: string | null): { podcastId: string; publish?: 'draft' | 'auto' } | null {
+  if (json === null) return null;
+  const r = JSON.parse(json) as { podcastId: string; publish?: 'draft' | 'auto' };
+  return { podcastId: r.podcastId, ...(r.publish === 'auto' || r.publish === 'draft' ? { publish: r.publish } : {}) };
 }
 
 /**

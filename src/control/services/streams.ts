@@ -36,6 +36,26 @@ export interface PublishTokenObject {
   expiresAt: string;
 }
 
+/** A stream's `recording`: the podcast its broadcasts become episodes of, and `publish` (`draft` | `auto`; docs/streams.md "Listen again"). */
+export interface RecordingSetting {
+  podcastId: string;
+  publish?: 'draft' | 'auto';
+}
+
+/**
+ * The canonical spelling of IANA time zone `name` as this runtime's ICU knows it (`europe/paris`
+ * → `Europe/Paris`, `utc` → `UTC`), or null when it names no zone. Offsets such as `+02:00` are
+ * refused: a station's clock follows its zone's daylight-saving rules.
+ */
+export function canonicalTimeZone(name: string): string | null {
+  if (!/^[A-Za-z][A-Za-z0-9_+\-/]{0,63}$/.test(name)) return null;
+  try {
+    return new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Why `mount` cannot be a stream's Icecast mount (docs/icecast.md "Mounts"), or null when it can:
  * the shape of ICECAST_MOUNT_PATTERN, a clean path (no `//`, no `.` or `..` segment, no `/` at the
@@ -72,8 +92,10 @@ export interface CreateStreamInput extends LanguageTitles<string> {
   region?: Region;
   metadata?: Record<string, string>;
   reconnectWindow?: number;
-  recording?: { podcastId: string } | null;
+  recording?: RecordingSetting | null;
   playback?: PlaybackInput;
+  /** IANA time zone (canonical; default UTC): the date in the titles of its broadcasts' episodes. */
+  timeZone?: string;
   /** `standard` (classic HLS; the default) or `low` (LL-HLS). */
   latencyMode?: 'standard' | 'low';
   /** What plays while no live audio does (docs/streams.md "Fallback"); null: nothing. */
@@ -88,8 +110,10 @@ export interface UpdateStreamInput extends LanguageTitles<string | null> {
   quality?: 'low' | 'medium' | 'high' | 'ultra_low';
   metadata?: Record<string, string | null>;
   reconnectWindow?: number;
-  recording?: { podcastId: string } | null;
+  recording?: RecordingSetting | null;
   playback?: PlaybackInput;
+  /** IANA time zone (canonical): applies to broadcasts that end from now on. */
+  timeZone?: string;
   /** Takes effect when the stream next starts a timeline (its next publish after being idle). */
   latencyMode?: 'standard' | 'low';
   /** Set, replaced or (null) removed at once (docs/streams.md "Fallback"). */
@@ -240,6 +264,7 @@ export class StreamsService {
       ended_at: null,
       fallback: input.fallback ? JSON.stringify(fallbackOf(input.fallback)) : null,
       icecast_mount: input.icecastMount ?? null,
+      time_zone: input.timeZone ?? 'UTC',
     };
     this.mountWrite(row.icecast_mount ?? null, () => this.d.streams.insert(row));
     if (row.fallback) this.d.live.fallbackChanged?.(row.id);
@@ -296,6 +321,7 @@ export class StreamsService {
     if (input.reconnectWindow !== undefined) row.reconnect_window = input.reconnectWindow;
     if (input.recording !== undefined) row.recording = input.recording === null ? null : JSON.stringify(input.recording);
     if (input.playback !== undefined) Object.assign(row, playbackRow(input.playback));
+    if (input.timeZone !== undefined) row.time_zone = input.timeZone;
     if (input.latencyMode !== undefined) row.latency_mode = input.latencyMode;
     if (input.fallback !== undefined) row.fallback = input.fallback === null ? null : JSON.stringify(fallbackOf(input.fallback));
     if (input.icecastMount !== undefined) {

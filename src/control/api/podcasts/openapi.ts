@@ -8,6 +8,7 @@
 import { valibot, type RouteDoc } from '../openapi/registry.js';
 import { Deleted, listOf } from '../openapi/schemas.js';
 import { pageQueryDoc } from '../lists.js';
+import { CHAPTERS_UPLOAD_TYPES } from './chapters.js';
 import {
   CreateEpisode,
   CreatePodcast,
@@ -73,10 +74,10 @@ export const PODCAST_DOCS = {
   publish: {
     summary: 'Publish an episode',
     description:
-      'Without `publishAt`: published now (`podcast.published`; the podcast becomes `published` if it was a draft). With a future `publishAt`: `scheduled` (re-scheduling moves it). The episode must have audio.',
+      'Without `publishAt`: published now (`podcast.published`; the podcast becomes `published` if it was a draft). With a future `publishAt`: `scheduled` (re-scheduling moves it). The episode must have audio. While its audio is still being finished (a recording just after its broadcast) or loudness-normalised, the request waits up to 10 s (`SKYLARK_PUBLISH_WAIT_MS`) for the normalisation; audio still not final then is accepted and the episode is `processing`: it is published (and `podcast.published` sent) once the audio is final, so the feed never lists audio that will change; a schedule that falls due meanwhile waits the same way. `PATCH {status: "draft"}` cancels a waiting publication.',
     params: podcastId,
     body: { schema: valibot(PublishEpisode) },
-    responses: { 200: { description: 'The episode, `published` or `scheduled`.', schema: episode } },
+    responses: { 200: { description: 'The episode, `published`, `scheduled` or `processing`.', schema: episode } },
     errors: { 400: ['episode_audio_missing'], 409: ['state_conflict'] },
   },
   listEpisodes: {
@@ -143,6 +144,22 @@ export const PODCAST_DOCS = {
     responses: { 200: { description: 'The episode with its `transcriptUrl` and `transcriptType`.', schema: episode } },
     errors: { 400: ['body_missing', 'parameter_invalid'], 413: ['body_too_large'], 415: ['unsupported_media_type'] },
     errorDescriptions: { 413: 'Transcript larger than 2 MB', 415: 'Content-Type is not text/vtt, application/x-subrip or application/json' },
+  },
+  putChapters: {
+    summary: "Set an episode's chapters",
+    description:
+      'The chapters are the raw request body: a Podcasting 2.0 JSON chapters document (`application/json+chapters`, or `application/json`): `{"version":"1.2.0","chapters":[{"startTime","title","img"?,"url"?,"toc"?,"endTime"?}]}`, times in seconds, `img` and `url` http(s) URLs, chapters in order of `startTime`, 1 to 1000 of them. UTF-8, at most 1 MB. It is checked: the first error answers 400 `parameter_invalid` with `param` = the JSON path of the bad value (`chapters.2.startTime`) and its line in the message. Replaces earlier chapters, a recording\'s too. Served at `chaptersUrl` once the episode is published and listed in the feed as `podcast:chapters`.',
+    params: episodeIds,
+    rawBody: { mediaTypes: [...CHAPTERS_UPLOAD_TYPES], description: 'The chapters document, at most 1 MB of UTF-8.' },
+    responses: { 200: { description: 'The episode with its `chaptersUrl`.', schema: episode } },
+    errors: { 400: ['body_missing', 'parameter_invalid'], 413: ['body_too_large'], 415: ['unsupported_media_type'] },
+    errorDescriptions: { 413: 'Chapters document larger than 1 MB', 415: 'Content-Type is not application/json+chapters or application/json' },
+  },
+  deleteChapters: {
+    summary: "Remove an episode's chapters",
+    description: 'The episode keeps everything else; `chaptersUrl` becomes null and the feed drops its `podcast:chapters`. Removing chapters that are not there is no error.',
+    params: episodeIds,
+    responses: { 200: { description: 'The episode without chapters.', schema: episode } },
   },
   deleteTranscript: {
     summary: "Remove an episode's transcript",

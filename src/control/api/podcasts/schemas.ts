@@ -12,7 +12,8 @@ import { count, nullableString, objectId, timestamp } from '../openapi/schemas.j
 export { METADATA_MAX_KEYS };
 
 export const PODCAST_STATUSES = ['draft', 'published', 'archived'] as const;
-export const EPISODE_STATUSES = ['draft', 'scheduled', 'published'] as const;
+/** `processing`: publication asked while the audio is still being finished or normalised (docs/podcasts.md "Publishing while the audio is processed"). */
+export const EPISODE_STATUSES = ['draft', 'scheduled', 'published', 'processing'] as const;
 export const EPISODE_TYPES = ['full', 'trailer', 'bonus'] as const;
 export const TITLE_MAX = 200;
 export const DESCRIPTION_MAX = 4000; // Apple's limit for <description>
@@ -96,6 +97,34 @@ export const TranscriptJson = v.object({
       'must be an array of segments',
     ),
     v.minLength(1, 'must hold at least one segment'),
+  ),
+});
+
+/** Most chapters a chapters document may hold. */
+export const CHAPTERS_MAX = 1000;
+/**
+ * A Podcasting 2.0 JSON chapters document (`application/json+chapters`, the podcast namespace's
+ * `chapters/jsonChapters.md`, version 1.2.0): `version` and `chapters`, each with `startTime`
+ * (seconds), `title`, and optionally `img` and `url` (http(s) URLs), `toc` (whether a table of
+ * contents lists it) and `endTime` (seconds). Other fields of the format (`author`, `location`…)
+ * are kept as sent.
+ */
+export const ChaptersJson = v.object({
+  version: v.pipe(v.string('must be a string such as "1.2.0"'), v.regex(/^1\.\d+(\.\d+)?$/, 'must be a version of the format such as "1.2.0"')),
+  chapters: v.pipe(
+    v.array(
+      v.object({
+        startTime: seconds,
+        title: v.pipe(v.string('must be a string'), v.maxLength(512, 'must be at most 512 characters')),
+        img: v.optional(httpUrl),
+        url: v.optional(httpUrl),
+        toc: v.optional(v.boolean('must be true or false')),
+        endTime: v.optional(seconds),
+      }),
+      'must be an array of chapters',
+    ),
+    v.minLength(1, 'must hold at least one chapter'),
+    v.maxLength(CHAPTERS_MAX, `must hold at most ${CHAPTERS_MAX} chapters`),
   ),
 });
 
@@ -237,7 +266,7 @@ export const EpisodeObjectSchema = v.object({
   publishAt: v.nullable(timestamp),
   publishedAt: v.nullable(timestamp),
   sourceStreamId: nullableString,
-  /** Podcasting 2.0 JSON chapters of a recorded stream's tracks (docs/behaviour.md §11); null when none. */
+  /** Podcasting 2.0 JSON chapters: a recorded stream's tracks (docs/behaviour.md §11) or those set with `PUT …/chapters`; null when none. */
   chaptersUrl: nullableString,
   /** The transcript (`PUT …/transcript`), public once published; null when none. */
   transcriptUrl: nullableString,

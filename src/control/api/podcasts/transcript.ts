@@ -40,7 +40,7 @@ export function transcriptTypeOf(contentType: string): TranscriptType | null {
   return null;
 }
 
-const invalid = (line: number, what: string, param = 'body') => paramInvalid(param, `Invalid transcript at line ${line}: ${what}`);
+const invalid = (line: number, what: string, param = 'body', doc = 'transcript') => paramInvalid(param, `Invalid ${doc} at line ${line}: ${what}`);
 
 /** 1-based line of `offset` in `text`. */
 const lineAt = (text: string, offset: number) => text.slice(0, offset).split(/\r\n|\r|\n/).length;
@@ -74,24 +74,42 @@ export function checkTranscript(type: TranscriptType, bytes: Uint8Array): string
 }
 
 function checkJson(text: string): void {
+  const doc = checkJsonDocument(text, TranscriptJson, 'transcript');
+  const i = doc.value.segments.findIndex((s) => s.endTime < s.startTime);
+  if (i >= 0) throw doc.invalidAt(['segments', i, 'endTime'], 'endTime is before startTime.');
+}
+
+/** A JSON document checked by `checkJsonDocument`: its value, and a refusal naming the line of a path in it. */
+export interface CheckedJson<T> {
+  value: T;
+  /** A 400 `parameter_invalid` whose `param` is `path` joined with dots and whose message names its line. */
+  invalidAt(path: Array<string | number>, what: string): ApiError;
+}
+
+/**
+ * Parses `text` as JSON (no comments, no trailing commas) and validates it with the valibot
+ * `schema`. A refusal is 400 `parameter_invalid` whose message names the line of the first error
+ * (`Invalid <doc> at line n: …`) and whose `param` is the JSON path of the bad value (dotted), or
+ * `body` for a syntax error.
+ * @throws ApiError 400 `parameter_invalid`
+ */
+export function checkJsonDocument<S extends Parameters<typeof parse>[0]>(text: string, schema: S, docName: string): CheckedJson<ReturnType<typeof parse<S>>> {
   const errors: ParseError[] = [];
   const tree = parseTree(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
   const e = errors[0];
-  if (e || !tree) throw invalid(e ? lineAt(text, e.offset) : 1, e ? `${printParseErrorCode(e.error)} (JSON syntax).` : 'not JSON.');
+  if (e || !tree) throw invalid(e ? lineAt(text, e.offset) : 1, e ? `${printParseErrorCode(e.error)} (JSON syntax).` : 'not JSON.', 'body', docName);
+  // The line of the value at `path`, else of the nearest enclosing one that exists (a missing key).
+  const lineOf = (path: Array<string | number>) => {
+    let node;
+    for (let n = path.length; n >= 0 && !node; n--) node = findNodeAtLocation(tree, path.slice(0, n));
+    return lineAt(text, node?.offset ?? 0);
+  };
   try {
-    parse(TranscriptJson, JSON.parse(text));
+    const value = parse(schema, JSON.parse(text));
+    return { value, invalidAt: (path, what) => invalid(lineOf(path), what, path.join('.'), docName) };
   } catch (err) {
     if (!(err instanceof ApiError) || !err.param) throw err;
     const path = err.param === 'body' ? [] : err.param.split('.').map((k) => (/^\d+$/.test(k) ? Number(k) : k));
-    // The line of the bad value, else of the nearest enclosing one that exists (a missing key).
-    let node;
-    for (let n = path.length; n >= 0 && !node; n--) node = findNodeAtLocation(tree, path.slice(0, n));
-    throw invalid(lineAt(text, node?.offset ?? 0), err.message, err.param);
-  }
-  const doc = JSON.parse(text) as { segments: Array<{ startTime: number; endTime: number }> };
-  const i = doc.segments.findIndex((s) => s.endTime < s.startTime);
-  if (i >= 0) {
-    const node = findNodeAtLocation(tree, ['segments', i, 'endTime']);
-    throw invalid(lineAt(text, node?.offset ?? 0), 'endTime is before startTime.', `segments.${i}.endTime`);
+    throw invalid(lineOf(path), err.message, err.param, docName);
   }
 }

@@ -12,6 +12,9 @@ const id = { id: 'The stream id (`stm_…`).' };
 /** What `playback` takes and answers (docs/behaviour.md §13). */
 const PLAYBACK_DOC =
   ' `playback`: `"public"` (default), `"token"` (listener tokens required; tokens minted with a publishable key, or an OAuth token without `streams:write`, are refused), or `{"mode": "token", "publishableKeyTokens": true}` (a token stream that also admits those); answered as that object when publishable-key tokens are allowed, else as the string.';
+/** What `recording` and `timeZone` take (docs/streams.md "Listen again"). */
+const RECORDING_DOC =
+  ' `recording`: `{"podcastId": "pod_…", "publish": "draft" | "auto"}` — each broadcast becomes its own episode of the podcast, with the chapters of its play log; `publish: "auto"` publishes it when the broadcast ends, once its audio is loudness-normalised, titled `<stream title> — <YYYY-MM-DD of the broadcast in timeZone>` (`podcast.published`, feed notifications); `draft` (the default, also when absent) keeps it a draft. `timeZone`: an IANA time zone name (`Europe/Paris`; default `UTC`), answered in its canonical spelling.';
 const deprecationHeaders = {
   Deprecation: { description: 'Present when `quality=ultra_low` was given (RFC 9745).', schema: { type: 'string' } },
   Warning: { description: '299 warning naming `low` as the replacement of `ultra_low`.', schema: { type: 'string' } },
@@ -31,7 +34,7 @@ export const STREAM_DOCS = {
       schema: valibot(CreateStream),
       description:
         '`metadata`: up to 16 keys. `quality=ultra_low` is a deprecated alias of `low`. `latencyMode`: `standard` (classic HLS, the default; one playlist poll and one segment per 2 s per listener) or `low` (LL-HLS: ~0.5 s parts, blocking playlist reload, preload hints; ~4 requests per listener-second, several times the CPU per listener). `fallback` (docs/streams.md "Fallback"): up to 100 episodes of the account with audio (`episodeIds`), `order` `sequential` (default) or `shuffle`, `silenceSeconds` 5–300 or null; set, the stream is on air with it while no live audio plays (`source: "fallback"`; `status` stays `idle` outside a broadcast: it tells broadcasts, `source` what is audible), encoded in the format of its last live source.' +
-        ' `icecastMount` (docs/icecast.md "Mounts"): the stream\'s own mount on the Icecast port besides `/live/<id>`, e.g. `/stream` or `/radio.mp3` — `/` then at most 63 of `A-Z a-z 0-9 . _ - /`, not `/live…`, `/admin…` or `/status-json.xsl`; one stream per mount on the node (409 `icecast_mount_taken`).' + PLAYBACK_DOC,
+        ' `icecastMount` (docs/icecast.md "Mounts"): the stream\'s own mount on the Icecast port besides `/live/<id>`, e.g. `/stream` or `/radio.mp3` — `/` then at most 63 of `A-Z a-z 0-9 . _ - /`, not `/live…`, `/admin…` or `/status-json.xsl`; one stream per mount on the node (409 `icecast_mount_taken`).' + PLAYBACK_DOC + RECORDING_DOC,
     },
     responses: { 201: { description: 'The new stream (status `idle`). `streamKey` for secret keys only.', schema: stream, headers: deprecationHeaders } },
     errors: { 409: ['icecast_mount_taken'] },
@@ -44,7 +47,7 @@ export const STREAM_DOCS = {
   update: {
     summary: 'Update a stream',
     description:
-      '`metadata` keys given as `null` are removed, others set; at most 16 keys after the merge. `fallback` is replaced as a whole and takes effect at once (docs/streams.md "Fallback"); `null` removes it (an idle stream goes off air). `icecastMount` is set, moved or (`null`) removed; a source or listener already connected stays (docs/icecast.md "Mounts"); another stream\'s mount is 409 `icecast_mount_taken`.' + PLAYBACK_DOC,
+      '`metadata` keys given as `null` are removed, others set; at most 16 keys after the merge. `fallback` is replaced as a whole and takes effect at once (docs/streams.md "Fallback"); `null` removes it (an idle stream goes off air). `icecastMount` is set, moved or (`null`) removed; a source or listener already connected stays (docs/icecast.md "Mounts"); another stream\'s mount is 409 `icecast_mount_taken`. `recording` and `timeZone` apply to broadcasts that end from then on.' + PLAYBACK_DOC + RECORDING_DOC,
     params: id,
     body: { schema: valibot(UpdateStream), required: false },
     responses: { 200: { description: 'The updated stream.', schema: stream, headers: deprecationHeaders } },

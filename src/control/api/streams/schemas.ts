@@ -4,7 +4,7 @@
  * OpenAPI document (./openapi.ts).
  */
 import * as v from 'valibot';
-import { ICECAST_MOUNT_PATTERN, icecastMountProblem, LANGUAGE_TITLES, METADATA_MAX_KEYS } from '../../services/streams.js';
+import { canonicalTimeZone, ICECAST_MOUNT_PATTERN, icecastMountProblem, LANGUAGE_TITLES, METADATA_MAX_KEYS } from '../../services/streams.js';
 import { count, nullableString, objectId, timestamp } from '../openapi/schemas.js';
 
 export { LANGUAGE_TITLES, METADATA_MAX_KEYS };
@@ -25,7 +25,24 @@ const plainObject = v.custom<Record<string, unknown>>((x) => typeof x === 'objec
 const metadataKey = v.pipe(v.string(), v.minLength(1), v.maxLength(METADATA_MAX_KEY));
 const metadataValue = v.pipe(v.string('metadata values must be strings'), v.maxLength(METADATA_MAX_VALUE, `values must be at most ${METADATA_MAX_VALUE} characters`));
 const reconnectWindow = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(300));
-const recording = v.nullable(v.pipe(plainObject, v.strictObject({ podcastId: v.pipe(v.string(), v.regex(/^pod_[A-Za-z0-9]+$/, 'must be a podcast id (pod_…)')) })));
+/** `recording` (docs/streams.md "Listen again"): the podcast each broadcast becomes an episode of, and whether that episode is published when the broadcast ends (`auto`) or stays a draft (`draft`, the default). */
+export const RECORDING_PUBLISH = ['draft', 'auto'] as const;
+const recording = v.nullable(
+  v.pipe(
+    plainObject,
+    v.strictObject({
+      podcastId: v.pipe(v.string(), v.regex(/^pod_[A-Za-z0-9]+$/, 'must be a podcast id (pod_…)')),
+      publish: v.optional(v.picklist(RECORDING_PUBLISH, 'must be draft or auto')),
+    }),
+  ),
+);
+/** `timeZone`: an IANA time zone name (`Europe/Paris`, `UTC`), stored as the runtime's canonical spelling (docs/streams.md "Listen again"). */
+const timeZone = v.pipe(
+  v.string('must be an IANA time zone name such as Europe/Paris'),
+  v.maxLength(64, 'must be an IANA time zone name such as Europe/Paris'),
+  v.check((z) => canonicalTimeZone(z) !== null, 'must be an IANA time zone name such as Europe/Paris or UTC'),
+  v.transform((z) => canonicalTimeZone(z)!),
+);
 /**
  * `playback` (docs/streams.md "Playback"): `"public"`, `"token"`, or the object form
  * `{mode, publishableKeyTokens}`; `publishableKeyTokens: true` (token streams only) lets listener
@@ -94,6 +111,7 @@ export const CreateStream = v.strictObject({
   latencyMode: v.optional(latencyMode),
   fallback: v.optional(fallback),
   icecastMount: v.optional(icecastMount),
+  timeZone: v.optional(timeZone),
 });
 
 export const UpdateStream = v.strictObject({
@@ -111,6 +129,7 @@ export const UpdateStream = v.strictObject({
   latencyMode: v.optional(latencyMode),
   fallback: v.optional(fallback),
   icecastMount: v.optional(icecastMount),
+  timeZone: v.optional(timeZone),
 });
 
 /** A stream is `live` during a broadcast and `idle` between them; it has no terminal state (docs/streams.md). */
@@ -163,7 +182,8 @@ export const StreamObject = v.object({
   ),
   listenerCount: count,
   reconnectWindow: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(300)),
-  recording: v.nullable(v.object({ podcastId: v.string() })),
+  /** `publish` as set (absent: `draft`, each episode stays a draft). */
+  recording: v.nullable(v.object({ podcastId: v.string(), publish: v.optional(v.picklist(RECORDING_PUBLISH)) })),
   /** A string unless a token stream admits publishable-key tokens: then `{mode: "token", publishableKeyTokens: true}`. */
   playback: v.union([v.picklist(['public', 'token']), v.object({ mode: v.literal('token'), publishableKeyTokens: v.boolean() })]),
   latencyMode: v.picklist(LATENCY_MODES),
@@ -174,6 +194,8 @@ export const StreamObject = v.object({
   fallback: v.nullable(v.object({ episodeIds: v.array(v.string()), order: v.picklist(FALLBACK_ORDERS), silenceSeconds: v.nullable(v.number()) })),
   source: v.nullable(v.picklist(['live', 'fallback'])),
   icecastMount: nullableString,
+  /** IANA time zone of the stream: the date in its broadcasts' episode titles (docs/streams.md "Listen again"). */
+  timeZone: v.string(),
 });
 
 /** One track of the play log (docs/behaviour.md §11): `countries` counts the distinct listeners per country heard during it. */
