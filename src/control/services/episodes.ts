@@ -11,6 +11,7 @@ import { newId } from '../../base/ids.js';
 import { UnknownCursorError, type PageQuery } from '../../base/db/paginate.js';
 import type { EpisodeRow, EpisodeStatus, EpisodeType, PodcastsRepo } from '../../base/db/podcasts-repo.js';
 import type { Outbox } from '../../base/outbox.js';
+import { UnitOfWork } from '../../base/db/unit-of-work.js';
 import type { PublicUrls } from '../../base/config.js';
 import type { ChaptersDocument } from './play-log.js';
 import { toEpisodeLoudness, type EpisodeLoudness, type LoudnessService } from './loudness.js';
@@ -175,8 +176,17 @@ export interface EpisodesDeps {
 
 export class EpisodesService {
   private readonly probe: (file: string) => Promise<AudioInfo>;
+  /** Writes that record events: one transaction (`BEGIN IMMEDIATE`), events after the commit (src/base/db/unit-of-work.ts). */
+  private readonly uow: UnitOfWork;
+
   constructor(private readonly d: EpisodesDeps) {
     this.probe = d.probe ?? ((f) => probeAudio(f));
+    this.uow = new UnitOfWork(d.repo.db, d.outbox);
+  }
+
+  /** Runs `change` as one unit of work. @throws what the transaction threw (its events are then dropped) */
+  private write<T>(change: () => T): T {
+    return this.uow.run(change, { immediate: true });
   }
 
   /** Creates a draft episode of podcast `podcastId`. @throws ApiError 404 (podcast), 409 (archived) */
@@ -262,21 +272,15 @@ export class EpisodesService {
    */
   delete(accountId: string, podcastId: string, id: string): { id: string; object: 'episode'; deleted: true } {
     let row!: EpisodeRow;
-    try {
-      this.d.repo.tx(() => {
-        row = this.row(accountId, podcastId, id);
-        this.d.repo.deleteEpisode(id);
-        this.touchPodcast(podcastId);
-        if (row.status === 'published') {
-          this.d.outbox.record(accountId, 'podcast.deleted', { object: { ...this.render(row), deleted: true } });
-          this.d.feedChanged?.(accountId, podcastId, 'changed');
-        }
-      });
-    } catch (e) {
-      this.d.outbox.discard();
-      throw e;
-    }
-    this.d.outbox.flush();
+    this.write(() => {
+      row = this.row(accountId, podcastId, id);
+      this.d.repo.deleteEpisode(id);
+      this.touchPodcast(podcastId);
+      if (row.status === 'published') {
+        this.d.outbox.record(accountId, 'podcast.deleted', { object: { ...this.render(row), deleted: true } });
+        this.d.feedChanged?.(accountId, podcastId, 'changed');
+      }
+    });
     if (row.audio_file) this.d.media.remove(podcastId, row.audio_file);
     if (row.original_audio_file) this.d.media.remove(podcastId, row.original_audio_file);
     if (row.audio_file) this.d.audioGone?.(id);
@@ -374,25 +378,19 @@ export class EpisodesService {
    */
   publishWhenReady(episodeId: string): boolean {
     let done = false;
-    try {
-      this.d.repo.tx(() => {
-        const row = this.d.repo.getEpisodeAny(episodeId);
-        if (!row || row.publish_pending !== 1) return;
-        const podcast = this.d.repo.getPodcast(row.podcast_id, row.account_id);
-        if (!podcast || podcast.status === 'archived') {
-          this.d.repo.setPublishPending(episodeId, 0);
-          return;
-        }
-        const now = Math.max(this.d.now(), row.updated_at);
-        if (!this.d.repo.publishPending(episodeId, randomUUID(), now)) return;
-        this.afterPublished(row.account_id, row.podcast_id, this.d.repo.getEpisodeAny(episodeId)!, now);
-        done = true;
-      });
-    } catch (e) {
-      this.d.outbox.discard();
-      throw e;
-    }
-    this.d.outbox.flush();
+    this.write(() => {
+      const row = this.d.repo.getEpisodeAny(episodeId);
+      if (!row || row.publish_pending !== 1) return;
+      const podcast = this.d.repo.getPodcast(row.podcast_id, row.account_id);
+      if (!podcast || podcast.status === 'archived') {
+        this.d.repo.setPublishPending(episodeId, 0);
+        return;
+      }
+      const now = Math.max(this.d.now(), row.updated_at);
+      if (!this.d.repo.publishPending(episodeId, randomUUID(), now)) return;
+      this.afterPublished(row.account_id, row.podcast_id, this.d.repo.getEpisodeAny(episodeId)!, now);
+      done = true;
+    });
     return done;
   }
 
@@ -408,44 +406,38 @@ export class EpisodesService {
     const at = input.publishAt !== undefined ? Date.parse(input.publishAt) : null;
     if (at !== null && at <= now) throw paramInvalid('publishAt', 'publishAt must be in the future; omit it to publish now.');
     let out!: EpisodeRow;
-    try {
-      this.d.repo.tx(() => {
-        const podcast = this.d.repo.getPodcast(podcastId, accountId);
-        if (!podcast) throw notFound('podcast', podcastId);
-        if (podcast.status === 'archived') throw conflict('The podcast is archived: no new publication.');
-        const row = this.d.repo.getEpisode(input.episodeId, podcastId, accountId);
-        if (!row) throw notFound('episode', input.episodeId, 'episodeId');
-        if (row.status === 'published') throw conflict('The episode is already published.');
-        if (row.publish_pending === 1) throw conflict('The episode is already waiting to be published: it is published once its audio is final.');
-        // A recording's episode exists a moment before its audio is stored (the hand-over): that audio is coming.
-        if (!row.audio_file && !row.source_stream_id) throw new ApiError('episode_audio_missing', 'The episode has no audio: upload it with PUT /podcasts/{id}/episodes/{eid}/audio first.', { param: 'episodeId' });
-        out = { ...row, updated_at: now };
-        if (at === null && !audioFinal(row)) {
-          // The audio is still being finished or normalised: published once it is final (`processing` until then).
-          out = { ...out, status: 'draft', publish_at: null };
-          this.d.repo.updateEpisode(out);
-          this.d.repo.setPublishPending(row.id, 1);
-          out.publish_pending = 1;
-          this.touchPodcast(podcastId);
-        } else if (at !== null) {
-          out.status = 'scheduled';
-          out.publish_at = at;
-          this.d.repo.updateEpisode(out);
-          this.touchPodcast(podcastId);
-        } else {
-          out.status = 'published';
-          out.publish_at = null;
-          out.published_at = now;
-          out.guid = row.guid ?? randomUUID();
-          this.d.repo.updateEpisode(out);
-          this.afterPublished(accountId, podcastId, out, now);
-        }
-      });
-    } catch (e) {
-      this.d.outbox.discard();
-      throw e;
-    }
-    this.d.outbox.flush();
+    this.write(() => {
+      const podcast = this.d.repo.getPodcast(podcastId, accountId);
+      if (!podcast) throw notFound('podcast', podcastId);
+      if (podcast.status === 'archived') throw conflict('The podcast is archived: no new publication.');
+      const row = this.d.repo.getEpisode(input.episodeId, podcastId, accountId);
+      if (!row) throw notFound('episode', input.episodeId, 'episodeId');
+      if (row.status === 'published') throw conflict('The episode is already published.');
+      if (row.publish_pending === 1) throw conflict('The episode is already waiting to be published: it is published once its audio is final.');
+      // A recording's episode exists a moment before its audio is stored (the hand-over): that audio is coming.
+      if (!row.audio_file && !row.source_stream_id) throw new ApiError('episode_audio_missing', 'The episode has no audio: upload it with PUT /podcasts/{id}/episodes/{eid}/audio first.', { param: 'episodeId' });
+      out = { ...row, updated_at: now };
+      if (at === null && !audioFinal(row)) {
+        // The audio is still being finished or normalised: published once it is final (`processing` until then).
+        out = { ...out, status: 'draft', publish_at: null };
+        this.d.repo.updateEpisode(out);
+        this.d.repo.setPublishPending(row.id, 1);
+        out.publish_pending = 1;
+        this.touchPodcast(podcastId);
+      } else if (at !== null) {
+        out.status = 'scheduled';
+        out.publish_at = at;
+        this.d.repo.updateEpisode(out);
+        this.touchPodcast(podcastId);
+      } else {
+        out.status = 'published';
+        out.publish_at = null;
+        out.published_at = now;
+        out.guid = row.guid ?? randomUUID();
+        this.d.repo.updateEpisode(out);
+        this.afterPublished(accountId, podcastId, out, now);
+      }
+    });
     this.d.onScheduleChange?.();
     return this.render(out);
   }
@@ -464,26 +456,20 @@ export class EpisodesService {
       const due = this.d.repo.dueEpisodes(this.d.now());
       if (due.length === 0) break;
       for (const ep of due) {
-        try {
-          const done = this.d.repo.tx(() => {
-            const now = this.d.now();
-            if (!this.d.repo.publishIfDue(ep.id, randomUUID(), now)) return false;
-            const row = this.d.repo.getEpisode(ep.id, ep.podcast_id, ep.account_id)!;
-            const podcast = this.d.repo.getPodcast(ep.podcast_id, ep.account_id);
-            if (podcast?.status === 'archived') {
-              // Archiving unschedules; this only happens if both raced. Keep it out of the feed.
-              this.d.repo.updateEpisode({ ...row, status: 'draft', publish_at: null, published_at: null, updated_at: now });
-              return false;
-            }
-            this.afterPublished(ep.account_id, ep.podcast_id, row, now);
-            return true;
-          });
-          this.d.outbox.flush();
-          if (done) n++;
-        } catch (e) {
-          this.d.outbox.discard();
-          throw e;
-        }
+        const done = this.write(() => {
+          const now = this.d.now();
+          if (!this.d.repo.publishIfDue(ep.id, randomUUID(), now)) return false;
+          const row = this.d.repo.getEpisode(ep.id, ep.podcast_id, ep.account_id)!;
+          const podcast = this.d.repo.getPodcast(ep.podcast_id, ep.account_id);
+          if (podcast?.status === 'archived') {
+            // Archiving unschedules; this only happens if both raced. Keep it out of the feed.
+            this.d.repo.updateEpisode({ ...row, status: 'draft', publish_at: null, published_at: null, updated_at: now });
+            return false;
+          }
+          this.afterPublished(ep.account_id, ep.podcast_id, row, now);
+          return true;
+        });
+        if (done) n++;
       }
       if (due.length < 100) break;
     }
