@@ -43,6 +43,9 @@
  * ("1000,2000,4000,8000,16000"), BENCH_PLAYERS_WINDOW_S (10), BENCH_PLAYERS_BUDGET_S (420: the
  * steps of all modes together, shared evenly by the modes still to run), BENCH_PLAYERS_HINTS (1: hlsjs-ll listeners also request preload-hinted parts),
  * BENCH_PLAYERS_DELTA (0: hlsjs-ll listeners never send `_HLS_skip=YES`; by default they do, as hls.js does),
+ * BENCH_PLAYERS_LL_VARIANTS ("raw:one": the hlsjs-ll variants to run in turn, `<raw|raw-noskip|node>:<one|own>`,
+ * see LL_VARIANTS and docs/bench/ll-hls-listeners.md), BENCH_PLAYERS_SESSION_RATE (60: the LL server's
+ * SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE, the product default),
  * BENCH_PLAYERS_DEBUG (1: log the first objects a listener missed), BENCH_SKYLARK_THREADS (Skylark's
  * SKYLARK_HTTP_THREADS, default 1), BENCH_PLAYERS_PROGRESSIVE_READ_MS (0: an icecast-mode
  * listener reads on every arrival; N: about once per N ms, what arrived meanwhile waiting in the
