@@ -43,6 +43,9 @@
  * ("1000,2000,4000,8000,16000"), BENCH_PLAYERS_WINDOW_S (10), BENCH_PLAYERS_BUDGET_S (420: the
  * steps of all modes together, shared evenly by the modes still to run), BENCH_PLAYERS_HINTS (1: hlsjs-ll listeners also request preload-hinted parts),
  * BENCH_PLAYERS_DELTA (0: hlsjs-ll listeners never send `_HLS_skip=YES`; by default they do, as hls.js does),
+ * BENCH_PLAYERS_LL_VARIANTS ("raw:one": the hlsjs-ll variants to run in turn, `<raw|raw-noskip|node>:<one|own>`,
+ * see LL_VARIANTS and docs/bench/ll-hls-listeners.md), BENCH_PLAYERS_SESSION_RATE (60: the LL server's
+ * SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE, the product default),
  * BENCH_PLAYERS_DEBUG (1: log the first objects a listener missed), BENCH_SKYLARK_THREADS (Skylark's
  * SKYLARK_HTTP_THREADS, default 1), BENCH_PLAYERS_PROGRESSIVE_READ_MS (0: an icecast-mode
  * listener reads on every arrival; N: about once per N ms, what arrived meanwhile waiting in the
@@ -69,6 +72,28 @@ const MODES = (process.env.BENCH_PLAYERS_MODES || 'hlsjs-ll,classic,icecast').sp
 const HINTS = process.env.BENCH_PLAYERS_HINTS === '1';
 /** hlsjs-ll listeners ask for full playlists only (no `_HLS_skip`), unlike hls.js against a server that offers delta updates. */
 const NO_DELTA = process.env.BENCH_PLAYERS_DELTA === '0';
+/**
+ * The hlsjs-ll variants to run, each against the same server in turn: `<client>:<addresses>`, with
+ * client `raw` (the light client: two connections, reloads with `_HLS_skip` once offered),
+ * `raw-noskip` (the same without `_HLS_skip`) or `node` (one `node:http` keep-alive connection,
+ * reload then part, no `_HLS_skip`; bench/lib/player-client.ts `llClient`), and addresses `one`
+ * (every listener from 127.0.0.1, a crowd behind one NAT) or `own` (each from its own loopback address).
+ */
+const LL_VARIANTS = (process.env.BENCH_PLAYERS_LL_VARIANTS || 'raw:one')
+  .split(',')
+  .map((v) => v.trim())
+  .filter(Boolean)
+  .map((v) => {
+    const [client = 'raw', addresses = 'one'] = v.split(':');
+    if (!['raw', 'raw-noskip', 'node'].includes(client) || !['one', 'own'].includes(addresses)) throw new Error(`BENCH_PLAYERS_LL_VARIANTS: '${v}' is not <raw|raw-noskip|node>:<one|own>`);
+    return { client, addresses };
+  });
+/**
+ * Skylark's `SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE` for the LL server: by default the product's
+ * default, 60, so a crowd behind one address is counted as the product counts it (60 new sessions
+ * a minute, the rest served and not counted until the address is under the rate).
+ */
+const SESSION_RATE = process.env.BENCH_PLAYERS_SESSION_RATE || '60';
 /** icecast mode: each listener reads its stream about once per this many ms (0: on every arrival). */
 const PROGRESSIVE_READ_MS = Number(process.env.BENCH_PLAYERS_PROGRESSIVE_READ_MS || 0) || 0;
 /**
@@ -272,6 +297,8 @@ interface Target {
   stepsFrom: number[];
   /** ms after the ramp before the window opens. */
   settleMs: number;
+  /** Client settings of this mode's variant (hlsjs-ll: which client, which addresses). */
+  client?: Pick<PlayerConfig, 'llClient' | 'ownAddresses' | 'noDelta'>;
 }
 
 /** Runs the steps of one mode against one server; stops at the first step not held or over budget. */
@@ -307,6 +334,7 @@ async function runMode(t: Target, label: string): Promise<{ steps: Step[]; idleP
       exitAt,
       hints: HINTS,
       noDelta: NO_DELTA,
+      ...t.client,
       readMs: PROGRESSIVE_READ_MS,
       streamBytesPerS: STREAM_BYTES_PER_S,
     }));
@@ -453,10 +481,10 @@ function evaluate(
 }
 
 /** Skylark with one stream of `codec` published at 128 kbps; runs `body`; stops everything. */
-async function withSkylark<T>(work: string, codec: 'aac' | 'mp3', body: (s: { pid: number; http: string; stream: { id: string; hlsUrl: string } }) => Promise<T>): Promise<T> {
+async function withSkylark<T>(work: string, codec: 'aac' | 'mp3', env: Record<string, string>, body: (s: { pid: number; http: string; stream: { id: string; hlsUrl: string } }) => Promise<T>): Promise<T> {
   const dataDir = path.join(work, `sky-${codec}`);
   // One layer (no ladder codec process), and every listener comes from 127.0.0.1: lift the held-request caps.
-  const sky = await startSkylark(dataDir, { SKYLARK_ABR_LADDER: '0', SKYLARK_HTTP_MAX_HELD: '100000', SKYLARK_HTTP_MAX_HELD_PER_IP: '100000', SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE: '1000000' });
+  const sky = await startSkylark(dataDir, { SKYLARK_ABR_LADDER: '0', SKYLARK_HTTP_MAX_HELD: '100000', SKYLARK_HTTP_MAX_HELD_PER_IP: '100000', ...env });
   const children: ChildProcess[] = [sky.child];
   try {
     const key = await createAccount(dataDir, sky.defaultSecretKey);
@@ -481,12 +509,27 @@ function startProbe(mode: 'classic' | 'hlsjs-ll', url: string): PlayerRun {
   return p;
 }
 
-async function skylarkLl(work: string): Promise<ModeResult> {
-  return withSkylark(work, 'aac', async (sky) => {
+const VARIANT_LABEL: Record<string, string> = { raw: 'light client', 'raw-noskip': 'light client, no _HLS_skip', node: 'node:http, one connection, no _HLS_skip' };
+
+/** The LL variants in turn against one Skylark (a failed variant is reported and the next runs). */
+async function skylarkLl(work: string): Promise<ModeResult[]> {
+  return withSkylark(work, 'aac', { SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE: SESSION_RATE }, async (sky) => {
     const probe = startProbe('hlsjs-ll', sky.stream.hlsUrl);
+    const out: ModeResult[] = [];
     try {
-      const r = await runMode({ mode: 'hlsjs-ll', server: 'skylark', url: sky.stream.hlsUrl, pid: sky.pid, probe, stepsFrom: steps('BENCH_PLAYERS_STEPS_LL', '500,1000,2000,4000,8000'), settleMs: 3000 }, 'hlsjs-ll');
-      return { key: 'hlsjs-ll', label: `hls.js LL-HLS${HINTS ? ' + preload hints' : ''}${NO_DELTA ? ', no delta updates' : ''} (AAC 128k, 0.5 s parts)`, server: 'skylark', ...r };
+      for (const v of LL_VARIANTS) {
+        const one = LL_VARIANTS.length === 1 && v.client === 'raw' && v.addresses === 'one';
+        const label = `hls.js LL-HLS${HINTS ? ' + preload hints' : ''}${NO_DELTA ? ', no delta updates' : ''}${one ? '' : ` [${VARIANT_LABEL[v.client]}; ${v.addresses === 'own' ? 'own addresses' : 'one address'}]`} (AAC 128k, 0.5 s parts)`;
+        const client = { llClient: v.client === 'node' ? ('node' as const) : ('raw' as const), ownAddresses: v.addresses === 'own', noDelta: NO_DELTA || v.client !== 'raw' };
+        try {
+          const r = await runMode({ mode: 'hlsjs-ll', server: 'skylark', url: sky.stream.hlsUrl, pid: sky.pid, probe, stepsFrom: steps('BENCH_PLAYERS_STEPS_LL', '500,1000,2000,4000,8000'), settleMs: 3000, client }, `hlsjs-ll ${v.client}:${v.addresses}`);
+          out.push({ key: 'hlsjs-ll', label, server: 'skylark', ...r });
+        } catch (e) {
+          out.push({ key: 'hlsjs-ll', label, server: 'skylark', steps: [], idlePct: NaN, failed: (e as Error).message });
+          budget.modesLeft = Math.max(1, budget.modesLeft - 1);
+        }
+      }
+      return out;
     } finally {
       probe.stop();
     }
@@ -494,7 +537,7 @@ async function skylarkLl(work: string): Promise<ModeResult> {
 }
 
 async function skylarkMp3(work: string, wantClassic: boolean, wantListen: boolean): Promise<ModeResult[]> {
-  return withSkylark(work, 'mp3', async (sky) => {
+  return withSkylark(work, 'mp3', {}, async (sky) => {
     const results: ModeResult[] = [];
     if (wantClassic) {
       const probe = startProbe('classic', sky.stream.hlsUrl);
@@ -621,7 +664,7 @@ export async function run(): Promise<BenchRow[]> {
       results.push({ key, label, server, steps: [], idlePct: NaN, failed: (e as Error).message });
     }
   };
-  budget.modesLeft = ['hlsjs-ll', 'classic', 'icecast'].filter((m) => MODES.includes(m)).length;
+  budget.modesLeft = ['hlsjs-ll', 'classic', 'icecast'].filter((m) => MODES.includes(m)).length + (MODES.includes('hlsjs-ll') ? LL_VARIANTS.length - 1 : 0);
   try {
     if (MODES.includes('hlsjs-ll')) await attempt('hlsjs-ll', 'hls.js LL-HLS', 'skylark', () => skylarkLl(work));
     if (MODES.includes('classic') || MODES.includes('listen')) await attempt('classic', 'classic HLS', 'skylark', () => skylarkMp3(work, MODES.includes('classic'), MODES.includes('listen') || MODES.includes('icecast')));

@@ -59,6 +59,7 @@
  * Times are `Date.now()` milliseconds (the bench process and the client processes share the
  * clock). The report's times are ms relative to `from`, the start of the measuring window.
  */
+import http from 'node:http';
 import net from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { groupMsFor, ListenerMeter, streamFigures } from './listener-rate.js';
@@ -89,6 +90,19 @@ export interface PlayerConfig {
   hints?: boolean;
   /** hlsjs-ll: never ask for delta updates (`_HLS_skip`), as hls.js does when the server advertises them. */
   noDelta?: boolean;
+  /**
+   * hlsjs-ll: which client. `raw` (default): the light client above (two raw connections per
+   * listener, reloads and parts in parallel). `node`: one `node:http` keep-alive connection per
+   * listener (an `Agent` with `maxSockets: 1`, Node's default request headers and a `User-Agent`):
+   * the multivariant playlist, the media playlist and the init section once, then for ever a
+   * blocking reload for the next part (never `_HLS_skip`) and a GET of each part it newly lists.
+   */
+  llClient?: 'raw' | 'node';
+  /**
+   * Every listener connects from its own loopback address (127.10.x.y, by its place in the arrival
+   * order) instead of all from 127.0.0.1: a crowd of separate clients rather than one behind a NAT.
+   */
+  ownAddresses?: boolean;
   /** A probe: media is not fetched, classic polls every 100 ms, failures always reconnect. */
   probe?: boolean;
   /** Connects in flight at most (a burst of SYNs beyond a server's listen backlog only causes retransmits). */
@@ -389,16 +403,17 @@ export class HttpConn {
     private readonly onClose: (why: string) => void,
     private readonly inFlight: (d: number) => void = () => {},
     private readonly shared: SharedRead | null = null,
+    localAddress?: string,
   ) {
     inFlight(1);
     if (shared) {
       const buf = shared.buf;
       this.slice = shared.pacer ? shared.pacer.slice() : 0;
-      this.sock = net.connect({ port, host, onread: { buffer: buf, callback: (n) => this.sharedRead(buf, n) } });
+      this.sock = net.connect({ port, host, localAddress, onread: { buffer: buf, callback: (n) => this.sharedRead(buf, n) } });
       // Flowing, so that the end of the stream is seen ('end', then 'close'); no 'data' is emitted with `onread`.
       this.sock.resume();
     } else {
-      this.sock = net.connect(port, host);
+      this.sock = net.connect({ port, host, localAddress });
       this.sock.on('data', (d: Buffer) => this.data(d, d.length));
     }
     this.sock.setNoDelay(true);
@@ -678,12 +693,15 @@ abstract class Listener implements Timed {
   protected readonly hdr: string;
   /** The multivariant (or stream) GET of this listener. */
   protected readonly entryReq: Buffer;
+  /** The local address its connections bind (`ownAddresses`), or undefined (the kernel's choice, 127.0.0.1 on loopback). */
+  protected readonly local: string | undefined;
 
   /** `order`: this listener's place in the arrival order of all processes. */
   constructor(
     protected readonly run: Run,
     order: number,
   ) {
+    this.local = run.cfg.ownAddresses && !run.cfg.probe ? ownAddress(order) : undefined;
     const ff = run.cfg.forwardedFor;
     this.hdr = ff && ff.length > 0 ? `X-Forwarded-For: ${ff[order % ff.length]}\r\n` : '';
     this.entryReq = this.hdr ? Buffer.from(run.request(run.path, this.hdr), 'latin1') : run.entryReq;
@@ -701,7 +719,7 @@ abstract class Listener implements Timed {
 
   /** A new connection, counted against the run's connects in flight; `shared`: it reads into the run's shared buffer, paced (progressive streams). */
   protected connect(onConnect: () => void, shared = false): HttpConn {
-    return new HttpConn(this.run.port, this.run.host, this.run.wire, onConnect, (why) => this.fail(why), this.run.inFlight, shared ? this.run.shared : null);
+    return new HttpConn(this.run.port, this.run.host, this.run.wire, onConnect, (why) => this.fail(why), this.run.inFlight, shared ? this.run.shared : null, this.local);
   }
 
   protected record(key: number, now: number): void {
@@ -733,6 +751,11 @@ abstract class Listener implements Timed {
       this.run.err(why);
     }
   }
+}
+
+/** Listener `order`'s own loopback address (Linux routes all of 127.0.0.0/8 to lo): 127.10.x.y, 250 per /24, y never 0 or 255. */
+export function ownAddress(order: number): string {
+  return `127.${10 + Math.floor(order / 64_000)}.${Math.floor(order / 250) % 256}.${(order % 250) + 1}`;
 }
 
 /** Media directory (`/hls/<id>/<layer>/`) and the session query of a variant URI. */
@@ -1069,6 +1092,184 @@ class LlListener extends Listener {
   }
 }
 
+/** What an LL-HLS media playlist lists, as `NodeLlListener` reads it. */
+interface LlListing {
+  /** The last full segment's sequence number (-1: none). */
+  endSn: number;
+  /** Every part listed, as msn × 1000 + part index, in order. */
+  keys: number[];
+  /** The query the part URIs carry ('' for a public stream). */
+  partQuery: string;
+  /** The `EXT-X-MAP` URI ('' when absent). */
+  map: string;
+  /** `PART-TARGET` (ms; 0 when absent). */
+  partTargetMs: number;
+}
+
+/** Reads the parts, the last segment, the map and the part target of an LL-HLS media playlist. */
+function llListing(s: string): LlListing {
+  const out: LlListing = { endSn: -1, keys: [], partQuery: '', map: '', partTargetMs: 0 };
+  eachLine(s, (a, b) => {
+    if (b <= a) return;
+    if (s.charCodeAt(a) !== 35) {
+      const sn = intAt(s, a);
+      if (sn >= 0) out.endSn = sn;
+      return;
+    }
+    if (startsAt(s, a, '#EXT-X-PART:')) {
+      const u = s.indexOf('URI="', a);
+      if (u < 0 || u > b) return;
+      const m = intAt(s, u + 5);
+      const p = intAt(s, s.indexOf('.', u + 5) + 1);
+      if (m < 0 || p < 0) return;
+      if (out.keys.length === 0) {
+        const end = s.indexOf('"', u + 5);
+        const q = s.indexOf('?', u + 5);
+        out.partQuery = q >= 0 && q < end ? s.slice(q, end) : '';
+      }
+      out.keys.push(m * 1000 + p);
+    } else if (startsAt(s, a, '#EXT-X-MAP:')) {
+      const u = s.indexOf('URI="', a);
+      if (u >= 0 && u < b) out.map = s.slice(u + 5, s.indexOf('"', u + 5));
+    } else if (startsAt(s, a, '#EXT-X-PART-INF:')) {
+      const t = s.indexOf('PART-TARGET=', a);
+      if (t >= 0 && t < b) out.partTargetMs = Math.round(Number(s.slice(t + 12, b).split(',')[0]) * 1000) || 0;
+    }
+  });
+  return out;
+}
+
+/**
+ * hlsjs-ll with `llClient: 'node'`: one `node:http` keep-alive connection per listener (an `Agent`
+ * with `maxSockets: 1`; Node's default request headers — `Host`, `Connection: keep-alive` — and a
+ * `User-Agent`), every request in turn on it. The multivariant playlist, the top variant's media
+ * playlist and its init section once; then for ever a blocking reload
+ * `?<sid>&_HLS_msn=M&_HLS_part=P` for the part after the last one listed (never `_HLS_skip`), and a
+ * GET of each part that reload newly lists. A reload answered without a new part (a timeout, a
+ * 503) is sent again half a part target later.
+ */
+class NodeLlListener extends Listener {
+  private agent: http.Agent | null = null;
+  private dir = '';
+  /** `<dir>index.m3u8?<sid>&_HLS_msn=` */
+  private reloadHead = '';
+  private partQuery = '';
+  private partTargetMs = 1000;
+  /** The newest part listed so far (msn × 1000 + part), and the parts still to fetch. */
+  private lastKey = -1;
+  private queue: number[] = [];
+  private msn = -1;
+  private part = 0;
+
+  start(): void {
+    this.lastKey = -1;
+    this.queue = [];
+    this.agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    this.get(this.run.path, true, (st, body) => {
+      if (st !== 200) return this.fail(`multivariant ${st}`);
+      const v = variantOf(this.run, body);
+      if (!v) return this.fail('no variant');
+      this.dir = v.dir;
+      this.reloadHead = `${v.dir}index.m3u8?${v.query ? `${v.query}&` : ''}_HLS_msn=`;
+      this.started = true;
+      this.get(`${v.dir}index.m3u8${v.query ? `?${v.query}` : ''}`, true, (st2, b2) => this.first(st2, b2));
+    });
+  }
+
+  teardown(): void {
+    this.agent?.destroy();
+    this.agent = null;
+  }
+
+  wake(): void {
+    if (!this.dead) this.reload();
+  }
+
+  /** One GET on the listener's connection; `done` hears its status and (with `keep`) its body. */
+  private get(path: string, keep: boolean, done: Done): void {
+    const wire = this.run.wire;
+    const req = http.request({ host: this.run.host, port: this.run.port, path, agent: this.agent!, localAddress: this.local, headers: { 'User-Agent': 'skylark-bench-player (node:http)' } }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (d: Buffer) => {
+        const now = Date.now();
+        if (now >= wire.from && now <= wire.to) wire.bytes += d.length;
+        if (keep) parts.push(d);
+      });
+      res.on('end', () => {
+        if (this.dead) return;
+        const now = Date.now();
+        if (now >= wire.from && now <= wire.to) wire.requests++;
+        done(res.statusCode ?? 0, keep ? Buffer.concat(parts).toString('latin1') : '');
+      });
+      res.on('error', (e: NodeJS.ErrnoException) => this.fail(e.code ?? 'response error'));
+    });
+    req.on('error', (e: NodeJS.ErrnoException) => this.fail(e.code ?? 'request error'));
+    req.end();
+  }
+
+  /** The first media playlist: the init section once, then the chain of reloads from the next part. */
+  private first(st: number, s: string): void {
+    if (this.dead) return;
+    if (st !== 200) return this.fail(`playlist ${st}`);
+    const l = llListing(s);
+    if (l.keys.length === 0) return this.fail('no parts listed');
+    if (l.partTargetMs) this.partTargetMs = this.run.targetMs = l.partTargetMs;
+    this.partQuery = l.partQuery;
+    const now = Date.now();
+    for (const k of l.keys) this.run.see(k, now);
+    this.advance(l);
+    if (!l.map) return this.reload();
+    this.get(this.dir + l.map, false, (st2) => {
+      if (st2 !== 200) this.run.err(`init ${st2}`);
+      if (!this.dead) this.reload();
+    });
+  }
+
+  /** Marks the parts `l` lists after the last one seen as to fetch, and aims the next reload past them. */
+  private advance(l: LlListing): boolean {
+    const last = l.keys[l.keys.length - 1]!;
+    if (last <= this.lastKey) return false;
+    if (this.lastKey >= 0) for (const k of l.keys) if (k > this.lastKey) this.queue.push(k);
+    this.lastKey = last;
+    const lastSn = Math.floor(last / 1000);
+    // The part after the last one listed; part 0 of the next segment when the last part closed a segment.
+    if (lastSn === l.endSn) {
+      this.msn = lastSn + 1;
+      this.part = 0;
+    } else {
+      this.msn = lastSn;
+      this.part = (last % 1000) + 1;
+    }
+    return true;
+  }
+
+  private reload(): void {
+    this.get(`${this.reloadHead}${this.msn}&_HLS_part=${this.part}`, true, (st, s) => {
+      if (this.dead) return;
+      const now = Date.now();
+      const l = st === 200 ? llListing(s) : null;
+      if (!l || l.keys.length === 0 || !this.advance(l)) {
+        this.run.err(st === 200 ? 'reload not advanced' : `playlist ${st}`);
+        return this.run.wheel.schedule(this, now + this.partTargetMs / 2);
+      }
+      for (const k of l.keys) this.run.see(k, now);
+      this.fetch();
+    });
+  }
+
+  /** Fetches the queued parts in order, then reloads. */
+  private fetch(): void {
+    if (this.dead) return;
+    const key = this.queue.shift();
+    if (key === undefined) return this.reload();
+    this.get(`${this.dir}${Math.floor(key / 1000)}.${key % 1000}.m4s${this.partQuery}`, false, (st) => {
+      if (st !== 200) this.run.err(`part ${st}`);
+      else this.record(key, Date.now());
+      this.fetch();
+    });
+  }
+}
+
 /** icecast: one progressive GET, bytes counted, each read measured (bench/lib/listener-rate.ts). */
 class StreamListener extends Listener {
   private conn: HttpConn | null = null;
@@ -1135,7 +1336,14 @@ export class PlayerRun {
     const { cfg } = this.run;
     for (let i = 0; i < cfg.count; i++) {
       const order = i * cfg.stride + cfg.index;
-      const l = cfg.mode === 'classic' ? new ClassicListener(this.run, order) : cfg.mode === 'hlsjs-ll' ? new LlListener(this.run, order) : new StreamListener(this.run, order);
+      const l =
+        cfg.mode === 'classic'
+          ? new ClassicListener(this.run, order)
+          : cfg.mode === 'hlsjs-ll'
+            ? cfg.llClient === 'node' && !cfg.probe
+              ? new NodeLlListener(this.run, order)
+              : new LlListener(this.run, order)
+            : new StreamListener(this.run, order);
       this.all.push(l);
       this.run.wheel.schedule(new Arrival(this.run, l), cfg.startAt + (order * cfg.rampMs) / Math.max(1, cfg.total));
     }

@@ -110,6 +110,15 @@ export class PerAddressRate {
     return true;
   }
 
+  /**
+   * When the current window ends (epoch ms): an address `take` refused stays refused until then at
+   * least (within a window its count only grows), so a caller may remember the refusal that long.
+   */
+  windowEndsAt(): number {
+    this.roll();
+    return (this.window + 1) * this.windowMs;
+  }
+
   /** Events of `address` counted in this window and the previous one (an upper bound). */
   count(address: string): number {
     this.roll();

@@ -92,9 +92,18 @@ export interface HlsJoin {
 
 /**
  * Thrown by `HlsSessions.join` when the client address started as many minted sessions this minute
- * as it may (`SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE`): the request is served, the session not counted.
+ * as it may (`SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE`): the request is served, the session not
+ * counted. `refusedUntil` (epoch ms): the address is refused at least until then (the end of the
+ * rate's current minute), so the session need not ask again before.
  */
-export class SessionRateError extends Error {}
+export class SessionRateError extends Error {
+  constructor(
+    message: string,
+    readonly refusedUntil: number,
+  ) {
+    super(message);
+  }
+}
 
 /**
  * Where HLS sessions are counted: the registry itself on the main thread, the batches a worker
@@ -116,7 +125,7 @@ export function registrySessions(registry: ListenerRegistry): HlsSessions {
   return {
     touch: (streamId, key) => registry.touch(streamId, key),
     join: (j) => {
-      if (j.minted && !registry.admitHls(j.ip)) throw new SessionRateError('this address started as many listener sessions this minute as it may');
+      if (j.minted && !registry.admitHls(j.ip)) throw new SessionRateError('this address started as many listener sessions this minute as it may', registry.hlsRateRefusedUntil());
       registry.join({ streamId: j.streamId, accountId: j.accountId, key: j.key, protocol: 'hls', country: countryOf(j.ip), userAgent: j.userAgent, timeoutMs: j.timeoutMs });
     },
   };
@@ -128,7 +137,12 @@ export interface HlsAccessDeps {
   tokens: ListenerTokens;
   trusted: BlockList;
   nodeSecret: Buffer;
+  /** The clock `SessionRateError.refusedUntil` is read against (epoch ms; Date.now when absent). */
+  now?: (() => number) | undefined;
 }
+
+/** Session ids remembered as refused for their address's session rate, at most (a crowd behind one address larger than this asks again each request). */
+const MAX_OVER_RATE = 65_536;
 
 /** The value of `name` in a query string (`a=1&b=2`), '' when absent. No decoding: our values are URL-safe. */
 export function queryParam(query: string, name: string): string {
@@ -147,9 +161,20 @@ const CAPACITY: HlsDecision = Object.freeze({ ok: false, status: 503, code: 'lis
 
 export class HlsListenerAccess implements HlsAccess {
   private readonly sidKey: Buffer;
+  private readonly now: () => number;
+  /**
+   * Session ids refused for their address's session rate (docs/listeners.md "Sessions per
+   * address"), all until `overRateUntil`: the end of the rate's minute in which they were refused.
+   * Their address cannot be admitted before then (its count only grows within the minute), so their
+   * requests until then are served untracked without asking again (no HMAC, no rate lookup, no
+   * refusal). A crowd behind one address thus costs per request what a counted crowd costs.
+   */
+  private readonly overRate = new Set<string>();
+  private overRateUntil = 0;
 
   constructor(private readonly d: HlsAccessDeps) {
     this.sidKey = createHmac('sha256', d.nodeSecret).update('skylark hls session ids v1').digest();
+    this.now = d.now ?? Date.now;
   }
 
   /** Account and playback of a stream, cached; null when the stream does not exist. */
@@ -218,8 +243,27 @@ export class HlsListenerAccess implements HlsAccess {
     // request is served but untracked (nothing tells this client's requests apart); an invented
     // one (its tag does not check) is served and not counted.
     const sid = queryParam(query, 'sid');
-    if (sid === '' || this.d.sessions.touch(streamId, sid) || !this.validSid(streamId, sid)) return PUBLIC;
+    if (sid === '' || this.d.sessions.touch(streamId, sid) || this.refusedForRate(sid) || !this.validSid(streamId, sid)) return PUBLIC;
     return this.join(streamId, pol.accountId, sid, info, timeoutMs, true) ?? PUBLIC;
+  }
+
+  /** Whether `sid` was refused for its address's session rate within the rate's current minute. */
+  private refusedForRate(sid: string): boolean {
+    if (this.overRate.size === 0) return false;
+    if (this.now() >= this.overRateUntil) {
+      this.overRate.clear();
+      return false;
+    }
+    return this.overRate.has(sid);
+  }
+
+  /** Remembers `sid` as refused for its address's session rate until `until` (epoch ms). */
+  private rememberOverRate(sid: string, until: number): void {
+    if (until !== this.overRateUntil) {
+      this.overRate.clear();
+      this.overRateUntil = until;
+    }
+    if (this.overRate.size < MAX_OVER_RATE) this.overRate.add(sid);
   }
 
   /**
@@ -240,7 +284,10 @@ export class HlsListenerAccess implements HlsAccess {
       });
     } catch (e) {
       if (e instanceof TooManyListenersError) return CAPACITY;
-      if (e instanceof SessionRateError) return null;
+      if (e instanceof SessionRateError) {
+        if (minted && e.refusedUntil > 0) this.rememberOverRate(key, e.refusedUntil);
+        return null;
+      }
       throw e;
     }
     return null;

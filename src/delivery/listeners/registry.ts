@@ -207,6 +207,14 @@ export class ListenerRegistry {
    * the session (its later requests ask again, and join once the address is under its rate).
    * Call it only for a session the registry does not know yet, right before `join`.
    */
+  /**
+   * Until when (epoch ms) an address `admitHls` just refused stays refused: the end of the
+   * session rate's current minute (0 without a rate).
+   */
+  hlsRateRefusedUntil(): number {
+    return this.hlsRate ? this.hlsRate.windowEndsAt() : 0;
+  }
+
   admitHls(address: string): boolean {
     if (!this.hlsRate || this.hlsRate.take(address)) return true;
     this.d.limits?.hit('hls_sessions_per_ip', address, { setting: 'SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE' });

@@ -63,7 +63,7 @@ export function createListeners(d: ListenersDeps): Listeners {
   });
   const tokens = new ListenerTokens(d.nodeSecret, d.now);
   const trusted = trustedProxies(d.config.trustedProxies);
-  const access = new HlsListenerAccess({ sessions: registrySessions(registry), policies: new CachedPolicies(d.streams, d.now), tokens, trusted, nodeSecret: d.nodeSecret });
+  const access = new HlsListenerAccess({ sessions: registrySessions(registry), policies: new CachedPolicies(d.streams, d.now), tokens, trusted, nodeSecret: d.nodeSecret, now: d.now });
   const held = new HeldRequests({ maxTotal: d.config.limits.httpMaxHeld, maxPerAddress: d.config.limits.httpMaxHeldPerIp, trusted, limits: d.limits });
   return {
     registry,

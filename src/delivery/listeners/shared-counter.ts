@@ -18,7 +18,10 @@
  *
  * `tryAcquire` adds first and takes back when over a cap, so two threads racing for the last slot
  * may both be refused (never both admitted). A thread remembers the cells of the addresses it holds
- * something for (until their last release), so a held address is hashed once.
+ * something for (until their last release), and of up to `KNOWN_ADDRESSES` addresses it counted
+ * lately, so a client that comes back (an LL-HLS player's next blocking reload, twice a second) is
+ * not hashed again: a crowd on separate addresses costs per request what one behind a single
+ * address costs.
  */
 import { ADDRESS_SECRET_BYTES, addressSlots, newAddressSecret } from '../../base/limits/address-key.js';
 
@@ -31,6 +34,9 @@ const ROW0 = 1 + KEY_CELLS;
 /** Int32 cells in all. */
 const CELLS = ROW0 + 2 * ROW;
 
+/** Addresses whose cells a thread remembers after their last release (then it forgets them all and starts over): ≈ 3 MB at most. */
+const KNOWN_ADDRESSES = 32_768;
+
 /** The counter's memory, to hand to other threads (`new SharedAddressCounter(…, memory)`). */
 export type SharedCounterMemory = SharedArrayBuffer;
 
@@ -39,6 +45,8 @@ export class SharedAddressCounter {
   private readonly secret: Uint8Array;
   /** The cells of the addresses this thread holds something for, with how many it holds. */
   private readonly holding = new Map<string, { a: number; b: number; n: number }>();
+  /** The cells of addresses counted lately (at most KNOWN_ADDRESSES; cleared when full). */
+  private readonly known = new Map<string, { a: number; b: number }>();
 
   /**
    * @param maxTotal open at once, node-wide
@@ -65,10 +73,13 @@ export class SharedAddressCounter {
 
   /** The two cells of `address`. */
   private slots(address: string): { a: number; b: number } {
-    const held = this.holding.get(address);
+    const held = this.holding.get(address) ?? this.known.get(address);
     if (held) return held;
     const [h1, h2] = addressSlots(this.secret, address);
-    return { a: ROW0 + (h1 & (ROW - 1)), b: ROW0 + ROW + (h2 & (ROW - 1)) };
+    const cells = { a: ROW0 + (h1 & (ROW - 1)), b: ROW0 + ROW + (h2 & (ROW - 1)) };
+    if (this.known.size >= KNOWN_ADDRESSES) this.known.clear();
+    this.known.set(address, cells);
+    return cells;
   }
 
   /** 'ok' (counted), or which cap refused it. */

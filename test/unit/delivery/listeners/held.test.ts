@@ -81,4 +81,26 @@ describe('HeldRequests', () => {
     expect(held.acquire(request('198.51.100.7', '203.0.113.4'))).toBeNull();
     expect(held.held('198.51.100.7')).toBe(1);
   });
+
+  it('keeps counting right while the addresses it remembers turn over (more clients than it keeps cells for)', () => {
+    const { held } = gate(100_000, 1);
+    // Each of 40,000 addresses (more than the counter remembers) holds one request and gives it back, twice.
+    const addr = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 40_000; i++) {
+        const k = held.acquire(request(addr(i)));
+        expect(k).not.toBeNull();
+        held.release(k!);
+      }
+    }
+    expect(held.held()).toBe(0);
+    // A remembered address and a forgotten one are capped alike, and count back to zero.
+    for (const i of [39_999, 0]) {
+      const k = held.acquire(request(addr(i)))!;
+      expect(held.acquire(request(addr(i)))).toBeNull();
+      held.release(k);
+      expect(held.held(addr(i))).toBe(0);
+    }
+    expect(held.held()).toBe(0);
+  });
 });
