@@ -14,7 +14,7 @@ import { ListenersRepo } from '../../../../src/base/db/listeners-repo.js';
 import { Outbox } from '../../../../src/base/outbox.js';
 import { ListenerRegistry } from '../../../../src/delivery/listeners/registry.js';
 import { HlsListenerAccess, registrySessions } from '../../../../src/delivery/listeners/hls-access.js';
-import { trustedProxies } from '../../../../src/delivery/listeners/geo.js';
+import { trustedProxies } from '../../../../src/base/http/client-address.js';
 import { ListenerTokens } from '../../../../src/base/auth/listener-tokens.js';
 import { Limits } from '../../../../src/base/limits/limits.js';
 import { createLogger } from '../../../../src/base/logger.js';
