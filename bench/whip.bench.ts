@@ -1,5 +1,5 @@
 /**
- * WHIP ingest (docs/behaviour.md §17): what one WebRTC publisher costs the server against one RTMP
+ * WHIP ingest (docs/behaviour.md §18): what one WebRTC publisher costs the server against one RTMP
  * publisher of the same Opus, and how long a packet takes from a WHIP publisher to a WHEP listener.
  *
  * 1. Skylark as its own process (`node bin/skylark.js serve`, ABR ladder off: the passthrough path

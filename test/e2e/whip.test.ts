@@ -1,5 +1,5 @@
 /**
- * WHIP from a real browser (docs/behaviour.md §17): headless Chromium (playwright-core, the system
+ * WHIP from a real browser (docs/behaviour.md §18): headless Chromium (playwright-core, the system
  * /usr/bin/chromium) with a fake microphone fed a 660 Hz tone file. A page on another origin
  * publishes with a publish token (CORS, Opus from Chrome's encoder) to an `aac` stream, whose top
  * layer is encoded from that Opus: the tone is decoded back from HLS; DELETE makes the stream idle.

@@ -1,5 +1,5 @@
 /**
- * The caps on unconnected WHIP offers (docs/behaviour.md §17, §13): with one pending offer allowed
+ * The caps on unconnected WHIP offers (docs/behaviour.md §18, §13): with one pending offer allowed
  * per address, a second from the same address is refused with 429 and `Retry-After` while the first
  * waits; once the first expires unconnected (the offer timeout) its slot is given back.
  */

@@ -224,7 +224,7 @@ ${copyField('listen-url', 'Listen URL (Icecast-style: VLC, smart speakers, podca
 }
 
 /**
- * The stream page's "Go live from this browser" card (docs/behaviour.md §17), driven by
+ * The stream page's "Go live from this browser" card (docs/behaviour.md §18), driven by
  * `assets/golive.js`: a microphone choice, an input level meter, mute, the elapsed time, stop and
  * the stream's state as listeners see it; it publishes over WHIP with a publish token.
  */
@@ -450,7 +450,7 @@ async function listenerToken(d: StreamPagesDeps, r: DashRequest): Promise<WebRep
 
 /**
  * POST `/dashboard/streams/:id/publish_token`: a publish token for "Go live from this browser"
- * (docs/behaviour.md §17): the page publishes over WHIP with it, never with the stream key.
+ * (docs/behaviour.md §18): the page publishes over WHIP with it, never with the stream key.
  */
 async function publishToken(d: StreamPagesDeps, r: DashRequest): Promise<WebReply> {
   const t = await d.streams.createPublishToken(r.account.id, r.params[0]!);

@@ -1,4 +1,4 @@
-// Skylark dashboard, stream page: "Go live from this browser" (docs/behaviour.md §17). Asks the
+// Skylark dashboard, stream page: "Go live from this browser" (docs/behaviour.md §18). Asks the
 // dashboard for a publish token (session + CSRF), opens the chosen microphone, publishes it over
 // WHIP (RFC 9725: one POST of the whole offer, the answer in the 201, DELETE of the Location to
 // stop), shows the input level (AnalyserNode, dBFS), mute, the elapsed time and the stream's
