@@ -40,6 +40,8 @@ export interface StreamRow {
   source?: string | null;
   /** The stream's own Icecast mount (`/stream`), or null: docs/icecast.md "Mounts", migration 019. */
   icecast_mount?: string | null;
+  /** Hours of catch-up kept (0 = off): docs/behaviour.md "Catch-up radio", migration 020. */
+  catch_up_hours?: number;
 }
 
 /** Prepared statements over `streams`. */
@@ -113,6 +115,7 @@ export class StreamsRepo {
     this.db.transaction(() => {
       this.insertStmt.run({ ...row, fallback: row.fallback ?? null, playback_publishable_tokens: row.playback_publishable_tokens ?? 0 });
       if (row.icecast_mount != null) this.setIcecastMount(row.id, row.icecast_mount);
+      if (row.catch_up_hours) this.setCatchUpHours(row.id, row.catch_up_hours);
     })();
   }
   /** The stream `id` of `accountId`, or undefined. */
@@ -128,12 +131,17 @@ export class StreamsRepo {
     this.db.transaction(() => {
       this.updateStmt.run({ ...row, fallback: row.fallback ?? null, playback_publishable_tokens: row.playback_publishable_tokens ?? 0 });
       if (row.icecast_mount !== undefined) this.setIcecastMount(row.id, row.icecast_mount);
+      if (row.catch_up_hours !== undefined) this.setCatchUpHours(row.id, row.catch_up_hours);
     })();
     this.changed(row.id);
   }
   /** Sets (null: removes) the stream's own Icecast mount. @throws SqliteError SQLITE_CONSTRAINT_UNIQUE when another stream has it */
   setIcecastMount(id: string, mount: string | null): void {
     this.db.prepare('UPDATE streams SET icecast_mount = ? WHERE id = ?').run(mount, id);
+  }
+  /** Sets the stream's catch-up window (hours, 0–168; docs/behaviour.md "Catch-up radio"). */
+  setCatchUpHours(id: string, hours: number): void {
+    this.db.prepare('UPDATE streams SET catch_up_hours = ? WHERE id = ?').run(hours, id);
   }
   /** The stream whose Icecast mount is `mount` (exactly, case-sensitive), or undefined (docs/icecast.md "Mounts"). */
   byIcecastMount(mount: string): StreamRow | undefined {

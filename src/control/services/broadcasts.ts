@@ -50,6 +50,8 @@ export interface BroadcastObject {
    * broadcast runs; null when not measured (docs/streams.md "Live loudness").
    */
   integratedLufs: number | null;
+  /** The broadcast's catch-up playlist (docs/behaviour.md "Catch-up radio"), or null: catch-up off, or none of it kept. */
+  catchUpUrl: string | null;
 }
 
 /** A stream's loudness now (docs/streams.md "Live loudness"), in LUFS to 0.1. */
@@ -105,6 +107,8 @@ export interface BroadcastLogDeps {
   writes: WriteRetry;
   log: Logger;
   now?: () => number;
+  /** The catch-up playlist of a broadcast, or null (docs/behaviour.md "Catch-up radio"); absent: always null. */
+  catchUpUrl?: (row: BroadcastRow) => string | null;
 }
 
 export class BroadcastLog {
@@ -269,6 +273,7 @@ export class BroadcastLog {
       episodeId: row.episode_id,
       trackCount: this.d.repo.trackCount(row.stream_id, row.started_at, row.ended_at),
       integratedLufs: f.integratedLufs === null ? null : Math.round(f.integratedLufs * 10) / 10,
+      catchUpUrl: this.d.catchUpUrl?.(row) ?? null,
     };
   }
 

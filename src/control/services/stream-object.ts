@@ -44,6 +44,8 @@ export interface StreamObject {
   source: 'live' | 'fallback' | null;
   /** The stream's own Icecast mount (`/stream`), besides `/live/<id>`, or null (docs/icecast.md "Mounts"). */
   icecastMount: string | null;
+  /** Catch-up radio (docs/behaviour.md "Catch-up radio"): hours of the window kept, 0 = off. */
+  catchUp: { hours: number };
 }
 
 /** A stream's fallback (docs/streams.md "Fallback"): episodes of the account, their order, the silence that switches to it (s, or null). */
@@ -112,6 +114,7 @@ export function toStreamObject(row: StreamRow, urls: PublicUrls, listenerCount: 
     fallback: row.fallback ? (JSON.parse(row.fallback) as StreamFallback) : null,
     source: row.source === 'live' || row.source === 'fallback' ? row.source : null,
     icecastMount: row.icecast_mount ?? null,
+    catchUp: { hours: row.catch_up_hours ?? 0 },
   };
 }
 

@@ -31,6 +31,8 @@ export const StreamStatsObject = v.object({
   totalListeners: v.number(),
   /** The broadcast the peak, total and average are of: the current one while live, the last one while idle (docs/streams.md). */
   broadcastId: v.optional(v.nullable(v.string())),
+  /** Bytes of the stream's catch-up segments on disk (docs/behaviour.md "Catch-up radio"; 0 with catch-up off). */
+  catchUpBytes: v.number(),
 });
 
 /** A new listener token. */

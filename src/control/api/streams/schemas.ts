@@ -72,6 +72,16 @@ const icecastMount = v.nullable(
   ),
 );
 
+/** Most hours of catch-up a stream keeps (a week: docs/behaviour.md "Catch-up radio"). */
+export const CATCH_UP_MAX_HOURS = 168;
+/** `catchUp` (docs/behaviour.md "Catch-up radio"): `{hours}`, an integer 0–168 (0 = off). */
+const catchUp = v.pipe(
+  plainObject,
+  v.strictObject({
+    hours: v.pipe(v.number('must be an integer 0–168'), v.integer('must be an integer 0–168'), v.minValue(0, 'must be an integer 0–168'), v.maxValue(CATCH_UP_MAX_HOURS, 'must be an integer 0–168')),
+  }),
+);
+
 export const CreateStream = v.strictObject({
   title,
   title_en: v.optional(languageTitle),
@@ -94,6 +104,7 @@ export const CreateStream = v.strictObject({
   latencyMode: v.optional(latencyMode),
   fallback: v.optional(fallback),
   icecastMount: v.optional(icecastMount),
+  catchUp: v.optional(catchUp),
 });
 
 export const UpdateStream = v.strictObject({
@@ -111,6 +122,7 @@ export const UpdateStream = v.strictObject({
   latencyMode: v.optional(latencyMode),
   fallback: v.optional(fallback),
   icecastMount: v.optional(icecastMount),
+  catchUp: v.optional(catchUp),
 });
 
 /** A stream is `live` during a broadcast and `idle` between them; it has no terminal state (docs/streams.md). */
@@ -173,6 +185,7 @@ export const StreamObject = v.object({
   fallback: v.nullable(v.object({ episodeIds: v.array(v.string()), order: v.picklist(FALLBACK_ORDERS), silenceSeconds: v.nullable(v.number()) })),
   source: v.nullable(v.picklist(['live', 'fallback'])),
   icecastMount: nullableString,
+  catchUp: v.object({ hours: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(CATCH_UP_MAX_HOURS)) }),
 });
 
 /** One track of the play log (docs/behaviour.md §11): `countries` counts the distinct listeners per country heard during it. */
@@ -211,4 +224,6 @@ export const BroadcastObject = v.object({
   episodeId: nullableString,
   trackCount: count,
   integratedLufs: v.nullable(v.number()),
+  /** The broadcast's catch-up playlist (docs/behaviour.md "Catch-up radio"); null when catch-up is off or none of it is kept. */
+  catchUpUrl: nullableString,
 });
