@@ -55,7 +55,7 @@ beforeEach(async () => {
     broadcastOf: () => 'brd_test',
     minFreeDiskBytes: 1_000_000,
     error: (id, e) => errors.push({ streamId: id, code: e.code }),
-    log: createLogger({ level: 'error' }),
+    log: createLogger('error'),
     now: () => clock,
     freeBytes: () => free,
   });
