@@ -14,6 +14,9 @@ import { spawn } from 'node:child_process';
 import { api, runCli, startCli, tempDir, waitFor, type CliServer } from '../helpers/server.js';
 import { exited, publish } from '../helpers/publish.js';
 import { ffmpegPath } from '../helpers/ffmpeg.js';
+import { nginxBinary, startEdge } from '../../bench/lib/nginx-edges.js';
+
+const nginx = nginxBinary();
 
 /** Frequency (Hz) of the tone in mono 8 kHz s16le `pcm` between samples `from` and `to`, by zero crossings. */
 function hzOf(pcm: Buffer, from: number, to: number): number {
@@ -67,7 +70,8 @@ describe('catch-up radio', () => {
 
   it('keeps each broadcast on disk and plays what aired at the asked time, across a restart', async () => {
     const key = JSON.parse(await runCli(['accounts', 'create', '--name', 'Catch-up', '--plan', 'paid', '--json', '--data-dir', tmp.dir])).secretKey as string;
-    server = await startCli(tmp.dir);
+    // Two HTTP threads: the worker forwards every catch-up address to the main thread.
+    server = await startCli(tmp.dir, { SKYLARK_HTTP_THREADS: '2' });
     const h = () => server!.http;
 
     // catchUp.hours: an integer 0–168, else 400 naming it.
@@ -83,14 +87,20 @@ describe('catch-up radio', () => {
     expect((await api(h(), key, 'PATCH', `/v2/streams/${s.id}`, { catchUp: { hours: 200 } })).status).toBe(400);
     const patched = await api(h(), key, 'PATCH', `/v2/streams/${s.id}`, { catchUp: { hours: 1 } });
     expect(patched.json.catchUp).toEqual({ hours: 1 });
+    const tk = (await api(h(), key, 'POST', '/v2/streams', { title: 'Gated', reconnectWindow: 0, playback: 'token', catchUp: { hours: 1 } })).json;
 
     // Broadcast 1 at 440 Hz, broadcast 2 at 880 Hz, a few seconds apart.
     const spans: Array<{ from: number; to: number }> = [];
     for (const frequency of [440, 880]) {
       const from = Date.now();
       const pub = publish(`${server.rtmp}/live/${s.id}/${s.streamKey}`, { seconds: 14, frequency });
+      const gated = frequency === 440 ? publish(`${server.rtmp}/live/${tk.id}/${tk.streamKey}`, { seconds: 8, frequency }) : null;
       await waitFor(async () => (await api(h(), key, 'GET', `/v2/streams/${s.id}`)).json.status === 'live' || null, 20_000, 200, 'live');
+      // A title that airs during the broadcast: catch-up playlists list it at its air time.
+      await new Promise((r) => setTimeout(r, 4000));
+      expect((await api(h(), key, 'POST', `/v2/streams/${s.id}/now_playing`, { title: `Tone ${frequency}` })).status).toBe(200);
       await exited(pub);
+      if (gated) await exited(gated);
       await waitFor(async () => (await api(h(), key, 'GET', `/v2/streams/${s.id}`)).json.status === 'idle' || null, 20_000, 200, 'idle');
       spans.push({ from, to: Date.now() });
       await new Promise((r) => setTimeout(r, 3000));
@@ -110,6 +120,7 @@ describe('catch-up radio', () => {
       expect(media.text).toContain('#EXT-X-PLAYLIST-TYPE:VOD');
       expect(media.text).toContain('#EXT-X-ENDLIST');
       expect(media.text).toContain('#EXT-X-PROGRAM-DATE-TIME:');
+      expect(media.text).toMatch(new RegExp(`#EXT-X-DATERANGE:ID="np-trk_[^"]+",CLASS="com.skylark.now-playing",START-DATE="[^"]+",X-TITLE="Tone ${hz}"`));
       const t = await tone(`${base}/broadcasts/${b.id}.m3u8`, 8);
       process.stderr.write(`catch-up: broadcasts/${b.id} → ${t.hz.toFixed(1)} Hz over ${t.decoded.toFixed(1)} s\n`);
       expect(Math.abs(t.hz - hz)).toBeLessThan(15);
@@ -145,6 +156,43 @@ describe('catch-up radio', () => {
     const seg = await fetch(new URL(segUri, `${base}/archive/${acrossLayer}`));
     expect(seg.status).toBe(200);
     expect(seg.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+
+    // A stock nginx edge from `skylark edge-config` keeps an archived segment: MISS, then HIT.
+    if (nginx) {
+      const edgeDir = tempDir('skylark-edge-');
+      const e = await startEdge({ origin: h(), host: '127.0.0.5', dir: edgeDir.dir });
+      try {
+        const u = new URL(segUri, `${base}/archive/${acrossLayer}`);
+        const first = await fetch(`${e.url}${u.pathname}`);
+        const firstBytes = Buffer.from(await first.arrayBuffer());
+        const second = await fetch(`${e.url}${u.pathname}`);
+        expect(first.headers.get('x-cache-status')).toBe('MISS');
+        expect(second.headers.get('x-cache-status')).toBe('HIT');
+        expect(Buffer.from(await second.arrayBuffer()).equals(firstBytes)).toBe(true);
+        const pl = `${e.url}/hls/${s.id}/archive/${acrossLayer.split('?')[0]}`;
+        await fetch(pl);
+        expect((await fetch(pl)).headers.get('x-cache-status')).toBe('HIT');
+        process.stderr.write('catch-up: through the edge, an archived segment MISS then HIT, its archive playlist HIT\n');
+      } finally {
+        await e.stop();
+        edgeDir.cleanup();
+      }
+    }
+
+    // A token stream's catch-up needs the listener token, and nothing of it is shareable.
+    const tkBase = `${h()}/hls/${tk.id}`;
+    expect((await get(`${tkBase}/rewind.m3u8`)).status).toBe(401);
+    const token = (await api(h(), key, 'POST', `/v2/streams/${tk.id}/listener_tokens`)).json.token as string;
+    const tkMv = await get(`${tkBase}/rewind.m3u8?token=${token}`);
+    expect(tkMv.status).toBe(200);
+    expect(tkMv.cache).toBe('private, no-store');
+    const tkMedia = await get(`${tkBase}/${tkMv.text.split('\n').find((l) => l.includes('.m3u8'))!}`);
+    expect(tkMedia.status).toBe(200);
+    const tkSeg = tkMedia.text.split('\n').find((l) => l.includes('.m4s'))!;
+    expect(tkSeg).toContain(`?token=${token}`);
+    const tkSegUrl = new URL(tkSeg, `${tkBase}/rewind/a128.m3u8`);
+    expect((await fetch(tkSegUrl)).headers.get('cache-control')).toBe('private, no-store');
+    expect((await fetch(tkSegUrl.toString().split('?')[0]!)).status).toBe(401);
 
     // from/<t>: an EVENT playlist from t on (start over), playing broadcast 2 from its 3rd second.
     const from = `${base}/from/${unix(s2 + 3000)}.m3u8`;
