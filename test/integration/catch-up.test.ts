@@ -214,6 +214,15 @@ describe('catch-up radio', () => {
     expect(delta.text.length).toBeLessThan(full.text.length);
     expect(/#EXT-X-MEDIA-SEQUENCE:(\d+)/.exec(delta.text)![1]).toBe(/#EXT-X-MEDIA-SEQUENCE:(\d+)/.exec(full.text)![1]);
     expect((await get(`${rwLayer}?_HLS_skip=maybe`)).status).toBe(400);
+    // A catch-up listener is counted like a live one, recorded with mode "catch_up".
+    const rwVariant = rw.text.split('\n').find((l) => l.includes('.m3u8'))!;
+    expect(rwVariant).toMatch(/\?sid=/);
+    expect((await get(`${base}/${rwVariant}`)).status).toBe(200);
+    const listener = await waitFor(async () => {
+      const l = (await api(h(), key, 'GET', `/v2/streams/${s.id}/listeners`)).json.data as Array<{ mode: string; protocol: string }>;
+      return l.find((x) => x.mode === 'catch_up') ?? null;
+    }, 10_000, 200, 'a catch-up listener');
+    expect(listener.protocol).toBe('hls');
 
     // Outside the window or in the future: 404; malformed: 400; catch-up off: 404.
     const now = Date.now();

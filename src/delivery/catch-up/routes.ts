@@ -143,7 +143,7 @@ class CatchUp {
   /** Media playlist fetch: token check; the listener is counted (timeout 3 target durations). */
   media(id: string, query: string, info: RawRequestInfo, requestId: string): Admitted | RawReply {
     if (!this.d.access) return { query: '', private: false };
-    const d = this.d.access.media(id, query, info, 3 * Math.round(this.d.targetDurationMs / 1000) * 1000);
+    const d = this.d.access.media(id, query, info, 3 * Math.round(this.d.targetDurationMs / 1000) * 1000, 'catch_up');
     return d.ok ? d : refuse(d.code, d.message, requestId, d.status);
   }
 

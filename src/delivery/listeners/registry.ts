@@ -40,6 +40,8 @@ export interface ListenerObject {
   lastSeenAt: string;
   durationSeconds: number;
   userAgent: string | null;
+  /** `catch_up` for a listener of the catch-up playlists (docs/behaviour.md §17), else `live`. */
+  mode: 'live' | 'catch_up';
 }
 
 /** `/stats` (`object: "stream_stats"`). Countries of the current listeners, most first. */
@@ -134,6 +136,8 @@ export interface JoinInfo {
   country: string | null;
   userAgent: string | null;
   timeoutMs: number;
+  /** A listener of the catch-up playlists (docs/behaviour.md §17); absent: live. */
+  mode?: 'live' | 'catch_up' | undefined;
 }
 
 interface StreamListeners {
@@ -306,6 +310,7 @@ export class ListenerRegistry {
       info.timeoutMs,
       ++this.orderSeq,
     );
+    if (info.mode === 'catch_up') catchUpSessions.add(s);
     st.sessions.set(s.key, s);
     if (s.key !== s.id) st.byId.set(s.id, s);
     this.count++;
@@ -427,7 +432,7 @@ export class ListenerRegistry {
           if (op.t === 'join') {
             const s = op.s;
             this.d.repo.join(
-              { id: s.id, account_id: s.accountId, stream_id: s.streamId, protocol: s.protocol, country: s.country, user_agent: s.userAgent, connected_at: s.connectedAt, last_seen_at: s.connectedAt },
+              { id: s.id, account_id: s.accountId, stream_id: s.streamId, protocol: s.protocol, country: s.country, user_agent: s.userAgent, connected_at: s.connectedAt, last_seen_at: s.connectedAt, mode: modeOf(s) },
               op.concurrent,
             );
             this.d.outbox.record(s.accountId, 'listener.joined', { object: sessionObject(s, s.connectedAt) });
@@ -553,6 +558,11 @@ export class ListenerRegistry {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** The sessions of catch-up listeners (a set beside the sessions: a live session carries nothing more). */
+const catchUpSessions = new WeakSet<Session>();
+/** A session's `mode`. */
+const modeOf = (s: Session): 'live' | 'catch_up' => (catchUpSessions.has(s) ? 'catch_up' : 'live');
+
 function sessionObject(s: Session, lastSeenAt: number): ListenerObject {
   return {
     id: s.id,
@@ -564,6 +574,7 @@ function sessionObject(s: Session, lastSeenAt: number): ListenerObject {
     lastSeenAt: iso(lastSeenAt),
     durationSeconds: Math.max(0, Math.round((lastSeenAt - s.connectedAt) / 1000)),
     userAgent: s.userAgent,
+    mode: modeOf(s),
   };
 }
 
@@ -578,5 +589,6 @@ function rowObject(r: ListenerRow, lastSeenAt: number): ListenerObject {
     lastSeenAt: iso(lastSeenAt),
     durationSeconds: Math.max(0, Math.round((lastSeenAt - r.connected_at) / 1000)),
     userAgent: r.user_agent,
+    mode: r.mode ?? 'live',
   };
 }

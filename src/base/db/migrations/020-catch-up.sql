@@ -26,5 +26,7 @@ CREATE TABLE catch_up_segments (
 CREATE INDEX catch_up_segments_time ON catch_up_segments (stream_id, layer, start_ms);
 CREATE INDEX catch_up_segments_broadcast ON catch_up_segments (broadcast_id, layer, sequence) WHERE broadcast_id IS NOT NULL;
 CREATE INDEX catch_up_segments_age ON catch_up_segments (start_ms);
+-- A listener of catch-up playlists is recorded with mode 'catch_up' (docs/behaviour.md §17).
+ALTER TABLE listeners ADD COLUMN mode TEXT NOT NULL DEFAULT 'live' CHECK (mode IN ('live', 'catch_up'));
 -- Catch-up playlists list the titles that aired in their span (EXT-X-DATERANGE): the play log by time.
 CREATE INDEX tracks_stream_time ON tracks (stream_id, started_at);

@@ -18,6 +18,8 @@ export const ListenerObject = v.object({
   lastSeenAt: timestamp,
   durationSeconds: v.number(),
   userAgent: v.nullable(v.string()),
+  /** `catch_up` for a listener of the catch-up playlists (docs/behaviour.md §17), else `live`. */
+  mode: v.picklist(['live', 'catch_up']),
 });
 
 /** `/stats` and `/viewer_count`. */
