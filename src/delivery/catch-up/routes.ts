@@ -64,8 +64,43 @@ const OBJECT = /^(?:(\d{1,15})\.(m4s|ts)|init-([0-9a-f]{16})\.mp4)$/;
 const LAYER = /^a\d{1,4}$/;
 const STREAM = /^stm_[A-Za-z0-9]{1,64}$/;
 const BROADCAST = /^brd_[A-Za-z0-9]{1,64}$/;
-/** Playlists rendered and kept (by what they list), across every stream. */
+/** Playlists rendered and kept (by what they list), across every stream: at most this many… */
 const RENDER_CACHE = 256;
+/** …and at most this many characters in all (a week-long window's playlist is ~27 M): older ones go first. */
+const RENDER_CACHE_CHARS = 64 * 1024 * 1024;
+
+/**
+ * Rendered playlists by key, oldest first out, bounded in count and in characters (a stranger
+ * asking for many long spans must not make the node hold them all); a text longer than half the
+ * bound is answered and not kept.
+ */
+export class RenderCache {
+  private readonly texts = new Map<string, string>();
+  private chars = 0;
+
+  constructor(private readonly maxEntries = RENDER_CACHE, private readonly maxChars = RENDER_CACHE_CHARS) {}
+
+  /** The text of `key`, rendered by `render` when not kept. */
+  get(key: string, render: () => string): string {
+    const kept = this.texts.get(key);
+    if (kept !== undefined) return kept;
+    const text = render();
+    if (text.length > this.maxChars / 2) return text;
+    this.texts.set(key, text);
+    this.chars += text.length;
+    while (this.texts.size > this.maxEntries || this.chars > this.maxChars) {
+      const [k, v] = this.texts.entries().next().value!;
+      this.texts.delete(k);
+      this.chars -= v.length;
+    }
+    return text;
+  }
+
+  /** Characters kept now. */
+  get size(): number {
+    return this.chars;
+  }
+}
 
 /** A refusal: the API's error envelope. */
 function refuse(code: ErrorCode, message: string, requestId: string, status?: number): RawReply {
@@ -106,7 +141,7 @@ interface Admitted {
 
 /** The catch-up routes' shared state. */
 class CatchUp {
-  private readonly rendered = new Map<string, string>();
+  private readonly rendered = new RenderCache();
 
   constructor(readonly d: CatchUpRoutesDeps) {}
 
@@ -122,15 +157,9 @@ class CatchUp {
     return layers.map((layer) => ({ layer, bandwidth: Math.round(Number(layer.slice(1)) * 1100), codecs }));
   }
 
-  /** A playlist rendered once per key (what it lists), kept among the last RENDER_CACHE. */
+  /** A playlist rendered once per key (what it lists), kept while the render cache holds it. */
   cached(key: string, render: () => string): string {
-    let text = this.rendered.get(key);
-    if (text === undefined) {
-      text = render();
-      if (this.rendered.size >= RENDER_CACHE) this.rendered.delete(this.rendered.keys().next().value!);
-      this.rendered.set(key, text);
-    }
-    return text;
+    return this.rendered.get(key, render);
   }
 
   /** Multivariant fetch: token check (and a session id for public streams). */
