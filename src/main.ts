@@ -32,6 +32,7 @@ import { buildDelivery, buildListenersRoom, startDeliveryThreads, type Delivery 
 import { buildServices, buildStreamsService, mountControl, serviceFeatures, type Services } from './app/control.js';
 import type { Listeners } from './delivery/listeners/room.js';
 import { mountOperations } from './app/operate.js';
+import { buildCatchUp } from './app/catch-up.js';
 import type { NodeMetrics } from './base/metrics/node-metrics.js';
 
 /** A running server. Ports as bound. */
@@ -156,13 +157,15 @@ function build(config: Config, log: Logger, now: () => number): Built {
   // service over publishing, the API and the other control features.
   const control = buildServices(base, room, (episodeId) => fallbackCache.forget(episodeId));
   const services = buildStreamsService(base, control, room, live.ingest);
+  // Catch-up radio: the archive watches every hub; its addresses sit beside live HLS.
+  const catchUp = buildCatchUp(base, room, live.media, delivery.hlsSource, (id, e) => control.lifecycle.onError(id, e));
   const controlFeatures = mountControl(base, services, room);
   // Live's doors, once what they answer to exists: the lifecycle and the Icecast port's listening side.
   const servers = buildIngestServers(base, live, control.lifecycle, delivery.icecastListeners);
   const metrics = mountOperations({ base, room, media: live.media, icecast: servers.icecast, whep: delivery.whep, services, front: httpFrontStatus });
   base.http.finish();
   // The play log and broadcasts stop after the listeners room (features stop in reverse): their last events count.
-  const features = [{ close: () => fallbackCache.close() }, ...serviceFeatures(services), room, ...delivery.features, ...controlFeatures];
+  const features = [{ close: () => fallbackCache.close() }, ...serviceFeatures(services), room, ...delivery.features, catchUp.feature, ...controlFeatures];
   return { base, room, services, ingest: live.ingest, delivery, servers, media: live.media, features, metrics };
 }
 

@@ -24,6 +24,7 @@ import { StreamLifecycle } from '../control/services/lifecycle.js';
 import { FallbackEpisodes } from '../control/services/fallback.js';
 import { PlayLog } from '../control/services/play-log.js';
 import { BroadcastLog } from '../control/services/broadcasts.js';
+import { CatchUpRepo } from '../base/db/catch-up-repo.js';
 import { PodcastsService, feedUrlOf, recordingPodcastCheck, type FeedChanged } from '../control/services/podcasts.js';
 import { EpisodesService } from '../control/services/episodes.js';
 import { PublishScheduler } from '../control/services/scheduler.js';
@@ -137,6 +138,19 @@ function buildPodcasts(b: Base, feedNotes: FeedNotifications, audioGone: (episod
   return { podcasts, episodes, feed, episodeMedia, downloads, scheduler, loudness, feedChanged };
 }
 
+/** `/stats` `catchUpBytes` of a stream: summed from the catch-up index, at most once per 2 s per stream. */
+function catchUpBytesOf(repo: CatchUpRepo, now: () => number): (streamId: string) => number {
+  const cache = new Map<string, { at: number; bytes: number }>();
+  return (id) => {
+    const c = cache.get(id);
+    if (c && now() - c.at < 2000) return c.bytes;
+    if (cache.size > 10_000) cache.clear();
+    const bytes = repo.bytes(id);
+    cache.set(id, { at: now(), bytes });
+    return bytes;
+  };
+}
+
 /**
  * The control plane's services over the listeners room: the lifecycle counts listeners and hands
  * recordings to the episodes service from the start. `episodeAudioGone` is told of every episode
@@ -153,6 +167,9 @@ export function buildServices(b: Base, room: ListenersRoom, episodeAudioGone: (e
     log,
     listeners: { countries: (id) => room.registry.active(id).map((s) => s.country), settle: () => room.registry.flush() },
   });
+  const catchUp = new CatchUpRepo(db);
+  const catchUpUrl = (row: { id: string; stream_id: string }) =>
+    catchUp.hours(row.stream_id) > 0 && catchUp.hasBroadcast(row.id) ? `${b.listening.urls().cdnUrl}/hls/${row.stream_id}/broadcasts/${row.id}.m3u8` : null;
   const broadcasts = new BroadcastLog({
     repo: new BroadcastsRepo(db),
     outbox,
@@ -162,6 +179,7 @@ export function buildServices(b: Base, room: ListenersRoom, episodeAudioGone: (e
     // A broadcast starts with the stream's listeners (docs/behaviour.md §2 "Broadcasts").
     listeners: (id) => room.registry.active(id).map((s) => ({ id: s.id, country: s.country, open: s.timeoutMs === 0, lastSeenAt: s.lastSeenAt })),
     lastSeen: (streamId, id) => room.registry.get(streamId, id)?.lastSeenAt ?? null,
+    catchUpUrl,
   });
   const hooks = buildWebhooks(b);
   const podcasts = buildPodcasts(b, hooks.feedNotes, episodeAudioGone);
@@ -183,7 +201,7 @@ export function buildServices(b: Base, room: ListenersRoom, episodeAudioGone: (e
     now,
   });
   const accounts = new AccountsService(b.repos.accounts, now);
-  const listeners = new ListenersService(room.registry, b.repos.streams, room.tokens, (id) => broadcasts.stats(id));
+  const listeners = new ListenersService(room.registry, b.repos.streams, room.tokens, (id) => broadcasts.stats(id), catchUpBytesOf(catchUp, now));
   return { ...hooks, ...podcasts, accounts, playLog, broadcasts, lifecycle, listeners };
 }
 

@@ -19,6 +19,8 @@ export interface ListenerObject {
   lastSeenAt: string;
   durationSeconds: number;
   userAgent: string | null;
+  /** `catch_up` for a listener of the catch-up playlists (docs/behaviour.md §17), else `live`. */
+  mode: 'live' | 'catch_up';
 }
 
 /** `/stats` (`object: "stream_stats"`). Countries of the current listeners, most first. */

@@ -333,7 +333,7 @@ ${trusted.map((c) => `    set_real_ip_from ${c};`).join('\n')}
 `;
 }
 
-/** The `server` block: the proxy headers and the three locations (media objects, media playlists, everything else). */
+/** The `server` block: the proxy headers and the four locations (media objects, catch-up, media playlists, everything else). */
 function serverBlock(s: EdgeSettings): string {
   const { logTo, scheme } = s;
   const syslog = logTo
@@ -358,6 +358,14 @@ function serverBlock(s: EdgeSettings): string {
 ${ind(CACHE_LOCK, 12)}
             proxy_cache_key $uri;
             proxy_cache_use_stale updating;
+        }
+
+        # Catch-up (docs/behaviour.md §17): kept objects and archive playlists, immutable once in the
+        # past (the origin's Cache-Control says which); the other catch-up playlists answer no-cache.
+        location ~ ^/hls/[^/]+/(?:catchup|archive)/ {
+            proxy_pass ${scheme}://skylark_origin;
+${ind(CACHE_LOCK, 12)}
+            proxy_cache_key $uri;
         }
 
         # Media playlists. A blocking reload (_HLS_msn, _HLS_part, and _HLS_skip: a delta update is

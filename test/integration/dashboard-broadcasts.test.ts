@@ -5,6 +5,7 @@
  * card lists it with its listeners and a link to the draft episode its recording became. The
  * Fallback card's form (CSRF-checked too) sets the stream's fallback episodes (docs/streams.md
  * "Fallback"): the stream goes on air with them and the card says so; an empty form clears it.
+ * With catch-up on, the player plays the stream's rewind playlist (docs/behaviour.md §17).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
@@ -74,6 +75,16 @@ describe('dashboard: broadcasts', () => {
     expect(html).toContain(`href="/dashboard/podcasts/${pod.id}/episodes/${broadcast.episodeId}"`);
     expect(html).toMatch(/<td class="num">1<\/td><td class="num">1<\/td>/); // peak and total listeners
     expect(html).toContain(`value="${pod.id}"`);
+
+    // Catch-up on (docs/behaviour.md §17): the player plays the rewind playlist, and the broadcast
+    // has its catch-up playlist, playable in the page's player.
+    expect(html).toContain(`data-hls-url="${s.hlsUrl}"`);
+    expect((await v2('PATCH', `/streams/${s.id}`, { catchUp: { hours: 2 } })).status).toBe(200);
+    html = (await b.request(pageUrl)).text;
+    expect(html).toContain(`data-hls-url="${s.hlsUrl.replace('index.m3u8', 'rewind.m3u8')}"`);
+    expect(html).toContain('the last 2 h');
+    // Catch-up was turned on after the broadcast: nothing of it is kept, so no link.
+    expect(html).not.toContain('data-catch-up-url=');
 
     // Recording off again.
     html = (await b.request(pageUrl)).text;

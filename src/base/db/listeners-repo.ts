@@ -15,6 +15,8 @@ export interface ListenerRow {
   connected_at: number;
   last_seen_at: number;
   left_at: number | null;
+  /** `catch_up` for a listener of the catch-up playlists (migration 020); absent or `live` otherwise. */
+  mode?: 'live' | 'catch_up';
 }
 
 /** Totals of one stream: peak concurrent, sessions ever, summed duration of sessions that left (ms). */
@@ -52,7 +54,9 @@ export class ListenersRepo {
 
   /** Records a joined session and counts it (`concurrent` = listeners of the stream now, for the peak). */
   join(row: Omit<ListenerRow, 'left_at'>, concurrent: number): void {
-    this.insertStmt.run(row);
+    const { mode, ...fields } = row;
+    this.insertStmt.run(fields);
+    if (mode === 'catch_up') this.db.prepare("UPDATE listeners SET mode = 'catch_up' WHERE id = ?").run(row.id);
     this.ensureStats.run(row.stream_id);
     this.joinStats.run(concurrent, row.stream_id);
   }

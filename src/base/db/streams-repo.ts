@@ -45,6 +45,8 @@ export interface StreamRow {
   live_channels?: number | null;
   /** IANA time zone of the stream (migration 022, docs/streams.md "Listen again"); 'UTC' by default. */
   time_zone?: string;
+  /** Hours of catch-up kept (0 = off): docs/behaviour.md "Catch-up radio", migration 020. */
+  catch_up_hours?: number;
 }
 
 /** Prepared statements over `streams`. */
@@ -119,6 +121,7 @@ export class StreamsRepo {
       this.insertStmt.run({ ...row, fallback: row.fallback ?? null, playback_publishable_tokens: row.playback_publishable_tokens ?? 0 });
       if (row.icecast_mount != null) this.setIcecastMount(row.id, row.icecast_mount);
       if (row.time_zone !== undefined) this.setTimeZone(row.id, row.time_zone);
+      if (row.catch_up_hours) this.setCatchUpHours(row.id, row.catch_up_hours);
     })();
   }
   /** The stream `id` of `accountId`, or undefined. */
@@ -135,6 +138,7 @@ export class StreamsRepo {
       this.updateStmt.run({ ...row, fallback: row.fallback ?? null, playback_publishable_tokens: row.playback_publishable_tokens ?? 0 });
       if (row.icecast_mount !== undefined) this.setIcecastMount(row.id, row.icecast_mount);
       if (row.time_zone !== undefined) this.setTimeZone(row.id, row.time_zone);
+      if (row.catch_up_hours !== undefined) this.setCatchUpHours(row.id, row.catch_up_hours);
     })();
     this.changed(row.id);
   }
@@ -145,6 +149,10 @@ export class StreamsRepo {
   /** Sets (null: removes) the stream's own Icecast mount. @throws SqliteError SQLITE_CONSTRAINT_UNIQUE when another stream has it */
   setIcecastMount(id: string, mount: string | null): void {
     this.db.prepare('UPDATE streams SET icecast_mount = ? WHERE id = ?').run(mount, id);
+  }
+  /** Sets the stream's catch-up window (hours, 0–168; docs/behaviour.md "Catch-up radio"). */
+  setCatchUpHours(id: string, hours: number): void {
+    this.db.prepare('UPDATE streams SET catch_up_hours = ? WHERE id = ?').run(hours, id);
   }
   /** The stream whose Icecast mount is `mount` (exactly, case-sensitive), or undefined (docs/icecast.md "Mounts"). */
   byIcecastMount(mount: string): StreamRow | undefined {

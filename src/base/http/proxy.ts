@@ -38,14 +38,16 @@ export interface ForwardCounts {
 
 /**
  * Registers the catch-all forwarding route on `app` (after every route the thread serves itself:
- * uWS tries specific patterns first). `socketPath` is the main thread's private unix socket.
+ * uWS tries specific patterns first), and on each of `also` (patterns more specific than one the
+ * thread serves, which it leaves to the main thread). `socketPath` is the main thread's private unix socket.
  */
-export function registerForwardRoute(app: uWS.TemplatedApp, socketPath: string, replies: Replies, log: Logger, counts: ForwardCounts): http.Agent {
+export function registerForwardRoute(app: uWS.TemplatedApp, socketPath: string, replies: Replies, log: Logger, counts: ForwardCounts, also: readonly string[] = []): http.Agent {
   // One unix-socket connection per forwarded request: a kept-alive one could be closed by the main
   // thread's idle timeout just as it is reused (the request would then fail). A unix connect costs
   // tens of µs, and forwarded requests are the API's, not the listeners'.
   const agent = new http.Agent({ keepAlive: false });
   const route: ForwardRoute = { socketPath, replies, log, counts, agent };
+  for (const pattern of also) app.any(pattern, (res, req) => forward(route, res, req));
   app.any('/*', (res, req) => forward(route, res, req));
   return agent;
 }

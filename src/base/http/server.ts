@@ -245,9 +245,10 @@ export class HttpServer {
    * A worker thread's server, instead of `finish()`: every request no registered route takes (any
    * other path, any other method) is forwarded to the main thread's private unix socket
    * `socketPath` and its answer streamed back (./proxy.ts). `counts.forwarded` counts them.
+   * `also`: patterns forwarded although a broader pattern of the thread's own would take them.
    */
-  forwardRest(socketPath: string, counts: ForwardCounts): void {
-    this.forwardAgent = registerForwardRoute(this.app, socketPath, this.replies, this.opts.log, counts);
+  forwardRest(socketPath: string, counts: ForwardCounts, also: readonly string[] = []): void {
+    this.forwardAgent = registerForwardRoute(this.app, socketPath, this.replies, this.opts.log, counts, also);
   }
 
   /**

@@ -180,7 +180,7 @@ function streamPage(d: StreamPagesDeps, r: DashRequest): WebReply {
     'streams',
     `<p class="crumbs"><a href="/dashboard/streams">Streams</a> /</p>
 <h1>${esc(s.title)} <span id="stream-status" aria-live="polite">${badge(s.status)}</span></h1>
-<div id="stream-page" class="stream-grid" data-live-url="/dashboard/streams/${esc(s.id)}/live.json" data-hls-url="${esc(s.hlsUrl)}" data-hls-js="${esc(d.assets.hls)}"${tokenAttrs}>
+<div id="stream-page" class="stream-grid" data-live-url="/dashboard/streams/${esc(s.id)}/live.json" data-hls-url="${esc(playerUrl(s))}" data-hls-js="${esc(d.assets.hls)}"${tokenAttrs}>
 ${ingestCard(s, csrf)}
 
 ${goLiveCard(s, csrf)}
@@ -197,7 +197,7 @@ ${broadcastsCard(s, broadcasts, csrf)}
 
 ${fallbackCard(s, csrf)}
 
-${PLAYER_CARD}
+${playerCard(s)}
 
 <section class="card" aria-labelledby="errors-title">
 <h2 id="errors-title">Recent errors</h2>
@@ -354,13 +354,22 @@ function broadcastsCard(s: StreamObject, broadcasts: BroadcastObject[], csrf: st
 </section>`;
 }
 
+/**
+ * What the player plays: the live stream, or — with catch-up on (docs/behaviour.md §17) — the
+ * rewind playlist, the live stream with its whole window to scrub back through.
+ */
+const playerUrl = (s: StreamObject): string => (s.catchUp.hours > 0 ? s.hlsUrl.replace(/index\.m3u8$/, 'rewind.m3u8') : s.hlsUrl);
+
 /** The stream page's player card (hls.js, started by the page script). */
-const PLAYER_CARD = `<section class="card" aria-labelledby="player-title">
+function playerCard(s: StreamObject): string {
+  const rewind = s.catchUp.hours > 0 ? ` With catch-up on, drag the position back through the last ${s.catchUp.hours} h; a broadcast's <em>Play</em> plays it from its start.` : '';
+  return `<section class="card" aria-labelledby="player-title">
 <h2 id="player-title">Player</h2>
 <audio id="player" controls preload="none" aria-labelledby="player-title"></audio>
 <div class="actions"><button type="button" class="btn btn-primary" id="play">Play</button><span id="player-state" class="muted small" aria-live="polite"></span></div>
-<p class="muted small">Plays the HLS stream with hls.js (served by Skylark); the player counts as one listener while it plays.</p>
+<p class="muted small">Plays the HLS stream with hls.js (served by Skylark); the player counts as one listener while it plays.${rewind}</p>
 </section>`;
+}
 
 /**
  * The stream page's fallback card (docs/streams.md "Fallback"): what plays while no publisher is on
@@ -535,14 +544,18 @@ export function tracksHtml(tracks: TrackObject[]): string {
 export function broadcastsHtml(broadcasts: BroadcastObject[], podcastId: string | null): string {
   return tableWrap(
     'Broadcasts',
-    ['Started', 'Duration', 'Peak listeners', 'Listeners', 'Listening time', 'Tracks', 'Episode'],
+    ['Started', 'Duration', 'Peak listeners', 'Listeners', 'Listening time', 'Tracks', 'Episode', 'Catch-up'],
     broadcasts.map((b) => {
       const episode = b.episodeId
         ? podcastId
           ? `<a class="mono" href="/dashboard/podcasts/${esc(podcastId)}/episodes/${esc(b.episodeId)}">${esc(b.episodeId)}</a>`
           : `<span class="mono">${esc(b.episodeId)}</span>`
         : '<span class="muted">—</span>';
-      return `<tr><td>${time(b.startedAt)}${b.endedAt === null ? ` ${badge('live')}` : ''}</td><td>${formatDuration(b.durationSeconds)}</td><td class="num">${b.peakListeners}</td><td class="num">${b.totalListeners}</td><td>${formatDuration(b.listenerSeconds)}</td><td class="num">${b.trackCount}</td><td>${episode}</td></tr>`;
+      // docs/behaviour.md §17: the broadcast's catch-up playlist, played in the page's player or linked.
+      const catchUp = b.catchUpUrl
+        ? `<button type="button" class="btn btn-small" data-catch-up-url="${esc(b.catchUpUrl)}">Play</button> <a class="small" href="${esc(b.catchUpUrl)}">link</a>`
+        : '<span class="muted">—</span>';
+      return `<tr><td>${time(b.startedAt)}${b.endedAt === null ? ` ${badge('live')}` : ''}</td><td>${formatDuration(b.durationSeconds)}</td><td class="num">${b.peakListeners}</td><td class="num">${b.totalListeners}</td><td>${formatDuration(b.listenerSeconds)}</td><td class="num">${b.trackCount}</td><td>${episode}</td><td>${catchUp}</td></tr>`;
     }),
     'No broadcast yet: the stream has not gone live.',
   );

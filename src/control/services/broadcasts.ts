@@ -53,6 +53,8 @@ export interface BroadcastObject {
    * broadcast runs; null when not measured (docs/streams.md "Live loudness").
    */
   integratedLufs: number | null;
+  /** The broadcast's catch-up playlist (docs/behaviour.md "Catch-up radio"), or null: catch-up off, or none of it kept. */
+  catchUpUrl: string | null;
 }
 
 /** A stream's loudness now (docs/streams.md "Live loudness"), in LUFS to 0.1. */
@@ -128,6 +130,8 @@ export interface BroadcastLogDeps {
   writes: WriteRetry;
   log: Logger;
   now?: () => number;
+  /** The catch-up playlist of a broadcast, or null (docs/behaviour.md "Catch-up radio"); absent: always null. */
+  catchUpUrl?: (row: BroadcastRow) => string | null;
 }
 
 export class BroadcastLog {
@@ -314,6 +318,7 @@ export class BroadcastLog {
       episodeId: row.episode_id,
       trackCount: this.d.repo.trackCount(row.id),
       integratedLufs: f.integratedLufs === null ? null : Math.round(f.integratedLufs * 10) / 10,
+      catchUpUrl: this.d.catchUpUrl?.(row) ?? null,
     };
   }
 

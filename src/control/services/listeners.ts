@@ -65,6 +65,8 @@ export class ListenersService {
     private readonly streams: StreamsRepo,
     private readonly tokens: ListenerTokens,
     private readonly broadcasts: BroadcastFigures | null = null,
+    /** Bytes of the stream's catch-up segments on disk (docs/behaviour.md "Catch-up radio"); null: `catchUpBytes` is 0. */
+    private readonly catchUpBytes: ((streamId: string) => number) | null = null,
   ) {}
 
   /**
@@ -101,9 +103,9 @@ export class ListenersService {
    * total and the average listen duration of the current broadcast while live, of the last one
    * while idle (`broadcastId`; null before the first broadcast). @throws ApiError 404
    */
-  stats(accountId: string, streamId: string): StreamStats & { broadcastId?: string | null } {
+  stats(accountId: string, streamId: string): StreamStats & { broadcastId?: string | null; catchUpBytes: number } {
     this.stream(accountId, streamId);
-    const s = this.registry.stats(streamId); // writes pending joins and leaves first: the broadcast has heard them
+    const s = { ...this.registry.stats(streamId), catchUpBytes: this.catchUpBytes?.(streamId) ?? 0 }; // writes pending joins and leaves first: the broadcast has heard them
     if (!this.broadcasts) return s;
     const b = this.broadcasts(streamId);
     if (!b) return { ...s, broadcastId: null };

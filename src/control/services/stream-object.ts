@@ -49,6 +49,8 @@ export interface StreamObject {
   icecastMount: string | null;
   /** IANA time zone (`UTC` by default): the date in the titles of its broadcasts' episodes (docs/streams.md "Listen again"). */
   timeZone: string;
+  /** Catch-up radio (docs/behaviour.md "Catch-up radio"): hours of the window kept, 0 = off. */
+  catchUp: { hours: number };
 }
 
 /** A stream's fallback (docs/streams.md "Fallback"): episodes of the account, their order, the silence that switches to it (s, or null). */
@@ -124,6 +126,7 @@ export function toStreamObject(row: StreamRow, urls: PublicUrls, listenerCount: 
     source: row.source === 'live' || row.source === 'fallback' ? row.source : null,
     icecastMount: row.icecast_mount ?? null,
     timeZone: row.time_zone ?? 'UTC',
+    catchUp: { hours: row.catch_up_hours ?? 0 },
   };
 }
 

@@ -102,6 +102,8 @@ export interface CreateStreamInput extends LanguageTitles<string> {
   fallback?: StreamFallback | null;
   /** The stream's own Icecast mount (valid by `icecastMountProblem`); null or absent: none. */
   icecastMount?: string | null;
+  /** Hours of catch-up kept (0–168; docs/behaviour.md "Catch-up radio"); absent: 0. */
+  catchUp?: { hours: number };
 }
 
 /** A validated `PATCH /streams/{id}` body: `null` clears a language title or removes a metadata key. */
@@ -120,6 +122,8 @@ export interface UpdateStreamInput extends LanguageTitles<string | null> {
   fallback?: StreamFallback | null;
   /** Set, replaced or (null) removed; sources and listeners use it from their next connection. */
   icecastMount?: string | null;
+  /** Takes effect at once: segments from now on are kept (0: the kept ones are deleted by the next sweep). */
+  catchUp?: { hours: number };
 }
 
 /** What the live side offers the resource: counts and the power to stop a publisher. */
@@ -265,6 +269,7 @@ export class StreamsService {
       fallback: input.fallback ? JSON.stringify(fallbackOf(input.fallback)) : null,
       icecast_mount: input.icecastMount ?? null,
       time_zone: input.timeZone ?? 'UTC',
+      catch_up_hours: input.catchUp?.hours ?? 0,
     };
     this.mountWrite(row.icecast_mount ?? null, () => this.d.streams.insert(row));
     if (row.fallback) this.d.live.fallbackChanged?.(row.id);
@@ -328,6 +333,7 @@ export class StreamsService {
       if (input.icecastMount !== null) this.checkMountFree(input.icecastMount, id);
       row.icecast_mount = input.icecastMount;
     }
+    if (input.catchUp !== undefined) row.catch_up_hours = input.catchUp.hours;
     this.mountWrite(input.icecastMount ?? null, () => this.d.streams.update(row));
     this.cache.delete(id);
     if (input.fallback !== undefined || input.quality !== undefined) this.d.live.fallbackChanged?.(id);

@@ -89,9 +89,10 @@ export interface HlsAccess {
    * A media playlist request: checks the token and joins or touches the session named by the
    * query (`sid`, or the token's subject). `timeoutMs`: inactivity after which the listener leaves
    * (3 target durations). The query of a public stream's decision is not used (its media
-   * playlist is the same for every listener).
+   * playlist is the same for every listener). `mode`: the request is of a catch-up playlist
+   * (docs/behaviour.md §17): a new session is recorded with `mode: "catch_up"`.
    */
-  media(streamId: string, query: string, info: RawRequestInfo, timeoutMs: number): HlsDecision;
+  media(streamId: string, query: string, info: RawRequestInfo, timeoutMs: number, mode?: 'catch_up'): HlsDecision;
   /**
    * A media object request (segment, part, init): a token stream's token is checked; nothing is
    * tracked (public objects carry no per-listener query, docs/behaviour.md §12).

@@ -83,6 +83,8 @@ export interface HlsJoin {
   userAgent: string | null;
   /** Inactivity after which the session leaves (ms). */
   timeoutMs: number;
+  /** A listener of the catch-up playlists (docs/behaviour.md §17); absent: live. */
+  mode?: 'live' | 'catch_up' | undefined;
   /**
    * Whether the key is a session id minted by the multivariant playlist (not a token's subject):
    * such joins are capped per client address per minute (`ListenerRegistry.admitHls`).
@@ -126,7 +128,7 @@ export function registrySessions(registry: ListenerRegistry): HlsSessions {
     touch: (streamId, key) => registry.touch(streamId, key),
     join: (j) => {
       if (j.minted && !registry.admitHls(j.ip)) throw new SessionRateError('this address started as many listener sessions this minute as it may', registry.hlsRateRefusedUntil());
-      registry.join({ streamId: j.streamId, accountId: j.accountId, key: j.key, protocol: 'hls', country: countryOf(j.ip), userAgent: j.userAgent, timeoutMs: j.timeoutMs });
+      registry.join({ streamId: j.streamId, accountId: j.accountId, key: j.key, protocol: 'hls', country: countryOf(j.ip), userAgent: j.userAgent, timeoutMs: j.timeoutMs, mode: j.mode });
     },
   };
 }
@@ -224,7 +226,7 @@ export class HlsListenerAccess implements HlsAccess {
    * listener, so the decision carries no query (nothing is built per request): the session named
    * by `sid` is touched (a map lookup), or checked (HMAC) and joined the first time.
    */
-  media(streamId: string, query: string, info: RawRequestInfo, timeoutMs: number): HlsDecision {
+  media(streamId: string, query: string, info: RawRequestInfo, timeoutMs: number, mode?: 'catch_up'): HlsDecision {
     const pol = this.policy(streamId);
     if (!pol) return { ok: false, status: 404, code: 'resource_missing', message: `No live HLS for stream '${streamId}'.` };
     const gated = pol.playback === 'token';
@@ -236,7 +238,7 @@ export class HlsListenerAccess implements HlsAccess {
         // The token's subject is the session; a token stream's URIs carry the token.
         const d: HlsDecision = gated ? { ok: true, query: `token=${token}`, private: true } : PUBLIC;
         if (this.d.sessions.touch(streamId, t.subject)) return d;
-        return this.join(streamId, pol.accountId, t.subject, info, timeoutMs) ?? d;
+        return this.join(streamId, pol.accountId, t.subject, info, timeoutMs, false, mode) ?? d;
       }
     }
     // A public stream (a token stream answered above): the session is the sid. Without one the
@@ -244,7 +246,7 @@ export class HlsListenerAccess implements HlsAccess {
     // one (its tag does not check) is served and not counted.
     const sid = queryParam(query, 'sid');
     if (sid === '' || this.d.sessions.touch(streamId, sid) || this.refusedForRate(sid) || !this.validSid(streamId, sid)) return PUBLIC;
-    return this.join(streamId, pol.accountId, sid, info, timeoutMs, true) ?? PUBLIC;
+    return this.join(streamId, pol.accountId, sid, info, timeoutMs, true, mode) ?? PUBLIC;
   }
 
   /** Whether `sid` was refused for its address's session rate within the rate's current minute. */
@@ -271,7 +273,7 @@ export class HlsListenerAccess implements HlsAccess {
    * to answer when the node is full, else null — also when the address is over its session rate:
    * the playlist is served and the session not counted (docs/listeners.md "Sessions per address").
    */
-  private join(streamId: string, accountId: string, key: string, info: RawRequestInfo, timeoutMs: number, minted = false): HlsDecision | null {
+  private join(streamId: string, accountId: string, key: string, info: RawRequestInfo, timeoutMs: number, minted = false, mode?: 'catch_up'): HlsDecision | null {
     try {
       this.d.sessions.join({
         streamId,
@@ -281,6 +283,7 @@ export class HlsListenerAccess implements HlsAccess {
         userAgent: info.header('user-agent') || null,
         timeoutMs,
         minted,
+        mode,
       });
     } catch (e) {
       if (e instanceof TooManyListenersError) return CAPACITY;

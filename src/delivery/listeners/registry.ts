@@ -110,6 +110,8 @@ export interface JoinInfo {
   country: string | null;
   userAgent: string | null;
   timeoutMs: number;
+  /** A listener of the catch-up playlists (docs/behaviour.md §17); absent: live. */
+  mode?: 'live' | 'catch_up' | undefined;
 }
 
 interface StreamListeners {
@@ -293,6 +295,7 @@ export class ListenerRegistry {
       info.timeoutMs,
       ++this.orderSeq,
     );
+    if (info.mode === 'catch_up') catchUpSessions.add(s);
     st.sessions.set(s.key, s);
     if (s.key !== s.id) st.byId.set(s.id, s);
     this.count++;
@@ -414,7 +417,7 @@ export class ListenerRegistry {
           if (op.t === 'join') {
             const s = op.s;
             this.d.repo.join(
-              { id: s.id, account_id: s.accountId, stream_id: s.streamId, protocol: s.protocol, country: s.country, user_agent: s.userAgent, connected_at: s.connectedAt, last_seen_at: s.connectedAt },
+              { id: s.id, account_id: s.accountId, stream_id: s.streamId, protocol: s.protocol, country: s.country, user_agent: s.userAgent, connected_at: s.connectedAt, last_seen_at: s.connectedAt, mode: modeOf(s) },
               op.concurrent,
             );
             this.d.outbox.record(s.accountId, 'listener.joined', { object: sessionObject(s, s.connectedAt) });
@@ -538,6 +541,11 @@ export class ListenerRegistry {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** The sessions of catch-up listeners (a set beside the sessions: a live session carries nothing more). */
+const catchUpSessions = new WeakSet<Session>();
+/** A session's `mode`. */
+const modeOf = (s: Session): 'live' | 'catch_up' => (catchUpSessions.has(s) ? 'catch_up' : 'live');
+
 function sessionObject(s: Session, lastSeenAt: number): ListenerObject {
   return {
     id: s.id,
@@ -549,6 +557,7 @@ function sessionObject(s: Session, lastSeenAt: number): ListenerObject {
     lastSeenAt: iso(lastSeenAt),
     durationSeconds: Math.max(0, Math.round((lastSeenAt - s.connectedAt) / 1000)),
     userAgent: s.userAgent,
+    mode: modeOf(s),
   };
 }
 
@@ -563,5 +572,6 @@ function rowObject(r: ListenerRow, lastSeenAt: number): ListenerObject {
     lastSeenAt: iso(lastSeenAt),
     durationSeconds: Math.max(0, Math.round((lastSeenAt - r.connected_at) / 1000)),
     userAgent: r.user_agent,
+    mode: r.mode ?? 'live',
   };
 }

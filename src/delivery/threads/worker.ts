@@ -15,6 +15,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { HttpServer } from '../../base/http/server.js';
 import { registerHlsRoutes } from '../hls/routes.js';
+import { CATCH_UP_PATTERNS } from '../catch-up/paths.js';
 import { MirrorSource } from '../hls/mirror.js';
 import { HlsListenerAccess, type StreamPolicy } from '../listeners/hls-access.js';
 import { HeldRequests } from '../listeners/held.js';
@@ -112,7 +113,8 @@ registerListenHandlers<number>(http, {
   counts,
 });
 
-http.forwardRest(init.socketPath, counts);
+// Catch-up addresses are the main thread's (they read SQLite and the disk).
+http.forwardRest(init.socketPath, counts, CATCH_UP_PATTERNS);
 
 let stopping = false;
 /** Closes every connection, sends the last batch, lets the thread end. */

@@ -18,6 +18,8 @@ export const ListenerObject = v.object({
   lastSeenAt: timestamp,
   durationSeconds: v.number(),
   userAgent: v.nullable(v.string()),
+  /** `catch_up` for a listener of the catch-up playlists (docs/behaviour.md §17), else `live`. */
+  mode: v.picklist(['live', 'catch_up']),
 });
 
 /** `/stats` and `/viewer_count`. */
@@ -31,6 +33,8 @@ export const StreamStatsObject = v.object({
   totalListeners: v.number(),
   /** The broadcast the peak, total and average are of: the current one while live, the last one while idle (docs/streams.md). */
   broadcastId: v.optional(v.nullable(v.string())),
+  /** Bytes of the stream's catch-up segments on disk (docs/behaviour.md "Catch-up radio"; 0 with catch-up off). */
+  catchUpBytes: v.number(),
 });
 
 /** A new listener token. */

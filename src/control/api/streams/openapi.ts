@@ -34,7 +34,9 @@ export const STREAM_DOCS = {
       schema: valibot(CreateStream),
       description:
         '`metadata`: up to 16 keys. `quality=ultra_low` is a deprecated alias of `low`. `latencyMode`: `standard` (classic HLS, the default; one playlist poll and one segment per 2 s per listener) or `low` (LL-HLS: ~0.5 s parts, blocking playlist reload, preload hints; ~4 requests per listener-second, several times the CPU per listener). `fallback` (docs/streams.md "Fallback"): up to 100 episodes of the account with audio (`episodeIds`), `order` `sequential` (default) or `shuffle`, `silenceSeconds` 5–300 or null; set, the stream is on air with it while no live audio plays (`source: "fallback"`; `status` stays `idle` outside a broadcast: it tells broadcasts, `source` what is audible), encoded in the format of its last live source.' +
-        ' `icecastMount` (docs/icecast.md "Mounts"): the stream\'s own mount on the Icecast port besides `/live/<id>`, e.g. `/stream` or `/radio.mp3` — `/` then at most 63 of `A-Z a-z 0-9 . _ - /`, not `/live…`, `/admin…` or `/status-json.xsl`; one stream per mount on the node (409 `icecast_mount_taken`).' + PLAYBACK_DOC + RECORDING_DOC,
+        ' `icecastMount` (docs/icecast.md "Mounts"): the stream\'s own mount on the Icecast port besides `/live/<id>`, e.g. `/stream` or `/radio.mp3` — `/` then at most 63 of `A-Z a-z 0-9 . _ - /`, not `/live…`, `/admin…` or `/status-json.xsl`; one stream per mount on the node (409 `icecast_mount_taken`).' +
+        ' `catchUp` (docs/behaviour.md "Catch-up radio"): `{hours}`, an integer 0–168 (0 = off, the default); on, every layer\'s segments of the last `hours` stay on disk and are served at `/hls/<id>/rewind.m3u8`, `from/<t>.m3u8`, `archive/<t>-<seconds>.m3u8` and `broadcasts/<brd>.m3u8`.' +
+        PLAYBACK_DOC + RECORDING_DOC,
     },
     responses: { 201: { description: 'The new stream (status `idle`). `streamKey` for secret keys only.', schema: stream, headers: deprecationHeaders } },
     errors: { 409: ['icecast_mount_taken'] },
@@ -47,7 +49,7 @@ export const STREAM_DOCS = {
   update: {
     summary: 'Update a stream',
     description:
-      '`metadata` keys given as `null` are removed, others set; at most 16 keys after the merge. `fallback` is replaced as a whole and takes effect at once (docs/streams.md "Fallback"); `null` removes it (an idle stream goes off air). `icecastMount` is set, moved or (`null`) removed; a source or listener already connected stays (docs/icecast.md "Mounts"); another stream\'s mount is 409 `icecast_mount_taken`. `recording` and `timeZone` apply to broadcasts that end from then on.' + PLAYBACK_DOC + RECORDING_DOC,
+      '`metadata` keys given as `null` are removed, others set; at most 16 keys after the merge. `fallback` is replaced as a whole and takes effect at once (docs/streams.md "Fallback"); `null` removes it (an idle stream goes off air). `icecastMount` is set, moved or (`null`) removed; a source or listener already connected stays (docs/icecast.md "Mounts"); another stream\'s mount is 409 `icecast_mount_taken`. `recording` and `timeZone` apply to broadcasts that end from then on. `catchUp.hours` takes effect at once: segments from then on are kept; lowered, older ones go at the next sweep (within a minute).' + PLAYBACK_DOC + RECORDING_DOC,
     params: id,
     body: { schema: valibot(UpdateStream), required: false },
     responses: { 200: { description: 'The updated stream.', schema: stream, headers: deprecationHeaders } },

@@ -89,6 +89,16 @@ const icecastMount = v.nullable(
   ),
 );
 
+/** Most hours of catch-up a stream keeps (a week: docs/behaviour.md "Catch-up radio"). */
+export const CATCH_UP_MAX_HOURS = 168;
+/** `catchUp` (docs/behaviour.md "Catch-up radio"): `{hours}`, an integer 0–168 (0 = off). */
+const catchUp = v.pipe(
+  plainObject,
+  v.strictObject({
+    hours: v.pipe(v.number('must be an integer 0–168'), v.integer('must be an integer 0–168'), v.minValue(0, 'must be an integer 0–168'), v.maxValue(CATCH_UP_MAX_HOURS, 'must be an integer 0–168')),
+  }),
+);
+
 export const CreateStream = v.strictObject({
   title,
   title_en: v.optional(languageTitle),
@@ -112,6 +122,7 @@ export const CreateStream = v.strictObject({
   fallback: v.optional(fallback),
   icecastMount: v.optional(icecastMount),
   timeZone: v.optional(timeZone),
+  catchUp: v.optional(catchUp),
 });
 
 export const UpdateStream = v.strictObject({
@@ -130,6 +141,7 @@ export const UpdateStream = v.strictObject({
   fallback: v.optional(fallback),
   icecastMount: v.optional(icecastMount),
   timeZone: v.optional(timeZone),
+  catchUp: v.optional(catchUp),
 });
 
 /** A stream is `live` during a broadcast and `idle` between them; it has no terminal state (docs/streams.md). */
@@ -196,6 +208,7 @@ export const StreamObject = v.object({
   icecastMount: nullableString,
   /** IANA time zone of the stream: the date in its broadcasts' episode titles (docs/streams.md "Listen again"). */
   timeZone: v.string(),
+  catchUp: v.object({ hours: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(CATCH_UP_MAX_HOURS)) }),
 });
 
 /** One track of the play log (docs/behaviour.md §11): `countries` counts the distinct listeners per country heard during it. */
@@ -235,6 +248,8 @@ export const BroadcastObject = v.object({
   episodeId: nullableString,
   trackCount: count,
   integratedLufs: v.nullable(v.number()),
+  /** The broadcast's catch-up playlist (docs/behaviour.md "Catch-up radio"); null when catch-up is off or none of it is kept. */
+  catchUpUrl: nullableString,
 });
 
 /** `POST /streams/{id}/publish_tokens` (docs/behaviour.md "Go live over WHIP"): an optional lifetime, 60 s – 24 h (default 600). */

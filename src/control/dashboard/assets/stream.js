@@ -253,8 +253,8 @@
       document.head.appendChild(s);
     });
   }
-  function playbackUrl() {
-    var url = root.getAttribute('data-hls-url');
+  function playbackUrl(only) {
+    var url = only || root.getAttribute('data-hls-url');
     var tokenUrl = root.getAttribute('data-token-url');
     if (!tokenUrl) return Promise.resolve(url);
     var body = new URLSearchParams({ csrf_token: root.getAttribute('data-csrf') });
@@ -272,8 +272,18 @@
   }
   play.addEventListener('click', function () {
     if (hls || audio.getAttribute('src')) { stop(); return; }
+    start(null);
+  });
+  // A broadcast's catch-up playlist (docs/behaviour.md §17) plays in the same player.
+  document.addEventListener('click', function (ev) {
+    var b = ev.target && ev.target.closest ? ev.target.closest('[data-catch-up-url]') : null;
+    if (!b) return;
+    if (hls || audio.getAttribute('src')) stop();
+    start(b.getAttribute('data-catch-up-url'));
+  });
+  function start(only) {
     say('Loading…');
-    playbackUrl().then(function (url) {
+    playbackUrl(only).then(function (url) {
       if (audio.canPlayType('application/vnd.apple.mpegurl') && !(window.MediaSource || window.ManagedMediaSource)) {
         audio.src = url; // Safari on iOS: native HLS
         return audio.play();
@@ -299,5 +309,5 @@
         return audio.play();
       });
     }).catch(function (e) { say('Playback failed: ' + e.message); });
-  });
+  }
 })();

@@ -1,0 +1,140 @@
+/**
+ * Catch-up addresses over a 7-day index (docs/behaviour.md §17): a real SQLite file holding a
+ * week of 2 s segments of two layers (604,800 rows), and the catch-up route handlers themselves
+ * (src/delivery/catch-up/routes.ts, called as the HTTP server calls them, without the socket):
+ * - `archive/<t>-3600` and `from/<t>` layer playlists at random instants of the week (CPU per
+ *   answer: the index search and the render);
+ * - a `rewind` reload of a 24 h window with `_HLS_skip=YES`: its bytes and CPU beside a live
+ *   6-segment media playlist of the same layer (rendered by src/delivery/hls/playlists.ts from a
+ *   real layer), when nothing changed (the kept render) and when a segment was added since (a new
+ *   render, what the first listener after each new segment pays).
+ * `npx tsx bench/catch-up.bench.ts` prints the rows.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Bench } from 'tinybench';
+import { openDatabase } from '../src/base/db/database.js';
+import { CatchUpRepo, type CatchUpSegmentRow } from '../src/base/db/catch-up-repo.js';
+import type { HttpServer, RawReply, RawRequestInfo } from '../src/base/http/server.js';
+import { registerCatchUpRoutes } from '../src/delivery/catch-up/routes.js';
+import type { CatchUpArchive } from '../src/delivery/catch-up/archive.js';
+import { FlvReader } from '../src/live/media/flv.js';
+import { Layer } from '../src/live/media/layer.js';
+import { Segmenter } from '../src/native/segmenter.js';
+import { mediaTemplate } from '../src/delivery/hls/playlists.js';
+import type { BenchRow } from './lib/report.js';
+
+const GROUP = 'Catch-up (7-day index, 2 layers of 2 s segments)';
+const DAY = 86_400_000;
+const SEG = 2000;
+
+type Handler = (params: string[], query: string, requestId: string, info: RawRequestInfo) => RawReply;
+
+/** The byte length of a live 6-segment media playlist of a real AAC layer (classic HLS, fMP4). */
+function livePlaylistBytes(): number {
+  const tags = new FlvReader().push(readFileSync(path.resolve(import.meta.dirname, '../test/fixtures/aac/sine48k_stereo_128k.flv')));
+  const l = new Layer({ name: 'a128', kbps: 128, container: 'fmp4', targetDurationMs: SEG, partTargetMs: 0, windowSegments: 6, passthrough: true, createSegmenter: () => new Segmenter({ container: 'fmp4', targetDurationMs: SEG, partTargetMs: 0, expectCodec: 'aac' }) });
+  const span = tags.at(-1)!.timestampMs + 21;
+  for (let k = 0; k < 3; k++) for (const t of tags.filter((x) => k === 0 || x.body[1] === 1)) l.push(k * span + t.timestampMs, t.body);
+  return mediaTemplate(l).plain.byteLength;
+}
+
+/** CPU time (ms) per call of `fn` over `n` calls (process.cpuUsage: user + system). */
+function cpuPer(n: number, fn: (i: number) => void): number {
+  const before = process.cpuUsage();
+  for (let i = 0; i < n; i++) fn(i);
+  const d = process.cpuUsage(before);
+  return (d.user + d.system) / 1000 / n;
+}
+
+export async function run(): Promise<BenchRow[]> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'skylark-bench-catch-up-'));
+  const db = openDatabase(dir);
+  try {
+    const now = Date.now();
+    const id = 'stm_bench';
+    db.prepare("INSERT INTO accounts (id, name, plan, default_region, created_at) VALUES ('acct_bench', 'Bench', 'paid', 'eu-west-1', ?)").run(now);
+    db.prepare(`INSERT INTO streams (id, account_id, title, titles, status, quality, codec, region, stream_key_hash, stream_key_enc, metadata, reconnect_window, recording, playback, latency_mode, created_at)
+      VALUES (?, 'acct_bench', 'Bench', '{}', 'idle', 'medium', 'aac', 'eu-west-1', x'00', x'00', '{}', 30, NULL, 'public', 'standard', ?)`).run(id, now);
+    const repo = new CatchUpRepo(db);
+    repo.setHours(id, 168);
+    const start = now - 7 * DAY;
+    const perLayer = Math.floor((7 * DAY) / SEG);
+    const row = (layer: string, i: number): CatchUpSegmentRow => ({ stream_id: id, layer, sequence: i, start_ms: start + i * SEG, duration_ms: SEG, discontinuity: i % 1800 === 0 ? 1 : 0, discontinuity_sequence: Math.floor(i / 1800), init_id: '0123456789abcdef', ext: 'm4s', broadcast_id: `brd_${Math.floor(i / 1800)}`, bytes: 32_000 });
+    db.transaction(() => {
+      for (const layer of ['a128', 'a64']) for (let i = 0; i < perLayer; i++) repo.insert(row(layer, i));
+    })();
+    let next = perLayer;
+    let clock = start + perLayer * SEG;
+
+    const routes = new Map<string, Handler>();
+    const http = { raw: (method: string, pattern: string, h: Handler) => routes.set(`${method} ${pattern}`, h) } as unknown as HttpServer;
+    registerCatchUpRoutes(http, {
+      repo,
+      archive: { object: () => undefined } as unknown as CatchUpArchive,
+      source: { get: () => undefined },
+      openBroadcast: () => null,
+      codecOf: () => 'aac',
+      targetDurationMs: SEG,
+      now: () => clock,
+    });
+    const info = { remoteAddress: () => '127.0.0.1', header: () => '' } as unknown as RawRequestInfo;
+    const archive = routes.get('get /hls/:id/archive/:span/:file')!;
+    const from = routes.get('get /hls/:id/from/:t/:file')!;
+    const rewind = routes.get('get /hls/:id/rewind/:file')!;
+    const call = (h: Handler, params: string[], query = ''): RawReply => {
+      const r = h(params, query, 'req_bench', info);
+      if (!r.status.toString().includes('200')) throw new Error(`bench request answered ${r.status.toString()}: ${Buffer.from(r.body as Uint8Array).toString()}`);
+      return r;
+    };
+    const randomInstant = (i: number) => Math.floor((start + DAY + ((i * 7_919_000) % (5 * DAY))) / 1000);
+
+    const rows: BenchRow[] = [];
+    // 24 h rewind window: the stream's window is 168 h, so look at a 24 h stream for the reload.
+    repo.setHours(id, 24);
+    const full = call(rewind, [id, 'a128.m3u8']).body as Uint8Array;
+    const delta = call(rewind, [id, 'a128.m3u8'], '_HLS_skip=YES').body as Uint8Array;
+    const live = livePlaylistBytes();
+    const cachedDelta = cpuPer(2000, () => call(rewind, [id, 'a128.m3u8'], '_HLS_skip=YES'));
+    const newDelta = cpuPer(200, () => {
+      repo.insert(row('a128', next++));
+      clock += SEG;
+      call(rewind, [id, 'a128.m3u8'], '_HLS_skip=YES');
+    });
+    const fullRender = cpuPer(10, () => {
+      repo.insert(row('a128', next++));
+      clock += SEG;
+      call(rewind, [id, 'a128.m3u8']);
+    });
+    repo.setHours(id, 168);
+    const archiveCpu = cpuPer(300, (i) => call(archive, [id, `${randomInstant(i)}-3600`, 'a128.m3u8']));
+    const shortCpu = cpuPer(1000, (i) => call(archive, [id, `${randomInstant(i)}-300`, 'a128.m3u8']));
+    const searchCpu = cpuPer(1000, (i) => repo.span(id, 'a128', randomInstant(i) * 1000, randomInstant(i) * 1000 + 3_600_000));
+    const fromCpu = cpuPer(100, (i) => call(from, [id, String(Math.floor(clock / 1000) - 3600 - (i % 600)), 'a128.m3u8']));
+    const bench = new Bench({ time: 1000, warmupTime: 200 });
+    let k = 0;
+    bench.add('archive lookup + render', () => void call(archive, [id, `${randomInstant(k++)}-3600`, 'a128.m3u8']));
+    await bench.run();
+    const wall = (bench.tasks[0]!.result as unknown as { latency?: { mean: number }; mean?: number });
+    rows.push(
+      { group: GROUP, name: 'rewind 24 h, delta reload (_HLS_skip=YES)', value: delta.byteLength, unit: 'B', peer: { name: 'live 6-segment playlist', value: live }, note: `full window ${Math.round(full.byteLength / 1024)} KiB` },
+      { group: GROUP, name: 'rewind delta reload CPU, nothing new (kept render)', value: cachedDelta, unit: 'ms' },
+      { group: GROUP, name: 'rewind delta reload CPU, a segment added since (new render)', value: newDelta, unit: 'ms' },
+      { group: GROUP, name: 'rewind 24 h full playlist CPU, a segment added since (new render)', value: fullRender, unit: 'ms', note: "a player's first load; kept until the next segment" },
+      { group: GROUP, name: 'archive/<t>-3600 layer playlist CPU (random t in 7 days)', value: archiveCpu, unit: 'ms', note: `wall mean ${(wall.latency?.mean ?? wall.mean ?? NaN).toFixed(3)} ms; 1800 segments listed` },
+      { group: GROUP, name: 'archive/<t>-300 layer playlist CPU (random t in 7 days)', value: shortCpu, unit: 'ms', note: '150 segments listed' },
+      { group: GROUP, name: 'index search alone, 1 h span (random t in 7 days)', value: searchCpu, unit: 'ms', note: '1800 rows read' },
+      { group: GROUP, name: 'from/<t> layer playlist CPU (t ≈ 1 h ago)', value: fromCpu, unit: 'ms', note: '≈ 1800 segments listed' },
+    );
+    return rows;
+  } finally {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  for (const r of await run()) console.log(`${r.group} | ${r.name}: ${r.value.toFixed(3)} ${r.unit}${r.peer ? ` (${r.peer.name}: ${r.peer.value})` : ''} ${r.note ?? ''}`);
+}

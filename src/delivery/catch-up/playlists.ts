@@ -1,0 +1,110 @@
+/**
+ * Catch-up playlists (docs/behaviour.md "Catch-up radio"; RFC 8216, rfc8216bis for the delta
+ * update), rendered from rows of the catch-up index:
+ * - a multivariant playlist whose variants are the stream's layers (`<layer>.m3u8` under the
+ *   address's own folder);
+ * - a media playlist of kept segments: `EXT-X-PROGRAM-DATE-TIME` on every segment,
+ *   `EXT-X-DISCONTINUITY` where the live timeline had one (a new broadcast, a restart, a publisher
+ *   reconnect) and — in playlists that never slide (`gapTags`) — where a segment is missing,
+ *   `EXT-X-MAP` for fMP4, an `EXT-X-DATERANGE` (`CLASS="com.skylark.now-playing"`) per title that
+ *   aired in the span, `EXT-X-PLAYLIST-TYPE` (`EVENT`, `VOD`) and `EXT-X-ENDLIST` when complete.
+ *   The rewind playlist advertises `CAN-SKIP-UNTIL` and its delta update replaces the oldest
+ *   segments by `EXT-X-SKIP` (rfc8216bis §4.4.5.2, §6.2.5.1).
+ * Segment URIs name the kept objects, `<prefix><sequence>.<m4s|ts>`, the same media sequence
+ * numbers as the live playlists (docs/streams.md "One timeline").
+ */
+import type { CatchUpSegmentRow, CatchUpTitle } from '../../base/db/catch-up-repo.js';
+
+/** A variant of a catch-up multivariant playlist. */
+export interface CatchUpVariant {
+  layer: string;
+  /** Bits/s (`BANDWIDTH`). */
+  bandwidth: number;
+  codecs: string;
+}
+
+/** The multivariant playlist: each layer's media playlist `<layer>.m3u8` under `folder` (relative), top first; `query` after each URI ('' for none). */
+export function catchUpMultivariant(variants: CatchUpVariant[], folder: string, query: string): string {
+  const q = query ? `?${query}` : '';
+  const lines = ['#EXTM3U', '#EXT-X-VERSION:3', '#EXT-X-INDEPENDENT-SEGMENTS'];
+  for (const v of variants) lines.push(`#EXT-X-STREAM-INF:BANDWIDTH=${v.bandwidth},CODECS="${v.codecs}"`, `${folder}${v.layer}.m3u8${q}`);
+  lines.push('');
+  return lines.join('\n');
+}
+
+/** What a catch-up media playlist is rendered from. */
+export interface CatchUpMedia {
+  /** The listed segments, in order (after `skipped` segments left out by a delta update). */
+  rows: CatchUpSegmentRow[];
+  /** Media sequence number of the playlist's first segment (a skipped one included). */
+  mediaSequence: number;
+  /** Discontinuity sequence number of the playlist's first segment, before its own discontinuity (RFC 8216 §4.3.3.3). */
+  discontinuitySequence: number;
+  /** Segments replaced by `EXT-X-SKIP` (0: a full playlist). */
+  skipped: number;
+  /** `EXT-X-PLAYLIST-TYPE`, or null (the rewind window slides). */
+  type: 'EVENT' | 'VOD' | null;
+  /** `EXT-X-ENDLIST`: nothing will be added. */
+  ended: boolean;
+  /** `EXT-X-TARGETDURATION` (s). */
+  targetSeconds: number;
+  /** The delta-update skip boundary to advertise (s, `CAN-SKIP-UNTIL`), or 0 for none. */
+  skipUntilSeconds: number;
+  /** `EXT-X-DISCONTINUITY` also where a media sequence number is missing (playlists that never slide). */
+  gapTags: boolean;
+  /** Relative URI of the layer's objects' folder, e.g. `../catchup/a128/`. */
+  prefix: string;
+  /** Query after every URI ('' for none). */
+  query: string;
+  titles: CatchUpTitle[];
+}
+
+/** A quoted-string attribute value (RFC 8216 §4.2): no `"`, CR or LF. */
+const quoted = (v: string) => `"${v.replace(/"/g, "'").replace(/[\r\n\u0000-\u001f]/g, ' ')}"`;
+
+/** The `EXT-X-DATERANGE` of a title of the play log, at its air time (docs/behaviour.md §11). */
+function dateRange(t: CatchUpTitle): string {
+  let line = `#EXT-X-DATERANGE:ID="np-${t.id}",CLASS="com.skylark.now-playing",START-DATE="${new Date(t.startMs).toISOString()}",X-TITLE=${quoted(t.title)}`;
+  if (t.artist) line += `,X-ARTIST=${quoted(t.artist)}`;
+  if (t.album) line += `,X-ALBUM=${quoted(t.album)}`;
+  if (t.url) line += `,X-URL=${quoted(t.url)}`;
+  return line;
+}
+
+/** The `EXT-X-TARGETDURATION` of `rows` (s): `configured`, raised when a segment rounds above it. */
+export function targetSecondsOf(rows: CatchUpSegmentRow[], configuredMs: number): number {
+  let max = configuredMs;
+  for (const r of rows) if (r.duration_ms > max) max = r.duration_ms;
+  return Math.max(1, Math.round(max / 1000));
+}
+
+/** Renders a catch-up media playlist (see `CatchUpMedia`). */
+export function catchUpMediaPlaylist(m: CatchUpMedia): string {
+  const q = m.query ? `?${m.query}` : '';
+  const fmp4 = m.rows[0]?.ext === 'm4s';
+  const lines = ['#EXTM3U', `#EXT-X-VERSION:${m.skipUntilSeconds > 0 ? 9 : fmp4 ? 7 : 3}`, `#EXT-X-TARGETDURATION:${m.targetSeconds}`];
+  if (m.skipUntilSeconds > 0) lines.push(`#EXT-X-SERVER-CONTROL:CAN-SKIP-UNTIL=${m.skipUntilSeconds.toFixed(1)}`);
+  if (m.type) lines.push(`#EXT-X-PLAYLIST-TYPE:${m.type}`);
+  lines.push(`#EXT-X-MEDIA-SEQUENCE:${m.mediaSequence}`, `#EXT-X-DISCONTINUITY-SEQUENCE:${m.discontinuitySequence}`);
+  if (fmp4) lines.push('#EXT-X-INDEPENDENT-SEGMENTS');
+  for (const t of m.titles) lines.push(dateRange(t));
+  if (m.skipped > 0) lines.push(`#EXT-X-SKIP:SKIPPED-SEGMENTS=${m.skipped}`);
+  let map = '';
+  let prev: CatchUpSegmentRow | null = null;
+  for (const r of m.rows) {
+    const gap = m.gapTags && prev !== null && r.sequence !== prev.sequence + 1;
+    if (r.discontinuity === 1 || gap) lines.push('#EXT-X-DISCONTINUITY');
+    if (fmp4 && r.init_id !== map) {
+      map = r.init_id;
+      lines.push(`#EXT-X-MAP:URI="${m.prefix}init-${r.init_id}.mp4${q}"`);
+    }
+    lines.push(`#EXT-X-PROGRAM-DATE-TIME:${new Date(r.start_ms).toISOString()}`, `#EXTINF:${(r.duration_ms / 1000).toFixed(3)},`, `${m.prefix}${r.sequence}.${r.ext}${q}`);
+    prev = r;
+  }
+  if (m.ended) lines.push('#EXT-X-ENDLIST');
+  lines.push('');
+  return lines.join('\n');
+}
+
+/** Discontinuity sequence number a playlist starting at `first` declares (before its own discontinuity, like the live playlists). */
+export const discontinuityBefore = (first: CatchUpSegmentRow): number => first.discontinuity_sequence - (first.discontinuity === 1 ? 1 : 0);
