@@ -79,6 +79,13 @@ export class CatchUpRepo {
     };
   }
 
+  /** Indexes segments whose files are written, in one transaction (a repeat changes nothing; a deleted stream's: nothing). @throws SqliteError when SQLite cannot write now */
+  insertMany(rows: readonly CatchUpSegmentRow[]): void {
+    this.db.transaction(() => {
+      for (const row of rows) this.s.insert.run(row);
+    })();
+  }
+
   /** Indexes a segment whose file is written (a repeat changes nothing; a deleted stream's: nothing). @throws SqliteError when SQLite cannot write now */
   insert(row: CatchUpSegmentRow): void {
     this.s.insert.run(row);
