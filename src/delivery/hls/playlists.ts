@@ -17,8 +17,8 @@
  * rendered once without queries, plus the offsets right after every URI, so that a session's
  * playlist is one allocation and a few memcpy's (`fill`).
  */
-import type { Layer, StreamHub } from '../../live/media/hub.js';
-import type { DateRange } from '../../live/media/layer.js';
+import type { StreamHub } from '../../live/media/hub.js';
+import type { DateRange, Layer } from '../../live/media/layer.js';
 
 const enc = new TextEncoder();
 /** Marks where a URI's query goes in a template (never appears in a playlist otherwise). */
