@@ -8,49 +8,24 @@
  * audio travels — through JS (`PublishInput.audio`), or natively straight into the passthrough
  * layer's segmenter (`MediaConnection.route`), whose handle never leaves media
  * (docs/decisions.md "Ingest I/O"). Imports no other app folder but native/.
+ *
+ * Its parts: the ladder's layers and codec process (ladder.ts), the recording (hub-recording.ts),
+ * what it exchanges with its owner (hub-types.ts); `MediaRegistry` (registry.ts) opens the hubs.
  */
-import { Layer, type NowPlayingFields } from './layer.js';
-import { LadderTranscoder } from './transcoder.js';
+import type { Layer, NowPlayingFields } from './layer.js';
+import { Ladder, ladderLayers } from './ladder.js';
+import type { LadderTranscoder } from './transcoder.js';
 import { BitrateMonitor } from './bitrate.js';
-import { Recorder, type RecordingStop } from './recorder.js';
-import { readAudioTag, type AudioCodec, type AudioTag } from './codec.js';
-import { Segmenter } from '../../native/segmenter.js';
-import type { AudioTap, HubError, HubEvents, HubOptions, MediaConnection, PublishInput, RecordingTarget, SegmenterRequest, Timeline } from './hub-types.js';
-
-/** Momentary values (100 ms apart) gathered into one `HubEvents.loudness` report: one second. */
-const LOUDNESS_BATCH = 10;
+import { HubRecording, discardRecording } from './hub-recording.js';
+import { readAudioTag, type AudioTag } from './codec.js';
+import type { AudioTap, HubError, HubEvents, HubOptions, MediaConnection, PublishInput, RecordingTarget, Timeline } from './hub-types.js';
 
 const NO_ERRORS: HubError[] = [];
 
 /** A publisher sending bad audio would log ~47 lines a second; one line per 5 s says enough. */
 const DROP_LOG_EVERY_MS = 5000;
-/** The longest wait for a closed codec process to hand over its last frames (it is killed after 2 s). */
-export const DRAIN_TIMEOUT_MS = 3000;
 /** Segmenter error codes that end the publish (docs/behaviour.md §13 caps). */
 const FATAL_CODES = new Set(['frame_too_large', 'segment_too_large']);
-
-/**
- * The container of a codec's layers (docs/decisions.md "HLS"): AAC and Opus in fMP4/CMAF with
- * LL-HLS parts; MP3 in MPEG-TS (what every player takes for MP3).
- */
-export function containerFor(codec: AudioCodec): 'ts' | 'fmp4' {
-  return codec === 'mp3' ? 'ts' : 'fmp4';
-}
-
-/** Layer name of a layer of `kbps`: `a128`. */
-export const layerName = (kbps: number) => `a${kbps}`;
-
-/** Resolves when `t` has exited and its outputs were read, or after DRAIN_TIMEOUT_MS. */
-function drained(t: LadderTranscoder): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, DRAIN_TIMEOUT_MS);
-    timer.unref();
-    void t.exited.then(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-}
 
 /** The publish attached now. */
 interface Publish {
@@ -78,20 +53,15 @@ export class StreamHub {
   /** The last audio sequence header pushed (AAC AudioSpecificConfig or E-RTMP SequenceStart), copied. */
   audioHeader: Uint8Array | null = null;
   private taps: AudioTap[] = [];
-  /** Taps of the encoded layers, by layer; each layer's last sequence header (copied). */
-  private readonly encodedTaps = new Map<Layer, AudioTap[]>();
-  private readonly encodedHeaders = new Map<Layer, Uint8Array>();
   private publish: Publish | null = null;
   /**
    * A publisher taken off air while its audio is silent and the fallback plays (docs/streams.md
    * "Fallback"): its codec process keeps hearing it (silence detection), its outputs go nowhere.
    */
   private muted: { p: Publish; t: LadderTranscoder | null } | null = null;
-  /** The ladder's codec process of the current publish (null: none, or it failed). */
-  private transcoder: LadderTranscoder | null = null;
-  /** The codec process of a publish that has left, emptying its last frames into the encoded layers. */
-  private draining: LadderTranscoder | null = null;
-  private recorder: Recorder | null = null;
+  /** The ladder's codec process (of the current publish, and of one that left and drains). */
+  private readonly ladder: Ladder;
+  private readonly recording: HubRecording;
   private dropLog = { at: 0, suppressed: 0 };
   /** A publisher was attached before (the next one continues the timeline with a discontinuity). */
   private attachedBefore = false;
@@ -109,37 +79,19 @@ export class StreamHub {
     readonly opts: HubOptions,
     private readonly events: HubEvents = { error: () => {} },
   ) {
-    const container = containerFor(opts.codec);
-    const partTargetMs = container === 'fmp4' ? opts.partTargetMs : 0;
     this.nominalKbps = opts.ladder[0]!;
-    const create = opts.createSegmenter ?? ((o: SegmenterRequest) => new Segmenter(o));
-    this.layers = opts.ladder.map(
-      (kbps, i) =>
-        new Layer({
-          name: layerName(kbps),
-          kbps,
-          container,
-          targetDurationMs: opts.targetDurationMs,
-          partTargetMs,
-          windowSegments: opts.windowSegments,
-          passthrough: i === 0,
-          ...(opts.continues ? { continues: opts.continues } : {}),
-          ...(opts.timeline ? { reservation: opts.timeline.layer(layerName(kbps)) } : {}),
-          createSegmenter: () =>
-            create({
-              container,
-              targetDurationMs: opts.targetDurationMs,
-              partTargetMs,
-              expectCodec: opts.codec,
-              ...(opts.maxFrameBytes ? { maxFrameBytes: opts.maxFrameBytes } : {}),
-              ...(opts.segmentBytesFactor ? { maxSegmentBytes: Math.ceil(((opts.segmentBytesFactor * kbps * 1000) / 8) * (opts.targetDurationMs / 1000)) } : {}),
-              // A segment of an LL-HLS layer is its parts' bytes: the layer joins them when the
-              // segment is first read, instead of the segmenter making (allocating) them twice.
-              ...(partTargetMs > 0 ? { segmentBytes: false } : {}),
-            }),
-        }),
-    );
-    if (opts.recording) this.openRecorder(opts.recording);
+    this.layers = ladderLayers(opts);
+    this.ladder = new Ladder(this.layers, {
+      streamId,
+      opts,
+      events,
+      mutedTranscoder: () => this.muted?.t ?? null,
+      publisherAttached: () => this.publish?.fallback === false,
+      reroute: () => this.route(),
+      errors: (errors) => this.segmenterErrors(null, errors),
+    });
+    this.recording = new HubRecording(streamId, opts, events);
+    if (opts.recording) this.recording.record(opts.recording);
   }
 
   /** The passthrough layer (the ingest, not re-encoded). */
@@ -175,18 +127,14 @@ export class StreamHub {
     this.dropMuted();
     // The last publish's codec process may still be draining: its tail is dropped and the
     // encoded layers' open segments close now, before the new timeline starts.
-    if (this.draining) {
-      this.draining = null;
-      this.flush('encoded');
-    }
+    this.ladder.cutDrain();
     if (this.attachedBefore) this.discontinuity();
     this.attachedBefore = true;
     this.ingestTs = null; // a new publisher's clock
     const fallback = as.fallback === true;
     const p: Publish = { conn, gone: false, live: false, routed: 'no', merged: false, bitrate: new BitrateMonitor({ nominalKbps: this.nominalKbps }), bytesSeen: 0, failed: false, fallback };
     this.publish = p;
-    this.transcoder?.close();
-    this.transcoder = this.startLadder(fallback ? null : (this.opts.silenceSeconds?.() ?? null));
+    this.ladder.restart(fallback ? null : (this.opts.silenceSeconds?.() ?? null));
     return {
       audio: (ts, data, tag, segmented) => {
         if (this.publish === p) this.take(p, ts, data, tag, segmented);
@@ -214,13 +162,13 @@ export class StreamHub {
     const p = this.publish;
     if (p && !p.fallback && !this.muted) {
       this.publish = null;
-      this.muted = { p, t: this.transcoder };
-      this.transcoder = null;
+      this.muted = { p, t: this.ladder.transcoder };
+      this.ladder.transcoder = null;
       p.conn.route(null, false, false);
       p.routed = 'no';
       p.merged = false;
-      this.flush('passthrough');
-      this.flush('encoded');
+      this.ladder.flush('passthrough');
+      this.ladder.flush('encoded');
     }
     const m = this.muted;
     this.muted = null; // kept out of attach()'s reach
@@ -241,18 +189,15 @@ export class StreamHub {
     const f = this.publish;
     if (f) f.gone = true;
     this.publish = null;
-    this.transcoder?.close();
-    this.transcoder = null;
-    this.draining?.close();
-    this.draining = null;
-    this.flush('passthrough');
-    this.flush('encoded');
+    this.ladder.stop();
+    this.ladder.flush('passthrough');
+    this.ladder.flush('encoded');
     this.discontinuity();
     this.ingestTs = null;
     // The bytes it sent while muted are not a burst: the bitrate watch starts from now.
     m.p.bytesSeen = m.p.conn.audioBytes();
     this.publish = m.p;
-    this.transcoder = m.t;
+    this.ladder.transcoder = m.t;
     this.route();
     return true;
   }
@@ -271,14 +216,12 @@ export class StreamHub {
 
   /** Starts recording a broadcast into `target` (a hub that outlives broadcasts: docs/streams.md "Fallback"); no-op while one records. */
   record(target: RecordingTarget): void {
-    if (!this.recorder && !this.ended) this.openRecorder(target);
+    if (!this.ended) this.recording.record(target);
   }
 
   /** The broadcast ended while the hub stays (the fallback plays on): its recording is finished and handed over (`HubEvents.recording`). */
   stopRecording(): void {
-    const rec = this.recorder;
-    this.recorder = null;
-    if (rec) void this.finishRecording(rec);
+    this.recording.stop();
   }
 
   /** Whether a publisher is attached. */
@@ -351,7 +294,7 @@ export class StreamHub {
 
   /** The encoded layers stop (their codec process failed): they leave the multivariant playlist. */
   failEncoded(): void {
-    for (const l of this.layers) if (!l.o.passthrough && !l.failed) l.failed = true;
+    this.ladder.failEncoded();
   }
 
   /** The stream ended: playlists get EXT-X-ENDLIST; taps hear `end`; the recording is finished. */
@@ -360,35 +303,20 @@ export class StreamHub {
     if (this.publish) this.detach(this.publish);
     this.dropMuted();
     this.ended = true;
-    const t = this.transcoder ?? this.draining;
-    this.transcoder = null;
-    if (t) {
-      // The passthrough layer ends now; the encoded ones once the codec process has drained.
-      this.draining = t;
-      t.close();
-      this.top.end();
-      void drained(t).then(() => {
-        if (this.draining === t) this.draining = null;
-        for (const l of this.layers) l.end();
-      });
-    } else for (const l of this.layers) l.end();
-    const taps = [...this.taps, ...[...this.encodedTaps.values()].flat()];
+    this.ladder.end();
+    const taps = [...this.taps, ...this.ladder.takeTaps()];
     this.taps = [];
-    this.encodedTaps.clear();
     for (const tap of taps) tap.end();
-    const rec = this.recorder;
-    this.recorder = null;
-    if (rec) void this.finishRecording(rec);
+    this.recording.stop();
   }
 
   /**
    * Ends a hub whose stream never went live: nothing to keep — its recording (if any) is removed.
    */
   abandon(): void {
-    const rec = this.recorder;
-    this.recorder = null;
+    const rec = this.recording.take();
     this.end();
-    if (rec) void rec.finish(null).then((r) => r.release(), () => rec.discard());
+    if (rec) discardRecording(rec);
   }
 
   /**
@@ -396,14 +324,9 @@ export class StreamHub {
    * sidecar, to be resumed or finished by the next run; codec processes stop.
    */
   async close(): Promise<void> {
-    this.transcoder?.close();
-    this.transcoder = null;
-    this.draining?.close();
-    this.draining = null;
+    this.ladder.stop();
     this.dropMuted();
-    const rec = this.recorder;
-    this.recorder = null;
-    if (rec) await rec.finish(null).catch(() => {});
+    await this.recording.close();
   }
 
   /** A layer by URL name. */
@@ -423,18 +346,12 @@ export class StreamHub {
    * `Opus` bodies for Opus, classic FLV for AAC/MP3). Returns the unsubscribe function.
    */
   onLayerAudio(layer: Layer, tap: AudioTap): () => void {
-    if (layer === this.top) return this.onAudio(tap);
-    this.encodedTaps.set(layer, [...(this.encodedTaps.get(layer) ?? []), tap]);
-    return () => {
-      const left = (this.encodedTaps.get(layer) ?? []).filter((t) => t !== tap);
-      if (left.length > 0) this.encodedTaps.set(layer, left);
-      else this.encodedTaps.delete(layer);
-    };
+    return layer === this.top ? this.onAudio(tap) : this.ladder.tap(layer, tap);
   }
 
   /** The last audio sequence header of `layer` (AudioSpecificConfig / OpusHead body), or null. */
   layerHeader(layer: Layer): Uint8Array | null {
-    return layer === this.top ? this.audioHeader : (this.encodedHeaders.get(layer) ?? null);
+    return layer === this.top ? this.audioHeader : this.ladder.header(layer);
   }
 
   /** Subscribes to the ingest audio (costs nothing per push without subscribers). Returns the unsubscribe function. */
@@ -455,8 +372,8 @@ export class StreamHub {
       const errors = this.top.push(ts, data);
       if (errors.length > 0) this.segmenterErrors(p, errors);
     }
-    this.transcoder?.push(ts, data, tag);
-    if (!p.fallback) this.recorder?.push(data, tag);
+    this.ladder.transcoder?.push(ts, data, tag);
+    if (!p.fallback) this.recording.push(data, tag);
   }
 
   /** An ingest timestamp (ms) passed by: the clock `setNowPlaying` aligns to; a change waiting for audio goes now. */
@@ -495,10 +412,10 @@ export class StreamHub {
   private route(): void {
     const p = this.publish;
     if (!p || p.gone || !p.live) return;
-    const want = this.tapped || this.transcoder !== null || this.recorder !== null ? 'frames' : 'segmenter';
+    const want = this.tapped || this.ladder.transcoder !== null || this.recording.active ? 'frames' : 'segmenter';
     // Lazy reads delay frames to JS by up to a merge period: not while a WebRTC tap or the
     // ladder's codec process (whose layers' parts would lag) wants them at once.
-    const merge = !this.tapped && this.transcoder === null;
+    const merge = !this.tapped && this.ladder.transcoder === null;
     if (want === p.routed && merge === p.merged) return;
     p.routed = want;
     p.merged = merge;
@@ -519,28 +436,7 @@ export class StreamHub {
   private detach(p: Publish): void {
     p.gone = true;
     this.publish = null;
-    const t = this.transcoder;
-    this.transcoder = null;
-    this.flush('passthrough');
-    if (t) {
-      // FFmpeg still holds the last ~100 ms of the encoded layers: let it hand them over before
-      // their open segments close (else they would make a short extra segment).
-      this.draining = t;
-      t.close();
-      void drained(t).then(() => {
-        if (this.draining !== t) return; // a new publisher or the end took over
-        this.draining = null;
-        this.flush('encoded');
-      });
-    } else this.flush('encoded');
-  }
-
-  /**
-   * The publisher left: close the open segments — of every layer, or only of the passthrough
-   * layer or only of the encoded ones.
-   */
-  private flush(which: 'passthrough' | 'encoded'): void {
-    for (const l of this.layers) if (l.o.passthrough === (which === 'passthrough')) l.flush();
+    this.ladder.detach();
   }
 
   /** A publisher (re)attached to a running timeline: every layer's next segment is a discontinuity. */
@@ -564,91 +460,5 @@ export class StreamHub {
     const e = errors[0]!;
     this.opts.log?.warn('ingest audio dropped', { streamId: this.streamId, code: e.code, message: e.message, suppressedSinceLast: this.dropLog.suppressed });
     this.dropLog = { at: now, suppressed: errors.length - 1 };
-  }
-
-  /**
-   * Starts the ladder's codec process for a publish, or null for a one-layer ladder (without silence
-   * detection) or no FFmpeg. `silenceSeconds`: the same process also detects silence.
-   */
-  private startLadder(silenceSeconds: number | null): LadderTranscoder | null {
-    const encoded = this.layers.filter((l) => !l.o.passthrough && !l.failed).map((l) => l.o.kbps);
-    if (encoded.length === 0 && !silenceSeconds) return null;
-    const fail = (reason: string) => {
-      if (this.transcoder !== t) return;
-      this.transcoder = null;
-      this.failEncoded();
-      this.route(); // no codec process to feed: frames may stay in C++
-      this.opts.log?.error('ladder codec process failed; the passthrough layer keeps serving', { streamId: this.streamId, reason });
-      this.events.error({ code: 'transcoder_failed', message: `The ABR ladder's encoder stopped: ${reason}` });
-    };
-    const ffmpeg = this.opts.ffmpeg?.() ?? null;
-    if (!ffmpeg) {
-      this.failEncoded();
-      this.opts.log?.error('no ffmpeg: the ABR ladder is off; the passthrough layer keeps serving', { streamId: this.streamId });
-      this.events.error({ code: 'transcoder_failed', message: 'FFmpeg was not found, so only the passthrough layer is served.' });
-      return null;
-    }
-    const blocks: number[] = [];
-    const t: LadderTranscoder = new LadderTranscoder({
-      ffmpeg,
-      codec: this.opts.codec,
-      layers: encoded,
-      onAudio: (kbps, ts, body) => {
-        if (this.transcoder !== t && this.draining !== t) return; // a replaced publish's late frames
-        const layer = this.layers.find((l) => l.o.kbps === kbps && !l.o.passthrough);
-        if (!layer || layer.failed || layer.ended) return;
-        const taps = this.encodedTaps.get(layer);
-        if (taps || !this.encodedHeaders.has(layer)) {
-          const tag = readAudioTag(body);
-          if (tag.kind === 'header') this.encodedHeaders.set(layer, body.slice());
-          if (taps) for (const tap of taps) tap.audio(ts, body, tag);
-        }
-        const errors = layer.push(ts, body);
-        if (errors.length > 0) this.segmenterErrors(null, errors);
-      },
-      onFailure: (reason) => fail(reason),
-      silenceSeconds,
-      onSilence: (silent) => {
-        if (this.transcoder === t || this.muted?.t === t) this.events.silence?.(silent);
-      },
-      onLoudness: (momentary, shortTerm) => {
-        const publisher = (this.transcoder === t && this.publish?.fallback === false) || this.muted?.t === t;
-        if (!publisher) return;
-        blocks.push(momentary);
-        if (blocks.length >= LOUDNESS_BATCH) this.events.loudness?.({ momentary: blocks.splice(0), shortTerm });
-      },
-    });
-    return t;
-  }
-
-  private openRecorder(target: RecordingTarget): void {
-    const o = {
-      streamId: this.streamId,
-      minFreeBytes: target.minFreeBytes,
-      onStopped: (s: RecordingStop) => {
-        const message =
-          s.reason === 'disk_free'
-            ? `Recording stopped: the data volume has ${s.freeBytes} bytes free, under the floor of ${s.minFreeBytes}. What was recorded is kept.`
-            : `Recording stopped: a write failed (${s.message}). What was recorded is kept.`;
-        this.opts.log?.error('recording stopped', { streamId: this.streamId, reason: s.reason });
-        this.events.error({ code: 'recording_stopped', message, reason: s.reason });
-      },
-      onDrop: (why: string) => this.opts.log?.warn('recording: frame dropped (logged once per recording)', { streamId: this.streamId, why }),
-    };
-    try {
-      // Synchronous, so that the first frames (the sequence header among them) are kept.
-      this.recorder = target.resume ? Recorder.resume(target.resume, o) : Recorder.create(target.dir, target.name, this.opts.codec, o);
-    } catch (e) {
-      o.onStopped({ reason: 'write_failed', message: (e as Error).message });
-    }
-  }
-
-  private async finishRecording(rec: Recorder): Promise<void> {
-    try {
-      const done = await rec.finish(this.opts.ffmpeg?.() ?? null);
-      this.events.recording?.(done);
-    } catch (e) {
-      this.opts.log?.error('recording failed', { streamId: this.streamId, err: (e as Error).message });
-    }
   }
 }

@@ -4,7 +4,8 @@
  * "One timeline", src/live/media/timeline.ts), and the ingest bitrate watch (docs/behaviour.md §2
  * `bitrate_spike`). Where it sits: docs/architecture.md "The two paths".
  */
-import { DRAIN_TIMEOUT_MS, StreamHub } from './hub.js';
+import { StreamHub } from './hub.js';
+import { DRAIN_TIMEOUT_MS } from './ladder.js';
 import type { HubEvents, HubOptions, MediaLog, Timeline } from './hub-types.js';
 import { StreamTimeline, unreadableMark, type TimelineStore } from './timeline.js';
 
