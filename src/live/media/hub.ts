@@ -12,7 +12,8 @@
  * Its parts: the ladder's layers and codec process (ladder.ts), the recording (hub-recording.ts),
  * what it exchanges with its owner (hub-types.ts); `MediaRegistry` (registry.ts) opens the hubs.
  */
-import type { Layer, NowPlayingFields } from './layer.js';
+import type { Layer } from './layer.js';
+import type { NowPlayingFields } from './layer-media.js';
 import { Ladder, ladderLayers } from './ladder.js';
 import type { LadderTranscoder } from './transcoder.js';
 import { BitrateMonitor } from './bitrate.js';
