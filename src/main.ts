@@ -25,7 +25,7 @@ import type { AccountsService } from './control/services/accounts.js';
 import type { EdgeLogReceiver } from './delivery/listeners/edge-log.js';
 import { assertPortFree } from './base/http/port-probe.js';
 import { HttpWorkers, freePort, privateSocketPath, type RunningThreads, type ThreadCounts } from './delivery/threads/index.js';
-import type { MediaRegistry } from './live/media/hub.js';
+import type { MediaRegistry } from './live/media/registry.js';
 import { buildBase, type Base } from './app/base.js';
 import { buildFallbackCache, buildIngestServers, buildPublishing, ingestPortOf, type IngestServers } from './app/live.js';
 import { buildDelivery, buildListenersRoom, startDeliveryThreads, type Delivery } from './app/delivery.js';

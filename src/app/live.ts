@@ -12,7 +12,7 @@ import { ICECAST_DEFAULTS, IcecastServer } from '../live/ingest/icecast-server.j
 import type { IcecastListening } from '../live/ingest/port.js';
 import { INGEST_DEFAULTS, RtmpIngest } from '../live/ingest/rtmp-ingest.js';
 import { ffmpegPath } from '../base/ffmpeg.js';
-import { MediaRegistry } from '../live/media/hub.js';
+import { MediaRegistry } from '../live/media/registry.js';
 import { FallbackCache } from '../live/ingest/fallback-cache.js';
 import { TimelinesRepo } from '../base/db/timelines-repo.js';
 import { WHIP_INGEST_DEFAULTS, WhipIngest } from '../live/ingest/whip.js';

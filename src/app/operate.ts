@@ -11,7 +11,7 @@ import type { Base } from './base.js';
 import type { Services } from './control.js';
 import type { Listeners } from '../delivery/listeners/room.js';
 import type { IcecastServer } from '../live/ingest/icecast-server.js';
-import type { MediaRegistry } from '../live/media/hub.js';
+import type { MediaRegistry } from '../live/media/registry.js';
 import { clientAddress, trustedProxies } from '../base/http/client-address.js';
 import { httpFrontCounts } from '../native/http-front.js';
 import { ffmpegPath } from '../base/ffmpeg.js';

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { FallbackCache } from '../../src/live/ingest/fallback-cache.js';
 import { FallbackSource, type FallbackPlan, type RenditionWant } from '../../src/live/ingest/fallback.js';
 import { readAudioTag, type AudioCodec } from '../../src/live/media/codec.js';
-import type { PublishInput } from '../../src/live/media/hub.js';
+import type { PublishInput } from '../../src/live/media/hub-types.js';
 import { ffmpegPath } from '../../src/base/ffmpeg.js';
 import { paceRendition } from '../../src/live/ingest/rendition-pacer.js';
 import { IcecastSource } from '../../src/native/icecast-source.js';

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { FallbackSource, fallbackArgs, type FallbackPlan } from '../../src/live/ingest/fallback.js';
 import { transcoderArgs } from '../../src/live/media/transcoder.js';
 import { readAudioTag, type AudioCodec, type AudioTag } from '../../src/live/media/codec.js';
-import type { PublishInput } from '../../src/live/media/hub.js';
+import type { PublishInput } from '../../src/live/media/hub-types.js';
 import { ffmpegPath } from '../../src/base/ffmpeg.js';
 
 let dir: string;

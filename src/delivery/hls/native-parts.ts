@@ -21,7 +21,8 @@
  * Cost: one copy of each part's bytes into native memory (≈ 8 KB per 0.5 s part at 128 kbps;
  * ≈ 16 parts retained per layer), one `put` per new part and one `delete` per dropped part.
  */
-import type { Layer, StreamHub } from '../../live/media/hub.js';
+import type { StreamHub } from '../../live/media/hub.js';
+import type { Layer } from '../../live/media/layer.js';
 import type { HlsSource } from './source.js';
 
 /** The native object store (src/native/http-front.ts `putHttpObject`/`deleteHttpObject`). */

@@ -17,8 +17,9 @@
  * rendered once without queries, plus the offsets right after every URI, so that a session's
  * playlist is one allocation and a few memcpy's (`fill`).
  */
-import type { Layer, StreamHub } from '../../live/media/hub.js';
-import type { DateRange } from '../../live/media/layer.js';
+import type { StreamHub } from '../../live/media/hub.js';
+import type { Layer } from '../../live/media/layer.js';
+import type { DateRange } from '../../live/media/layer-media.js';
 
 const enc = new TextEncoder();
 /** Marks where a URI's query goes in a template (never appears in a playlist otherwise). */

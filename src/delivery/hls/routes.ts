@@ -42,7 +42,7 @@
 import type { Answer, DeferredReply, HttpServer, RawReply, RawRequestInfo } from '../../base/http/server.js';
 import { errorBody, headerBytes, REQUEST_ID_HEADER, STATUS_200, statusLine } from '../../base/http/server.js';
 import { ApiError, type ErrorCode } from '../../base/errors/errors.js';
-import type { Layer } from '../../live/media/hub.js';
+import type { Layer } from '../../live/media/layer.js';
 import { fill, targetDurationSeconds } from './playlists.js';
 import type { HlsLayerView, HlsSource } from './source.js';
 

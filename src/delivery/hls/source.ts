@@ -8,7 +8,9 @@
  * SharedArrayBuffer at that one render, and the mirror updates (src/delivery/threads/mirror-updates.ts) post them as they
  * are (the memory is shared, not copied).
  */
-import type { Layer, MediaRegistry, StreamHub } from '../../live/media/hub.js';
+import type { StreamHub } from '../../live/media/hub.js';
+import type { Layer } from '../../live/media/layer.js';
+import type { MediaRegistry } from '../../live/media/registry.js';
 import { mediaTemplate, multivariantTemplate, skippedSegments, targetDurationSeconds, type Template } from './playlists.js';
 
 /** One layer (rendition) as HLS serves it. Durations in s, sequence numbers as in the playlist. */

@@ -12,7 +12,7 @@
  */
 import { ADTS_MAX_PAYLOAD_BYTES, parseAsc, writeAdtsFrame, type AdtsConfig } from '../../live/media/adts.js';
 import { OGG_BOS, OGG_EOS, OGG_MAX_LACING, OGG_PAGE_HEADER_BYTES, oggLacing, oggPageBytes, opusPacketSamples, opusTagsPacket, writeOggPage } from '../../live/media/ogg.js';
-import type { LayerMedia } from '../../live/media/layer.js';
+import type { LayerMedia } from '../../live/media/layer-media.js';
 import { opusHeadFromDops, readFragments, readInit, type Mp4AudioTrack } from './fmp4-read.js';
 import { readTsAudio } from './ts-read.js';
 

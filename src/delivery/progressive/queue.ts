@@ -10,7 +10,8 @@
  *   that one copy: every thread's listeners then write the same memory (src/delivery/progressive/shared.ts).
  * - `MirrorQueue` (a worker thread): the same chunks, as the main thread posts them.
  */
-import type { Layer, LayerMedia } from '../../live/media/layer.js';
+import type { Layer } from '../../live/media/layer.js';
+import type { LayerMedia } from '../../live/media/layer-media.js';
 import { CHUNK_MS, ListenEncoder, type ListenChunk } from './encoder.js';
 
 /** A listener more than this much audio behind (unsent, ms) is disconnected (docs/behaviour.md §10). */

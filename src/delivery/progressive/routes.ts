@@ -29,7 +29,8 @@ import type { HttpServer, ProgressiveAnswer, ProgressiveClient, ProgressiveReque
 import { errorBody, NO_CLIENT, statusLine } from '../../base/http/server.js';
 import { ApiError } from '../../base/errors/errors.js';
 import type { ErrorCode } from '../../base/errors/codes.js';
-import type { Layer, MediaRegistry } from '../../live/media/hub.js';
+import type { Layer } from '../../live/media/layer.js';
+import type { MediaRegistry } from '../../live/media/registry.js';
 import type { Limits } from '../../base/limits/limits.js';
 import type { Logger } from '../../base/logger.js';
 import type { Listeners } from '../listeners/room.js';

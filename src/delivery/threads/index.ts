@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { MediaRegistry } from '../../live/media/hub.js';
+import type { MediaRegistry } from '../../live/media/registry.js';
 import type { HubSource } from '../hls/source.js';
 import type { Logger } from '../../base/logger.js';
 import type { Limits } from '../../base/limits/limits.js';

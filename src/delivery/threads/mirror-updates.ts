@@ -9,7 +9,8 @@
  * microtask checkpoint. A sweep every second posts what changes without a layer event (a failed
  * ladder layer, the stream's policy) and drops hubs the registry let go.
  */
-import type { Layer, StreamHub } from '../../live/media/hub.js';
+import type { StreamHub } from '../../live/media/hub.js';
+import type { Layer } from '../../live/media/layer.js';
 import type { HubSource, HubView, LayerView } from '../hls/source.js';
 import { shareBytes } from '../hls/source.js';
 import type { LayerUpdate, StreamUpdate } from '../hls/mirror.js';

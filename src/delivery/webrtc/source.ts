@@ -9,7 +9,8 @@
  * Each peer has a bounded queue (see `Peer`); the source never waits for one.
  */
 import { randomInt } from 'node:crypto';
-import type { AudioTap, StreamHub } from '../../live/media/hub.js';
+import type { StreamHub } from '../../live/media/hub.js';
+import type { AudioTap } from '../../live/media/hub-types.js';
 import { readAudioTag, type AudioTag } from '../../live/media/codec.js';
 import type { Logger } from '../../base/logger.js';
 import { adtsFrame, parseAsc, ADTS_MAX_PAYLOAD_BYTES, type AdtsConfig } from '../../live/media/adts.js';

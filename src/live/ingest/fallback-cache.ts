@@ -29,7 +29,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { FfmpegPool } from '../../base/ffmpeg.js';
 import type { AudioCodec } from '../media/codec.js';
-import type { MediaLog } from '../media/hub.js';
+import type { MediaLog } from '../media/hub-types.js';
 import { fallbackOutputArgs, type FallbackRenditions, type RenditionWant } from './fallback.js';
 
 /** Settings of the cache. Sizes in bytes, durations in ms. */

@@ -17,7 +17,7 @@ import { spawn } from 'node:child_process';
 import { IcecastSource, type IcecastSourceEvent } from '../../native/icecast-source.js';
 import { readAudioTag, type AudioCodec } from '../media/codec.js';
 import type { AudioFormat } from '../media/audio-format.js';
-import type { MediaConnection, MediaLog, PublishInput } from '../media/hub.js';
+import type { MediaConnection, MediaLog, PublishInput } from '../media/hub-types.js';
 import { paceRendition } from './rendition-pacer.js';
 
 /** One episode of a fallback: its id, its audio file (absolute path) and its title (the stream's `nowPlaying` while it plays). */

@@ -6,7 +6,7 @@
  */
 import type { AudioCodec } from '../media/codec.js';
 import type { Recording } from '../media/recorder.js';
-import type { LoudnessReading } from '../media/hub.js';
+import type { LoudnessReading } from '../media/hub-types.js';
 import type { FallbackPlan } from './fallback.js';
 import type { ProgressiveClient, ProgressiveSink } from '../../base/http/routes/progressive.js';
 import type { AudioFormat } from '../media/audio-format.js';

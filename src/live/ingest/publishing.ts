@@ -23,7 +23,9 @@
 import type { Logger } from '../../base/logger.js';
 import type { Limits } from '../../base/limits/limits.js';
 import { TitleCap } from '../../base/limits/title-cap.js';
-import type { MediaConnection, MediaError, MediaRegistry, PublishInput, StreamHub } from '../media/hub.js';
+import type { StreamHub } from '../media/hub.js';
+import type { MediaConnection, MediaError, PublishInput } from '../media/hub-types.js';
+import type { MediaRegistry } from '../media/registry.js';
 import { readAudioTag, type AudioCodec, type AudioTag } from '../media/codec.js';
 import { audioFormatOf, DEFAULT_AUDIO_FORMAT, type AudioFormat } from '../media/audio-format.js';
 import { Recorder, type Recording, type RecordingLeftover } from '../media/recorder.js';

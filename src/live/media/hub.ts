@@ -8,202 +8,25 @@
  * audio travels — through JS (`PublishInput.audio`), or natively straight into the passthrough
  * layer's segmenter (`MediaConnection.route`), whose handle never leaves media
  * (docs/decisions.md "Ingest I/O"). Imports no other app folder but native/.
+ *
+ * Its parts: the ladder's layers and codec process (ladder.ts), the recording (hub-recording.ts),
+ * what it exchanges with its owner (hub-types.ts); `MediaRegistry` (registry.ts) opens the hubs.
  */
-import { Layer, type LayerError, type NowPlayingFields } from './layer.js';
-import { LadderTranscoder } from './transcoder.js';
+import type { Layer } from './layer.js';
+import type { NowPlayingFields } from './layer-media.js';
+import { Ladder, ladderLayers } from './ladder.js';
+import type { LadderTranscoder } from './transcoder.js';
 import { BitrateMonitor } from './bitrate.js';
-import { Recorder, type Recording, type RecordingLeftover, type RecordingStop } from './recorder.js';
-import { readAudioTag, type AudioCodec, type AudioTag } from './codec.js';
-import { Segmenter, type SegmenterEvent } from '../../native/segmenter.js';
-import { StreamTimeline, unreadableMark, type TimelineStore } from './timeline.js';
-
-export { Layer } from './layer.js';
-export type { Segment, Part } from './layer.js';
-
-/** What a segmenter factory is asked for (the native Segmenter's options). Durations in ms, sizes in bytes. */
-export interface SegmenterRequest {
-  container: 'ts' | 'fmp4';
-  targetDurationMs: number;
-  partTargetMs: number;
-  expectCodec: AudioCodec;
-  maxFrameBytes?: number;
-  maxSegmentBytes?: number;
-  /** With parts: false = segment events carry no bytes, the layer joins its parts (`SegmenterOptions.segmentBytes`). */
-  segmentBytes?: boolean;
-}
-
-/** What media logs through (a structural subset of the server's Logger). */
-export interface MediaLog {
-  info(msg: string, fields?: Record<string, unknown>): void;
-  warn(msg: string, fields?: Record<string, unknown>): void;
-  error(msg: string, fields?: Record<string, unknown>): void;
-}
-
-/**
- * A problem of the stream's media to report as `stream.error` (docs/behaviour.md §9 "Events"): codes
- * `transcoder_failed`, `bitrate_spike` (with `measuredKbps`, `nominalKbps`), `frame_too_large`,
- * `segment_too_large`, `recording_stopped`. `fatal`: the publish must end (the caps of §13).
- */
-export interface MediaError {
-  code: string;
-  message: string;
-  fatal?: boolean;
-  [detail: string]: unknown;
-}
-
-/** What a hub tells its owner. */
-export interface HubEvents {
-  error(e: MediaError): void;
-  /** The stream's recording finished (after `end()` or `stopRecording()`), to become a draft episode. */
-  recording?(r: Recording): void;
-  /**
-   * The publisher's audio fell silent (below −50 dBFS) for `HubOptions.silenceSeconds` (true), or
-   * sound returned after that (false): docs/streams.md "Fallback".
-   */
-  silence?(silent: boolean): void;
-  /**
-   * The publisher's loudness (docs/streams.md "Live loudness"), about once a second, from the
-   * ladder's codec process; a stream without one (a one-layer ladder without silence detection)
-   * reports none, nor does the fallback audio.
-   */
-  loudness?(reading: LoudnessReading): void;
-}
-
-/**
- * One second of a publisher's loudness (ITU-R BS.1770-4, in LUFS): `momentary` the 400 ms blocks
- * that ended in it, 100 ms apart (75 % overlap: the standard's gating blocks), oldest first;
- * `shortTerm` the loudness of the last 3 s.
- */
-export interface LoudnessReading {
-  momentary: number[];
-  shortTerm: number;
-}
-
-/** Momentary values (100 ms apart) gathered into one `HubEvents.loudness` report: one second. */
-const LOUDNESS_BATCH = 10;
-
-/** Where and how a stream records (docs/behaviour.md §3 "Recording"). */
-export interface RecordingTarget {
-  dir: string;
-  /** File name without extension, unique per recording. */
-  name: string;
-  /** Stop before the volume's free space falls under this (bytes). */
-  minFreeBytes: number;
-  /** A recording an earlier run left for this stream, to append to. */
-  resume?: RecordingLeftover;
-}
-
-/** Hub settings. Durations in ms; bitrates in kbps; sizes in bytes. */
-export interface HubOptions {
-  codec: AudioCodec;
-  targetDurationMs: number;
-  /** LL-HLS part target for fMP4 layers (0 = classic HLS only). */
-  partTargetMs: number;
-  /** Segments listed in the live playlist. */
-  windowSegments: number;
-  /** The ladder, top first: [passthrough nominal kbps, encoded layers' kbps…]. */
-  ladder: number[];
-  /** Largest audio frame a segmenter takes (docs/behaviour.md §13); unset: no cap. */
-  maxFrameBytes?: number;
-  /** A segment holds at most this × its nominal bytes (nominal kbps × target duration); unset: no cap. */
-  segmentBytesFactor?: number;
-  /** FFmpeg for the ladder's codec process and the recording's remux; null: passthrough only. */
-  ffmpeg?: () => string | null;
-  /** Record the stream (null: no recording). */
-  recording?: RecordingTarget | null;
-  log?: MediaLog;
-  /** Segmenters other than the native one (benches). */
-  createSegmenter?: (o: SegmenterRequest) => Segmenter;
-  /** Where the stream's previous broadcast left its HLS timeline (set by `MediaRegistry.open`; see `Layer` `continues`). */
-  continues?: Timeline;
-  /** Where the stream's layers reserve the numbers they hand out, across restarts (set by `MediaRegistry.open`; src/live/media/timeline.ts). */
-  timeline?: StreamTimeline;
-  /** Seconds of silence after which `HubEvents.silence` fires (read when a publisher attaches); null: no detection. */
-  silenceSeconds?: () => number | null;
-}
-
-/** Where a stream's HLS timeline stands: the next media sequence number and the discontinuity sequence number. */
-export interface Timeline {
-  sequence: number;
-  discontinuity: number;
-}
-
-/**
- * A subscriber to a hub's ingest audio (the WebRTC packet source). `audio` gets every FLV
- * AUDIODATA body as pushed (sequence headers included) with its read tag header; `data` is only
- * valid during the call (copy what you keep). `end` when the stream ends.
- */
-export interface AudioTap {
-  audio(timestampMs: number, data: Uint8Array, tag: AudioTag): void;
-  end(): void;
-}
-
-/** A segmenter error of one pushed frame (the frame was dropped). */
-export type HubError = LayerError;
-
-export type { NowPlayingFields } from './layer.js';
-
-/**
- * What media needs of a publisher's connection (the RTMP listener's, an Icecast source's): to
- * have its audio routed natively into a segmenter, and its byte count.
- */
-export interface MediaConnection {
-  /**
-   * From the next socket read, audio goes straight into `target.segmenter` (in C++) and what it
-   * makes of it to `target.onEvents`; the publish input (`PublishInput.audio`) then hears only
-   * sequence headers — or every message when `frames` — flagged `segmented`. null: everything
-   * back to the publish input. `merge`: the
-   * socket may be read lazily while no part or segment is about to close.
-   */
-  route(target: { segmenter: Segmenter; onEvents(events: SegmenterEvent[]): void } | null, frames: boolean, merge: boolean): void;
-  /** Audio body bytes received on this publish so far. */
-  audioBytes(): number;
-}
-
-/** A publish attached to a hub: how its audio reaches media. */
-export interface PublishInput {
-  /**
-   * One ingest audio body (RTMP timestamp, ms) read as `tag`; `segmented`: the passthrough
-   * segmenter has it already (natively routed). Problems go to `HubEvents.error`.
-   */
-  audio(timestampMs: number, data: Uint8Array, tag: AudioTag, segmented: boolean): void;
-  /** The publish is live (codec checked, first frame in): its audio may now be routed natively. */
-  live(): void;
-  /** The publisher left: open segments close; the hub waits for the next publisher or `end()`. */
-  detach(): void;
-}
+import { HubRecording, discardRecording } from './hub-recording.js';
+import { readAudioTag, type AudioTag } from './codec.js';
+import type { AudioTap, HubError, HubEvents, HubOptions, MediaConnection, PublishInput, RecordingTarget, Timeline } from './hub-types.js';
 
 const NO_ERRORS: HubError[] = [];
 
 /** A publisher sending bad audio would log ~47 lines a second; one line per 5 s says enough. */
 const DROP_LOG_EVERY_MS = 5000;
-/** The longest wait for a closed codec process to hand over its last frames (it is killed after 2 s). */
-const DRAIN_TIMEOUT_MS = 3000;
 /** Segmenter error codes that end the publish (docs/behaviour.md §13 caps). */
 const FATAL_CODES = new Set(['frame_too_large', 'segment_too_large']);
-
-/**
- * The container of a codec's layers (docs/decisions.md "HLS"): AAC and Opus in fMP4/CMAF with
- * LL-HLS parts; MP3 in MPEG-TS (what every player takes for MP3).
- */
-export function containerFor(codec: AudioCodec): 'ts' | 'fmp4' {
-  return codec === 'mp3' ? 'ts' : 'fmp4';
-}
-
-/** Layer name of a layer of `kbps`: `a128`. */
-export const layerName = (kbps: number) => `a${kbps}`;
-
-/** Resolves when `t` has exited and its outputs were read, or after DRAIN_TIMEOUT_MS. */
-function drained(t: LadderTranscoder): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, DRAIN_TIMEOUT_MS);
-    timer.unref();
-    void t.exited.then(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-}
 
 /** The publish attached now. */
 interface Publish {
@@ -231,20 +54,15 @@ export class StreamHub {
   /** The last audio sequence header pushed (AAC AudioSpecificConfig or E-RTMP SequenceStart), copied. */
   audioHeader: Uint8Array | null = null;
   private taps: AudioTap[] = [];
-  /** Taps of the encoded layers, by layer; each layer's last sequence header (copied). */
-  private readonly encodedTaps = new Map<Layer, AudioTap[]>();
-  private readonly encodedHeaders = new Map<Layer, Uint8Array>();
   private publish: Publish | null = null;
   /**
    * A publisher taken off air while its audio is silent and the fallback plays (docs/streams.md
    * "Fallback"): its codec process keeps hearing it (silence detection), its outputs go nowhere.
    */
   private muted: { p: Publish; t: LadderTranscoder | null } | null = null;
-  /** The ladder's codec process of the current publish (null: none, or it failed). */
-  private transcoder: LadderTranscoder | null = null;
-  /** The codec process of a publish that has left, emptying its last frames into the encoded layers. */
-  private draining: LadderTranscoder | null = null;
-  private recorder: Recorder | null = null;
+  /** The ladder's codec process (of the current publish, and of one that left and drains). */
+  private readonly ladder: Ladder;
+  private readonly recording: HubRecording;
   private dropLog = { at: 0, suppressed: 0 };
   /** A publisher was attached before (the next one continues the timeline with a discontinuity). */
   private attachedBefore = false;
@@ -262,37 +80,19 @@ export class StreamHub {
     readonly opts: HubOptions,
     private readonly events: HubEvents = { error: () => {} },
   ) {
-    const container = containerFor(opts.codec);
-    const partTargetMs = container === 'fmp4' ? opts.partTargetMs : 0;
     this.nominalKbps = opts.ladder[0]!;
-    const create = opts.createSegmenter ?? ((o: SegmenterRequest) => new Segmenter(o));
-    this.layers = opts.ladder.map(
-      (kbps, i) =>
-        new Layer({
-          name: layerName(kbps),
-          kbps,
-          container,
-          targetDurationMs: opts.targetDurationMs,
-          partTargetMs,
-          windowSegments: opts.windowSegments,
-          passthrough: i === 0,
-          ...(opts.continues ? { continues: opts.continues } : {}),
-          ...(opts.timeline ? { reservation: opts.timeline.layer(layerName(kbps)) } : {}),
-          createSegmenter: () =>
-            create({
-              container,
-              targetDurationMs: opts.targetDurationMs,
-              partTargetMs,
-              expectCodec: opts.codec,
-              ...(opts.maxFrameBytes ? { maxFrameBytes: opts.maxFrameBytes } : {}),
-              ...(opts.segmentBytesFactor ? { maxSegmentBytes: Math.ceil(((opts.segmentBytesFactor * kbps * 1000) / 8) * (opts.targetDurationMs / 1000)) } : {}),
-              // A segment of an LL-HLS layer is its parts' bytes: the layer joins them when the
-              // segment is first read, instead of the segmenter making (allocating) them twice.
-              ...(partTargetMs > 0 ? { segmentBytes: false } : {}),
-            }),
-        }),
-    );
-    if (opts.recording) this.openRecorder(opts.recording);
+    this.layers = ladderLayers(opts);
+    this.ladder = new Ladder(this.layers, {
+      streamId,
+      opts,
+      events,
+      mutedTranscoder: () => this.muted?.t ?? null,
+      publisherAttached: () => this.publish?.fallback === false,
+      reroute: () => this.route(),
+      errors: (errors) => this.segmenterErrors(null, errors),
+    });
+    this.recording = new HubRecording(streamId, opts, events);
+    if (opts.recording) this.recording.record(opts.recording);
   }
 
   /** The passthrough layer (the ingest, not re-encoded). */
@@ -328,18 +128,14 @@ export class StreamHub {
     this.dropMuted();
     // The last publish's codec process may still be draining: its tail is dropped and the
     // encoded layers' open segments close now, before the new timeline starts.
-    if (this.draining) {
-      this.draining = null;
-      this.flush('encoded');
-    }
+    this.ladder.cutDrain();
     if (this.attachedBefore) this.discontinuity();
     this.attachedBefore = true;
     this.ingestTs = null; // a new publisher's clock
     const fallback = as.fallback === true;
     const p: Publish = { conn, gone: false, live: false, routed: 'no', merged: false, bitrate: new BitrateMonitor({ nominalKbps: this.nominalKbps }), bytesSeen: 0, failed: false, fallback };
     this.publish = p;
-    this.transcoder?.close();
-    this.transcoder = this.startLadder(fallback ? null : (this.opts.silenceSeconds?.() ?? null));
+    this.ladder.restart(fallback ? null : (this.opts.silenceSeconds?.() ?? null));
     return {
       audio: (ts, data, tag, segmented) => {
         if (this.publish === p) this.take(p, ts, data, tag, segmented);
@@ -367,13 +163,13 @@ export class StreamHub {
     const p = this.publish;
     if (p && !p.fallback && !this.muted) {
       this.publish = null;
-      this.muted = { p, t: this.transcoder };
-      this.transcoder = null;
+      this.muted = { p, t: this.ladder.transcoder };
+      this.ladder.transcoder = null;
       p.conn.route(null, false, false);
       p.routed = 'no';
       p.merged = false;
-      this.flush('passthrough');
-      this.flush('encoded');
+      this.ladder.flush('passthrough');
+      this.ladder.flush('encoded');
     }
     const m = this.muted;
     this.muted = null; // kept out of attach()'s reach
@@ -394,18 +190,15 @@ export class StreamHub {
     const f = this.publish;
     if (f) f.gone = true;
     this.publish = null;
-    this.transcoder?.close();
-    this.transcoder = null;
-    this.draining?.close();
-    this.draining = null;
-    this.flush('passthrough');
-    this.flush('encoded');
+    this.ladder.stop();
+    this.ladder.flush('passthrough');
+    this.ladder.flush('encoded');
     this.discontinuity();
     this.ingestTs = null;
     // The bytes it sent while muted are not a burst: the bitrate watch starts from now.
     m.p.bytesSeen = m.p.conn.audioBytes();
     this.publish = m.p;
-    this.transcoder = m.t;
+    this.ladder.transcoder = m.t;
     this.route();
     return true;
   }
@@ -424,14 +217,12 @@ export class StreamHub {
 
   /** Starts recording a broadcast into `target` (a hub that outlives broadcasts: docs/streams.md "Fallback"); no-op while one records. */
   record(target: RecordingTarget): void {
-    if (!this.recorder && !this.ended) this.openRecorder(target);
+    if (!this.ended) this.recording.record(target);
   }
 
   /** The broadcast ended while the hub stays (the fallback plays on): its recording is finished and handed over (`HubEvents.recording`). */
   stopRecording(): void {
-    const rec = this.recorder;
-    this.recorder = null;
-    if (rec) void this.finishRecording(rec);
+    this.recording.stop();
   }
 
   /** Whether a publisher is attached. */
@@ -504,7 +295,7 @@ export class StreamHub {
 
   /** The encoded layers stop (their codec process failed): they leave the multivariant playlist. */
   failEncoded(): void {
-    for (const l of this.layers) if (!l.o.passthrough && !l.failed) l.failed = true;
+    this.ladder.failEncoded();
   }
 
   /** The stream ended: playlists get EXT-X-ENDLIST; taps hear `end`; the recording is finished. */
@@ -513,35 +304,20 @@ export class StreamHub {
     if (this.publish) this.detach(this.publish);
     this.dropMuted();
     this.ended = true;
-    const t = this.transcoder ?? this.draining;
-    this.transcoder = null;
-    if (t) {
-      // The passthrough layer ends now; the encoded ones once the codec process has drained.
-      this.draining = t;
-      t.close();
-      this.top.end();
-      void drained(t).then(() => {
-        if (this.draining === t) this.draining = null;
-        for (const l of this.layers) l.end();
-      });
-    } else for (const l of this.layers) l.end();
-    const taps = [...this.taps, ...[...this.encodedTaps.values()].flat()];
+    this.ladder.end();
+    const taps = [...this.taps, ...this.ladder.takeTaps()];
     this.taps = [];
-    this.encodedTaps.clear();
     for (const tap of taps) tap.end();
-    const rec = this.recorder;
-    this.recorder = null;
-    if (rec) void this.finishRecording(rec);
+    this.recording.stop();
   }
 
   /**
    * Ends a hub whose stream never went live: nothing to keep — its recording (if any) is removed.
    */
   abandon(): void {
-    const rec = this.recorder;
-    this.recorder = null;
+    const rec = this.recording.take();
     this.end();
-    if (rec) void rec.finish(null).then((r) => r.release(), () => rec.discard());
+    if (rec) discardRecording(rec);
   }
 
   /**
@@ -549,14 +325,9 @@ export class StreamHub {
    * sidecar, to be resumed or finished by the next run; codec processes stop.
    */
   async close(): Promise<void> {
-    this.transcoder?.close();
-    this.transcoder = null;
-    this.draining?.close();
-    this.draining = null;
+    this.ladder.stop();
     this.dropMuted();
-    const rec = this.recorder;
-    this.recorder = null;
-    if (rec) await rec.finish(null).catch(() => {});
+    await this.recording.close();
   }
 
   /** A layer by URL name. */
@@ -576,18 +347,12 @@ export class StreamHub {
    * `Opus` bodies for Opus, classic FLV for AAC/MP3). Returns the unsubscribe function.
    */
   onLayerAudio(layer: Layer, tap: AudioTap): () => void {
-    if (layer === this.top) return this.onAudio(tap);
-    this.encodedTaps.set(layer, [...(this.encodedTaps.get(layer) ?? []), tap]);
-    return () => {
-      const left = (this.encodedTaps.get(layer) ?? []).filter((t) => t !== tap);
-      if (left.length > 0) this.encodedTaps.set(layer, left);
-      else this.encodedTaps.delete(layer);
-    };
+    return layer === this.top ? this.onAudio(tap) : this.ladder.tap(layer, tap);
   }
 
   /** The last audio sequence header of `layer` (AudioSpecificConfig / OpusHead body), or null. */
   layerHeader(layer: Layer): Uint8Array | null {
-    return layer === this.top ? this.audioHeader : (this.encodedHeaders.get(layer) ?? null);
+    return layer === this.top ? this.audioHeader : this.ladder.header(layer);
   }
 
   /** Subscribes to the ingest audio (costs nothing per push without subscribers). Returns the unsubscribe function. */
@@ -608,8 +373,8 @@ export class StreamHub {
       const errors = this.top.push(ts, data);
       if (errors.length > 0) this.segmenterErrors(p, errors);
     }
-    this.transcoder?.push(ts, data, tag);
-    if (!p.fallback) this.recorder?.push(data, tag);
+    this.ladder.transcoder?.push(ts, data, tag);
+    if (!p.fallback) this.recording.push(data, tag);
   }
 
   /** An ingest timestamp (ms) passed by: the clock `setNowPlaying` aligns to; a change waiting for audio goes now. */
@@ -648,10 +413,10 @@ export class StreamHub {
   private route(): void {
     const p = this.publish;
     if (!p || p.gone || !p.live) return;
-    const want = this.tapped || this.transcoder !== null || this.recorder !== null ? 'frames' : 'segmenter';
+    const want = this.tapped || this.ladder.transcoder !== null || this.recording.active ? 'frames' : 'segmenter';
     // Lazy reads delay frames to JS by up to a merge period: not while a WebRTC tap or the
     // ladder's codec process (whose layers' parts would lag) wants them at once.
-    const merge = !this.tapped && this.transcoder === null;
+    const merge = !this.tapped && this.ladder.transcoder === null;
     if (want === p.routed && merge === p.merged) return;
     p.routed = want;
     p.merged = merge;
@@ -672,28 +437,7 @@ export class StreamHub {
   private detach(p: Publish): void {
     p.gone = true;
     this.publish = null;
-    const t = this.transcoder;
-    this.transcoder = null;
-    this.flush('passthrough');
-    if (t) {
-      // FFmpeg still holds the last ~100 ms of the encoded layers: let it hand them over before
-      // their open segments close (else they would make a short extra segment).
-      this.draining = t;
-      t.close();
-      void drained(t).then(() => {
-        if (this.draining !== t) return; // a new publisher or the end took over
-        this.draining = null;
-        this.flush('encoded');
-      });
-    } else this.flush('encoded');
-  }
-
-  /**
-   * The publisher left: close the open segments — of every layer, or only of the passthrough
-   * layer or only of the encoded ones.
-   */
-  private flush(which: 'passthrough' | 'encoded'): void {
-    for (const l of this.layers) if (l.o.passthrough === (which === 'passthrough')) l.flush();
+    this.ladder.detach();
   }
 
   /** A publisher (re)attached to a running timeline: every layer's next segment is a discontinuity. */
@@ -717,244 +461,5 @@ export class StreamHub {
     const e = errors[0]!;
     this.opts.log?.warn('ingest audio dropped', { streamId: this.streamId, code: e.code, message: e.message, suppressedSinceLast: this.dropLog.suppressed });
     this.dropLog = { at: now, suppressed: errors.length - 1 };
-  }
-
-  /**
-   * Starts the ladder's codec process for a publish, or null for a one-layer ladder (without silence
-   * detection) or no FFmpeg. `silenceSeconds`: the same process also detects silence.
-   */
-  private startLadder(silenceSeconds: number | null): LadderTranscoder | null {
-    const encoded = this.layers.filter((l) => !l.o.passthrough && !l.failed).map((l) => l.o.kbps);
-    if (encoded.length === 0 && !silenceSeconds) return null;
-    const fail = (reason: string) => {
-      if (this.transcoder !== t) return;
-      this.transcoder = null;
-      this.failEncoded();
-      this.route(); // no codec process to feed: frames may stay in C++
-      this.opts.log?.error('ladder codec process failed; the passthrough layer keeps serving', { streamId: this.streamId, reason });
-      this.events.error({ code: 'transcoder_failed', message: `The ABR ladder's encoder stopped: ${reason}` });
-    };
-    const ffmpeg = this.opts.ffmpeg?.() ?? null;
-    if (!ffmpeg) {
-      this.failEncoded();
-      this.opts.log?.error('no ffmpeg: the ABR ladder is off; the passthrough layer keeps serving', { streamId: this.streamId });
-      this.events.error({ code: 'transcoder_failed', message: 'FFmpeg was not found, so only the passthrough layer is served.' });
-      return null;
-    }
-    const blocks: number[] = [];
-    const t: LadderTranscoder = new LadderTranscoder({
-      ffmpeg,
-      codec: this.opts.codec,
-      layers: encoded,
-      onAudio: (kbps, ts, body) => {
-        if (this.transcoder !== t && this.draining !== t) return; // a replaced publish's late frames
-        const layer = this.layers.find((l) => l.o.kbps === kbps && !l.o.passthrough);
-        if (!layer || layer.failed || layer.ended) return;
-        const taps = this.encodedTaps.get(layer);
-        if (taps || !this.encodedHeaders.has(layer)) {
-          const tag = readAudioTag(body);
-          if (tag.kind === 'header') this.encodedHeaders.set(layer, body.slice());
-          if (taps) for (const tap of taps) tap.audio(ts, body, tag);
-        }
-        const errors = layer.push(ts, body);
-        if (errors.length > 0) this.segmenterErrors(null, errors);
-      },
-      onFailure: (reason) => fail(reason),
-      silenceSeconds,
-      onSilence: (silent) => {
-        if (this.transcoder === t || this.muted?.t === t) this.events.silence?.(silent);
-      },
-      onLoudness: (momentary, shortTerm) => {
-        const publisher = (this.transcoder === t && this.publish?.fallback === false) || this.muted?.t === t;
-        if (!publisher) return;
-        blocks.push(momentary);
-        if (blocks.length >= LOUDNESS_BATCH) this.events.loudness?.({ momentary: blocks.splice(0), shortTerm });
-      },
-    });
-    return t;
-  }
-
-  private openRecorder(target: RecordingTarget): void {
-    const o = {
-      streamId: this.streamId,
-      minFreeBytes: target.minFreeBytes,
-      onStopped: (s: RecordingStop) => {
-        const message =
-          s.reason === 'disk_free'
-            ? `Recording stopped: the data volume has ${s.freeBytes} bytes free, under the floor of ${s.minFreeBytes}. What was recorded is kept.`
-            : `Recording stopped: a write failed (${s.message}). What was recorded is kept.`;
-        this.opts.log?.error('recording stopped', { streamId: this.streamId, reason: s.reason });
-        this.events.error({ code: 'recording_stopped', message, reason: s.reason });
-      },
-      onDrop: (why: string) => this.opts.log?.warn('recording: frame dropped (logged once per recording)', { streamId: this.streamId, why }),
-    };
-    try {
-      // Synchronous, so that the first frames (the sequence header among them) are kept.
-      this.recorder = target.resume ? Recorder.resume(target.resume, o) : Recorder.create(target.dir, target.name, this.opts.codec, o);
-    } catch (e) {
-      o.onStopped({ reason: 'write_failed', message: (e as Error).message });
-    }
-  }
-
-  private async finishRecording(rec: Recorder): Promise<void> {
-    try {
-      const done = await rec.finish(this.opts.ffmpeg?.() ?? null);
-      this.events.recording?.(done);
-    } catch (e) {
-      this.opts.log?.error('recording failed', { streamId: this.streamId, err: (e as Error).message });
-    }
-  }
-}
-
-/** How often the ingest bitrate watch samples each publisher's byte count (ms). */
-const BITRATE_SAMPLE_MS = 1000;
-/** How long an ended hub is kept aside (ms) — its encoded layers drain meanwhile — before only its timeline is kept. */
-const RETIRE_MS = 2 * DRAIN_TIMEOUT_MS;
-
-/**
- * Hubs by stream id, and the one timer of the ingest bitrate watch. A stream's broadcasts share one
- * HLS timeline (docs/streams.md "One timeline"): when a broadcast ends its hub leaves at once (the
- * stream's playlists answer 404 while it is idle), and the next broadcast's hub continues the media
- * sequence and discontinuity sequence where it stopped. The registry keeps, per stream that
- * broadcast since start-up, that position (two numbers) and its layers' reservations; with a
- * `TimelineStore`, a restart of the node continues each stream's timeline above every number the
- * previous run handed out (src/live/media/timeline.ts).
- */
-export class MediaRegistry {
-  private readonly hubs = new Map<string, StreamHub>();
-  /** Hubs of broadcasts that ended in the last RETIRE_MS (their encoded layers may still add a segment). */
-  private readonly retired = new Map<string, StreamHub>();
-  /** Where each stream's timeline stopped, for streams whose hub retired. */
-  private readonly timelines = new Map<string, Timeline>();
-  /** Each stream's reservations, from its stored marks (only with a `TimelineStore`). */
-  private readonly reserved = new Map<string, StreamTimeline>();
-  private bitrateTimer: NodeJS.Timeout | null = null;
-  /** Told of every hub opened (`onOpen`). */
-  private readonly watchers: Array<(hub: StreamHub) => void> = [];
-
-  /**
-   * `now`: the clock of the bitrate watch (ms). `store`: where timeline marks are kept across
-   * restarts (absent: each run starts every stream's timeline at 0). `log`: where an unreadable
-   * store is reported.
-   */
-  constructor(
-    private readonly now: () => number = Date.now,
-    private readonly store?: TimelineStore,
-    private readonly log?: MediaLog,
-  ) {}
-
-  get(streamId: string): StreamHub | undefined {
-    return this.hubs.get(streamId);
-  }
-
-  /** The hubs open now, by stream id (read at scrape time: docs/metrics.md). */
-  current(): ReadonlyMap<string, StreamHub> {
-    return this.hubs;
-  }
-
-  /**
-   * Calls `fn` with every hub opened from now on, right after it is created (the readers that
-   * follow a hub's layers — the HTTP threads' mirror, the native parts store — watch each one).
-   */
-  onOpen(fn: (hub: StreamHub) => void): void {
-    this.watchers.push(fn);
-  }
-
-  /** The stream's hub, created on first use (an ended one is replaced), continuing the stream's timeline. */
-  open(streamId: string, opts: HubOptions, events?: HubEvents): StreamHub {
-    let hub = this.hubs.get(streamId);
-    if (!hub || hub.ended) {
-      const timeline = this.reservations(streamId);
-      const continues = this.timelineOf(streamId, hub) ?? timeline?.restart;
-      hub = new StreamHub(streamId, { ...opts, ...(continues ? { continues } : {}), ...(timeline ? { timeline } : {}) }, events);
-      this.hubs.set(streamId, hub);
-      this.watchBitrates();
-      for (const fn of this.watchers) fn(hub);
-    } else this.watchBitrates();
-    return hub;
-  }
-
-  /**
-   * Ends the stream's hub (its broadcast ended): layers end (progressive listeners are let go) and
-   * the hub leaves at once — the stream's playlists answer 404 until its next broadcast, which
-   * continues the timeline.
-   */
-  end(streamId: string): void {
-    const hub = this.hubs.get(streamId);
-    if (!hub) return;
-    hub.end();
-    this.hubs.delete(streamId);
-    this.retired.set(streamId, hub);
-    setTimeout(() => {
-      if (this.retired.get(streamId) !== hub) return;
-      this.retired.delete(streamId);
-      this.timelines.set(streamId, hub.timeline());
-    }, RETIRE_MS).unref();
-  }
-
-  /** Where the stream's timeline continues from (an ended hub still listed, a retired one, or one kept), or undefined for a new one. */
-  private timelineOf(streamId: string, ended: StreamHub | undefined): Timeline | undefined {
-    const old = ended ?? this.retired.get(streamId);
-    this.retired.delete(streamId);
-    const t = old?.timeline() ?? this.timelines.get(streamId);
-    this.timelines.delete(streamId);
-    return t;
-  }
-
-  /**
-   * The stream's reservations (read from the store on the stream's first hub of the run); undefined
-   * without a store. Marks that cannot be read are taken as `unreadableMark` (logged): above any
-   * number an earlier run can have handed out.
-   */
-  private reservations(streamId: string): StreamTimeline | undefined {
-    if (!this.store) return undefined;
-    let t = this.reserved.get(streamId);
-    if (t) return t;
-    let stored: Map<string, Timeline>;
-    try {
-      stored = this.store.load(streamId);
-    } catch (e) {
-      this.log?.error('HLS timeline marks unreadable: the timeline continues from the clock', { streamId, err: (e as Error).message });
-      stored = new Map([['', unreadableMark(Date.now())]]);
-    }
-    this.reserved.set(streamId, (t = new StreamTimeline(streamId, stored, this.store)));
-    return t;
-  }
-
-  /** Forgets a hub at once (a publish that never went live); the stream's timeline position stays. */
-  delete(streamId: string): void {
-    const hub = this.hubs.get(streamId);
-    this.hubs.delete(streamId);
-    if (hub && !this.retired.has(streamId)) this.timelines.set(streamId, hub.timeline());
-  }
-
-  /** Server shutdown: every hub stops without ending (recordings kept for the next run). */
-  async close(): Promise<void> {
-    if (this.bitrateTimer) clearInterval(this.bitrateTimer);
-    this.bitrateTimer = null;
-    await Promise.all([...this.hubs.values()].map((h) => h.close()));
-  }
-
-  /** Once a second while anyone publishes; stops when nobody does. */
-  private watchBitrates(): void {
-    if (this.bitrateTimer) return;
-    this.bitrateTimer = setInterval(() => {
-      const now = this.now();
-      let publishing = 0;
-      for (const hub of this.hubs.values()) {
-        if (!hub.publishing) continue;
-        publishing++;
-        try {
-          hub.sampleBitrate(now);
-        } catch {
-          // A failing report (database) must not stop the watch of the other streams.
-        }
-      }
-      if (publishing === 0 && this.bitrateTimer) {
-        clearInterval(this.bitrateTimer);
-        this.bitrateTimer = null;
-      }
-    }, BITRATE_SAMPLE_MS);
-    this.bitrateTimer.unref();
   }
 }

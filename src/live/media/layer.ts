@@ -3,22 +3,13 @@
  * section (fMP4), finished segments (immutable), the LL-HLS parts of the newest segments and of the
  * segment in progress — plus the waiters of blocking playlist reloads and preload hints
  * (draft-pantos-hls-rfc8216bis §6.2.5.2, §6.2.6). The segmenter comes in through a factory; of
- * src/native/ it takes only the Segmenter's types (docs/native-api.md).
+ * src/native/ it takes only the Segmenter's types (docs/native-api.md). What it holds and hands out
+ * (parts, segments, date ranges, media pieces) is declared in layer-media.ts.
  */
 import { createHash } from 'node:crypto';
-import type { Segmenter, SegmenterEvent, SegmenterMetadataFields, SegmenterMetadataMark } from '../../native/segmenter.js';
+import type { Segmenter, SegmenterEvent, SegmenterMetadataMark } from '../../native/segmenter.js';
 import { Waiters } from './waiters.js';
-
-/** What plays now, as the layers carry it (docs/behaviour.md §11: timed ID3 `TIT2`, `TPE1`, `TALB`, `WXXX`). */
-export type NowPlayingFields = SegmenterMetadataFields;
-
-/** A change in the layer's timeline (`EXT-X-DATERANGE`): when it is presented (ms since the epoch) and what. */
-export interface DateRange {
-  /** Unique in the layer (the segmenter's change number). */
-  id: number;
-  startMs: number;
-  fields: NowPlayingFields;
-}
+import { joinedSegment, partBytes, recentMedia, windowBandwidth, type DateRange, type LayerMedia, type LayerMediaListener, type NowPlayingFields, type Part, type Segment } from './layer-media.js';
 
 /** A segmenter error of one pushed frame (the frame was dropped). */
 export interface LayerError {
@@ -26,42 +17,6 @@ export interface LayerError {
   message: string;
   expected?: string;
   received?: string;
-}
-
-/** One LL-HLS part: `sequence` is its segment's media sequence number, `index` counts from 0. */
-export interface Part {
-  sequence: number;
-  index: number;
-  data: Uint8Array;
-  durationMs: number;
-}
-
-/**
- * A finished segment. `data` is the native buffer itself (never copied) — or, on a layer with
- * parts whose segmenter leaves segment bytes out (`segmentBytes: false`), its parts' bytes joined
- * into one buffer when `data` is first read (then kept).
- */
-export interface Segment {
-  sequence: number;
-  data: Uint8Array;
-  durationMs: number;
-  /** This segment follows a discontinuity (EXT-X-DISCONTINUITY before it). */
-  discontinuity: boolean;
-  /** Discontinuity sequence number of this segment (RFC 8216 §4.3.3.3). */
-  discontinuitySequence: number;
-  /** Its LL-HLS parts while they are still listed (cleared once the segment is old). */
-  parts: Part[];
-  /** `Layer.initVersion` of the init section this segment needs (fMP4). */
-  initVersion: number;
-  /** `Layer.initId` of that init section: what its URI is named by (fMP4; '' for MPEG-TS). */
-  initId: string;
-  /**
-   * Wall-clock time of its first sample (ms since the epoch; `EXT-X-PROGRAM-DATE-TIME`): anchored
-   * when a timeline starts (the first segment after a discontinuity) to when its audio arrived,
-   * then each segment's start is the previous start plus the previous duration, so the dates agree
-   * with `EXTINF` exactly.
-   */
-  programDateMs: number;
 }
 
 /** Layer settings. Durations in ms, bitrate in kbps. */
@@ -91,26 +46,6 @@ export interface LayerOptions {
    * discontinuity sequence numbers the layer may name next (exclusive bounds). Absent: no reservation.
    */
   reservation?: { use(sequence: number, discontinuity: number): void };
-}
-
-/**
- * One new piece of a layer's output, as progressive listening takes it (src/delivery/progressive/): an LL-HLS
- * part on layers with parts, a finished segment on the others. `data` is the layer's own buffer
- * (shared with HLS; never modified).
- */
-export interface LayerMedia {
-  data: Uint8Array;
-  durationMs: number;
-  /** `Layer.initVersion` of the init section it needs (fMP4). */
-  initVersion: number;
-}
-
-/** A subscriber to a layer's output (`Layer.onMedia`). Exceptions it throws are swallowed. */
-export interface LayerMediaListener {
-  /** A new part (layers with parts) or segment (others), in order. */
-  media(m: LayerMedia): void;
-  /** The layer ended (its last media came before). */
-  end(): void;
 }
 
 /** Segments kept past the window, so that a player that just read the playlist can still fetch them. */
@@ -303,23 +238,7 @@ export class Layer {
    * listener's burst is built from.
    */
   recentMedia(minMs: number): LayerMedia[] {
-    const out: LayerMedia[] = [];
-    let ms = 0;
-    const take = (data: Uint8Array, durationMs: number, initVersion: number): boolean => {
-      out.push({ data, durationMs, initVersion });
-      ms += durationMs;
-      return ms >= minMs;
-    };
-    done: {
-      for (let i = this.openParts.length - 1; i >= 0; i--) if (take(this.openParts[i]!.data, this.openParts[i]!.durationMs, this.initVersion)) break done;
-      for (let i = this.segments.length - 1; i >= 0; i--) {
-        const s = this.segments[i]!;
-        if (this.lowLatency && s.parts.length > 0) {
-          for (let j = s.parts.length - 1; j >= 0; j--) if (take(s.parts[j]!.data, s.parts[j]!.durationMs, s.initVersion)) break done;
-        } else if (take(s.data, s.durationMs, s.initVersion)) break done;
-      }
-    }
-    return out.reverse();
+    return recentMedia(this.openParts, this.initVersion, this.segments, this.lowLatency, minMs);
   }
 
   /**
@@ -400,30 +319,7 @@ export class Layer {
    * never below the average. Before the first segment: nominal + 10 % for both.
    */
   bandwidth(): { peak: number; average: number } {
-    const win = this.window();
-    let bytes = 0;
-    let ms = 0;
-    let allBytes = 0;
-    let allMs = 0;
-    let peak = 0;
-    for (let i = 0; i < win.length; i++) {
-      const s = win[i]!;
-      const b = this.sizes.get(s) ?? 0;
-      allBytes += b;
-      allMs += s.durationMs;
-      const short = s.durationMs * 2 < this.o.targetDurationMs;
-      const beforeDiscontinuity = win[i + 1]?.discontinuity === true;
-      if (short || beforeDiscontinuity || s.durationMs <= 0) continue;
-      bytes += b;
-      ms += s.durationMs;
-      peak = Math.max(peak, (b * 8000) / s.durationMs);
-    }
-    if (allMs <= 0) {
-      const nominal = Math.round(this.o.kbps * 1000 * 1.1);
-      return { peak: nominal, average: nominal };
-    }
-    const average = ms > 0 ? Math.round((bytes * 8000) / ms) : Math.round((allBytes * 8000) / allMs);
-    return { peak: Math.max(Math.round(peak), average), average };
+    return windowBandwidth(this.window(), (seg) => this.sizes.get(seg) ?? 0, this.o.targetDurationMs, this.o.kbps);
   }
 
   /**
@@ -544,31 +440,4 @@ export class Layer {
   private wake(all: boolean): void {
     this.waiters.wake(all);
   }
-}
-
-/** Bytes of `parts` together. */
-function partBytes(parts: Part[]): number {
-  let n = 0;
-  for (const p of parts) n += p.data.byteLength;
-  return n;
-}
-
-/**
- * A segment whose bytes are `pieces` (its parts' bytes, in order; `bytes` in all), joined into one
- * buffer when `data` is first read — by a player, a listener's burst, the thread mirror — and kept;
- * until then the layer holds each byte once (in its parts), and a segment nobody reads costs no copy.
- */
-function joinedSegment(fields: Omit<Segment, 'data'>, pieces: Uint8Array[], bytes: number): Segment {
-  let data: Uint8Array | null = null;
-  let rest: Uint8Array[] | null = pieces;
-  return Object.defineProperty(fields, 'data', {
-    enumerable: true,
-    get(): Uint8Array {
-      if (data === null) {
-        data = Buffer.concat(rest!, bytes);
-        rest = null;
-      }
-      return data;
-    },
-  }) as Segment;
 }

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Segmenter, type ConfigEvent, type SegmenterEvent, type SegmenterOptions } from '../../../src/native/segmenter.js';
 import { FlvReader } from '../../../src/live/media/flv.js';
-import type { LayerMedia } from '../../../src/live/media/layer.js';
+import type { LayerMedia } from '../../../src/live/media/layer-media.js';
 import { Mp4ReadError, opusHeadFromDops, readFragments, readInit } from '../../../src/delivery/progressive/fmp4-read.js';
 import { TsReadError, readTsAudio } from '../../../src/delivery/progressive/ts-read.js';
 import { ListenEncoder } from '../../../src/delivery/progressive/encoder.js';

@@ -15,7 +15,7 @@ import { StreamHub } from '../../../../src/live/media/hub.js';
 import { HubSource } from '../../../../src/delivery/hls/source.js';
 import { MirrorSource } from '../../../../src/delivery/hls/mirror.js';
 import { MirrorUpdates, type MirrorMessage } from '../../../../src/delivery/threads/mirror-updates.js';
-import { MediaRegistry } from '../../../../src/live/media/hub.js';
+import { MediaRegistry } from '../../../../src/live/media/registry.js';
 
 const tags = new FlvReader().push(readFileSync(path.resolve(import.meta.dirname, '../../../fixtures/aac/sine48k_stereo_128k.flv')));
 const header = tags.find((t) => t.body[0]! >> 4 === 10 && t.body[1] === 0)!;

@@ -7,7 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { FlvReader } from '../../../../src/live/media/flv.js';
-import { StreamHub, type NowPlayingFields, type SegmenterRequest } from '../../../../src/live/media/hub.js';
+import { StreamHub } from '../../../../src/live/media/hub.js';
+import type { SegmenterRequest } from '../../../../src/live/media/hub-types.js';
+import type { NowPlayingFields } from '../../../../src/live/media/layer-media.js';
 import { Segmenter } from '../../../../src/native/segmenter.js';
 
 const tags = new FlvReader().push(readFileSync(path.resolve(import.meta.dirname, '../../../fixtures/aac/sine48k_stereo_128k.flv')));

@@ -4,7 +4,9 @@
  * each new hub once, and a hub that is open already is not announced again.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { MediaRegistry, type HubOptions, type StreamHub } from '../../../../src/live/media/hub.js';
+import type { StreamHub } from '../../../../src/live/media/hub.js';
+import type { HubOptions } from '../../../../src/live/media/hub-types.js';
+import { MediaRegistry } from '../../../../src/live/media/registry.js';
 
 const OPTS: HubOptions = { codec: 'aac', targetDurationMs: 2000, partTargetMs: 500, windowSegments: 3, ladder: [128] };
 

@@ -16,7 +16,9 @@ import { Limits } from '../../../../src/base/limits/limits.js';
 import { WriteRetry } from '../../../../src/base/db/write-retry.js';
 import { timelineStore } from '../../../../src/app/live.js';
 import { FlvReader } from '../../../../src/live/media/flv.js';
-import { MediaRegistry, type HubOptions, type StreamHub } from '../../../../src/live/media/hub.js';
+import type { StreamHub } from '../../../../src/live/media/hub.js';
+import type { HubOptions } from '../../../../src/live/media/hub-types.js';
+import { MediaRegistry } from '../../../../src/live/media/registry.js';
 import { DISCONTINUITY_BLOCK, SEQUENCE_BLOCK, type TimelineMark, type TimelineStore } from '../../../../src/live/media/timeline.js';
 import { mediaTemplate } from '../../../../src/delivery/hls/playlists.js';
 
