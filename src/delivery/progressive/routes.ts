@@ -8,10 +8,11 @@
  * `Icy-MetaData: 1`. Every answer carries `icy-name` (the stream's title), `icy-br` (the layer's
  * kbps), `Cache-Control: no-cache, no-store` and `Access-Control-Allow-Origin: *`.
  *
- * The same handlers serve on the main thread (`registerListenRoutes`, src/delivery/progressive/main-routes.ts: the hubs themselves, the
- * registry) and on a worker thread (`registerListenHandlers` with the worker's mirror, its mounts
- * over the main thread's shared chunk queues, its session batches: src/delivery/threads/worker.ts); the
- * connection caps are counted node-wide in shared memory (src/delivery/listeners/shared-counter.ts).
+ * The same handlers serve on the main thread (`registerListenRoutes`,
+ * src/delivery/progressive/main-routes.ts: the hubs themselves, the registry) and on a worker
+ * thread (`registerListenHandlers` with the worker's mirror, its mounts over the main thread's
+ * shared chunk queues, its session batches: src/delivery/threads/worker.ts); the connection caps
+ * are counted node-wide in shared memory (src/delivery/listeners/shared-counter.ts).
  *
  * 404 before the stream's passthrough layer has audio and after the stream ended. `playback:
  * "token"` streams need `?token=<listener token>` (401 without, 403 invalid/expired/other stream).
