@@ -45,7 +45,7 @@ import { StreamHub } from '../src/live/media/hub.js';
 import type { SegmenterEvent } from '../src/native/segmenter.js';
 import { fill, mediaTemplate } from '../src/delivery/hls/playlists.js';
 import { RTCPeerConnection, RTCRtpCodecParameters, RtpHeader, RtpPacket, type RTCRtpTransceiver } from 'werift';
-import { peerConfiguration } from '../src/delivery/webrtc/whep.js';
+import { peerConfiguration } from '../src/delivery/webrtc/whep-peer.js';
 import { RtpSender, weriftMediaState } from '../src/delivery/webrtc/rtp-sender.js';
 import { socketFd, udpPath } from '../src/delivery/webrtc/fanout.js';
 import { RtpFanout } from '../src/native/rtp-fanout.js';

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Base } from './base.js';
 import type { Feature } from '../base/background.js';
 import type { Listeners } from '../delivery/listeners/room.js';
-import type { MediaRegistry } from '../live/media/hub.js';
+import type { MediaRegistry } from '../live/media/registry.js';
 import type { HubSource } from '../delivery/hls/source.js';
 import type { StreamError } from '../live/ports.js';
 import { CatchUpRepo } from '../base/db/catch-up-repo.js';

@@ -17,7 +17,7 @@ import { nativeRequestIdPrefix } from '../base/ids.js';
 import { HubSource } from '../delivery/hls/source.js';
 import { startHttpThreads, type HttpWorkers, type RunningThreads, type ThreadCounts } from '../delivery/threads/index.js';
 import type { MediaRegistry } from '../live/media/registry.js';
-import { registerListenRoutes, type ListenFeature } from '../delivery/progressive/routes.js';
+import { registerListenRoutes, type ListenFeature } from '../delivery/progressive/main-routes.js';
 import { icecastListening, keepProgressive } from '../delivery/progressive/icecast-port.js';
 import { registerWhep, type WhepStats } from '../delivery/webrtc/whep.js';
 import { registerWhip, type WhipIngestPort, type WhipStats } from '../delivery/webrtc/whip.js';

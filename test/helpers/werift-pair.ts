@@ -4,7 +4,7 @@
  * RTP packet the client's track decrypts is pushed to `received`. Close both with `close()`.
  */
 import { RTCPeerConnection, RTCRtpCodecParameters, type RTCRtpTransceiver, type RtpPacket } from 'werift';
-import { peerConfiguration } from '../../src/delivery/webrtc/whep.js';
+import { peerConfiguration } from '../../src/delivery/webrtc/whep-peer.js';
 
 /** Polls `ok` every 20 ms. @throws Error naming `what` after `ms` */
 export async function until(ok: () => boolean, ms: number, what: string): Promise<void> {

@@ -13,7 +13,8 @@ import { CreateEpisode, CreatePodcast, EPISODE_TYPES, PublishEpisode, UpdateEpis
 import { checkChapters } from '../api/podcasts/chapters.js';
 import { checkTranscript, transcriptTypeOf } from '../api/podcasts/transcript.js';
 import type { PodcastsService } from '../services/podcasts.js';
-import type { EpisodeObject, EpisodesService } from '../services/episodes.js';
+import type { EpisodeObject } from '../services/episode-object.js';
+import type { EpisodesService } from '../services/episodes.js';
 import type { PodcastStatsService } from '../services/podcast-stats.js';
 import { downloadsCard } from './downloads.js';
 import type { HttpServer, ApiRequest, WebReply } from '../../base/http/server.js';

@@ -11,7 +11,7 @@ import type { PodcastsRepo } from '../../base/db/podcasts-repo.js';
 import type { StreamRow } from '../../base/db/streams-repo.js';
 import type { BroadcastRow } from '../../base/db/broadcasts-repo.js';
 import type { PublicUrls } from '../../base/config.js';
-import { audioUrlOf, chaptersUrlOf, transcriptUrlOf, type TranscriptMime } from '../services/episodes.js';
+import { audioUrlOf, chaptersUrlOf, transcriptUrlOf, type TranscriptMime } from '../services/episode-object.js';
 import { feedUrlOf } from '../services/podcasts.js';
 import { LISTEN_EXT } from '../services/stream-object.js';
 import { renderFeed, type LiveItemInput } from './render.js';

@@ -20,7 +20,7 @@ import { AUDIO_FILE_NAME, PODCAST_ID, type MediaStore } from '../episode-audio/s
 import type { Logger } from '../../base/logger.js';
 import type { FeedService } from './feed-service.js';
 import { CHAPTERS_TYPE } from './render.js';
-import { TRANSCRIPT_EXT, type TranscriptMime } from '../services/episodes.js';
+import { TRANSCRIPT_EXT, type TranscriptMime } from '../services/episode-object.js';
 
 /** Audio `Cache-Control` max-age (s): file names change on every upload, deletion should not linger long. */
 const AUDIO_MAX_AGE = 3600;

@@ -1,193 +1,55 @@
 /**
- * The Episodes resource and publishing (docs/behaviour.md §5, §9 "Podcasts", "Events"): drafts, audio
- * (probed, stored by MediaStore), publication now or at `publishAt` (the scheduler publishes when
- * due), `podcast.published` / `podcast.deleted` events recorded in the transaction of the change
- * and announced after the commit. Knows no HTTP and no SQL text.
+ * The Episodes resource (docs/behaviour.md §5 "Podcasts and episodes", §9 "Events", §15): drafts,
+ * their audio (probed, stored by MediaStore), transcripts and chapters, and the draft a stream's
+ * recording becomes (§3 "Recording"). Publication is src/control/services/episode-publishing.ts;
+ * the episode object src/control/services/episode-object.ts. Writes that record events run as one
+ * unit of work (src/base/db/unit-of-work.ts). Knows no HTTP and no SQL text.
  */
-import { randomUUID } from 'node:crypto';
 import { copyFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { ApiError, conflict, notFound, paramInvalid } from '../../base/errors/errors.js';
 import { newId } from '../../base/ids.js';
 import { UnknownCursorError, type PageQuery } from '../../base/db/paginate.js';
-import type { EpisodeRow, EpisodeStatus, EpisodeType, PodcastsRepo } from '../../base/db/podcasts-repo.js';
-import type { Outbox } from '../../base/outbox.js';
+import type { EpisodeRow, EpisodeStatus } from '../../base/db/podcasts-repo.js';
 import { UnitOfWork } from '../../base/db/unit-of-work.js';
-import type { PublicUrls } from '../../base/config.js';
 import type { ChaptersDocument } from './play-log.js';
-import { toEpisodeLoudness, type EpisodeLoudness, type LoudnessService } from './loudness.js';
-import { jsonList, type FeedChanged, type PodcastPerson } from './podcasts.js';
-
-/** A `podcast:soundbite`: a shareable part of the episode (seconds) with an optional title. */
-export interface EpisodeSoundbite {
-  startTime: number;
-  duration: number;
-  title?: string;
-}
-
-/** A validated `POST /podcasts/{id}/episodes` body (api/podcasts/schemas.ts validates it). */
-export interface CreateEpisodeInput {
-  title: string;
-  description?: string;
-  season?: number | null;
-  episodeNumber?: number | null;
-  episodeType?: 'full' | 'trailer' | 'bonus';
-  explicit?: boolean;
-  /** Podcasting 2.0 `podcast:person` entries of the episode (docs/podcasts.md "Feed completeness"). */
-  persons?: PodcastPerson[];
-  /** `podcast:soundbite` entries. */
-  soundbites?: EpisodeSoundbite[];
-}
-
-/** A validated `PATCH /podcasts/{id}/episodes/{eid}` body; `status: 'draft'` cancels a schedule. */
-export interface UpdateEpisodeInput extends Partial<CreateEpisodeInput> {
-  status?: 'draft';
-}
-
-/** A validated `POST /podcasts/{id}/publish` body; `publishAt` ISO 8601 with a zone. */
-export interface PublishEpisodeInput {
-  episodeId: string;
-  publishAt?: string;
-}
+import type { LoudnessService } from './loudness.js';
 import { NotAudioError, probeAudio, type AudioInfo } from '../episode-audio/probe.js';
 import type { MediaStore } from '../episode-audio/store.js';
+import { toEpisodeObject, type CreateEpisodeInput, type EpisodeObject, type PublishEpisodeInput, type TranscriptMime, type UpdateEpisodeInput } from './episode-object.js';
+import { EpisodePublishing, type PublishingDeps } from './episode-publishing.js';
 
-/** The episode object of the API. Times are ISO 8601 UTC. */
-export interface EpisodeObject {
-  id: string;
-  object: 'episode';
-  podcastId: string;
-  title: string;
-  description: string;
-  /**
-   * `draft`, `scheduled`, `published`, or `processing`: publication was asked while the audio is
-   * still being finished (a recording's hand-over) or loudness-normalised, and happens once it is
-   * final (docs/podcasts.md "Publishing while the audio is processed").
-   */
-  status: EpisodeStatus | 'processing';
-  /** `{cdn_url}/media/<podcast_id>/<file>`; the feed's enclosure URL. Null before audio is uploaded. */
-  audioUrl: string | null;
-  audio: { mimeType: string; sizeBytes: number; durationSeconds: number | null } | null;
-  /** Fixed at first publication; null before. */
-  guid: string | null;
-  season: number | null;
-  episodeNumber: number | null;
-  episodeType: EpisodeType;
-  explicit: boolean;
-  publishAt: string | null;
-  publishedAt: string | null;
-  sourceStreamId: string | null;
-  /**
-   * Podcasting 2.0 JSON chapters (`application/json+chapters`) at
-   * `{cdn_url}/media/<podcast_id>/<episode_id>.chapters.json` — one per track of the recorded stream
-   * (docs/behaviour.md §11); public once published. Null when the episode has none.
-   */
-  chaptersUrl: string | null;
-  /**
-   * The transcript (`PUT …/transcript`) at `{cdn_url}/media/<podcast_id>/<episode_id>.transcript.<vtt|srt|json>`,
-   * public once published; null when none. `transcriptType` is its MIME type.
-   */
-  transcriptUrl: string | null;
-  transcriptType: TranscriptMime | null;
-  persons: PodcastPerson[];
-  soundbites: EpisodeSoundbite[];
-  /**
-   * The BS.1770-4 loudness of what `audioUrl` serves, and whether that is a normalised copy of the
-   * upload (docs/podcasts.md "Loudness"); null until measured, shortly after the audio is stored.
-   */
-  loudness: EpisodeLoudness | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-/** The transcript formats (docs/podcasts.md "Transcripts") by MIME type, with their file extension. */
-export const TRANSCRIPT_EXT = { 'text/vtt': 'vtt', 'application/x-subrip': 'srt', 'application/json': 'json' } as const;
-export type TranscriptMime = keyof typeof TRANSCRIPT_EXT;
-
-/** `{cdn_url}/media/<podcast_id>/<episode_id>.transcript.<ext>` of a transcript of `type`. */
-export const transcriptUrlOf = (urls: PublicUrls, podcastId: string, episodeId: string, type: TranscriptMime) =>
-  `${urls.cdnUrl}/media/${podcastId}/${episodeId}.transcript.${TRANSCRIPT_EXT[type]}`;
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-
-/** `{cdn_url}/media/<podcast_id>/<file name>`. */
-export const audioUrlOf = (urls: PublicUrls, podcastId: string, fileName: string) => `${urls.cdnUrl}/media/${podcastId}/${fileName}`;
-
-/** `{cdn_url}/media/<podcast_id>/<episode_id>.chapters.json`. */
-export const chaptersUrlOf = (urls: PublicUrls, podcastId: string, episodeId: string) => `${urls.cdnUrl}/media/${podcastId}/${episodeId}.chapters.json`;
-
-/** Whether an episode's audio is final: stored, and no loudness normalisation will replace it. */
-const audioFinal = (row: EpisodeRow) => row.audio_file !== null && row.loudness_state !== 'normalize';
-
-/** Renders a row as the API object. */
-export function toEpisodeObject(row: EpisodeRow, urls: PublicUrls): EpisodeObject {
-  return {
-    id: row.id,
-    object: 'episode',
-    podcastId: row.podcast_id,
-    title: row.title,
-    description: row.description,
-    status: row.publish_pending === 1 ? 'processing' : row.status,
-    audioUrl: row.audio_file ? audioUrlOf(urls, row.podcast_id, row.audio_file) : null,
-    audio: row.audio_file ? { mimeType: row.audio_mime!, sizeBytes: row.audio_size!, durationSeconds: row.audio_duration } : null,
-    guid: row.guid,
-    season: row.season,
-    episodeNumber: row.episode_number,
-    episodeType: row.episode_type,
-    explicit: row.explicit === 1,
-    publishAt: iso(row.publish_at),
-    publishedAt: iso(row.published_at),
-    sourceStreamId: row.source_stream_id,
-    chaptersUrl: row.chapters ? chaptersUrlOf(urls, row.podcast_id, row.id) : null,
-    transcriptUrl: row.transcript && row.transcript_type ? transcriptUrlOf(urls, row.podcast_id, row.id, row.transcript_type as TranscriptMime) : null,
-    transcriptType: row.transcript && row.transcript_type ? (row.transcript_type as TranscriptMime) : null,
-    persons: jsonList(row.persons),
-    soundbites: jsonList(row.soundbites),
-    loudness: toEpisodeLoudness(row.loudness, row.original_audio_file ? audioUrlOf(urls, row.podcast_id, row.original_audio_file) : null),
-    createdAt: iso(row.created_at)!,
-    updatedAt: iso(row.updated_at)!,
-  };
-}
-
-export interface EpisodesDeps {
-  repo: PodcastsRepo;
-  outbox: Outbox;
+/** What the episodes service is built with (src/app/control.ts): publication's needs, and the audio's. */
+export interface EpisodesDeps extends PublishingDeps {
   media: MediaStore;
-  urls: () => PublicUrls;
-  now: () => number;
-  /** Called after a schedule was added, moved or removed (the scheduler re-arms). */
-  onScheduleChange?: () => void;
   /** Probes an audio file (tests may inject). Default: FFmpeg/ffprobe. */
   probe?: (file: string) => Promise<AudioInfo>;
-  /** Told of every change of what the feed shows (a published episode's), in its transaction. */
-  feedChanged?: FeedChanged;
   /** Told of new audio once stored (its file name under the media store, path, size, duration): download counting measures its first minute. */
   audioPlaced?: (episodeId: string, fileName: string, path: string, sizeBytes: number, durationSeconds: number | null) => void;
   /** Told of an episode whose audio file was deleted or replaced, once done (the stream fallback's rendition cache). */
   audioGone?: (episodeId: string) => void;
   /** Measures (and, with the podcast's `loudnessTarget`, normalises) new audio in the background. */
   loudness?: Pick<LoudnessService, 'resetForNewAudio' | 'enqueue' | 'settled'>;
-  /**
-   * How long a publish request waits for the audio's loudness work (ms; 0: not at all) before it
-   * answers `processing`: short audio published right after its upload is published at once, with
-   * its final audio (docs/podcasts.md "Publishing while the audio is processed").
-   */
-  publishWaitMs?: number;
 }
 
+/** The Episodes resource: every change of an episode, and its publication through `EpisodePublishing`. */
 export class EpisodesService {
   private readonly probe: (file: string) => Promise<AudioInfo>;
   /** Writes that record events: one transaction (`BEGIN IMMEDIATE`), events after the commit (src/base/db/unit-of-work.ts). */
   private readonly uow: UnitOfWork;
+  /** Publication, in the same unit of work. */
+  private readonly publishing: EpisodePublishing;
 
   constructor(private readonly d: EpisodesDeps) {
     this.probe = d.probe ?? ((f) => probeAudio(f));
     this.uow = new UnitOfWork(d.repo.db, d.outbox);
+    this.publishing = new EpisodePublishing(d, this.uow);
   }
 
   /** Runs `change` as one unit of work. @throws what the transaction threw (its events are then dropped) */
   private write<T>(change: () => T): T {
     return this.uow.run(change, { immediate: true });
   }
+
 
   /** Creates a draft episode of podcast `podcastId`. @throws ApiError 404 (podcast), 409 (archived) */
   create(accountId: string, podcastId: string, input: CreateEpisodeInput): EpisodeObject {
@@ -355,125 +217,24 @@ export class EpisodesService {
     return this.render(out);
   }
 
-  /**
-   * `publish`, then, when the episode is `processing` because its audio is being normalised, waits
-   * up to `publishWaitMs` for that work: audio that is final within it is published before the
-   * answer (the answer says `published`), else the answer says `processing` and the publication
-   * happens when the audio is final. @throws what `publish` throws
-   */
-  async publishWhenFinal(accountId: string, podcastId: string, input: PublishEpisodeInput): Promise<EpisodeObject> {
-    const out = this.publish(accountId, podcastId, input);
-    if (out.status !== 'processing' || !this.d.loudness || !this.d.publishWaitMs) return out;
-    await this.d.loudness.settled(out.id, this.d.publishWaitMs);
-    const row = this.d.repo.getEpisode(out.id, podcastId, accountId);
-    return row ? this.render(row) : out;
-  }
-
-  /**
-   * Publishes episode `episodeId` if its publication waits for its audio and that audio is now
-   * final (stored, and no loudness normalisation will replace it): `podcast.published`, the feed
-   * notifications, as `publish` does. Called when a recording's audio is stored and when the
-   * loudness work of an episode ends. In an archived podcast the wait is dropped (the episode stays
-   * a draft). Returns whether it was published.
-   */
-  publishWhenReady(episodeId: string): boolean {
-    let done = false;
-    this.write(() => {
-      const row = this.d.repo.getEpisodeAny(episodeId);
-      if (!row || row.publish_pending !== 1) return;
-      const podcast = this.d.repo.getPodcast(row.podcast_id, row.account_id);
-      if (!podcast || podcast.status === 'archived') {
-        this.d.repo.setPublishPending(episodeId, 0);
-        return;
-      }
-      const now = Math.max(this.d.now(), row.updated_at);
-      if (!this.d.repo.publishPending(episodeId, randomUUID(), now)) return;
-      this.afterPublished(row.account_id, row.podcast_id, this.d.repo.getEpisodeAny(episodeId)!, now);
-      done = true;
-    });
-    return done;
-  }
-
-  /**
-   * POST /podcasts/{id}/publish. Without `publishAt` (or with one that is now due it is refused):
-   * published now, `podcast.published`, the podcast becomes `published` if it was a draft. With a
-   * future `publishAt`: `scheduled` (re-scheduling a scheduled episode moves it).
-   * @throws ApiError 400 (`publishAt` not in the future; `episode_audio_missing`), 404, 409 (archived
-   * podcast; episode already published)
-   */
+  /** POST /podcasts/{id}/publish: see `EpisodePublishing.publish`. @throws ApiError 400, 404, 409 */
   publish(accountId: string, podcastId: string, input: PublishEpisodeInput): EpisodeObject {
-    const now = this.d.now();
-    const at = input.publishAt !== undefined ? Date.parse(input.publishAt) : null;
-    if (at !== null && at <= now) throw paramInvalid('publishAt', 'publishAt must be in the future; omit it to publish now.');
-    let out!: EpisodeRow;
-    this.write(() => {
-      const podcast = this.d.repo.getPodcast(podcastId, accountId);
-      if (!podcast) throw notFound('podcast', podcastId);
-      if (podcast.status === 'archived') throw conflict('The podcast is archived: no new publication.');
-      const row = this.d.repo.getEpisode(input.episodeId, podcastId, accountId);
-      if (!row) throw notFound('episode', input.episodeId, 'episodeId');
-      if (row.status === 'published') throw conflict('The episode is already published.');
-      if (row.publish_pending === 1) throw conflict('The episode is already waiting to be published: it is published once its audio is final.');
-      // A recording's episode exists a moment before its audio is stored (the hand-over): that audio is coming.
-      if (!row.audio_file && !row.source_stream_id) throw new ApiError('episode_audio_missing', 'The episode has no audio: upload it with PUT /podcasts/{id}/episodes/{eid}/audio first.', { param: 'episodeId' });
-      out = { ...row, updated_at: now };
-      if (at === null && !audioFinal(row)) {
-        // The audio is still being finished or normalised: published once it is final (`processing` until then).
-        out = { ...out, status: 'draft', publish_at: null };
-        this.d.repo.updateEpisode(out);
-        this.d.repo.setPublishPending(row.id, 1);
-        out.publish_pending = 1;
-        this.touchPodcast(podcastId);
-      } else if (at !== null) {
-        out.status = 'scheduled';
-        out.publish_at = at;
-        this.d.repo.updateEpisode(out);
-        this.touchPodcast(podcastId);
-      } else {
-        out.status = 'published';
-        out.publish_at = null;
-        out.published_at = now;
-        out.guid = row.guid ?? randomUUID();
-        this.d.repo.updateEpisode(out);
-        this.afterPublished(accountId, podcastId, out, now);
-      }
-    });
-    this.d.onScheduleChange?.();
-    return this.render(out);
+    return this.publishing.publish(accountId, podcastId, input);
   }
 
-  /**
-   * Publishes every scheduled episode due at `now()` (the scheduler's tick): each in its own
-   * transaction, only if still scheduled and due (so a publication happens once, never early).
-   * Returns how many were published.
-   */
+  /** `publish`, waiting up to `publishWaitMs` for the audio: see `EpisodePublishing.publishWhenFinal`. @throws what `publish` throws */
+  publishWhenFinal(accountId: string, podcastId: string, input: PublishEpisodeInput): Promise<EpisodeObject> {
+    return this.publishing.publishWhenFinal(accountId, podcastId, input);
+  }
+
+  /** Publishes an episode that waits for its audio once that is final: see `EpisodePublishing.publishWhenReady`. */
+  publishWhenReady(episodeId: string): boolean {
+    return this.publishing.publishWhenReady(episodeId);
+  }
+
+  /** The scheduler's tick: see `EpisodePublishing.publishDue`. Returns how many were published. */
   publishDue(): number {
-    let n = 0;
-    // Due while the audio is still processed: the publication waits for the audio instead.
-    this.d.repo.tx(() => this.d.repo.dueToPending(this.d.now()));
-    for (const id of this.d.repo.pendingReady()) if (this.publishWhenReady(id)) n++;
-    for (;;) {
-      const due = this.d.repo.dueEpisodes(this.d.now());
-      if (due.length === 0) break;
-      for (const ep of due) {
-        const done = this.write(() => {
-          const now = this.d.now();
-          if (!this.d.repo.publishIfDue(ep.id, randomUUID(), now)) return false;
-          const row = this.d.repo.getEpisode(ep.id, ep.podcast_id, ep.account_id)!;
-          const podcast = this.d.repo.getPodcast(ep.podcast_id, ep.account_id);
-          if (podcast?.status === 'archived') {
-            // Archiving unschedules; this only happens if both raced. Keep it out of the feed.
-            this.d.repo.updateEpisode({ ...row, status: 'draft', publish_at: null, published_at: null, updated_at: now });
-            return false;
-          }
-          this.afterPublished(ep.account_id, ep.podcast_id, row, now);
-          return true;
-        });
-        if (done) n++;
-      }
-      if (due.length < 100) break;
-    }
-    return n;
+    return this.publishing.publishDue();
   }
 
   /**
@@ -584,14 +345,6 @@ export class EpisodesService {
       this.d.repo.tx(() => this.d.repo.deleteEpisode(row.id));
       throw e;
     }
-  }
-
-  /** Inside the publishing transaction: podcast draft → published, `podcast.published` recorded. */
-  private afterPublished(accountId: string, podcastId: string, row: EpisodeRow, now: number): void {
-    this.d.repo.setPodcastStatus(podcastId, 'draft', 'published', now);
-    this.touchPodcast(podcastId);
-    this.d.outbox.record(accountId, 'podcast.published', { object: this.render(row) });
-    this.d.feedChanged?.(accountId, podcastId, 'published');
   }
 
   /** Marks the podcast changed (its `updatedAt`, the feed's Last-Modified). */

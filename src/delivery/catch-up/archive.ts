@@ -18,7 +18,9 @@ import { mkdirSync, readFileSync, readdirSync, rmSync, statfsSync, unlinkSync } 
 import { mkdir, writeFile, access } from 'node:fs/promises';
 import path from 'node:path';
 import type { CatchUpRepo, CatchUpSegmentRow } from '../../base/db/catch-up-repo.js';
-import type { Layer, Segment, StreamHub } from '../../live/media/hub.js';
+import type { StreamHub } from '../../live/media/hub.js';
+import type { Layer } from '../../live/media/layer.js';
+import type { Segment } from '../../live/media/layer-media.js';
 import type { Logger } from '../../base/logger.js';
 
 /** What the archive is built from. Times in ms, sizes in bytes. */

@@ -17,7 +17,7 @@ import { SessionIntake } from '../listeners/remote.js';
 import { MirrorUpdates } from './mirror-updates.js';
 import { HttpThreads, type HttpWorkers } from './threads.js';
 export { HttpWorkers } from './threads.js';
-import type { ListenFeature } from '../progressive/routes.js';
+import type { ListenFeature } from '../progressive/main-routes.js';
 import type { ThreadCounts, WorkerInit } from './protocol.js';
 
 export type { ThreadCounts } from './protocol.js';

@@ -19,21 +19,21 @@
  * peer's RTP/SRTP is sent by src/delivery/webrtc/rtp-sender.ts (werift's own sender when it cannot
  * attach: counted as `werift` in the stats). No STUN or
  * TURN server is contacted unless `SKYLARK_ICE_SERVERS` names some (werift's own default is a
- * public STUN server: `peerConfiguration` always passes the list).
+ * public STUN server: `peerConfiguration` always passes the list). Each session's peer, its
+ * media path and its timers: src/delivery/webrtc/whep-peer.ts.
  * - Sessions that stop qualifying end within a few seconds (docs/listeners.md "Connections that
  *   stop qualifying"): the stream was deleted, or it now needs a listener token the session did
  *   not bring, or whose time ran out.
  */
-import { RTCPeerConnection, RTCRtpCodecParameters, RtpHeader, RtpPacket, type RTCRtpTransceiver } from 'werift';
+import { RTCPeerConnection, type RTCRtpTransceiver } from 'werift';
 import type { BlockList } from 'node:net';
 import type { HttpServer, RawBodyRequest, RawReply } from '../../base/http/server.js';
 import { errorBody, statusLine } from '../../base/http/server.js';
 import { ApiError, internalError } from '../../base/errors/errors.js';
-import type { Config, IceServer, PublicUrls } from '../../base/config.js';
+import type { Config, PublicUrls } from '../../base/config.js';
 import type { Logger } from '../../base/logger.js';
 import { tokenAdmitted, type ListenerTokens } from '../../base/auth/listener-tokens.js';
-import { randomBase62 } from '../../base/ids.js';
-import type { ListenerRegistry, Session } from '../listeners/registry.js';
+import type { ListenerRegistry } from '../listeners/registry.js';
 import { MAX_LISTENERS, TooManyListenersError } from '../listeners/registry.js';
 import { PerAddressCounter, type Limits } from '../../base/limits/limits.js';
 import type { StreamHub } from '../../live/media/hub.js';
@@ -41,22 +41,15 @@ import type { MediaRegistry } from '../../live/media/registry.js';
 import { PUBLISHABLE_REFUSED, type HlsListenerAccess } from '../listeners/hls-access.js';
 import { clientAddress } from '../../base/http/client-address.js';
 import { countryOf } from '../../base/geo.js';
-import { StreamAudioSource, type PacketSink } from './source.js';
-import { RtpSender, weriftMediaState } from './rtp-sender.js';
-import { FanoutGroup, type FanoutSession, type NativeFanoutFactory, type SrtpIndex } from './fanout.js';
+import { StreamAudioSource } from './source.js';
+import { weriftMediaState, type RtpSender } from './rtp-sender.js';
+import { FanoutGroup, type NativeFanoutFactory } from './fanout.js';
+import { Peer, peerConfiguration, type OfferClient, type PeerOwner } from './whep-peer.js';
 
 /** Largest SDP offer accepted (bytes). */
 const MAX_OFFER_BYTES = 64 * 1024;
-/** A peer `disconnected` this long is dropped (ms). */
-const DISCONNECTED_GRACE_MS = 10_000;
-/** Packets a peer may have waiting (in its UDP socket's send queue, or in werift's send path); more are dropped for it. */
-const PEER_QUEUE = 32;
-/** A peer that has dropped every packet for this long is closed as too slow (ms). */
-const PEER_MAX_DROPPING_MS = 5000;
 /** How often sessions are checked against their stream's playback rule (ms). */
 export const QUALIFY_SWEEP_MS = 1000;
-/** The Opus payload type we answer with when the offer has none we can match. */
-const OPUS = () => new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48000, channels: 2, payloadType: 111, parameters: 'minptime=10;useinbandfec=1' });
 
 const CORS: ReadonlyArray<readonly [string, string]> = [
   ['Access-Control-Allow-Origin', '*'],
@@ -99,161 +92,8 @@ export interface WhepStats {
   native: number;
 }
 
-/** Who sent an offer: what the listener session is made of once the peer connects. */
-interface OfferClient {
-  /** The client address (kept in memory while pending, for the per-address cap; never stored). */
-  ip: string;
-  accountId: string;
-  /** The listener session key (`<token subject>:whep:<id>` or `whep:<id>`). */
-  keyPrefix: string;
-  userAgent: string | null;
-  /** When the valid listener token for this stream the offer carried expires (ms since the epoch); null: none. */
-  tokenExpiresAt: number | null;
-  /** That token was minted with a publishable key (docs/behaviour.md §13). */
-  tokenPublishable: boolean;
-}
-
-/**
- * The RTCPeerConnection configuration of a WHEP answer: Opus only, no header extensions, host
- * candidates on `hosts` (every interface when `allInterfaces`), and exactly `iceServers` — an
- * empty list unless configured, so no outside STUN/TURN server is contacted.
- */
-export function peerConfiguration(o: { iceServers: readonly IceServer[]; allInterfaces: boolean; hosts: string[] }) {
-  return {
-    codecs: { audio: [OPUS()], video: [] },
-    headerExtensions: { audio: [], video: [] },
-    iceServers: o.iceServers.map((s) => ({ ...s })),
-    // With a specific HTTP host, one UDP socket per address the answer lists (werift would add
-    // one per interface address, then filtered out of the answer); a wildcard host: all of them.
-    iceUseIpv4: o.allInterfaces,
-    iceUseIpv6: false,
-    iceAdditionalHostAddresses: o.hosts,
-  };
-}
-
-/**
- * One WHEP session: a werift peer connection with its Opus sender. `pending` from the answer until
- * werift reports `connected` (then a listener, fed by the stream's source) or the offer timeout;
- * `closed` once ended. A pending peer holds one slot of the pending caps, given back exactly once.
- */
-class Peer implements PacketSink, FanoutSession {
-  readonly id = randomBase62(24);
-  state: 'pending' | 'connected' | 'closed' = 'pending';
-  session: Session | null = null;
-  source: StreamAudioSource | null = null;
-  private sender;
-  /** The media path once connected (src/delivery/webrtc/rtp-sender.ts); null: werift's `sendRtp`. */
-  private rtp: RtpSender | null = null;
-  /** The stream's native fan-out when this peer is in it (then the source never calls `send`). */
-  group: FanoutGroup | null = null;
-  fanoutId = 0;
-  private inflight = 0;
-  /** When the current run of drops began (0: not dropping). */
-  private droppingSince = 0;
-  private offerTimer: NodeJS.Timeout | null = null;
-  private graceTimer: NodeJS.Timeout | null = null;
-
-  constructor(
-    readonly streamId: string,
-    readonly hub: StreamHub,
-    readonly pc: RTCPeerConnection,
-    readonly transceiver: RTCRtpTransceiver,
-    readonly client: OfferClient,
-    private readonly owner: Whep,
-    offerTimeoutMs: number,
-  ) {
-    this.sender = transceiver.sender;
-    this.offerTimer = setTimeout(() => {
-      this.offerTimer = null;
-      this.owner.expired(this);
-    }, offerTimeoutMs);
-    this.offerTimer.unref();
-    pc.connectionStateChange.subscribe((state) => {
-      if (state === 'connected') {
-        if (this.offerTimer) clearTimeout(this.offerTimer);
-        if (this.graceTimer) clearTimeout(this.graceTimer);
-        this.offerTimer = this.graceTimer = null;
-        if (this.state === 'pending') this.owner.connected(this);
-      } else if (state === 'failed' || state === 'closed') this.close(`connection ${state}`);
-      else if (state === 'disconnected' && !this.graceTimer && this.state === 'connected') {
-        this.graceTimer = setTimeout(() => this.close('disconnected'), DISCONNECTED_GRACE_MS);
-        this.graceTimer.unref();
-      }
-      this.group?.update(this.fanoutId);
-    });
-  }
-
-  /** FanoutSession: whether werift's connection is `connected`. */
-  connected(): boolean {
-    return this.pc.connectionState === 'connected';
-  }
-
-  /** Takes the JS media path: Skylark's RtpSender, else werift's `sendRtp`. @returns the sender (null: werift's) */
-  useJsSender(from?: SrtpIndex): RtpSender | null {
-    this.group = null;
-    this.fanoutId = 0;
-    return (this.rtp = RtpSender.attach(this.transceiver, from));
-  }
-
-  /** FanoutSession: the nominated pair is no longer plain UDP; the peer goes on with the JS sender from `from`. */
-  demote(from: SrtpIndex): void {
-    if (this.state !== 'connected') return;
-    this.owner.mediaPath(this, this.useJsSender(from));
-    this.source?.add(this);
-  }
-
-  send(seq: number, timestamp: number, payload: Buffer, marker: boolean): void {
-    if (this.state !== 'connected' || this.pc.connectionState !== 'connected') return;
-    const rtp = this.rtp;
-    if ((rtp ? rtp.queued() : this.inflight) >= PEER_QUEUE) return this.dropped();
-    this.droppingSince = 0;
-    if (rtp) {
-      if (rtp.send(seq, timestamp, payload, marker)) {
-        this.owner.counters.packetsSent++;
-        this.owner.counters.payloadBytesSent += payload.byteLength;
-      }
-      return;
-    }
-    this.inflight++;
-    this.owner.counters.packetsSent++;
-    this.owner.counters.payloadBytesSent += payload.byteLength;
-    // werift's sender rewrites ssrc/payload type/extensions in place: one packet object per peer.
-    const pkt = new RtpPacket(new RtpHeader({ sequenceNumber: seq, timestamp, marker, payloadType: 111 }), payload);
-    this.sender.sendRtp(pkt).then(this.done, this.done);
-  }
-
-  /** A packet dropped for a full queue; a peer that has dropped everything for PEER_MAX_DROPPING_MS is closed. */
-  private dropped(): void {
-    this.owner.counters.packetsDropped++;
-    const now = Date.now();
-    if (this.droppingSince === 0) this.droppingSince = now;
-    else if (now - this.droppingSince >= PEER_MAX_DROPPING_MS) {
-      this.owner.counters.peersDroppedSlow++;
-      this.close('too slow');
-    }
-  }
-
-  private readonly done = () => {
-    this.inflight--;
-  };
-
-  /** Ends the session: gives back its pending slot or leaves the registry and the source, closes the connection. */
-  close(reason: string): void {
-    if (this.state === 'closed') return;
-    const was = this.state;
-    this.state = 'closed';
-    if (this.offerTimer) clearTimeout(this.offerTimer);
-    if (this.graceTimer) clearTimeout(this.graceTimer);
-    this.offerTimer = this.graceTimer = null;
-    this.group?.leave(this.fanoutId);
-    this.source?.remove(this);
-    this.owner.forget(this, was, reason);
-    this.pc.close().catch(() => {});
-  }
-}
-
 /** The WHEP endpoint and its sessions. */
-class Whep {
+class Whep implements PeerOwner {
   readonly peers = new Map<string, Peer>();
   private readonly sources = new Map<string, StreamAudioSource>();
   readonly counters = { packetsSent: 0, payloadBytesSent: 0, packetsDropped: 0, peersDroppedSlow: 0, werift: 0, native: 0 };

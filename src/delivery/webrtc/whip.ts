@@ -10,7 +10,7 @@
  * - `DELETE` on the session URL ends the publish (§4.3): the stream then goes idle by the usual
  *   rules (the reconnect window). `PATCH` (trickle ICE, ICE restart, §4.4) answers 405; `OPTIONS`
  *   answers the CORS preflight of pages on other origins (§4.7).
- * - ICE as for WHEP (src/delivery/webrtc/whep.ts `peerConfiguration`): host candidates, UDP, no
+ * - ICE as for WHEP (src/delivery/webrtc/whep-peer.ts `peerConfiguration`): host candidates, UDP, no
  *   STUN or TURN server unless `SKYLARK_ICE_SERVERS` names some. RTCP receiver reports are sent by
  *   werift's receiver (RFC 3550 §6.4.2, every 0.5–1.5 s).
  * - An answered offer is pending until its peer connects (ICE + DTLS): only then does the publish
@@ -30,7 +30,7 @@ import { randomBase62 } from '../../base/ids.js';
 import { PerAddressCounter, type Limits } from '../../base/limits/limits.js';
 import { looksLikeToken, type PublishTokens } from '../../base/auth/publish-tokens.js';
 import { clientAddress } from '../../base/http/client-address.js';
-import { peerConfiguration } from './whep.js';
+import { peerConfiguration } from './whep-peer.js';
 
 /** Largest SDP offer accepted (bytes). */
 const MAX_OFFER_BYTES = 64 * 1024;

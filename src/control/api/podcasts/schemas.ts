@@ -210,7 +210,7 @@ export const PublishEpisode = v.strictObject({
   ),
 });
 
-// ── Answers (for the OpenAPI document; ./openapi.ts): `toPodcastObject` / `toEpisodeObject` (src/control/services/podcasts.ts, src/control/services/episodes.ts) ──
+// ── Answers (for the OpenAPI document; ./openapi.ts): `toPodcastObject` / `toEpisodeObject` (src/control/services/podcasts.ts, src/control/services/episode-object.ts) ──
 
 /** The podcast object (spec "Podcasts", docs/behaviour.md §5, §9). */
 export const PodcastObjectSchema = v.object({

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { RTCPeerConnection } from 'werift';
 import { ConfigError, loadConfig, parseIceServers } from '../../../../src/base/config.js';
-import { peerConfiguration } from '../../../../src/delivery/webrtc/whep.js';
+import { peerConfiguration } from '../../../../src/delivery/webrtc/whep-peer.js';
 
 describe('WHEP peer configuration', () => {
   it('has no ICE server by default, and werift keeps none', async () => {
