@@ -27,7 +27,7 @@ import type { MediaConnection, MediaError, MediaRegistry, PublishInput, StreamHu
 import { readAudioTag, type AudioCodec, type AudioTag } from '../media/codec.js';
 import { audioFormatOf, DEFAULT_AUDIO_FORMAT, type AudioFormat } from '../media/audio-format.js';
 import { Recorder, type Recording, type RecordingLeftover } from '../media/recorder.js';
-import type { FallbackSetting, IngestPort, NowPlayingUpdate, PublishGrant, SourceChangeReason, StreamError, StreamSource } from './port.js';
+import type { FallbackSetting, IngestPort, NowPlaying, PublishGrant, SourceChangeReason, StreamError, StreamSource } from './port.js';
 import { FallbackSource, type RenditionWant } from './fallback.js';
 import type { FallbackCache } from './fallback-cache.js';
 
@@ -76,9 +76,9 @@ export interface PublishingOptions {
   segmentBytesFactor: number;
   minFreeDiskBytes: number;
   /**
-   * Title changes reach the hub's timed metadata (ID3 in every layer, EXT-X-DATERANGE) at most
-   * once per this long per stream (ms; 0 = every change), coalesced into the newest exactly as the
-   * lifecycle caps `nowPlaying` (docs/listeners.md "Title changes"), so both end on the same title.
+   * Title changes reach the hub's timed metadata (ID3 in every layer, EXT-X-DATERANGE) and the
+   * port (the stream's `nowPlaying`) at most once per this long per stream (ms; 0 = every change),
+   * coalesced into the newest (docs/listeners.md "Title changes"): one cap, so both end on the same title.
    */
   nowPlayingMinIntervalMs?: number;
   /** The node's cached fallback renditions (docs/streams.md "Fallback"); none: the fallback always encodes live. */
@@ -105,7 +105,7 @@ interface StreamIngest {
   /** What the stream's `source` is (as last told to the port). */
   source: StreamSource;
   /** The live source's last title (put back when its audio returns after a silence). */
-  liveTitle: NowPlayingUpdate | null;
+  liveTitle: NowPlaying | null;
 }
 
 export interface PublishingDeps {
@@ -128,15 +128,17 @@ export class Publishing {
   /** The format of each stream's last live source seen by this process (the port keeps it across restarts). */
   private readonly liveFormats = new Map<string, AudioFormat>();
 
-  /** The cap on title changes that reach a hub's layers. */
-  private readonly hubTitles: TitleCap<NowPlayingUpdate>;
+  /** Every source's title changes pass here once (docs/listeners.md "Title changes"): to the hub's layers and the port. */
+  private readonly titles: TitleCap<NowPlaying>;
 
   constructor(private readonly d: PublishingDeps) {
     this.now = d.now ?? Date.now;
-    this.hubTitles = new TitleCap<NowPlayingUpdate>({
+    this.titles = new TitleCap<NowPlaying>({
       minIntervalMs: d.options.nowPlayingMinIntervalMs ?? 0,
-      apply: (streamId, np) =>
-        this.streams.get(streamId)?.hub.setNowPlaying({ title: np.title, artist: np.artist ?? null, album: np.album ?? null, url: np.url ?? null }),
+      apply: (streamId, np) => {
+        this.streams.get(streamId)?.hub.setNowPlaying({ title: np.title, artist: np.artist ?? null, album: np.album ?? null, url: np.url ?? null });
+        this.d.port.onMetadata(streamId, np);
+      },
     });
   }
 
@@ -157,12 +159,15 @@ export class Publishing {
 
   /**
    * What plays now changed (docs/behaviour.md §11) — the one way in for every source: an Icecast
-   * metadata call or tags in its stream, an RTMP `onMetaData` `title`, the API. The stream's media
-   * hub carries it in its layers (aligned to the latest ingest audio), and the lifecycle makes it
-   * the stream's `nowPlaying`. `null` clears it (each new publisher starts so). Ignored for a
-   * stream that nobody publishes to and that is not live.
+   * metadata call or tags in its stream, an RTMP `onMetaData` `title`, the API. At most once per
+   * `nowPlayingMinIntervalMs` per stream (changes sooner coalesce into the newest, applied when the
+   * interval has passed, with the `startedAtMs` they were asked at; docs/listeners.md "Title
+   * changes"), the stream's media hub carries it in its layers (aligned to the latest ingest
+   * audio), and the lifecycle makes it the stream's `nowPlaying`. `null` clears it at once (each
+   * new publisher starts so; a change still waiting is dropped). Ignored for a stream that nobody
+   * publishes to and that is not live.
    */
-  nowPlaying(streamId: string, np: NowPlayingUpdate | null): void {
+  nowPlaying(streamId: string, np: NowPlaying | null): void {
     const s = this.streams.get(streamId);
     if (!s?.publisher && this.d.port.streamState(streamId)?.status !== 'live') return;
     if (s) s.liveTitle = np;
@@ -170,10 +175,11 @@ export class Publishing {
     if (s?.fallback) return;
     // `null` (a new source): the hub forgets the old title (the next one is carried even if equal).
     if (np === null) {
-      this.hubTitles.forget(streamId);
+      this.titles.forget(streamId);
       if (s) s.hub.nowPlaying = null;
-    } else if (s) this.hubTitles.offer(streamId, np);
-    this.d.port.onMetadata(streamId, np);
+      return this.d.port.onMetadata(streamId, null);
+    }
+    this.titles.offer(streamId, { ...np, startedAtMs: np.startedAtMs ?? this.now() });
   }
 
   /** How the stream's publisher is routed (docs/decisions.md "Ingest I/O"); null when nobody publishes. */
@@ -280,7 +286,7 @@ export class Publishing {
    * next run resumes or finishes them); streams stay `live` (the next run gives them their window).
    */
   async close(): Promise<void> {
-    this.hubTitles.close();
+    this.titles.close();
     for (const t of this.recoverTimers) clearTimeout(t);
     this.recoverTimers.clear();
     for (const s of this.streams.values()) {
@@ -457,6 +463,7 @@ export class Publishing {
   private end(streamId: string): void {
     const s = this.streams.get(streamId);
     if (s?.reconnectTimer) clearTimeout(s.reconnectTimer);
+    this.titles.flush(streamId); // a title still waiting for the cap is the last one the stream had
     this.d.port.onEnded(streamId, this.now());
     this.d.log.info('stream ended', { streamId });
     if (s?.fallback && !s.publisher) {
@@ -570,9 +577,7 @@ export class Publishing {
   /** An episode of the fallback started: it is what plays now (the hub's timed metadata and the stream's `nowPlaying`). */
   private fallbackTitle(streamId: string, src: FallbackSource, title: string): void {
     if (this.streams.get(streamId)?.fallback !== src) return;
-    const np = { title: title.slice(0, 256) };
-    this.hubTitles.offer(streamId, np);
-    this.d.port.onMetadata(streamId, { ...np, fallback: true });
+    this.titles.offer(streamId, { title: title.slice(0, 256), fallback: true, startedAtMs: this.now() });
   }
 
   /**
