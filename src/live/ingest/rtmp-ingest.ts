@@ -14,7 +14,8 @@ import { AUDIO_TAG_HEADER_MAX_BYTES, RtmpListener, type RtmpConnection, type Rtm
 import type { LimitSettings } from '../../base/config.js';
 import type { Limits } from '../../base/limits/limits.js';
 import type { Logger } from '../../base/logger.js';
-import type { Publishing, PublishSink, Publisher } from './publishing.js';
+import type { Publishing } from './publishing.js';
+import type { PublishSink, Publisher } from './publish-entry.js';
 import type { NowPlaying } from './port.js';
 
 /** `live/<stream_id>` (a trailing slash allowed): the stream id, or null. */
