@@ -197,7 +197,6 @@ export function buildServices(b: Base, room: ListenersRoom, episodeAudioGone: (e
     fallbackItems: fallbackEpisodesOf(b, podcasts.episodeMedia),
     playLog,
     broadcasts,
-    nowPlayingMinIntervalMs: b.config.limits.nowPlayingMinIntervalMs,
     now,
   });
   const accounts = new AccountsService(b.repos.accounts, now);

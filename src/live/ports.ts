@@ -7,5 +7,5 @@
 export type { Recording } from './media/recorder.js';
 export { isAudioCodec, type AudioCodec } from './media/codec.js';
 export type { IcecastListenAnswer, IcecastListenRequest, IcecastListenSink, IcecastListening } from './ingest/port.js';
-export type { IngestPort, NowPlayingUpdate, PublishDecision, PublishGrant, StreamError, StreamSource, SourceChangeReason, FallbackSetting, LoudnessReading } from './ingest/port.js';
+export type { IngestPort, NowPlaying, PublishDecision, PublishGrant, StreamError, StreamSource, SourceChangeReason, FallbackSetting, LoudnessReading } from './ingest/port.js';
 export type { FallbackItem, FallbackPlan } from './ingest/fallback.js';

@@ -16,17 +16,13 @@ import type { Outbox } from '../../base/outbox.js';
 import { UnitOfWork } from '../../base/db/unit-of-work.js';
 import type { Logger } from '../../base/logger.js';
 import type { PublicUrls } from '../../base/config.js';
-import type { IngestPort, NowPlayingUpdate, PublishDecision, StreamError, Recording, FallbackItem, FallbackSetting, SourceChangeReason, StreamSource, LoudnessReading } from '../../live/ports.js';
+import type { IngestPort, NowPlaying, PublishDecision, StreamError, Recording, FallbackItem, FallbackSetting, SourceChangeReason, StreamSource, LoudnessReading } from '../../live/ports.js';
 import { isAudioCodec } from '../../live/ports.js';
 import { hashToken, tokenMatches } from '../../base/auth/secrets.js';
-import { ladderKbps, recordingOf, sameNowPlaying, toStreamObject, type NowPlaying } from './stream-object.js';
+import { fieldsOf, ladderKbps, nowPlayingObject, recordingOf, sameNowPlaying, toStreamObject } from './stream-object.js';
 import type { WriteRetry } from '../../base/db/write-retry.js';
 import type { ChaptersDocument, PlayLog } from './play-log.js';
 import type { BroadcastLog } from './broadcasts.js';
-import { TitleCap } from '../../base/limits/title-cap.js';
-
-/** Default of the cap on title changes per stream (ms): at most one change per this long. */
-export const NOW_PLAYING_MIN_INTERVAL_MS = 2000;
 
 /** Makes a draft episode of a finished recording (the podcasts side), with the chapters of its tracks (null: none). */
 export type RecordingHandler = (r: {
@@ -73,23 +69,17 @@ export interface LifecycleDeps {
   broadcasts?: BroadcastLog;
   /** The fallback episodes of the account that exist and have audio, in the order given (docs/streams.md "Fallback"). */
   fallbackItems?: (accountId: string, episodeIds: string[]) => FallbackItem[];
-  /** Title changes per stream: at most one per this long (ms), more coalesce into the newest (default 2000; 0: no cap). */
-  nowPlayingMinIntervalMs?: number;
   now?: () => number;
 }
 
 export class StreamLifecycle implements IngestPort {
   private readonly now: () => number;
-  /** Every source's title changes pass here once (docs/listeners.md "Title changes"). */
-  private readonly titles: TitleCap<{ np: NowPlayingUpdate; atMs: number }>;
-
   /** Every write of the lifecycle: one transaction, events after the commit (src/base/db/unit-of-work.ts). */
   private readonly uow: UnitOfWork;
 
   constructor(private readonly d: LifecycleDeps) {
     this.now = d.now ?? Date.now;
     this.uow = new UnitOfWork(d.db, d.outbox);
-    this.titles = new TitleCap({ minIntervalMs: d.nowPlayingMinIntervalMs ?? NOW_PLAYING_MIN_INTERVAL_MS, apply: (id, c) => this.applyMetadata(id, c.np, c.atMs) });
   }
 
   authorizePublish(streamId: string, key: string): PublishDecision {
@@ -180,7 +170,6 @@ export class StreamLifecycle implements IngestPort {
    * broadcast's id as `broadcastId`. The next publish with the same key starts a new broadcast.
    */
   onEnded(streamId: string, atMs: number): void {
-    this.titles.flush(streamId); // a title still waiting for the cap is the last one the stream had
     this.d.writes.run(streamId, 'stream.ended', () => {
       this.d.playLog?.settle(); // listener events so far belong to the broadcast that ends
       const afters: Array<() => void> = [];
@@ -269,36 +258,16 @@ export class StreamLifecycle implements IngestPort {
   }
 
   /**
-   * What plays now changed (docs/behaviour.md §11; an ingest source or the API, through ingest), at most
-   * once per `nowPlayingMinIntervalMs` per stream (changes sooner coalesce into the newest, applied
-   * when the interval has passed, its `startedAt` the moment it was asked; docs/listeners.md "Title
-   * changes"): the
-   * stream's `nowPlaying`, a new track in the play log (the running one ends),
-   * and `stream.now_playing`, in one transaction. The same values as now are not a change; an
-   * ended or deleted stream takes none.
+   * What plays now changed (docs/behaviour.md §11; an ingest source or the API, through ingest,
+   * which caps the changes per stream: docs/listeners.md "Title changes"), started at
+   * `np.startedAtMs` (now when absent): the stream's `nowPlaying`, a new track in the play log (the
+   * running one ends), and `stream.now_playing`, in one transaction. The same values as now are not
+   * a change; an ended or deleted stream takes none. `null`: see `clearNowPlaying`.
    */
-  onMetadata(streamId: string, np: Parameters<IngestPort['onMetadata']>[1]): void {
-    if (np === null) {
-      // A new source's clear is not a title change: applied at once; a change still waiting is dropped.
-      this.titles.forget(streamId);
-      return this.applyMetadata(streamId, np, this.now());
-    }
-    // `startedAt` is when the change was asked (the API passes the moment it answered with).
-    const asked = (np as NowPlayingUpdate & { startedAtMs?: unknown }).startedAtMs;
-    this.titles.offer(streamId, { np, atMs: typeof asked === 'number' ? asked : this.now() });
-  }
-
-  /** Applies a title change the cap let through (see `onMetadata`). */
-  private applyMetadata(streamId: string, np: NowPlayingUpdate | null, atMs: number): void {
+  onMetadata(streamId: string, np: NowPlaying | null): void {
     if (np === null) return this.clearNowPlaying(streamId);
-    const value: NowPlaying = {
-      title: np.title,
-      artist: np.artist ?? null,
-      album: np.album ?? null,
-      url: np.url ?? null,
-      artworkUrl: np.artworkUrl ?? null,
-      startedAt: new Date(atMs).toISOString(),
-    };
+    const atMs = np.startedAtMs ?? this.now();
+    const value = nowPlayingObject(np, atMs);
     const json = JSON.stringify(value);
     this.d.writes.run(streamId, 'now playing', () => {
       this.d.playLog?.settle(); // listener events so far belong to the track that ends
@@ -309,8 +278,7 @@ export class StreamLifecycle implements IngestPort {
         this.d.streams.setNowPlaying(streamId, json);
         const fallback = np.fallback === true;
         const broadcastId = fallback ? null : (this.d.broadcasts?.runningId(streamId) ?? null);
-        const t = { accountId: row.account_id, streamId, title: value.title, artist: value.artist, album: value.album, url: value.url, artworkUrl: value.artworkUrl };
-        after = this.d.playLog?.change({ ...t, broadcastId, fallback }, atMs);
+        after = this.d.playLog?.change({ ...fieldsOf(value), accountId: row.account_id, streamId, broadcastId, fallback }, atMs);
         this.d.outbox.record(row.account_id, 'stream.now_playing', { object: this.object({ ...row, now_playing: json }) });
       });
       after?.();

@@ -23,6 +23,7 @@ import type { ApiEvent, Outbox } from '../../base/outbox.js';
 import type { Logger } from '../../base/logger.js';
 import type { WriteRetry } from '../../base/db/write-retry.js';
 import { countriesFromJson, DebouncedSave, type TrackCountry } from './tally.js';
+import type { NowPlayingObject, TitleFields } from './stream-object.js';
 
 /** What the play log reads of the listener registry (the listeners room, wired by the composition root). */
 export interface ListenerView {
@@ -36,16 +37,10 @@ export interface ListenerView {
 export type { TrackCountry } from './tally.js';
 
 /** The track object of the API (`trk_…`). Times ISO 8601. */
-export interface TrackObject {
+export interface TrackObject extends NowPlayingObject {
   id: string;
   object: 'track';
   streamId: string;
-  title: string;
-  artist: string | null;
-  album: string | null;
-  url: string | null;
-  artworkUrl: string | null;
-  startedAt: string;
   endedAt: string | null;
   /** The broadcast whose audio the track names; null for a fallback episode's title. */
   broadcastId: string | null;
@@ -55,14 +50,9 @@ export interface TrackObject {
 }
 
 /** What a change starts a track with (the stream's new now playing). */
-export interface TrackStart {
+export interface TrackStart extends TitleFields {
   accountId: string;
   streamId: string;
-  title: string;
-  artist: string | null;
-  album: string | null;
-  url: string | null;
-  artworkUrl: string | null;
   /** The stream's running broadcast (null or absent between broadcasts). */
   broadcastId?: string | null;
   /** A fallback episode's title (docs/streams.md "Fallback"): never a broadcast's track. */

@@ -1,6 +1,7 @@
 /** Renders a stream row as the API's stream object (spec "Stream", docs/behaviour.md §2, §9). */
 import type { StreamRow } from '../../base/db/streams-repo.js';
 import type { PublicUrls } from '../../base/config.js';
+import type { NowPlaying } from '../../live/ports.js';
 
 /** The stream object. `streamKey` only for secret keys (and never in events). */
 export interface StreamObject {
@@ -26,7 +27,7 @@ export interface StreamObject {
   /** Where a WHIP client (a browser, OBS 30+) publishes (RFC 9725; the stream key or a publish token as bearer). */
   whipUrl: string;
   /** What plays now (docs/behaviour.md §11), or null. */
-  nowPlaying: NowPlaying | null;
+  nowPlaying: NowPlayingObject | null;
   listenerCount: number;
   reconnectWindow: number;
   /** The podcast each broadcast becomes an episode of, and `publish` as set: `auto` publishes it when the broadcast ends, `draft` or absent keeps it a draft (docs/streams.md "Listen again"). */
@@ -60,21 +61,38 @@ export interface StreamFallback {
   silenceSeconds: number | null;
 }
 
-/** What plays now (docs/behaviour.md §11). `startedAt` ISO 8601. */
-export interface NowPlaying {
+/** A title's fields as the API shows them (docs/behaviour.md §11): unknown ones null. */
+export interface TitleFields {
   title: string;
   artist: string | null;
   album: string | null;
   url: string | null;
   artworkUrl: string | null;
+}
+
+/** The stream object's `nowPlaying` (docs/behaviour.md §11), also stored as JSON in the stream row. `startedAt` ISO 8601. */
+export interface NowPlayingObject extends TitleFields {
   startedAt: string;
 }
 
+/**
+ * The stream object's `nowPlaying` for `np` (what the live port carries) started at `atMs` (ms
+ * since the epoch); absent fields become null. Its keys in the API's order.
+ */
+export function nowPlayingObject(np: NowPlaying, atMs: number): NowPlayingObject {
+  return { ...fieldsOf(np), startedAt: new Date(atMs).toISOString() };
+}
+
+/** The title fields of `np` alone (absent ones null), in the API's order. */
+export function fieldsOf(np: NowPlaying): TitleFields {
+  return { title: np.title, artist: np.artist ?? null, album: np.album ?? null, url: np.url ?? null, artworkUrl: np.artworkUrl ?? null };
+}
+
 /** Whether a stored now-playing JSON value says the same as `np` (its `startedAt` aside). */
-export function sameNowPlaying(stored: string | null | undefined, np: Omit<NowPlaying, 'startedAt'>): boolean {
+export function sameNowPlaying(stored: string | null | undefined, np: TitleFields): boolean {
   if (!stored) return false;
   try {
-    const o = JSON.parse(stored) as Partial<NowPlaying>;
+    const o = JSON.parse(stored) as Partial<NowPlayingObject>;
     return o.title === np.title && (o.artist ?? null) === np.artist && (o.album ?? null) === np.album && (o.url ?? null) === np.url && (o.artworkUrl ?? null) === np.artworkUrl;
   } catch {
     return false;
@@ -112,7 +130,7 @@ export function toStreamObject(row: StreamRow, urls: PublicUrls, listenerCount: 
     listenUrl: `${urls.cdnUrl}/listen/${row.id}.${LISTEN_EXT[row.codec] ?? row.codec}`,
     icecastUrl: `http://${urls.icecastUrl}/live/${row.id}`,
     whipUrl: whipUrlOf(urls, row.id),
-    nowPlaying: row.now_playing ? (JSON.parse(row.now_playing) as NowPlaying) : null,
+    nowPlaying: row.now_playing ? (JSON.parse(row.now_playing) as NowPlayingObject) : null,
     listenerCount,
     reconnectWindow: row.reconnect_window,
     recording: recordingOf(row.recording),

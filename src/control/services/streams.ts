@@ -14,8 +14,9 @@ import { decryptSecret, encryptSecret, hashToken } from '../../base/auth/secrets
 import { PUBLISH_TOKEN_TTL_SECONDS, PublishTokens } from '../../base/auth/publish-tokens.js';
 import { REGIONS, type Region } from './accounts.js';
 import type { AccountsRepo } from '../../base/db/accounts-repo.js';
-import { sameNowPlaying, toStreamObject, whipUrlOf, type NowPlaying, type StreamFallback, type StreamObject } from './stream-object.js';
+import { nowPlayingObject, sameNowPlaying, toStreamObject, whipUrlOf, type StreamFallback, type StreamObject } from './stream-object.js';
 import type { PlayLog, TrackObject } from './play-log.js';
+import type { NowPlaying } from '../../live/ports.js';
 import type { BroadcastLog, BroadcastObject, LiveLoudness } from './broadcasts.js';
 
 /** The language titles a stream may carry besides `title` (docs/behaviour.md §2). */
@@ -139,18 +140,9 @@ export interface LiveControl {
    * moment the API answered with, which the lifecycle stores even when the title-change cap
    * applies the change later (docs/listeners.md "Title changes").
    */
-  nowPlaying(streamId: string, np: NowPlayingInput & { startedAtMs?: number }): void;
+  nowPlaying(streamId: string, np: NowPlaying): void;
   /** The stream's fallback was set, changed or removed, or the stream was deleted (docs/streams.md "Fallback"): ingest reads it again. */
   fallbackChanged?(streamId: string): void;
-}
-
-/** A validated `POST /streams/{id}/now_playing` body (api/streams/schemas.ts validates it). */
-export interface NowPlayingInput {
-  title: string;
-  artist?: string | null;
-  album?: string | null;
-  url?: string | null;
-  artworkUrl?: string | null;
 }
 
 /** Result of a write whose input used a deprecated value. */
@@ -370,18 +362,13 @@ export class StreamsService {
    * back (docs/listeners.md "Title changes").
    * @throws ApiError 404, 409 `stream_not_live`
    */
-  setNowPlaying(accountId: string, id: string, input: NowPlayingInput, withKey: boolean): StreamObject {
+  setNowPlaying(accountId: string, id: string, input: Omit<NowPlaying, 'startedAtMs' | 'fallback'>, withKey: boolean): StreamObject {
     const row = this.row(accountId, id);
     if (row.status !== 'live') throw new ApiError('stream_not_live', `The stream is ${row.status}: what plays now can be set while it is live.`);
-    const np = {
-      title: input.title,
-      artist: input.artist || null,
-      album: input.album || null,
-      url: input.url || null,
-      artworkUrl: input.artworkUrl || null,
-    };
+    // An empty string is no value (null), as in the form.
+    const np = { title: input.title, artist: input.artist || null, album: input.album || null, url: input.url || null, artworkUrl: input.artworkUrl || null };
     const atMs = this.now();
-    const asked: NowPlaying = { ...np, startedAt: new Date(atMs).toISOString() };
+    const asked = nowPlayingObject(np, atMs);
     this.d.live.nowPlaying(id, { ...np, startedAtMs: atMs });
     this.cache.delete(id);
     const after = this.row(accountId, id);

@@ -3,7 +3,7 @@
  * request line and its header fields, parsed from the bytes a source connection sends before its
  * audio. Sans-I/O: `HeadReader.push` takes socket bytes and says whether the head is complete;
  * what follows it is the body (the audio stream). Limits are named constants; a head that breaks
- * one is refused, never buffered further.
+ * one is refused, never buffered further. The answers are plain HTTP/1.0 heads (`response`).
  */
 
 /** Largest request head taken (bytes): request line + header fields + the empty line. */
@@ -210,3 +210,16 @@ export function decodeCharset(bytes: Uint8Array, charset: string | null): string
 
 /** Windows-1252's 0x80–0x9F (WHATWG Encoding's index; its five unassigned bytes as the C1 control of the same value). */
 const CP1252_80 = [...'\u20ac\u0081\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u008d\u017d\u008f\u0090\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u009d\u017e\u0178'];
+
+/** A request path as it may go into a log line or an answer: at most 80 characters, printable ASCII. */
+export function printable(path: string): string {
+  return path.slice(0, 80).replace(/[^\x21-\x7e]/g, '?');
+}
+
+/** A plain response head (HTTP/1.0 like Icecast: the connection closes after it). */
+export function response(status: string, headers: Record<string, string> = {}, body = ''): string {
+  let h = `HTTP/1.0 ${status}\r\nServer: Skylark\r\nConnection: Close\r\nCache-Control: no-cache, no-store\r\n`;
+  for (const k in headers) h += `${k}: ${headers[k]}\r\n`;
+  if (body) h += `${'Content-Type' in headers ? '' : 'Content-Type: text/plain; charset=utf-8\r\n'}Content-Length: ${Buffer.byteLength(body)}\r\n`;
+  return `${h}\r\n${body}`;
+}

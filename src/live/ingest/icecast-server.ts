@@ -21,7 +21,8 @@
  * - Listeners, as on Icecast 2.4 (docs/icecast.md): `GET|HEAD /live/<stream_id>[.mp3|.aac|.opus|.ogg]`
  *   or a stream's own mount (its codec) is answered by the `/listen` machinery through `IcecastListening` (the same audio, ICY
  *   metadata, caps and listener sessions), as `HTTP/1.0 200 OK` with an unframed body until close
- *   whatever the request's HTTP version; `GET /status-json.xsl` is Icecast's status JSON.
+ *   whatever the request's HTTP version; `GET /status-json.xsl` is Icecast's status JSON
+ *   (./icecast-listeners.ts).
  *
  * Limits (docs/behaviour.md §13): connections per IP and in total, the request head within 10 s and
  * 16 KiB, a body silent for 30 s ends the publish. Each hit is logged and counted; no key is ever
@@ -36,12 +37,12 @@ import type { Logger } from '../../base/logger.js';
 import type { Limits } from '../../base/limits/limits.js';
 import { PerAddressCounter } from '../../base/limits/limits.js';
 import { IcecastSource, type IcecastCodec, type IcecastSourceEvent } from '../../native/icecast-source.js';
-import { setSendBuffer } from '../../native/http-front.js';
-import type { Publishing, PublishSink, Publisher } from './publishing.js';
+import type { Publishing } from './publishing.js';
+import type { PublishSink, Publisher } from './publish-entry.js';
 import type { IngestPort } from './port.js';
-import { basicCredentials, codecOfContentType, decodeCharset, Dechunker, HeadReader, queryBytes, type RequestHead } from './icecast-http.js';
-import type { ProgressiveClient } from '../../base/http/routes/progressive.js';
-import type { IcecastListenSink, IcecastListening } from './port.js';
+import { basicCredentials, codecOfContentType, decodeCharset, Dechunker, HeadReader, printable, queryBytes, response, type RequestHead } from './icecast-http.js';
+import type { IcecastListening } from './port.js';
+import { IcecastListeners, type IcecastConn } from './icecast-listeners.js';
 
 /** Icecast ingest settings. Times in ms, sizes in bytes. */
 export interface IcecastServerOptions {
@@ -67,28 +68,13 @@ export const REFUSED_CLOSE_MS = 5000;
 export const ICECAST_DEFAULTS: IcecastServerOptions = { maxConnections: 200, maxConnectionsPerIp: 10, headTimeoutMs: 10_000, idleTimeoutMs: 30_000, maxAudioFrameBytes: 8192, listenSendBufferBytes: 256 * 1024 };
 
 const STREAM_PATH = /^\/live\/(stm_[A-Za-z0-9]+)\/?$/;
-/** A listener's mount: `/live/<stream_id>`, or with the codec's extension. */
-const LISTEN_PATH = /^\/live\/(stm_[A-Za-z0-9]+)(?:\.(mp3|aac|opus|ogg))?$/;
 /** What a stream's own mount may look like (the API's rule; the rest of it is checked when it is set). */
 const MOUNT_SHAPE = /^\/[A-Za-z0-9._/-]{1,63}$/;
-
-/** A request path as it may go into a log line or an answer: at most 80 characters, printable ASCII. */
-function printable(path: string): string {
-  return path.slice(0, 80).replace(/[^\x21-\x7e]/g, '?');
-}
 
 /** `ip` of `ip:port` forms and IPv4-mapped IPv6 (`::ffff:a.b.c.d`). */
 function ipOf(socket: net.Socket): string {
   const a = socket.remoteAddress ?? '';
   return a.startsWith('::ffff:') && a.includes('.') ? a.slice(7) : a;
-}
-
-/** A plain response head (HTTP/1.0 like Icecast: the connection closes after it). */
-function response(status: string, headers: Record<string, string> = {}, body = ''): string {
-  let h = `HTTP/1.0 ${status}\r\nServer: Skylark\r\nConnection: Close\r\nCache-Control: no-cache, no-store\r\n`;
-  for (const k in headers) h += `${k}: ${headers[k]}\r\n`;
-  if (body) h += `${'Content-Type' in headers ? '' : 'Content-Type: text/plain; charset=utf-8\r\n'}Content-Length: ${Buffer.byteLength(body)}\r\n`;
-  return `${h}\r\n${body}`;
 }
 
 const XML_OK = '<?xml version="1.0"?>\n<iceresponse><message>Metadata update successful</message><return>1</return></iceresponse>\n';
@@ -99,9 +85,9 @@ export class IcecastServer {
   private readonly counter: PerAddressCounter;
   private readonly sockets = new Set<net.Socket>();
   /** Listeners on this port now, by stream id (docs/metrics.md `skylark_listeners`, protocol `icecast`). */
-  readonly listenersByStream = new Map<string, number>();
-  private readonly listenerSockets = new Set<net.Socket>();
-  private closedListenerBytes = 0;
+  readonly listenersByStream: Map<string, number>;
+  /** The port's listener side (./icecast-listeners.ts). */
+  private readonly listeners: IcecastListeners;
 
   constructor(
     private readonly publishing: Publishing,
@@ -110,11 +96,26 @@ export class IcecastServer {
     private readonly limits: Limits,
     private readonly opts: IcecastServerOptions = ICECAST_DEFAULTS,
     /** Listeners and the status JSON; without it every GET but the admin call is 404. */
-    private readonly listening: IcecastListening | null = null,
+    listening: IcecastListening | null = null,
   ) {
     this.counter = new PerAddressCounter(opts.maxConnections, opts.maxConnectionsPerIp);
     this.server = net.createServer({ noDelay: true }, (socket) => this.onConnection(socket));
     this.server.on('error', (e) => this.log.error('icecast listener error', { err: e.message }));
+    this.listeners = new IcecastListeners({
+      listening,
+      log,
+      sendBufferBytes: opts.listenSendBufferBytes,
+      closeMs: REFUSED_CLOSE_MS,
+      answer: (conn, text) => this.answer(conn, text),
+      finish: (socket, text) => this.finish(socket, text),
+      streamOfMount: (path) => this.streamOfMount(path),
+    });
+    this.listenersByStream = this.listeners.byStream;
+  }
+
+  /** Bytes written to listeners on this port since it started (head and body; read at scrape time: docs/metrics.md). */
+  listenerBytes(): number {
+    return this.listeners.bytes();
   }
 
   /**
@@ -158,7 +159,7 @@ export class IcecastServer {
     }
     this.sockets.add(socket);
     let held = true;
-    const conn: Conn = {
+    const conn: IcecastConn = {
       socket,
       ip,
       remote,
@@ -208,7 +209,7 @@ export class IcecastServer {
    * given back at once, and the socket is destroyed REFUSED_CLOSE_MS later if the client has not
    * closed its side by then. What the client still sends is read and dropped.
    */
-  private answer(conn: Conn, text: string | Buffer): void {
+  private answer(conn: IcecastConn, text: string | Buffer): void {
     conn.release();
     this.finish(conn.socket, text);
   }
@@ -225,11 +226,11 @@ export class IcecastServer {
     socket.end(text);
   }
 
-  private onRequest(conn: Conn, head: RequestHead, rest: Buffer): void {
+  private onRequest(conn: IcecastConn, head: RequestHead, rest: Buffer): void {
     const { socket, remote } = conn;
     const url = new URL(head.target, 'http://icecast.invalid');
     if (head.method === 'GET' && (url.pathname === '/admin/metadata' || url.pathname === '/admin/metadata.xsl')) return this.updinfo(conn, head);
-    if (head.method === 'GET' || head.method === 'HEAD') return this.onListener(conn, head, url);
+    if (head.method === 'GET' || head.method === 'HEAD') return this.listeners.serve(conn, head, url);
     if (head.method !== 'PUT' && head.method !== 'SOURCE') {
       this.answer(conn, response('405 Method Not Allowed', { Allow: 'GET, HEAD, PUT, SOURCE' }, 'Listen with GET, send audio with PUT or SOURCE to /live/<stream id>.\n'));
       return;
@@ -268,94 +269,7 @@ export class IcecastServer {
     this.startSource(conn, streamId, creds.password, want, head, rest);
   }
 
-  /**
-   * A listener's `GET|HEAD`: `/status-json.xsl`, or a mount `/live/<id>[.<ext>]` answered by the
-   * listening side — its head as Icecast 2.4 writes it (`HTTP/1.0 200 OK`, no framing), then the
-   * body until either side closes. Anything else is 404.
-   */
-  private onListener(conn: Conn, head: RequestHead, url: URL): void {
-    const { socket } = conn;
-    const isHead = head.method === 'HEAD';
-    if (url.pathname === '/status-json.xsl' && this.listening) {
-      const body = Buffer.from(this.listening.statusJson(), 'utf8');
-      const h = response('200 OK', { 'Content-Type': 'application/json; charset=utf-8', 'Access-Control-Allow-Origin': '*', 'Content-Length': String(body.length) });
-      this.answer(conn, isHead ? h : Buffer.concat([Buffer.from(h, 'latin1'), body]));
-      return;
-    }
-    const m = LISTEN_PATH.exec(url.pathname);
-    const mounted = m || !this.listening ? null : this.streamOfMount(url.pathname);
-    if ((!m && !mounted) || !this.listening) {
-      this.answer(conn, response('404 Not Found', {}, `No such mount: ${printable(url.pathname)}. Listen at /live/<stream id> or at a stream's own mount.\n`));
-      return;
-    }
-    const q = head.target.indexOf('?');
-    const streamId = m ? m[1]! : mounted!;
-    const a = this.listening.listen({
-      method: isHead ? 'HEAD' : 'GET',
-      streamId,
-      ext: m ? (m[2] ?? null) : null,
-      query: q < 0 ? '' : head.target.slice(q + 1),
-      header: (name) => head.headers.get(name) ?? '',
-      remoteAddress: conn.ip,
-    });
-    if ('refuse' in a) {
-      const r = a.refuse;
-      let text = `HTTP/1.0 ${r.status}\r\nServer: Skylark\r\nConnection: Close\r\n`;
-      for (const [k, v] of r.headers) text += `${k}: ${v}\r\n`;
-      text += `Content-Length: ${r.body.length}\r\n\r\n`;
-      this.answer(conn, Buffer.concat([Buffer.from(text, 'latin1'), r.body]));
-      return;
-    }
-    // From here the connection is a listener: the listening caps count it, not the source caps.
-    conn.release();
-    let text = 'HTTP/1.0 200 OK\r\nServer: Skylark\r\nConnection: Close\r\nPragma: no-cache\r\nExpires: Mon, 26 Jul 1997 05:00:00 GMT\r\n';
-    for (const [k, v] of a.stream.headers) text += `${k}: ${v}\r\n`;
-    text += '\r\n';
-    if (isHead) {
-      this.finish(socket, text);
-      return;
-    }
-    socket.removeAllListeners('data');
-    socket.on('data', () => {}); // a listener sends nothing more that matters: dropped
-    this.capSendBuffer(socket, conn.remote);
-    const sink = new SocketSink(socket, REFUSED_CLOSE_MS);
-    socket.cork();
-    try {
-      socket.write(text, 'latin1');
-      sink.client = a.stream.open(sink);
-    } catch (e) {
-      this.log.error('icecast listener could not be opened', { remote: conn.remote, err: e instanceof Error ? e.stack : String(e) });
-      sink.close();
-      return;
-    } finally {
-      socket.uncork();
-    }
-    if (sink.done) return sink.leave();
-    this.countListener(streamId, socket);
-  }
-
-  /** Counts a listener of `streamId` on this port until its socket closes (`listenersByStream`, `listenerBytes`). */
-  private countListener(streamId: string, socket: net.Socket): void {
-    const by = this.listenersByStream;
-    by.set(streamId, (by.get(streamId) ?? 0) + 1);
-    this.listenerSockets.add(socket);
-    socket.once('close', () => {
-      const n = (by.get(streamId) ?? 1) - 1;
-      if (n > 0) by.set(streamId, n);
-      else by.delete(streamId);
-      this.listenerSockets.delete(socket);
-      this.closedListenerBytes += socket.bytesWritten;
-    });
-  }
-
-  /** Bytes written to listeners on this port since it started (head and body; read at scrape time: docs/metrics.md). */
-  listenerBytes(): number {
-    let n = this.closedListenerBytes;
-    for (const s of this.listenerSockets) n += s.bytesWritten;
-    return n;
-  }
-
-  private startSource(conn: Conn, streamId: string, key: string, codec: IcecastCodec, head: RequestHead, rest: Buffer): void {
+  private startSource(conn: IcecastConn, streamId: string, key: string, codec: IcecastCodec, head: RequestHead, rest: Buffer): void {
     const { socket, remote } = conn;
     let closed = false;
     let bodyBytes = 0;
@@ -432,23 +346,11 @@ export class IcecastServer {
   }
 
   /**
-   * Caps a listener socket's kernel send buffer (`listenSendBufferBytes`): an explicit SO_SNDBUF
-   * also stops Linux from growing it to megabytes, which would hide a stalled reader from the
-   * mount's 10 s rule for minutes. A failure is logged; the listener is served anyway.
-   */
-  private capSendBuffer(socket: net.Socket, remote: string): void {
-    const bytes = this.opts.listenSendBufferBytes;
-    if (!(bytes > 0)) return;
-    const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
-    if (typeof fd !== 'number' || fd < 0 || !setSendBuffer(fd, bytes)) this.log.warn('icecast listener: send buffer not capped', { remote });
-  }
-
-  /**
    * Icecast's admin metadata call, as DJ software makes it (`mode=updinfo`). The text of `song`,
    * `title`, `artist` is read as bytes and decoded in the `charset=` the call names (Icecast's
    * `admin.c`: ISO-8859-1, Windows-1252, UTF-8; without one, UTF-8 when valid, else ISO-8859-1).
    */
-  private updinfo(conn: Conn, head: RequestHead): void {
+  private updinfo(conn: IcecastConn, head: RequestHead): void {
     const { remote } = conn;
     const reply = (status: string, body: string): void => this.answer(conn, response(status, { 'Content-Type': 'text/xml' }, body));
     const unauthorized = () => this.answer(conn, response('401 Unauthorized', { 'WWW-Authenticate': 'Basic realm="Icecast2 Server"' }));
@@ -500,78 +402,6 @@ export class IcecastServer {
   private streamOfMount(path: string): string | null {
     if (!MOUNT_SHAPE.test(path) || !this.port.streamOfMount) return null;
     return this.port.streamOfMount(path);
-  }
-}
-
-/** One connection of the port: its socket, peer, and its slot of the source caps (released once). */
-interface Conn {
-  socket: net.Socket;
-  ip: string;
-  remote: string;
-  release(): void;
-}
-
-/**
- * A listener's body writer over its socket (the shape of src/base/http/routes/progressive.ts's sink): no
- * framing, the bytes as they are until the end. `write` is false once Node buffers more than its
- * high-water mark for the socket (then the client's `writable` runs at 'drain'); after `end`,
- * `close` or the client's going away, every call does nothing. The client's `gone` runs once when
- * the connection closes before `end`.
- */
-class SocketSink implements IcecastListenSink {
-  done = false;
-  /** What `open` returned (null before, once told it is gone, or after `end`). */
-  client: ProgressiveClient | null = null;
-
-  constructor(
-    private readonly socket: net.Socket,
-    private readonly closeMs: number,
-  ) {
-    socket.on('drain', () => {
-      if (!this.done) this.client?.writable();
-    });
-    socket.once('close', () => {
-      this.done = true;
-      this.leave();
-    });
-  }
-
-  write(chunk: Uint8Array): boolean {
-    return this.done ? false : this.socket.write(chunk);
-  }
-
-  cork(fn: () => void): void {
-    if (this.done) return;
-    this.socket.cork();
-    try {
-      fn();
-    } finally {
-      this.socket.uncork();
-    }
-  }
-
-  end(): void {
-    if (this.done) return;
-    this.done = true;
-    this.client = null;
-    const timer = setTimeout(() => this.socket.destroy(), this.closeMs);
-    timer.unref();
-    this.socket.once('close', () => clearTimeout(timer));
-    this.socket.end();
-  }
-
-  close(): void {
-    if (this.done) return;
-    this.done = true;
-    this.socket.destroy();
-    this.leave();
-  }
-
-  /** Tells the client it is gone, once. */
-  leave(): void {
-    const c = this.client;
-    this.client = null;
-    c?.gone();
   }
 }
 

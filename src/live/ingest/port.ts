@@ -50,13 +50,23 @@ export interface StreamError {
   [detail: string]: unknown;
 }
 
-/** What plays now (docs/behaviour.md §11), as a source said it. Strings as given (≤ 256 characters). */
-export interface NowPlayingUpdate {
+/**
+ * What plays now (docs/behaviour.md §11), as a source said it (Icecast metadata or stream tags,
+ * RTMP `onMetaData`, the API, a fallback episode) and as the port carries it to the lifecycle.
+ * Strings as given (≤ 256 characters); absent and null alike mean unknown.
+ */
+export interface NowPlaying {
   title: string;
   artist?: string | null;
   album?: string | null;
   url?: string | null;
   artworkUrl?: string | null;
+  /**
+   * When the change was asked (ms since the epoch): the API passes the moment it answered with;
+   * ingest stamps a source's change as it takes it, so that a change the title cap holds back
+   * (docs/listeners.md "Title changes") keeps the moment it was asked. Always set on the port.
+   */
+  startedAtMs?: number;
   /**
    * True for the title of a fallback episode as it starts (docs/streams.md "Fallback"): in the
    * stream's play log, but no broadcast's track.
@@ -95,10 +105,11 @@ export interface IngestPort {
   /** `stream.error` with `error`. */
   onError(streamId: string, error: StreamError): void;
   /**
-   * A source said what plays now (Icecast metadata call, stream tags): the stream's `nowPlaying`.
+   * What plays now changed, once the title cap let it through (ingest caps every source's changes:
+   * docs/listeners.md "Title changes"): the stream's `nowPlaying`, started at `np.startedAtMs`.
    * `null`: nothing known plays now (a new source connected: the last one's title is not its own).
    */
-  onMetadata(streamId: string, np: NowPlayingUpdate | null): void;
+  onMetadata(streamId: string, np: NowPlaying | null): void;
   /**
    * The stream's recording is finished: make it a draft episode. Resolves once the recording was
    * handed over (its files may then be released); rejects when it could not be (kept for a retry).

@@ -12,103 +12,20 @@
  * Protocol servers (RTMP today) hand each publish here as a `Publisher`; the stream lifecycle is
  * reached through the `IngestPort` only.
  *
- * A stream with a fallback (docs/streams.md "Fallback") is never off air: while no publisher's
- * audio is on air — before its first broadcast, from the moment a publisher leaves, or while the
- * live audio is silent for the fallback's `silenceSeconds` (the hub's ladder process detects it) —
- * a `FallbackSource` (./fallback.ts) feeds the same hub; the stream's `source` follows, and every
- * switch to or from the fallback is a `stream.source_changed`. The fallback is encoded at the
- * sample rate and channels of the stream's last live source (read from its sequence header or
- * first MP3 frame, kept through the port across restarts), so that no switch changes the format.
+ * A stream with a fallback (docs/streams.md "Fallback") is never off air: ./fallback-switch.ts
+ * plays it while no publisher's audio is on air and keeps the stream's `source`. Every source's
+ * title passes `nowPlaying` and its one cap (docs/listeners.md "Title changes").
  */
 import type { Logger } from '../../base/logger.js';
 import type { Limits } from '../../base/limits/limits.js';
 import { TitleCap } from '../../base/limits/title-cap.js';
-import type { StreamHub } from '../media/hub.js';
-import type { MediaConnection, MediaError, PublishInput } from '../media/hub-types.js';
+import type { MediaError, PublishInput } from '../media/hub-types.js';
 import type { MediaRegistry } from '../media/registry.js';
-import { readAudioTag, type AudioCodec, type AudioTag } from '../media/codec.js';
-import { audioFormatOf, DEFAULT_AUDIO_FORMAT, type AudioFormat } from '../media/audio-format.js';
+import { readAudioTag, type AudioCodec } from '../media/codec.js';
 import { Recorder, type Recording, type RecordingLeftover } from '../media/recorder.js';
-import type { FallbackSetting, IngestPort, NowPlayingUpdate, PublishGrant, SourceChangeReason, StreamError, StreamSource } from './port.js';
-import { FallbackSource, type RenditionWant } from './fallback.js';
-import type { FallbackCache } from './fallback-cache.js';
-
-/** A connected publisher, as ingest sees it (one per accepted publish, any protocol). */
-export interface Publisher extends MediaConnection {
-  /** The peer (`ip:port`), for logs and limits. */
-  readonly remote: string;
-  /** Closes the publish (and its connection), with `reason` for the log. */
-  close(reason: string): void;
-  /** Refuses the media after a codec mismatch (RTMP: onStatus NetStream.Publish.Rejected), then closes. */
-  reject(description: string): void;
-}
-
-/** A publish the caller has vouched for without the stream key: a WHIP publish token it verified for this stream. */
-export interface PublishVouch {
-  publishToken: true;
-}
-
-/** What a granted publish feeds. */
-export interface PublishSink {
-  /**
-   * One audio body (FLV AUDIODATA; RTMP timestamp, ms); `segmented`: the passthrough segmenter
-   * has it already (natively routed). `tag`: the body's tag header when the caller read it.
-   */
-  audio(timestampMs: number, data: Uint8Array, segmented: boolean, tag?: AudioTag): void;
-  /** The publisher stopped (unpublish, socket closed or failed). */
-  end(): void;
-  /** The publish broke a cap of docs/behaviour.md §13 (`frame_too_large`): `stream.error`; the caller then closes it. */
-  fail(error: StreamError): void;
-}
-
-/** Settings of the media a publish makes. Durations in ms, sizes in bytes. */
-export interface PublishingOptions {
-  segmentDurationMs: number;
-  /** LL-HLS part target for fMP4 layers of `low` latency streams (0 = classic HLS only). */
-  partTargetMs: number;
-  windowSegments: number;
-  /** Whether streams get the ladder's encoded layers (false: the passthrough layer only). */
-  abrLadder: boolean;
-  /** FFmpeg for the ladder's codec process and the recording remux; null = passthrough only. */
-  ffmpeg: () => string | null;
-  /** Where recordings are written while a stream is live. */
-  recordingsDir: string;
-  /** docs/behaviour.md §13 caps. */
-  maxAudioFrameBytes: number;
-  segmentBytesFactor: number;
-  minFreeDiskBytes: number;
-  /**
-   * Title changes reach the hub's timed metadata (ID3 in every layer, EXT-X-DATERANGE) at most
-   * once per this long per stream (ms; 0 = every change), coalesced into the newest exactly as the
-   * lifecycle caps `nowPlaying` (docs/listeners.md "Title changes"), so both end on the same title.
-   */
-  nowPlayingMinIntervalMs?: number;
-  /** The node's cached fallback renditions (docs/streams.md "Fallback"); none: the fallback always encodes live. */
-  fallbackCache?: FallbackCache;
-}
-
-interface StreamIngest {
-  grant: PublishGrant;
-  hub: StreamHub;
-  publisher: Publisher | null;
-  input: PublishInput | null;
-  /** Which attach the current sink belongs to (a replaced publisher's late calls are ignored). */
-  generation: number;
-  reconnectTimer: NodeJS.Timeout | null;
-  codecChecked: boolean;
-  /** An audio sequence header arrived on this publish (`live` needs one before a coded frame). */
-  sawHeader: boolean;
-  /** This publish's audio format was read (from its sequence header, or its first MP3 frame). */
-  sawFormat: boolean;
-  /** `live` was triggered for this hub. */
-  liveTriggered: boolean;
-  /** The fallback audio playing now (docs/streams.md "Fallback"), or null. */
-  fallback: FallbackSource | null;
-  /** What the stream's `source` is (as last told to the port). */
-  source: StreamSource;
-  /** The live source's last title (put back when its audio returns after a silence). */
-  liveTitle: NowPlayingUpdate | null;
-}
+import type { IngestPort, NowPlaying, PublishGrant } from './port.js';
+import { FallbackSwitch } from './fallback-switch.js';
+import { sameSettings, type Publisher, type PublishingOptions, type PublishSink, type PublishVouch, type StreamIngest } from './publish-entry.js';
 
 export interface PublishingDeps {
   port: IngestPort;
@@ -127,18 +44,32 @@ export class Publishing {
   private readonly resumable = new Map<string, RecordingLeftover>();
   /** Restart timers of streams left live (ended if nobody publishes within their window). */
   private readonly recoverTimers = new Set<NodeJS.Timeout>();
-  /** The format of each stream's last live source seen by this process (the port keeps it across restarts). */
-  private readonly liveFormats = new Map<string, AudioFormat>();
+  /** Plays and stops the streams' fallbacks, and keeps each stream's `source`. */
+  private readonly fallbacks: FallbackSwitch;
 
-  /** The cap on title changes that reach a hub's layers. */
-  private readonly hubTitles: TitleCap<NowPlayingUpdate>;
+  /** Every source's title changes pass here once (docs/listeners.md "Title changes"): to the hub's layers and the port. */
+  private readonly titles: TitleCap<NowPlaying>;
 
   constructor(private readonly d: PublishingDeps) {
     this.now = d.now ?? Date.now;
-    this.hubTitles = new TitleCap<NowPlayingUpdate>({
+    this.titles = new TitleCap<NowPlaying>({
       minIntervalMs: d.options.nowPlayingMinIntervalMs ?? 0,
-      apply: (streamId, np) =>
-        this.streams.get(streamId)?.hub.setNowPlaying({ title: np.title, artist: np.artist ?? null, album: np.album ?? null, url: np.url ?? null }),
+      apply: (streamId, np) => {
+        this.streams.get(streamId)?.hub.setNowPlaying({ title: np.title, artist: np.artist ?? null, album: np.album ?? null, url: np.url ?? null });
+        this.d.port.onMetadata(streamId, np);
+      },
+    });
+    this.fallbacks = new FallbackSwitch({
+      streams: this.streams,
+      port: d.port,
+      media: d.media,
+      log: d.log,
+      options: d.options,
+      now: this.now,
+      openIngest: (grant, recording) => this.openIngest(grant, recording),
+      retire: (streamId, s) => this.retire(streamId, s),
+      nowPlaying: (streamId, np) => this.nowPlaying(streamId, np),
+      offerTitle: (streamId, np) => this.titles.offer(streamId, np),
     });
   }
 
@@ -159,12 +90,15 @@ export class Publishing {
 
   /**
    * What plays now changed (docs/behaviour.md §11) — the one way in for every source: an Icecast
-   * metadata call or tags in its stream, an RTMP `onMetaData` `title`, the API. The stream's media
-   * hub carries it in its layers (aligned to the latest ingest audio), and the lifecycle makes it
-   * the stream's `nowPlaying`. `null` clears it (each new publisher starts so). Ignored for a
-   * stream that nobody publishes to and that is not live.
+   * metadata call or tags in its stream, an RTMP `onMetaData` `title`, the API. At most once per
+   * `nowPlayingMinIntervalMs` per stream (changes sooner coalesce into the newest, applied when the
+   * interval has passed, with the `startedAtMs` they were asked at; docs/listeners.md "Title
+   * changes"), the stream's media hub carries it in its layers (aligned to the latest ingest
+   * audio), and the lifecycle makes it the stream's `nowPlaying`. `null` clears it at once (each
+   * new publisher starts so; a change still waiting is dropped). Ignored for a stream that nobody
+   * publishes to and that is not live.
    */
-  nowPlaying(streamId: string, np: NowPlayingUpdate | null): void {
+  nowPlaying(streamId: string, np: NowPlaying | null): void {
     const s = this.streams.get(streamId);
     if (!s?.publisher && this.d.port.streamState(streamId)?.status !== 'live') return;
     if (s) s.liveTitle = np;
@@ -172,10 +106,11 @@ export class Publishing {
     if (s?.fallback) return;
     // `null` (a new source): the hub forgets the old title (the next one is carried even if equal).
     if (np === null) {
-      this.hubTitles.forget(streamId);
+      this.titles.forget(streamId);
       if (s) s.hub.nowPlaying = null;
-    } else if (s) this.hubTitles.offer(streamId, np);
-    this.d.port.onMetadata(streamId, np);
+      return this.d.port.onMetadata(streamId, null);
+    }
+    this.titles.offer(streamId, { ...np, startedAtMs: np.startedAtMs ?? this.now() });
   }
 
   /** How the stream's publisher is routed (docs/decisions.md "Ingest I/O"); null when nobody publishes. */
@@ -192,23 +127,12 @@ export class Publishing {
    * goes on: the plan is read again when the fallback next plays.
    */
   fallbackChanged(streamId: string): void {
-    if (!this.d.port.streamState(streamId)) this.liveFormats.delete(streamId);
-    this.fallbackPlayed(streamId);
-    this.syncFallbackCache();
-  }
-
-  /** The stream's fallback as it is now: played (unless live audio is on air) or stopped. */
-  private fallbackPlayed(streamId: string): void {
-    const f = this.d.port.fallback?.(streamId) ?? null;
-    const s = this.streams.get(streamId);
-    if (!f) return this.fallbackRemoved(streamId, s);
-    if (s?.publisher && !s.fallback) return;
-    this.playFallback(streamId, s, f, null);
+    this.fallbacks.changed(streamId);
   }
 
   /** What the stream's fallback plays now (diagnostics, tests: docs/streams.md "Fallback"): the episode, from its cached rendition or the live encode; null when none plays. */
   fallbackPlaying(streamId: string): { episodeId: string; from: 'rendition' | 'encode' } | null {
-    return this.streams.get(streamId)?.fallback?.playing() ?? null;
+    return this.fallbacks.playing(streamId);
   }
 
   /** Ends a live stream's broadcast at once (DELETE): publisher closed, `stream.ended`. */
@@ -252,29 +176,8 @@ export class Publishing {
       timer.unref();
       this.recoverTimers.add(timer);
     }
-    for (const id of this.d.port.fallbackStreams?.() ?? []) this.fallbackPlayed(id);
-    this.syncFallbackCache();
-  }
-
-  /**
-   * The rendition cache holds what the plans name now (docs/streams.md "Fallback"): every
-   * stream's playable episodes at the stream's codec and top bitrate (and at those of a hub
-   * still playing with earlier settings); every other entry is removed, missing ones are built.
-   */
-  private syncFallbackCache(): void {
-    const cache = this.d.options.fallbackCache;
-    if (!cache || !this.d.port.fallback || !this.d.port.fallbackStreamIds) return;
-    const wanted: RenditionWant[] = [];
-    for (const streamId of this.d.port.fallbackStreamIds()) {
-      const f = this.d.port.fallback(streamId);
-      if (!f) continue;
-      const grants = [f.grant];
-      const st = this.streams.get(streamId);
-      if (st?.fallback && !sameSettings(st.grant, f.grant)) grants.push(st.grant);
-      const format = this.fallbackFormat(streamId, f);
-      for (const g of grants) for (const item of f.plan.items) wanted.push({ episodeId: item.id, path: item.path, codec: g.codec, kbps: g.ladderKbps[0]!, format });
-    }
-    cache.sync(wanted);
+    for (const id of this.d.port.fallbackStreams?.() ?? []) this.fallbacks.played(id);
+    this.fallbacks.syncCache();
   }
 
   /**
@@ -282,7 +185,7 @@ export class Publishing {
    * next run resumes or finishes them); streams stay `live` (the next run gives them their window).
    */
   async close(): Promise<void> {
-    this.hubTitles.close();
+    this.titles.close();
     for (const t of this.recoverTimers) clearTimeout(t);
     this.recoverTimers.clear();
     for (const s of this.streams.values()) {
@@ -342,9 +245,9 @@ export class Publishing {
         if (!st.codecChecked) {
           if (tag.codec !== codec) return this.codecMismatch(streamId, st, codec, tag.codec);
           st.codecChecked = true;
-          if (st.input) this.setSource(streamId, st, 'live', 'publisher_connected');
+          if (st.input) this.fallbacks.setSource(streamId, st, 'live', 'publisher_connected');
         }
-        if (!st.sawFormat || tag.kind === 'header') this.liveFormat(streamId, st, tag);
+        if (!st.sawFormat || tag.kind === 'header') this.fallbacks.liveFormat(streamId, st, tag);
         const input = st.input ?? this.takeOver(streamId, st, publisher);
         // docs/behaviour.md §9: live on the first coded frame after a sequence header, whatever the
         // segmenter makes of it (WebRTC forwards Opus the HLS segmenter may not take yet).
@@ -385,7 +288,7 @@ export class Publishing {
     src?.close();
     const input = s.hub.attach(publisher);
     s.input = input;
-    this.setSource(streamId, s, 'live', 'publisher_connected');
+    this.fallbacks.setSource(streamId, s, 'live', 'publisher_connected');
     // The episode's title goes with the fallback: what the publisher said before its audio, or none.
     if (src) this.nowPlaying(streamId, s.liveTitle);
     return input;
@@ -397,7 +300,7 @@ export class Publishing {
     const hub = this.d.media.open(streamId, this.hubOptions(grant, recording), {
       error: (e) => this.mediaError(streamId, e),
       recording: (r) => void this.handOver(streamId, r),
-      silence: (silent) => this.silence(streamId, silent),
+      silence: (silent) => this.fallbacks.silence(streamId, silent),
       loudness: (reading) => this.d.port.onLoudness?.(streamId, reading),
     });
     const s: StreamIngest = { grant, hub, publisher: null, input: null, generation: 0, reconnectTimer: null, codecChecked: false, sawHeader: false, sawFormat: false, liveTriggered: false, fallback: null, source: null, liveTitle: null };
@@ -436,8 +339,8 @@ export class Publishing {
     s.input = null;
     // The fallback plays at once (docs/streams.md "Fallback"); a silence's fallback plays on.
     const fallback = this.d.port.fallback?.(streamId) ?? null;
-    if (!fallback) this.setSource(streamId, s, null, 'publisher_left');
-    else if (!s.fallback) this.playFallback(streamId, s, fallback, 'publisher_left');
+    if (!fallback) this.fallbacks.setSource(streamId, s, null, 'publisher_left');
+    else if (!s.fallback) this.fallbacks.play(streamId, s, fallback, 'publisher_left');
     const state = this.d.port.streamState(streamId);
     if (!s.liveTriggered && (!state || state.status !== 'live')) {
       if (fallback) return; // the hub stays on air with the fallback
@@ -459,6 +362,7 @@ export class Publishing {
   private end(streamId: string): void {
     const s = this.streams.get(streamId);
     if (s?.reconnectTimer) clearTimeout(s.reconnectTimer);
+    this.titles.flush(streamId); // a title still waiting for the cap is the last one the stream had
     this.d.port.onEnded(streamId, this.now());
     this.d.log.info('stream ended', { streamId });
     if (s?.fallback && !s.publisher) {
@@ -475,118 +379,6 @@ export class Publishing {
     const l = this.resumable.get(streamId);
     this.resumable.delete(streamId);
     if (l) void this.handOverLeftover(l);
-  }
-
-  /** The fallback plays in place of whatever is on air (a silent publisher stays attached, muted). */
-  private playFallback(streamId: string, s: StreamIngest | undefined, f: FallbackSetting, reason: SourceChangeReason | null): void {
-    const ffmpeg = this.d.options.ffmpeg();
-    if (!ffmpeg) {
-      this.d.log.error('no ffmpeg: the fallback cannot play', { streamId });
-      return;
-    }
-    let st = s;
-    const source = st?.source ?? null;
-    if (st && (st.hub.ended || (!st.publisher && !st.liveTriggered && !sameSettings(st.grant, f.grant)))) st = this.retire(streamId, st);
-    if (!st) {
-      st = this.openIngest(f.grant, false);
-      st.source = source;
-    }
-    const old = st.fallback;
-    const src: FallbackSource = new FallbackSource({
-      streamId,
-      ffmpeg,
-      codec: st.grant.codec,
-      kbps: st.grant.ladderKbps[0]!,
-      format: this.fallbackFormat(streamId, f),
-      plan: () => this.d.port.fallback?.(streamId)?.plan ?? null,
-      title: (title) => this.fallbackTitle(streamId, src, title),
-      log: this.d.log,
-      renditions: this.d.options.fallbackCache,
-    });
-    st.fallback = src;
-    old?.close();
-    src.start(st.publisher ? st.hub.muteFor(src) : st.hub.attach(src, { fallback: true }));
-    this.setSource(streamId, st, 'fallback', reason);
-  }
-
-  /**
-   * Reads the live source's format from `tag` (an AAC or Opus sequence header, an MP3 frame): a
-   * new one is remembered and told to the port (the fallback plays at it from its next start, and
-   * the rendition cache is brought to it).
-   */
-  private liveFormat(streamId: string, s: StreamIngest, tag: AudioTag): void {
-    const format = audioFormatOf(tag);
-    if (!format) return;
-    s.sawFormat = true;
-    const was = this.liveFormats.get(streamId);
-    if (was?.sampleRate === format.sampleRate && was.channels === format.channels) return;
-    this.liveFormats.set(streamId, format);
-    this.d.port.onLiveFormat?.(streamId, format);
-    // The stream's renditions in the new format are built now; those in the old one go.
-    if (this.d.port.fallback?.(streamId)) this.syncFallbackCache();
-  }
-
-  /** The format the stream's fallback is encoded at: its last live source's, else 48 kHz stereo (docs/streams.md "Fallback"). */
-  private fallbackFormat(streamId: string, f: FallbackSetting): AudioFormat {
-    return this.liveFormats.get(streamId) ?? f.liveFormat ?? DEFAULT_AUDIO_FORMAT;
-  }
-
-  /** The fallback is gone: a muted publisher is on air again; else the stream goes off air unless a broadcast holds it. */
-  private fallbackRemoved(streamId: string, s: StreamIngest | undefined): void {
-    if (!s?.fallback) return;
-    if (this.returnToLive(streamId, s)) return;
-    s.fallback.close();
-    s.fallback = null;
-    this.setSource(streamId, s, null, null);
-    // A publish not live yet, or a reconnect window: the hub waits as it would without a fallback.
-    if (s.publisher || this.d.port.streamState(streamId)?.status === 'live') return;
-    this.streams.delete(streamId);
-    this.d.media.end(streamId);
-  }
-
-  /** A muted publisher goes back on air (its audio returned, or the fallback was removed); false when none is muted. */
-  private returnToLive(streamId: string, s: StreamIngest): boolean {
-    const src = s.fallback;
-    if (!src || !s.hub.unmute()) return false;
-    s.fallback = null;
-    src.close();
-    this.setSource(streamId, s, 'live', 'audio_returned');
-    this.nowPlaying(streamId, s.liveTitle);
-    return true;
-  }
-
-  /** The publisher's audio fell silent for the fallback's `silenceSeconds`, or sound returned (docs/streams.md "Fallback"). */
-  private silence(streamId: string, silent: boolean): void {
-    const s = this.streams.get(streamId);
-    if (!s?.publisher) return;
-    if (!silent) {
-      if (this.returnToLive(streamId, s)) this.d.log.info('live audio returned: fallback off', { streamId });
-      return;
-    }
-    const f = s.fallback ? null : (this.d.port.fallback?.(streamId) ?? null);
-    if (!f) return;
-    this.d.log.info('live audio silent: fallback on', { streamId });
-    this.playFallback(streamId, s, f, 'silence');
-  }
-
-  /** An episode of the fallback started: it is what plays now (the hub's timed metadata and the stream's `nowPlaying`). */
-  private fallbackTitle(streamId: string, src: FallbackSource, title: string): void {
-    if (this.streams.get(streamId)?.fallback !== src) return;
-    const np = { title: title.slice(0, 256) };
-    this.hubTitles.offer(streamId, np);
-    this.d.port.onMetadata(streamId, { ...np, fallback: true });
-  }
-
-  /**
-   * Tells the port of a change of the stream's `source` (none when it is the same). Only a switch
-   * to or from the fallback is an event (docs/streams.md "Fallback"): without one, going live and
-   * idle is told by `stream.started` and `stream.ended`.
-   */
-  private setSource(streamId: string, s: StreamIngest, source: StreamSource, reason: SourceChangeReason | null): void {
-    const was = s.source;
-    if (was === source) return;
-    s.source = source;
-    this.d.port.onSourceChanged?.(streamId, source, was === 'fallback' || source === 'fallback' ? reason : null);
   }
 
   /** Ends the stream's hub (made with settings no longer the stream's) and forgets its entry: undefined. */
@@ -644,9 +436,4 @@ export class Publishing {
     this.d.log.info('recording left by an earlier run finished', { streamId: l.streamId });
     await this.handOver(l.streamId, r);
   }
-}
-
-/** Whether two grants make the same media (codec, ladder, latency mode): a hub made for one serves the other. */
-function sameSettings(a: PublishGrant, b: PublishGrant): boolean {
-  return a.codec === b.codec && a.latencyMode === b.latencyMode && a.ladderKbps.join() === b.ladderKbps.join();
 }

@@ -14,8 +14,9 @@ import { AUDIO_TAG_HEADER_MAX_BYTES, RtmpListener, type RtmpConnection, type Rtm
 import type { LimitSettings } from '../../base/config.js';
 import type { Limits } from '../../base/limits/limits.js';
 import type { Logger } from '../../base/logger.js';
-import type { Publishing, PublishSink, Publisher } from './publishing.js';
-import type { NowPlayingUpdate } from './port.js';
+import type { Publishing } from './publishing.js';
+import type { PublishSink, Publisher } from './publish-entry.js';
+import type { NowPlaying } from './port.js';
 
 /** `live/<stream_id>` (a trailing slash allowed): the stream id, or null. */
 export function streamIdOfApp(app: string): string | null {
@@ -227,7 +228,7 @@ const NOW_PLAYING_MAX = 256;
  * What plays now from `onMetaData` values: `title` (required), `artist`, `album` — strings only,
  * trimmed, at most 256 characters; other keys are ignored. Null without a title.
  */
-export function nowPlayingOf(values: Record<string, number | string | boolean>): NowPlayingUpdate | null {
+export function nowPlayingOf(values: Record<string, number | string | boolean>): NowPlaying | null {
   const text = (k: string): string | null => {
     const v = Object.hasOwn(values, k) ? values[k] : undefined;
     if (typeof v !== 'string') return null;

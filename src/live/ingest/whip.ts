@@ -23,7 +23,8 @@ import { eRtmpOpusBody } from '../media/transcoder.js';
 import { OggOpusWriter } from '../media/ogg.js';
 import type { AudioCodec } from '../media/codec.js';
 import type { IngestPort } from './port.js';
-import type { Publishing, PublishSink, Publisher } from './publishing.js';
+import type { Publishing } from './publishing.js';
+import type { PublishSink, Publisher } from './publish-entry.js';
 import { OpusJitterBuffer, type JitterStats } from './rtp-jitter.js';
 
 /** How a WHIP publish proves it may publish: the stream key, or a publish token verified already. */
