@@ -5,7 +5,7 @@
  * reconnect window and a publisher that comes back resumes the same timeline (with a
  * discontinuity, no events); after the window the broadcast ends and the stream is `idle`, ready to
  * go live again with the same key (docs/streams.md); the next broadcast continues the same HLS
- * timeline after a discontinuity (media/hub.ts `MediaRegistry`). The newest publisher with a valid
+ * timeline after a discontinuity (media/registry.ts `MediaRegistry`). The newest publisher with a valid
  * key wins at once. Audio of another codec is refused (`codec_mismatch`); the caps of docs/behaviour.md
  * §13 end a publish (`frame_too_large`, `segment_too_large`).
  *
