@@ -84,6 +84,8 @@ export class CatchUpArchive {
   private readonly trimmedReported = new Set<string>();
   /** Broadcast of each hub, once known. */
   private readonly broadcasts = new WeakMap<StreamHub, string>();
+  /** Layer directories made and init sections written (a mkdir and an existence check per segment cost more than its write). */
+  private readonly made = new Set<string>();
   private readonly free: (dir: string) => number;
   private freeAt = 0;
   private freeCached = Infinity;
@@ -178,10 +180,16 @@ export class CatchUpArchive {
       this.d.log.warn('catch-up segment not kept: no disk space', { streamId: job.row.stream_id, layer: job.row.layer, sequence: job.row.sequence });
       return;
     }
-    await mkdir(job.dir, { recursive: true });
+    if (!this.made.has(job.dir)) {
+      await mkdir(job.dir, { recursive: true });
+      this.made.add(job.dir);
+    }
     if (job.init) {
       const initPath = path.join(job.dir, job.init.file);
-      if (!(await exists(initPath))) await writeFile(initPath, job.init.data);
+      if (!this.made.has(initPath)) {
+        if (!(await exists(initPath))) await writeFile(initPath, job.init.data);
+        this.made.add(initPath);
+      }
     }
     await writeFile(path.join(job.dir, job.file), job.data);
     this.unindexed.push(job.row);
@@ -272,7 +280,12 @@ export class CatchUpArchive {
       }
       for (const id of this.d.repo.orphans()) this.d.repo.forget(id);
       const keep = new Set(on.map((s) => s.id));
-      for (const name of readdirSync(this.d.dir)) if (!keep.has(name)) rmSync(path.join(this.d.dir, name), { recursive: true, force: true });
+      for (const name of readdirSync(this.d.dir)) {
+        if (keep.has(name)) continue;
+        const dir = path.join(this.d.dir, name);
+        rmSync(dir, { recursive: true, force: true });
+        for (const p of this.made) if (p.startsWith(dir + path.sep)) this.made.delete(p);
+      }
     } catch (e) {
       this.d.log.error('catch-up sweep failed', { err: (e as Error).message });
     }
