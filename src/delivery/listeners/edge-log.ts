@@ -42,7 +42,8 @@ import type { Logger } from '../../base/logger.js';
 import { normalizeIp } from '../../base/http/client-address.js';
 import { countryOf } from '../../base/geo.js';
 import type { HlsListenerAccess } from './hls-access.js';
-import { type ListenerRegistry, TooManyListenersError } from './registry.js';
+import type { ListenerRegistry } from './registry.js';
+import { TooManyListenersError } from './session.js';
 import { ReplayCache } from './replay-cache.js';
 
 /** Largest datagram read (bytes): a log line with a 256-character user agent fits 4 times over. */

@@ -28,7 +28,8 @@ import { tokenAdmitted, type ListenerTokens } from '../../base/auth/listener-tok
 import { randomBase62 } from '../../base/ids.js';
 import { clientAddress } from '../../base/http/client-address.js';
 import { countryOf } from '../../base/geo.js';
-import { type ListenerRegistry, TooManyListenersError } from './registry.js';
+import type { ListenerRegistry } from './registry.js';
+import { TooManyListenersError } from './session.js';
 
 /** Why a valid token minted with a publishable key is refused by a token stream (docs/behaviour.md §13). */
 export const PUBLISHABLE_REFUSED =

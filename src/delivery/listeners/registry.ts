@@ -21,98 +21,14 @@
 import { newId } from '../../base/ids.js';
 import type { Outbox } from '../../base/outbox.js';
 import { UnitOfWork } from '../../base/db/unit-of-work.js';
-import type { ListenerRow, ListenersRepo } from '../../base/db/listeners-repo.js';
+import type { ListenersRepo } from '../../base/db/listeners-repo.js';
 import type { Database } from '../../base/db/database.js';
 import type { Logger } from '../../base/logger.js';
 import type { Limits } from '../../base/limits/limits.js';
 import { PerAddressRate } from '../../base/limits/address-key.js';
 import type { ListenerObject, ListenerProtocol, StreamStats } from '../../base/listeners.js';
+import { markCatchUp, MAX_LISTENERS, modeOf, ownString as own, rowObject, Session, sessionObject, TooManyListenersError, USER_AGENT_MAX, type JoinInfo } from './session.js';
 export type { ListenerObject, ListenerProtocol, StreamStats } from '../../base/listeners.js';
-
-/**
- * Times of a session are kept as whole ms since this module loaded (`EPOCH`): small integers V8
- * stores in the object itself, where ms since 1970 (> 2^31) would each be a separate 16-byte number
- * (docs/benchmarks.md "Where a listener's memory goes"). After ~24 days they grow past that again:
- * still exact, only boxed.
- */
-const EPOCH = Date.now();
-
-/**
- * `ms` − EPOCH as a small integer where it fits: V8's interpreter boxes the difference of two
- * numbers that are not small integers (two times since 1970) in a new 16-byte number even when
- * it is whole; `Math.floor` gives back a small integer.
- */
-const rel = (ms: number): number => Math.floor(ms - EPOCH);
-
-/**
- * One live listener. Times in ms since the epoch (read through accessors). One object per
- * session whose strings are its own (never a slice of a request's query string or headers) and
- * shared where they repeat (country, user agent, stream id).
- */
-export class Session {
-  /** `connectedAt` − EPOCH. */
-  private readonly connected: number;
-  /** `lastSeenAt` − EPOCH. */
-  private seenRel: number;
-  /** `persistedSeenAt` − EPOCH. */
-  private persistedRel: number;
-  left = false;
-
-  constructor(
-    readonly id: string,
-    readonly key: string,
-    readonly streamId: string,
-    readonly accountId: string,
-    readonly protocol: ListenerProtocol,
-    readonly country: string | null,
-    readonly userAgent: string | null,
-    now: number,
-    /** HLS: inactivity after which the session leaves (ms); 0 = only an explicit `leave` ends it. */
-    readonly timeoutMs: number,
-    /** Join order (pagination cursor within the stream). */
-    readonly order: number,
-  ) {
-    this.connected = this.seenRel = this.persistedRel = rel(now);
-  }
-
-  get connectedAt(): number {
-    return this.connected + EPOCH;
-  }
-
-  get lastSeenAt(): number {
-    return this.seenRel + EPOCH;
-  }
-
-  set lastSeenAt(ms: number) {
-    this.seenRel = rel(ms);
-  }
-
-  /** Last-seen value already written to SQLite. */
-  get persistedSeenAt(): number {
-    return this.persistedRel + EPOCH;
-  }
-
-  set persistedSeenAt(ms: number) {
-    this.persistedRel = rel(ms);
-  }
-}
-
-/** Who joins: the parts of a session the caller knows. */
-export interface JoinInfo {
-  streamId: string;
-  accountId: string;
-  /**
-   * What the session is found by (`touch`, a repeated `join`); '' for a session nobody looks up
-   * by key (a progressive connection): its listener id is then its key, one string for both.
-   */
-  key: string;
-  protocol: ListenerProtocol;
-  country: string | null;
-  userAgent: string | null;
-  timeoutMs: number;
-  /** A listener of the catch-up playlists (docs/behaviour.md §17); absent: live. */
-  mode?: 'live' | 'catch_up' | undefined;
-}
 
 interface StreamListeners {
   /** The stream's id (an own copy, shared by its sessions). */
@@ -129,25 +45,9 @@ type Op = { t: 'join'; s: Session; concurrent: number } | { t: 'leave'; s: Sessi
 const SLOT_MS = 500;
 const BATCH_MS = 50;
 const SEEN_FLUSH_MS = 15_000;
-/** Largest user agent kept (characters): bounds memory per listener. */
-export const USER_AGENT_MAX = 256;
-/** Listeners a node tracks at most; beyond, new sessions are refused (503) instead of growing memory. */
-export const MAX_LISTENERS = 200_000;
-
-/**
- * `s` copied into a flat string of its own (UTF-16 code units kept exactly): a slice of a
- * request's query string or headers, or a string built piece by piece, would keep more alive.
- */
-export function ownString(s: string): string {
-  return s.length === 0 ? '' : Buffer.from(s, 'utf16le').toString('utf16le');
-}
-const own = ownString;
 
 /** Distinct strings the registry shares between sessions (countries, user agents, account ids) before it starts over. */
 const SHARED_MAX = 4096;
-
-/** Thrown by `join` when the node already tracks MAX_LISTENERS. */
-export class TooManyListenersError extends Error {}
 
 export interface RegistryDeps {
   db: Database;
@@ -202,14 +102,6 @@ export class ListenerRegistry {
   }
 
   /**
-   * Whether a new HLS session of the client at `address` may join now: at most
-   * `hlsSessionsPerIpPerMinute` per address group (IPv4, or an IPv6 /64) within any minute, counted
-   * node-wide here (every thread's joins reach this registry). True counts one; false counts a hit
-   * of `hls_sessions_per_ip` and nothing else — the caller serves the request without counting
-   * the session (its later requests ask again, and join once the address is under its rate).
-   * Call it only for a session the registry does not know yet, right before `join`.
-   */
-  /**
    * Until when (epoch ms) an address `admitHls` just refused stays refused: the end of the
    * session rate's current minute (0 without a rate).
    */
@@ -217,6 +109,14 @@ export class ListenerRegistry {
     return this.hlsRate ? this.hlsRate.windowEndsAt() : 0;
   }
 
+  /**
+   * Whether a new HLS session of the client at `address` may join now: at most
+   * `hlsSessionsPerIpPerMinute` per address group (IPv4, or an IPv6 /64) within any minute, counted
+   * node-wide here (every thread's joins reach this registry). True counts one; false counts a hit
+   * of `hls_sessions_per_ip` and nothing else — the caller serves the request without counting
+   * the session (its later requests ask again, and join once the address is under its rate).
+   * Call it only for a session the registry does not know yet, right before `join`.
+   */
   admitHls(address: string): boolean {
     if (!this.hlsRate || this.hlsRate.take(address)) return true;
     this.d.limits?.hit('hls_sessions_per_ip', address, { setting: 'SKYLARK_HLS_SESSIONS_PER_IP_PER_MINUTE' });
@@ -295,7 +195,7 @@ export class ListenerRegistry {
       info.timeoutMs,
       ++this.orderSeq,
     );
-    if (info.mode === 'catch_up') catchUpSessions.add(s);
+    if (info.mode === 'catch_up') markCatchUp(s);
     st.sessions.set(s.key, s);
     if (s.key !== s.id) st.byId.set(s.id, s);
     this.count++;
@@ -537,41 +437,4 @@ export class ListenerRegistry {
     for (const [id, st] of this.streams) if (st.sessions.size === 0 && st.peak === st.peakPersisted) this.streams.delete(id);
     if (this.streams.size === 0) this.stopSeen();
   }
-}
-
-const iso = (ms: number) => new Date(ms).toISOString();
-
-/** The sessions of catch-up listeners (a set beside the sessions: a live session carries nothing more). */
-const catchUpSessions = new WeakSet<Session>();
-/** A session's `mode`. */
-const modeOf = (s: Session): 'live' | 'catch_up' => (catchUpSessions.has(s) ? 'catch_up' : 'live');
-
-function sessionObject(s: Session, lastSeenAt: number): ListenerObject {
-  return {
-    id: s.id,
-    object: 'listener',
-    streamId: s.streamId,
-    protocol: s.protocol,
-    country: s.country,
-    connectedAt: iso(s.connectedAt),
-    lastSeenAt: iso(lastSeenAt),
-    durationSeconds: Math.max(0, Math.round((lastSeenAt - s.connectedAt) / 1000)),
-    userAgent: s.userAgent,
-    mode: modeOf(s),
-  };
-}
-
-function rowObject(r: ListenerRow, lastSeenAt: number): ListenerObject {
-  return {
-    id: r.id,
-    object: 'listener',
-    streamId: r.stream_id,
-    protocol: r.protocol,
-    country: r.country,
-    connectedAt: iso(r.connected_at),
-    lastSeenAt: iso(lastSeenAt),
-    durationSeconds: Math.max(0, Math.round((lastSeenAt - r.connected_at) / 1000)),
-    userAgent: r.user_agent,
-    mode: r.mode ?? 'live',
-  };
 }

@@ -20,7 +20,8 @@
  */
 import { countryOf } from '../../base/geo.js';
 import type { HlsJoin, HlsSessions } from './hls-access.js';
-import { MAX_LISTENERS, TooManyListenersError, type ListenerRegistry, type Session } from './registry.js';
+import type { ListenerRegistry } from './registry.js';
+import { MAX_LISTENERS, TooManyListenersError, type Session } from './session.js';
 
 /** How often a worker reports last-seen times (ms). */
 export const BATCH_MS = 250;

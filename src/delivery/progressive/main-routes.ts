@@ -12,7 +12,7 @@ import type { Limits } from '../../base/limits/limits.js';
 import type { Logger } from '../../base/logger.js';
 import type { Listeners } from '../listeners/room.js';
 import { countryOf } from '../../base/geo.js';
-import { MAX_LISTENERS, type Session } from '../listeners/registry.js';
+import { MAX_LISTENERS, type Session } from '../listeners/session.js';
 import { SharedAddressCounter } from '../listeners/shared-counter.js';
 import { stationHeaders } from './icecast-port.js';
 import { Mount } from './mount.js';

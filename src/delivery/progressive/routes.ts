@@ -34,7 +34,7 @@ import type { Logger } from '../../base/logger.js';
 import { tokenAdmitted, type ListenerTokens } from '../../base/auth/listener-tokens.js';
 import { PUBLISHABLE_REFUSED, queryParam, type StreamPolicy } from '../listeners/hls-access.js';
 import { clientAddress } from '../../base/http/client-address.js';
-import { TooManyListenersError } from '../listeners/registry.js';
+import { TooManyListenersError } from '../listeners/session.js';
 import type { SharedAddressCounter } from '../listeners/shared-counter.js';
 import { ICY_METAINT } from './icy.js';
 import { Mount, MountListener, type LeaveReason } from './mount.js';

@@ -22,7 +22,7 @@ import { HeldRequests } from '../listeners/held.js';
 import { RemoteSessions } from '../listeners/remote.js';
 import { trustedProxies } from '../../base/http/client-address.js';
 import { ListenerTokens } from '../../base/auth/listener-tokens.js';
-import { MAX_LISTENERS } from '../listeners/registry.js';
+import { MAX_LISTENERS } from '../listeners/session.js';
 import { SharedAddressCounter } from '../listeners/shared-counter.js';
 import { registerListenHandlers } from '../progressive/routes.js';
 import { MirrorQueues } from '../progressive/shared.js';

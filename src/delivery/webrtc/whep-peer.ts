@@ -8,7 +8,7 @@
 import { RTCRtpCodecParameters, RtpHeader, RtpPacket, type RTCPeerConnection, type RTCRtpTransceiver } from 'werift';
 import type { IceServer } from '../../base/config.js';
 import { randomBase62 } from '../../base/ids.js';
-import type { Session } from '../listeners/registry.js';
+import type { Session } from '../listeners/session.js';
 import type { StreamHub } from '../../live/media/hub.js';
 import type { StreamAudioSource, PacketSink } from './source.js';
 import { RtpSender } from './rtp-sender.js';

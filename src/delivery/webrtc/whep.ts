@@ -34,7 +34,7 @@ import type { Config, PublicUrls } from '../../base/config.js';
 import type { Logger } from '../../base/logger.js';
 import { tokenAdmitted, type ListenerTokens } from '../../base/auth/listener-tokens.js';
 import type { ListenerRegistry } from '../listeners/registry.js';
-import { MAX_LISTENERS, TooManyListenersError } from '../listeners/registry.js';
+import { MAX_LISTENERS, TooManyListenersError } from '../listeners/session.js';
 import { PerAddressCounter, type Limits } from '../../base/limits/limits.js';
 import type { StreamHub } from '../../live/media/hub.js';
 import type { MediaRegistry } from '../../live/media/registry.js';

@@ -1,6 +1,6 @@
 // The dashboard's durations (broadcasts table, average listen): whole seconds first, never "1 min 60 s".
 import { describe, expect, it } from 'vitest';
-import { formatDuration } from '../../../../src/control/dashboard/streams.js';
+import { formatDuration } from '../../../../src/control/dashboard/stream-cards.js';
 
 describe('formatDuration', () => {
   it.each([

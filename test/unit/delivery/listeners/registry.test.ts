@@ -10,7 +10,8 @@ import { openDatabase, type Database } from '../../../../src/base/db/database.js
 import { EventsRepo } from '../../../../src/base/db/events-repo.js';
 import { ListenersRepo } from '../../../../src/base/db/listeners-repo.js';
 import { Outbox } from '../../../../src/base/outbox.js';
-import { ListenerRegistry, type JoinInfo } from '../../../../src/delivery/listeners/registry.js';
+import { ListenerRegistry } from '../../../../src/delivery/listeners/registry.js';
+import type { JoinInfo } from '../../../../src/delivery/listeners/session.js';
 import { createLogger } from '../../../../src/base/logger.js';
 import { tempDir } from '../../../helpers/server.js';
 

@@ -1,0 +1,154 @@
+/**
+ * A listener session (docs/behaviour.md §4, §10): the record the listener registry (registry.ts)
+ * keeps per HLS session, WebRTC peer or progressive connection, its compact time fields, the
+ * limits on what a node tracks, and the API's listener object of a session or a stored row
+ * (docs/listeners.md).
+ */
+import type { ListenerRow } from '../../base/db/listeners-repo.js';
+import type { ListenerObject, ListenerProtocol } from '../../base/listeners.js';
+
+/**
+ * Times of a session are kept as whole ms since this module loaded (`EPOCH`): small integers V8
+ * stores in the object itself, where ms since 1970 (> 2^31) would each be a separate 16-byte number
+ * (docs/benchmarks.md "Where a listener's memory goes"). After ~24 days they grow past that again:
+ * still exact, only boxed.
+ */
+const EPOCH = Date.now();
+
+/**
+ * `ms` − EPOCH as a small integer where it fits: V8's interpreter boxes the difference of two
+ * numbers that are not small integers (two times since 1970) in a new 16-byte number even when
+ * it is whole; `Math.floor` gives back a small integer.
+ */
+const rel = (ms: number): number => Math.floor(ms - EPOCH);
+
+/**
+ * One live listener. Times in ms since the epoch (read through accessors). One object per
+ * session whose strings are its own (never a slice of a request's query string or headers) and
+ * shared where they repeat (country, user agent, stream id).
+ */
+export class Session {
+  /** `connectedAt` − EPOCH. */
+  private readonly connected: number;
+  /** `lastSeenAt` − EPOCH. */
+  private seenRel: number;
+  /** `persistedSeenAt` − EPOCH. */
+  private persistedRel: number;
+  left = false;
+
+  constructor(
+    readonly id: string,
+    readonly key: string,
+    readonly streamId: string,
+    readonly accountId: string,
+    readonly protocol: ListenerProtocol,
+    readonly country: string | null,
+    readonly userAgent: string | null,
+    now: number,
+    /** HLS: inactivity after which the session leaves (ms); 0 = only an explicit `leave` ends it. */
+    readonly timeoutMs: number,
+    /** Join order (pagination cursor within the stream). */
+    readonly order: number,
+  ) {
+    this.connected = this.seenRel = this.persistedRel = rel(now);
+  }
+
+  get connectedAt(): number {
+    return this.connected + EPOCH;
+  }
+
+  get lastSeenAt(): number {
+    return this.seenRel + EPOCH;
+  }
+
+  set lastSeenAt(ms: number) {
+    this.seenRel = rel(ms);
+  }
+
+  /** Last-seen value already written to SQLite. */
+  get persistedSeenAt(): number {
+    return this.persistedRel + EPOCH;
+  }
+
+  set persistedSeenAt(ms: number) {
+    this.persistedRel = rel(ms);
+  }
+}
+
+/** Who joins: the parts of a session the caller knows. */
+export interface JoinInfo {
+  streamId: string;
+  accountId: string;
+  /**
+   * What the session is found by (`touch`, a repeated `join`); '' for a session nobody looks up
+   * by key (a progressive connection): its listener id is then its key, one string for both.
+   */
+  key: string;
+  protocol: ListenerProtocol;
+  country: string | null;
+  userAgent: string | null;
+  timeoutMs: number;
+  /** A listener of the catch-up playlists (docs/behaviour.md §17); absent: live. */
+  mode?: 'live' | 'catch_up' | undefined;
+}
+
+/** Largest user agent kept (characters): bounds memory per listener. */
+export const USER_AGENT_MAX = 256;
+/** Listeners a node tracks at most; beyond, new sessions are refused (503) instead of growing memory. */
+export const MAX_LISTENERS = 200_000;
+
+/**
+ * `s` copied into a flat string of its own (UTF-16 code units kept exactly): a slice of a
+ * request's query string or headers, or a string built piece by piece, would keep more alive.
+ */
+export function ownString(s: string): string {
+  return s.length === 0 ? '' : Buffer.from(s, 'utf16le').toString('utf16le');
+}
+
+/** Thrown by `ListenerRegistry.join` when the node already tracks MAX_LISTENERS. */
+export class TooManyListenersError extends Error {}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The sessions of catch-up listeners (a set beside the sessions: a live session carries nothing more). */
+const catchUpSessions = new WeakSet<Session>();
+
+/** Marks `s` as a listener of the catch-up playlists (docs/behaviour.md §17). */
+export function markCatchUp(s: Session): void {
+  catchUpSessions.add(s);
+}
+
+/** A session's `mode`: `catch_up` when marked by `markCatchUp`, else `live`. */
+export const modeOf = (s: Session): 'live' | 'catch_up' => (catchUpSessions.has(s) ? 'catch_up' : 'live');
+
+/** The API's listener object of a live session, as last seen at `lastSeenAt` (ms since 1970). */
+export function sessionObject(s: Session, lastSeenAt: number): ListenerObject {
+  return {
+    id: s.id,
+    object: 'listener',
+    streamId: s.streamId,
+    protocol: s.protocol,
+    country: s.country,
+    connectedAt: iso(s.connectedAt),
+    lastSeenAt: iso(lastSeenAt),
+    durationSeconds: Math.max(0, Math.round((lastSeenAt - s.connectedAt) / 1000)),
+    userAgent: s.userAgent,
+    mode: modeOf(s),
+  };
+}
+
+/** The API's listener object of a stored session row, as last seen at `lastSeenAt` (ms since 1970). */
+export function rowObject(r: ListenerRow, lastSeenAt: number): ListenerObject {
+  return {
+    id: r.id,
+    object: 'listener',
+    streamId: r.stream_id,
+    protocol: r.protocol,
+    country: r.country,
+    connectedAt: iso(r.connected_at),
+    lastSeenAt: iso(lastSeenAt),
+    durationSeconds: Math.max(0, Math.round((lastSeenAt - r.connected_at) / 1000)),
+    userAgent: r.user_agent,
+    mode: r.mode ?? 'live',
+  };
+}
