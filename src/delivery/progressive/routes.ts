@@ -26,7 +26,7 @@
 import type { BlockList } from 'node:net';
 import type { Feature } from '../../base/background.js';
 import type { HttpServer, ProgressiveAnswer, ProgressiveClient, ProgressiveRequest, ProgressiveSink, RawReply } from '../../base/http/server.js';
-import { errorBody, NO_CLIENT, statusLine } from '../../base/http/server.js';
+import { errorBody, NO_CLIENT, statusLine, YIELD } from '../../base/http/server.js';
 import { ApiError } from '../../base/errors/errors.js';
 import type { ErrorCode } from '../../base/errors/codes.js';
 import type { Layer, MediaRegistry } from '../../live/media/hub.js';
@@ -97,6 +97,8 @@ export interface ListenContext<S = unknown> {
   close(s: S): void;
   /** Counts the requests answered (tests: which thread served). */
   counts?: { listen: number };
+  /** Answers `?start=<t>` (progressive catch-up, src/delivery/catch-up/progressive.ts); absent: the request is left to the main thread. */
+  catchUp?: ((req: ProgressiveRequest, id: string, kbps: number | null, ext: string) => ProgressiveAnswer) | undefined;
 }
 
 const CONTENT_TYPES: Record<string, string> = { mp3: 'audio/mpeg', aac: 'audio/aac', opus: 'audio/ogg' };
@@ -201,7 +203,7 @@ function listenLayer(s: ListenStreamView | undefined, kbps: number | null, ext: 
  * none) and whether it was minted with a publishable key (a token stream refuses those unless it
  * allows them).
  */
-function tokenCheck<S>(c: ListenContext<S>, req: ProgressiveRequest, id: string, pol: StreamPolicy): { refused: RawReply } | { expiresAt: number | null; publishable: boolean } {
+export function tokenCheck<S>(c: ListenContext<S>, req: ProgressiveRequest, id: string, pol: StreamPolicy): { refused: RawReply } | { expiresAt: number | null; publishable: boolean } {
   const { requestId } = req;
   const token = queryParam(req.query, 'token');
   if (pol.playback === 'token') {
@@ -224,6 +226,7 @@ function tokenCheck<S>(c: ListenContext<S>, req: ProgressiveRequest, id: string,
 function listenAnswer<S>(room: ListenRoom<S>, req: ProgressiveRequest, id: string, kbps: number | null, ext: string): ProgressiveAnswer {
   const { c } = room;
   const { requestId } = req;
+  if (queryParam(req.query, 'start') !== '') return c.catchUp ? c.catchUp(req, id, kbps, ext) : YIELD;
   if (c.counts) c.counts.listen++;
   const notFound = () => refuse(404, 'resource_missing', `No live listening stream at this URL for stream '${id}'.`, requestId);
   const layer = listenLayer(c.stream(id), kbps, ext);
@@ -403,6 +406,8 @@ export interface ListenFeature extends Feature {
   caps: SharedAddressCounter;
   /** The chunk queues worker threads read (src/delivery/progressive/shared.ts). */
   fanout(post: (worker: number, m: ListenMessage) => void): ListenFanout;
+  /** Hands `?start=<t>` requests to progressive catch-up, made from this thread's listening context. */
+  useCatchUp(make: (c: ListenContext<Session>) => NonNullable<ListenContext['catchUp']>): void;
 }
 
 /**
@@ -470,7 +475,7 @@ export function registerListenRoutes(http: HttpServer, d: ListenDeps): ListenFea
   const { mounts, mount } = layerMounts(queues);
 
   const layerView = (l: Layer): ListenLayerView & { layer: Layer } => ({ layer: l, name: l.name, kbps: l.o.kbps, ready: l.ready, ended: l.ended, failed: l.failed });
-  const handlers = registerListenHandlers<Session>(http, {
+  const ctx: ListenContext<Session> = {
     log,
     limits: d.limits,
     caps,
@@ -488,7 +493,8 @@ export function registerListenRoutes(http: HttpServer, d: ListenDeps): ListenFea
     seen: (s) => registry.touch(s.streamId, s.key),
     close: (s) => registry.leave(s),
     counts: d.counts,
-  });
+  };
+  const handlers = registerListenHandlers<Session>(http, ctx);
 
   let fanout: ListenFanout | null = null;
   const liveLayer = (id: string, name: string) => {
@@ -499,6 +505,7 @@ export function registerListenRoutes(http: HttpServer, d: ListenDeps): ListenFea
     station: stationOf,
     caps,
     fanout: (post) => (fanout ??= new ListenFanout(queues, liveLayer, post)),
+    useCatchUp: (make) => void (ctx.catchUp = make(ctx)),
     close() {
       handlers.close();
       fanout?.close();
