@@ -158,7 +158,7 @@ function build(config: Config, log: Logger, now: () => number): Built {
   const control = buildServices(base, room, (episodeId) => fallbackCache.forget(episodeId));
   const services = buildStreamsService(base, control, room, live.ingest);
   // Catch-up radio: the archive watches every hub; its addresses sit beside live HLS.
-  const catchUp = buildCatchUp(base, room, live.media, delivery.hlsSource, (id, e) => control.lifecycle.onError(id, e));
+  const catchUp = buildCatchUp(base, room, live.media, delivery.hlsSource, (id, e) => control.lifecycle.onError(id, e), delivery.listen);
   const controlFeatures = mountControl(base, services, room);
   // Live's doors, once what they answer to exists: the lifecycle and the Icecast port's listening side.
   const servers = buildIngestServers(base, live, control.lifecycle, delivery.icecastListeners);

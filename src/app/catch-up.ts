@@ -15,6 +15,8 @@ import { CatchUpRepo } from '../base/db/catch-up-repo.js';
 import { BroadcastsRepo } from '../base/db/broadcasts-repo.js';
 import { CatchUpArchive } from '../delivery/catch-up/archive.js';
 import { registerCatchUpRoutes } from '../delivery/catch-up/routes.js';
+import { catchUpListen } from '../delivery/catch-up/progressive.js';
+import type { ListenFeature } from '../delivery/progressive/main-routes.js';
 
 /** The catch-up room, built: the archive (tests wait on its queue) and its feature (stops the sweep). */
 export interface CatchUp {
@@ -24,10 +26,11 @@ export interface CatchUp {
 
 /**
  * Builds the archive (`<dataDir>/catch-up`) over the hubs of `media` and registers the catch-up
- * routes; `error` reports `stream.error` (the stream lifecycle's).
+ * routes; `error` reports `stream.error` (the stream lifecycle's); `listen` (the listening routes)
+ * is handed the `?start=` requests of progressive listening.
  * @throws Error when the directory cannot be created
  */
-export function buildCatchUp(b: Base, room: Listeners, media: MediaRegistry, source: HubSource, error: (streamId: string, e: StreamError) => void): CatchUp {
+export function buildCatchUp(b: Base, room: Listeners, media: MediaRegistry, source: HubSource, error: (streamId: string, e: StreamError) => void, listen?: Pick<ListenFeature, 'useCatchUp'>): CatchUp {
   const repo = new CatchUpRepo(b.db);
   const broadcasts = new BroadcastsRepo(b.db);
   const openBroadcast = (id: string) => broadcasts.open(id)?.id ?? null;
@@ -51,5 +54,8 @@ export function buildCatchUp(b: Base, room: Listeners, media: MediaRegistry, sou
     targetDurationMs: b.config.segmentDurationMs,
     now: b.now,
   });
+  // `/listen/<id>.<ext>?start=<t>` and the Icecast port's mounts with `?start=` (docs/behaviour.md §17).
+  const codecOf = (id: string) => b.repos.streams.getAny(id)?.codec ?? null;
+  listen?.useCatchUp((c) => catchUpListen({ repo, archive, media, registry: room.registry, codecOf, log: b.log.child('catch-up'), now: b.now }, c));
   return { archive, feature: { close: () => archive.close() } };
 }

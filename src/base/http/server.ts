@@ -34,7 +34,7 @@ export type { Answer, DeferredReply, RawRequestInfo } from './routes/raw.js';
 export type { WebRequest } from './routes/web.js';
 export type { RawBodyRequest } from './routes/raw-body.js';
 export type { ProgressiveAnswer, ProgressiveClient, ProgressiveHandler, ProgressiveRequest, ProgressiveSink, ProgressiveStream } from './routes/progressive.js';
-export { NO_CLIENT } from './routes/progressive.js';
+export { NO_CLIENT, YIELD } from './routes/progressive.js';
 export type { ForwardCounts } from './proxy.js';
 
 export { HTTP_LIBRARY_OBJECT, HTTP_LIBRARY_BUILD } from './uws.js';

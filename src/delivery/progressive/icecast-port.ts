@@ -162,6 +162,7 @@ function icecastListen(d: IcecastListeningDeps, req: IcecastListenRequest): Icec
     requestId: newRequestId(),
   };
   const a = d.handler()(preq);
+  if ('yield' in a) throw new Error('the /listen handler left an Icecast port request to another route');
   if (!('stream' in a)) {
     const headers: Array<readonly [string, string]> = [];
     for (const [k, v] of a.headers) headers.push([latin1(k), latin1(v)]);

@@ -17,7 +17,7 @@ import { SharedAddressCounter } from '../listeners/shared-counter.js';
 import { stationHeaders } from './icecast-port.js';
 import { Mount } from './mount.js';
 import { ListenFanout, SharedQueues, type ListenMessage } from './shared.js';
-import { registerListenHandlers, type ListenLayerView } from './routes.js';
+import { registerListenHandlers, type ListenContext, type ListenLayerView } from './routes.js';
 
 /** How long a stream's station identity (title, metadata) is cached (ms). */
 const TITLE_TTL_MS = 2000;
@@ -62,6 +62,8 @@ export interface ListenFeature extends Feature {
   caps: SharedAddressCounter;
   /** The chunk queues worker threads read (src/delivery/progressive/shared.ts). */
   fanout(post: (worker: number, m: ListenMessage) => void): ListenFanout;
+  /** Hands `?start=<t>` requests to progressive catch-up, made from this thread's listening context. */
+  useCatchUp(make: (c: ListenContext<Session>) => NonNullable<ListenContext['catchUp']>): void;
 }
 
 /**
@@ -129,7 +131,7 @@ export function registerListenRoutes(http: HttpServer, d: ListenDeps): ListenFea
   const { mounts, mount } = layerMounts(queues);
 
   const layerView = (l: Layer): ListenLayerView & { layer: Layer } => ({ layer: l, name: l.name, kbps: l.o.kbps, ready: l.ready, ended: l.ended, failed: l.failed });
-  const handlers = registerListenHandlers<Session>(http, {
+  const ctx: ListenContext<Session> = {
     log,
     limits: d.limits,
     caps,
@@ -147,7 +149,8 @@ export function registerListenRoutes(http: HttpServer, d: ListenDeps): ListenFea
     seen: (s) => registry.touch(s.streamId, s.key),
     close: (s) => registry.leave(s),
     counts: d.counts,
-  });
+  };
+  const handlers = registerListenHandlers<Session>(http, ctx);
 
   let fanout: ListenFanout | null = null;
   const liveLayer = (id: string, name: string) => {
@@ -158,6 +161,7 @@ export function registerListenRoutes(http: HttpServer, d: ListenDeps): ListenFea
     station: stationOf,
     caps,
     fanout: (post) => (fanout ??= new ListenFanout(queues, liveLayer, post)),
+    useCatchUp: (make) => void (ctx.catchUp = make(ctx)),
     close() {
       handlers.close();
       fanout?.close();

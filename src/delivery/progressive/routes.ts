@@ -26,7 +26,7 @@
  */
 import type { BlockList } from 'node:net';
 import type { HttpServer, ProgressiveAnswer, ProgressiveClient, ProgressiveRequest, ProgressiveSink, RawReply } from '../../base/http/server.js';
-import { errorBody, NO_CLIENT, statusLine } from '../../base/http/server.js';
+import { errorBody, NO_CLIENT, statusLine, YIELD } from '../../base/http/server.js';
 import { ApiError } from '../../base/errors/errors.js';
 import type { ErrorCode } from '../../base/errors/codes.js';
 import type { Limits } from '../../base/limits/limits.js';
@@ -92,6 +92,8 @@ export interface ListenContext<S = unknown> {
   close(s: S): void;
   /** Counts the requests answered (tests: which thread served). */
   counts?: { listen: number };
+  /** Answers `?start=<t>` (progressive catch-up, src/delivery/catch-up/progressive.ts); absent: the request is left to the main thread. */
+  catchUp?: ((req: ProgressiveRequest, id: string, kbps: number | null, ext: string) => ProgressiveAnswer) | undefined;
 }
 
 const CONTENT_TYPES: Record<string, string> = { mp3: 'audio/mpeg', aac: 'audio/aac', opus: 'audio/ogg' };
@@ -192,7 +194,7 @@ function listenLayer(s: ListenStreamView | undefined, kbps: number | null, ext: 
  * none) and whether it was minted with a publishable key (a token stream refuses those unless it
  * allows them).
  */
-function tokenCheck<S>(c: ListenContext<S>, req: ProgressiveRequest, id: string, pol: StreamPolicy): { refused: RawReply } | { expiresAt: number | null; publishable: boolean } {
+export function tokenCheck<S>(c: ListenContext<S>, req: ProgressiveRequest, id: string, pol: StreamPolicy): { refused: RawReply } | { expiresAt: number | null; publishable: boolean } {
   const { requestId } = req;
   const token = queryParam(req.query, 'token');
   if (pol.playback === 'token') {
@@ -215,6 +217,7 @@ function tokenCheck<S>(c: ListenContext<S>, req: ProgressiveRequest, id: string,
 function listenAnswer<S>(room: ListenRoom<S>, req: ProgressiveRequest, id: string, kbps: number | null, ext: string): ProgressiveAnswer {
   const { c } = room;
   const { requestId } = req;
+  if (queryParam(req.query, 'start') !== '') return c.catchUp ? c.catchUp(req, id, kbps, ext) : YIELD;
   if (c.counts) c.counts.listen++;
   const notFound = () => refuse(404, 'resource_missing', `No live listening stream at this URL for stream '${id}'.`, requestId);
   const layer = listenLayer(c.stream(id), kbps, ext);

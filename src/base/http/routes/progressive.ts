@@ -76,8 +76,14 @@ export interface ProgressiveStream {
 /** A client that wants no report (a body that needs no cleanup). */
 export const NO_CLIENT: ProgressiveClient = { gone() {}, writable() {} };
 
-/** A progressive handler's answer: a normal raw reply, or `{ stream }`. */
-export type ProgressiveAnswer = RawReply | { stream: ProgressiveStream };
+/**
+ * The answer of a handler that leaves the request to the next route matching it (uWS
+ * `setYield`): on a worker thread, the forwarding route (src/base/http/proxy.ts).
+ */
+export const YIELD: { readonly yield: true } = Object.freeze({ yield: true as const });
+
+/** A progressive handler's answer: a normal raw reply, `{ stream }`, or YIELD. */
+export type ProgressiveAnswer = RawReply | { stream: ProgressiveStream } | typeof YIELD;
 
 export type ProgressiveHandler = (req: ProgressiveRequest) => ProgressiveAnswer;
 
@@ -109,6 +115,7 @@ export function registerProgressiveRoute(host: RouteHost, method: 'get' | 'head'
     } finally {
       live = false;
     }
+    if ('yield' in answer) return void req.setYield(true);
     if (!('stream' in answer)) {
       replies.tally.add(route, statusOf(answer.status));
       return writeRaw(res, head, answer, requestId);
