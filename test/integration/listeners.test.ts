@@ -95,7 +95,7 @@ describe('listeners', () => {
       expect(all.json).toMatchObject({ object: 'list', url: `/v2/streams/${s.id}/listeners`, hasMore: false, nextCursor: null });
       expect(all.json.data.map((l: any) => l.country)).toEqual([null, 'DE', 'US']);
       for (const l of all.json.data) {
-        expect(Object.keys(l).sort()).toEqual(['connectedAt', 'country', 'durationSeconds', 'id', 'lastSeenAt', 'object', 'protocol', 'streamId', 'userAgent']);
+        expect(Object.keys(l).sort()).toEqual(['connectedAt', 'country', 'durationSeconds', 'id', 'lastSeenAt', 'mode', 'object', 'protocol', 'streamId', 'userAgent']);
       }
       const p1 = (await api(t.http, t.secretKey, 'GET', `/v2/streams/${s.id}/listeners?limit=2`)).json;
       expect(p1.data.map((l: any) => l.id)).toEqual(all.json.data.slice(0, 2).map((l: any) => l.id));
