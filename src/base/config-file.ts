@@ -60,11 +60,17 @@ export function readConfigFile(file: string): ConfigFile {
     throw new ConfigError(`${abs}:${e.line}:${e.column}: not valid TOML: ${first}\n${excerpt.join('\n').replace(/^\n+|\n+$/g, '')}`);
   }
   const keys = fileKeys();
+  const where = (key: string) => {
+    const line = keyLine(text, key);
+    return line ? `${abs}:${line}` : abs;
+  };
+  // A misspelt key is named first, before any value is judged: it is the likelier mistake.
+  for (const [key, value] of Object.entries(doc)) {
+    if (!keys.has(key)) throw new ConfigError(`${where(key)}: unknown key '${key}'${unknownHint(key, value, [...keys.keys()])}`);
+  }
   const values: Record<string, string> = {};
   for (const [key, value] of Object.entries(doc)) {
-    const line = keyLine(text, key);
-    const at = line ? `${abs}:${line}` : abs;
-    if (!keys.has(key)) throw new ConfigError(`${at}: unknown key '${key}'${unknownHint(key, value, [...keys.keys()])}`);
+    const at = where(key);
     const flag = flagText(key, value);
     if (typeof flag !== 'string') throw new ConfigError(`${at}: invalid ${key}: ${flag.error}`);
     try {
