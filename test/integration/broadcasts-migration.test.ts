@@ -35,8 +35,11 @@ describe('migration 013: reusable streams', () => {
     const db = new Sqlite(path.join(data.dir, 'skylark.db'));
     db.exec(
       [
-        // 016–023 undone (newest first)
+        // 016–024 undone (newest first)
+        'ALTER TABLE streams DROP COLUMN live_sample_rate; ALTER TABLE streams DROP COLUMN live_channels;',
         'DROP INDEX tracks_broadcast; ALTER TABLE tracks DROP COLUMN broadcast_id; ALTER TABLE tracks DROP COLUMN fallback;',
+        'DROP INDEX episodes_publish_pending; ALTER TABLE episodes DROP COLUMN publish_pending; ALTER TABLE streams DROP COLUMN time_zone;',
+        'DROP INDEX tracks_stream_time; ALTER TABLE listeners DROP COLUMN mode; DROP TABLE catch_up_segments; ALTER TABLE streams DROP COLUMN catch_up_hours;',
         'DROP INDEX streams_stream_key_hash; DROP INDEX streams_icecast_mount; ALTER TABLE streams DROP COLUMN icecast_mount;',
         'ALTER TABLE streams DROP COLUMN playback_publishable_tokens;',
         'ALTER TABLE download_clients DROP COLUMN counted_as; ALTER TABLE download_clients DROP COLUMN address;',
