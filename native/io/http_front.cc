@@ -317,9 +317,12 @@ bool StaysFramed(const http::Framing& f) {
 // outstanding until its write completes.
 void HandedOn(int fd, const http::Framing* f) {
   ConnSlot& c = g_conns[fd];
+  const bool answering = (c.state & kPending) != 0;
   uint8_t state = c.state | kPending;
   if (f == nullptr || !StaysFramed(*f)) state |= kForeign;
-  if (f != nullptr && f->end == http::FrameEnd::kPartial && f->heads_count == 0) state |= kHeadOpen;
+  // A read with no whole head while an answer is outstanding is that request's body (or the next
+  // request, pipelined): the answer, not a half-sent head, is what the connection waits for.
+  if (!answering && f != nullptr && f->end == http::FrameEnd::kPartial && f->heads_count == 0) state |= kHeadOpen;
   c.state = state;
   c.passed_at = NowSeconds();
 }
