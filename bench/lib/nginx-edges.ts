@@ -1,5 +1,5 @@
 /**
- * Caching nginx edges in front of a Skylark origin (docs/behaviour.md §12), for test/integration/edges.test.ts
+ * Caching nginx edges in front of a Skylark origin (docs/behaviour.md §12), for test/integration/delivery/edges.test.ts
  * and the edges rows of bench/players.bench.ts: each edge runs Debian's nginx, in the foreground,
  * on the config that `skylark edge-config` prints (the CLI itself, from dist/), with its
  * `--access-log` on so that the origin fetches can be counted.

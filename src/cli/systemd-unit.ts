@@ -2,7 +2,7 @@
  * `skylark systemd-unit` (docs/deploy.md "The service"): a systemd service unit (systemd.service(5),
  * systemd.exec(5)) that runs `skylark serve` as an unprivileged user with the data dir as the only
  * writable path, restarts it on failure and raises its open-file limit to what the listener caps
- * allow. `systemd-analyze verify` accepts it (test/integration/systemd-unit.test.ts).
+ * allow. `systemd-analyze verify` accepts it (test/integration/cli/systemd-unit.test.ts).
  *
  * Hardening kept off because it would break the node: `MemoryDenyWriteExecute=` (V8 compiles
  * JavaScript into executable memory), `PrivateNetwork=`/`IPAddressDeny=` (it serves the network),

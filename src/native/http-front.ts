@@ -135,7 +135,7 @@ export function deleteHttpObject(path: string): boolean {
 /**
  * Turns answering from the object store on (the default) or off, process-wide, keeping what is
  * stored: off, every request reaches the HTTP server (the differential test,
- * test/integration/front-differential.test.ts, compares the answers both ways).
+ * test/integration/base/front-differential.test.ts, compares the answers both ways).
  * @throws TypeError on a non-boolean
  */
 export function setHttpObjectsAnswering(on: boolean): void {
