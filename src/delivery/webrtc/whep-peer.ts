@@ -189,3 +189,24 @@ export class Peer implements PacketSink, FanoutSession {
     this.pc.close().catch(() => {});
   }
 }
+
+/**
+ * Resolves true once ICE gathering of `pc` is complete (the answer then carries every candidate:
+ * WHEP and WHIP answer without trickle, RFC 9725 §4.3), false after `timeoutMs` (ms).
+ */
+export function gathered(pc: RTCPeerConnection, timeoutMs: number): Promise<boolean> {
+  if (pc.iceGatheringState === 'complete') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      unSubscribe();
+      resolve(false);
+    }, timeoutMs);
+    const { unSubscribe } = pc.iceGatheringStateChange.subscribe((s) => {
+      if (s === 'complete') {
+        clearTimeout(timer);
+        unSubscribe();
+        resolve(true);
+      }
+    });
+  });
+}

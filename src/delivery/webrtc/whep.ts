@@ -44,7 +44,7 @@ import { countryOf } from '../../base/geo.js';
 import { StreamAudioSource } from './source.js';
 import { weriftMediaState, type RtpSender } from './rtp-sender.js';
 import { FanoutGroup, type NativeFanoutFactory } from './fanout.js';
-import { Peer, peerConfiguration, type OfferClient, type PeerOwner } from './whep-peer.js';
+import { gathered, Peer, peerConfiguration, type OfferClient, type PeerOwner } from './whep-peer.js';
 
 /** Largest SDP offer accepted (bytes). */
 const MAX_OFFER_BYTES = 64 * 1024;
@@ -384,24 +384,6 @@ class Whep implements PeerOwner {
 
 /** 503 `listener_capacity`: the node tracks as many listeners as it may. */
 const capacity = () => new ApiError('listener_capacity', 'This node serves as many listeners as it can; try again later.');
-
-/** Resolves true once ICE gathering is complete (non-trickle answer), false after `timeoutMs`. */
-function gathered(pc: RTCPeerConnection, timeoutMs: number): Promise<boolean> {
-  if (pc.iceGatheringState === 'complete') return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      unSubscribe();
-      resolve(false);
-    }, timeoutMs);
-    const { unSubscribe } = pc.iceGatheringStateChange.subscribe((s) => {
-      if (s === 'complete') {
-        clearTimeout(timer);
-        unSubscribe();
-        resolve(true);
-      }
-    });
-  });
-}
 
 /** Registers WHEP on `d.http`; returns its stats and shutdown. */
 export function registerWhep(d: WhepDeps): { stats(): WhepStats; close(): Promise<void> } {

@@ -30,7 +30,7 @@ import { randomBase62 } from '../../base/ids.js';
 import { PerAddressCounter, type Limits } from '../../base/limits/limits.js';
 import { looksLikeToken, type PublishTokens } from '../../base/auth/publish-tokens.js';
 import { clientAddress } from '../../base/http/client-address.js';
-import { peerConfiguration } from './whep-peer.js';
+import { gathered, peerConfiguration } from './whep-peer.js';
 
 /** Largest SDP offer accepted (bytes). */
 const MAX_OFFER_BYTES = 64 * 1024;
@@ -398,24 +398,6 @@ function withRejected(answer: string, rejected: RejectedSection[]): string {
   const { session, media } = sections(answer);
   for (const r of rejected) media.splice(r.index, 0, r.lines);
   return join(session, media);
-}
-
-/** Resolves true once ICE gathering is complete (non-trickle answer), false after `timeoutMs`. */
-function gathered(pc: RTCPeerConnection, timeoutMs: number): Promise<boolean> {
-  if (pc.iceGatheringState === 'complete') return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      unSubscribe();
-      resolve(false);
-    }, timeoutMs);
-    const { unSubscribe } = pc.iceGatheringStateChange.subscribe((s) => {
-      if (s === 'complete') {
-        clearTimeout(timer);
-        unSubscribe();
-        resolve(true);
-      }
-    });
-  });
 }
 
 /** Registers WHIP on `d.http`; returns its stats and shutdown. */
