@@ -230,6 +230,7 @@ export class CatchUpArchive {
       this.freeCached -= bytes;
       return true;
     }
+    this.indexWritten(); // what is on disk is what may go: the trim reads the index
     while (need > 0) {
       const rows = this.d.repo.oldest(now - LIVE_GUARD_MS, BATCH);
       if (rows.length === 0) break;
