@@ -20,8 +20,11 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
  */
 export const SERVER_BUSY_TIMEOUT_MS = 100;
 
-/** SQLite's page cache per connection (KiB): SQLite's default; better-sqlite3 builds with 16,000. */
-export const PAGE_CACHE_KIB = 2000;
+/**
+ * SQLite's page cache per connection (KiB): 128 pages of 4 KiB. better-sqlite3 builds with 16,000
+ * (SQLite's own default is 2,000); see the comment in `openDatabase`.
+ */
+export const PAGE_CACHE_KIB = 512;
 
 /** Options of `openDatabase`. */
 export interface OpenOptions {
@@ -42,10 +45,11 @@ export function openDatabase(dataDir: string, migrations: Migration[] = MIGRATIO
   db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
   db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS}`);
-  // SQLite's own page cache size (2,000 KiB), not better-sqlite3's 16,000 KiB: the node's writes
-  // are mostly appended rows it does not read back (listener sessions, outbox events), and the
-  // larger cache kept every new page of them, ~0.8 KB per listener that joined, up to 16 MB of
-  // resident memory; the kernel's page cache still holds the file (docs/decisions.md "SQLite page cache").
+  // A small page cache, not better-sqlite3's 16,000 KiB: the node's writes are mostly appended
+  // rows it does not read back (listener sessions, outbox events), and a large cache kept every
+  // new page of them, ~0.8 KB per listener that joined, up to 16 MB of resident memory; the
+  // kernel's page cache still holds the file, so a page read again costs a `pread`
+  // (docs/decisions.md "SQLite page cache").
   db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
   migrate(db, migrations);
   return db;
