@@ -17,12 +17,14 @@
  * - `ll`: hls.js-like LL-HLS players on an AAC stream with 0.5 s parts: chained blocking reloads
  *   held (src/delivery/listeners/held.ts) plus a second connection for parts (2 connections a listener).
  * - `icecast2`: the `progressive` case against Debian Icecast 2 (bench/peers/icecast.xml.tmpl),
- *   RSS only (the ratio).
+ *   RSS only (the ratio), per connection it held at the reading (`n`: fewer than N when its slow
+ *   accepts did not take all of them within the client's 60 s).
  *
  * How the server is read: Skylark runs with `--expose-gc --import <probe.mjs>` (through
- * SKYLARK_BENCH_NODE_FLAGS); the probe, on SIGUSR2, reads `process.memoryUsage()` and VmRSS, runs
- * two full GCs, waits 300 ms (V8 gives pages back after a GC), reads them again and writes them to
- * a file; or writes a heap snapshot (`v8.writeHeapSnapshot`), whose nodes summed by constructor
+ * SKYLARK_BENCH_NODE_FLAGS); the probe, on SIGUSR2, reads `process.memoryUsage()`, VmRSS and the
+ * resident bytes by mapping (/proc/self/smaps: the main malloc arena, anonymous, file), runs two
+ * full GCs (`gc()`: Node 20's `gc({ type: 'major' })` runs only a scavenge), waits 300 ms (V8
+ * gives pages back after a GC), reads them again and writes them to a file; or writes a heap snapshot (`v8.writeHeapSnapshot`), whose nodes summed by constructor
  * tell which JS objects a listener keeps. Per case: a warm-up with BENCH_MEMORY_WARM (100)
  * connections of the same kind (code paths compiled, the progressive mount created) and their
  * departure (HLS sessions time out after 3 target durations); the baseline reading; the N
@@ -187,10 +189,23 @@ const status = () => {
   const kb = (k) => Number(new RegExp(k + ':\\\\s+(\\\\d+) kB').exec(s)?.[1] ?? NaN) * 1024;
   return { rss: kb('VmRSS'), rssAnon: kb('RssAnon'), rssFile: kb('RssFile'), rssShmem: kb('RssShmem') };
 };
+// Resident bytes by mapping (/proc/self/smaps): brk = the main malloc arena ([heap]); anon = anonymous
+// mappings (V8's pages, other threads' malloc arenas, large mallocs, the HTTP front's tables); file; other.
+const maps = () => {
+  const r = { brk: 0, anon: 0, file: 0, other: 0 };
+  let cls = 'other';
+  for (const l of readFileSync('/proc/self/smaps', 'utf8').split('\\n')) {
+    if (/^[0-9a-f]+-[0-9a-f]+ /.test(l)) {
+      const name = l.split(/ +/)[5] ?? '';
+      cls = name === '[heap]' ? 'brk' : name === '' ? 'anon' : name.startsWith('/') ? 'file' : 'other';
+    } else if (l.startsWith('Rss:')) r[cls] += Number(l.split(/ +/)[1]) * 1024;
+  }
+  return r;
+};
 const read = () => {
   const m = process.memoryUsage();
   const spaces = Object.fromEntries(v8.getHeapSpaceStatistics().map((s) => [s.space_name, { used: s.space_used_size, size: s.space_size }]));
-  return { ...status(), heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers, spaces };
+  return { ...status(), heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers, spaces, maps: maps() };
 };
 const answer = (r) => { writeFileSync(out + '.tmp', JSON.stringify(r)); renameSync(out + '.tmp', out + '.json'); };
 if (out && isMainThread) {
@@ -199,11 +214,11 @@ if (out && isMainThread) {
       const cmd = readFileSync(out + '.cmd', 'utf8').trim();
       if (cmd === 'mem') {
         const before = read();
-        globalThis.gc({ type: 'major', execution: 'sync' });
-        globalThis.gc({ type: 'major', execution: 'sync' });
+        globalThis.gc();
+        globalThis.gc();
         setTimeout(() => {
           try {
-            globalThis.gc({ type: 'major', execution: 'sync' });
+            globalThis.gc();
             answer({ before, after: read() });
           } catch (e) { answer({ error: String(e) }); }
         }, 300);
@@ -227,6 +242,8 @@ interface Reading {
   arrayBuffers: number;
   /** V8 heap spaces: live bytes and committed bytes. */
   spaces: Record<string, { used: number; size: number }>;
+  /** Resident bytes by mapping: the main malloc arena (brk), anonymous, file-backed, other. */
+  maps: { brk: number; anon: number; file: number; other: number };
 }
 
 /** Asks the probe in `pid` for `cmd` and waits for its answer (≤ 120 s). */
@@ -588,7 +605,10 @@ async function runCase(work: string, name: CaseName): Promise<CaseResult> {
         const held = loadedSnap.holders(top.filter((t) => t.countPer >= 0.5).map((t) => t.what));
         for (const t of top) t.holders = held.get(t.what) ?? [];
       }
-      return { name, n: N, connections: name === 'll' ? 2 * N : N, ready, aliveAfter: rep.alive, socketsAtReading, socketsAfterSnapshot, base, loaded, departed, rssBase, rssLoaded, kernelTcp, slab, top };
+      // Icecast takes arrivals slowly (a listen backlog of 5): when fewer than N got in within the
+      // client's 60 s, its RSS is divided by the connections it held at the reading.
+      const n = name === 'icecast2' && socketsAtReading > 0 ? Math.min(N, socketsAtReading) : N;
+      return { name, n, connections: name === 'll' ? 2 * N : n, ready, aliveAfter: rep.alive, socketsAtReading, socketsAfterSnapshot, base, loaded, departed, rssBase, rssLoaded, kernelTcp, slab, top };
     } finally {
       if (!closed) await client.close();
     }
@@ -660,7 +680,7 @@ async function main(): Promise<void> {
   const prog = results.find((r) => r.name === 'progressive');
   if (ice && prog && prog.loaded && prog.base) {
     const sky = (prog.loaded.before.rss - prog.base.rss) / N;
-    const ic = (ice.rssLoaded - ice.rssBase) / N;
+    const ic = (ice.rssLoaded - ice.rssBase) / ice.n;
     out.push(`progressive RSS Δ (no GC) per listener: Skylark ${kb(sky)} KB vs icecast2 ${kb(ic)} KB: ×${(sky / ic).toFixed(2)}`);
     out.push('');
   }
@@ -677,6 +697,9 @@ async function main(): Promise<void> {
           .map((k) => [k, (r.loaded!.after.spaces[k]!.size - (r.base!.spaces[k]?.size ?? 0)) / 2 ** 20, (r.loaded!.after.spaces[k]!.used - (r.base!.spaces[k]?.used ?? 0)) / 2 ** 20] as const)
           .filter(([, size, used]) => Math.abs(size) >= 0.25 || Math.abs(used) >= 0.25);
         out.push(`  V8 heap spaces Δ after GC (committed / live, MB, whole case): ${sp.map(([k, size, used]) => `${k} ${size.toFixed(1)} / ${used.toFixed(1)}`).join(', ') || 'none ≥ 0.25 MB'}`);
+        const mb = r.loaded.after.maps;
+        const m0 = r.base.maps;
+        if (mb && m0) out.push(`  resident by mapping Δ after GC (KB per listener): main malloc arena (brk) ${kb((mb.brk - m0.brk) / r.n)}, anonymous (V8 pages, other arenas, large mallocs) ${kb((mb.anon - m0.anon) / r.n)}, file ${kb((mb.file - m0.file) / r.n)}, other ${kb((mb.other - m0.other) / r.n)}`);
       }
     }
   }

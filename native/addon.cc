@@ -8,6 +8,8 @@ void InitIcecastSource(Napi::Env env, Napi::Object exports, AddonState& state);
 void InitHttpFront(Napi::Env env, Napi::Object exports);
 // Registers class RtpFanout (binding/rtp_fanout.cc, the WebRTC fan-out) on `exports`.
 void InitRtpFanout(Napi::Env env, Napi::Object exports);
+// Registers trimMalloc (binding/memory.cc) on `exports`.
+void InitMemory(Napi::Env env, Napi::Object exports);
 }  // namespace skylark::binding
 
 namespace {
@@ -21,6 +23,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   skylark::binding::InitIcecastSource(env, exports, *state);
   skylark::binding::InitHttpFront(env, exports);
   skylark::binding::InitRtpFanout(env, exports);
+  skylark::binding::InitMemory(env, exports);
   exports.Set("abiVersion", Napi::Number::New(env, 1));
   return exports;
 }

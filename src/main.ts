@@ -20,6 +20,7 @@ import { HTTP_LIBRARY_BUILD, HTTP_LIBRARY_OBJECT, type HttpServer } from './base
 import { Http10Front, Http10Ports } from './base/http/http10.js';
 import { isTrustedProxy, trustedProxies } from './base/http/client-address.js';
 import { httpFrontStatus, installHttpFront } from './native/http-front.js';
+import { trimAfterMajorGc, type GcTrimmer } from './native/memory.js';
 import type { Publishing } from './live/ingest/publishing.js';
 import type { AccountsService } from './control/services/accounts.js';
 import type { EdgeLogReceiver } from './delivery/listeners/edge-log.js';
@@ -202,6 +203,7 @@ async function listenAll(b: Built, proc: ServerProcess): Promise<Bound> {
     await http.listenUnix(socket.socketPath);
     http10.attach(httpPort);
     if (config.http10) proc.installHttpFront(config.limits.listenSendBufferBytes, log);
+    proc.trimAfterGc();
     threads = await startDeliveryThreads(b.base, b.room, b.media, b.delivery, { port: httpPort, socketPath: socket.socketPath, workers: proc.workers });
     const rtmpPort = await rtmp.listen(config.rtmpHost, config.rtmpPort);
     const icecastPort = await icecast.listen(config.icecastHost, config.icecastPort);
@@ -261,6 +263,13 @@ export class ServerProcess {
   readonly workers = new HttpWorkers();
   /** The outcome of installing the HTTP front's hooks ('' = installed), or null before the first try. */
   private frontOutcome: string | null = null;
+  /** Trims the C heap after major collections (src/native/memory.ts), once started. */
+  trimmer: GcTrimmer | null = null;
+
+  /** Starts giving freed C heap back to the kernel after major collections (docs/decisions.md "Giving freed memory back"), once per process. */
+  trimAfterGc(): void {
+    this.trimmer ??= trimAfterMajorGc();
+  }
 
   /**
    * Installs the native hooks of the HTTP/1.0 front (docs/http.md "HTTP/1.0") the first time a

@@ -27,7 +27,7 @@ import type { Logger } from '../../base/logger.js';
 import type { Limits } from '../../base/limits/limits.js';
 import { PerAddressRate } from '../../base/limits/address-key.js';
 import type { ListenerObject, ListenerProtocol, StreamStats } from '../../base/listeners.js';
-import { markCatchUp, MAX_LISTENERS, modeOf, ownString as own, rowObject, Session, sessionObject, TooManyListenersError, USER_AGENT_MAX, type JoinInfo } from './session.js';
+import { KeyedSession, markCatchUp, MAX_LISTENERS, modeOf, ownString as own, rowObject, Session, sessionObject, TooManyListenersError, USER_AGENT_MAX, type JoinInfo } from './session.js';
 export type { ListenerObject, ListenerProtocol, StreamStats } from '../../base/listeners.js';
 
 interface StreamListeners {
@@ -183,9 +183,8 @@ export class ListenerRegistry {
     }
     const now = this.now();
     const id = own(newId('lst'));
-    const s = new Session(
+    const args = [
       id,
-      info.key === '' ? id : own(info.key),
       st.id,
       this.shared(info.accountId),
       info.protocol,
@@ -194,7 +193,8 @@ export class ListenerRegistry {
       now,
       info.timeoutMs,
       ++this.orderSeq,
-    );
+    ] as const;
+    const s = info.key === '' ? new Session(...args) : new KeyedSession(own(info.key), ...args);
     if (info.mode === 'catch_up') markCatchUp(s);
     st.sessions.set(s.key, s);
     if (s.key !== s.id) st.byId.set(s.id, s);

@@ -22,10 +22,19 @@ const EPOCH = Date.now();
  */
 const rel = (ms: number): number => Math.floor(ms - EPOCH);
 
+/** `Session` protocols by their index in its `bits`. */
+const PROTOCOLS: readonly ListenerProtocol[] = ['hls', 'webrtc', 'icecast'];
+/** `Session.bits`: the protocol's index (bits 0–1) and LEFT. */
+const PROTOCOL_MASK = 3;
+const LEFT = 4;
+
 /**
  * One live listener. Times in ms since the epoch (read through accessors). One object per
  * session whose strings are its own (never a slice of a request's query string or headers) and
- * shared where they repeat (country, user agent, stream id).
+ * shared where they repeat (country, user agent, stream id). A session nobody looks up by a key of
+ * its own (a progressive connection) is found by its listener id (`key` is `id`); one with a key
+ * (an HLS `sid`, a token subject, a WebRTC peer id) is a `KeyedSession`. Protocol and `left` share
+ * one small integer: every field is 8 bytes per listener (docs/bench/listener-memory.md).
  */
 export class Session {
   /** `connectedAt` − EPOCH. */
@@ -34,14 +43,14 @@ export class Session {
   private seenRel: number;
   /** `persistedSeenAt` − EPOCH. */
   private persistedRel: number;
-  left = false;
+  /** The protocol's index in PROTOCOLS, and LEFT. */
+  private bits: number;
 
   constructor(
     readonly id: string,
-    readonly key: string,
     readonly streamId: string,
     readonly accountId: string,
-    readonly protocol: ListenerProtocol,
+    protocol: ListenerProtocol,
     readonly country: string | null,
     readonly userAgent: string | null,
     now: number,
@@ -51,6 +60,25 @@ export class Session {
     readonly order: number,
   ) {
     this.connected = this.seenRel = this.persistedRel = rel(now);
+    this.bits = PROTOCOLS.indexOf(protocol);
+  }
+
+  /** What the session is found by: its listener id (a `KeyedSession` has a key of its own). */
+  get key(): string {
+    return this.id;
+  }
+
+  get protocol(): ListenerProtocol {
+    return PROTOCOLS[this.bits & PROTOCOL_MASK]!;
+  }
+
+  /** The session ended (its `listener.left` is on its way). */
+  get left(): boolean {
+    return (this.bits & LEFT) !== 0;
+  }
+
+  set left(v: boolean) {
+    this.bits = v ? this.bits | LEFT : this.bits & ~LEFT;
   }
 
   get connectedAt(): number {
@@ -72,6 +100,20 @@ export class Session {
 
   set persistedSeenAt(ms: number) {
     this.persistedRel = rel(ms);
+  }
+}
+
+/** A session found by a key of its own (an HLS `sid`, a listener token's subject, a WebRTC peer id). */
+export class KeyedSession extends Session {
+  constructor(
+    private readonly ownKey: string,
+    ...rest: ConstructorParameters<typeof Session>
+  ) {
+    super(...rest);
+  }
+
+  override get key(): string {
+    return this.ownKey;
   }
 }
 

@@ -43,8 +43,8 @@ export type SharedCounterMemory = SharedArrayBuffer;
 export class SharedAddressCounter {
   private readonly cells: Int32Array;
   private readonly secret: Uint8Array;
-  /** The cells of the addresses this thread holds something for, with how many it holds. */
-  private readonly holding = new Map<string, { a: number; b: number; n: number }>();
+  /** The cells of the addresses this thread holds something for, with how many it holds and the address as first held (see `key`). */
+  private readonly holding = new Map<string, { a: number; b: number; n: number; key: string }>();
   /** The cells of addresses counted lately (at most KNOWN_ADDRESSES; cleared when full). */
   private readonly known = new Map<string, { a: number; b: number }>();
 
@@ -100,8 +100,17 @@ export class SharedAddressCounter {
     }
     const held = this.holding.get(address);
     if (held) held.n++;
-    else this.holding.set(address, { a, b, n: 1 });
+    else this.holding.set(address, { a, b, n: 1, key: address });
     return 'ok';
+  }
+
+  /**
+   * The string this thread's table keeps for `address` while it holds something for it (else
+   * `address` itself): what a holder keeps instead of a copy of its own, so that every connection
+   * of one address shares one string.
+   */
+  key(address: string): string {
+    return this.holding.get(address)?.key ?? address;
   }
 
   /** Gives back one acquired for `address`. */

@@ -48,6 +48,12 @@ export interface ListenSink {
 /** Why a mount let a listener go. */
 export type LeaveReason = 'ended' | 'slow' | 'closed';
 
+const BLOCKED = 1;
+const PENDING = 2;
+const DROPPED = 4;
+/** The lowest bit of `MountListener.flags` an owner (a subclass) may use for its own flags. */
+export const OWNER_FLAG = 8;
+
 /**
  * One listener as a mount holds it: its position and ICY state. The listener's owner extends it
  * with what it keeps of the connection, so that a listener is one object with its methods on the
@@ -67,14 +73,37 @@ export abstract class MountListener {
   icyLeft = -1;
   /** ICY: the title version this listener got last. */
   titleVersion = 0;
-  /** The last write met backpressure: wait for `writable`. */
-  blocked = false;
-  /** Waiting for a mirrored queue's backlog (not started yet). */
-  pending = true;
-  /** The mount let go of it (or it was removed). */
-  dropped = false;
+  /**
+   * The mount's flags (BLOCKED, PENDING, DROPPED) and, from bit OWNER_FLAG up, the owner's: one
+   * small integer in the object instead of a field per flag (8 bytes each).
+   */
+  protected flags = PENDING;
   /** The mount it was added to (null before `Mount.add`). */
   mount: Mount | null = null;
+
+  /** The last write met backpressure: wait for `writable`. */
+  get blocked(): boolean {
+    return (this.flags & BLOCKED) !== 0;
+  }
+  set blocked(v: boolean) {
+    this.flags = v ? this.flags | BLOCKED : this.flags & ~BLOCKED;
+  }
+
+  /** Waiting for a mirrored queue's backlog (not started yet). */
+  get pending(): boolean {
+    return (this.flags & PENDING) !== 0;
+  }
+  set pending(v: boolean) {
+    this.flags = v ? this.flags | PENDING : this.flags & ~PENDING;
+  }
+
+  /** The mount let go of it (or it was removed). */
+  get dropped(): boolean {
+    return (this.flags & DROPPED) !== 0;
+  }
+  set dropped(v: boolean) {
+    this.flags = v ? this.flags | DROPPED : this.flags & ~DROPPED;
+  }
 
   /** Where its bytes go. */
   abstract readonly sink: ListenSink;

@@ -34,10 +34,10 @@ import type { Logger } from '../../base/logger.js';
 import { tokenAdmitted, type ListenerTokens } from '../../base/auth/listener-tokens.js';
 import { PUBLISHABLE_REFUSED, queryParam, type StreamPolicy } from '../listeners/hls-access.js';
 import { clientAddress } from '../../base/http/client-address.js';
-import { TooManyListenersError } from '../listeners/session.js';
+import { ownString, TooManyListenersError } from '../listeners/session.js';
 import type { SharedAddressCounter } from '../listeners/shared-counter.js';
 import { ICY_METAINT } from './icy.js';
-import { Mount, MountListener, type LeaveReason } from './mount.js';
+import { Mount, MountListener, OWNER_FLAG, type LeaveReason } from './mount.js';
 
 /** One layer as listening sees it. */
 export interface ListenLayerView {
@@ -238,7 +238,8 @@ function listenAnswer<S>(room: ListenRoom<S>, req: ProgressiveRequest, id: strin
   if (icy) headers.push(['icy-metaint', String(ICY_METAINT)]);
   if (req.method === 'HEAD') return { stream: { headers, open: () => NO_CLIENT } };
 
-  const ip = clientAddress(req.remoteAddress, req.header('x-forwarded-for'), c.trusted);
+  // A copy of its own: the cap's table and the connection keep it (a slice would keep the header's text).
+  const ip = ownString(clientAddress(req.remoteAddress, req.header('x-forwarded-for'), c.trusted));
   const cap = c.caps.tryAcquire(ip);
   if (cap !== 'ok') {
     c.limits.hit(cap === 'total' ? 'listen_connections' : 'listen_connections_per_ip', ip);
@@ -266,8 +267,11 @@ interface Admitted {
   tokenPublishable: boolean;
 }
 
-/** `s` copied into a string of its own: a slice of a request's text (URL, header) would keep all of it alive. */
-const own = (s: string): string => Buffer.from(s, 'utf8').toString('utf8');
+/** The connection's flags above the mount's (`MountListener.flags`). */
+const ICY = OWNER_FLAG;
+const PUBLISHABLE = OWNER_FLAG << 1;
+/** `finish` ran: what the connection took was given back. */
+const DONE = OWNER_FLAG << 2;
 
 /**
  * One listening connection from its body's start to its end, as one object with its methods on
@@ -279,11 +283,9 @@ const own = (s: string): string => Buffer.from(s, 'utf8').toString('utf8');
  */
 class ListenConnection<S> extends MountListener implements ProgressiveClient {
   readonly tokenExpiresAt: number | null;
-  readonly tokenPublishable: boolean;
-  readonly icy: boolean;
+  /** The client address (the connection cap's key: one string per address, src/delivery/listeners/shared-counter.ts `key`). */
   private readonly ip: string;
   session: S | undefined = undefined;
-  private done = false;
 
   constructor(
     private readonly room: ListenRoom<S>,
@@ -292,9 +294,19 @@ class ListenConnection<S> extends MountListener implements ProgressiveClient {
   ) {
     super();
     this.tokenExpiresAt = l.tokenExpiresAt;
-    this.tokenPublishable = l.tokenPublishable;
-    this.icy = l.icy;
-    this.ip = own(l.ip);
+    if (l.tokenPublishable) this.flags |= PUBLISHABLE;
+    if (l.icy) this.flags |= ICY;
+    this.ip = room.c.caps.key(l.ip);
+  }
+
+  /** Interleave ICY metadata (`Icy-MetaData: 1`). */
+  get icy(): boolean {
+    return (this.flags & ICY) !== 0;
+  }
+
+  /** Its token was minted with a publishable key (docs/behaviour.md §13). */
+  get tokenPublishable(): boolean {
+    return (this.flags & PUBLISHABLE) !== 0;
   }
 
   /** The qualify sweep closes it. */
@@ -321,8 +333,8 @@ class ListenConnection<S> extends MountListener implements ProgressiveClient {
 
   /** Gives back what the connection took, once. */
   finish(): void {
-    if (this.done) return;
-    this.done = true;
+    if ((this.flags & DONE) !== 0) return;
+    this.flags |= DONE;
     const c = this.room.c;
     if (this.session !== undefined) c.close(this.session);
     c.caps.release(this.ip);

@@ -138,6 +138,11 @@ function writeHead(res: uWS.HttpResponse, s: ProgressiveStream, requestId: strin
   res.writeHeader(H_REQUEST_ID, requestId);
 }
 
+/** `ResponseSink` state: the response is over. */
+const DONE = 1;
+/** `ResponseSink` state: uWS's `onWritable` is registered. */
+const WATCHING = 2;
+
 /**
  * The sink over one streamed response. One object per listener with its methods on the prototype
  * (a progressive listener lives for hours, and what it keeps is memory per listener,
@@ -147,11 +152,10 @@ function writeHead(res: uWS.HttpResponse, s: ProgressiveStream, requestId: strin
  * keeps no request id (a string per listener): the response carried it in `X-Request-ID`.
  */
 class ResponseSink implements ProgressiveSink {
-  done = false;
+  /** DONE and WATCHING: one small integer, not a field each. */
+  private state = 0;
   /** What `open` returned (null before, once told it is gone, or after `end`). */
   client: ProgressiveClient | null = null;
-  /** uWS's `onWritable` is registered. */
-  private watching = false;
 
   constructor(
     private readonly res: uWS.HttpResponse,
@@ -159,12 +163,17 @@ class ResponseSink implements ProgressiveSink {
     private readonly host: Pick<RouteHost, 'log' | 'replies'>,
   ) {}
 
+  /** Whether the response is over (ended, closed or aborted). */
+  get done(): boolean {
+    return (this.state & DONE) !== 0;
+  }
+
   write(chunk: Uint8Array): boolean {
     if (this.done) return false;
     this.host.replies.tally.bytes[RC.listen]! += chunk.byteLength;
     if (this.res.write(chunk)) return true;
-    if (!this.watching) {
-      this.watching = true;
+    if ((this.state & WATCHING) === 0) {
+      this.state |= WATCHING;
       this.res.onWritable(this.drained.bind(this));
     }
     return false;
@@ -176,7 +185,7 @@ class ResponseSink implements ProgressiveSink {
 
   end(): void {
     if (this.done) return;
-    this.done = true;
+    this.state |= DONE;
     this.client = null;
     this.res.cork(this.ended.bind(this));
   }
@@ -187,14 +196,14 @@ class ResponseSink implements ProgressiveSink {
 
   close(): void {
     if (this.done) return;
-    this.done = true;
+    this.state |= DONE;
     this.res.close(); // runs onAborted, which calls `gone`
     this.leave();
   }
 
   /** The client went away (uWS `onAborted`). */
   aborted(): void {
-    this.done = true;
+    this.state |= DONE;
     this.leave();
   }
 

@@ -247,3 +247,18 @@ describe('Mount', () => {
     expect(() => m.add(client(new RecordingSink()).c)).toThrow();
   });
 });
+
+describe('MountListener', () => {
+  it('keeps its position, ICY state and flags in six fields, the flags in one small integer', () => {
+    const c = new TestListener(new RecordingSink(), false);
+    // The subclass's own fields (why, sink, icy) come after the base's.
+    expect(Object.keys(c).slice(0, 6)).toEqual(['next', 'ackedMs', 'icyLeft', 'titleVersion', 'flags', 'mount']);
+    expect([c.pending, c.blocked, c.dropped]).toEqual([true, false, false]);
+    c.blocked = true;
+    c.dropped = true;
+    expect([c.pending, c.blocked, c.dropped]).toEqual([true, true, true]);
+    c.pending = false;
+    c.blocked = false;
+    expect([c.pending, c.blocked, c.dropped]).toEqual([false, false, true]);
+  });
+});
