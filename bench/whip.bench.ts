@@ -26,7 +26,9 @@
  *    hls.js in Chromium with `lowLatencyMode: true`. Skipped when Chromium is not installed.
  *
  * Settings (environment): BENCH_WHIP_WARMUP_SECONDS (5), BENCH_WHIP_WINDOW_SECONDS (20),
- * BENCH_WHIP_MANY (50; 0 skips step 3), BENCH_WHIP_LLHLS (1; 0 skips step 5).
+ * BENCH_WHIP_MANY (50; 0 skips step 3), BENCH_WHIP_LLHLS (1; 0 skips step 5), BENCH_WHIP_SRTP
+ * (`cm`: the publishers offer AES_CM_128_HMAC_SHA1_80 only, as Chromium ends up using; `gcm`:
+ * AEAD_AES_128_GCM only).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -43,6 +45,12 @@ const GROUP = 'WHIP ingest (Opus publishers, passthrough)';
 const log = (msg: string) => process.stderr.write(`[whip] ${msg}\n`);
 
 export const timeoutMs = 12 * 60_000;
+
+/**
+ * The SRTP protection profile the WHIP publishers offer (BENCH_WHIP_SRTP: `cm`, the default —
+ * AES_CM_128_HMAC_SHA1_80, what Chromium negotiates with Skylark — or `gcm`, AEAD_AES_128_GCM).
+ */
+const PROFILES = process.env.BENCH_WHIP_SRTP === 'gcm' ? [0x0007] : [0x0001];
 
 export interface OpusStream {
   id: string;
@@ -75,7 +83,7 @@ interface Publisher {
 
 /** Connects a WHIP publisher to `s` and starts sending `packets` (sequence numbers from 1000, test/helpers/whip-client.ts). */
 async function whipPublisher(s: OpusStream, packets: Buffer[], onSent?: (p: Buffer, at: number) => void): Promise<Publisher> {
-  const c = await whipConnect(s.whipUrl, s.streamKey);
+  const c = await whipConnect(s.whipUrl, s.streamKey, { srtpProfiles: PROFILES });
   if (c.status !== 201) throw new Error(`WHIP answered ${c.status}: ${c.body}`);
   const sender = c.pc.getTransceivers()[0]!.sender;
   const p: Publisher = { streamId: s.id, c, sending: c.send(packets, null, onSent), last: null };
@@ -184,6 +192,8 @@ export async function run(): Promise<BenchRow[]> {
     const sent = new Map<string, number>();
     const delays: number[] = [];
     const pub = await whipPublisher(whipStream, file.packets, (p, at) => void sent.set(p.toString('base64'), at));
+    const profile = (pub.c.pc.dtlsTransports[0]?.srtp as unknown as { localContext?: { profile?: number } } | undefined)?.localContext?.profile;
+    log(`SRTP protection profile ${profile} (1: AES_CM_128_HMAC_SHA1_80, 7: AEAD_AES_128_GCM)`);
     const whipCpu = await window(pid, warmup, windowS);
     log(`whip: ${whipCpu.toFixed(2)} %`);
     // Then a WHEP listener: packet delays over 10 s, after its first 2 s.
@@ -197,7 +207,7 @@ export async function run(): Promise<BenchRow[]> {
     await whep.close();
     await closePublisher(sky.http, pub);
 
-    const note = `ABR ladder off; ${windowS} s window after ${warmup} s warm-up; idle server ${idle.toFixed(2)} %`;
+    const note = `ABR ladder off; SRTP profile ${profile}; ${windowS} s window after ${warmup} s warm-up; idle server ${idle.toFixed(2)} %`;
     rows.push({ group: GROUP, name: 'server CPU, one WHIP publisher', value: Number(whipCpu.toFixed(2)), unit: '% of a core', peer: { name: 'one E-RTMP Opus publisher', value: Number(rtmpCpu.toFixed(2)) }, note });
     rows.push({ group: GROUP, name: 'WHIP → WHEP packet delay, median', value: Number(pct(delays, 50).toFixed(1)), unit: 'ms', note: `n = ${delays.length}; same Opus payload matched by bytes; no decode or playout buffer` });
     rows.push({ group: GROUP, name: 'WHIP → WHEP packet delay, p95', value: Number(pct(delays, 95).toFixed(1)), unit: 'ms' });

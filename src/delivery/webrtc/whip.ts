@@ -292,6 +292,7 @@ class Whip {
       if (s.receive) return;
     }
     // werift's own receive path (its connection does not have the shape RtpReceive relies on).
+    this.d.log.warn('whip publish on werift\'s receive path', { streamId: s.streamId });
     const onRtp = (rtp: RtpPacket) => {
       if (rtp.header.payloadType !== pt || s.state !== 'publishing') return;
       this.packetsReceived++;
