@@ -46,16 +46,19 @@ const PLAY_MS = (() => {
   return (Number.isFinite(v) && v > 0 ? v : 28) * 1000;
 })();
 
-const median = (xs: number[]) => {
+export const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   if (!s.length) return NaN;
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
+/** The marker track as an FFmpeg `aevalsrc` expression (a beep every 2 s, beep k 60 × (1 + k mod 6) ms long). */
+export const MARKER_EXPR = `if(lt(mod(t,2),${CLASS_MS / 1000}*(1+mod(floor(t/2),${CLASSES}))),0.5*sin(2*PI*1000*t),0)`;
+
 /** Renders the marker track to `flv`. */
 async function makeMarkerFlv(flv: string): Promise<void> {
-  const expr = `if(lt(mod(t,2),${CLASS_MS / 1000}*(1+mod(floor(t/2),${CLASSES}))),0.5*sin(2*PI*1000*t),0)`;
+  const expr = MARKER_EXPR;
   const r = await runToEnd(
     ['ffmpeg', '-hide_banner', '-nostdin', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `aevalsrc=exprs='${expr}|${expr}':s=${SAMPLE_RATE}`, '-t', String(FILE_SECONDS),
       '-c:a', 'aac', '-b:a', '128k', '-f', 'flv', flv],
@@ -65,7 +68,7 @@ async function makeMarkerFlv(flv: string): Promise<void> {
 }
 
 /** Start of each beep in the file (ms from its first audio frame), by decoding it as a player would. */
-async function beepOnsets(flv: string): Promise<number[]> {
+export async function beepOnsets(flv: string): Promise<number[]> {
   const pcm = await new Promise<Buffer>((resolve, reject) => {
     const p = spawn('ffmpeg', ['-hide_banner', '-nostdin', '-loglevel', 'error', '-i', flv, '-ac', '1', '-f', 's16le', 'pipe:1'], { stdio: ['ignore', 'pipe', 'ignore'] });
     const chunks: Buffer[] = [];
@@ -86,7 +89,7 @@ async function beepOnsets(flv: string): Promise<number[]> {
 }
 
 /** Delays (ms) of the beeps heard, matched by their length class to the ones sent (wall clock). */
-function delays(heard: Beep[], sent: number[], from: number): number[] {
+export function delays(heard: Beep[], sent: number[], from: number): number[] {
   const out: number[] = [];
   for (const b of heard) {
     if (b.at < from || b.durationMs === null) continue;

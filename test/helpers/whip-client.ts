@@ -39,12 +39,18 @@ export interface WhipClient {
   close(): Promise<void>;
 }
 
-/** Offers to `url` with `bearer`; on 201 applies the answer (unless `apply: false`) and waits for the connection (≤ 10 s). */
-export async function whipConnect(url: string, bearer: string | null, o: { video?: boolean; offerSdp?: (sdp: string) => string; apply?: boolean } = {}): Promise<WhipClient> {
+/**
+ * Offers to `url` with `bearer`; on 201 applies the answer (unless `apply: false`) and waits for the
+ * connection (≤ 10 s). `srtpProfiles`: the DTLS-SRTP protection profiles (RFC 5764 §4.1.2 numbers)
+ * this publisher offers, in its order (werift's default: AEAD_AES_128_GCM, then
+ * AES_CM_128_HMAC_SHA1_80 — which Chromium ends up with against Skylark).
+ */
+export async function whipConnect(url: string, bearer: string | null, o: { video?: boolean; offerSdp?: (sdp: string) => string; apply?: boolean; srtpProfiles?: number[] } = {}): Promise<WhipClient> {
   const pc = whipPeer(o.video);
   const tr = pc.addTransceiver('audio', { direction: 'sendonly' });
   if (o.video) pc.addTransceiver('video', { direction: 'sendonly' });
   await pc.setLocalDescription(await pc.createOffer());
+  if (o.srtpProfiles) for (const d of pc.dtlsTransports) (d as unknown as { srtpProfiles: number[] }).srtpProfiles = o.srtpProfiles;
   await until(() => pc.iceGatheringState === 'complete', 5000, 'client gathering');
   let sdp = pc.localDescription!.sdp;
   if (o.offerSdp) sdp = o.offerSdp(sdp);

@@ -11,9 +11,11 @@
  *   is fixed per session, so only the message blocks are hashed per packet).
  * - `SRTP_AEAD_AES_128_GCM` (RFC 7714 §8, §9.1): OpenSSL's AES-128-GCM, one cipher per packet.
  *
- * Only the sending side: SRTCP and decryption stay werift's.
+ * The same object also checks and decrypts received SRTP packets of one SSRC in place (`unprotect`,
+ * RFC 3711 §3.3: authenticate first, then decrypt), for a WHIP publisher's media path
+ * (src/delivery/webrtc/rtp-receive.ts). SRTCP stays werift's.
  */
-import { createCipheriv, type Cipher } from 'node:crypto';
+import { createCipheriv, createDecipheriv, type Cipher } from 'node:crypto';
 
 /** RFC 5764 §4.1.2 protection profile numbers (as werift names them). */
 export const PROFILE_AES128_CM_HMAC_SHA1_80 = 0x0001;
@@ -37,7 +39,8 @@ export function tagLength(profile: number): number {
 
 /**
  * Protects RTP packets of one SSRC in place: `protect(buf, headerLen, len, roc)` encrypts
- * `buf[headerLen, len)` and writes the tag at `buf[len, len + tagLength)`.
+ * `buf[headerLen, len)` and writes the tag at `buf[len, len + tagLength)`; `unprotect` checks and
+ * decrypts a received packet of that SSRC (keys of the other direction) in place.
  * @throws Error for an unknown profile or keys of the wrong size
  */
 export class SrtpProtector {
@@ -48,6 +51,7 @@ export class SrtpProtector {
   private counters = Buffer.alloc(0);
   private readonly sha: HmacSha1 | null = null;
   private readonly gcmIv = Buffer.alloc(12);
+  private readonly expected = Buffer.alloc(10);
 
   constructor(private readonly keys: SrtpSessionKeys, ssrc: number) {
     this.tagLength = tagLength(keys.profile);
@@ -78,6 +82,25 @@ export class SrtpProtector {
       this.ctr(buf, headerLen, len, seq, roc);
       this.sha!.tag80(buf, len, roc, buf, len);
     } else this.gcm(buf, headerLen, len, seq, roc);
+  }
+
+  /**
+   * Checks and decrypts a received SRTP packet `buf[0, len)` (RTP header of `headerLen` bytes,
+   * payload, tag) in place: true when its tag is right (RFC 3711 §4.2 / RFC 7714 §8.2; then the
+   * payload `buf[headerLen, len - tagLength)` is plain), false when it is not (the packet must be
+   * dropped; `buf` is then unchanged for AES-CM, unspecified for GCM). `seq` and `roc` as for `protect`.
+   */
+  unprotect(buf: Buffer, headerLen: number, len: number, seq: number, roc: number): boolean {
+    const end = len - this.tagLength;
+    if (end < headerLen) return false;
+    if (!this.ecb) return this.gcmOpen(buf, headerLen, end, seq, roc);
+    const x = this.expected;
+    this.sha!.tag80(buf, end, roc, x, 0);
+    let diff = 0;
+    for (let i = 0; i < 10; i++) diff |= x[i]! ^ buf[end + i]!;
+    if (diff !== 0) return false;
+    this.ctr(buf, headerLen, end, seq, roc);
+    return true;
   }
 
   /** AES-CM key stream (RFC 3711 §4.1.1): IV = (k_s·2^16) XOR (SSRC·2^64) XOR (i·2^16), block j in the last 16 bits. */
@@ -114,6 +137,25 @@ export class SrtpProtector {
     c.final();
     enc.copy(buf, headerLen);
     c.getAuthTag().copy(buf, len);
+  }
+
+  /** AEAD_AES_128_GCM decryption (RFC 7714 §8.2) of `buf[headerLen, end)`, the tag after it; false: not authentic. */
+  private gcmOpen(buf: Buffer, headerLen: number, end: number, seq: number, roc: number): boolean {
+    const iv = this.gcmIv;
+    this.base.copy(iv);
+    iv.writeUInt32BE((iv.readUInt32BE(6) ^ roc) >>> 0, 6);
+    iv.writeUInt16BE(iv.readUInt16BE(10) ^ seq, 10);
+    const d = createDecipheriv('aes-128-gcm', this.keys.key, iv);
+    d.setAAD(buf.subarray(0, headerLen));
+    d.setAuthTag(buf.subarray(end, end + 16));
+    const plain = d.update(buf.subarray(headerLen, end));
+    try {
+      d.final();
+    } catch {
+      return false;
+    }
+    plain.copy(buf, headerLen);
+    return true;
   }
 }
 

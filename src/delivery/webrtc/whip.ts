@@ -11,8 +11,10 @@
  *   rules (the reconnect window). `PATCH` (trickle ICE, ICE restart, §4.4) answers 405; `OPTIONS`
  *   answers the CORS preflight of pages on other origins (§4.7).
  * - ICE as for WHEP (src/delivery/webrtc/whep-peer.ts `peerConfiguration`): host candidates, UDP, no
- *   STUN or TURN server unless `SKYLARK_ICE_SERVERS` names some. RTCP receiver reports are sent by
- *   werift's receiver (RFC 3550 §6.4.2, every 0.5–1.5 s).
+ *   STUN or TURN server unless `SKYLARK_ICE_SERVERS` names some. Once connected, the publisher's
+ *   SRTP is taken off werift's ICE connection and decrypted by Skylark's own receive path, which
+ *   also sends the RTCP receiver reports (RFC 3550 §6.4.2, every 0.5–1.5 s;
+ *   src/delivery/webrtc/rtp-receive.ts); ICE, DTLS and SRTCP stay werift's.
  * - An answered offer is pending until its peer connects (ICE + DTLS): only then does the publish
  *   start (src/live/ingest/whip.ts, through `WhipIngestPort`: the newest publisher wins, so an
  *   offer that never connects takes nothing off air). Pending offers are capped per client address
@@ -31,6 +33,7 @@ import { PerAddressCounter, type Limits } from '../../base/limits/limits.js';
 import { looksLikeToken, type PublishTokens } from '../../base/auth/publish-tokens.js';
 import { clientAddress } from '../../base/http/client-address.js';
 import { gathered, peerConfiguration } from './whep-peer.js';
+import { RtpReceive } from './rtp-receive.js';
 
 /** Largest SDP offer accepted (bytes). */
 const MAX_OFFER_BYTES = 64 * 1024;
@@ -87,6 +90,8 @@ class WhipSession {
   readonly id = randomBase62(24);
   state: 'pending' | 'publishing' | 'closed' = 'pending';
   publish: WhipPublishHandle | null = null;
+  /** The publisher's SRTP receive (src/delivery/webrtc/rtp-receive.ts); null: werift's receive path. */
+  receive: RtpReceive | null = null;
   /** The offer's non-audio sections, answered rejected (`withoutNonAudio`). */
   rejected: RejectedSection[] = [];
   private offerTimer: NodeJS.Timeout | null;
@@ -128,6 +133,8 @@ class WhipSession {
     if (this.offerTimer) clearTimeout(this.offerTimer);
     if (this.graceTimer) clearTimeout(this.graceTimer);
     this.offerTimer = this.graceTimer = null;
+    this.receive?.close();
+    this.receive = null;
     const p = this.publish;
     this.publish = null;
     p?.close(reason);
@@ -274,7 +281,18 @@ class Whip {
     }
     if (!publish) return s.close('publish refused');
     s.publish = publish;
-    const pt = s.transceiver.codecs.find((c) => c.mimeType.toLowerCase() === 'audio/opus')?.payloadType;
+    const opus = s.transceiver.codecs.find((c) => c.mimeType.toLowerCase() === 'audio/opus');
+    const pt = opus?.payloadType;
+    if (opus && pt !== undefined) {
+      s.receive = RtpReceive.attach(s.transceiver, pt, opus.clockRate, (seq, ts, payload, ssrc) => {
+        if (s.state !== 'publishing') return;
+        this.packetsReceived++;
+        s.publish?.rtp(seq, ts, payload, ssrc);
+      });
+      if (s.receive) return;
+    }
+    // werift's own receive path (its connection does not have the shape RtpReceive relies on).
+    this.d.log.warn('whip publish on werift\'s receive path', { streamId: s.streamId });
     const onRtp = (rtp: RtpPacket) => {
       if (rtp.header.payloadType !== pt || s.state !== 'publishing') return;
       this.packetsReceived++;
