@@ -7,7 +7,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <openssl/evp.h>
-#include <openssl/modes.h>
 #include <openssl/sha.h>
 #include <sys/socket.h>
 
@@ -32,34 +31,6 @@ void Put32(uint8_t* p, uint32_t v) {
   p[1] = static_cast<uint8_t>(v >> 16);
   p[2] = static_cast<uint8_t>(v >> 8);
   p[3] = static_cast<uint8_t>(v);
-}
-
-// One AES-128 block with the peer's ECB context (the block function of OpenSSL's GCM128 mode).
-void EcbBlock(const unsigned char in[16], unsigned char out[16], const void* key) {
-  int outl = 0;
-  EVP_EncryptUpdate(static_cast<EVP_CIPHER_CTX*>(const_cast<void*>(key)), out, &outl, in, 16);
-}
-
-// `blocks` blocks of AES-128 counter mode with a 32-bit big-endian counter in the last 4 bytes of
-// `ivec` (the ctr128_f of OpenSSL's GCM128 mode, NIST SP 800-38D §6.5): counter blocks are built
-// and encrypted by the peer's ECB context, 64 at a time, then XORed into `in`.
-void EcbCtr32(const unsigned char* in, unsigned char* out, size_t blocks, const void* key, const unsigned char ivec[16]) {
-  auto* ecb = static_cast<EVP_CIPHER_CTX*>(const_cast<void*>(key));
-  uint8_t ks[64 * 16];
-  uint32_t ctr = (uint32_t{ivec[12]} << 24) | (uint32_t{ivec[13]} << 16) | (uint32_t{ivec[14]} << 8) | ivec[15];
-  while (blocks) {
-    const size_t k = blocks < 64 ? blocks : 64;
-    for (size_t j = 0; j < k; ++j, ++ctr) {
-      std::memcpy(ks + 16 * j, ivec, 12);
-      Put32(ks + 16 * j + 12, ctr);
-    }
-    int outl = 0;
-    EVP_EncryptUpdate(ecb, ks, &outl, ks, static_cast<int>(16 * k));
-    for (size_t i = 0; i < 16 * k; ++i) out[i] = in[i] ^ ks[i];
-    in += 16 * k;
-    out += 16 * k;
-    blocks -= k;
-  }
 }
 
 // `host:port` into `out`; false when `host` is no IPv4/IPv6 literal.
@@ -96,19 +67,17 @@ struct RtpFanout::Peer {
   // AES-CM: the IV's fixed part, salt XOR (SSRC·2^64) (16 bytes, RFC 3711 §4.1.1); GCM: the
   // 12-byte salt XOR (00 00 ‖ SSRC ‖ 0…) (RFC 7714 §8.1).
   uint8_t base[16] = {};
-  // AES-128-ECB with the session key, set once: the key stream of both profiles is built from it
-  // (no cipher re-initialisation per packet). GCM: OpenSSL's GCM128 mode over it (GHASH tables
-  // computed once per peer).
-  EVP_CIPHER_CTX* ecb = nullptr;
-  GCM128_CONTEXT* gcm128 = nullptr;
+  // AES-CM: AES-128-ECB with the session key, set once; the packet's key stream is built from it
+  // (RFC 3711 §4.1.1), so no cipher is re-initialised per packet. GCM: AES-128-GCM with the key set
+  // once and only the IV set per packet.
+  EVP_CIPHER_CTX* cipher = nullptr;
   SHA_CTX inner{}, outer{};  // HMAC-SHA1 states after the padded key block (RFC 2104 §2)
   uint32_t roc = 0;
   int32_t last_seq = -1;
   RtpPeerCounts counts;
 
   ~Peer() {
-    if (gcm128) CRYPTO_gcm128_release(gcm128);
-    if (ecb) EVP_CIPHER_CTX_free(ecb);
+    if (cipher) EVP_CIPHER_CTX_free(cipher);
   }
 };
 
@@ -130,12 +99,12 @@ uint32_t RtpFanout::Add(const RtpPeerConfig& c, std::string* error) {
   p->ssrc = c.ssrc;
   p->payload_type = c.payload_type;
   p->tag = p->gcm ? 16 : 10;
-  p->ecb = EVP_CIPHER_CTX_new();
-  if (!p->ecb || EVP_EncryptInit_ex(p->ecb, EVP_aes_128_ecb(), nullptr, c.key.data(), nullptr) != 1 ||
-      EVP_CIPHER_CTX_set_padding(p->ecb, 0) != 1) {
+  p->cipher = EVP_CIPHER_CTX_new();
+  const EVP_CIPHER* alg = p->gcm ? EVP_aes_128_gcm() : EVP_aes_128_ecb();
+  if (!p->cipher || EVP_EncryptInit_ex(p->cipher, alg, nullptr, c.key.data(), nullptr) != 1 ||
+      (cm && EVP_CIPHER_CTX_set_padding(p->cipher, 0) != 1)) {
     return *error = "OpenSSL refused the SRTP key", 0;
   }
-  if (p->gcm && !(p->gcm128 = CRYPTO_gcm128_new(p->ecb, EcbBlock))) return *error = "OpenSSL refused the SRTP key", 0;
   if (cm) {
     std::memcpy(p->base, c.salt.data(), 14);
     for (int i = 0; i < 4; ++i) p->base[4 + i] ^= static_cast<uint8_t>(c.ssrc >> (24 - 8 * i));
@@ -236,7 +205,7 @@ size_t RtpFanout::Build(Peer& p, uint16_t seq, uint32_t timestamp, const uint8_t
       Put16(ks + 16 * j + 14, static_cast<uint32_t>(j));
     }
     int outl = 0;
-    if (blocks && EVP_EncryptUpdate(p.ecb, ks, &outl, ks, static_cast<int>(16 * blocks)) != 1) return 0;
+    if (blocks && EVP_EncryptUpdate(p.cipher, ks, &outl, ks, static_cast<int>(16 * blocks)) != 1) return 0;
     for (size_t i = 0; i < n; ++i) b[kRtpHeader + i] = payload[i] ^ ks[i];
     // Tag = first 80 bits of HMAC-SHA1(k_a, packet ‖ ROC) (RFC 3711 §4.2).
     uint8_t roc[4], md[SHA_DIGEST_LENGTH];
@@ -251,15 +220,16 @@ size_t RtpFanout::Build(Peer& p, uint16_t seq, uint32_t timestamp, const uint8_t
     std::memcpy(b + len, md, 10);
     return len + 10;
   }
-  // IV = salt XOR (00 00 ‖ SSRC ‖ ROC ‖ SEQ); AAD = the RTP header (RFC 7714 §8.1, §9.1); GCM's
-  // 32-bit counter mode over the ECB context (EcbCtr32), the 16-byte tag appended.
+  // IV = salt XOR (00 00 ‖ SSRC ‖ ROC ‖ SEQ); AAD = the RTP header (RFC 7714 §8.1, §9.1).
   for (int i = 0; i < 4; ++i) iv[6 + i] ^= static_cast<uint8_t>(p.roc >> (24 - 8 * i));
   iv[10] ^= static_cast<uint8_t>(seq >> 8);
   iv[11] ^= static_cast<uint8_t>(seq);
-  CRYPTO_gcm128_setiv(p.gcm128, iv, 12);
-  if (CRYPTO_gcm128_aad(p.gcm128, b, kRtpHeader) != 0) return 0;
-  if (n && CRYPTO_gcm128_encrypt_ctr32(p.gcm128, payload, b + kRtpHeader, n, EcbCtr32) != 0) return 0;
-  CRYPTO_gcm128_tag(p.gcm128, b + len, 16);
+  int outl = 0;
+  if (EVP_EncryptInit_ex(p.cipher, nullptr, nullptr, nullptr, iv) != 1) return 0;
+  if (EVP_EncryptUpdate(p.cipher, nullptr, &outl, b, kRtpHeader) != 1) return 0;
+  if (n && EVP_EncryptUpdate(p.cipher, b + kRtpHeader, &outl, payload, static_cast<int>(n)) != 1) return 0;
+  if (EVP_EncryptFinal_ex(p.cipher, b + len, &outl) != 1) return 0;
+  if (EVP_CIPHER_CTX_ctrl(p.cipher, EVP_CTRL_GCM_GET_TAG, 16, b + len) != 1) return 0;
   return len + 16;
 }
 

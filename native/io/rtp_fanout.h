@@ -7,11 +7,11 @@
 //   truncated to 80 bits) or SRTP_AEAD_AES_128_GCM (RFC 7714 §8, 16-byte tag), with the session
 //   keys (§4.3) the caller derived. The rollover counter is counted per peer (§3.3.1), from 0 at the
 //   peer's first packet.
-// - Per peer: one OpenSSL AES-128-ECB context with the session key, set once; the counter-mode key
-//   stream is built from it (AES-CM: counter blocks encrypted in one pass; GCM: OpenSSL's GCM128
-//   mode with a 32-bit counter function over it), so no cipher is re-initialised per packet. For
-//   AES-CM also the inner/outer SHA-1 states of the HMAC after the padded key block (RFC 2104 §2).
-//   Nothing is allocated per packet: every packet is built in one scratch buffer of the fan-out.
+// - Per peer: one OpenSSL cipher context keyed once. AES-CM: AES-128-ECB, from which the packet's
+//   counter-mode key stream is built (its counter blocks encrypted in one pass), so no cipher is
+//   re-initialised per packet; and the inner/outer SHA-1 states of the HMAC after the padded key
+//   block (RFC 2104 §2). GCM: AES-128-GCM, only the IV set per packet. Nothing is allocated per
+//   packet: every packet is built in one scratch buffer of the fan-out.
 // - A send that would block (EAGAIN/EWOULDBLOCK, ENOBUFS) or fails counts a drop for that peer;
 //   the packet is not retried and the call never blocks.
 // No N-API here; the OpenSSL used is the one the process carries (Node's).
