@@ -392,8 +392,9 @@ async function rtcStep(label: string, n: number, target: { url: string; janus?: 
   const load0 = loadavg()[0]!;
   while (Date.now() < to) await sleep(100);
   const cpu = meter();
-  const outs = (await clients) as unknown as Array<{ started: number; cpuMs?: number; retries: number; connected: number; errors: Record<string, number>; peers: Array<{ received: number; expected: number }> }>;
+  const outs = (await clients) as unknown as Array<{ started: number; cpuMs?: number; retries: number; closedBeforeAnswer?: number; connected: number; errors: Record<string, number>; peers: Array<{ received: number; expected: number }> }>;
   const retried = outs.reduce((a, o) => a + (o.retries ?? 0), 0);
+  const resent = outs.reduce((a, o) => a + (o.closedBeforeAnswer ?? 0), 0);
   const peers = outs.flatMap((o) => o.peers ?? []);
   const received = peers.reduce((a, p) => a + p.received, 0);
   const expected = peers.reduce((a, p) => a + p.expected, 0);
@@ -409,7 +410,7 @@ async function rtcStep(label: string, n: number, target: { url: string; janus?: 
   // The load clients' CPU time in the window per packet they received (what limits the step size on one box).
   const clientUs = received ? (outs.reduce((a, o) => a + (o.cpuMs ?? NaN), 0) * 1000) / received : NaN;
   const load = `load average ${load0.toFixed(2)} → ${loadavg()[0]!.toFixed(2)}`;
-  log(`${label} ${n}: ${held ? 'HELD' : 'not held'}; ${connected}/${n} connected (${silent} silent), loss ${loss.toFixed(3)} %, ${retried} setups retried, server CPU ${cpu.serverPercent.toFixed(0)} % (box ${cpu.boxPercent.toFixed(0)} %), ${usPerPacket.toFixed(1)} µs per peer-packet at ${pps.toFixed(1)} packets/s per peer, clients ${clientUs.toFixed(1)} µs per peer-packet, ${load}, errors: ${mergeErrors(outs as unknown as ClientOut[])}`);
+  log(`${label} ${n}: ${held ? 'HELD' : 'not held'}; ${connected}/${n} connected (${silent} silent), loss ${loss.toFixed(3)} %, ${retried} setups retried, ${resent} offers sent again (keep-alive closed), server CPU ${cpu.serverPercent.toFixed(0)} % (box ${cpu.boxPercent.toFixed(0)} %), ${usPerPacket.toFixed(1)} µs per peer-packet at ${pps.toFixed(1)} packets/s per peer, clients ${clientUs.toFixed(1)} µs per peer-packet, ${load}, errors: ${mergeErrors(outs as unknown as ClientOut[])}`);
   const detail = `${connected}/${n} connected, loss ${loss.toFixed(3)} %, box ${cpu.boxPercent.toFixed(0)} % of 200, load clients ${clientUs.toFixed(1)} µs per peer-packet, ${load}`;
   await sleep(3000);
   return { n, held, connected, loss, cpu: cpu.serverPercent, received, usPerPacket, pps, detail };

@@ -102,7 +102,7 @@ async function startPeer(): Promise<void> {
   } else {
     await pc.setLocalDescription(await pc.createOffer());
     await gathered();
-    const res = await fetch(cfg.url, { method: 'POST', headers: { 'Content-Type': 'application/sdp' }, body: pc.localDescription!.sdp });
+    const res = await fetchOnce(cfg.url, { method: 'POST', headers: { 'Content-Type': 'application/sdp' }, body: pc.localDescription!.sdp });
     if (res.status !== 201) {
       err(`whep ${res.status}`);
       return;
@@ -122,6 +122,22 @@ async function startPeer(): Promise<void> {
   }, 10_000);
 }
 let retries = 0;
+/**
+ * `fetch`, sent again once on a fresh connection when the pooled keep-alive connection it went out
+ * on was closed before any answer (the server closes connections idle 10 s, docs/http.md "Idle
+ * connections"; a loaded client may not have seen the close yet), as browsers do.
+ */
+async function fetchOnce(url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (e) {
+    const code = (e as { cause?: { code?: string } }).cause?.code;
+    if (code !== 'UND_ERR_SOCKET' && code !== 'ECONNRESET') throw e;
+    closedBeforeAnswer++;
+    return fetch(url, init);
+  }
+}
+let closedBeforeAnswer = 0;
 /** A setup that threw: its message and, for a failed fetch, the network error under it (ECONNRESET, …). */
 const setupFailed = (e: Error & { cause?: { code?: string } }) => err(`setup: ${e.message.slice(0, 60)}${e.cause?.code ? ` (${e.cause.code})` : ''}`);
 
@@ -229,6 +245,7 @@ setTimeout(async () => {
     started,
     cpuMs,
     retries,
+    closedBeforeAnswer,
     connected: peers.filter((p) => p.connected).length,
     errors,
     peers: peers.map((p) => ({ received: p.received, expected: p.first < 0 ? 0 : p.last - p.first + 1 })),
