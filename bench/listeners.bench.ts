@@ -17,7 +17,10 @@
  *     Opus stream fed by FFmpeg over the Icecast source port (20 ms packets, forwarded as they are;
  *     `BENCH_LISTENERS_WEBRTC_SOURCE=aac`: an AAC stream over RTMP, one shared codec process, 60 ms
  *     packets); HELD while packet loss stays < 1 %; server CPU per listener and per packet a peer
- *     received (docs/benchmarks.md "WebRTC fan-out").
+ *     received (docs/benchmarks.md "WebRTC fan-out"). Side by side, step by step in the same run:
+ *     Janus (Debian `janus`, bench/lib/janus-peer.ts: its streaming plugin fanning one Opus RTP
+ *     source out, signalled over its HTTP API's "watch" flow) with the same load clients; skipped
+ *     with a line when janus is not installed (docs/bench/webrtc-listeners.md).
  *
  * Part (a) is superseded by bench/players.bench.ts (a load client per player behaviour, with
  * CPU per listener-second and per request) and runs only when asked for
@@ -29,17 +32,21 @@
  * BENCH_LISTENERS_PARTS ("fanout,webrtc"; any of hls, icecast, webrtc, fanout = the one-process
  * micro-bench of the per-peer send path, BENCH_FANOUT_PEERS peers, send = the send path alone
  * without werift, JS vs native, BENCH_SEND_PEERS peers), BENCH_LISTENERS_WEBRTC_SOURCE
- * ("opus" or "aac"), BENCH_LISTENERS_WEBRTC_RAMP (15 peers/s), SKYLARK_BENCH_CPU_PROF (a directory: Skylark runs with `node --cpu-prof`).
+ * ("opus" or "aac"), BENCH_LISTENERS_WEBRTC_RAMP (15 peers/s), BENCH_LISTENERS_JANUS_STEPS (which
+ * of the WebRTC steps Janus runs, each right after Skylark's; all by default; it stops at its
+ * first step not held), BENCH_JANUS_EVENT_LOOPS (2: Janus's media
+ * threads), SKYLARK_BENCH_CPU_PROF (a directory: Skylark runs with `node --cpu-prof`).
  * The WebRTC load clients (bench/lib/listener-client-webrtc.ts) read: BENCH_WEBRTC_CLIENT_READ_MS
  * (100: sockets read in bursts; 0: per datagram), BENCH_WEBRTC_CLIENT_FULL=1 (werift's receiver).
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { BenchRow } from './lib/report.js';
 import { RTC_STEPS_GROUP } from './lib/goals.js';
 import { cpuMeter, freePort, have, sleep, spawnWithFds, stop } from './lib/proc.js';
+import { janusInstalled, startJanus, type JanusPeer } from './lib/janus-peer.js';
 import { createAccount, startSkylark } from './http-segments.js';
 import { StreamHub } from '../src/live/media/hub.js';
 import type { SegmenterEvent } from '../src/native/segmenter.js';
@@ -314,49 +321,32 @@ async function webrtc(work: string): Promise<BenchRow[]> {
       if ((await api(sky.http, key, 'GET', `/v2/streams/${s.id}`)).status === 'live') break;
       await sleep(100);
     }
-    let best: { n: number; cpuPer: number; loss: number; cpu: number; connected: number; usPerPacket: number; pps: number } | null = null;
+    let best: RtcStep | null = null;
     const stepRows: BenchRow[] = [];
-    for (const n of steps('BENCH_LISTENERS_WEBRTC_STEPS', '100,250,500')) {
-      const ramp = Number(process.env.BENCH_LISTENERS_WEBRTC_RAMP || 15);
-      const from = Date.now() + (n / ramp + 14) * 1000;
-      const to = from + WINDOW_S * 1000;
-      log(`WebRTC ${n} peers`);
-      const clients = runClients('listener-client-webrtc.ts', n, 100, { url: `${sky.http}/whep/${s.id}`, from, to, exitAt: to + 500 }, ramp);
-      while (Date.now() < from) await sleep(100);
-      const meter = cpuMeter(sky.child.pid!);
-      while (Date.now() < to) await sleep(100);
-      const cpu = meter();
-      const outs = (await clients) as unknown as Array<{ started: number; cpuMs?: number; retries: number; connected: number; errors: Record<string, number>; peers: Array<{ received: number; expected: number }> }>;
-      const retried = outs.reduce((a, o) => a + (o.retries ?? 0), 0);
-      const peers = outs.flatMap((o) => o.peers ?? []);
-      const received = peers.reduce((a, p) => a + p.received, 0);
-      const expected = peers.reduce((a, p) => a + p.expected, 0);
-      const connected = outs.reduce((a, o) => a + (o.connected ?? 0), 0);
-      const silent = peers.filter((p) => p.received === 0).length;
-      // Loss over the peers that connected (a peer's window runs from its first to its last packet);
-      // peers that never connected are setup failures, reported apart (≤ 1 % allowed).
-      const loss = expected ? (1 - received / expected) * 100 : 100;
-      const held = connected >= n * 0.99 && loss < 1;
-      // The server's CPU time in the window per RTP packet a peer received (all of it, fixed costs included).
-      const usPerPacket = received ? ((cpu.serverPercent / 100) * WINDOW_S * 1e6) / received : NaN;
-      const pps = received / WINDOW_S / Math.max(1, connected);
-      // The load clients' CPU time in the window per packet they received (what limits the step size on one box).
-      const clientUs = received ? (outs.reduce((a, o) => a + (o.cpuMs ?? NaN), 0) * 1000) / received : NaN;
-      log(`WebRTC ${n}: ${held ? 'HELD' : 'not held'}; ${connected}/${n} connected (${silent} silent), loss ${loss.toFixed(3)} %, ${retried} setups retried, server CPU ${cpu.serverPercent.toFixed(0)} % (box ${cpu.boxPercent.toFixed(0)} %), ${usPerPacket.toFixed(1)} µs per peer-packet at ${pps.toFixed(1)} packets/s per peer, clients ${clientUs.toFixed(1)} µs per peer-packet, errors: ${mergeErrors(outs as unknown as ClientOut[])}`);
-      if (held) best = { n, cpuPer: cpu.serverPercent / n, loss, cpu: cpu.serverPercent, connected, usPerPacket, pps };
+    // The peer in the same run, step by step after Skylark's: Janus's streaming plugin, same clients.
+    const janus = RTC_OPUS ? await janusPeer(work, children) : null;
+    if (janus?.skipped) rows.push(janus.skipped);
+    let janusHolds = true;
+    const janusSteps = steps('BENCH_LISTENERS_JANUS_STEPS', rtcSteps().join(','));
+    for (const n of rtcSteps()) {
+      const r = await rtcStep('WebRTC', n, { url: `${sky.http}/whep/${s.id}` }, sky.child.pid!);
       // Every step, for the marginal cost per peer-packet (a line through the held steps, bench/lib/goals.ts).
-      const st = `${n} peers (${held ? 'held' : 'not held'})`;
-      const detail = `${connected}/${n} connected, loss ${loss.toFixed(3)} %, box ${cpu.boxPercent.toFixed(0)} % of 200, load clients ${clientUs.toFixed(1)} µs per peer-packet`;
-      stepRows.push({ group: RTC_STEPS_GROUP, name: `${st}: server CPU`, value: cpu.serverPercent, unit: '% core', note: detail });
-      stepRows.push({ group: RTC_STEPS_GROUP, name: `${st}: peer-packets received per second`, value: received / WINDOW_S, unit: 'packets/s', note: `${usPerPacket.toFixed(1)} µs per peer-packet all-in` });
-      await sleep(3000);
-      if (!held) break;
+      const st = `${n} peers (${r.held ? 'held' : 'not held'})`;
+      stepRows.push({ group: RTC_STEPS_GROUP, name: `${st}: server CPU`, value: r.cpu, unit: '% core', note: r.detail });
+      stepRows.push({ group: RTC_STEPS_GROUP, name: `${st}: peer-packets received per second`, value: r.received / WINDOW_S, unit: 'packets/s', note: `${r.usPerPacket.toFixed(1)} µs per peer-packet all-in` });
+      if (r.held) best = r;
+      if (janus?.peer && janusHolds && janusSteps.includes(n)) {
+        const jr = await rtcStep('Janus', n, { url: janus.peer.api, janus: { mountpoint: janus.peer.mountpoint } }, janus.peer.child.pid!);
+        rows.push(...janusRows(r, jr));
+        janusHolds = jr.held;
+      }
+      if (!r.held) break;
     }
     const what = RTC_OPUS ? 'Opus stream (Icecast source), 20 ms packets forwarded' : 'AAC stream, one shared codec process, 60 ms Opus packets';
     rows.push({ group: GROUP_RTC, name: 'peers held with packet loss < 1 %', value: best?.n ?? 0, unit: 'peers', note: `${what}${best ? `; ${best.connected}/${best.n} connected` : ''}` });
     if (best) {
       rows.push({ group: GROUP_RTC, name: `server CPU at ${best.n} peers`, value: best.cpu, unit: '% core' });
-      rows.push({ group: GROUP_RTC, name: 'server CPU per peer', value: best.cpuPer, unit: '% core' });
+      rows.push({ group: GROUP_RTC, name: 'server CPU per peer', value: best.cpu / best.n, unit: '% core' });
       rows.push({ group: GROUP_RTC, name: 'server CPU per peer-packet', value: best.usPerPacket, unit: 'µs', note: `${best.pps.toFixed(1)} packets/s per peer` });
       rows.push({ group: GROUP_RTC, name: 'peers per core at 20 ms packets (from the CPU per peer-packet)', value: 1e6 / (50 * best.usPerPacket), unit: 'peers' });
       rows.push({ group: GROUP_RTC, name: `packet loss at ${best.n} peers`, value: best.loss, unit: '%' });
@@ -366,6 +356,104 @@ async function webrtc(work: string): Promise<BenchRow[]> {
   } finally {
     for (const c of children.reverse()) await stop(c, 'SIGTERM', 3000);
   }
+}
+
+/** The WebRTC steps (BENCH_LISTENERS_WEBRTC_STEPS). */
+const rtcSteps = () => steps('BENCH_LISTENERS_WEBRTC_STEPS', '100,250,500');
+
+/** One WebRTC step as measured (docs/benchmarks.md "WebRTC fan-out"). */
+interface RtcStep {
+  n: number;
+  held: boolean;
+  connected: number;
+  loss: number;
+  /** Server CPU in the window, % of one core. */
+  cpu: number;
+  received: number;
+  usPerPacket: number;
+  pps: number;
+  detail: string;
+}
+
+/**
+ * `n` load-client peers against one server (`target`: the WHEP URL, or Janus's API with its
+ * mountpoint), ramped, then a WINDOW_S measuring window: CPU of the server process tree `pid`,
+ * peer-packets received, loss by sequence numbers. HELD: ≥ 99 % connected and loss < 1 %.
+ */
+async function rtcStep(label: string, n: number, target: { url: string; janus?: { mountpoint: number } }, pid: number): Promise<RtcStep> {
+  const ramp = Number(process.env.BENCH_LISTENERS_WEBRTC_RAMP || 15);
+  // Room after the ramp for setups retried once (a peer not connected 10 s after its offer).
+  const from = Date.now() + (n / ramp + 14 + Math.ceil(n / 100)) * 1000;
+  const to = from + WINDOW_S * 1000;
+  log(`${label} ${n} peers`);
+  const clients = runClients('listener-client-webrtc.ts', n, 100, { ...target, from, to, exitAt: to + 500 }, ramp);
+  while (Date.now() < from) await sleep(100);
+  const meter = cpuMeter(pid);
+  const load0 = loadavg()[0]!;
+  while (Date.now() < to) await sleep(100);
+  const cpu = meter();
+  const outs = (await clients) as unknown as Array<{ started: number; cpuMs?: number; retries: number; closedBeforeAnswer?: number; connected: number; errors: Record<string, number>; peers: Array<{ received: number; expected: number }> }>;
+  const retried = outs.reduce((a, o) => a + (o.retries ?? 0), 0);
+  const resent = outs.reduce((a, o) => a + (o.closedBeforeAnswer ?? 0), 0);
+  const peers = outs.flatMap((o) => o.peers ?? []);
+  const received = peers.reduce((a, p) => a + p.received, 0);
+  const expected = peers.reduce((a, p) => a + p.expected, 0);
+  const connected = outs.reduce((a, o) => a + (o.connected ?? 0), 0);
+  const silent = peers.filter((p) => p.received === 0).length;
+  // Loss over the peers that connected (a peer's window runs from its first to its last packet);
+  // peers that never connected are setup failures, reported apart (≤ 1 % allowed).
+  const loss = expected ? (1 - received / expected) * 100 : 100;
+  const held = connected >= n * 0.99 && loss < 1;
+  // The server's CPU time in the window per RTP packet a peer received (all of it, fixed costs included).
+  const usPerPacket = received ? ((cpu.serverPercent / 100) * WINDOW_S * 1e6) / received : NaN;
+  const pps = received / WINDOW_S / Math.max(1, connected);
+  // The load clients' CPU time in the window per packet they received (what limits the step size on one box).
+  const clientUs = received ? (outs.reduce((a, o) => a + (o.cpuMs ?? NaN), 0) * 1000) / received : NaN;
+  const load = `load average ${load0.toFixed(2)} → ${loadavg()[0]!.toFixed(2)}`;
+  log(`${label} ${n}: ${held ? 'HELD' : 'not held'}; ${connected}/${n} connected (${silent} silent), loss ${loss.toFixed(3)} %, ${retried} setups retried, ${resent} offers sent again (keep-alive closed), server CPU ${cpu.serverPercent.toFixed(0)} % (box ${cpu.boxPercent.toFixed(0)} %), ${usPerPacket.toFixed(1)} µs per peer-packet at ${pps.toFixed(1)} packets/s per peer, clients ${clientUs.toFixed(1)} µs per peer-packet, ${load}, errors: ${mergeErrors(outs as unknown as ClientOut[])}`);
+  const detail = `${connected}/${n} connected, loss ${loss.toFixed(3)} %, box ${cpu.boxPercent.toFixed(0)} % of 200, load clients ${clientUs.toFixed(1)} µs per peer-packet, ${load}`;
+  await sleep(3000);
+  return { n, held, connected, loss, cpu: cpu.serverPercent, received, usPerPacket, pps, detail };
+}
+
+/** The rows of the Janus peer. */
+const JANUS_GROUP = 'WebRTC listeners: Skylark (WHEP) vs Janus streaming plugin, same run, loopback';
+
+/**
+ * The peer of the WebRTC part, in the same run: Janus (Debian `janus`, bench/lib/janus-peer.ts),
+ * its streaming plugin fanning one Opus RTP source (FFmpeg, 20 ms packets, 96 kbps, like Skylark's
+ * publisher) out to the same load clients, signalled over Janus's HTTP API; measured at each step
+ * right after Skylark, up to its first step not held. Started here (its processes join
+ * `children`); `skipped` is the row saying so when janus is not installed.
+ */
+async function janusPeer(work: string, children: ChildProcess[]): Promise<{ peer?: JanusPeer; skipped?: BenchRow }> {
+  if (!janusInstalled()) {
+    log('Janus peer skipped: janus is not installed (apt-get install -y janus)');
+    return { skipped: { group: JANUS_GROUP, name: 'Janus peer', value: NaN, unit: '', note: 'skipped: janus is not installed (apt-get install -y janus)' } };
+  }
+  // Two media threads (Janus's `event_loops`): one per core of the box the figures come from.
+  const peer = await startJanus(path.join(work, 'janus'), Number(process.env.BENCH_JANUS_EVENT_LOOPS || 2));
+  children.push(peer.child);
+  children.push(ffmpegPublish(`rtp://127.0.0.1:${peer.rtpPort}`, ['-ac', '2', '-c:a', 'libopus', '-b:a', '96k', '-frame_duration', '20', '-application', 'audio', '-payload_type', '111', '-f', 'rtp']));
+  await sleep(2000);
+  return { peer };
+}
+
+/** Skylark's step `sky` beside Janus's step `janus` of the same size: peers per core all in, server CPU. */
+function janusRows(sky: RtcStep, janus: RtcStep): BenchRow[] {
+  const perCore = (x: RtcStep) => 1e6 / (50 * x.usPerPacket);
+  const mark = (x: RtcStep) => (x.held ? 'held' : 'not held');
+  return [
+    {
+      group: JANUS_GROUP,
+      name: `${sky.n} peers: peers per core all in (1 s ÷ 50 × CPU per peer-packet; Skylark ${mark(sky)}, Janus ${mark(janus)})`,
+      value: perCore(sky),
+      unit: 'peers',
+      peer: { name: 'janus', value: perCore(janus) },
+      note: `Skylark ${sky.usPerPacket.toFixed(1)} µs, ${sky.detail}; Janus ${janus.usPerPacket.toFixed(1)} µs, ${janus.detail}`,
+    },
+    { group: JANUS_GROUP, name: `${sky.n} peers: server CPU`, value: sky.cpu, unit: '% core', peer: { name: 'janus', value: janus.cpu } },
+  ];
 }
 
 /** One werift server/client pair connected over loopback; the client's socket no longer reads into werift. */

@@ -4,16 +4,21 @@
  * packets each receives inside the measuring window by sequence number (loss = gaps between the
  * first and last sequence number seen in the window). DELETEs its sessions at the end. Once a peer
  * connects, its RTP packets are counted off its UDP socket without werift (one in 50 verified),
- * see `light`.
+ * see `light`. With `janus` in the config, each peer signals through Janus's streaming plugin
+ * instead (bench/lib/janus-peer.ts: Janus offers, the peer answers) and is counted the same way.
  *
  * Config: one JSON argument {url, count, rampPerSec, from, to, exitAt}. Prints one JSON line:
  * per peer {received, expected}, setup failures, and the process's CPU time in the window (`cpuMs`).
  */
 import type { RemoteInfo, Socket } from 'node:dgram';
 import { RTCPeerConnection, RTCRtpCodecParameters, SrtpAuthenticationError, type RTCRtpTransceiver } from 'werift';
+import { janusWatch } from './janus-peer.js';
 
 interface Cfg {
+  /** The WHEP endpoint; with `janus`, the Janus HTTP API base instead (bench/lib/janus-peer.ts). */
   url: string;
+  /** Signal through Janus's streaming plugin ("watch" mountpoint `janus.mountpoint`) instead of WHEP. */
+  janus?: { mountpoint: number };
   count: number;
   rampPerSec: number;
   from: number;
@@ -39,7 +44,8 @@ interface PeerStat {
   first: number; // extended seq of the first packet in the window
   last: number;
   connected: boolean;
-  location: string | null;
+  /** Ends the session on the server (WHEP DELETE, Janus `destroy`); null before it exists. */
+  hangup: (() => Promise<unknown>) | null;
   pc: RTCPeerConnection;
 }
 const peers: PeerStat[] = [];
@@ -51,7 +57,7 @@ async function startPeer(): Promise<void> {
     iceUseIpv6: false,
     iceAdditionalHostAddresses: ['127.0.0.1'],
   });
-  const st: PeerStat = { received: 0, first: -1, last: -1, connected: false, location: null, pc };
+  const st: PeerStat = { received: 0, first: -1, last: -1, connected: false, hangup: null, pc };
   peers.push(st);
   let ext = -1; // extended sequence number
   const count = (s: number) => {
@@ -67,36 +73,73 @@ async function startPeer(): Promise<void> {
     st.last = ext;
     st.received++;
   };
-  const transceiver = pc.addTransceiver('audio', { direction: 'recvonly' });
+  const transceiver = cfg.janus ? null : pc.addTransceiver('audio', { direction: 'recvonly' });
   if (!LIGHT) pc.onTrack.subscribe((track) => track.onReceiveRtp.subscribe((rtp) => count(rtp.header.sequenceNumber)));
   pc.connectionStateChange.subscribe((s) => {
     if (s !== 'connected' || st.connected) return;
     st.connected = true;
-    if (LIGHT) light(transceiver, count);
+    // Janus's offer made the transceiver (setRemoteDescription); WHEP's is ours.
+    const rx = transceiver ?? pc.getTransceivers()[0];
+    if (LIGHT && rx) light(rx, count);
   });
-  await pc.setLocalDescription(await pc.createOffer());
-  await new Promise<void>((r) => {
-    if (pc.iceGatheringState === 'complete') return r();
-    pc.iceGatheringStateChange.subscribe((s) => s === 'complete' && r());
-  });
-  const res = await fetch(cfg.url, { method: 'POST', headers: { 'Content-Type': 'application/sdp' }, body: pc.localDescription!.sdp });
-  if (res.status !== 201) {
-    err(`whep ${res.status}`);
-    return;
+  const gathered = () =>
+    new Promise<void>((r) => {
+      if (pc.iceGatheringState === 'complete') return r();
+      pc.iceGatheringStateChange.subscribe((s) => s === 'complete' && r());
+    });
+  if (cfg.janus) {
+    const w = await janusWatch(cfg.url, cfg.janus.mountpoint, async (offer) => {
+      await pc.setRemoteDescription({ type: 'offer', sdp: offer });
+      await pc.setLocalDescription(await pc.createAnswer());
+      await gathered();
+      return pc.localDescription!.sdp;
+    }).catch((e: Error) => {
+      err(`janus: ${e.message.slice(0, 60)}`);
+      return null;
+    });
+    if (!w) return;
+    st.hangup = w.hangup;
+  } else {
+    await pc.setLocalDescription(await pc.createOffer());
+    await gathered();
+    const res = await fetchOnce(cfg.url, { method: 'POST', headers: { 'Content-Type': 'application/sdp' }, body: pc.localDescription!.sdp });
+    if (res.status !== 201) {
+      err(`whep ${res.status}`);
+      return;
+    }
+    const location = new URL(res.headers.get('location')!, cfg.url).href;
+    st.hangup = () => fetch(location, { method: 'DELETE' });
+    await pc.setRemoteDescription({ type: 'answer', sdp: await res.text() });
   }
-  st.location = new URL(res.headers.get('location')!, cfg.url).href;
-  await pc.setRemoteDescription({ type: 'answer', sdp: await res.text() });
   // Like a player: a session not connected after 10 s is hung up and tried again (before the window).
   setTimeout(() => {
     if (st.connected || Date.now() > cfg.from - 2000) return;
     retries++;
     peers.splice(peers.indexOf(st), 1);
-    if (st.location) fetch(st.location, { method: 'DELETE' }).catch(() => {});
+    st.hangup?.().catch(() => {});
     pc.close().catch(() => {});
-    startPeer().catch((e) => err(`setup: ${(e as Error).message.slice(0, 60)}`));
+    startPeer().catch(setupFailed);
   }, 10_000);
 }
 let retries = 0;
+/**
+ * `fetch`, sent again once on a fresh connection when the pooled keep-alive connection it went out
+ * on was closed before any answer (the server closes connections idle 10 s, docs/http.md "Idle
+ * connections"; a loaded client may not have seen the close yet), as browsers do.
+ */
+async function fetchOnce(url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (e) {
+    const code = (e as { cause?: { code?: string } }).cause?.code;
+    if (code !== 'UND_ERR_SOCKET' && code !== 'ECONNRESET') throw e;
+    closedBeforeAnswer++;
+    return fetch(url, init);
+  }
+}
+let closedBeforeAnswer = 0;
+/** A setup that threw: its message and, for a failed fetch, the network error under it (ECONNRESET, …). */
+const setupFailed = (e: Error & { cause?: { code?: string } }) => err(`setup: ${e.message.slice(0, 60)}${e.cause?.code ? ` (${e.cause.code})` : ''}`);
 
 /**
  * The light receiver: once connected, the peer's UDP sockets (one per local ICE candidate) are
@@ -182,7 +225,7 @@ const ramp = setInterval(() => {
   const target = Math.min(cfg.count, Math.ceil(((Date.now() - t0) / 1000) * cfg.rampPerSec));
   while (started < target) {
     started++;
-    startPeer().catch((e) => err(`setup: ${(e as Error).message.slice(0, 60)}`));
+    startPeer().catch(setupFailed);
   }
   if (started >= cfg.count) clearInterval(ramp);
 }, 50);
@@ -202,11 +245,12 @@ setTimeout(async () => {
     started,
     cpuMs,
     retries,
+    closedBeforeAnswer,
     connected: peers.filter((p) => p.connected).length,
     errors,
     peers: peers.map((p) => ({ received: p.received, expected: p.first < 0 ? 0 : p.last - p.first + 1 })),
   };
   process.stdout.write(JSON.stringify(out) + '\n');
-  await Promise.allSettled(peers.map((p) => (p.location ? fetch(p.location, { method: 'DELETE' }) : null)));
+  await Promise.allSettled(peers.map((p) => p.hangup?.()));
   process.exit(0);
 }, Math.max(0, cfg.exitAt - Date.now()));

@@ -67,6 +67,9 @@ struct RtpFanout::Peer {
   // AES-CM: the IV's fixed part, salt XOR (SSRC·2^64) (16 bytes, RFC 3711 §4.1.1); GCM: the
   // 12-byte salt XOR (00 00 ‖ SSRC ‖ 0…) (RFC 7714 §8.1).
   uint8_t base[16] = {};
+  // AES-CM: AES-128-ECB with the session key, set once; the packet's key stream is built from it
+  // (RFC 3711 §4.1.1), so no cipher is re-initialised per packet. GCM: AES-128-GCM with the key set
+  // once and only the IV set per packet.
   EVP_CIPHER_CTX* cipher = nullptr;
   SHA_CTX inner{}, outer{};  // HMAC-SHA1 states after the padded key block (RFC 2104 §2)
   uint32_t roc = 0;
@@ -78,7 +81,7 @@ struct RtpFanout::Peer {
   }
 };
 
-RtpFanout::RtpFanout() : scratch_(kRtpHeader + 1500 + kMaxTag) {}
+RtpFanout::RtpFanout() : scratch_(kRtpHeader + 1500 + kMaxTag), keystream_(1504) {}
 RtpFanout::~RtpFanout() = default;
 
 uint32_t RtpFanout::Add(const RtpPeerConfig& c, std::string* error) {
@@ -97,8 +100,9 @@ uint32_t RtpFanout::Add(const RtpPeerConfig& c, std::string* error) {
   p->payload_type = c.payload_type;
   p->tag = p->gcm ? 16 : 10;
   p->cipher = EVP_CIPHER_CTX_new();
-  const EVP_CIPHER* alg = p->gcm ? EVP_aes_128_gcm() : EVP_aes_128_ctr();
-  if (!p->cipher || EVP_EncryptInit_ex(p->cipher, alg, nullptr, c.key.data(), nullptr) != 1) {
+  const EVP_CIPHER* alg = p->gcm ? EVP_aes_128_gcm() : EVP_aes_128_ecb();
+  if (!p->cipher || EVP_EncryptInit_ex(p->cipher, alg, nullptr, c.key.data(), nullptr) != 1 ||
+      (cm && EVP_CIPHER_CTX_set_padding(p->cipher, 0) != 1)) {
     return *error = "OpenSSL refused the SRTP key", 0;
   }
   if (cm) {
@@ -184,16 +188,25 @@ size_t RtpFanout::Build(Peer& p, uint16_t seq, uint32_t timestamp, const uint8_t
   Put32(b + 4, timestamp);
   Put32(b + 8, p.ssrc);
   const size_t len = kRtpHeader + n;
-  int outl = 0;
   uint8_t iv[16];
   std::memcpy(iv, p.base, 16);
   if (!p.gcm) {
-    // IV = (k_s·2^16) XOR (SSRC·2^64) XOR (i·2^16), i = ROC·2^16 + SEQ (RFC 3711 §4.1.1).
+    // IV = (k_s·2^16) XOR (SSRC·2^64) XOR (i·2^16), i = ROC·2^16 + SEQ (RFC 3711 §4.1.1); key
+    // stream block j = AES(IV + j), j in the IV's low 16 bits (zero in IV): built and encrypted in
+    // one ECB pass, then XORed into the payload.
     for (int i = 0; i < 4; ++i) iv[8 + i] ^= static_cast<uint8_t>(p.roc >> (24 - 8 * i));
     iv[12] ^= static_cast<uint8_t>(seq >> 8);
     iv[13] ^= static_cast<uint8_t>(seq);
-    if (EVP_EncryptInit_ex(p.cipher, nullptr, nullptr, nullptr, iv) != 1) return 0;
-    if (n && EVP_EncryptUpdate(p.cipher, b + kRtpHeader, &outl, payload, static_cast<int>(n)) != 1) return 0;
+    const size_t blocks = (n + 15) / 16;
+    if (keystream_.size() < 16 * blocks) keystream_.resize(16 * blocks);
+    uint8_t* ks = keystream_.data();
+    for (size_t j = 0; j < blocks; ++j) {
+      std::memcpy(ks + 16 * j, iv, 14);
+      Put16(ks + 16 * j + 14, static_cast<uint32_t>(j));
+    }
+    int outl = 0;
+    if (blocks && EVP_EncryptUpdate(p.cipher, ks, &outl, ks, static_cast<int>(16 * blocks)) != 1) return 0;
+    for (size_t i = 0; i < n; ++i) b[kRtpHeader + i] = payload[i] ^ ks[i];
     // Tag = first 80 bits of HMAC-SHA1(k_a, packet ‖ ROC) (RFC 3711 §4.2).
     uint8_t roc[4], md[SHA_DIGEST_LENGTH];
     Put32(roc, p.roc);
@@ -211,6 +224,7 @@ size_t RtpFanout::Build(Peer& p, uint16_t seq, uint32_t timestamp, const uint8_t
   for (int i = 0; i < 4; ++i) iv[6 + i] ^= static_cast<uint8_t>(p.roc >> (24 - 8 * i));
   iv[10] ^= static_cast<uint8_t>(seq >> 8);
   iv[11] ^= static_cast<uint8_t>(seq);
+  int outl = 0;
   if (EVP_EncryptInit_ex(p.cipher, nullptr, nullptr, nullptr, iv) != 1) return 0;
   if (EVP_EncryptUpdate(p.cipher, nullptr, &outl, b, kRtpHeader) != 1) return 0;
   if (n && EVP_EncryptUpdate(p.cipher, b + kRtpHeader, &outl, payload, static_cast<int>(n)) != 1) return 0;

@@ -7,9 +7,11 @@
 //   truncated to 80 bits) or SRTP_AEAD_AES_128_GCM (RFC 7714 §8, 16-byte tag), with the session
 //   keys (§4.3) the caller derived. The rollover counter is counted per peer (§3.3.1), from 0 at the
 //   peer's first packet.
-// - Per peer: one OpenSSL cipher context (key set once, only the IV set per packet) and the
-//   inner/outer SHA-1 states of the HMAC after the padded key block (RFC 2104 §2); nothing is
-//   allocated per packet: every packet is built in one scratch buffer of the fan-out.
+// - Per peer: one OpenSSL cipher context keyed once. AES-CM: AES-128-ECB, from which the packet's
+//   counter-mode key stream is built (its counter blocks encrypted in one pass), so no cipher is
+//   re-initialised per packet; and the inner/outer SHA-1 states of the HMAC after the padded key
+//   block (RFC 2104 §2). GCM: AES-128-GCM, only the IV set per packet. Nothing is allocated per
+//   packet: every packet is built in one scratch buffer of the fan-out.
 // - A send that would block (EAGAIN/EWOULDBLOCK, ENOBUFS) or fails counts a drop for that peer;
 //   the packet is not retried and the call never blocks.
 // No N-API here; the OpenSSL used is the one the process carries (Node's).
@@ -95,6 +97,7 @@ class RtpFanout {
   std::vector<std::unique_ptr<Peer>> peers_;  // dense, in no particular order
   std::unordered_map<uint32_t, size_t> index_;
   std::vector<uint8_t> scratch_;
+  std::vector<uint8_t> keystream_;  // AES-CM key stream of one packet
   uint32_t next_id_ = 1;
   RtpPeerCounts totals_;
 };

@@ -14,6 +14,9 @@
  *   answered check);
  * - a socket werift closes takes the peer out of the native object on its `close` event, before the
  *   descriptor can be reused, and ends the peer.
+ * - the remote's connectivity checks on the nominated pair (consent freshness, RFC 7675) are
+ *   answered by a StunResponder (src/delivery/webrtc/stun-responder.ts) in front of werift,
+ *   moved with the pair and removed when the peer leaves.
  * "Too slow" (docs/listeners.md "WebRTC"): a write the socket refuses (EAGAIN, ENOBUFS) is a drop;
  * a peer whose every packet has been dropped for `PEER_MAX_DROPPING_MS` is closed, judged at each
  * check (so within 1 s of it).
@@ -22,6 +25,7 @@ import type { Socket } from 'node:dgram';
 import type { PacketSink } from './source.js';
 import type { IceAgent, WeriftMediaState } from './rtp-sender.js';
 import type { RtpFanoutPeer } from '../../native/rtp-fanout.js';
+import { StunResponder, type IceCredentials } from './stun-responder.js';
 
 /**
  * The port through which WHEP uses the native fan-out (implemented by src/native/rtp-fanout.ts,
@@ -82,6 +86,7 @@ interface Member {
   ice: IceAgent;
   socket: Socket;
   onSocketClose: () => void;
+  stun: StunResponder | null;
   remote: string;
   enabled: boolean;
   lastPackets: number;
@@ -96,6 +101,13 @@ export function udpPath(ice: IceAgent): { socket: Socket; fd: number; host: stri
   const fd = socketFd(t.socket);
   if (fd === null) return null;
   return { socket: t.socket, fd, host: pair.remoteAddr[0], port: pair.remoteAddr[1] };
+}
+
+/** A StunResponder on the pair `path` of `ice` (werift's agent); null when `ice` lacks the ICE credentials it reads. */
+function responder(ice: IceAgent, path: { socket: Socket; host: string; port: number }): StunResponder | null {
+  const c = ice as unknown as Partial<IceCredentials>;
+  if (typeof c.localUsername !== 'string' || typeof c.localPassword !== 'string' || typeof c.remoteUsername !== 'string' || typeof c.iceControlling !== 'boolean') return null;
+  return new StunResponder(path.socket, path.host, path.port, c as IceCredentials);
 }
 
 /** The descriptor of a bound Node dgram socket (Linux, macOS); null when it has none (closed, other platforms). */
@@ -125,6 +137,13 @@ export class FanoutGroup implements PacketSink {
     return this.members.size;
   }
 
+  /** Connectivity checks answered by the members' StunResponders (not werift), members now held. */
+  get stunAnswered(): number {
+    let n = 0;
+    for (const m of this.members.values()) n += m.stun?.answered ?? 0;
+    return n;
+  }
+
   /**
    * Adds a connected session whose nominated pair is plain UDP.
    * @returns the member id, or null when the pair is not plain UDP or the native side refused the
@@ -139,7 +158,7 @@ export class FanoutGroup implements PacketSink {
     } catch {
       return null;
     }
-    const m: Member = { id, session, ice: w.ice, socket: path.socket, onSocketClose: () => this.socketClosed(m), remote: `${path.host}:${path.port}`, enabled: true, lastPackets: 0, droppingSince: 0 };
+    const m: Member = { id, session, ice: w.ice, socket: path.socket, onSocketClose: () => this.socketClosed(m), stun: responder(w.ice, path), remote: `${path.host}:${path.port}`, enabled: true, lastPackets: 0, droppingSince: 0 };
     path.socket.once('close', m.onSocketClose);
     this.members.set(id, m);
     this.enabledCount++;
@@ -157,6 +176,7 @@ export class FanoutGroup implements PacketSink {
     if (!m) return;
     this.members.delete(id);
     this.native.remove(id);
+    m.stun?.remove();
     m.socket.off('close', m.onSocketClose);
     if (m.enabled) this.enabledCount--;
     if (this.members.size === 0) {
@@ -238,6 +258,8 @@ export class FanoutGroup implements PacketSink {
       return false;
     }
     m.socket.off('close', m.onSocketClose);
+    m.stun?.remove();
+    m.stun = responder(m.ice, path);
     m.socket = path.socket;
     m.remote = `${path.host}:${path.port}`;
     path.socket.once('close', m.onSocketClose);

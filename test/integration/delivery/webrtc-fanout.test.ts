@@ -77,6 +77,19 @@ describe('RtpFanout (native)', () => {
       expect(roc).toBe(1);
     });
 
+    it(`${name}: byte for byte the JS SrtpProtector's packets for payloads of many key-stream blocks, up to the largest`, () => {
+      const { keys } = sessions(profile);
+      const f = new RtpFanout();
+      const id = f.add({ fd: 0, host: '127.0.0.1', port: 9, ssrc: 7, payloadType: 111, ...keys });
+      const js = new SrtpProtector({ profile, key: keys.key, salt: keys.salt, auth: keys.auth ?? undefined }, 7);
+      // Across the 64-block passes of the key stream (1,024 bytes) and the fan-out's first buffer sizes.
+      const sizes = [1023, 1024, 1025, 1500, 1501, 2049, 4000, 65_479, 17];
+      sizes.forEach((n, seq) => {
+        const payload = randomBytes(n);
+        expect(f.protect(id, seq, seq * 960, payload, false)!.equals(jsPacket(js, 7, 111, seq, seq * 960, payload, false, 0))).toBe(true);
+      });
+    });
+
     it(`${name}: werift's SRTP receiver decrypts what it writes to a UDP socket, rollover counter 0 → 1`, async () => {
       const { rx, keys } = sessions(profile);
       const [tx, sink] = [await udp(), await udp()];

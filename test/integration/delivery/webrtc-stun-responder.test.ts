@@ -1,0 +1,93 @@
+/**
+ * The fan-out's STUN responder (src/delivery/webrtc/stun-responder.ts): over a real werift
+ * connection, a connectivity check (RFC 8445 §7.3, consent freshness RFC 7675) that the client
+ * sends on the nominated pair is answered by Skylark, not werift, with a Binding success response
+ * werift's own STUN parser verifies (MESSAGE-INTEGRITY under the server's ICE password,
+ * FINGERPRINT, XOR-MAPPED-ADDRESS of the client); a check with a wrong MESSAGE-INTEGRITY, or one
+ * nominating (USE-CANDIDATE), goes on to werift; once the peer leaves the fan-out werift answers
+ * everything again.
+ */
+import type { RemoteInfo, Socket } from 'node:dgram';
+import { describe, expect, it } from 'vitest';
+import { Message, classes, methods, parseMessage } from 'werift';
+import { RtpFanout } from '../../../src/native/rtp-fanout.js';
+import { FanoutGroup, type FanoutSession } from '../../../src/delivery/webrtc/fanout.js';
+import { bindingSuccess } from '../../../src/delivery/webrtc/stun-responder.js';
+import { weriftMediaState } from '../../../src/delivery/webrtc/rtp-sender.js';
+import { connectWeriftPair, until } from '../../helpers/werift-pair.js';
+
+interface Agent {
+  localUsername: string;
+  localPassword: string;
+  remoteUsername: string;
+  nominated: { remoteAddr: [string, number]; protocol: { transport: { socket: Socket }; onRequestReceived: { subscribe(f: () => void): unknown } } };
+}
+
+/** A Binding request as a controlling ICE agent sends it (RFC 8445 §7.2.2), with werift's own STUN encoder. */
+function check(username: string, password: string, extra: (m: Message) => void = () => {}): Buffer {
+  const m = new Message(methods.BINDING, classes.REQUEST);
+  m.setAttribute('USERNAME', username).setAttribute('PRIORITY', 1853824767).setAttribute('ICE-CONTROLLING', BigInt(42));
+  extra(m);
+  m.addMessageIntegrity(Buffer.from(password, 'utf8')).addFingerprint();
+  return m.bytes;
+}
+
+describe('StunResponder', () => {
+  it('answers the client\'s checks on the nominated pair instead of werift; bad or nominating checks and checks after leaving go to werift', async () => {
+    const pair = await connectWeriftPair();
+    try {
+      const group = new FanoutGroup(new RtpFanout(), { packetsSent: 0, payloadBytesSent: 0, packetsDropped: 0, peersDroppedSlow: 0 }, () => {});
+      const session: FanoutSession = { connected: () => true, close: () => {}, demote: () => {} };
+      const w = weriftMediaState(pair.transceiver)!;
+      const id = group.join(session, w)!;
+      expect(id).not.toBeNull();
+      const server = w.ice as unknown as Agent;
+      let toWerift = 0;
+      server.nominated.protocol.onRequestReceived.subscribe(() => toWerift++);
+      // The client's end of the nominated pair: its socket, and the server's address as it sees it.
+      const client = (pair.client.getTransceivers()[0]!.receiver.dtlsTransport as unknown as { iceTransport: { connection: Agent } }).iceTransport.connection;
+      const sock = client.nominated.protocol.transport.socket;
+      const [host, port] = client.nominated.remoteAddr;
+      const answers: Buffer[] = [];
+      const onMsg = (d: Buffer, r: RemoteInfo) => {
+        if (d[0]! < 2 && r.port === port) answers.push(d);
+      };
+      sock.on('message', onMsg);
+      const user = `${server.localUsername}:${server.remoteUsername}`;
+
+      const ok = check(user, server.localPassword);
+      sock.send(ok, port, host);
+      await until(() => answers.length === 1, 5000, 'the answer');
+      const res = parseMessage(answers[0]!, Buffer.from(server.localPassword, 'utf8'))!;
+      expect(res).toBeTruthy();
+      expect(res.messageClass).toBe(classes.RESPONSE);
+      expect(res.transactionIdHex).toBe(ok.subarray(8, 20).toString('hex'));
+      // The client's address as the server's nominated pair has it (the socket is bound to every interface).
+      expect(res.getAttributeValue('XOR-MAPPED-ADDRESS')).toEqual([...server.nominated.remoteAddr]);
+      expect(server.nominated.remoteAddr[1]).toBe(sock.address().port);
+      expect(group.stunAnswered).toBe(1);
+      expect(toWerift).toBe(0);
+
+      // A wrong MESSAGE-INTEGRITY, and a nomination: werift's to handle.
+      sock.send(check(user, 'not-the-password'), port, host);
+      sock.send(check(user, server.localPassword, (m) => m.setAttribute('USE-CANDIDATE', null)), port, host);
+      await until(() => toWerift === 2, 5000, 'werift handling both');
+      expect(group.stunAnswered).toBe(1);
+
+      // Out of the fan-out: werift answers again.
+      group.leave(id);
+      sock.send(check(user, server.localPassword), port, host);
+      await until(() => toWerift === 3, 5000, 'werift handling the check after leave');
+      sock.off('message', onMsg);
+    } finally {
+      await pair.close();
+    }
+  }, 30_000);
+
+  it('builds a response werift verifies for an IPv6 remote', () => {
+    const req = check('a:b', 'pw');
+    const res = parseMessage(bindingSuccess(req, '2001:db8::7', 5004, 'pw'), Buffer.from('pw'))!;
+    expect(res).toBeTruthy();
+    expect(res.getAttributeValue('XOR-MAPPED-ADDRESS')).toEqual(['2001:db8::7', 5004]);
+  });
+});
