@@ -41,8 +41,12 @@ export const MEMORY_ROWS = {
   sessionHeapUsed: 'HLS session: heapUsed Δ per session after GC',
 } as const;
 
-/** LiveKit's published figure for audio: ≈ 1,500 Opus tracks (subscribers) per core. Not a run. */
-export const LIVEKIT_OPUS_PER_CORE = 1500;
+/**
+ * SRS's published WebRTC figure: ≈ 2,000 players per core (its benchmark of audio fan-out), the
+ * goal of the WebRTC rows. A published figure, not a run; Janus runs in the same run as a measured
+ * peer (docs/bench/webrtc-listeners.md).
+ */
+export const SRS_WEBRTC_PER_CORE = 2000;
 /** The progressive step at the file-descriptor limit of the bench box (20,000 per process). */
 export const FD_LIMIT_STEP = 18_000;
 
@@ -162,7 +166,7 @@ function goalMemory(rows: BenchRow[], failures: Failure[]): GoalRow[] {
   const out: GoalRow[] = [];
   const prog = find(MEMORY_ROWS.progressiveAfterGc);
   const measureP = 'memory per progressive (/listen) listener, RSS after GC';
-  const goalP = '≤ ×2.00 icecast2 and ≤ 3.4 KB';
+  const goalP = '≤ ×1.00 icecast2';
   if (!prog || !Number.isFinite(prog.value)) {
     out.push(notMeasured('2a', measureP, 'KB', 'icecast2', goalP, why(failures, 'listener-memory.bench', `${how} progressive,icecast2)`) + caseFailed('progressive')));
   } else {
@@ -177,7 +181,7 @@ function goalMemory(rows: BenchRow[], failures: Failure[]): GoalRow[] {
       peer: { name: 'icecast2', value: ice ?? NaN },
       ratio,
       goal: goalP,
-      met: Number.isFinite(ratio) ? ratio <= 2 && prog.value <= 3.4 : prog.value <= 3.4 ? null : false,
+      met: Number.isFinite(ratio) ? ratio <= 1 : null,
       measured: true,
       note: [
         'listener-memory.bench, case progressive; icecast2: case icecast2, its RSS Δ (C: no GC)',
@@ -287,7 +291,7 @@ function goalSegments(rows: BenchRow[], failures: Failure[]): GoalRow[] {
   });
 }
 
-// ── 5. WebRTC peers per core, 20 ms Opus, < 1 % loss, vs LiveKit's published figure ─────────────
+// ── 5. WebRTC peers per core, 20 ms Opus, < 1 % loss, vs SRS's published figure ─────────────
 
 interface RtcStep {
   n: number;
@@ -327,9 +331,9 @@ export function marginalFit(steps: RtcStep[]): { fixedPct: number; marginalUs: n
 }
 
 function goalWebrtc(rows: BenchRow[], failures: Failure[]): GoalRow[] {
-  const peer = { name: 'LiveKit (published)', value: LIVEKIT_OPUS_PER_CORE, published: true };
-  const goal = `≥ ${count(LIVEKIT_OPUS_PER_CORE)} peers per core (≥ ×1.00)`;
-  const published = `peer: LiveKit's published ≈ ${count(LIVEKIT_OPUS_PER_CORE)} Opus tracks per core, a published figure, not run here`;
+  const peer = { name: 'SRS (published)', value: SRS_WEBRTC_PER_CORE, published: true };
+  const goal = `≥ ${count(SRS_WEBRTC_PER_CORE)} peers per core (≥ ×1.00)`;
+  const published = `peer: SRS's published ≈ ${count(SRS_WEBRTC_PER_CORE)} players per core, a published figure, not run here (Janus runs in the same run: docs/bench/webrtc-listeners.md)`;
   const row = (id: string, measure: string, v: number, note: string, judged = true): GoalRow => {
     const ratio = ratioOf(v, peer.value);
     return { id, measure, value: v, unit: 'peers', peer, ratio, goal: judged ? goal : '–', met: judged && Number.isFinite(ratio) ? ratio >= 1 : null, measured: true, note: `${note}; ${published}` };
