@@ -13,9 +13,8 @@ import type { StreamHub } from '../../live/media/hub.js';
 import type { StreamAudioSource, PacketSink } from './source.js';
 import { RtpSender } from './rtp-sender.js';
 import type { FanoutGroup, FanoutSession, SrtpIndex } from './fanout.js';
+import { ConnectionWatch } from './signalling.js';
 
-/** A peer `disconnected` this long is dropped (ms). */
-const DISCONNECTED_GRACE_MS = 10_000;
 /** Packets a peer may have waiting (in its UDP socket's send queue, or in werift's send path); more are dropped for it. */
 const PEER_QUEUE = 32;
 /** A peer that has dropped every packet for this long is closed as too slow (ms). */
@@ -88,8 +87,7 @@ export class Peer implements PacketSink, FanoutSession {
   private inflight = 0;
   /** When the current run of drops began (0: not dropping). */
   private droppingSince = 0;
-  private offerTimer: NodeJS.Timeout | null = null;
-  private graceTimer: NodeJS.Timeout | null = null;
+  private readonly watch: ConnectionWatch;
 
   constructor(
     readonly streamId: string,
@@ -101,23 +99,13 @@ export class Peer implements PacketSink, FanoutSession {
     offerTimeoutMs: number,
   ) {
     this.sender = transceiver.sender;
-    this.offerTimer = setTimeout(() => {
-      this.offerTimer = null;
-      this.owner.expired(this);
-    }, offerTimeoutMs);
-    this.offerTimer.unref();
-    pc.connectionStateChange.subscribe((state) => {
-      if (state === 'connected') {
-        if (this.offerTimer) clearTimeout(this.offerTimer);
-        if (this.graceTimer) clearTimeout(this.graceTimer);
-        this.offerTimer = this.graceTimer = null;
-        if (this.state === 'pending') this.owner.connected(this);
-      } else if (state === 'failed' || state === 'closed') this.close(`connection ${state}`);
-      else if (state === 'disconnected' && !this.graceTimer && this.state === 'connected') {
-        this.graceTimer = setTimeout(() => this.close('disconnected'), DISCONNECTED_GRACE_MS);
-        this.graceTimer.unref();
-      }
-      this.group?.update(this.fanoutId);
+    this.watch = new ConnectionWatch(pc, offerTimeoutMs, {
+      pending: () => this.state === 'pending',
+      live: () => this.state === 'connected',
+      expired: () => this.owner.expired(this),
+      connected: () => this.owner.connected(this),
+      close: (reason) => this.close(reason),
+      changed: () => this.group?.update(this.fanoutId),
     });
   }
 
@@ -180,33 +168,10 @@ export class Peer implements PacketSink, FanoutSession {
     if (this.state === 'closed') return;
     const was = this.state;
     this.state = 'closed';
-    if (this.offerTimer) clearTimeout(this.offerTimer);
-    if (this.graceTimer) clearTimeout(this.graceTimer);
-    this.offerTimer = this.graceTimer = null;
+    this.watch.stop();
     this.group?.leave(this.fanoutId);
     this.source?.remove(this);
     this.owner.forget(this, was, reason);
     this.pc.close().catch(() => {});
   }
-}
-
-/**
- * Resolves true once ICE gathering of `pc` is complete (the answer then carries every candidate:
- * WHEP and WHIP answer without trickle, RFC 9725 §4.3), false after `timeoutMs` (ms).
- */
-export function gathered(pc: RTCPeerConnection, timeoutMs: number): Promise<boolean> {
-  if (pc.iceGatheringState === 'complete') return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      unSubscribe();
-      resolve(false);
-    }, timeoutMs);
-    const { unSubscribe } = pc.iceGatheringStateChange.subscribe((s) => {
-      if (s === 'complete') {
-        clearTimeout(timer);
-        unSubscribe();
-        resolve(true);
-      }
-    });
-  });
 }

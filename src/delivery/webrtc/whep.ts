@@ -28,8 +28,7 @@
 import { RTCPeerConnection, type RTCRtpTransceiver } from 'werift';
 import type { BlockList } from 'node:net';
 import type { HttpServer, RawBodyRequest, RawReply } from '../../base/http/server.js';
-import { errorBody, statusLine } from '../../base/http/server.js';
-import { ApiError, internalError } from '../../base/errors/errors.js';
+import { ApiError } from '../../base/errors/errors.js';
 import type { Config, PublicUrls } from '../../base/config.js';
 import type { Logger } from '../../base/logger.js';
 import { tokenAdmitted, type ListenerTokens } from '../../base/auth/listener-tokens.js';
@@ -44,20 +43,13 @@ import { countryOf } from '../../base/geo.js';
 import { StreamAudioSource } from './source.js';
 import { weriftMediaState, type RtpSender } from './rtp-sender.js';
 import { FanoutGroup, type NativeFanoutFactory } from './fanout.js';
-import { gathered, Peer, peerConfiguration, type OfferClient, type PeerOwner } from './whep-peer.js';
+import { Peer, peerConfiguration, type OfferClient, type PeerOwner } from './whep-peer.js';
+import { advertisedCandidatesOnly, advertisedHosts, answerOffer, guardedSignalling, refusePending, SIGNALLING_CORS as CORS } from './signalling.js';
 
 /** Largest SDP offer accepted (bytes). */
 const MAX_OFFER_BYTES = 64 * 1024;
 /** How often sessions are checked against their stream's playback rule (ms). */
 export const QUALIFY_SWEEP_MS = 1000;
-
-const CORS: ReadonlyArray<readonly [string, string]> = [
-  ['Access-Control-Allow-Origin', '*'],
-  ['Access-Control-Allow-Methods', 'POST, DELETE, OPTIONS'],
-  ['Access-Control-Allow-Headers', 'Authorization, Content-Type, If-Match'],
-  ['Access-Control-Expose-Headers', 'Location, ETag, Link, Accept-Patch'],
-  ['Access-Control-Max-Age', '600'],
-];
 
 export interface WhepDeps {
   http: HttpServer;
@@ -106,9 +98,7 @@ class Whep implements PeerOwner {
   private sweepTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly d: WhepDeps) {
-    const h = d.config.httpHost;
-    this.allInterfaces = h === '0.0.0.0' || h === '::';
-    this.hosts = [...new Set(['127.0.0.1', ...(this.allInterfaces || h === 'localhost' || h.includes(':') ? [] : [h])])];
+    ({ hosts: this.hosts, allInterfaces: this.allInterfaces } = advertisedHosts(d.config.httpHost));
     this.pending = new PerAddressCounter(d.config.limits.whepMaxPending, d.config.limits.whepMaxPendingPerIp);
   }
 
@@ -148,22 +138,8 @@ class Whep implements PeerOwner {
     }
   }
 
-  /** Answers errors as the JSON envelope with the CORS headers (a browser must see the status). */
-  private async guarded(req: RawBodyRequest, fn: () => Promise<RawReply> | RawReply): Promise<RawReply> {
-    try {
-      return await fn();
-    } catch (e) {
-      if (!(e instanceof ApiError)) {
-        this.d.log.error('whep request failed', { requestId: req.requestId, err: e instanceof Error ? e.stack : String(e) });
-        e = internalError();
-      }
-      const err = e as ApiError;
-      return {
-        status: statusLine(err.status),
-        headers: [...CORS, ['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-store'], ...Object.entries(err.headers)],
-        body: Buffer.from(JSON.stringify(errorBody(err, req.requestId))),
-      };
-    }
+  private guarded(req: RawBodyRequest, fn: () => Promise<RawReply> | RawReply): Promise<RawReply> {
+    return guardedSignalling(this.d.log, 'whep', req, fn);
   }
 
   private async offer(req: RawBodyRequest): Promise<RawReply> {
@@ -206,14 +182,16 @@ class Whep implements PeerOwner {
     const ip = clientAddress(req.remoteAddress, req.headers['x-forwarded-for'] ?? '', this.d.trusted);
     const slot = this.pending.tryAcquire(ip);
     if (slot !== 'ok') {
-      this.d.limits.hit(slot === 'total' ? 'whep_pending' : 'whep_pending_per_ip', ip, { streamId });
-      const retry = String(Math.max(1, Math.ceil(this.d.config.limits.whepOfferTimeoutMs / 1000)));
-      throw new ApiError(
-        'too_many_pending_offers',
+      refusePending(
+        this.d.limits,
+        'whep',
+        slot,
+        ip,
+        streamId,
+        this.d.config.limits.whepOfferTimeoutMs,
         slot === 'total'
           ? 'This node holds as many unconnected WebRTC offers as it may; connect an answered one or retry later.'
           : 'Too many unconnected WebRTC offers from your address; connect or DELETE an answered one, or retry later.',
-        { headers: { 'Retry-After': retry } },
       );
     }
     let peer: Peer;
@@ -240,19 +218,7 @@ class Whep implements PeerOwner {
   private async negotiate(streamId: string, hub: StreamHub, sdp: string, client: OfferClient): Promise<Peer> {
     const timeoutMs = this.d.config.limits.whepOfferTimeoutMs;
     const pc = new RTCPeerConnection(peerConfiguration({ iceServers: this.d.config.iceServers, allInterfaces: this.allInterfaces, hosts: this.hosts }));
-    let transceiver: RTCRtpTransceiver | undefined;
-    try {
-      await pc.setRemoteDescription({ type: 'offer', sdp });
-      transceiver = pc.getTransceivers().find((t) => t.kind === 'audio');
-      if (!transceiver) throw new ApiError('invalid_sdp', 'The offer has no audio m-line.');
-      transceiver.setDirection('sendonly');
-      await pc.setLocalDescription(await pc.createAnswer());
-      if (!(await gathered(pc, timeoutMs))) throw new ApiError('ice_gathering_timeout', 'The server could not gather its ICE candidates in time; try again.');
-    } catch (e) {
-      pc.close().catch(() => {});
-      if (e instanceof ApiError) throw e;
-      throw new ApiError('invalid_sdp', `The offer could not be negotiated: ${(e as Error).message}`);
-    }
+    const transceiver = await answerOffer(pc, sdp, 'sendonly', timeoutMs);
     return new Peer(streamId, hub, pc, transceiver, client, this, timeoutMs);
   }
 
@@ -360,15 +326,7 @@ class Whep implements PeerOwner {
 
   /** Keeps only host candidates on the advertised addresses (unless the HTTP host is a wildcard). */
   private filterCandidates(sdp: string): string {
-    if (this.allInterfaces) return sdp;
-    return sdp
-      .split('\r\n')
-      .filter((l) => {
-        if (!l.startsWith('a=candidate:')) return true;
-        const parts = l.split(' ');
-        return this.hosts.includes(parts[4] ?? '');
-      })
-      .join('\r\n');
+    return advertisedCandidatesOnly(sdp, this.hosts, this.allInterfaces);
   }
 
   stats(): WhepStats {

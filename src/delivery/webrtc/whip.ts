@@ -24,29 +24,19 @@
 import { RTCPeerConnection, type RTCRtpTransceiver, type RtpPacket } from 'werift';
 import type { BlockList } from 'node:net';
 import type { HttpServer, RawBodyRequest, RawReply } from '../../base/http/server.js';
-import { errorBody, statusLine } from '../../base/http/server.js';
-import { ApiError, internalError } from '../../base/errors/errors.js';
+import { ApiError } from '../../base/errors/errors.js';
 import type { Config } from '../../base/config.js';
 import type { Logger } from '../../base/logger.js';
 import { randomBase62 } from '../../base/ids.js';
 import { PerAddressCounter, type Limits } from '../../base/limits/limits.js';
 import { looksLikeToken, type PublishTokens } from '../../base/auth/publish-tokens.js';
 import { clientAddress } from '../../base/http/client-address.js';
-import { gathered, peerConfiguration } from './whep-peer.js';
+import { peerConfiguration } from './whep-peer.js';
+import { advertisedCandidatesOnly, advertisedHosts, answerOffer, ConnectionWatch, guardedSignalling, refusePending, SIGNALLING_CORS as CORS } from './signalling.js';
 import { RtpReceive } from './rtp-receive.js';
 
 /** Largest SDP offer accepted (bytes). */
 const MAX_OFFER_BYTES = 64 * 1024;
-/** A peer `disconnected` this long is dropped (ms). */
-const DISCONNECTED_GRACE_MS = 10_000;
-
-const CORS: ReadonlyArray<readonly [string, string]> = [
-  ['Access-Control-Allow-Origin', '*'],
-  ['Access-Control-Allow-Methods', 'POST, DELETE, OPTIONS'],
-  ['Access-Control-Allow-Headers', 'Authorization, Content-Type, If-Match'],
-  ['Access-Control-Expose-Headers', 'Location, ETag, Link, Accept-Patch'],
-  ['Access-Control-Max-Age', '600'],
-];
 
 /** How a publish proves itself (src/live/ingest/whip.ts `WhipCredential`). */
 export type WhipCredentialArg = { key: string } | { publishToken: true };
@@ -94,8 +84,7 @@ class WhipSession {
   receive: RtpReceive | null = null;
   /** The offer's non-audio sections, answered rejected (`withoutNonAudio`). */
   rejected: RejectedSection[] = [];
-  private offerTimer: NodeJS.Timeout | null;
-  private graceTimer: NodeJS.Timeout | null = null;
+  private readonly watch: ConnectionWatch;
 
   constructor(
     readonly streamId: string,
@@ -106,22 +95,12 @@ class WhipSession {
     private readonly owner: Whip,
     offerTimeoutMs: number,
   ) {
-    this.offerTimer = setTimeout(() => {
-      this.offerTimer = null;
-      owner.expired(this);
-    }, offerTimeoutMs);
-    this.offerTimer.unref();
-    pc.connectionStateChange.subscribe((state) => {
-      if (state === 'connected') {
-        if (this.offerTimer) clearTimeout(this.offerTimer);
-        if (this.graceTimer) clearTimeout(this.graceTimer);
-        this.offerTimer = this.graceTimer = null;
-        if (this.state === 'pending') owner.connected(this);
-      } else if (state === 'failed' || state === 'closed') this.close(`connection ${state}`);
-      else if (state === 'disconnected' && !this.graceTimer && this.state === 'publishing') {
-        this.graceTimer = setTimeout(() => this.close('disconnected'), DISCONNECTED_GRACE_MS);
-        this.graceTimer.unref();
-      }
+    this.watch = new ConnectionWatch(pc, offerTimeoutMs, {
+      pending: () => this.state === 'pending',
+      live: () => this.state === 'publishing',
+      expired: () => owner.expired(this),
+      connected: () => owner.connected(this),
+      close: (reason) => this.close(reason),
     });
   }
 
@@ -130,9 +109,7 @@ class WhipSession {
     if (this.state === 'closed') return;
     const was = this.state;
     this.state = 'closed';
-    if (this.offerTimer) clearTimeout(this.offerTimer);
-    if (this.graceTimer) clearTimeout(this.graceTimer);
-    this.offerTimer = this.graceTimer = null;
+    this.watch.stop();
     this.receive?.close();
     this.receive = null;
     const p = this.publish;
@@ -152,9 +129,7 @@ class Whip {
   packetsReceived = 0;
 
   constructor(private readonly d: WhipDeps) {
-    const h = d.config.httpHost;
-    this.allInterfaces = h === '0.0.0.0' || h === '::';
-    this.hosts = [...new Set(['127.0.0.1', ...(this.allInterfaces || h === 'localhost' || h.includes(':') ? [] : [h])])];
+    ({ hosts: this.hosts, allInterfaces: this.allInterfaces } = advertisedHosts(d.config.httpHost));
     this.pending = new PerAddressCounter(d.config.limits.whepMaxPending, d.config.limits.whepMaxPendingPerIp);
   }
 
@@ -168,22 +143,8 @@ class Whip {
     http.rawBody('patch', '/whip/:id/:session', (req) => this.guarded(req, () => notAllowed()), { maxBodyBytes: MAX_OFFER_BYTES, headers: [] });
   }
 
-  /** Answers errors as the JSON envelope with the CORS headers (a browser must see the status). */
-  private async guarded(req: RawBodyRequest, fn: () => Promise<RawReply> | RawReply): Promise<RawReply> {
-    try {
-      return await fn();
-    } catch (e) {
-      if (!(e instanceof ApiError)) {
-        this.d.log.error('whip request failed', { requestId: req.requestId, err: e instanceof Error ? e.stack : String(e) });
-        e = internalError();
-      }
-      const err = e as ApiError;
-      return {
-        status: statusLine(err.status),
-        headers: [...CORS, ['Content-Type', 'application/json; charset=utf-8'], ['Cache-Control', 'no-store'], ...Object.entries(err.headers)],
-        body: Buffer.from(JSON.stringify(errorBody(err, req.requestId))),
-      };
-    }
+  private guarded(req: RawBodyRequest, fn: () => Promise<RawReply> | RawReply): Promise<RawReply> {
+    return guardedSignalling(this.d.log, 'whip', req, fn);
   }
 
   /**
@@ -219,10 +180,7 @@ class Whip {
     const ip = clientAddress(req.remoteAddress, req.headers['x-forwarded-for'] ?? '', this.d.trusted);
     const slot = this.pending.tryAcquire(ip);
     if (slot !== 'ok') {
-      this.d.limits.hit(slot === 'total' ? 'whip_pending' : 'whip_pending_per_ip', ip, { streamId });
-      throw new ApiError('too_many_pending_offers', 'Too many unconnected WHIP offers from your address (or in all); connect or DELETE an answered one, or retry later.', {
-        headers: { 'Retry-After': String(Math.max(1, Math.ceil(this.d.config.limits.whepOfferTimeoutMs / 1000))) },
-      });
+      refusePending(this.d.limits, 'whip', slot, ip, streamId, this.d.config.limits.whepOfferTimeoutMs, 'Too many unconnected WHIP offers from your address (or in all); connect or DELETE an answered one, or retry later.');
     }
     let session: WhipSession;
     try {
@@ -246,21 +204,10 @@ class Whip {
   private async negotiate(streamId: string, sdp: string, ip: string, credential: WhipCredentialArg): Promise<WhipSession> {
     const timeoutMs = this.d.config.limits.whepOfferTimeoutMs;
     const pc = new RTCPeerConnection(peerConfiguration({ iceServers: this.d.config.iceServers, allInterfaces: this.allInterfaces, hosts: this.hosts }));
-    let transceiver: RTCRtpTransceiver | undefined;
     const offer = withoutNonAudio(sdp);
-    try {
-      await pc.setRemoteDescription({ type: 'offer', sdp: offer.sdp });
-      transceiver = pc.getTransceivers().find((t) => t.kind === 'audio');
-      if (!transceiver) throw new ApiError('invalid_sdp', 'The offer has no audio m-line.');
-      transceiver.setDirection('recvonly');
-      for (const t of pc.getTransceivers()) if (t !== transceiver) t.setDirection('inactive');
-      await pc.setLocalDescription(await pc.createAnswer());
-      if (!(await gathered(pc, timeoutMs))) throw new ApiError('ice_gathering_timeout', 'The server could not gather its ICE candidates in time; try again.');
-    } catch (e) {
-      pc.close().catch(() => {});
-      if (e instanceof ApiError) throw e;
-      throw new ApiError('invalid_sdp', `The offer could not be negotiated: ${(e as Error).message}`);
-    }
+    const transceiver = await answerOffer(pc, offer.sdp, 'recvonly', timeoutMs, (audio) => {
+      for (const t of pc.getTransceivers()) if (t !== audio) t.setDirection('inactive');
+    });
     const session = new WhipSession(streamId, pc, transceiver, ip, credential, this, timeoutMs);
     session.rejected = offer.rejected;
     return session;
@@ -329,11 +276,7 @@ class Whip {
 
   /** The answer's host candidates: on the advertised addresses only (unless the HTTP host is a wildcard). */
   private answerSdp(sdp: string): string {
-    if (this.allInterfaces) return sdp;
-    return sdp
-      .split('\r\n')
-      .filter((l) => !l.startsWith('a=candidate:') || this.hosts.includes(l.split(' ')[4] ?? ''))
-      .join('\r\n');
+    return advertisedCandidatesOnly(sdp, this.hosts, this.allInterfaces);
   }
 
   stats(): WhipStats {
