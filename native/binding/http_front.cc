@@ -128,11 +128,16 @@ Napi::Value Counts(const Napi::CallbackInfo& info) {
 }
 
 // Bytes of a Buffer or any TypedArray (a view into its ArrayBuffer).
+// Also of a SharedArrayBuffer (playlists rendered for every HTTP thread), whose data pointer comes
+// from the view itself (Napi::ArrayBuffer refuses shared memory).
 bool BytesOf(const Napi::Value& v, const uint8_t** data, size_t* size) {
   if (!v.IsTypedArray()) return false;
   auto ta = v.As<Napi::TypedArray>();
-  auto ab = ta.ArrayBuffer();
-  *data = static_cast<const uint8_t*>(ab.Data()) + ta.ByteOffset();
+  napi_typedarray_type type;
+  size_t length = 0;
+  void* bytes = nullptr;
+  if (napi_get_typedarray_info(v.Env(), v, &type, &length, &bytes, nullptr, nullptr) != napi_ok) return false;
+  *data = static_cast<const uint8_t*>(bytes);
   *size = ta.ByteLength();
   return true;
 }
