@@ -7,7 +7,6 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <arpa/inet.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,6 +28,7 @@
 #include <vector>
 
 #include "core/http/framing.h"
+#include "core/http/reload.h"
 #include "io/import_hook.h"
 
 namespace skylark::io {
@@ -492,6 +492,8 @@ constexpr size_t kMaxSessions = 65536;
 constexpr size_t kMaxWanted = 4096;
 constexpr size_t kMaxUserAgent = 512;
 
+inline http::LayerPosition PositionOf(const HeldReloadState& at) { return {at.next_sequence, at.open_parts, at.previous_parts}; }
+
 // The group key of a peer address (false: none known).
 bool GroupOf(const PeerSlot& slot, GroupKey* key, char* text, size_t text_size) {
   const uint8_t len = slot.len.load(std::memory_order_acquire);
@@ -594,107 +596,21 @@ void AnswerWaiter(const ReloadWaiter& w, const StoredObject& obj, bool timed_out
   UnlockSlot(c);
 }
 
-// rfc8216bis §6.2.5.2 as the layer reads it (Layer.reached): whether the playlist lists part
-// `part` of segment `msn` (a part index past the last part of a finished segment is part 0 of the next).
-bool Reached(const HeldReloadState& at, uint64_t msn, uint64_t part) {
-  const uint64_t next = at.next_sequence;
-  if (msn > next) return false;
-  if (msn == next) return part < at.open_parts;
-  if (msn + 1 < next) return true;
-  if (part < at.previous_parts) return true;
-  return at.open_parts > 0;
-}
-
-// A decimal of 1–15 digits (as the routes read it), else false.
-bool Decimal(std::string_view s, uint64_t* out) {
-  if (s.empty() || s.size() > 15) return false;
-  uint64_t v = 0;
-  for (const char ch : s) {
-    if (ch < '0' || ch > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(ch - '0');
-  }
-  *out = v;
-  return true;
-}
-
-struct ReloadQuery {
-  std::string_view sid;
-  uint64_t msn = 0, part = 0;
-  bool has_msn = false, has_part = false, skip = false;
-};
-
-// The query of a blocking reload the front may answer: only `sid` (URL-safe, ≤ 64), `_HLS_msn`,
-// `_HLS_part` (decimals) and `_HLS_skip=YES`, each at most once, in the routes' spelling; else false.
-bool ParseReloadQuery(std::string_view q, ReloadQuery* r) {
-  bool has_sid = false, has_skip = false;
-  while (!q.empty()) {
-    const size_t amp = q.find('&');
-    const std::string_view piece = q.substr(0, amp);
-    q = amp == std::string_view::npos ? std::string_view() : q.substr(amp + 1);
-    if (amp != std::string_view::npos && q.empty()) return false;  // a trailing '&'
-    const size_t eq = piece.find('=');
-    if (eq == std::string_view::npos) return false;
-    const std::string_view name = piece.substr(0, eq), value = piece.substr(eq + 1);
-    if (name == "sid" && !has_sid) {
-      if (value.empty() || value.size() > 64) return false;
-      for (const char ch : value) {
-        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '-' || ch == '_')) return false;
-      }
-      r->sid = value;
-      has_sid = true;
-    } else if (name == "_HLS_msn" && !r->has_msn) {
-      if (!Decimal(value, &r->msn)) return false;
-      r->has_msn = true;
-    } else if (name == "_HLS_part" && !r->has_part) {
-      if (!Decimal(value, &r->part)) return false;
-      r->has_part = true;
-    } else if (name == "_HLS_skip" && !has_skip && value == "YES") {
-      r->skip = has_skip = true;
-    } else {
-      return false;
-    }
-  }
-  return r->has_msn && r->has_part;
-}
-
-// The User-Agent field's value of a head llhttp framed as plain (CRLF lines), '' when absent;
-// false when it is longer than kMaxUserAgent (the request then goes to the server).
-bool UserAgentOf(std::string_view head, std::string_view* ua) {
-  *ua = {};
-  size_t at = head.find("\r\n");
-  while (at != std::string_view::npos && at + 2 < head.size()) {
-    const size_t start = at + 2;
-    const size_t end = head.find("\r\n", start);
-    if (end == std::string_view::npos || end == start) break;
-    const std::string_view line = head.substr(start, end - start);
-    if (line.size() > 11 && strncasecmp(line.data(), "user-agent:", 11) == 0) {
-      std::string_view v = line.substr(11);
-      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-      while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-      if (v.size() > kMaxUserAgent) return false;
-      *ua = v;
-      return true;
-    }
-    at = end;
-  }
-  return true;
-}
-
 // Answers or holds the read of `fd` (`n` bytes framed as `f`, exactly one plain GET, checked by the
 // caller) when it is a blocking reload the front may take. Returns kPassOn, or what the library's
 // recv returns (-1 with EAGAIN: answered or held; 0: an answer cut short).
 ssize_t TakeReload(int fd, const http::RequestHead& h, const uint8_t* bytes, ssize_t n) {
   const size_t qmark = h.target.find('?');
   if (qmark == std::string_view::npos || !h.target.substr(0, qmark).ends_with("/index.m3u8")) return kPassOn;
-  ReloadQuery q;
-  if (!ParseReloadQuery(h.target.substr(qmark + 1), &q)) return kPassOn;
+  http::ReloadQuery q;
+  if (!http::ParseReloadQuery(h.target.substr(qmark + 1), &q)) return kPassOn;
   ConnSlot& c = g_conns[fd];
   PeerSlot* peers = g_peers.load(std::memory_order_relaxed);
   GroupKey group{};
   char address[INET6_ADDRSTRLEN];
   if (!peers || !GroupOf(peers[fd], &group, address, sizeof address)) return kPassOn;
   std::string_view ua;
-  if (!UserAgentOf(std::string_view(reinterpret_cast<const char*>(bytes), static_cast<size_t>(n)), &ua)) return kPassOn;
+  if (!http::UserAgentOf(std::string_view(reinterpret_cast<const char*>(bytes), static_cast<size_t>(n)), kMaxUserAgent, &ua)) return kPassOn;
   thread_local std::string t_path;
   t_path.assign(h.target.substr(0, qmark));
   std::shared_ptr<const StoredObject> now;
@@ -704,7 +620,7 @@ ssize_t TakeReload(int fd, const http::RequestHead& h, const uint8_t* bytes, ssi
     if (it == g_reloads.end()) return kPassOn;
     ReloadLayer& l = *it->second;
     if (q.msn > l.at.next_sequence + 1) return kPassOn;  // 400: the routes' answer
-    if (Reached(l.at, q.msn, q.part)) {
+    if (http::Reached(PositionOf(l.at), q.msn, q.part)) {
       now = l.answers[q.skip ? 1 : 0];
     } else {
       // Held only while the library's own idle timer cannot fire before the wait ends: it is
@@ -1152,7 +1068,7 @@ bool PutHeldReload(std::string_view path, const HeldReloadState& at, const std::
     for (int i = 0; i < 4; ++i) l.answers[i] = answers[i];
     size_t keep = 0;
     for (const ReloadWaiter& w : l.waiters) {
-      if (Reached(at, w.msn, w.part)) due.emplace_back(w, answers[w.skip ? 1 : 0]);
+      if (http::Reached(PositionOf(at), w.msn, w.part)) due.emplace_back(w, answers[w.skip ? 1 : 0]);
       else l.waiters[keep++] = w;
     }
     l.waiters.resize(keep);

@@ -10,7 +10,9 @@
  * - sessions: a listener whose every reload is answered by the front is counted (`listenerCount`);
  * - caps: over `SKYLARK_HTTP_MAX_HELD_PER_IP` a reload is not held by the front: the routes
  *   answer it 503 `Retry-After: 1`, and slots come back when the holds end;
- * - a request pipelined behind a held reload closes the connection.
+ * - a request pipelined behind a held reload closes the connection;
+ * - a PATCH to `playback: "token"` withdraws the layer before the API answers: the held reload is
+ *   answered as timed out, the next reload is the routes' (401).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import net from 'node:net';
@@ -273,4 +275,24 @@ describe('blocking reloads held in the native front', () => {
     expect(a.headers.get('cache-control')).toBe('no-store');
     expect(comparable(a)).toEqual(comparable(b));
   }, 40_000);
+
+  it('withdraws the layer synchronously with a PATCH to playback "token": its held reload is answered, the next is the routes\' 401', async () => {
+    const { msn, part } = await nextPart();
+    const held = heldReloadCounts().held;
+    const a = new Conn();
+    a.send(req(reloadTarget(msn, part)));
+    await waitFor(() => (heldReloadCounts().held > held ? true : null), 5000, 20, 'held in the front');
+    const changed = await api(t.http, t.secretKey, 'PATCH', `/v2/streams/${streamId}`, { playback: 'token' });
+    expect(changed.status).toBe(200);
+    const r = await a.response();
+    expect(r.status).toBe(200);
+    expect(r.headers.get('cache-control')).toBe('no-store');
+    a.end();
+    const hits = heldReloadCounts().hits;
+    const b = new Conn();
+    b.send(req(reloadTarget(msn, part)));
+    expect((await b.response()).status).toBe(401);
+    b.end();
+    expect(heldReloadCounts().hits).toBe(hits);
+  });
 });
