@@ -295,4 +295,25 @@ describe('blocking reloads held in the native front', () => {
     b.end();
     expect(heldReloadCounts().hits).toBe(hits);
   });
+
+  it('answers held reloads with the final playlist when the layer ends, as the routes do', async () => {
+    const live = await liveHls(t, { title: 'Ends', latencyMode: 'low', reconnectWindow: 1 }, 60);
+    await waitFor(() => (heldReloadCounts().layers > 0 ? true : null), 10_000, 100, 'a published layer');
+    const url = live.mediaUrl;
+    const text = await (await fetch(url)).text();
+    const hint = /#EXT-X-PRELOAD-HINT:TYPE=PART,URI="([^"]+)"/.exec(text)![1]!;
+    const [msn] = hint.split('.').map(Number) as [number];
+    const target = `${url.pathname}?sid=${url.searchParams.get('sid')}&_HLS_msn=${msn + 1}&_HLS_part=0`;
+    const held = heldReloadCounts().held;
+    const answers = both(target);
+    await waitFor(() => (heldReloadCounts().held > held ? true : null), 5000, 20, 'held in the front');
+    live.pub.kill('SIGKILL');
+    await exited(live.pub);
+    const [a, b, byFront] = await answers;
+    expect(byFront).toBe(1);
+    expect(a.status).toBe(200);
+    expect(a.body.toString()).toContain('#EXT-X-ENDLIST');
+    expect(a.headers.get('cache-control')).toBe('public, max-age=60');
+    expect(comparable(a)).toEqual(comparable(b));
+  }, 40_000);
 });
