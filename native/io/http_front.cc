@@ -488,7 +488,8 @@ constexpr size_t kMaxGroups = 65536;
 std::mutex g_sessions_mu;
 std::vector<HeldReloadSession> g_sessions;          // guarded by g_sessions_mu
 std::vector<std::string> g_wanted_groups;           // addresses whose cells are not known yet
-constexpr size_t kMaxSessions = 65536;
+constexpr size_t kMaxSessions = 65536;  // queued at most (a few more when HTTP threads race); beyond, reloads go to the server
+std::atomic<size_t> g_sessions_queued{0};
 constexpr size_t kMaxWanted = 4096;
 constexpr size_t kMaxUserAgent = 512;
 
@@ -609,6 +610,8 @@ ssize_t TakeReload(int fd, const http::RequestHead& h, const uint8_t* bytes, ssi
   GroupKey group{};
   char address[INET6_ADDRSTRLEN];
   if (!peers || !GroupOf(peers[fd], &group, address, sizeof address)) return kPassOn;
+  // A session the server cannot be told about is not answered here.
+  if (!q.sid.empty() && g_sessions_queued.load(std::memory_order_relaxed) >= kMaxSessions) return kPassOn;
   std::string_view ua;
   if (!http::UserAgentOf(std::string_view(reinterpret_cast<const char*>(bytes), static_cast<size_t>(n)), kMaxUserAgent, &ua)) return kPassOn;
   thread_local std::string t_path;
@@ -637,11 +640,8 @@ ssize_t TakeReload(int fd, const http::RequestHead& h, const uint8_t* bytes, ssi
   }
   if (!q.sid.empty()) {
     std::lock_guard<std::mutex> lock(g_sessions_mu);
-    if (g_sessions.size() < kMaxSessions) {
-      g_sessions.push_back({std::string(t_path), std::string(q.sid), std::string(address), std::string(ua)});
-    } else {
-      g_reload_broken.fetch_add(1, std::memory_order_relaxed);  // counted for diagnostics; the answer stands
-    }
+    g_sessions.push_back({std::string(t_path), std::string(q.sid), std::string(address), std::string(ua)});
+    g_sessions_queued.store(g_sessions.size(), std::memory_order_relaxed);
   }
   if (!now) {
     g_reload_held.fetch_add(1, std::memory_order_relaxed);
@@ -1133,6 +1133,7 @@ void DrainHeldReloadSessions(std::vector<HeldReloadSession>* sessions, std::vect
   std::lock_guard<std::mutex> lock(g_sessions_mu);
   sessions->swap(g_sessions);
   wanted->swap(g_wanted_groups);
+  g_sessions_queued.store(0, std::memory_order_relaxed);
 }
 
 HeldReloadCounts GetHeldReloadCounts() {

@@ -107,7 +107,7 @@ struct HeldReloadCounts {
   uint64_t held = 0;      // held here (each later answered, timed out, or ended by its client)
   uint64_t timeouts = 0;  // answered when the wait ran out (or the layer was withdrawn)
   uint64_t cut = 0;       // answers the kernel took only part of (the connection was closed)
-  uint64_t broken = 0;    // holds ended by a read on their connection (closed), sessions not queued (queue full)
+  uint64_t broken = 0;    // holds ended by a read on their connection (the connection was closed)
   uint64_t waiting = 0;   // held now
   uint64_t layers = 0;    // layers published now
 };

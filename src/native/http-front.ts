@@ -158,7 +158,7 @@ export interface HeldReloadCounts {
   timeouts: number;
   /** Answers the kernel took only part of (the connection was closed). */
   cut: number;
-  /** Holds ended by a read on their connection (closed), and sessions not queued (queue full). */
+  /** Holds ended by a read on their connection (the connection was closed). */
   broken: number;
   /** Held now. */
   waiting: number;
