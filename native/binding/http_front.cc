@@ -296,6 +296,31 @@ Napi::Value SetReloads(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(env, true);
 }
 
+Napi::Reference<Napi::Value>* g_listeners_ref = nullptr;  // keeps the listener count's memory alive
+
+// setHeldReloadListeners(count: Int32Array, max: number): boolean   (count[0]: the server's listener count)
+Napi::Value SetListeners(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  napi_typedarray_type type;
+  size_t length = 0;
+  void* data = nullptr;
+  if (info.Length() < 2 || !info[0].IsTypedArray() || !info[1].IsNumber() || napi_get_typedarray_info(env, info[0], &type, &length, &data, nullptr, nullptr) != napi_ok ||
+      type != napi_int32_array || length < 1 || data == nullptr) {
+    ThrowTypeError(env, "setHeldReloadListeners(count: Int32Array, max: number)");
+    return env.Undefined();
+  }
+  const double max = info[1].As<Napi::Number>().DoubleValue();
+  if (!(max >= 1 && max <= 2147483647.0)) return Napi::Boolean::New(env, false);
+  auto* ref = new Napi::Reference<Napi::Value>(Napi::Persistent(info[0]));
+  if (!io::SetHeldReloadListeners(static_cast<const int32_t*>(data), static_cast<int32_t>(max))) {
+    delete ref;
+    return Napi::Boolean::New(env, false);
+  }
+  delete g_listeners_ref;
+  g_listeners_ref = ref;
+  return Napi::Boolean::New(env, true);
+}
+
 // putHeldReloadCells(address: string, a: number, b: number): boolean
 Napi::Value PutCells(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -354,6 +379,7 @@ void InitHttpFront(Napi::Env env, Napi::Object exports) {
   exports.Set("putHeldReload", Napi::Function::New(env, PutReload, "putHeldReload"));
   exports.Set("deleteHeldReload", Napi::Function::New(env, DeleteReload, "deleteHeldReload"));
   exports.Set("setHeldReloads", Napi::Function::New(env, SetReloads, "setHeldReloads"));
+  exports.Set("setHeldReloadListeners", Napi::Function::New(env, SetListeners, "setHeldReloadListeners"));
   exports.Set("putHeldReloadCells", Napi::Function::New(env, PutCells, "putHeldReloadCells"));
   exports.Set("drainHeldReloads", Napi::Function::New(env, Drain, "drainHeldReloads"));
   exports.Set("heldReloadCounts", Napi::Function::New(env, ReloadCounts, "heldReloadCounts"));

@@ -490,6 +490,11 @@ std::vector<HeldReloadSession> g_sessions;          // guarded by g_sessions_mu
 std::vector<std::string> g_wanted_groups;           // addresses whose cells are not known yet
 constexpr size_t kMaxSessions = 65536;  // queued at most (a few more when HTTP threads race); beyond, reloads go to the server
 std::atomic<size_t> g_sessions_queued{0};
+// The server's listener count (an Int32 it stores on every join and leave) and the most it tracks:
+// a reload whose session might be new is answered here only while the count plus every session
+// queued stays below it (a new session over it is refused by the server: the routes answer that).
+std::atomic<const int32_t*> g_listener_count{nullptr};
+int32_t g_listener_max = 0;
 constexpr size_t kMaxWanted = 4096;
 constexpr size_t kMaxUserAgent = 512;
 
@@ -610,8 +615,13 @@ ssize_t TakeReload(int fd, const http::RequestHead& h, const uint8_t* bytes, ssi
   GroupKey group{};
   char address[INET6_ADDRSTRLEN];
   if (!peers || !GroupOf(peers[fd], &group, address, sizeof address)) return kPassOn;
-  // A session the server cannot be told about is not answered here.
-  if (!q.sid.empty() && g_sessions_queued.load(std::memory_order_relaxed) >= kMaxSessions) return kPassOn;
+  // A session the server cannot be told about, or could not admit, is not answered here.
+  if (!q.sid.empty()) {
+    const size_t queued = g_sessions_queued.load(std::memory_order_relaxed);
+    const int32_t* count = g_listener_count.load(std::memory_order_acquire);
+    if (queued >= kMaxSessions || !count) return kPassOn;
+    if (static_cast<int64_t>(__atomic_load_n(count, __ATOMIC_RELAXED)) + static_cast<int64_t>(queued) >= g_listener_max) return kPassOn;
+  }
   std::string_view ua;
   if (!http::UserAgentOf(std::string_view(reinterpret_cast<const char*>(bytes), static_cast<size_t>(n)), kMaxUserAgent, &ua)) return kPassOn;
   thread_local std::string t_path;
@@ -1126,6 +1136,13 @@ bool PutHeldReloadCells(std::string_view address, int32_t a, int32_t b) {
   std::lock_guard<std::mutex> lock(g_groups_mu);
   if (g_group_cells.size() >= kMaxGroups) g_group_cells.clear();
   g_group_cells[key] = {a, b};
+  return true;
+}
+
+bool SetHeldReloadListeners(const int32_t* count, int32_t max) {
+  if (count == nullptr || max <= 0) return false;
+  g_listener_max = max;
+  g_listener_count.store(count, std::memory_order_release);
   return true;
 }
 

@@ -136,6 +136,10 @@ bool SetHeldReloadCaps(int32_t* cells, size_t count, int32_t max_total, int32_t 
 // counter picks them. False on a bad address or cell.
 bool PutHeldReloadCells(std::string_view address, int32_t a, int32_t b);
 
+// The server's listener count (an Int32 it keeps current, kept alive by the caller) and the most
+// listeners it tracks. Until it is set no reload with a `sid` is answered here. False on a bad argument.
+bool SetHeldReloadListeners(const int32_t* count, int32_t max);
+
 // Takes the sessions queued since the last call, and the addresses whose cells are wanted.
 void DrainHeldReloadSessions(std::vector<HeldReloadSession>* sessions, std::vector<std::string>* wanted);
 

@@ -13,7 +13,8 @@ import type { EdgeLogReceiver } from '../delivery/listeners/edge-log.js';
 import { listenerTimeoutMs, publicPartHead, registerHlsRoutes } from '../delivery/hls/routes.js';
 import { NativeParts } from '../delivery/hls/native-parts.js';
 import { NativeReloads } from '../delivery/hls/native-reloads.js';
-import { deleteHeldReload, deleteHttpObject, drainHeldReloads, putHeldReload, putHeldReloadCells, putHttpObject, setHeldReloads } from '../native/http-front.js';
+import { deleteHeldReload, deleteHttpObject, drainHeldReloads, putHeldReload, putHeldReloadCells, putHttpObject, setHeldReloadListeners, setHeldReloads } from '../native/http-front.js';
+import { MAX_LISTENERS } from '../delivery/listeners/session.js';
 import { nativeRequestIdPrefix } from '../base/ids.js';
 import { HubSource } from '../delivery/hls/source.js';
 import { startHttpThreads, type HttpWorkers, type RunningThreads, type ThreadCounts } from '../delivery/threads/index.js';
@@ -147,7 +148,7 @@ function buildNativeParts(source: HubSource, room: Listeners, media: MediaRegist
  */
 function buildNativeReloads(source: HubSource, room: Listeners): NativeReloads | undefined {
   const caps = room.held.nativeCaps();
-  if (!setHeldReloads(true, caps)) return undefined;
+  if (!setHeldReloadListeners(room.registry.countCell, MAX_LISTENERS) || !setHeldReloads(true, caps)) return undefined;
   return new NativeReloads({
     front: { put: putHeldReload, delete: deleteHeldReload, putCells: putHeldReloadCells, drain: drainHeldReloads },
     source,

@@ -49,6 +49,7 @@ interface FrontAddon {
   deleteHeldReload(path: string, finalHead?: Uint8Array, finalBody?: Uint8Array): boolean;
   setHeldReloads(on: boolean, cells?: Int32Array, maxTotal?: number, maxPerAddress?: number): boolean;
   putHeldReloadCells(address: string, a: number, b: number): boolean;
+  setHeldReloadListeners(count: Int32Array, max: number): boolean;
   drainHeldReloads(): { sessions: string[]; wanted: string[] };
   heldReloadCounts(): HeldReloadCounts;
 }
@@ -217,6 +218,18 @@ export function deleteHeldReload(path: string, final?: { head: Uint8Array; body:
  */
 export function setHeldReloads(on: boolean, caps?: { cells: Int32Array; maxTotal: number; maxPerAddress: number }): boolean {
   return caps ? addon.setHeldReloads(on, caps.cells, caps.maxTotal, caps.maxPerAddress) : addon.setHeldReloads(on);
+}
+
+/**
+ * Tells the front the node's listener count (`count[0]`, shared memory the listener registry
+ * stores on every join and leave; kept alive by the front) and the most listeners it tracks: a
+ * reload with a `sid` is answered by the front only while the count plus the sessions it has
+ * queued stays below `max` (a new session over it is refused by the routes, `503
+ * listener_capacity`), and none before this is called.
+ * @returns false on a bad argument
+ */
+export function setHeldReloadListeners(count: Int32Array, max: number): boolean {
+  return addon.setHeldReloadListeners(count, max);
 }
 
 /** Tells the front the two counter cells of `address`'s group (`SharedAddressCounter.cellsOf`). @returns false on a bad address or cell */

@@ -7,7 +7,9 @@
  *   held until the part lands, answered at once when it is listed, refused (400) when too far
  *   ahead, and, once the publisher is gone, the timed-out `no-store` playlist after 3 target
  *   durations;
- * - sessions: a listener whose every reload is answered by the front is counted (`listenerCount`);
+ * - sessions: a listener whose every reload is answered by the front is counted (`totalListeners`);
+ *   while the listeners tracked plus the sessions queued reach the most the node tracks, a reload
+ *   with a `sid` is the routes' (they refuse a new session then);
  * - caps: over `SKYLARK_HTTP_MAX_HELD_PER_IP` a reload is not held by the front: the routes
  *   answer it 503 `Retry-After: 1`, and slots come back when the holds end;
  * - a request pipelined behind a held reload closes the connection;
@@ -21,7 +23,7 @@ import { api, startInProcess, waitFor, type TestServer } from '../../helpers/ser
 import { exited } from '../../helpers/publish.js';
 import { liveHls } from '../../helpers/live-hls.js';
 import { parseResponses, type ParsedResponse } from '../../helpers/http-responses.js';
-import { heldReloadCounts, setHeldReloads } from '../../../src/native/http-front.js';
+import { heldReloadCounts, setHeldReloadListeners, setHeldReloads } from '../../../src/native/http-front.js';
 
 const PER_IP = 3;
 let t: TestServer;
@@ -211,6 +213,23 @@ describe('blocking reloads held in the native front', () => {
     }
     expect(heldReloadCounts().hits).toBeGreaterThanOrEqual(hits + 3);
     await waitFor(async () => ((await count()) === before + 1 ? true : null), 5000, 100, 'the session counted');
+  });
+
+  it('leaves a reload with a sid to the routes while the listeners tracked plus those queued reach the most the node tracks', async () => {
+    // A stand-in for the registry's shared count (the node's MAX_LISTENERS is 200,000).
+    const count = new Int32Array(new SharedArrayBuffer(4));
+    count[0] = 5;
+    expect(setHeldReloadListeners(count, 5)).toBe(true);
+    const at = await nextPart();
+    const [a, b, full] = await both(reloadTarget(at.msn, at.part));
+    expect(full).toBe(0);
+    expect(comparable(a)).toEqual(comparable(b));
+    count[0] = 4;
+    const next = await nextPart();
+    const [, , room] = await both(reloadTarget(next.msn, next.part));
+    expect(room).toBe(1);
+    count[0] = 0;
+    setHeldReloadListeners(count, 1_000_000);
   });
 
   it('holds no more per address than the cap: the routes answer the one over it 503', async () => {
