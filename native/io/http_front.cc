@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -24,8 +25,10 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "core/http/framing.h"
+#include "core/http/reload.h"
 #include "io/import_hook.h"
 
 namespace skylark::io {
@@ -65,6 +68,14 @@ struct ConnSlot {
   uint8_t open;        // 1 from the library's accept to its close; the sweep reads it
   uint8_t lock;        // held by the idle sweep while it decides and shuts down, and by the close hook
   uint8_t state;
+  // A blocking playlist reload of this connection is held here (not by the library): the front
+  // owes it an answer. Set by the serving thread, cleared (under `lock`) by whoever answers it or
+  // by the close hook; `cell_a`/`cell_b` are its held-cap cells, given back by whoever clears it.
+  uint8_t held_here;
+  uint32_t gen;        // bumped at every accept and close: a waiter answers only its own connection
+  uint32_t passed_ms;  // monotonic ms (mod 2^32) of the last read handed to the library (or the accept)
+  uint32_t written_ms; // monotonic ms (mod 2^32) when the library last wrote all it had (its idle timer starts then)
+  int32_t cell_a, cell_b;
 };
 std::atomic<int> g_max_conn_fd{-1};  // the highest descriptor ever accepted (the sweep's bound)
 std::atomic<uint64_t> g_idle_closed{0};
@@ -94,6 +105,13 @@ uint32_t NowSeconds() {
   struct timespec ts {};
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return static_cast<uint32_t>(ts.tv_sec);
+}
+
+// Monotonic milliseconds (mod 2^32: compare differences only).
+uint32_t NowMs() {
+  struct timespec ts {};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<uint32_t>(static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000);
 }
 
 inline bool Tracked(int fd) { return fd >= 0 && static_cast<size_t>(fd) < g_fresh_size; }
@@ -164,7 +182,11 @@ int HookAccept4(int sockfd, struct sockaddr* addr, socklen_t* addrlen, int flags
     if (g_conns) {
       const uint32_t now = NowSeconds();
       g_conns[fd].passed_at = now;
+      g_conns[fd].passed_ms = NowMs();
+      g_conns[fd].written_ms = g_conns[fd].passed_ms;
       g_conns[fd].state = 0;
+      __atomic_store_n(&g_conns[fd].held_here, 0, __ATOMIC_RELAXED);
+      __atomic_add_fetch(&g_conns[fd].gen, 1, __ATOMIC_RELEASE);
       __atomic_store_n(&g_conns[fd].active_at, now, __ATOMIC_RELAXED);
       __atomic_store_n(&g_conns[fd].open, 1, __ATOMIC_RELEASE);
       int seen = g_max_conn_fd.load(std::memory_order_relaxed);
@@ -301,6 +323,8 @@ std::unordered_map<std::string, std::shared_ptr<const StoredObject>> g_objects; 
 std::atomic<size_t> g_object_count{0};
 std::atomic<uint64_t> g_object_hits{0}, g_object_cut{0}, g_request_ids{0};
 std::atomic<bool> g_answering{true};  // SetHttpObjectsAnswering
+std::atomic<size_t> g_reload_layers{0};  // layers whose blocking reloads are held here (below)
+std::atomic<bool> g_reloads_on{false};   // SetHeldReloads
 constexpr std::string_view kObjectPrefix = "/hls/";
 constexpr size_t kMaxObjects = 1 << 16;
 constexpr uint32_t kPassEverySeconds = 4;
@@ -325,11 +349,14 @@ void HandedOn(int fd, const http::Framing* f) {
   if (!answering && f != nullptr && f->end == http::FrameEnd::kPartial && f->heads_count == 0) state |= kHeadOpen;
   c.state = state;
   c.passed_at = NowSeconds();
+  c.passed_ms = NowMs();
 }
 
 // The library wrote the last of what it had for `fd`.
 inline void WrittenOut(int fd) {
-  if (g_conns) g_conns[fd].state &= static_cast<uint8_t>(~(kPending | kHeadOpen));
+  if (!g_conns) return;
+  g_conns[fd].state &= static_cast<uint8_t>(~(kPending | kHeadOpen));
+  g_conns[fd].written_ms = NowMs();
 }
 
 // Formats the per-answer middle of the head: the request id's counter (base 36), Date (RFC 9110
@@ -366,13 +393,15 @@ inline bool MayBeObjectRequest(const uint8_t* bytes, ssize_t n) {
   return data.starts_with("GET /hls/") || data.starts_with("HEAD /hls/");
 }
 
+ssize_t TakeReload(int fd, const http::RequestHead& h, const uint8_t* bytes, ssize_t n);
+
 // Answers the read of `fd` (`n` bytes, framed as `f`) from the store when it may (see above). Returns
 // kPassOn to hand the read to the library, else what the library's recv returns: -1 with EAGAIN
 // (answered), -1 with the error (the connection failed), or 0 when only part of the answer went
 // out (the library closes the connection, as after an orderly close).
 ssize_t AnswerFromStore(int fd, const http::Framing& f, const uint8_t* bytes, ssize_t n) {
   const ConnSlot& c = g_conns[fd];
-  if (c.state != 0 || t_scratch_fd == fd) return kPassOn;
+  if (c.state != 0 || c.held_here != 0 || t_scratch_fd == fd) return kPassOn;
   if (NowSeconds() - c.passed_at >= kPassEverySeconds) return kPassOn;
   // Exactly one whole GET, HTTP/1.1, no body, only plain header fields, CRLF line ends, and the
   // read ends where it ends (core/http/framing.h).
@@ -380,6 +409,10 @@ ssize_t AnswerFromStore(int fd, const http::Framing& f, const uint8_t* bytes, ss
   if (!MayBeObjectRequest(bytes, n)) return kPassOn;  // the request begins the read (no empty line before it)
   const http::RequestHead& h = f.heads[0];
   if (h.method != http::Method::kGet || h.http_major != 1 || h.http_minor != 1) return kPassOn;
+  if (h.target.find('?') != std::string_view::npos) {
+    return g_reloads_on.load(std::memory_order_relaxed) && g_reload_layers.load(std::memory_order_relaxed) != 0 ? TakeReload(fd, h, bytes, n) : kPassOn;
+  }
+  if (!g_answering.load(std::memory_order_relaxed)) return kPassOn;
   thread_local std::string t_key;  // keeps its capacity: no allocation per read once warm
   t_key.assign(h.target);
   std::shared_ptr<const StoredObject> obj;
@@ -405,6 +438,283 @@ ssize_t AnswerFromStore(int fd, const http::Framing& f, const uint8_t* bytes, ss
   if (sent < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? kPassOn : -1;
   g_object_cut.fetch_add(1, std::memory_order_relaxed);
   return 0;
+}
+
+// Blocking playlist reloads held here (docs/http.md "Blocking reloads held in native code"). The
+// server publishes, per public LL-HLS layer, where the layer is (the segment in progress, its
+// parts, the parts of the segment before it), the reload's timeout and four rendered answers (the
+// playlist and its delta update, each as answered when what was asked for is listed and as
+// answered when the wait ran out). A read framed as exactly one plain GET of
+// `<layer path>?sid=…&_HLS_msn=M&_HLS_part=P[&_HLS_skip=YES]` (in any order, each once, nothing
+// else) on a connection the store could answer is answered at once when the layer lists the part,
+// or else held: a waiter per connection, answered from the thread that publishes the part (or the
+// timeout thread) under the connection's slot lock. What the server must still learn (the
+// session named by `sid`, from which address, of which layer) is queued for it in batches.
+struct ReloadWaiter {
+  int fd;
+  uint32_t gen;
+  uint64_t msn;
+  uint64_t part;
+  bool skip;
+  uint32_t deadline_ms;
+};
+struct ReloadLayer {
+  HeldReloadState at{};
+  std::shared_ptr<const StoredObject> answers[4];  // [hit full, hit delta, timed out full, timed out delta]
+  std::vector<ReloadWaiter> waiters;               // in arrival order (deadlines ascend but for a timeout change)
+};
+std::mutex g_reloads_mu;
+std::unordered_map<std::string, std::unique_ptr<ReloadLayer>> g_reloads;  // guarded by g_reloads_mu
+std::atomic<size_t> g_reload_waiting{0};  // reloads held now
+std::atomic<uint64_t> g_reload_hits{0}, g_reload_held{0}, g_reload_timeouts{0}, g_reload_cut{0}, g_reload_broken{0};
+constexpr size_t kMaxReloadWaiting = size_t{1} << 20;
+constexpr size_t kMaxReloadLayers = 4096;
+// The held caps' shared counts (the server's node-wide counter: [total, …, cells …]) and limits.
+std::atomic<int32_t*> g_cap_cells{nullptr};
+int32_t g_cap_cell_count = 0, g_cap_total = 0, g_cap_per_address = 0;
+// An address group (IPv4 as is, IPv6 by /64) → its two cells, as the server's counter picks them.
+struct GroupKey {
+  uint64_t bits;
+  uint8_t v6;
+  bool operator==(const GroupKey& o) const { return bits == o.bits && v6 == o.v6; }
+};
+struct GroupHash {
+  size_t operator()(const GroupKey& k) const { return std::hash<uint64_t>()(k.bits * 0x9E3779B97F4A7C15ull ^ k.v6); }
+};
+std::mutex g_groups_mu;
+std::unordered_map<GroupKey, std::pair<int32_t, int32_t>, GroupHash> g_group_cells;  // guarded by g_groups_mu
+constexpr size_t kMaxGroups = 65536;
+// Sessions and addresses the server is told about in batches (DrainHeldReloadSessions).
+std::mutex g_sessions_mu;
+std::vector<HeldReloadSession> g_sessions;          // guarded by g_sessions_mu
+std::vector<std::string> g_wanted_groups;           // addresses whose cells are not known yet
+constexpr size_t kMaxSessions = 65536;  // queued at most (a few more when HTTP threads race); beyond, reloads go to the server
+std::atomic<size_t> g_sessions_queued{0};
+// The server's listener count (an Int32 it stores on every join and leave) and the most it tracks:
+// a reload whose session might be new is answered here only while the count plus every session
+// queued stays below it (a new session over it is refused by the server: the routes answer that).
+std::atomic<const int32_t*> g_listener_count{nullptr};
+int32_t g_listener_max = 0;
+constexpr size_t kMaxWanted = 4096;
+constexpr size_t kMaxUserAgent = 512;
+
+inline http::LayerPosition PositionOf(const HeldReloadState& at) { return {at.next_sequence, at.open_parts, at.previous_parts}; }
+
+// The group key of a peer address (false: none known).
+bool GroupOf(const PeerSlot& slot, GroupKey* key, char* text, size_t text_size) {
+  const uint8_t len = slot.len.load(std::memory_order_acquire);
+  if (len == sizeof(sockaddr_in)) {
+    sockaddr_in a;
+    std::memcpy(&a, slot.bytes, sizeof a);
+    key->bits = a.sin_addr.s_addr;
+    key->v6 = 0;
+    return inet_ntop(AF_INET, &a.sin_addr, text, static_cast<socklen_t>(text_size)) != nullptr;
+  }
+  if (len != sizeof(sockaddr_in6)) return false;
+  sockaddr_in6 a;
+  std::memcpy(&a, slot.bytes, sizeof a);
+  static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (std::memcmp(a.sin6_addr.s6_addr, kMapped, 12) == 0) {  // ::ffff:a.b.c.d is that IPv4 address
+    uint32_t v4;
+    std::memcpy(&v4, a.sin6_addr.s6_addr + 12, 4);
+    key->bits = v4;
+    key->v6 = 0;
+    return inet_ntop(AF_INET, a.sin6_addr.s6_addr + 12, text, static_cast<socklen_t>(text_size)) != nullptr;
+  }
+  std::memcpy(&key->bits, a.sin6_addr.s6_addr, 8);
+  key->v6 = 1;
+  return inet_ntop(AF_INET6, &a.sin6_addr, text, static_cast<socklen_t>(text_size)) != nullptr;
+}
+
+// Takes one held slot for `key`'s cells, as the server's counter does (add, then take back over a
+// cap). False when a cap is reached or the cells are not known (the request then goes to the server).
+bool AcquireCells(const GroupKey& key, const char* address, int32_t* a, int32_t* b) {
+  int32_t* cells = g_cap_cells.load(std::memory_order_acquire);
+  if (!cells) return false;
+  {
+    std::lock_guard<std::mutex> lock(g_groups_mu);
+    const auto it = g_group_cells.find(key);
+    if (it == g_group_cells.end()) {
+      std::lock_guard<std::mutex> ls(g_sessions_mu);
+      if (g_wanted_groups.size() < kMaxWanted) g_wanted_groups.emplace_back(address);
+      return false;
+    }
+    *a = it->second.first;
+    *b = it->second.second;
+  }
+  if (__atomic_fetch_add(&cells[0], 1, __ATOMIC_SEQ_CST) >= g_cap_total) {
+    __atomic_fetch_sub(&cells[0], 1, __ATOMIC_SEQ_CST);
+    return false;
+  }
+  const int32_t na = __atomic_fetch_add(&cells[*a], 1, __ATOMIC_SEQ_CST);
+  const int32_t nb = __atomic_fetch_add(&cells[*b], 1, __ATOMIC_SEQ_CST);
+  if (std::min(na, nb) >= g_cap_per_address) {
+    __atomic_fetch_sub(&cells[*a], 1, __ATOMIC_SEQ_CST);
+    __atomic_fetch_sub(&cells[*b], 1, __ATOMIC_SEQ_CST);
+    __atomic_fetch_sub(&cells[0], 1, __ATOMIC_SEQ_CST);
+    return false;
+  }
+  return true;
+}
+
+void ReleaseCells(int32_t a, int32_t b) {
+  int32_t* cells = g_cap_cells.load(std::memory_order_acquire);
+  if (!cells) return;
+  __atomic_fetch_sub(&cells[a], 1, __ATOMIC_SEQ_CST);
+  __atomic_fetch_sub(&cells[b], 1, __ATOMIC_SEQ_CST);
+  __atomic_fetch_sub(&cells[0], 1, __ATOMIC_SEQ_CST);
+}
+
+// Ends the hold of `c` (the slot lock held, `held_here` set): gives its cells back.
+void EndHold(ConnSlot& c) {
+  __atomic_store_n(&c.held_here, 0, __ATOMIC_RELAXED);
+  ReleaseCells(c.cell_a, c.cell_b);
+  g_reload_waiting.fetch_sub(1, std::memory_order_relaxed);
+}
+
+// Writes `obj` (status line and headers, a request id, Date, banner, Content-Length, body) to `fd`
+// in one sendmsg. Returns whether all of it went out.
+bool SendStored(int fd, const StoredObject& obj) {
+  char middle[128];
+  const size_t middle_len = AnswerMiddle(middle);
+  struct iovec iov[3] = {{const_cast<char*>(obj.head.data()), obj.head.size()}, {middle, middle_len}, {const_cast<char*>(obj.tail.data()), obj.tail.size()}};
+  struct msghdr msg {};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = 3;
+  const ssize_t total = static_cast<ssize_t>(obj.head.size() + middle_len + obj.tail.size());
+  return ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) == total;
+}
+
+// Answers a held waiter with `obj`, if its connection still waits (any thread).
+void AnswerWaiter(const ReloadWaiter& w, const StoredObject& obj, bool timed_out) {
+  ConnSlot& c = g_conns[w.fd];
+  LockSlot(c);
+  if (__atomic_load_n(&c.held_here, __ATOMIC_RELAXED) && __atomic_load_n(&c.gen, __ATOMIC_ACQUIRE) == w.gen && __atomic_load_n(&c.open, __ATOMIC_RELAXED)) {
+    EndHold(c);
+    if (SendStored(w.fd, obj)) {
+      (timed_out ? g_reload_timeouts : g_reload_hits).fetch_add(1, std::memory_order_relaxed);
+      __atomic_store_n(&c.active_at, NowSeconds(), __ATOMIC_RELAXED);
+    } else {  // a client that stopped reading: closed, as a cut stored answer is
+      g_reload_cut.fetch_add(1, std::memory_order_relaxed);
+      (void)::shutdown(w.fd, SHUT_RDWR);
+    }
+  }
+  UnlockSlot(c);
+}
+
+// Answers or holds the read of `fd` (`n` bytes framed as `f`, exactly one plain GET, checked by the
+// caller) when it is a blocking reload the front may take. Returns kPassOn, or what the library's
+// recv returns (-1 with EAGAIN: answered or held; 0: an answer cut short).
+ssize_t TakeReload(int fd, const http::RequestHead& h, const uint8_t* bytes, ssize_t n) {
+  const size_t qmark = h.target.find('?');
+  if (qmark == std::string_view::npos || !h.target.substr(0, qmark).ends_with("/index.m3u8")) return kPassOn;
+  http::ReloadQuery q;
+  if (!http::ParseReloadQuery(h.target.substr(qmark + 1), &q)) return kPassOn;
+  ConnSlot& c = g_conns[fd];
+  PeerSlot* peers = g_peers.load(std::memory_order_relaxed);
+  GroupKey group{};
+  char address[INET6_ADDRSTRLEN];
+  if (!peers || !GroupOf(peers[fd], &group, address, sizeof address)) return kPassOn;
+  // A session the server cannot be told about, or could not admit, is not answered here.
+  if (!q.sid.empty()) {
+    const size_t queued = g_sessions_queued.load(std::memory_order_relaxed);
+    const int32_t* count = g_listener_count.load(std::memory_order_acquire);
+    if (queued >= kMaxSessions || !count) return kPassOn;
+    if (static_cast<int64_t>(__atomic_load_n(count, __ATOMIC_RELAXED)) + static_cast<int64_t>(queued) >= g_listener_max) return kPassOn;
+  }
+  std::string_view ua;
+  if (!http::UserAgentOf(std::string_view(reinterpret_cast<const char*>(bytes), static_cast<size_t>(n)), kMaxUserAgent, &ua)) return kPassOn;
+  thread_local std::string t_path;
+  t_path.assign(h.target.substr(0, qmark));
+  std::shared_ptr<const StoredObject> now;
+  {
+    std::lock_guard<std::mutex> lock(g_reloads_mu);
+    const auto it = g_reloads.find(t_path);
+    if (it == g_reloads.end()) return kPassOn;
+    ReloadLayer& l = *it->second;
+    if (q.msn > l.at.next_sequence + 1) return kPassOn;  // 400: the routes' answer
+    if (http::Reached(PositionOf(l.at), q.msn, q.part)) {
+      now = l.answers[q.skip ? 1 : 0];
+    } else {
+      // Held only while the library's own idle timer cannot fire before the wait ends: it is
+      // armed when the library's last answer ended (or at the accept; never before the last read
+      // it got) and fires 8 s or more after that (10 s, counted in 4-s ticks).
+      const uint32_t since = static_cast<int32_t>(c.written_ms - c.passed_ms) > 0 ? c.written_ms : c.passed_ms;
+      if ((NowMs() - since) + l.at.timeout_ms + 500 > 8000) return kPassOn;
+      if (g_reload_waiting.load(std::memory_order_relaxed) >= kMaxReloadWaiting) return kPassOn;
+      if (!AcquireCells(group, address, &c.cell_a, &c.cell_b)) return kPassOn;
+      __atomic_store_n(&c.held_here, 1, __ATOMIC_RELEASE);
+      g_reload_waiting.fetch_add(1, std::memory_order_relaxed);
+      l.waiters.push_back({fd, __atomic_load_n(&c.gen, __ATOMIC_ACQUIRE), q.msn, q.part, q.skip, NowMs() + l.at.timeout_ms});
+    }
+  }
+  if (!q.sid.empty()) {
+    std::lock_guard<std::mutex> lock(g_sessions_mu);
+    g_sessions.push_back({std::string(t_path), std::string(q.sid), std::string(address), std::string(ua)});
+    g_sessions_queued.store(g_sessions.size(), std::memory_order_relaxed);
+  }
+  if (!now) {
+    g_reload_held.fetch_add(1, std::memory_order_relaxed);
+    errno = EAGAIN;
+    return -1;
+  }
+  if (SendStored(fd, *now)) {
+    g_reload_hits.fetch_add(1, std::memory_order_relaxed);
+    errno = EAGAIN;
+    return -1;
+  }
+  g_reload_cut.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
+// A read on a connection whose reload is held here (a request pipelined behind it, or the close):
+// the hold ends without an answer and the connection is closed, as the library closes a connection
+// that pipelines a request behind one it answers later. Returns what the library's recv returns.
+ssize_t ReadWhileHeld(int fd, ssize_t n) {
+  ConnSlot& c = g_conns[fd];
+  LockSlot(c);
+  const bool held = __atomic_load_n(&c.held_here, __ATOMIC_RELAXED) != 0;
+  if (held) {
+    EndHold(c);
+    if (n > 0) (void)::shutdown(fd, SHUT_RDWR);
+  }
+  UnlockSlot(c);
+  if (held && n > 0) g_reload_broken.fetch_add(1, std::memory_order_relaxed);
+  return held && n > 0 ? 0 : n;
+}
+
+// Answers the waiters whose wait ran out (the timeout thread), with the playlist as it is, no-store.
+void ExpireReloads() {
+  const uint32_t now = NowMs();
+  std::vector<std::pair<ReloadWaiter, std::shared_ptr<const StoredObject>>> due;
+  {
+    std::lock_guard<std::mutex> lock(g_reloads_mu);
+    for (auto& [path, l] : g_reloads) {
+      auto& ws = l->waiters;
+      size_t keep = 0;
+      for (size_t i = 0; i < ws.size(); ++i) {
+        const ReloadWaiter& w = ws[i];
+        const bool gone = __atomic_load_n(&g_conns[w.fd].gen, __ATOMIC_ACQUIRE) != w.gen;
+        if (gone) continue;
+        if (static_cast<int32_t>(now - w.deadline_ms) >= 0) {
+          due.emplace_back(w, l->answers[w.skip ? 3 : 2]);
+        } else {
+          ws[keep++] = w;
+        }
+      }
+      ws.resize(keep);
+    }
+  }
+  for (const auto& [w, obj] : due) AnswerWaiter(w, *obj, true);
+}
+
+void StartReloadTimer() {
+  std::thread([] {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(g_reload_waiting.load(std::memory_order_relaxed) ? 50 : 200));
+      if (g_reload_layers.load(std::memory_order_relaxed) != 0) ExpireReloads();
+    }
+  }).detach();
 }
 
 ssize_t HookSend(int fd, const void* buf, size_t len, int flags) {
@@ -463,6 +773,8 @@ int HookClose(int fd) {
     if (g_conns) {
       ConnSlot& c = g_conns[fd];
       LockSlot(c);  // the sweep never shuts down a descriptor this close frees for reuse
+      if (__atomic_load_n(&c.held_here, __ATOMIC_RELAXED)) EndHold(c);
+      __atomic_add_fetch(&c.gen, 1, __ATOMIC_RELEASE);
       c.state = 0;
       __atomic_store_n(&c.open, 0, __ATOMIC_RELAXED);
       if (std::atomic<HeldBytes*>* table = g_held.load(std::memory_order_relaxed)) {
@@ -583,6 +895,7 @@ ssize_t HookRecv(int fd, void* buf, size_t len, int flags) {
   auto* bytes = static_cast<uint8_t*>(buf);
   const ssize_t n = (g_lines && g_lines[fd]) ? RecvAfterKept(fd, bytes, len, flags) : ::recv(fd, buf, len, flags);
   if (n <= 0) return n;
+  if (g_conns && __atomic_load_n(&g_conns[fd].held_here, __ATOMIC_ACQUIRE)) return ReadWhileHeld(fd, n);
   // A new connection: its first request line, framed by llhttp (docs/http.md "Framing").
   http::Framing framing;
   const http::Framing* framed = nullptr;
@@ -623,7 +936,8 @@ ssize_t HookRecv(int fd, void* buf, size_t len, int flags) {
     if (framing.refused && !(g_conns[fd].state & kPending) && t_scratch_fd != fd) return RefuseMalformed(fd);
     CapIfAsked(fd, framed, bytes, static_cast<size_t>(n));
   }
-  if (g_object_count.load(std::memory_order_relaxed) != 0 && g_answering.load(std::memory_order_relaxed)) {
+  if ((g_object_count.load(std::memory_order_relaxed) != 0 && g_answering.load(std::memory_order_relaxed)) ||
+      (g_reload_layers.load(std::memory_order_relaxed) != 0 && g_reloads_on.load(std::memory_order_relaxed))) {
     const ssize_t answered = AnswerFromStore(fd, framing, bytes, n);
     if (answered != kPassOn) return answered;
   }
@@ -681,6 +995,7 @@ std::string InstallHttpFront(const std::string& object_suffix, const HttpFrontOp
         if (ReplaceImport(object_suffix, "send", reinterpret_cast<void*>(&HookSend), &unused) > 0 && conns != MAP_FAILED) {
           g_conns = static_cast<ConnSlot*>(conns);
           StartIdleSweep();
+          StartReloadTimer();
         }
       } else {
         munmap(table, size * sizeof(std::atomic<HeldBytes*>));
@@ -731,5 +1046,117 @@ bool DeleteHttpObject(std::string_view path) {
 bool HttpObjectsAnswered() { return g_conns != nullptr; }
 
 void SetHttpObjectsAnswering(bool on) { g_answering.store(on, std::memory_order_relaxed); }
+
+namespace {
+std::shared_ptr<const StoredObject> MakeStored(std::string_view head, std::string_view body) {
+  auto obj = std::make_shared<StoredObject>();
+  obj->head.assign(head);
+  char length[48];
+  const int n = snprintf(length, sizeof length, "Content-Length: %zu\r\n\r\n", body.size());
+  obj->tail.reserve(static_cast<size_t>(n) + body.size());
+  obj->tail.append(length, static_cast<size_t>(n));
+  obj->tail.append(body);
+  return obj;
+}
+}  // namespace
+
+bool PutHeldReload(std::string_view path, const HeldReloadState& at, const std::string_view heads[4], const std::string_view bodies[4]) {
+  if (!path.starts_with(kObjectPrefix) || !path.ends_with("/index.m3u8") || at.timeout_ms == 0 || at.timeout_ms > 60000) return false;
+  std::shared_ptr<const StoredObject> answers[4];
+  for (int i = 0; i < 4; ++i) answers[i] = MakeStored(heads[i], bodies[i]);
+  std::vector<std::pair<ReloadWaiter, std::shared_ptr<const StoredObject>>> due;
+  {
+    std::lock_guard<std::mutex> lock(g_reloads_mu);
+    auto it = g_reloads.find(std::string(path));
+    if (it == g_reloads.end()) {
+      if (g_reloads.size() >= kMaxReloadLayers) return false;
+      it = g_reloads.emplace(std::string(path), std::make_unique<ReloadLayer>()).first;
+      g_reload_layers.store(g_reloads.size(), std::memory_order_relaxed);
+    }
+    ReloadLayer& l = *it->second;
+    l.at = at;
+    for (int i = 0; i < 4; ++i) l.answers[i] = answers[i];
+    size_t keep = 0;
+    for (const ReloadWaiter& w : l.waiters) {
+      if (http::Reached(PositionOf(at), w.msn, w.part)) due.emplace_back(w, answers[w.skip ? 1 : 0]);
+      else l.waiters[keep++] = w;
+    }
+    l.waiters.resize(keep);
+  }
+  for (const auto& [w, obj] : due) AnswerWaiter(w, *obj, false);
+  return true;
+}
+
+bool DeleteHeldReload(std::string_view path, std::string_view final_head, std::string_view final_body) {
+  std::unique_ptr<ReloadLayer> gone;
+  {
+    std::lock_guard<std::mutex> lock(g_reloads_mu);
+    const auto it = g_reloads.find(std::string(path));
+    if (it == g_reloads.end()) return false;
+    gone = std::move(it->second);
+    g_reloads.erase(it);
+    g_reload_layers.store(g_reloads.size(), std::memory_order_relaxed);
+  }
+  const auto last = final_head.empty() ? nullptr : MakeStored(final_head, final_body);
+  for (const ReloadWaiter& w : gone->waiters) AnswerWaiter(w, last ? *last : *gone->answers[w.skip ? 3 : 2], !last);
+  return true;
+}
+
+void SetHeldReloads(bool on) { g_reloads_on.store(on, std::memory_order_relaxed); }
+
+bool SetHeldReloadCaps(int32_t* cells, size_t count, int32_t max_total, int32_t max_per_address) {
+  if (cells == nullptr || count < 3 || count > (size_t{1} << 24)) return false;
+  std::lock_guard<std::mutex> lock(g_groups_mu);
+  g_group_cells.clear();  // cells of another memory
+  g_cap_cell_count = static_cast<int32_t>(count);
+  g_cap_total = max_total;
+  g_cap_per_address = max_per_address;
+  g_cap_cells.store(cells, std::memory_order_release);
+  return true;
+}
+
+bool PutHeldReloadCells(std::string_view address, int32_t a, int32_t b) {
+  if (a <= 0 || b <= 0 || a >= g_cap_cell_count || b >= g_cap_cell_count || address.size() >= INET6_ADDRSTRLEN) return false;
+  char text[INET6_ADDRSTRLEN];
+  std::memcpy(text, address.data(), address.size());
+  text[address.size()] = 0;
+  PeerSlot slot{};
+  if (inet_pton(AF_INET, text, slot.bytes + offsetof(sockaddr_in, sin_addr)) == 1) {
+    reinterpret_cast<sockaddr_in*>(slot.bytes)->sin_family = AF_INET;
+    slot.len.store(sizeof(sockaddr_in));
+  } else if (inet_pton(AF_INET6, text, slot.bytes + offsetof(sockaddr_in6, sin6_addr)) == 1) {
+    reinterpret_cast<sockaddr_in6*>(slot.bytes)->sin6_family = AF_INET6;
+    slot.len.store(sizeof(sockaddr_in6));
+  } else {
+    return false;
+  }
+  GroupKey key{};
+  char unused[INET6_ADDRSTRLEN];
+  if (!GroupOf(slot, &key, unused, sizeof unused)) return false;
+  std::lock_guard<std::mutex> lock(g_groups_mu);
+  if (g_group_cells.size() >= kMaxGroups) g_group_cells.clear();
+  g_group_cells[key] = {a, b};
+  return true;
+}
+
+bool SetHeldReloadListeners(const int32_t* count, int32_t max) {
+  if (count == nullptr || max <= 0) return false;
+  g_listener_max = max;
+  g_listener_count.store(count, std::memory_order_release);
+  return true;
+}
+
+void DrainHeldReloadSessions(std::vector<HeldReloadSession>* sessions, std::vector<std::string>* wanted) {
+  std::lock_guard<std::mutex> lock(g_sessions_mu);
+  sessions->swap(g_sessions);
+  wanted->swap(g_wanted_groups);
+  g_sessions_queued.store(0, std::memory_order_relaxed);
+}
+
+HeldReloadCounts GetHeldReloadCounts() {
+  return {g_reload_hits.load(std::memory_order_relaxed), g_reload_held.load(std::memory_order_relaxed), g_reload_timeouts.load(std::memory_order_relaxed),
+          g_reload_cut.load(std::memory_order_relaxed), g_reload_broken.load(std::memory_order_relaxed), g_reload_waiting.load(std::memory_order_relaxed),
+          g_reload_layers.load(std::memory_order_relaxed)};
+}
 
 }  // namespace skylark::io

@@ -87,4 +87,62 @@ bool HttpObjectsAnswered();
 // is stored (the differential test compares answers with and without it). Thread-safe.
 void SetHttpObjectsAnswering(bool on);
 
+// Blocking playlist reloads held here (docs/http.md "Blocking reloads held in native code").
+// Where a public LL-HLS layer is, as Layer.reached reads it (rfc8216bis §6.2.5.2).
+struct HeldReloadState {
+  uint64_t next_sequence = 0;   // media sequence number of the segment in progress
+  uint32_t open_parts = 0;      // its parts listed
+  uint32_t previous_parts = 0;  // parts of the segment before it (0 when none)
+  uint32_t timeout_ms = 0;      // a held reload's wait (3 target durations), 1..60,000
+};
+// One reload answered or held here whose session the server must count.
+struct HeldReloadSession {
+  std::string path;        // the layer's playlist path (/hls/<stream>/<layer>/index.m3u8)
+  std::string sid;         // the query's `sid`
+  std::string address;     // the client's address (the connection's peer), as text
+  std::string user_agent;  // '' when absent
+};
+struct HeldReloadCounts {
+  uint64_t hits = 0;      // answered with what they asked for (at once or when it was listed)
+  uint64_t held = 0;      // held here (each later answered, timed out, or ended by its client)
+  uint64_t timeouts = 0;  // answered when the wait ran out (or the layer was withdrawn)
+  uint64_t cut = 0;       // answers the kernel took only part of (the connection was closed)
+  uint64_t broken = 0;    // holds ended by a read on their connection (the connection was closed)
+  uint64_t waiting = 0;   // held now
+  uint64_t layers = 0;    // layers published now
+};
+
+// Publishes (or replaces) the layer at `path` (".../index.m3u8"): where it is and its four answers,
+// each a head (status line and header fields up to the request id's prefix, as PutHttpObject) and a
+// body: [0] the playlist and [1] its delta update answered with what was asked for, [2] and [3] the
+// same answered when the wait ran out. Held reloads the layer now reaches are answered from here,
+// on this thread. False for a path outside the prefix, a timeout out of range, or 4,096 layers.
+bool PutHeldReload(std::string_view path, const HeldReloadState& at, const std::string_view heads[4], const std::string_view bodies[4]);
+
+// Withdraws the layer at `path`: its held reloads are answered with `final_head` + `final_body`
+// (the ended layer's final playlist), or, when `final_head` is empty, as timed out. Later reloads
+// go to the HTTP server. Returns whether it was published.
+bool DeleteHeldReload(std::string_view path, std::string_view final_head, std::string_view final_body);
+
+// Turns holding and answering reloads here on or off (off by default), keeping what is published.
+void SetHeldReloads(bool on);
+
+// The held-request caps: `cells` is the server's node-wide counter ([0] the total, then per-address
+// cells; `count` Int32 cells, kept alive by the caller), `max_total` and `max_per_address` its caps.
+// Until it is set nothing is held here. False on a bad argument.
+bool SetHeldReloadCaps(int32_t* cells, size_t count, int32_t max_total, int32_t max_per_address);
+
+// The two counter cells of the address group of `address` (IPv4 or IPv6 text), as the server's
+// counter picks them. False on a bad address or cell.
+bool PutHeldReloadCells(std::string_view address, int32_t a, int32_t b);
+
+// The server's listener count (an Int32 it keeps current, kept alive by the caller) and the most
+// listeners it tracks. Until it is set no reload with a `sid` is answered here. False on a bad argument.
+bool SetHeldReloadListeners(const int32_t* count, int32_t max);
+
+// Takes the sessions queued since the last call, and the addresses whose cells are wanted.
+void DrainHeldReloadSessions(std::vector<HeldReloadSession>* sessions, std::vector<std::string>* wanted);
+
+HeldReloadCounts GetHeldReloadCounts();
+
 }  // namespace skylark::io

@@ -12,7 +12,9 @@ import { createEdgeLog, createListeners, type Listeners } from '../delivery/list
 import type { EdgeLogReceiver } from '../delivery/listeners/edge-log.js';
 import { listenerTimeoutMs, publicPartHead, registerHlsRoutes } from '../delivery/hls/routes.js';
 import { NativeParts } from '../delivery/hls/native-parts.js';
-import { deleteHttpObject, putHttpObject } from '../native/http-front.js';
+import { NativeReloads } from '../delivery/hls/native-reloads.js';
+import { deleteHeldReload, deleteHttpObject, drainHeldReloads, putHeldReload, putHeldReloadCells, putHttpObject, setHeldReloadListeners, setHeldReloads } from '../native/http-front.js';
+import { MAX_LISTENERS } from '../delivery/listeners/session.js';
 import { nativeRequestIdPrefix } from '../base/ids.js';
 import { HubSource } from '../delivery/hls/source.js';
 import { startHttpThreads, type HttpWorkers, type RunningThreads, type ThreadCounts } from '../delivery/threads/index.js';
@@ -62,7 +64,10 @@ export function buildDelivery(b: Base, room: Listeners, media: MediaRegistry, wh
   const mainCounts: ThreadCounts = { hls: 0, listen: 0, forwarded: 0 };
   registerHlsRoutes(http, hlsSource, { access: room.access, hold: room.held, served: mainCounts });
   // Public LL-HLS parts answered by the native HTTP front (its hooks come with the HTTP/1.0 front).
-  const nativeParts = config.hlsNativeParts && config.http10 ? buildNativeParts(hlsSource, room, media, b.repos.streams) : null;
+  const native = config.hlsNativeParts && config.http10;
+  const nativeReloads = native && config.hlsNativeReloads ? buildNativeReloads(hlsSource, room) : undefined;
+  if (!nativeReloads) setHeldReloads(false);
+  const nativeParts = native ? buildNativeParts(hlsSource, room, media, b.repos.streams, nativeReloads) : null;
   // Listeners behind nginx edges (docs/behaviour.md §12): counted from the edges' access log lines, with
   // the same timeout as a direct request to the same layer.
   const edgeLog = createEdgeLog(b, room, (id, name) => {
@@ -105,13 +110,21 @@ export function buildDelivery(b: Base, room: Listeners, media: MediaRegistry, wh
   const whip = registerWhip({ http, ingest: whipIngest, tokens: new PublishTokens(b.nodeSecret, b.now), trusted: room.trusted, config, log: b.log.child('whip'), limits: b.limits });
   const features: Feature[] = [];
   if (nativeParts) features.push({ close: () => nativeParts.close() });
+  if (nativeReloads) {
+    features.push({
+      close: () => {
+        setHeldReloads(false);
+        nativeReloads.close();
+      },
+    });
+  }
   if (edgeLog) features.push({ close: () => edgeLog.close() });
   features.push(listen, { close: () => whep.close() }, { close: () => whip.close() });
   return { hlsSource, mainCounts, edgeLog, listen, icecastListeners, whep, whip, features };
 }
 
 /** The store of public LL-HLS parts in the native HTTP front (docs/http.md "Media objects answered in native code"), watching every hub opened. */
-function buildNativeParts(source: HubSource, room: Listeners, media: MediaRegistry, streams: StreamsRepo): NativeParts {
+function buildNativeParts(source: HubSource, room: Listeners, media: MediaRegistry, streams: StreamsRepo, reloads: NativeReloads | undefined): NativeParts {
   const parts = new NativeParts({
     store: { put: putHttpObject, delete: deleteHttpObject },
     source,
@@ -122,9 +135,27 @@ function buildNativeParts(source: HubSource, room: Listeners, media: MediaRegist
     current: (id) => media.get(id),
     head: publicPartHead(nativeRequestIdPrefix),
     changes: (fn) => streams.onChange(fn),
+    reloads,
   });
   media.onOpen((hub) => parts.watch(hub));
   return parts;
+}
+
+/**
+ * Blocking reloads of public LL-HLS layers held in the native HTTP front (docs/http.md "Blocking
+ * reloads held in native code"), counted into the node's held-request caps and sessions. The front
+ * holds nothing when its cells are refused.
+ */
+function buildNativeReloads(source: HubSource, room: Listeners): NativeReloads | undefined {
+  const caps = room.held.nativeCaps();
+  if (!setHeldReloadListeners(room.registry.countCell, MAX_LISTENERS) || !setHeldReloads(true, caps)) return undefined;
+  return new NativeReloads({
+    front: { put: putHeldReload, delete: deleteHeldReload, putCells: putHeldReloadCells, drain: drainHeldReloads },
+    source,
+    access: room.access,
+    cellsOf: caps.cellsOf,
+    requestIdPrefix: nativeRequestIdPrefix,
+  });
 }
 
 /**

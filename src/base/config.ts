@@ -53,6 +53,11 @@ export interface Config {
    */
   hlsNativeParts: boolean;
   /**
+   * LL-HLS blocking playlist reloads of public streams held and answered by the native HTTP front
+   * (docs/http.md "Blocking reloads held in native code"); needs `hlsNativeParts`.
+   */
+  hlsNativeReloads: boolean;
+  /**
    * Merged ingest reads (ms): a live publisher's socket is read every this often instead of on
    * every message while no LL-HLS part or segment is about to close (0 = read as bytes arrive).
    */
@@ -347,6 +352,7 @@ export const ENV_NAMES = {
   abrLadder: 'SKYLARK_ABR_LADDER',
   http10: 'SKYLARK_HTTP10',
   hlsNativeParts: 'SKYLARK_HLS_NATIVE_PARTS',
+  hlsNativeReloads: 'SKYLARK_HLS_NATIVE_RELOADS',
   ingestMergeMs: 'SKYLARK_INGEST_MERGE_MS',
   liveWindowSegments: 'SKYLARK_LIVE_WINDOW_SEGMENTS',
   maxUploadBytes: 'SKYLARK_MAX_UPLOAD_BYTES',
@@ -390,6 +396,7 @@ const RawConfig = v.object({
   abrLadder: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
   http10: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
   hlsNativeParts: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
+  hlsNativeReloads: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
   ingestMergeMs: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be 0-200 (ms)'), v.transform(Number), v.maxValue(200)), '100'),
   liveWindowSegments: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(3), v.maxValue(100)), '6'),
   maxUploadBytes: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'must be a positive integer of bytes'), v.transform(Number), v.minValue(1)), '500000000'),
@@ -457,6 +464,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     abrLadder: o.abrLadder === '1' || o.abrLadder === 'true',
     http10: o.http10 === '1' || o.http10 === 'true',
     hlsNativeParts: o.hlsNativeParts === '1' || o.hlsNativeParts === 'true',
+    hlsNativeReloads: o.hlsNativeReloads === '1' || o.hlsNativeReloads === 'true',
     downloadCounting: o.downloadCounting === '1' || o.downloadCounting === 'true',
     trustedProxies: parseTrustedProxyList(o.trustedProxies),
     edgeLogHost: edgeLog ? (o.edgeLogHost ?? EDGE_LOG_DEFAULTS.host) : undefined,

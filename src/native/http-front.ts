@@ -45,6 +45,13 @@ interface FrontAddon {
   putHttpObject(path: string, head: Uint8Array, body: Uint8Array): boolean;
   deleteHttpObject(path: string): boolean;
   setHttpObjectsAnswering(on: boolean): void;
+  putHeldReload(path: string, at: [number, number, number, number], heads: Uint8Array[], bodies: Uint8Array[]): boolean;
+  deleteHeldReload(path: string, finalHead?: Uint8Array, finalBody?: Uint8Array): boolean;
+  setHeldReloads(on: boolean, cells?: Int32Array, maxTotal?: number, maxPerAddress?: number): boolean;
+  putHeldReloadCells(address: string, a: number, b: number): boolean;
+  setHeldReloadListeners(count: Int32Array, max: number): boolean;
+  drainHeldReloads(): { sessions: string[]; wanted: string[] };
+  heldReloadCounts(): HeldReloadCounts;
 }
 const addon = loadedAddon as FrontAddon;
 
@@ -140,4 +147,105 @@ export function deleteHttpObject(path: string): boolean {
  */
 export function setHttpObjectsAnswering(on: boolean): void {
   addon.setHttpObjectsAnswering(on);
+}
+
+/** What the front did with blocking playlist reloads (docs/http.md "Blocking reloads held in native code"). */
+export interface HeldReloadCounts {
+  /** Answered with what they asked for: at once, or when the layer listed it. */
+  hits: number;
+  /** Held (each later answered, timed out, or ended by its client). */
+  held: number;
+  /** Answered when the wait ran out, or when their layer was withdrawn (`no-store`). */
+  timeouts: number;
+  /** Answers the kernel took only part of (the connection was closed). */
+  cut: number;
+  /** Holds ended by a read on their connection (the connection was closed). */
+  broken: number;
+  /** Held now. */
+  waiting: number;
+  /** Layers published now. */
+  layers: number;
+}
+
+/** Where a public LL-HLS layer is (`Layer.reached`, rfc8216bis §6.2.5.2) and how long a reload waits. */
+export interface HeldReloadState {
+  /** Media sequence number of the segment in progress. */
+  nextSequence: number;
+  /** Its parts listed. */
+  openParts: number;
+  /** Parts of the segment before it (0 when none). */
+  previousParts: number;
+  /** A held reload's wait (ms, 1..60,000): 3 target durations. */
+  timeoutMs: number;
+}
+
+/** A blocking reload the front answered or held, whose session the server must count. */
+export interface HeldReloadSession {
+  /** `/hls/<stream>/<layer>/index.m3u8`. */
+  path: string;
+  sid: string;
+  /** The client's address (the connection's peer), as text. */
+  address: string;
+  /** '' when absent. */
+  userAgent: string;
+}
+
+/**
+ * Publishes (or replaces) a public LL-HLS layer's blocking reload answers (docs/http.md "Blocking
+ * reloads held in native code"): `heads`/`bodies` are [reached playlist, reached delta update,
+ * timed-out playlist, timed-out delta update], each head the status line and headers up to the
+ * request id's prefix. Reloads held for this layer that it now reaches are answered during the call.
+ * @returns false for a path not under `/hls/…/index.m3u8`, a timeout out of range, or 4,096 layers published
+ * @throws TypeError on wrong arguments
+ */
+export function putHeldReload(path: string, at: HeldReloadState, heads: Uint8Array[], bodies: Uint8Array[]): boolean {
+  return addon.putHeldReload(path, [at.nextSequence, at.openParts, at.previousParts, at.timeoutMs], heads, bodies);
+}
+
+/**
+ * Withdraws a layer: its held reloads are answered with `final` (an ended layer's final playlist),
+ * or without it as timed out; its later reloads reach the HTTP server. @returns whether it was published
+ */
+export function deleteHeldReload(path: string, final?: { head: Uint8Array; body: Uint8Array }): boolean {
+  return final ? addon.deleteHeldReload(path, final.head, final.body) : addon.deleteHeldReload(path);
+}
+
+/**
+ * Turns holding reloads in the front on or off (off until called), process-wide. `caps`: the
+ * held-request counter's shared cells (src/delivery/listeners/shared-counter.ts; kept alive by the
+ * front) and its caps; the front holds nothing before it has them.
+ * @returns false when the cells were refused
+ */
+export function setHeldReloads(on: boolean, caps?: { cells: Int32Array; maxTotal: number; maxPerAddress: number }): boolean {
+  return caps ? addon.setHeldReloads(on, caps.cells, caps.maxTotal, caps.maxPerAddress) : addon.setHeldReloads(on);
+}
+
+/**
+ * Tells the front the node's listener count (`count[0]`, shared memory the listener registry
+ * stores on every join and leave; kept alive by the front) and the most listeners it tracks: a
+ * reload with a `sid` is answered by the front only while the count plus the sessions it has
+ * queued stays below `max` (a new session over it is refused by the routes, `503
+ * listener_capacity`), and none before this is called.
+ * @returns false on a bad argument
+ */
+export function setHeldReloadListeners(count: Int32Array, max: number): boolean {
+  return addon.setHeldReloadListeners(count, max);
+}
+
+/** Tells the front the two counter cells of `address`'s group (`SharedAddressCounter.cellsOf`). @returns false on a bad address or cell */
+export function putHeldReloadCells(address: string, a: number, b: number): boolean {
+  return addon.putHeldReloadCells(address, a, b);
+}
+
+/** The sessions of reloads answered or held since the last call, and the addresses whose cells the front wants. */
+export function drainHeldReloads(): { sessions: HeldReloadSession[]; wanted: string[] } {
+  const { sessions: flat, wanted } = addon.drainHeldReloads();
+  const sessions: HeldReloadSession[] = [];
+  for (let i = 0; i + 3 < flat.length; i += 4) sessions.push({ path: flat[i]!, sid: flat[i + 1]!, address: flat[i + 2]!, userAgent: flat[i + 3]! });
+  return { sessions, wanted };
+}
+
+/** Counts of the held reloads (tests, diagnostics). */
+export function heldReloadCounts(): HeldReloadCounts {
+  return addon.heldReloadCounts();
 }

@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
 import { api, startInProcess, waitFor, type TestServer } from '../helpers/server.js';
-import { httpFrontCounts } from '../../src/native/http-front.js';
+import { heldReloadCounts, httpFrontCounts } from '../../src/native/http-front.js';
 import { exited, publish } from '../helpers/publish.js';
 import { openHlsPage, type HlsPage } from '../helpers/hls-page.js';
 
@@ -56,6 +56,7 @@ describe('hls.js and delta updates', () => {
       );
     });
     const hits = httpFrontCounts().objectHits;
+    const reloads = heldReloadCounts().hits;
     await p.play(hlsUrl, { lowLatencyMode: true });
     const start = await waitFor(async () => {
       const st = await p.state();
@@ -74,6 +75,8 @@ describe('hls.js and delta updates', () => {
     expect(s.loaded.some((x) => x.part !== null)).toBe(true); // it played parts
     // Chromium's part GETs were answered by the native HTTP front (docs/http.md "Media objects answered in native code").
     expect(httpFrontCounts().objectHits).toBeGreaterThan(hits);
+    // And its blocking reloads (delta updates among them) by the front too (docs/http.md "Blocking reloads held in native code").
+    expect(heldReloadCounts().hits).toBeGreaterThan(reloads);
     expect(s.latency).not.toBeNull();
     expect(s.latency!).toBeLessThan(4);
     const answers = await Promise.all(seen);

@@ -24,6 +24,7 @@
 import type { StreamHub } from '../../live/media/hub.js';
 import type { Layer } from '../../live/media/layer.js';
 import type { HlsSource } from './source.js';
+import type { NativeReloads } from './native-reloads.js';
 
 /** The native object store (src/native/http-front.ts `putHttpObject`/`deleteHttpObject`). */
 export interface ObjectStore {
@@ -49,6 +50,8 @@ export interface NativePartsDeps {
    * once-a-second sweep notices such changes.
    */
   changes?: (fn: (streamId: string) => void) => () => void;
+  /** The layers' blocking reloads held in the front (./native-reloads.ts), synced with the parts; none: not held there. */
+  reloads?: Pick<NativeReloads, 'sync' | 'withdraw'> | undefined;
 }
 
 /** Finished segments below the one in progress whose parts are looked for (a layer keeps ~3). */
@@ -85,7 +88,7 @@ export class NativeParts {
   streamChanged(streamId: string): void {
     const w = this.watched.get(streamId);
     if (!w) return;
-    for (const have of w.stored.values()) this.forget(have);
+    for (const l of w.stored.keys()) this.forgetLayer(w, l);
     queueMicrotask(() => {
       if (this.watched.get(streamId) !== w) return;
       for (const l of w.stored.keys()) this.changed(w, l);
@@ -134,7 +137,7 @@ export class NativeParts {
       this.sync(w, l);
     } catch {
       // A failing policy read (database): the routes answer this layer's parts until the next sync.
-      this.forget(w.stored.get(l)!);
+      this.forgetLayer(w, l);
     }
   }
 
@@ -142,7 +145,9 @@ export class NativeParts {
   private sync(w: Watched, l: Layer): void {
     const have = w.stored.get(l)!;
     const id = w.hub.streamId;
-    const view = this.watched.get(id) === w && this.d.isPublic(id) ? this.d.source.get(id)?.layer(l.name) : undefined;
+    const stream = this.watched.get(id) === w && this.d.isPublic(id) ? this.d.source.get(id) : undefined;
+    const view = stream?.layer(l.name);
+    this.d.reloads?.sync(reloadPath(id, l), view, stream?.playable ?? false);
     if (!view || view.container !== 'fmp4') return this.forget(have);
     const base = `/hls/${id}/${l.name}/`;
     const seen = new Set<string>();
@@ -163,6 +168,12 @@ export class NativeParts {
       this.d.store.delete(path);
       have.delete(path);
     }
+  }
+
+  /** Forgets the parts of `l` and withdraws its blocking reloads. */
+  private forgetLayer(w: Watched, l: Layer): void {
+    this.forget(w.stored.get(l)!);
+    this.d.reloads?.withdraw(reloadPath(w.hub.streamId, l));
   }
 
   private forget(have: Map<string, Uint8Array>): void {
@@ -189,6 +200,9 @@ export class NativeParts {
     for (const off of w.offs) off();
     w.offs = [];
     if (this.watched.get(w.hub.streamId) === w) this.watched.delete(w.hub.streamId);
-    for (const have of w.stored.values()) this.forget(have);
+    for (const l of w.stored.keys()) this.forgetLayer(w, l);
   }
 }
+
+/** The media playlist path of layer `l` of stream `id` (what the front's held reloads are keyed by). */
+const reloadPath = (id: string, l: Layer): string => `/hls/${id}/${l.name}/index.m3u8`;

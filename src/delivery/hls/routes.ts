@@ -66,8 +66,28 @@ const M4S_HEADERS = [objectHeaders(M4S, IMMUTABLE), objectHeaders(M4S, PRIVATE)]
  * answer's counter, Date, Content-Length and the bytes).
  */
 export function publicPartHead(requestIdPrefix: string): Uint8Array {
-  const lines = M4S_HEADERS[0].map(([k, v]) => `${Buffer.from(k).toString('latin1')}: ${Buffer.from(v).toString('latin1')}\r\n`).join('');
+  return storedHead(M4S_HEADERS[0], requestIdPrefix);
+}
+
+/** A 200 answer's status line and `headers`, then `X-Request-ID: ` and `requestIdPrefix`, as the native front stores it. */
+const storedHead = (headers: HeaderList, requestIdPrefix: string): Uint8Array => {
+  const lines = headers.map(([k, v]) => `${Buffer.from(k).toString('latin1')}: ${Buffer.from(v).toString('latin1')}\r\n`).join('');
   return Buffer.from(`HTTP/1.1 200 OK\r\n${lines}${REQUEST_ID_HEADER}: ${requestIdPrefix}`, 'latin1');
+};
+
+/**
+ * The heads of a public LL-HLS layer's blocking reload answers as the native front keeps them
+ * (./native-reloads.ts, docs/http.md "Blocking reloads held in native code"), each the status
+ * line and the very headers `mediaPlaylist` writes, then `X-Request-ID: ` and `requestIdPrefix`:
+ * `reached` (what was asked for is listed: shareable for one target duration, `targetSeconds`),
+ * `unreached` (the wait ran out: `no-store`) and `ended` (the layer's final playlist).
+ */
+export function publicReloadHeads(requestIdPrefix: string, targetSeconds: number): { reached: Uint8Array; unreached: Uint8Array; ended: Uint8Array } {
+  return {
+    reached: storedHead(blockingHit(targetSeconds), requestIdPrefix),
+    unreached: storedHead(PLAYLIST_UNREACHED, requestIdPrefix),
+    ended: storedHead(playlistHeaders(true, targetSeconds, true), requestIdPrefix),
+  };
 }
 const INIT_HEADERS = [objectHeaders(MP4, IMMUTABLE), objectHeaders(MP4, PRIVATE)] as const;
 const PLAYLIST_PRIVATE = objectHeaders(M3U8, PRIVATE);

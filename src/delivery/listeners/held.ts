@@ -56,6 +56,14 @@ export class HeldRequests implements HoldGate {
     this.counter.release(address);
   }
 
+  /**
+   * What the native front needs to count held reloads into the same cells (docs/http.md "Blocking
+   * reloads held in native code"): the shared cells, the caps, and each address's two cells.
+   */
+  nativeCaps(): { cells: Int32Array; maxTotal: number; maxPerAddress: number; cellsOf: (address: string) => [number, number] } {
+    return { cells: new Int32Array(this.counter.memory), maxTotal: this.d.maxTotal, maxPerAddress: this.d.maxPerAddress, cellsOf: (address) => this.counter.cellsOf(address) };
+  }
+
   /** Requests held now, in total or for one client address. */
   held(address?: string): number {
     return this.counter.held(address);

@@ -82,6 +82,16 @@ export class SharedAddressCounter {
     return cells;
   }
 
+  /**
+   * The two cells (Int32 indexes into `memory`) `address` is counted in: [0] is the total, then
+   * the rows. What the native front counts its held reloads into (docs/http.md "Blocking reloads
+   * held in native code").
+   */
+  cellsOf(address: string): [number, number] {
+    const { a, b } = this.slots(address);
+    return [a, b];
+  }
+
   /** 'ok' (counted), or which cap refused it. */
   tryAcquire(address: string): 'ok' | 'total' | 'per_address' {
     const c = this.cells;

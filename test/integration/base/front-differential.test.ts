@@ -2,9 +2,10 @@
  * The native HTTP front frames requests exactly as the HTTP server does (docs/http.md "Framing",
  * docs/behaviour.md §13): seeded random sequences of raw requests — pipelined, split at random
  * offsets, with and without bodies, odd header spellings, HTTP/1.0 and 1.1, LL-HLS parts the
- * front answers from its store, playlists, `/listen` (only its head is read), API routes — are
- * sent over raw sockets to one node twice: with the object store answering and with it turned off
- * (every request then reaches the HTTP server). Both must get the same answers (status, headers but
+ * front answers from its store, playlists, blocking reloads of listed parts (which the front
+ * answers too), `/listen` (only its head is read), API routes — are sent over raw sockets to one
+ * node twice: with the object store and held reloads answering and with both turned off (every
+ * request then reaches the HTTP server). Both must get the same answers (status, headers but
  * Date, X-Request-ID and the library's banner, bodies with request and HLS session ids blanked) in
  * the same order, and the same close — or, where the library closed one run early (it closes a
  * connection that pipelines a request behind one it answers asynchronously), the same answers up
@@ -21,7 +22,7 @@ import type { ChildProcess } from 'node:child_process';
 import { startInProcess, waitFor, type TestServer } from '../../helpers/server.js';
 import { exited } from '../../helpers/publish.js';
 import { liveHls } from '../../helpers/live-hls.js';
-import { httpFrontCounts, setHttpObjectsAnswering } from '../../../src/native/http-front.js';
+import { heldReloadCounts, httpFrontCounts, setHeldReloads, setHttpObjectsAnswering } from '../../../src/native/http-front.js';
 
 const SEED = Number(process.env.SKYLARK_FRONT_DIFF_SEED ?? 1);
 const COUNT = Number(process.env.SKYLARK_FRONT_DIFF_COUNT ?? 40);
@@ -31,6 +32,8 @@ let pub: ChildProcess;
 let port = 0;
 let parts: string[] = [];
 let media = '';
+/** The media playlist's session id (the query of blocking reloads). */
+let sid = '';
 let master = '';
 let streamId = '';
 
@@ -41,6 +44,7 @@ beforeAll(async () => {
   pub = live.pub;
   streamId = live.stream.id;
   media = live.mediaUrl.pathname;
+  sid = live.mediaUrl.searchParams.get('sid') ?? '';
   master = new URL(live.stream.hlsUrl).pathname;
   await waitFor(async () => ((await (await fetch(live.mediaUrl)).text()).match(/#EXT-X-PART:/g) ?? []).length >= 6, 20_000, 200, 'six parts');
   pub.kill('SIGKILL');
@@ -60,6 +64,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   setHttpObjectsAnswering(true);
+  setHeldReloads(true);
   pub?.kill('SIGKILL');
   if (pub) await exited(pub);
   await t?.close();
@@ -93,6 +98,13 @@ function sequence(rnd: () => number): Req[] {
     'Sec-Fetch-Mode: cors\r\nOrigin: http://a\r\n', 'X-Unknown: 1\r\n', 'Range: bytes=0-9\r\n', 'If-None-Match: "x"\r\n', 'Cache-Control: no-cache\r\n'];
   const head = (method: string, target: string, more = '') => `${method} ${target} HTTP/1.1\r\n${pick(hostLines)}${pick(extras)}${more}\r\n`;
   const part = () => pick(parts);
+  // A blocking reload of a listed part (answered at once: the playlist no longer changes), its delta
+  // update, or one too far ahead (400), in the query form the front holds (docs/http.md "Blocking
+  // reloads held in native code").
+  const reload = () => {
+    const [msn, index] = part().split('/').pop()!.split('.').map(Number) as [number, number];
+    return pick([`${media}?sid=${sid}&_HLS_msn=${msn}&_HLS_part=${index}`, `${media}?_HLS_msn=${msn}&_HLS_part=${index}&_HLS_skip=YES&sid=${sid}`, `${media}?sid=${sid}&_HLS_msn=${msn + 9}&_HLS_part=0`]);
+  };
   const missing = () => part().replace(/\d+\.\d+\.m4s$/, '99999.0.m4s');
   const http10 = rnd() < 0.12;
   if (http10) {
@@ -107,6 +119,7 @@ function sequence(rnd: () => number): Req[] {
     () => ({ method: 'HEAD', bytes: head('HEAD', part()) }),
     () => ({ method: 'GET', bytes: head('GET', missing()) }),
     () => ({ method: 'GET', bytes: head('GET', pick([media, master, `${media}?x=1`])) }),
+    () => ({ method: 'GET', bytes: head('GET', reload()) }),
     () => ({ method: 'GET', bytes: head('GET', pick(['/v2/nope', `/v2/streams/${streamId}`, '/no/such/path'])) }),
     () => {
       // A body that looks like a request for a stored part (docs/http.md "Framing").
@@ -217,6 +230,7 @@ async function exchange(reqs: Req[], cuts: number[], paced: boolean): Promise<Go
 describe('the native front answers as the HTTP server does (docs/http.md "Framing")', () => {
   it(`gets the same answers with and without the object store: ${COUNT} sequences from seed ${SEED}`, async () => {
     const hits = httpFrontCounts().objectHits;
+    const reloads = heldReloadCounts().hits;
     let early = 0;
     for (let i = 0; i < COUNT; i++) {
       const rnd = prng(SEED * 1_000_003 + i);
@@ -225,10 +239,13 @@ describe('the native front answers as the HTTP server does (docs/http.md "Framin
       const cuts = [...new Set(Array.from({ length: Math.floor(rnd() * 4) }, () => 1 + Math.floor(rnd() * (total - 1))))].sort((a, b) => a - b);
       const paced = rnd() < 0.5;
       setHttpObjectsAnswering(true);
+      setHeldReloads(true);
       const on = await exchange(reqs, cuts, paced);
       setHttpObjectsAnswering(false);
+      setHeldReloads(false);
       const off = await exchange(reqs, cuts, paced);
       setHttpObjectsAnswering(true);
+      setHeldReloads(true);
       const what = `sequence ${i} of seed ${SEED} (SKYLARK_FRONT_DIFF_SEED=${SEED}), ${paced ? 'paced, ' : ''}cuts ${JSON.stringify(cuts)}:\n${reqs.map((r) => JSON.stringify(r.bytes)).join('\n')}`;
       const ends = `\non: ${on.answers.length} answers, closed ${on.closed}, rest ${JSON.stringify(on.rest.slice(0, 200))}; off: ${off.answers.length} answers, closed ${off.closed}, rest ${JSON.stringify(off.rest.slice(0, 200))}`;
       // The HTTP library closes a connection that pipelines a request behind one it answers
@@ -247,6 +264,7 @@ describe('the native front answers as the HTTP server does (docs/http.md "Framin
     // The store did answer some of them (else this compared the HTTP server with itself), and most
     // sequences ran whole both ways.
     expect(httpFrontCounts().objectHits).toBeGreaterThan(hits);
+    expect(heldReloadCounts().hits).toBeGreaterThan(reloads);
     expect(early).toBeLessThan(COUNT / 2);
   }, 600_000);
 });
