@@ -153,7 +153,7 @@ class CatchUp {
 
   variants(id: string): CatchUpVariant[] {
     const codecs = CODECS[this.d.codecOf(id) ?? ''] ?? 'mp4a.40.2';
-    const layers = this.d.repo.layers(id).sort((a, b) => Number(b.slice(1)) - Number(a.slice(1)));
+    const layers = this.d.archive.layers(id).sort((a, b) => Number(b.slice(1)) - Number(a.slice(1)));
     return layers.map((layer) => ({ layer, bandwidth: Math.round(Number(layer.slice(1)) * 1100), codecs }));
   }
 
@@ -227,7 +227,7 @@ function multivariant(c: CatchUp, id: string, folder: string, query: string, req
 function rewindCheck(c: CatchUp, id: string, requestId: string): RawReply | null {
   const w = c.window(id)!;
   const top = c.variants(id)[0];
-  return top && c.d.repo.firstFrom(id, top.layer, w.start) ? null : notFound(`No catch-up kept in the window of stream '${id}'.`, requestId);
+  return top && c.d.archive.layer(id, top.layer)?.firstFrom(w.start) ? null : notFound(`No catch-up kept in the window of stream '${id}'.`, requestId);
 }
 
 /** `/hls/:id/from/<t>.m3u8`, `/archive/<t>-<s>.m3u8`, `/broadcasts/<brd>.m3u8`. */
@@ -257,9 +257,10 @@ function addressMultivariant(c: CatchUp, kind: 'from' | 'archive' | 'broadcasts'
 function spanRows(c: CatchUp, kind: 'from' | 'archive' | 'broadcasts', id: string, name: string, layer: string, requestId: string): CatchUpSegmentRow[] | RawReply {
   const w = c.window(id)!;
   const now = c.d.now();
+  const index = c.d.archive.layer(id, layer);
   if (kind === 'broadcasts') {
     if (!BROADCAST.test(name)) return malformed(`'${name}' is not a broadcast id (brd_…).`, requestId);
-    const rows = c.d.repo.ofBroadcast(name, layer).filter((r) => r.stream_id === id && r.start_ms >= w.start);
+    const rows = (index?.ofBroadcast(name) ?? []).filter((r) => r.start_ms >= w.start);
     return rows.length > 0 ? rows : notFound(`No catch-up kept of broadcast '${name}' of stream '${id}'.`, requestId);
   }
   let t: number;
@@ -278,7 +279,9 @@ function spanRows(c: CatchUp, kind: 'from' | 'archive' | 'broadcasts', id: strin
   }
   if (t < w.start) return notFound(`${new Date(t).toISOString()} is before the catch-up window of stream '${id}' (${w.hours} h).`, requestId);
   if (t > now) return notFound(`${new Date(t).toISOString()} is after now.`, requestId);
-  const rows = kind === 'from' ? c.d.repo.span(id, layer, t, Number.MAX_SAFE_INTEGER) : c.d.repo.span(id, layer, t, end);
+  const rows = index ? index.span(t, kind === 'from' ? Number.MAX_SAFE_INTEGER : end) : [];
+  // An hour is deleted whole: what it holds from before the window is not listed.
+  while (rows.length > 0 && rows[0]!.start_ms + rows[0]!.duration_ms <= w.start) rows.shift();
   // The segment playing at t began before the window: it is listed only while kept.
   return rows.length > 0 ? rows : notFound(`Nothing of stream '${id}' is kept from ${new Date(t).toISOString()}.`, requestId);
 }
@@ -337,8 +340,9 @@ function rewindMedia(c: CatchUp, id: string, file: string, query: string, reques
   if (!w) return notFound(`No catch-up for stream '${id}'.`, requestId);
   const skipParam = /(?:^|&)_HLS_skip=([^&]*)/.exec(query)?.[1];
   if (skipParam !== undefined && skipParam !== 'YES' && skipParam !== 'v2') return malformed('_HLS_skip must be YES or v2.', requestId);
-  const first = c.d.repo.firstFrom(id, layer, w.start);
-  const newest = c.d.repo.newest(id, layer);
+  const index = c.d.archive.layer(id, layer);
+  const first = index?.firstFrom(w.start);
+  const newest = index?.newest();
   if (!first || !newest) return notFound(`No catch-up kept in the window of stream '${id}'.`, requestId);
   const a = c.media(id, query, info, requestId);
   if ('status' in a) return a;
@@ -350,8 +354,8 @@ function rewindMedia(c: CatchUp, id: string, file: string, query: string, reques
   const text = c.cached(key, () => {
     const tailFrom = newest.start_ms + newest.duration_ms - boundaryS * 1000;
     // A delta update skips the segments that end at least the skip boundary before the newest's end.
-    const skipped = skip ? c.d.repo.count(id, layer, first.start_ms, tailFrom - target * 1000) : 0;
-    const rows = skipped > 0 ? c.d.repo.from(id, layer, tailFrom - target * 1000) : c.d.repo.from(id, layer, first.start_ms);
+    const skipped = skip ? index!.count(first.start_ms, tailFrom - target * 1000) : 0;
+    const rows = skipped > 0 ? index!.from(tailFrom - target * 1000) : index!.from(first.start_ms);
     return catchUpMediaPlaylist({
       rows,
       mediaSequence: first.sequence,
