@@ -178,6 +178,12 @@ export class HourBlock {
     return this.recs.length;
   }
 
+  /** The init section id of segment `i` ('' for MPEG-TS). */
+  initOf(i: number): string {
+    const o = i * RECORD_BYTES;
+    return (this.recs[o + 1]! & FLAG_TS) !== 0 ? '' : this.recs.toString('hex', o + 36, o + 44);
+  }
+
   /** The broadcast id of segment `i`, or null. */
   broadcastOf(i: number): string | null {
     return this.names[this.recs.readUInt16LE(i * RECORD_BYTES + 2)] ?? null;

@@ -123,6 +123,23 @@ export class LayerIndex {
     return n - a.i + (z.b < this.blocks.length ? z.i : 0);
   }
 
+  /**
+   * Visits the segments that start at or after `fromMs` in runs of one hour: `[lo, hi)` of each
+   * hour, cut at multiples of `size` (so a run `[k·size, (k+1)·size)` of an hour is complete and
+   * never changes: hours only grow at their end and leave whole).
+   */
+  runs(fromMs: number, size: number, each: (block: HourBlock, lo: number, hi: number) => void): void {
+    const p = this.byStart(fromMs, false);
+    for (let b = p.b, i = p.i; b < this.blocks.length; b++, i = 0) {
+      const blk = this.blocks[b]!;
+      while (i < blk.n) {
+        const hi = Math.min(blk.n, (Math.floor(i / size) + 1) * size);
+        each(blk, i, hi);
+        i = hi;
+      }
+    }
+  }
+
   /** Where segment `sequence` is (its hour and offset and length in the hour's `.seg`), or undefined. */
   locate(sequence: number): { block: HourBlock; i: number } | undefined {
     const b = bound(this.blocks.length, (k) => {

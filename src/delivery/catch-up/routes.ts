@@ -24,7 +24,7 @@ import type { CatchUpRepo, CatchUpSegmentRow } from '../../base/db/catch-up-repo
 import type { HlsAccess } from '../hls/routes.js';
 import type { HlsSource } from '../hls/source.js';
 import type { CatchUpArchive } from './archive.js';
-import { catchUpMediaPlaylist, catchUpMultivariant, discontinuityBefore, targetSecondsOf, type CatchUpVariant } from './playlists.js';
+import { catchUpMediaPlaylist, catchUpMultivariant, discontinuityBefore, mediaHead, segmentRuns, targetSecondsOf, type CatchUpVariant } from './playlists.js';
 
 /** What the catch-up routes read. */
 export interface CatchUpRoutesDeps {
@@ -66,6 +66,8 @@ const STREAM = /^stm_[A-Za-z0-9]{1,64}$/;
 const BROADCAST = /^brd_[A-Za-z0-9]{1,64}$/;
 /** Playlists rendered and kept (by what they list), across every stream: at most this many… */
 const RENDER_CACHE = 256;
+/** Runs of segment lines kept at most (a week of two layers' 2 s segments is ~20,000 runs). */
+const RUN_CACHE = 50_000;
 /** …and at most this many characters in all (a week-long window's playlist is ~27 M): older ones go first. */
 const RENDER_CACHE_CHARS = 64 * 1024 * 1024;
 
@@ -74,14 +76,14 @@ const RENDER_CACHE_CHARS = 64 * 1024 * 1024;
  * asking for many long spans must not make the node hold them all); a text longer than half the
  * bound is answered and not kept.
  */
-export class RenderCache {
-  private readonly texts = new Map<string, string>();
+export class RenderCache<T extends { length: number } = string> {
+  private readonly texts = new Map<string, T>();
   private chars = 0;
 
   constructor(private readonly maxEntries = RENDER_CACHE, private readonly maxChars = RENDER_CACHE_CHARS) {}
 
   /** The text of `key`, rendered by `render` when not kept. */
-  get(key: string, render: () => string): string {
+  get(key: string, render: () => T): T {
     const kept = this.texts.get(key);
     if (kept !== undefined) return kept;
     const text = render();
@@ -141,7 +143,9 @@ interface Admitted {
 
 /** The catch-up routes' shared state. */
 class CatchUp {
-  private readonly rendered = new RenderCache();
+  private readonly rendered = new RenderCache<Buffer>();
+  /** Runs of segment lines of the rewind windows, rendered once (`segmentRuns`); bounded like the playlists. */
+  readonly runs = new RenderCache<Buffer>(RUN_CACHE, RENDER_CACHE_CHARS);
 
   constructor(readonly d: CatchUpRoutesDeps) {}
 
@@ -158,7 +162,7 @@ class CatchUp {
   }
 
   /** A playlist rendered once per key (what it lists), kept while the render cache holds it. */
-  cached(key: string, render: () => string): string {
+  cached(key: string, render: () => Buffer): Buffer {
     return this.rendered.get(key, render);
   }
 
@@ -185,8 +189,8 @@ class CatchUp {
 }
 
 /** A playlist answer: `private` ones are `private, no-store`, else `cache`. */
-function m3u8(text: string, a: Admitted, cache: string): RawReply {
-  return { status: STATUS_200, headers: headers(M3U8, a.private ? PRIVATE : cache), body: Buffer.from(text) };
+function m3u8(text: string | Buffer, a: Admitted, cache: string): RawReply {
+  return { status: STATUS_200, headers: headers(M3U8, a.private ? PRIVATE : cache), body: typeof text === 'string' ? Buffer.from(text) : text };
 }
 
 /** `<name>.m3u8` → name, or null. */
@@ -301,7 +305,7 @@ function spanMedia(c: CatchUp, kind: 'from' | 'archive' | 'broadcasts', id: stri
   const key = `${kind}/${id}/${layer}/${name}/${first.sequence}/${last.sequence}/${rows.length}/${live}/${a.query}`;
   const text = c.cached(key, () => {
     const titles = c.d.repo.titles(id, first.start_ms, last.start_ms + last.duration_ms);
-    return catchUpMediaPlaylist({
+    return Buffer.from(catchUpMediaPlaylist({
       rows,
       mediaSequence: first.sequence,
       discontinuitySequence: discontinuityBefore(first),
@@ -314,7 +318,7 @@ function spanMedia(c: CatchUp, kind: 'from' | 'archive' | 'broadcasts', id: stri
       prefix: `../../catchup/${layer}/`,
       query: a.query.startsWith('token=') ? a.query : '',
       titles,
-    });
+    }));
   });
   return m3u8(text, a, live ? 'no-cache' : kind === 'archive' && settled(c, name) ? IMMUTABLE : 'public, max-age=60');
 }
@@ -355,9 +359,7 @@ function rewindMedia(c: CatchUp, id: string, file: string, query: string, reques
     const tailFrom = newest.start_ms + newest.duration_ms - boundaryS * 1000;
     // A delta update skips the segments that end at least the skip boundary before the newest's end.
     const skipped = skip ? index!.count(first.start_ms, tailFrom - target * 1000) : 0;
-    const rows = skipped > 0 ? index!.from(tailFrom - target * 1000) : index!.from(first.start_ms);
-    return catchUpMediaPlaylist({
-      rows,
+    const m = {
       mediaSequence: first.sequence,
       discontinuitySequence: discontinuityBefore(first),
       skipped,
@@ -369,7 +371,11 @@ function rewindMedia(c: CatchUp, id: string, file: string, query: string, reques
       prefix: `../catchup/${layer}/`,
       query: q,
       titles: c.d.repo.titles(id, first.start_ms, newest.start_ms + newest.duration_ms),
-    });
+    };
+    if (skipped > 0) return Buffer.from(catchUpMediaPlaylist({ ...m, rows: index!.from(tailFrom - target * 1000) }));
+    // The whole window: its finished runs of segments are rendered once (docs/behaviour.md §17).
+    const fmp4 = first.ext === 'm4s';
+    return Buffer.concat([Buffer.from(mediaHead(m, fmp4)), ...segmentRuns(index!, first.start_ms, { fmp4, gapTags: false, prefix: m.prefix, q: q ? `?${q}` : '' }, c.runs)]);
   });
   return m3u8(text, a, 'no-cache');
 }
