@@ -13,12 +13,13 @@
  * `npx tsx bench/catch-up.bench.ts` prints the rows.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Bench } from 'tinybench';
 import { openDatabase } from '../src/base/db/database.js';
-import { CatchUpRepo } from '../src/base/db/catch-up-repo.js';
+import { CatchUpRepo, type CatchUpSegmentRow } from '../src/base/db/catch-up-repo.js';
 import type { HttpServer, RawReply, RawRequestInfo } from '../src/base/http/server.js';
 import { registerCatchUpRoutes } from '../src/delivery/catch-up/routes.js';
 import { CatchUpArchive } from '../src/delivery/catch-up/archive.js';
@@ -51,6 +52,49 @@ function cpuPer(n: number, fn: (i: number) => void): number {
   for (let i = 0; i < n; i++) fn(i);
   const d = process.cpuUsage(before);
   return (d.user + d.system) / 1000 / n;
+}
+
+/**
+ * CPU (ms) to keep one 32 KB segment of 100 layers, 2,000 segments a way, alternating in rounds:
+ * appended to its layer-hour (`LayerFiles.write`: two writes on open files), beside the earlier
+ * layout (a new file per segment, written and closed, and a SQLite row, 50 rows a transaction).
+ */
+async function keepCost(dir: string, repo: CatchUpRepo, id: string): Promise<{ append: number; file: number }> {
+  const data = Buffer.alloc(32_700, 7);
+  const n = 100;
+  const hourFiles = Array.from({ length: n }, (_, i) => new LayerFiles(path.join(dir, 'keep-new', `a${i}`), id, `a${i}`));
+  for (const f of hourFiles) mkdirSync(f.dir, { recursive: true });
+  for (let i = 0; i < n; i++) mkdirSync(path.join(dir, 'keep-old', `a${i}`), { recursive: true });
+  const t0 = Date.now();
+  let seq = 0;
+  let append = 0;
+  let file = 0;
+  for (let round = 0; round < 4; round++) {
+    let c = process.cpuUsage();
+    for (let k = 0; k < 500; k++) {
+      const f = hourFiles[k % n]!;
+      const e = { sequence: seq++, startMs: t0 + seq * 20, durationMs: SEG, offset: 0, length: data.byteLength, discontinuity: false, discontinuitySequence: 0, initId: '0123456789abcdef', ts: false };
+      await f.write(f.segment(e, data, 'brd_bench', 0));
+    }
+    let d = process.cpuUsage(c);
+    append += (d.user + d.system) / 1000;
+    c = process.cpuUsage();
+    const batch: CatchUpSegmentRow[] = [];
+    for (let k = 0; k < 500; k++) {
+      const layer = `a${k % n}`;
+      const s = seq++;
+      await writeFile(path.join(dir, 'keep-old', layer, `${s}.m4s`), data);
+      batch.push({ stream_id: id, layer, sequence: s, start_ms: t0 + s * 20, duration_ms: SEG, discontinuity: 0, discontinuity_sequence: 0, init_id: '0123456789abcdef', ext: 'm4s', broadcast_id: 'brd_bench', bytes: data.byteLength });
+      if (batch.length === 50) repo.db.transaction(() => void batch.splice(0).forEach((r) => repo.insert(r)))();
+    }
+    d = process.cpuUsage(c);
+    file += (d.user + d.system) / 1000;
+  }
+  for (const f of hourFiles) f.closeWriter();
+  repo.db.prepare('DELETE FROM catch_up_segments').run();
+  rmSync(path.join(dir, 'keep-new'), { recursive: true, force: true });
+  rmSync(path.join(dir, 'keep-old'), { recursive: true, force: true });
+  return { append: append / 2000, file: file / 2000 };
 }
 
 export async function run(): Promise<BenchRow[]> {
@@ -132,6 +176,21 @@ export async function run(): Promise<BenchRow[]> {
     const shortCpu = cpuPer(1000, (i) => call(archive, [id, `${randomInstant(i)}-300`, 'a128.m3u8']));
     const searchCpu = cpuPer(1000, (i) => layers.get('a128')!.index.span(randomInstant(i) * 1000, randomInstant(i) * 1000 + 3_600_000));
     const fromCpu = cpuPer(100, (i) => call(from, [id, String(Math.floor(clock / 1000) - 3600 - (i % 600)), 'a128.m3u8']));
+    // A restart's first full render: no run of segment lines kept yet.
+    const coldRegistry = new Map<string, Handler>();
+    registerCatchUpRoutes({ raw: (method: string, pattern: string, h: Handler) => coldRegistry.set(`${method} ${pattern}`, h) } as unknown as HttpServer, {
+      repo,
+      archive: { object: () => undefined, layer: (_: string, l: string) => layers.get(l)?.index, layers: () => [...layers.keys()] } as unknown as CatchUpArchive,
+      source: { get: () => undefined },
+      openBroadcast: () => null,
+      codecOf: () => 'aac',
+      targetDurationMs: SEG,
+      now: () => clock,
+    });
+    repo.setHours(id, 24);
+    const coldFull = cpuPer(1, () => call(coldRegistry.get('get /hls/:id/rewind/:file')!, [id, 'a128.m3u8']));
+    repo.setHours(id, 168);
+    const keep = await keepCost(dir, repo, id);
     const bench = new Bench({ time: 1000, warmupTime: 200 });
     let k = 0;
     bench.add('archive lookup + render', () => void call(archive, [id, `${randomInstant(k++)}-3600`, 'a128.m3u8']));
@@ -146,6 +205,8 @@ export async function run(): Promise<BenchRow[]> {
       { group: GROUP, name: 'archive/<t>-300 layer playlist CPU (random t in 7 days)', value: shortCpu, unit: 'ms', note: '150 segments listed' },
       { group: GROUP, name: 'index search alone, 1 h span (random t in 7 days)', value: searchCpu, unit: 'ms', note: '1800 rows read' },
       { group: GROUP, name: 'from/<t> layer playlist CPU (t ≈ 1 h ago)', value: fromCpu, unit: 'ms', note: '≈ 1800 segments listed' },
+      { group: GROUP, name: 'rewind 24 h full playlist CPU, first render after a start (no run kept)', value: coldFull, unit: 'ms' },
+      { group: GROUP, name: 'keep a 32 KB segment (append to its layer-hour): CPU', value: keep.append, unit: 'ms', peer: { name: 'a new file and a SQLite row per segment', value: keep.file } },
       { group: GROUP, name: 'start: the week of 2 layers read back from the sidecars (CPU)', value: loadCpuMs, unit: 'ms', note: `wall ${loadWallMs.toFixed(0)} ms; 604,800 records` },
       { group: GROUP, name: 'in-memory index per layer-week of 2 s segments', value: memoryPerLayerWeek / 1048576, unit: 'MiB', note: '302,400 records of 48 bytes' },
     );

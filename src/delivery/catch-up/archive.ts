@@ -57,6 +57,8 @@ const LIVE_GUARD_MS = 5 * 60_000;
 const MAX_QUEUE = 3000;
 /** A layer's hour files are closed when nothing was appended for this long (ms). */
 const IDLE_CLOSE_MS = 60_000;
+/** Layers whose hour files are open at most (two descriptors each): beyond, the least recently written are closed. */
+const MAX_OPEN_LAYERS = 1000;
 
 /** What a stream id or layer name may be to name a directory (no `.`, no `/`). */
 const SAFE_NAME = /^[A-Za-z0-9_]{1,64}$/;
@@ -89,6 +91,8 @@ export class CatchUpArchive {
   private readonly sweepTimer: NodeJS.Timeout;
   /** Every layer kept, by stream id then layer name. */
   private readonly streams = new Map<string, Map<string, LayerFiles>>();
+  /** Layers written to, least recently first (their hour files may be open). */
+  private readonly recent = new Set<LayerFiles>();
   /** Layer-hours naming each broadcast id. */
   private readonly broadcastHours = new Map<string, number>();
   /** Streams whose `catch_up_trimmed` was reported this run. */
@@ -231,6 +235,13 @@ export class CatchUpArchive {
       writeFileSync(path.join(f.dir, job.init.file), job.init.data);
       f.initWritten(job.init.file);
     }
+    this.recent.delete(f);
+    this.recent.add(f);
+    if (this.recent.size > MAX_OPEN_LAYERS) {
+      const least = this.recent.values().next().value!;
+      least.closeWriter();
+      this.recent.delete(least);
+    }
     await f.write(f.segment(job.entry, job.data, job.broadcast, this.d.now()));
   }
 
@@ -301,6 +312,7 @@ export class CatchUpArchive {
         for (const f of layers.values()) {
           n += f.index.size;
           f.drop();
+          this.recent.delete(f);
         }
         this.streams.delete(id);
       }
