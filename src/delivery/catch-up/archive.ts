@@ -10,9 +10,11 @@
  * live ones (a media sequence number names one segment of a layer for ever, docs/streams.md "One
  * timeline"), so an archive object is the very object a live player or an edge may already hold.
  *
- * Writes go through one queue, off the audio path: a segment's bytes, then its record, on the
- * hour's open files; it is listed once both are written, and a record whose bytes are not all on
- * disk is ignored at start. Whole layer-hours leave, oldest first: by the sweep (every segment of
+ * Writes go through one queue: a segment's bytes, then its record, on the hour's open files —
+ * two writes to the page cache, made at once (a few µs each: a hop through the thread pool would
+ * cost more than the writes), or from the thread pool for a minute after one waited on the disk
+ * (SLOW_WRITE_MS), so a disk that falls behind never holds the event loop for long. A segment is
+ * listed once both are written, and a record whose bytes are not all on disk is ignored at start. Whole layer-hours leave, oldest first: by the sweep (every segment of
  * the hour older than the window; catch-up turned off; stream deleted) and, when the volume's free
  * space nears `SKYLARK_MIN_FREE_DISK_BYTES` (docs/behaviour.md §13), across streams — never an
  * hour holding a segment of the live window — with one `stream.error` `catch_up_trimmed` per
@@ -59,6 +61,10 @@ const MAX_QUEUE = 3000;
 const IDLE_CLOSE_MS = 60_000;
 /** Layers whose hour files are open at most (two descriptors each): beyond, the least recently written are closed. */
 const MAX_OPEN_LAYERS = 1000;
+/** A synchronous append longer than this (ms) means the disk is behind… */
+const SLOW_WRITE_MS = 5;
+/** …and appends go through the thread pool (off the event loop) for this long (ms). */
+const SLOW_FOR_MS = 60_000;
 
 /** What a stream id or layer name may be to name a directory (no `.`, no `/`). */
 const SAFE_NAME = /^[A-Za-z0-9_]{1,64}$/;
@@ -102,6 +108,8 @@ export class CatchUpArchive {
   private readonly free: (dir: string) => number;
   private freeAt = 0;
   private freeCached = Infinity;
+  /** Until when appends go through the thread pool (ms; see SLOW_WRITE_MS). */
+  private slowUntil = 0;
   private closed = false;
 
   /** Reads the kept layers back (converting the earlier layout first). @throws Error when `dir` cannot be created */
@@ -230,7 +238,7 @@ export class CatchUpArchive {
     }
     const f = this.files(job.streamId, job.layer);
     if (job.entry.sequence <= f.index.lastSequence) return; // kept already (numbers only rise: docs/streams.md "One timeline")
-    mkdirSync(f.dir, { recursive: true });
+    f.makeDir();
     if (job.init && !f.hasInit(job.init.file)) {
       writeFileSync(path.join(f.dir, job.init.file), job.init.data);
       f.initWritten(job.init.file);
@@ -242,7 +250,17 @@ export class CatchUpArchive {
       least.closeWriter();
       this.recent.delete(least);
     }
-    await f.write(f.segment(job.entry, job.data, job.broadcast, this.d.now()));
+    const now = this.d.now();
+    const a = f.segment(job.entry, job.data, job.broadcast, now);
+    if (now < this.slowUntil) return f.write(a);
+    // A write to the page cache costs a few µs; one the kernel held back means the disk is behind.
+    const t0 = performance.now();
+    f.writeSync(a);
+    const ms = performance.now() - t0;
+    if (ms > SLOW_WRITE_MS) {
+      this.slowUntil = now + SLOW_FOR_MS;
+      this.d.log.warn('catch-up: a segment write waited on the disk; writing from the thread pool for a minute', { ms: Math.round(ms) });
+    }
   }
 
   /**

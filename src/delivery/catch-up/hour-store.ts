@@ -6,7 +6,7 @@
  * the known end of `.seg`, then one of its record at the known end of `.idx`), reads a segment's
  * bytes back by (offset, length), and deletes whole hours.
  */
-import { closeSync, constants, existsSync, ftruncateSync, fstatSync, openSync, readdirSync, readFileSync, readSync, rmSync, write, writeSync } from 'node:fs';
+import { closeSync, constants, existsSync, ftruncateSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, write, writeSync } from 'node:fs';
 import path from 'node:path';
 import { HourBlock, hourFiles, hourKeyOf, readHour, RECORD_BYTES, segmentRecord, SIDECAR, type SegmentEntry } from './hour-block.js';
 import { LayerIndex } from './layer-index.js';
@@ -61,6 +61,7 @@ export class LayerFiles {
   private readonly inits = new Set<string>();
   /** Deleted (catch-up off, stream gone): a write in flight must not add to it. */
   gone = false;
+  private made = false;
 
   /** `named(id, ±1)`: an hour now names broadcast `id` (+1), or one that did is deleted (-1). */
   constructor(readonly dir: string, streamId: string, layer: string, private readonly named: (id: string, delta: number) => void = () => {}) {
@@ -96,6 +97,14 @@ export class LayerFiles {
       for (const n of block.names) this.named(n, 1);
     }
     for (const n of names) if (n.startsWith('init-')) this.inits.add(n);
+    this.made = true;
+  }
+
+  /** Makes the layer's directory (once). @throws Error when it cannot be made */
+  makeDir(): void {
+    if (this.made) return;
+    mkdirSync(this.dir, { recursive: true });
+    this.made = true;
   }
 
   /** Whether init section file `name` is on disk. */
