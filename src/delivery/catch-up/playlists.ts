@@ -93,17 +93,42 @@ export interface SegmentStyle {
   q: string;
 }
 
+/** ISO 8601 UTC of `ms` (as `Date.prototype.toISOString`), the date and minute formatted once per minute. */
+function isoTimes(): (ms: number) => string {
+  let minute = NaN;
+  let prefix = '';
+  return (ms) => {
+    const m = Math.floor(ms / 60_000);
+    if (m !== minute || ms < 0 || ms >= 8.64e15) {
+      if (ms < 0 || ms >= 8.64e15) return new Date(ms).toISOString();
+      minute = m;
+      prefix = new Date(m * 60_000).toISOString().slice(0, 17);
+    }
+    const inMinute = ms - m * 60_000;
+    const sec = Math.floor(inMinute / 1000);
+    const milli = inMinute - sec * 1000;
+    return `${prefix}${sec < 10 ? '0' : ''}${sec}.${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
+  };
+}
+
 /** The lines of `rows` (each ending in a line feed), after state `st` (updated to the last row). */
 export function segmentLines(rows: CatchUpSegmentRow[], st: SegmentState, o: SegmentStyle): string {
   let out = '';
+  const iso = isoTimes();
+  let dur = NaN;
+  let extinf = '';
   for (const r of rows) {
+    if (r.duration_ms !== dur) {
+      dur = r.duration_ms;
+      extinf = `#EXTINF:${(dur / 1000).toFixed(3)},\n`;
+    }
     const gap = o.gapTags && st.prev !== null && r.sequence !== st.prev + 1;
     if (r.discontinuity === 1 || gap) out += '#EXT-X-DISCONTINUITY\n';
     if (o.fmp4 && r.init_id !== st.map) {
       st.map = r.init_id;
       out += `#EXT-X-MAP:URI="${o.prefix}init-${r.init_id}.mp4${o.q}"\n`;
     }
-    out += `#EXT-X-PROGRAM-DATE-TIME:${new Date(r.start_ms).toISOString()}\n#EXTINF:${(r.duration_ms / 1000).toFixed(3)},\n${o.prefix}${r.sequence}.${r.ext}${o.q}\n`;
+    out += `#EXT-X-PROGRAM-DATE-TIME:${iso(r.start_ms)}\n${extinf}${o.prefix}${r.sequence}.${r.ext}${o.q}\n`;
     st.prev = r.sequence;
   }
   return out;

@@ -67,6 +67,9 @@ describe('the catch-up index of a layer', () => {
       }
     }
     expect(kept.size).toBeGreaterThan(0);
+    // Every segment's EXT-X-PROGRAM-DATE-TIME is its start in ISO 8601 UTC with milliseconds.
+    const lines = segmentLines(all, { map: '', prev: null }, { fmp4: true, gapTags: true, prefix: '', q: '' });
+    expect([...lines.matchAll(/PROGRAM-DATE-TIME:(\S+)/g)].map((m) => m[1])).toEqual(all.map((r) => new Date(r.start_ms).toISOString()));
     expect(RUN).toBeGreaterThan(1);
   });
 });
