@@ -49,6 +49,8 @@ export interface CatchUpArchiveDeps {
   now: () => number;
   /** Free bytes of the volume of `dir` (tests give a stand-in); default `statfs`. */
   freeBytes?: (dir: string) => number;
+  /** A monotonic clock (ms) timing each append (tests give a stand-in); default `performance.now`. */
+  elapsed?: () => number;
 }
 
 /** How often the sweep runs (ms). */
@@ -106,6 +108,7 @@ export class CatchUpArchive {
   /** Broadcast of each hub, once known. */
   private readonly broadcasts = new WeakMap<StreamHub, string>();
   private readonly free: (dir: string) => number;
+  private readonly elapsed: () => number;
   private freeAt = 0;
   private freeCached = Infinity;
   /** Until when appends go through the thread pool (ms; see SLOW_WRITE_MS). */
@@ -116,6 +119,7 @@ export class CatchUpArchive {
   constructor(private readonly d: CatchUpArchiveDeps) {
     mkdirSync(d.dir, { recursive: true });
     this.free = d.freeBytes ?? freeBytesOf;
+    this.elapsed = d.elapsed ?? (() => performance.now());
     this.load();
     convertLegacy(d.repo, d.dir, (streamId, layer) => this.files(streamId, layer), d.log);
     this.sweepTimer = setInterval(() => this.sweep(), SWEEP_EVERY_MS);
@@ -254,9 +258,9 @@ export class CatchUpArchive {
     const a = f.segment(job.entry, job.data, job.broadcast, now);
     if (now < this.slowUntil) return f.write(a);
     // A write to the page cache costs a few µs; one the kernel held back means the disk is behind.
-    const t0 = performance.now();
+    const t0 = this.elapsed();
     f.writeSync(a);
-    const ms = performance.now() - t0;
+    const ms = this.elapsed() - t0;
     if (ms > SLOW_WRITE_MS) {
       this.slowUntil = now + SLOW_FOR_MS;
       this.d.log.warn('catch-up: a segment write waited on the disk; writing from the thread pool for a minute', { ms: Math.round(ms) });

@@ -39,6 +39,7 @@ let streamId: string;
 let capacity: number;
 let clock: number;
 let errors: Array<{ streamId: string; code: string }>;
+let warnings: string[] = [];
 let archive: CatchUpArchive;
 
 beforeEach(async () => {
@@ -56,8 +57,9 @@ beforeEach(async () => {
   archive = open();
 });
 
-/** An archive over the test's directory (a restart: a new one over the same files). */
-function open(): CatchUpArchive {
+/** An archive over the test's directory (a restart: a new one over the same files); `slowDisk`: every append seems to take 10 ms. */
+function open(slowDisk = false): CatchUpArchive {
+  let t = 0;
   return new CatchUpArchive({
     repo,
     dir: path.join(dir, 'catch-up'),
@@ -67,6 +69,7 @@ function open(): CatchUpArchive {
     log: createLogger('error'),
     now: () => clock,
     freeBytes: () => capacity - used(),
+    ...(slowDisk ? { elapsed: () => (t += 10), log: { ...createLogger('error'), warn: (msg: string) => void warnings.push(msg) } } : {}),
   });
 }
 afterEach(() => {
@@ -231,6 +234,17 @@ describe('the catch-up archive', () => {
     expect(repo.legacyStreams()).toEqual([]);
     restart();
     expect(kept()).toEqual(rows);
+  });
+
+  it('after an append that waited on the disk, appends from the thread pool (and keeps every segment)', async () => {
+    archive.close();
+    archive = open(true);
+    const layer = feed();
+    await settled();
+    expect(kept().map((r) => r.sequence)).toEqual(layer.segments.map((s) => s.sequence));
+    for (const s of layer.segments) expect(Buffer.from(archive.object(streamId, 'a128', `${s.sequence}.m4s`, s.sequence)!).equals(Buffer.from(s.data))).toBe(true);
+    // The first append took "10 ms": the rest went through the thread pool, untimed (one warning).
+    expect(warnings).toEqual(['catch-up: a segment write waited on the disk; writing from the thread pool for a minute']);
   });
 
   it('sweeps the hours older than the window, whole, and everything once catch-up is off', async () => {
