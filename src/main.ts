@@ -33,7 +33,7 @@ import { buildDelivery, buildListenersRoom, startDeliveryThreads, type Delivery 
 import { buildServices, buildStreamsService, mountControl, serviceFeatures, type Services } from './app/control.js';
 import type { Listeners } from './delivery/listeners/room.js';
 import { mountOperations } from './app/operate.js';
-import { buildCatchUp } from './app/catch-up.js';
+import { buildCatchUp, type CatchUp } from './app/catch-up.js';
 import type { NodeMetrics } from './base/metrics/node-metrics.js';
 
 /** A running server. Ports as bound. */
@@ -156,10 +156,12 @@ function build(config: Config, log: Logger, now: () => number): Built {
   const delivery = buildDelivery(base, room, live.media, live.whip);
   // Control: the services (told of episode audio gone, for the fallback's renditions), the streams
   // service over publishing, the API and the other control features.
-  const control = buildServices(base, room, (episodeId) => fallbackCache.forget(episodeId));
+  let catchUpKept: CatchUp['archive'] | undefined; // the catch-up archive, built below
+  const control = buildServices(base, room, (episodeId) => fallbackCache.forget(episodeId), () => catchUpKept);
   const services = buildStreamsService(base, control, room, live.ingest);
   // Catch-up radio: the archive watches every hub; its addresses sit beside live HLS.
   const catchUp = buildCatchUp(base, room, live.media, delivery.hlsSource, (id, e) => control.lifecycle.onError(id, e), delivery.listen);
+  catchUpKept = catchUp.archive;
   const controlFeatures = mountControl(base, services, room);
   // Live's doors, once what they answer to exists: the lifecycle and the Icecast port's listening side.
   const servers = buildIngestServers(base, live, control.lifecycle, delivery.icecastListeners);

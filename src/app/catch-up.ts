@@ -1,7 +1,7 @@
 /**
  * The composition root's catch-up room (docs/behaviour.md "Catch-up radio"): the archive that keeps
- * each stream's window of segments on disk and indexes it in SQLite, watching every hub opened,
- * and the catch-up addresses under `/hls/<id>/` (served by the main thread: worker threads forward
+ * each stream's window of segments on disk in layer-hour files (indexed in memory), watching every
+ * hub opened, and the catch-up addresses under `/hls/<id>/` (served by the main thread: worker threads forward
  * them, src/delivery/threads/worker.ts).
  */
 import path from 'node:path';

@@ -138,14 +138,24 @@ function buildPodcasts(b: Base, feedNotes: FeedNotifications, audioGone: (episod
   return { podcasts, episodes, feed, episodeMedia, downloads, scheduler, loudness, feedChanged };
 }
 
+/**
+ * What the catch-up archive (delivery, built after the control services) tells control: whether a
+ * broadcast has kept segments (its `catchUpUrl`) and the bytes a stream keeps (`/stats`
+ * `catchUpBytes`). docs/behaviour.md "Catch-up radio".
+ */
+export interface CatchUpKept {
+  hasBroadcast(broadcastId: string): boolean;
+  bytes(streamId: string): number;
+}
+
 /** `/stats` `catchUpBytes` of a stream: summed from the catch-up index, at most once per 2 s per stream. */
-function catchUpBytesOf(repo: CatchUpRepo, now: () => number): (streamId: string) => number {
+function catchUpBytesOf(kept: () => CatchUpKept | undefined, now: () => number): (streamId: string) => number {
   const cache = new Map<string, { at: number; bytes: number }>();
   return (id) => {
     const c = cache.get(id);
     if (c && now() - c.at < 2000) return c.bytes;
     if (cache.size > 10_000) cache.clear();
-    const bytes = repo.bytes(id);
+    const bytes = kept()?.bytes(id) ?? 0;
     cache.set(id, { at: now(), bytes });
     return bytes;
   };
@@ -156,7 +166,7 @@ function catchUpBytesOf(repo: CatchUpRepo, now: () => number): (streamId: string
  * recordings to the episodes service from the start. `episodeAudioGone` is told of every episode
  * whose audio was deleted or replaced (the fallback's rendition cache, docs/streams.md "Fallback").
  */
-export function buildServices(b: Base, room: ListenersRoom, episodeAudioGone: (episodeId: string) => void = () => {}): ControlServices {
+export function buildServices(b: Base, room: ListenersRoom, episodeAudioGone: (episodeId: string) => void = () => {}, kept: () => CatchUpKept | undefined = () => undefined): ControlServices {
   const { db, outbox, writes, now } = b;
   const log = b.log.child('live');
   const listenerCount = (id: string) => room.registry.listenerCount(id);
@@ -169,7 +179,7 @@ export function buildServices(b: Base, room: ListenersRoom, episodeAudioGone: (e
   });
   const catchUp = new CatchUpRepo(db);
   const catchUpUrl = (row: { id: string; stream_id: string }) =>
-    catchUp.hours(row.stream_id) > 0 && catchUp.hasBroadcast(row.id) ? `${b.listening.urls().cdnUrl}/hls/${row.stream_id}/broadcasts/${row.id}.m3u8` : null;
+    catchUp.hours(row.stream_id) > 0 && kept()?.hasBroadcast(row.id) === true ? `${b.listening.urls().cdnUrl}/hls/${row.stream_id}/broadcasts/${row.id}.m3u8` : null;
   const broadcasts = new BroadcastLog({
     repo: new BroadcastsRepo(db),
     outbox,
@@ -200,7 +210,7 @@ export function buildServices(b: Base, room: ListenersRoom, episodeAudioGone: (e
     now,
   });
   const accounts = new AccountsService(b.repos.accounts, now);
-  const listeners = new ListenersService(room.registry, b.repos.streams, room.tokens, (id) => broadcasts.stats(id), catchUpBytesOf(catchUp, now));
+  const listeners = new ListenersService(room.registry, b.repos.streams, room.tokens, (id) => broadcasts.stats(id), catchUpBytesOf(kept, now));
   return { ...hooks, ...podcasts, accounts, playLog, broadcasts, lifecycle, listeners };
 }
 

@@ -1,8 +1,10 @@
 /**
- * The catch-up index (migration 020, docs/behaviour.md "Catch-up radio"): per stream and layer, the
- * HLS segments kept on disk, by media sequence number and by time, and each stream's
- * `catch_up_hours`. The only SQL of the feature. Times are Unix milliseconds; every query is
- * answered from an index (a range or a point), never a scan of the table.
+ * Catch-up radio's SQL (docs/behaviour.md "Catch-up radio"): each stream's `catch_up_hours`
+ * (migration 020), the play log's titles by time for the catch-up playlists, and the index of the
+ * earlier storage layout — a row of `catch_up_segments` per segment file — read once at start to
+ * convert it to layer-hour files (src/delivery/catch-up/legacy.ts) and then emptied. The kept
+ * segments themselves are indexed in the layer-hours' sidecars, not here. Times are Unix
+ * milliseconds; every query is answered from an index (a range or a point), never a scan.
  */
 import type { Database } from './database.js';
 
@@ -31,10 +33,10 @@ export interface CatchUpTitle {
   url: string | null;
 }
 
-/** Segments one answer lists at most (a week of 2 s segments is 302 400: a playlist never holds more). */
-export const MAX_ROWS = 400_000;
+/** Rows of the earlier layout read per batch. */
+const LEGACY_BATCH = 2000;
 
-/** Prepared statements over `catch_up_segments` and `streams.catch_up_hours`. */
+/** Prepared statements over `streams.catch_up_hours`, `tracks` and the earlier layout's `catch_up_segments`. */
 export class CatchUpRepo {
   private readonly s;
 
@@ -56,37 +58,15 @@ export class CatchUpRepo {
           SELECT MIN(stream_id) FROM catch_up_segments
           UNION ALL SELECT (SELECT MIN(stream_id) FROM catch_up_segments WHERE stream_id > s.id) FROM s WHERE s.id IS NOT NULL)
         SELECT id FROM s WHERE id IS NOT NULL`).pluck(),
-      // From the segment that holds `from` (or the first after it) to the first that starts at or after `to`.
-      span: db.prepare(`SELECT * FROM catch_up_segments WHERE stream_id = @streamId AND layer = @layer
-        AND start_ms >= (SELECT COALESCE(MAX(start_ms), 0) FROM catch_up_segments WHERE stream_id = @streamId AND layer = @layer AND start_ms <= @from)
-        AND start_ms < @to ORDER BY start_ms, sequence LIMIT ${MAX_ROWS}`),
-      broadcast: db.prepare(`SELECT * FROM catch_up_segments WHERE broadcast_id = ? AND layer = ? ORDER BY sequence LIMIT ${MAX_ROWS}`),
-      broadcastHas: db.prepare('SELECT 1 FROM catch_up_segments WHERE broadcast_id = ? LIMIT 1').pluck(),
-      one: db.prepare('SELECT * FROM catch_up_segments WHERE stream_id = ? AND layer = ? AND sequence = ?'),
-      initUsed: db.prepare('SELECT 1 FROM catch_up_segments WHERE stream_id = ? AND layer = ? AND init_id = ? LIMIT 1').pluck(),
-      older: db.prepare('SELECT * FROM catch_up_segments WHERE stream_id = ? AND layer = ? AND start_ms < ? ORDER BY start_ms LIMIT ?'),
-      oldest: db.prepare('SELECT * FROM catch_up_segments WHERE start_ms < ? ORDER BY start_ms LIMIT ?'),
-      delete: db.prepare('DELETE FROM catch_up_segments WHERE stream_id = ? AND layer = ? AND sequence = ?'),
-      bytes: db.prepare('SELECT COALESCE(SUM(bytes), 0) FROM catch_up_segments WHERE stream_id = ?').pluck(),
-      forget: db.prepare('DELETE FROM catch_up_segments WHERE stream_id = ?'),
-      firstFrom: db.prepare('SELECT * FROM catch_up_segments WHERE stream_id = ? AND layer = ? AND start_ms >= ? ORDER BY start_ms, sequence LIMIT 1'),
-      newest: db.prepare('SELECT * FROM catch_up_segments WHERE stream_id = ? AND layer = ? ORDER BY start_ms DESC, sequence DESC LIMIT 1'),
-      count: db.prepare('SELECT COUNT(*) FROM catch_up_segments WHERE stream_id = ? AND layer = ? AND start_ms >= ? AND start_ms < ?').pluck(),
-      from: db.prepare(`SELECT * FROM catch_up_segments WHERE stream_id = ? AND layer = ? AND start_ms >= ? ORDER BY start_ms, sequence LIMIT ${MAX_ROWS}`),
+      rows: db.prepare(`SELECT * FROM catch_up_segments WHERE stream_id = ? AND layer = ? AND sequence > ? ORDER BY sequence LIMIT ${LEGACY_BATCH}`),
+      forget: db.prepare('DELETE FROM catch_up_segments WHERE stream_id = ? AND layer = ?'),
       titles: db.prepare(`SELECT id, started_at AS startMs, title, artist, album, url FROM tracks WHERE stream_id = @streamId AND started_at < @to
         AND started_at >= COALESCE((SELECT MAX(started_at) FROM tracks WHERE stream_id = @streamId AND started_at <= @from), @from)
         ORDER BY started_at, seq LIMIT 5000`),
     };
   }
 
-  /** Indexes segments whose files are written, in one transaction (a repeat changes nothing; a deleted stream's: nothing). @throws SqliteError when SQLite cannot write now */
-  insertMany(rows: readonly CatchUpSegmentRow[]): void {
-    this.db.transaction(() => {
-      for (const row of rows) this.s.insert.run(row);
-    })();
-  }
-
-  /** Indexes a segment whose file is written (a repeat changes nothing; a deleted stream's: nothing). @throws SqliteError when SQLite cannot write now */
+  /** Indexes a segment file of the earlier layout (tests and benchmarks make such a data directory). @throws SqliteError when SQLite cannot write now */
   insert(row: CatchUpSegmentRow): void {
     this.s.insert.run(row);
   }
@@ -106,83 +86,24 @@ export class CatchUpRepo {
     return this.s.on.all() as Array<{ id: string; hours: number }>;
   }
 
-  /** The layers the stream has segments of. */
-  layers(streamId: string): string[] {
+  /** Streams with segments in the earlier layout's index. */
+  legacyStreams(): string[] {
+    return this.s.streams.all() as string[];
+  }
+
+  /** The layers of a stream in the earlier layout's index. */
+  legacyLayers(streamId: string): string[] {
     return this.s.layers.all({ id: streamId }) as string[];
   }
 
-  /**
-   * The layer's segments that overlap [`fromMs`, `toMs`): from the one that starts at or before
-   * `fromMs` (the one playing then), in time order (at most MAX_ROWS).
-   */
-  span(streamId: string, layer: string, fromMs: number, toMs: number): CatchUpSegmentRow[] {
-    return this.s.span.all({ streamId, layer, from: fromMs, to: toMs }) as CatchUpSegmentRow[];
+  /** Up to LEGACY_BATCH rows of the layer in the earlier layout's index above media sequence number `after`, in order. */
+  legacyRows(streamId: string, layer: string, after: number): CatchUpSegmentRow[] {
+    return this.s.rows.all(streamId, layer, after) as CatchUpSegmentRow[];
   }
 
-  /** The layer's segments of broadcast `broadcastId`, in order. */
-  ofBroadcast(broadcastId: string, layer: string): CatchUpSegmentRow[] {
-    return this.s.broadcast.all(broadcastId, layer) as CatchUpSegmentRow[];
-  }
-
-  /** Whether any segment of broadcast `broadcastId` is kept. */
-  hasBroadcast(broadcastId: string): boolean {
-    return this.s.broadcastHas.get(broadcastId) !== undefined;
-  }
-
-  /** One kept segment, or undefined. */
-  get(streamId: string, layer: string, sequence: number): CatchUpSegmentRow | undefined {
-    return this.s.one.get(streamId, layer, sequence) as CatchUpSegmentRow | undefined;
-  }
-
-  /** Whether a kept segment of the layer needs init section `initId`. */
-  initUsed(streamId: string, layer: string, initId: string): boolean {
-    return this.s.initUsed.get(streamId, layer, initId) !== undefined;
-  }
-
-  /** Up to `limit` of the layer's segments that start before `beforeMs`, oldest first. */
-  olderThan(streamId: string, layer: string, beforeMs: number, limit: number): CatchUpSegmentRow[] {
-    return this.s.older.all(streamId, layer, beforeMs, limit) as CatchUpSegmentRow[];
-  }
-
-  /** Up to `limit` of all streams' segments that start before `beforeMs`, oldest first. */
-  oldest(beforeMs: number, limit: number): CatchUpSegmentRow[] {
-    return this.s.oldest.all(beforeMs, limit) as CatchUpSegmentRow[];
-  }
-
-  /** Removes one segment from the index. */
-  delete(streamId: string, layer: string, sequence: number): void {
-    this.s.delete.run(streamId, layer, sequence);
-  }
-
-  /** Bytes of the stream's kept segments. */
-  bytes(streamId: string): number {
-    return this.s.bytes.get(streamId) as number;
-  }
-
-  /** Streams with kept segments whose catch-up is off now (or that were deleted). */
-  orphans(): string[] {
-    const on = new Set(this.enabled().map((e) => e.id));
-    return (this.s.streams.all() as string[]).filter((id) => !on.has(id));
-  }
-
-  /** The layer's first segment that starts at or after `fromMs`, or undefined. */
-  firstFrom(streamId: string, layer: string, fromMs: number): CatchUpSegmentRow | undefined {
-    return this.s.firstFrom.get(streamId, layer, fromMs) as CatchUpSegmentRow | undefined;
-  }
-
-  /** The layer's newest segment, or undefined. */
-  newest(streamId: string, layer: string): CatchUpSegmentRow | undefined {
-    return this.s.newest.get(streamId, layer) as CatchUpSegmentRow | undefined;
-  }
-
-  /** How many of the layer's segments start in [`fromMs`, `toMs`). */
-  count(streamId: string, layer: string, fromMs: number, toMs: number): number {
-    return this.s.count.get(streamId, layer, fromMs, toMs) as number;
-  }
-
-  /** The layer's segments that start at or after `fromMs`, in time order (at most MAX_ROWS). */
-  from(streamId: string, layer: string, fromMs: number): CatchUpSegmentRow[] {
-    return this.s.from.all(streamId, layer, fromMs) as CatchUpSegmentRow[];
+  /** Removes the layer's rows from the earlier layout's index. */
+  forgetLegacy(streamId: string, layer: string): void {
+    this.s.forget.run(streamId, layer);
   }
 
   /**
@@ -191,10 +112,5 @@ export class CatchUpRepo {
    */
   titles(streamId: string, fromMs: number, toMs: number): CatchUpTitle[] {
     return this.s.titles.all({ streamId, from: fromMs, to: toMs }) as CatchUpTitle[];
-  }
-
-  /** Removes every segment of the stream from the index. */
-  forget(streamId: string): void {
-    this.s.forget.run(streamId);
   }
 }

@@ -1,30 +1,41 @@
 /**
  * The catch-up archive (docs/behaviour.md "Catch-up radio"): while a stream's `catchUp.hours` > 0,
- * every finished segment of every layer of its hubs is written to
- * `<dataDir>/catch-up/<streamId>/<layer>/<sequence>.<m4s|ts>` (fMP4 init sections beside them as
- * `init-<id>.mp4`, named by their content like the live ones) and indexed by time in SQLite
- * (`CatchUpRepo`). The names are the live segments' names: a media sequence number names one
- * segment of a layer for ever, also across restarts (docs/streams.md "One timeline"), so an archive
- * object is the very object a live player or an edge may already hold.
+ * every finished segment of every layer of its hubs is appended to its layer-hour under
+ * `<dataDir>/catch-up/<streamId>/<layer>/` — its bytes to `<YYYYMMDDHH>.seg`, then a fixed-size
+ * record (media sequence number, program date-time, duration, offset, length, discontinuity,
+ * init section, broadcast) to the sidecar `<YYYYMMDDHH>.idx` (`hour-block.ts`) — and the fMP4
+ * init sections beside them as `init-<id>.mp4`, named by their content like the live ones. Each
+ * layer's records are also held in memory (`LayerIndex`: 48 bytes a segment), read back from the
+ * sidecars at start, so a restarted node serves the archive at once; the segment names are the
+ * live ones (a media sequence number names one segment of a layer for ever, docs/streams.md "One
+ * timeline"), so an archive object is the very object a live player or an edge may already hold.
  *
- * Writes go through one queue, off the audio path (`fs.promises`), indexed once the file is
- * complete: a crash leaves at most an unindexed file, never an index row without its file.
- * Segments leave by the sweep (older than the window; catch-up turned off; stream deleted) and,
- * when the volume's free space nears `SKYLARK_MIN_FREE_DISK_BYTES` (docs/behaviour.md §13), oldest
- * first — never a segment of the live window — with one `stream.error` `catch_up_trimmed` per
- * stream and run.
+ * Writes go through one queue: a segment's bytes, then its record, on the hour's open files —
+ * two writes to the page cache, made at once (a few µs each: a hop through the thread pool would
+ * cost more than the writes), or from the thread pool for a minute after one waited on the disk
+ * (SLOW_WRITE_MS), so a disk that falls behind never holds the event loop for long. A segment is
+ * listed once both are written, and a record whose bytes are not all on disk is ignored at start. Whole layer-hours leave, oldest first: by the sweep (every segment of
+ * the hour older than the window; catch-up turned off; stream deleted) and, when the volume's free
+ * space nears `SKYLARK_MIN_FREE_DISK_BYTES` (docs/behaviour.md §13), across streams — never an
+ * hour holding a segment of the live window — with one `stream.error` `catch_up_trimmed` per
+ * stream and run. A data directory of the earlier layout (a file per segment, indexed in SQLite)
+ * is converted at start (`legacy.ts`).
  */
-import { mkdirSync, readFileSync, readdirSync, rmSync, statfsSync, unlinkSync } from 'node:fs';
-import { mkdir, writeFile, access } from 'node:fs/promises';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { CatchUpRepo, CatchUpSegmentRow } from '../../base/db/catch-up-repo.js';
+import type { CatchUpRepo } from '../../base/db/catch-up-repo.js';
 import type { StreamHub } from '../../live/media/hub.js';
 import type { Layer } from '../../live/media/layer.js';
 import type { Segment } from '../../live/media/layer-media.js';
 import type { Logger } from '../../base/logger.js';
+import type { SegmentEntry } from './hour-block.js';
+import { LayerFiles } from './hour-store.js';
+import type { LayerIndex } from './layer-index.js';
+import { convertLegacy } from './legacy.js';
 
 /** What the archive is built from. Times in ms, sizes in bytes. */
 export interface CatchUpArchiveDeps {
+  /** Each stream's `catch_up_hours` (and the earlier layout's index, converted at start). */
   repo: CatchUpRepo;
   /** `<dataDir>/catch-up`. */
   dir: string;
@@ -38,21 +49,29 @@ export interface CatchUpArchiveDeps {
   now: () => number;
   /** Free bytes of the volume of `dir` (tests give a stand-in); default `statfs`. */
   freeBytes?: (dir: string) => number;
+  /** A monotonic clock (ms) timing each append (tests give a stand-in); default `performance.now`. */
+  elapsed?: () => number;
 }
 
-/** Longest a written segment waits to be indexed (ms): the rows of that time go in one transaction. */
-const INDEX_EVERY_MS = 1000;
 /** How often the sweep runs (ms). */
 export const SWEEP_EVERY_MS = 30_000;
-/** Rows a sweep or a trim handles per statement. */
-const BATCH = 500;
-/** Segments of a layer never trimmed for space: the live window and its margin (the newest this many seconds). */
+/** Segments of a layer never trimmed for space: the live window and its margin (an hour holding one of the newest this many ms stays). */
 const LIVE_GUARD_MS = 5 * 60_000;
 /** Segment writes queued at most (about a minute of 100 layers' 2 s segments): more are dropped and logged. */
 const MAX_QUEUE = 3000;
+/** A layer's hour files are closed when nothing was appended for this long (ms). */
+const IDLE_CLOSE_MS = 60_000;
+/** Layers whose hour files are open at most (two descriptors each): beyond, the least recently written are closed. */
+const MAX_OPEN_LAYERS = 1000;
+/** A synchronous append longer than this (ms) means the disk is behind… */
+const SLOW_WRITE_MS = 5;
+/** …and appends go through the thread pool (off the event loop) for this long (ms). */
+const SLOW_FOR_MS = 60_000;
 
 /** What a stream id or layer name may be to name a directory (no `.`, no `/`). */
 const SAFE_NAME = /^[A-Za-z0-9_]{1,64}$/;
+const SEGMENT_FILE = /^\d{1,15}\.(?:m4s|ts)$/;
+const INIT_FILE = /^init-[0-9a-f]{16}\.mp4$/;
 
 /** A stream's layer being archived. */
 interface Watched {
@@ -63,13 +82,14 @@ interface Watched {
   last: number;
 }
 
-/** One write: the segment's file, its init section's (if not written yet) and its index row. */
+/** One write: a segment of a layer (and its init section, if not on disk yet). */
 interface Job {
-  dir: string;
-  file: string;
+  streamId: string;
+  layer: string;
+  entry: SegmentEntry;
   data: Uint8Array;
+  broadcast: string | null;
   init: { file: string; data: Uint8Array } | null;
-  row: CatchUpSegmentRow;
 }
 
 /** Keeps the catch-up window of the streams with catch-up on (see the module comment). */
@@ -77,25 +97,62 @@ export class CatchUpArchive {
   private readonly queue: Job[] = [];
   private writing = false;
   private readonly sweepTimer: NodeJS.Timeout;
-  /** Rows of segments already on disk, indexed together at most INDEX_EVERY_MS later (one transaction). */
-  private unindexed: CatchUpSegmentRow[] = [];
-  private indexTimer: NodeJS.Timeout | null = null;
+  /** Every layer kept, by stream id then layer name. */
+  private readonly streams = new Map<string, Map<string, LayerFiles>>();
+  /** Layers written to, least recently first (their hour files may be open). */
+  private readonly recent = new Set<LayerFiles>();
+  /** Layer-hours naming each broadcast id. */
+  private readonly broadcastHours = new Map<string, number>();
   /** Streams whose `catch_up_trimmed` was reported this run. */
   private readonly trimmedReported = new Set<string>();
   /** Broadcast of each hub, once known. */
   private readonly broadcasts = new WeakMap<StreamHub, string>();
-  /** Layer directories made and init sections written (a mkdir and an existence check per segment cost more than its write). */
-  private readonly made = new Set<string>();
   private readonly free: (dir: string) => number;
+  private readonly elapsed: () => number;
   private freeAt = 0;
   private freeCached = Infinity;
+  /** Until when appends go through the thread pool (ms; see SLOW_WRITE_MS). */
+  private slowUntil = 0;
   private closed = false;
 
+  /** Reads the kept layers back (converting the earlier layout first). @throws Error when `dir` cannot be created */
   constructor(private readonly d: CatchUpArchiveDeps) {
     mkdirSync(d.dir, { recursive: true });
     this.free = d.freeBytes ?? freeBytesOf;
+    this.elapsed = d.elapsed ?? (() => performance.now());
+    this.load();
+    convertLegacy(d.repo, d.dir, (streamId, layer) => this.files(streamId, layer), d.log);
     this.sweepTimer = setInterval(() => this.sweep(), SWEEP_EVERY_MS);
     this.sweepTimer.unref();
+  }
+
+  /** Reads every kept layer's hours back from the sidecars. */
+  private load(): void {
+    for (const streamId of readdirSync(this.d.dir)) {
+      if (!SAFE_NAME.test(streamId)) continue;
+      let layers: string[];
+      try {
+        layers = readdirSync(path.join(this.d.dir, streamId));
+      } catch {
+        continue;
+      }
+      for (const layer of layers) if (SAFE_NAME.test(layer)) this.files(streamId, layer).load();
+    }
+  }
+
+  /** The files of a stream's layer (made on first use). */
+  private files(streamId: string, layer: string): LayerFiles {
+    let m = this.streams.get(streamId);
+    if (!m) this.streams.set(streamId, (m = new Map()));
+    let f = m.get(layer);
+    if (!f) m.set(layer, (f = new LayerFiles(path.join(this.d.dir, streamId, layer), streamId, layer, (id, delta) => this.named(id, delta))));
+    return f;
+  }
+
+  private named(id: string, delta: number): void {
+    const n = (this.broadcastHours.get(id) ?? 0) + delta;
+    if (n > 0) this.broadcastHours.set(id, n);
+    else this.broadcastHours.delete(id);
   }
 
   /** Archives every layer of `hub` from now on (while its stream's catch-up is on). */
@@ -122,28 +179,25 @@ export class CatchUpArchive {
       this.d.log.warn('catch-up write queue full: segment not kept', { streamId: w.streamId, layer: w.layer.name, sequence: s.sequence });
       return;
     }
-    const ext = w.layer.o.container === 'fmp4' ? 'm4s' : 'ts';
-    const dir = path.join(this.d.dir, w.streamId, w.layer.name);
-    const data = s.data;
+    const ts = w.layer.o.container !== 'fmp4';
     // The layer's init section is the segment's while their versions agree (it changes only on a new codec configuration).
-    const init = ext === 'm4s' && s.initId && w.layer.init && w.layer.initId === s.initId ? { file: `init-${s.initId}.mp4`, data: w.layer.init } : null;
+    const init = !ts && s.initId && w.layer.init && w.layer.initId === s.initId ? { file: `init-${s.initId}.mp4`, data: w.layer.init } : null;
     this.queue.push({
-      dir,
-      file: `${s.sequence}.${ext}`,
-      data,
+      streamId: w.streamId,
+      layer: w.layer.name,
+      data: s.data,
       init,
-      row: {
-        stream_id: w.streamId,
-        layer: w.layer.name,
+      broadcast: this.broadcastOf(w),
+      entry: {
         sequence: s.sequence,
-        start_ms: Math.round(s.programDateMs),
-        duration_ms: Math.round(s.durationMs),
-        discontinuity: s.discontinuity ? 1 : 0,
-        discontinuity_sequence: s.discontinuitySequence,
-        init_id: s.initId,
-        ext,
-        broadcast_id: this.broadcastOf(w),
-        bytes: data.byteLength,
+        startMs: Math.round(s.programDateMs),
+        durationMs: Math.round(s.durationMs),
+        offset: 0,
+        length: s.data.byteLength,
+        discontinuity: s.discontinuity,
+        discontinuitySequence: s.discontinuitySequence,
+        initId: ts ? '' : s.initId,
+        ts,
       },
     });
     if (!this.writing) void this.drain();
@@ -159,7 +213,7 @@ export class CatchUpArchive {
     return id;
   }
 
-  /** Writes the queue in order; each file complete before its row is indexed. */
+  /** Writes the queue in order. */
   private async drain(): Promise<void> {
     this.writing = true;
     try {
@@ -167,57 +221,55 @@ export class CatchUpArchive {
         try {
           await this.write(job);
         } catch (e) {
-          this.d.log.error('catch-up segment not kept', { streamId: job.row.stream_id, layer: job.row.layer, sequence: job.row.sequence, err: (e as Error).message });
+          this.d.log.error('catch-up segment not kept', { streamId: job.streamId, layer: job.layer, sequence: job.entry.sequence, err: (e as Error).message });
         }
       }
     } finally {
       this.writing = false;
+      if (this.closed) this.closeFiles();
     }
+  }
+
+  private closeFiles(): void {
+    for (const layers of this.streams.values()) for (const f of layers.values()) f.closeWriter();
   }
 
   private async write(job: Job): Promise<void> {
+    if (!SAFE_NAME.test(job.streamId) || !SAFE_NAME.test(job.layer)) return;
     if (!this.roomFor(job.data.byteLength)) {
-      this.d.log.warn('catch-up segment not kept: no disk space', { streamId: job.row.stream_id, layer: job.row.layer, sequence: job.row.sequence });
+      this.d.log.warn('catch-up segment not kept: no disk space', { streamId: job.streamId, layer: job.layer, sequence: job.entry.sequence });
       return;
     }
-    if (!this.made.has(job.dir)) {
-      await mkdir(job.dir, { recursive: true });
-      this.made.add(job.dir);
+    const f = this.files(job.streamId, job.layer);
+    if (job.entry.sequence <= f.index.lastSequence) return; // kept already (numbers only rise: docs/streams.md "One timeline")
+    f.makeDir();
+    if (job.init && !f.hasInit(job.init.file)) {
+      writeFileSync(path.join(f.dir, job.init.file), job.init.data);
+      f.initWritten(job.init.file);
     }
-    if (job.init) {
-      const initPath = path.join(job.dir, job.init.file);
-      if (!this.made.has(initPath)) {
-        if (!(await exists(initPath))) await writeFile(initPath, job.init.data);
-        this.made.add(initPath);
-      }
+    this.recent.delete(f);
+    this.recent.add(f);
+    if (this.recent.size > MAX_OPEN_LAYERS) {
+      const least = this.recent.values().next().value!;
+      least.closeWriter();
+      this.recent.delete(least);
     }
-    await writeFile(path.join(job.dir, job.file), job.data);
-    this.unindexed.push(job.row);
-    if (this.closed) this.indexWritten();
-    else this.indexTimer ??= setTimeout(() => this.indexWritten(), INDEX_EVERY_MS).unref();
-  }
-
-  /**
-   * Indexes the segments written since the last call, in one transaction: a commit per segment
-   * would write the table's and its three indexes' pages to the WAL (and again at the checkpoint)
-   * for every 2 s of every layer — more bytes than the audio itself with 100 streams.
-   */
-  private indexWritten(): void {
-    if (this.indexTimer) clearTimeout(this.indexTimer);
-    this.indexTimer = null;
-    const rows = this.unindexed;
-    if (rows.length === 0) return;
-    this.unindexed = [];
-    try {
-      this.d.repo.insertMany(rows);
-    } catch (e) {
-      this.d.log.error('catch-up segments not indexed', { segments: rows.length, err: (e as Error).message });
+    const now = this.d.now();
+    const a = f.segment(job.entry, job.data, job.broadcast, now);
+    if (now < this.slowUntil) return f.write(a);
+    // A write to the page cache costs a few µs; one the kernel held back means the disk is behind.
+    const t0 = this.elapsed();
+    f.writeSync(a);
+    const ms = this.elapsed() - t0;
+    if (ms > SLOW_WRITE_MS) {
+      this.slowUntil = now + SLOW_FOR_MS;
+      this.d.log.warn('catch-up: a segment write waited on the disk; writing from the thread pool for a minute', { ms: Math.round(ms) });
     }
   }
 
   /**
-   * Whether `bytes` more fit above the free-space floor; if not, the oldest catch-up segments of
-   * every stream (never the newest LIVE_GUARD_MS) are deleted until they do.
+   * Whether `bytes` more fit above the free-space floor; if not, the oldest layer-hours of every
+   * stream (never one holding a segment of the newest LIVE_GUARD_MS) are deleted until they do.
    */
   private roomFor(bytes: number): boolean {
     const now = this.d.now();
@@ -230,20 +282,28 @@ export class CatchUpArchive {
       this.freeCached -= bytes;
       return true;
     }
-    this.indexWritten(); // what is on disk is what may go: the trim reads the index
     while (need > 0) {
-      const rows = this.d.repo.oldest(now - LIVE_GUARD_MS, BATCH);
-      if (rows.length === 0) break;
-      for (const r of rows) {
-        this.remove(r);
-        need -= r.bytes;
-        this.freeCached += r.bytes;
-        this.reportTrim(r.stream_id);
-        if (need <= 0) break;
-      }
+      const oldest = this.oldestTrimmable(now - LIVE_GUARD_MS);
+      if (!oldest) break;
+      const b = oldest.dropOldest()!;
+      need -= b.dataEnd + b.records * 48;
+      this.freeCached += b.dataEnd;
+      this.reportTrim(oldest.index.streamId);
     }
     this.freeAt = 0; // measure again next time
     return need <= 0;
+  }
+
+  /** The layer whose oldest hour started first of all, among those whose every segment started before `beforeMs`. */
+  private oldestTrimmable(beforeMs: number): LayerFiles | undefined {
+    let best: LayerFiles | undefined;
+    for (const layers of this.streams.values()) {
+      for (const f of layers.values()) {
+        const b = f.index.blocks[0];
+        if (b && b.lastStart < beforeMs && (!best || b.firstStart < best.index.blocks[0]!.firstStart)) best = f;
+      }
+    }
+    return best;
   }
 
   private reportTrim(streamId: string): void {
@@ -252,72 +312,103 @@ export class CatchUpArchive {
     this.d.error(streamId, { code: 'catch_up_trimmed', message: 'Free disk space neared the floor: the oldest catch-up segments were deleted.' });
   }
 
-  /** Deletes one kept segment (its index row, then its file). */
-  private remove(r: CatchUpSegmentRow): void {
-    this.d.repo.delete(r.stream_id, r.layer, r.sequence);
-    try {
-      unlinkSync(path.join(this.d.dir, r.stream_id, r.layer, `${r.sequence}.${r.ext}`));
-    } catch {
-      // Already gone.
-    }
-  }
-
   /**
-   * Deletes what is older than each stream's window, and everything of streams whose catch-up is
-   * off or that were deleted. Runs every SWEEP_EVERY_MS; returns the segments deleted.
+   * Deletes the layer-hours older than each stream's window (every segment of the hour started
+   * before it), and everything of streams whose catch-up is off or that were deleted; closes the
+   * files of layers idle for IDLE_CLOSE_MS. Runs every SWEEP_EVERY_MS; returns the segments deleted.
    */
   sweep(): number {
     let n = 0;
     try {
       const now = this.d.now();
-      const on = this.d.repo.enabled();
-      for (const { id, hours } of on) {
-        for (const layer of this.d.repo.layers(id)) {
-          for (let rows = this.d.repo.olderThan(id, layer, now - hours * 3_600_000, BATCH); rows.length > 0; rows = this.d.repo.olderThan(id, layer, now - hours * 3_600_000, BATCH)) {
-            for (const r of rows) this.remove(r);
-            n += rows.length;
+      const on = new Map(this.d.repo.enabled().map((s) => [s.id, s.hours]));
+      for (const [id, layers] of this.streams) {
+        const hours = on.get(id);
+        if (hours !== undefined) {
+          for (const f of layers.values()) {
+            while (f.index.blocks[0] && f.index.blocks[0].lastStart < now - hours * 3_600_000) n += f.dropOldest()!.n;
+            f.closeIdle(now - IDLE_CLOSE_MS);
           }
+          continue;
         }
+        for (const f of layers.values()) {
+          n += f.index.size;
+          f.drop();
+          this.recent.delete(f);
+        }
+        this.streams.delete(id);
       }
-      for (const id of this.d.repo.orphans()) this.d.repo.forget(id);
-      const keep = new Set(on.map((s) => s.id));
-      for (const name of readdirSync(this.d.dir)) {
-        if (keep.has(name)) continue;
-        const dir = path.join(this.d.dir, name);
-        rmSync(dir, { recursive: true, force: true });
-        for (const p of this.made) if (p.startsWith(dir + path.sep)) this.made.delete(p);
-      }
+      for (const name of readdirSync(this.d.dir)) if (!on.has(name)) rmSync(path.join(this.d.dir, name), { recursive: true, force: true });
     } catch (e) {
       this.d.log.error('catch-up sweep failed', { err: (e as Error).message });
     }
     return n;
   }
 
+  /** The index of a stream's layer, or undefined when nothing of it is kept. */
+  layer(streamId: string, layer: string): LayerIndex | undefined {
+    const f = this.streams.get(streamId)?.get(layer);
+    return f && f.index.blocks.length > 0 ? f.index : undefined;
+  }
+
+  /** The layers the stream has segments of. */
+  layers(streamId: string): string[] {
+    const out: string[] = [];
+    for (const [name, f] of this.streams.get(streamId) ?? []) if (f.index.blocks.length > 0) out.push(name);
+    return out;
+  }
+
+  /** Bytes of the stream's kept segments (`/stats` `catchUpBytes`). */
+  bytes(streamId: string): number {
+    let n = 0;
+    for (const f of this.streams.get(streamId)?.values() ?? []) n += f.index.bytes;
+    return n;
+  }
+
+  /** Whether any segment of broadcast `broadcastId` is kept. */
+  hasBroadcast(broadcastId: string): boolean {
+    return this.broadcastHours.has(broadcastId);
+  }
+
   /**
-   * The bytes of a kept object of the stream's layer (`<seq>.m4s|.ts`, `init-<id>.mp4`), or
-   * undefined when it is not kept. Segment names are checked against the index (a file left by a
-   * crash before its row was written is not served).
+   * The bytes of a kept object of the stream's layer (`<seq>.m4s|.ts`: read by its offset and
+   * length from its layer-hour; `init-<id>.mp4`), or undefined when it is not kept.
    */
   object(streamId: string, layer: string, file: string, sequence: number | null): Uint8Array | undefined {
     if (!SAFE_NAME.test(streamId) || !SAFE_NAME.test(layer)) return undefined;
-    if (sequence !== null && !this.d.repo.get(streamId, layer, sequence)) return undefined;
-    try {
-      return readFileSync(path.join(this.d.dir, streamId, layer, file));
-    } catch {
-      return undefined;
+    const f = this.streams.get(streamId)?.get(layer);
+    if (!f) return undefined;
+    if (sequence === null) {
+      if (!INIT_FILE.test(file)) return undefined;
+      try {
+        return readFileSync(path.join(f.dir, file));
+      } catch {
+        return undefined;
+      }
     }
+    if (!SEGMENT_FILE.test(file)) return undefined;
+    const at = f.index.locate(sequence);
+    if (!at || (at.block.row(at.i, streamId, layer).ext === 'ts') !== file.endsWith('.ts')) return undefined;
+    return f.read(at.block.key, at.block.offset(at.i), at.block.length(at.i));
   }
 
-  /** Segments waiting to be written or indexed (tests wait for 0). */
+  /** Memory the in-memory index holds (bytes of records). */
+  get indexMemory(): number {
+    let n = 0;
+    for (const layers of this.streams.values()) for (const f of layers.values()) for (const b of f.index.blocks) n += b.memory;
+    return n;
+  }
+
+  /** Segments waiting to be written (tests wait for 0). */
   get pending(): number {
-    return this.queue.length + (this.writing ? 1 : 0) + this.unindexed.length;
+    return this.queue.length + (this.writing ? 1 : 0);
   }
 
-  /** Stops the sweep and indexes what is written; queued writes finish (and are indexed as they land). */
+  /** Stops the sweep; queued writes finish, then the hours' files are closed. */
   close(): void {
     this.closed = true;
     clearInterval(this.sweepTimer);
-    this.indexWritten();
+    if (!this.writing) this.closeFiles();
   }
 }
 
@@ -328,14 +419,5 @@ function freeBytesOf(dir: string): number {
     return Number(s.bavail) * Number(s.bsize);
   } catch {
     return Infinity;
-  }
-}
-
-async function exists(p: string): Promise<boolean> {
-  try {
-    await access(p);
-    return true;
-  } catch {
-    return false;
   }
 }

@@ -14,6 +14,7 @@
  * numbers as the live playlists (docs/streams.md "One timeline").
  */
 import type { CatchUpSegmentRow, CatchUpTitle } from '../../base/db/catch-up-repo.js';
+import type { LayerIndex } from './layer-index.js';
 
 /** A variant of a catch-up multivariant playlist. */
 export interface CatchUpVariant {
@@ -78,10 +79,96 @@ export function targetSecondsOf(rows: CatchUpSegmentRow[], configuredMs: number)
   return Math.max(1, Math.round(max / 1000));
 }
 
-/** Renders a catch-up media playlist (see `CatchUpMedia`). */
-export function catchUpMediaPlaylist(m: CatchUpMedia): string {
-  const q = m.query ? `?${m.query}` : '';
-  const fmp4 = m.rows[0]?.ext === 'm4s';
+/** What segment lines carry on from the segment before: the `EXT-X-MAP` in force ('' none) and its media sequence number (null: none before). */
+export interface SegmentState {
+  map: string;
+  prev: number | null;
+}
+
+/** How segment lines are written: fMP4 (`EXT-X-MAP`), gap discontinuities, the objects' folder and the `?query` after URIs ('' none). */
+export interface SegmentStyle {
+  fmp4: boolean;
+  gapTags: boolean;
+  prefix: string;
+  q: string;
+}
+
+/** ISO 8601 UTC of `ms` (as `Date.prototype.toISOString`), the date and minute formatted once per minute. */
+function isoTimes(): (ms: number) => string {
+  let minute = NaN;
+  let prefix = '';
+  return (ms) => {
+    const m = Math.floor(ms / 60_000);
+    if (m !== minute || ms < 0 || ms >= 8.64e15) {
+      if (ms < 0 || ms >= 8.64e15) return new Date(ms).toISOString();
+      minute = m;
+      prefix = new Date(m * 60_000).toISOString().slice(0, 17);
+    }
+    const inMinute = ms - m * 60_000;
+    const sec = Math.floor(inMinute / 1000);
+    const milli = inMinute - sec * 1000;
+    return `${prefix}${sec < 10 ? '0' : ''}${sec}.${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
+  };
+}
+
+/** The lines of `rows` (each ending in a line feed), after state `st` (updated to the last row). */
+export function segmentLines(rows: CatchUpSegmentRow[], st: SegmentState, o: SegmentStyle): string {
+  let out = '';
+  const iso = isoTimes();
+  let dur = NaN;
+  let extinf = '';
+  for (const r of rows) {
+    if (r.duration_ms !== dur) {
+      dur = r.duration_ms;
+      extinf = `#EXTINF:${(dur / 1000).toFixed(3)},\n`;
+    }
+    const gap = o.gapTags && st.prev !== null && r.sequence !== st.prev + 1;
+    if (r.discontinuity === 1 || gap) out += '#EXT-X-DISCONTINUITY\n';
+    if (o.fmp4 && r.init_id !== st.map) {
+      st.map = r.init_id;
+      out += `#EXT-X-MAP:URI="${o.prefix}init-${r.init_id}.mp4${o.q}"\n`;
+    }
+    out += `#EXT-X-PROGRAM-DATE-TIME:${iso(r.start_ms)}\n${extinf}${o.prefix}${r.sequence}.${r.ext}${o.q}\n`;
+    st.prev = r.sequence;
+  }
+  return out;
+}
+
+/** Segments rendered together and kept as one text (a minute of 2 s segments, aligned inside their hour). */
+export const RUN = 30;
+
+/**
+ * The segment lines of `index` from `fromMs` on (as `segmentLines` writes them, UTF-8, in pieces),
+ * each complete run of RUN segments of an hour rendered once and kept in `kept` (by what it lists
+ * and what it carries on from the run before), so a long window costs its new segments, not all.
+ */
+export function segmentRuns(index: LayerIndex, fromMs: number, o: SegmentStyle, kept: { get(key: string, render: () => Buffer): Buffer }): Buffer[] {
+  const st: SegmentState = { map: '', prev: null };
+  const out: Buffer[] = [];
+  index.runs(fromMs, RUN, (blk, lo, hi) => {
+    const rows = () => {
+      const r: CatchUpSegmentRow[] = [];
+      for (let i = lo; i < hi; i++) r.push(blk.row(i, index.streamId, index.layer));
+      return r;
+    };
+    if (hi - lo < RUN) {
+      out.push(Buffer.from(segmentLines(rows(), st, o)));
+      return;
+    }
+    const seq = blk.seq(lo);
+    const init = o.fmp4 ? blk.initOf(lo) : '';
+    const mapAt = o.fmp4 && init !== st.map;
+    const gapAt = o.gapTags && st.prev !== null && seq !== st.prev + 1;
+    const key = `${index.streamId}/${index.layer}/${blk.key}/${seq}/${o.prefix}/${o.q}/${o.gapTags}/${mapAt}/${gapAt}`;
+    out.push(kept.get(key, () => Buffer.from(segmentLines(rows(), { map: mapAt ? '' : init, prev: gapAt ? seq - 2 : seq - 1 }, o))));
+    st.map = o.fmp4 ? blk.initOf(hi - 1) : '';
+    st.prev = blk.seq(hi - 1);
+  });
+  return out;
+}
+
+/** A media playlist's lines before its segments (see `CatchUpMedia`; `fmp4`: its segments are fMP4), ending in a line feed. */
+export function mediaHead(m: Omit<CatchUpMedia, 'rows'>, fmp4: boolean): string {
   const lines = ['#EXTM3U', `#EXT-X-VERSION:${m.skipUntilSeconds > 0 ? 9 : fmp4 ? 7 : 3}`, `#EXT-X-TARGETDURATION:${m.targetSeconds}`];
   if (m.skipUntilSeconds > 0) lines.push(`#EXT-X-SERVER-CONTROL:CAN-SKIP-UNTIL=${m.skipUntilSeconds.toFixed(1)}`);
   if (m.type) lines.push(`#EXT-X-PLAYLIST-TYPE:${m.type}`);
@@ -89,21 +176,14 @@ export function catchUpMediaPlaylist(m: CatchUpMedia): string {
   if (fmp4) lines.push('#EXT-X-INDEPENDENT-SEGMENTS');
   for (const t of m.titles) lines.push(dateRange(t));
   if (m.skipped > 0) lines.push(`#EXT-X-SKIP:SKIPPED-SEGMENTS=${m.skipped}`);
-  let map = '';
-  let prev: CatchUpSegmentRow | null = null;
-  for (const r of m.rows) {
-    const gap = m.gapTags && prev !== null && r.sequence !== prev.sequence + 1;
-    if (r.discontinuity === 1 || gap) lines.push('#EXT-X-DISCONTINUITY');
-    if (fmp4 && r.init_id !== map) {
-      map = r.init_id;
-      lines.push(`#EXT-X-MAP:URI="${m.prefix}init-${r.init_id}.mp4${q}"`);
-    }
-    lines.push(`#EXT-X-PROGRAM-DATE-TIME:${new Date(r.start_ms).toISOString()}`, `#EXTINF:${(r.duration_ms / 1000).toFixed(3)},`, `${m.prefix}${r.sequence}.${r.ext}${q}`);
-    prev = r;
-  }
-  if (m.ended) lines.push('#EXT-X-ENDLIST');
-  lines.push('');
-  return lines.join('\n');
+  return lines.join('\n') + '\n';
+}
+
+/** Renders a catch-up media playlist (see `CatchUpMedia`). */
+export function catchUpMediaPlaylist(m: CatchUpMedia): string {
+  const fmp4 = m.rows[0]?.ext === 'm4s';
+  const body = segmentLines(m.rows, { map: '', prev: null }, { fmp4, gapTags: m.gapTags, prefix: m.prefix, q: m.query ? `?${m.query}` : '' });
+  return mediaHead(m, fmp4) + body + (m.ended ? '#EXT-X-ENDLIST\n' : '');
 }
 
 /** Discontinuity sequence number a playlist starting at `first` declares (before its own discontinuity, like the live playlists). */

@@ -85,7 +85,7 @@ export function catchUpListen(d: CatchUpListenDeps, c: ListenContext<Session>): 
 
 /** The layer `kbps` names (null: the top one) among the kept layers, or null. */
 function layerOf(d: CatchUpListenDeps, id: string, kbps: number | null): string | null {
-  const kept = d.repo.layers(id);
+  const kept = d.archive.layers(id);
   if (kbps !== null) return kept.includes(`a${kbps}`) ? `a${kbps}` : null;
   const top = d.media.get(id)?.top.name;
   if (top && kept.includes(top)) return top;
@@ -107,7 +107,8 @@ function answer(d: CatchUpListenDeps, c: ListenContext<Session>, req: Progressiv
   if (t > now) return notFound(`${new Date(t).toISOString()} is after now.`);
   const layer = layerOf(d, id, kbps);
   // The segment playing at t, else (t between broadcasts) the next one kept.
-  const row = layer ? (d.repo.span(id, layer, t, t + 1).find((r) => r.start_ms + r.duration_ms > t) ?? d.repo.firstFrom(id, layer, t)) : undefined;
+  const index = layer ? d.archive.layer(id, layer) : undefined;
+  const row = index ? (index.span(t, t + 1).find((r) => r.start_ms + r.duration_ms > t) ?? index.firstFrom(t)) : undefined;
   if (!layer || !row) return notFound(`Nothing of stream '${id}' is kept from ${new Date(t).toISOString()}.`);
   const tok = tokenCheck(c, req, id, pol);
   if ('refused' in tok) return tok.refused;
@@ -307,7 +308,7 @@ class CatchUpPlayer implements ProgressiveClient {
     const live = d.media.get(id)?.layer(layer);
     const n = live?.segment(s.sequence + 1);
     if (n) return { sequence: n.sequence, startMs: n.programDateMs, durationMs: n.durationMs, initId: n.initId, container: live!.o.container };
-    const r = d.repo.firstFrom(id, layer, s.startMs + 1);
+    const r = d.archive.layer(id, layer)?.firstFrom(s.startMs + 1);
     return r ? { sequence: r.sequence, startMs: r.start_ms, durationMs: r.duration_ms, initId: r.init_id, container: r.ext === 'ts' ? 'ts' : 'fmp4' } : null;
   }
 

@@ -24,7 +24,7 @@ import type { CatchUpRepo, CatchUpSegmentRow } from '../../base/db/catch-up-repo
 import type { HlsAccess } from '../hls/routes.js';
 import type { HlsSource } from '../hls/source.js';
 import type { CatchUpArchive } from './archive.js';
-import { catchUpMediaPlaylist, catchUpMultivariant, discontinuityBefore, targetSecondsOf, type CatchUpVariant } from './playlists.js';
+import { catchUpMediaPlaylist, catchUpMultivariant, discontinuityBefore, mediaHead, segmentRuns, targetSecondsOf, type CatchUpVariant } from './playlists.js';
 
 /** What the catch-up routes read. */
 export interface CatchUpRoutesDeps {
@@ -66,6 +66,8 @@ const STREAM = /^stm_[A-Za-z0-9]{1,64}$/;
 const BROADCAST = /^brd_[A-Za-z0-9]{1,64}$/;
 /** Playlists rendered and kept (by what they list), across every stream: at most this many… */
 const RENDER_CACHE = 256;
+/** Runs of segment lines kept at most (a week of two layers' 2 s segments is ~20,000 runs). */
+const RUN_CACHE = 50_000;
 /** …and at most this many characters in all (a week-long window's playlist is ~27 M): older ones go first. */
 const RENDER_CACHE_CHARS = 64 * 1024 * 1024;
 
@@ -74,14 +76,14 @@ const RENDER_CACHE_CHARS = 64 * 1024 * 1024;
  * asking for many long spans must not make the node hold them all); a text longer than half the
  * bound is answered and not kept.
  */
-export class RenderCache {
-  private readonly texts = new Map<string, string>();
+export class RenderCache<T extends { length: number } = string> {
+  private readonly texts = new Map<string, T>();
   private chars = 0;
 
   constructor(private readonly maxEntries = RENDER_CACHE, private readonly maxChars = RENDER_CACHE_CHARS) {}
 
   /** The text of `key`, rendered by `render` when not kept. */
-  get(key: string, render: () => string): string {
+  get(key: string, render: () => T): T {
     const kept = this.texts.get(key);
     if (kept !== undefined) return kept;
     const text = render();
@@ -141,7 +143,9 @@ interface Admitted {
 
 /** The catch-up routes' shared state. */
 class CatchUp {
-  private readonly rendered = new RenderCache();
+  private readonly rendered = new RenderCache<Buffer>();
+  /** Runs of segment lines of the rewind windows, rendered once (`segmentRuns`); bounded like the playlists. */
+  readonly runs = new RenderCache<Buffer>(RUN_CACHE, RENDER_CACHE_CHARS);
 
   constructor(readonly d: CatchUpRoutesDeps) {}
 
@@ -153,12 +157,12 @@ class CatchUp {
 
   variants(id: string): CatchUpVariant[] {
     const codecs = CODECS[this.d.codecOf(id) ?? ''] ?? 'mp4a.40.2';
-    const layers = this.d.repo.layers(id).sort((a, b) => Number(b.slice(1)) - Number(a.slice(1)));
+    const layers = this.d.archive.layers(id).sort((a, b) => Number(b.slice(1)) - Number(a.slice(1)));
     return layers.map((layer) => ({ layer, bandwidth: Math.round(Number(layer.slice(1)) * 1100), codecs }));
   }
 
   /** A playlist rendered once per key (what it lists), kept while the render cache holds it. */
-  cached(key: string, render: () => string): string {
+  cached(key: string, render: () => Buffer): Buffer {
     return this.rendered.get(key, render);
   }
 
@@ -185,8 +189,8 @@ class CatchUp {
 }
 
 /** A playlist answer: `private` ones are `private, no-store`, else `cache`. */
-function m3u8(text: string, a: Admitted, cache: string): RawReply {
-  return { status: STATUS_200, headers: headers(M3U8, a.private ? PRIVATE : cache), body: Buffer.from(text) };
+function m3u8(text: string | Buffer, a: Admitted, cache: string): RawReply {
+  return { status: STATUS_200, headers: headers(M3U8, a.private ? PRIVATE : cache), body: typeof text === 'string' ? Buffer.from(text) : text };
 }
 
 /** `<name>.m3u8` → name, or null. */
@@ -227,7 +231,7 @@ function multivariant(c: CatchUp, id: string, folder: string, query: string, req
 function rewindCheck(c: CatchUp, id: string, requestId: string): RawReply | null {
   const w = c.window(id)!;
   const top = c.variants(id)[0];
-  return top && c.d.repo.firstFrom(id, top.layer, w.start) ? null : notFound(`No catch-up kept in the window of stream '${id}'.`, requestId);
+  return top && c.d.archive.layer(id, top.layer)?.firstFrom(w.start) ? null : notFound(`No catch-up kept in the window of stream '${id}'.`, requestId);
 }
 
 /** `/hls/:id/from/<t>.m3u8`, `/archive/<t>-<s>.m3u8`, `/broadcasts/<brd>.m3u8`. */
@@ -257,9 +261,10 @@ function addressMultivariant(c: CatchUp, kind: 'from' | 'archive' | 'broadcasts'
 function spanRows(c: CatchUp, kind: 'from' | 'archive' | 'broadcasts', id: string, name: string, layer: string, requestId: string): CatchUpSegmentRow[] | RawReply {
   const w = c.window(id)!;
   const now = c.d.now();
+  const index = c.d.archive.layer(id, layer);
   if (kind === 'broadcasts') {
     if (!BROADCAST.test(name)) return malformed(`'${name}' is not a broadcast id (brd_…).`, requestId);
-    const rows = c.d.repo.ofBroadcast(name, layer).filter((r) => r.stream_id === id && r.start_ms >= w.start);
+    const rows = (index?.ofBroadcast(name) ?? []).filter((r) => r.start_ms >= w.start);
     return rows.length > 0 ? rows : notFound(`No catch-up kept of broadcast '${name}' of stream '${id}'.`, requestId);
   }
   let t: number;
@@ -278,7 +283,9 @@ function spanRows(c: CatchUp, kind: 'from' | 'archive' | 'broadcasts', id: strin
   }
   if (t < w.start) return notFound(`${new Date(t).toISOString()} is before the catch-up window of stream '${id}' (${w.hours} h).`, requestId);
   if (t > now) return notFound(`${new Date(t).toISOString()} is after now.`, requestId);
-  const rows = kind === 'from' ? c.d.repo.span(id, layer, t, Number.MAX_SAFE_INTEGER) : c.d.repo.span(id, layer, t, end);
+  const rows = index ? index.span(t, kind === 'from' ? Number.MAX_SAFE_INTEGER : end) : [];
+  // An hour is deleted whole: what it holds from before the window is not listed.
+  while (rows.length > 0 && rows[0]!.start_ms + rows[0]!.duration_ms <= w.start) rows.shift();
   // The segment playing at t began before the window: it is listed only while kept.
   return rows.length > 0 ? rows : notFound(`Nothing of stream '${id}' is kept from ${new Date(t).toISOString()}.`, requestId);
 }
@@ -298,7 +305,7 @@ function spanMedia(c: CatchUp, kind: 'from' | 'archive' | 'broadcasts', id: stri
   const key = `${kind}/${id}/${layer}/${name}/${first.sequence}/${last.sequence}/${rows.length}/${live}/${a.query}`;
   const text = c.cached(key, () => {
     const titles = c.d.repo.titles(id, first.start_ms, last.start_ms + last.duration_ms);
-    return catchUpMediaPlaylist({
+    return Buffer.from(catchUpMediaPlaylist({
       rows,
       mediaSequence: first.sequence,
       discontinuitySequence: discontinuityBefore(first),
@@ -311,7 +318,7 @@ function spanMedia(c: CatchUp, kind: 'from' | 'archive' | 'broadcasts', id: stri
       prefix: `../../catchup/${layer}/`,
       query: a.query.startsWith('token=') ? a.query : '',
       titles,
-    });
+    }));
   });
   return m3u8(text, a, live ? 'no-cache' : kind === 'archive' && settled(c, name) ? IMMUTABLE : 'public, max-age=60');
 }
@@ -337,8 +344,9 @@ function rewindMedia(c: CatchUp, id: string, file: string, query: string, reques
   if (!w) return notFound(`No catch-up for stream '${id}'.`, requestId);
   const skipParam = /(?:^|&)_HLS_skip=([^&]*)/.exec(query)?.[1];
   if (skipParam !== undefined && skipParam !== 'YES' && skipParam !== 'v2') return malformed('_HLS_skip must be YES or v2.', requestId);
-  const first = c.d.repo.firstFrom(id, layer, w.start);
-  const newest = c.d.repo.newest(id, layer);
+  const index = c.d.archive.layer(id, layer);
+  const first = index?.firstFrom(w.start);
+  const newest = index?.newest();
   if (!first || !newest) return notFound(`No catch-up kept in the window of stream '${id}'.`, requestId);
   const a = c.media(id, query, info, requestId);
   if ('status' in a) return a;
@@ -350,10 +358,8 @@ function rewindMedia(c: CatchUp, id: string, file: string, query: string, reques
   const text = c.cached(key, () => {
     const tailFrom = newest.start_ms + newest.duration_ms - boundaryS * 1000;
     // A delta update skips the segments that end at least the skip boundary before the newest's end.
-    const skipped = skip ? c.d.repo.count(id, layer, first.start_ms, tailFrom - target * 1000) : 0;
-    const rows = skipped > 0 ? c.d.repo.from(id, layer, tailFrom - target * 1000) : c.d.repo.from(id, layer, first.start_ms);
-    return catchUpMediaPlaylist({
-      rows,
+    const skipped = skip ? index!.count(first.start_ms, tailFrom - target * 1000) : 0;
+    const m = {
       mediaSequence: first.sequence,
       discontinuitySequence: discontinuityBefore(first),
       skipped,
@@ -365,7 +371,11 @@ function rewindMedia(c: CatchUp, id: string, file: string, query: string, reques
       prefix: `../catchup/${layer}/`,
       query: q,
       titles: c.d.repo.titles(id, first.start_ms, newest.start_ms + newest.duration_ms),
-    });
+    };
+    if (skipped > 0) return Buffer.from(catchUpMediaPlaylist({ ...m, rows: index!.from(tailFrom - target * 1000) }));
+    // The whole window: its finished runs of segments are rendered once (docs/behaviour.md §17).
+    const fmp4 = first.ext === 'm4s';
+    return Buffer.concat([Buffer.from(mediaHead(m, fmp4)), ...segmentRuns(index!, first.start_ms, { fmp4, gapTags: false, prefix: m.prefix, q: q ? `?${q}` : '' }, c.runs)]);
   });
   return m3u8(text, a, 'no-cache');
 }

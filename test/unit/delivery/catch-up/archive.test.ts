@@ -1,14 +1,17 @@
 /**
  * The catch-up archive (docs/behaviour.md §17) over a real layer fed by the native segmenter (the
- * AAC fixture), a real SQLite file and real files: every finished segment is written and indexed
- * while the stream's catch-up is on (and nothing while it is off); the sweep deletes what is older
- * than the window and everything of a stream whose catch-up was turned off; near the free-space
- * floor the oldest kept segments go first — never those of the last minutes — with one
- * `catch_up_trimmed` per stream. The volume's free space is the one stand-in (a test cannot fill
- * a shared disk safely).
+ * AAC fixture), a real SQLite file and real files: every finished segment is appended to its
+ * layer-hour (`<YYYYMMDDHH>.seg` and its sidecar `.idx`) and indexed while the stream's catch-up
+ * is on (and nothing while it is off); a restarted archive reads the hours back (ignoring a record
+ * a crash cut short) and converts the earlier layout (a file and a SQLite row per segment); the
+ * sweep deletes the hours older than the window and everything of a stream whose catch-up was
+ * turned off; near the free-space floor the oldest hours go first — never one of the last minutes —
+ * with one `catch_up_trimmed` per stream. The volume's free space and the wall clock (the
+ * segments' program date-times) are the stand-ins (a test cannot fill a shared disk safely, nor
+ * wait an hour).
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -32,9 +35,11 @@ let dir: string;
 let db: Database;
 let repo: CatchUpRepo;
 let streamId: string;
-let free: number;
+/** The volume's size (bytes): its free space is what the catch-up directory leaves of it. */
+let capacity: number;
 let clock: number;
 let errors: Array<{ streamId: string; code: string }>;
+let warnings: string[] = [];
 let archive: CatchUpArchive;
 
 beforeEach(async () => {
@@ -46,10 +51,16 @@ beforeEach(async () => {
   const svc = new StreamsService({ streams: new StreamsRepo(db), accounts, nodeSecret: randomBytes(32), urls: () => urls, live: { listenerCount: () => 0, endNow: () => {}, disconnectPublisher: () => {}, nowPlaying: () => {} } });
   streamId = svc.create(acct, { title: 'A', catchUp: { hours: 1 } }).value.id;
   repo = new CatchUpRepo(db);
-  free = Number.MAX_SAFE_INTEGER;
+  capacity = Number.MAX_SAFE_INTEGER;
   clock = Date.now();
   errors = [];
-  archive = new CatchUpArchive({
+  archive = open();
+});
+
+/** An archive over the test's directory (a restart: a new one over the same files); `slowDisk`: every append seems to take 10 ms. */
+function open(slowDisk = false): CatchUpArchive {
+  let t = 0;
+  return new CatchUpArchive({
     repo,
     dir: path.join(dir, 'catch-up'),
     broadcastOf: () => 'brd_test',
@@ -57,10 +68,12 @@ beforeEach(async () => {
     error: (id, e) => errors.push({ streamId: id, code: e.code }),
     log: createLogger('error'),
     now: () => clock,
-    freeBytes: () => free,
+    freeBytes: () => capacity - used(),
+    ...(slowDisk ? { elapsed: () => (t += 10), log: { ...createLogger('error'), warn: (msg: string) => void warnings.push(msg) } } : {}),
   });
-});
+}
 afterEach(() => {
+  vi.useRealTimers();
   archive.close();
   db.close();
   rmSync(dir, { recursive: true, force: true });
@@ -92,74 +105,192 @@ const settled = async () => {
   while (archive.pending > 0) await new Promise((r) => setTimeout(r, 5));
 };
 const layerDir = () => path.join(dir, 'catch-up', streamId, 'a128');
+const HOUR = 3_600_000;
+/** Bytes of every file under the catch-up directory. */
+function used(d = path.join(dir, 'catch-up')): number {
+  let n = 0;
+  for (const e of readdirSync(d, { withFileTypes: true })) n += e.isDirectory() ? used(path.join(d, e.name)) : statSync(path.join(d, e.name)).size;
+  return n;
+}
+/** The wall clock (what the layer dates its segments by) and the archive's clock set to `ms`. */
+const at = (ms: number) => {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  vi.setSystemTime(ms);
+  clock = ms;
+};
+/** Every kept segment of the layer, in order. */
+const kept = () => archive.layer(streamId, 'a128')?.from(0) ?? [];
+const files = () => readdirSync(layerDir()).sort();
+/** The layer-hour file names of instant `ms` (`YYYYMMDDHH`). */
+const hourOf = (ms: number) => new Date(ms).toISOString().slice(0, 13).replace(/[-T]/g, '');
+/** A restart: the archive closed and opened again over the same files. */
+const restart = () => {
+  archive.close();
+  archive = open();
+};
+
 
 describe('the catch-up archive', () => {
-  it('writes and indexes every finished segment of a stream with catch-up on, with its init section', async () => {
+  it('appends every finished segment of a stream with catch-up on to its layer-hour, with its init section', async () => {
     const layer = feed();
     await settled();
-    const rows = repo.span(streamId, 'a128', 0, Number.MAX_SAFE_INTEGER);
+    const rows = kept();
     expect(rows.length).toBe(layer.segments.length);
     expect(rows.length).toBeGreaterThanOrEqual(4);
     for (const [i, r] of rows.entries()) {
       const s = layer.segments[i]!;
-      expect(r).toMatchObject({ sequence: s.sequence, start_ms: Math.round(s.programDateMs), duration_ms: Math.round(s.durationMs), broadcast_id: 'brd_test', ext: 'm4s' });
-      expect(readFileSync(path.join(layerDir(), `${s.sequence}.m4s`)).equals(Buffer.from(s.data))).toBe(true);
+      expect(r).toMatchObject({ sequence: s.sequence, start_ms: Math.round(s.programDateMs), duration_ms: Math.round(s.durationMs), broadcast_id: 'brd_test', ext: 'm4s', init_id: layer.initId });
+      expect(Buffer.from(archive.object(streamId, 'a128', `${s.sequence}.m4s`, s.sequence)!).equals(Buffer.from(s.data))).toBe(true);
     }
-    expect(readFileSync(path.join(layerDir(), `init-${layer.initId}.mp4`)).equals(Buffer.from(layer.init!))).toBe(true);
-    expect(repo.bytes(streamId)).toBe(rows.reduce((n, r) => n + statSync(path.join(layerDir(), `${r.sequence}.m4s`)).size, 0));
+    expect(archive.object(streamId, 'a128', `${rows.at(-1)!.sequence + 1}.m4s`, rows.at(-1)!.sequence + 1)).toBeUndefined();
+    expect(Buffer.from(archive.object(streamId, 'a128', `init-${layer.initId}.mp4`, null)!).equals(Buffer.from(layer.init!))).toBe(true);
+    // One data file and one sidecar per hour (a record of the broadcast id, then one per segment), no file per segment.
+    const hours = [...new Set(rows.map((r) => hourOf(r.start_ms)))];
+    expect(files()).toEqual([...hours.flatMap((h) => [`${h}.idx`, `${h}.seg`]), `init-${layer.initId}.mp4`].sort());
+    const segBytes = hours.reduce((n, h) => n + statSync(path.join(layerDir(), `${h}.seg`)).size, 0);
+    expect(archive.bytes(streamId)).toBe(segBytes);
+    expect(segBytes).toBe(layer.segments.reduce((n, s) => n + s.data.byteLength, 0));
+    expect(hours.reduce((n, h) => n + statSync(path.join(layerDir(), `${h}.idx`)).size, 0)).toBe(48 * (rows.length + hours.length));
+    expect(archive.hasBroadcast('brd_test')).toBe(true);
   });
 
   it('keeps nothing while catch-up is off', async () => {
     repo.setHours(streamId, 0);
     feed();
     await settled();
-    expect(repo.bytes(streamId)).toBe(0);
+    expect(archive.bytes(streamId)).toBe(0);
     expect(existsSync(layerDir())).toBe(false);
   });
 
-  it('sweeps what is older than the window, and everything once catch-up is off', async () => {
+  it('serves the archive at once after a restart, and appends after what was kept', async () => {
+    const t0 = Date.parse('2026-11-29T06:20:00Z');
+    at(t0);
+    const first = feed();
+    await settled();
+    const before = kept();
+    restart();
+    expect(kept()).toEqual(before);
+    for (const s of first.segments) expect(Buffer.from(archive.object(streamId, 'a128', `${s.sequence}.m4s`, s.sequence)!).equals(Buffer.from(s.data))).toBe(true);
+    at(t0 + 60_000);
+    const second = feed(100);
+    await settled();
+    restart();
+    expect(kept().map((r) => r.sequence)).toEqual([...first.segments, ...second.segments].map((s) => s.sequence));
+    for (const s of second.segments) expect(Buffer.from(archive.object(streamId, 'a128', `${s.sequence}.m4s`, s.sequence)!).equals(Buffer.from(s.data))).toBe(true);
+  });
+
+  it('ignores at start a record a crash cut short (and its segment), and appends over it', async () => {
+    at(Date.parse('2026-11-29T06:20:00Z'));
+    const layer = feed();
+    await settled();
+    const h = hourOf(clock);
+    const segs = layer.segments;
+    const last = segs.at(-1)!;
+    archive.close();
+    // kill -9 in mid-append: the newest record half written…
+    const idx = path.join(layerDir(), `${h}.idx`);
+    truncateSync(idx, statSync(idx).size - 20);
+    archive = open();
+    expect(kept().map((r) => r.sequence)).toEqual(segs.slice(0, -1).map((s) => s.sequence));
+    expect(archive.object(streamId, 'a128', `${last.sequence}.m4s`, last.sequence)).toBeUndefined();
+    expect(statSync(idx).size % 48).toBe(0);
+    // …or whole while the segment's bytes are not all on disk: the record is ignored too.
+    archive.close();
+    const seg = path.join(layerDir(), `${h}.seg`);
+    truncateSync(seg, statSync(seg).size - segs.at(-2)!.data.byteLength / 2 - last.data.byteLength);
+    archive = open();
+    expect(kept().map((r) => r.sequence)).toEqual(segs.slice(0, -2).map((s) => s.sequence));
+    // The next segments go where the lost ones were, and read back whole after another restart.
+    at(clock + 30_000);
+    const next = feed(100);
+    await settled();
+    restart();
+    expect(kept().map((r) => r.sequence)).toEqual([...segs.slice(0, -2), ...next.segments].map((s) => s.sequence));
+    for (const s of [...segs.slice(0, -2), ...next.segments]) expect(Buffer.from(archive.object(streamId, 'a128', `${s.sequence}.m4s`, s.sequence)!).equals(Buffer.from(s.data))).toBe(true);
+  });
+
+  it('converts a data directory of the earlier layout (a file and a SQLite row per segment) at start', async () => {
+    const t0 = Date.parse('2026-11-29T06:59:56Z');
+    at(t0);
+    const layer = feed();
+    await settled();
+    archive.close();
+    // The same segments as the earlier version kept them: `<sequence>.m4s` beside the init section, a row each.
+    rmSync(layerDir(), { recursive: true });
+    mkdirSync(layerDir(), { recursive: true });
+    writeFileSync(path.join(layerDir(), `init-${layer.initId}.mp4`), layer.init!);
+    for (const s of layer.segments) {
+      writeFileSync(path.join(layerDir(), `${s.sequence}.m4s`), s.data);
+      repo.insert({ stream_id: streamId, layer: 'a128', sequence: s.sequence, start_ms: Math.round(s.programDateMs), duration_ms: Math.round(s.durationMs), discontinuity: s.discontinuity ? 1 : 0, discontinuity_sequence: s.discontinuitySequence, init_id: s.initId, ext: 'm4s', broadcast_id: 'brd_old', bytes: s.data.byteLength });
+    }
+    archive = open();
+    const rows = kept();
+    expect(rows.map((r) => [r.sequence, r.start_ms, r.broadcast_id])).toEqual(layer.segments.map((s) => [s.sequence, Math.round(s.programDateMs), 'brd_old']));
+    for (const s of layer.segments) expect(Buffer.from(archive.object(streamId, 'a128', `${s.sequence}.m4s`, s.sequence)!).equals(Buffer.from(s.data))).toBe(true);
+    expect(archive.hasBroadcast('brd_old')).toBe(true);
+    // Across the hour boundary: two layer-hours; the old files and rows are gone.
+    expect(files().filter((f) => f.endsWith('.m4s'))).toEqual([]);
+    expect(files().filter((f) => f.endsWith('.seg'))).toEqual([`${hourOf(t0)}.seg`, `${hourOf(t0 + HOUR)}.seg`]);
+    expect(repo.legacyStreams()).toEqual([]);
+    restart();
+    expect(kept()).toEqual(rows);
+  });
+
+  it('after an append that waited on the disk, appends from the thread pool (and keeps every segment)', async () => {
+    archive.close();
+    archive = open(true);
+    const layer = feed();
+    await settled();
+    expect(kept().map((r) => r.sequence)).toEqual(layer.segments.map((s) => s.sequence));
+    for (const s of layer.segments) expect(Buffer.from(archive.object(streamId, 'a128', `${s.sequence}.m4s`, s.sequence)!).equals(Buffer.from(s.data))).toBe(true);
+    // The first append took "10 ms": the rest went through the thread pool, untimed (one warning).
+    expect(warnings).toEqual(['catch-up: a segment write waited on the disk; writing from the thread pool for a minute']);
+  });
+
+  it('sweeps the hours older than the window, whole, and everything once catch-up is off', async () => {
+    const t0 = Date.parse('2026-11-29T06:20:00Z');
+    at(t0);
     feed();
     await settled();
-    const n = repo.span(streamId, 'a128', 0, Number.MAX_SAFE_INTEGER).length;
-    expect(archive.sweep()).toBe(0);
-    clock += 3_600_000 + 60_000; // the window (1 h) has passed
-    expect(archive.sweep()).toBe(n);
-    expect(readdirSync(layerDir()).filter((f) => f.endsWith('.m4s'))).toEqual([]);
-    clock = Date.now();
+    at(t0 + HOUR);
     feed(100);
     await settled();
-    expect(repo.bytes(streamId)).toBeGreaterThan(0);
+    const n = kept().length;
+    const older = kept().filter((r) => hourOf(r.start_ms) === hourOf(t0)).length;
+    // 07:20 + 1 h: the 06:xx hour is older than the window, the 07:xx one is not.
+    clock = t0 + 2 * HOUR;
+    expect(archive.sweep()).toBe(older);
+    expect(kept().length).toBe(n - older);
+    expect(files().filter((f) => f.endsWith('.seg'))).toEqual([`${hourOf(t0 + HOUR)}.seg`]);
     repo.setHours(streamId, 0);
-    archive.sweep();
-    expect(repo.bytes(streamId)).toBe(0);
+    expect(archive.sweep()).toBe(n - older);
+    expect(archive.bytes(streamId)).toBe(0);
+    expect(archive.hasBroadcast('brd_test')).toBe(false);
     expect(existsSync(path.join(dir, 'catch-up', streamId))).toBe(false);
   });
 
-  it('near the free-space floor deletes the oldest kept segments first, never the newest minutes, and says so once', async () => {
+  it('near the free-space floor deletes the oldest hours first, never one of the newest minutes, and says so once', async () => {
+    const t0 = Date.parse('2026-11-29T06:20:00Z');
+    at(t0);
     feed();
     await settled();
-    const old = repo.span(streamId, 'a128', 0, Number.MAX_SAFE_INTEGER);
-    // Ten minutes later, the disk is at its floor: the next broadcast's segments push the old ones out.
-    clock += 10 * 60_000;
-    free = 1_000_000;
+    const old = kept();
+    // An hour later, the disk nears its floor: room for one more segment, and the next broadcast's push the old hour out.
+    at(t0 + HOUR);
+    capacity = 1_000_000 + used() + 40_000;
     const next = feed(100);
     await settled();
-    // Each new segment took the room of the oldest kept ones (by air time): every segment deleted
-    // aired before every segment kept; their files went with them.
-    const written = [...old.map((r) => ({ sequence: r.sequence, start: r.start_ms })), ...next.segments.map((x) => ({ sequence: x.sequence, start: Math.round(x.programDateMs) }))];
-    const gone = written.filter((r) => repo.get(streamId, 'a128', r.sequence) === undefined);
-    const kept = written.filter((r) => repo.get(streamId, 'a128', r.sequence) !== undefined);
-    expect(gone.length).toBeGreaterThanOrEqual(3);
-    expect(kept.length).toBeGreaterThan(0);
-    expect(Math.max(...gone.map((r) => r.start))).toBeLessThanOrEqual(Math.min(...kept.map((r) => r.start)));
-    for (const r of gone) expect(existsSync(path.join(layerDir(), `${r.sequence}.m4s`))).toBe(false);
+    expect(kept().map((r) => r.sequence)).toEqual(next.segments.map((s) => s.sequence));
+    for (const r of old) expect(archive.object(streamId, 'a128', `${r.sequence}.m4s`, r.sequence)).toBeUndefined();
+    expect(files().filter((f) => f.endsWith('.seg') || f.endsWith('.idx'))).toEqual([`${hourOf(t0 + HOUR)}.idx`, `${hourOf(t0 + HOUR)}.seg`]);
     expect(errors).toEqual([{ streamId, code: 'catch_up_trimmed' }]);
     // The newest minutes are never trimmed: with nothing older left, a segment that does not fit is not kept.
-    clock = Date.now();
-    const bytes = repo.bytes(streamId);
+    at(t0 + HOUR + 60_000);
+    capacity = 1_000_000 + used();
+    const bytes = archive.bytes(streamId);
     feed(200);
     await settled();
-    expect(repo.bytes(streamId)).toBe(bytes);
+    expect(archive.bytes(streamId)).toBe(bytes);
     expect(errors.length).toBe(1);
   });
 });
