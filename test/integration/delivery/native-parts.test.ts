@@ -7,12 +7,11 @@
  * routes as before, and keep-alive connections that mix both stay in order.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import net from 'node:net';
 import type { ChildProcess } from 'node:child_process';
 import { api, startInProcess, waitFor, type TestServer } from '../../helpers/server.js';
 import { exited, publish } from '../../helpers/publish.js';
 import { liveHls } from '../../helpers/live-hls.js';
-import { parseResponses, type ParsedResponse } from '../../helpers/http-responses.js';
+import { RawConn } from '../../helpers/http-responses.js';
 import { httpFrontCounts } from '../../../src/native/http-front.js';
 
 let t: TestServer;
@@ -39,50 +38,9 @@ afterAll(async () => {
   await t?.close();
 });
 
-/** A keep-alive connection that sends requests and reads whole responses in order. */
-class Conn {
-  private readonly s: net.Socket;
-  private buf = Buffer.alloc(0);
-  private waiting: Array<() => void> = [];
-  closed = false;
+class Conn extends RawConn {
   constructor() {
-    this.s = net.connect(port, '127.0.0.1');
-    this.s.on('data', (d: Buffer) => {
-      this.buf = Buffer.concat([this.buf, d]);
-      for (const w of this.waiting.splice(0)) w();
-    });
-    this.s.on('close', () => {
-      this.closed = true;
-      for (const w of this.waiting.splice(0)) w();
-    });
-    this.s.on('error', () => {});
-  }
-  send(raw: string): void {
-    this.s.write(raw);
-  }
-  /** The next `n` responses (rejects when the connection closes first). */
-  async responses(n: number, head = false, ms = 15_000): Promise<ParsedResponse[]> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const got = parseResponses(this.buf, head);
-      if (got.length >= n) {
-        const taken = got.slice(0, n);
-        // Drop the bytes of the responses taken.
-        let at = 0;
-        for (const r of taken) at = this.buf.indexOf('\r\n\r\n', at) + 4 + (head ? 0 : r.body.length);
-        this.buf = this.buf.subarray(at);
-        return taken;
-      }
-      if (this.closed) throw new Error(`closed after ${got.length} of ${n} responses`);
-      if (Date.now() > deadline) throw new Error('timed out');
-      await new Promise<void>((r) => {
-        this.waiting.push(r);
-        setTimeout(r, 200);
-      });
-    }
-  }
-  end(): void {
-    this.s.destroy();
+    super(port);
   }
 }
 const req = (path: string, extra = '') => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n${extra}\r\n`;

@@ -17,12 +17,11 @@
  *   answered as timed out, the next reload is the routes' (401).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import net from 'node:net';
 import type { ChildProcess } from 'node:child_process';
 import { api, startInProcess, waitFor, type TestServer } from '../../helpers/server.js';
 import { exited } from '../../helpers/publish.js';
 import { liveHls } from '../../helpers/live-hls.js';
-import { parseResponses, type ParsedResponse } from '../../helpers/http-responses.js';
+import { RawConn, type ParsedResponse } from '../../helpers/http-responses.js';
 import { heldReloadCounts, setHeldReloadListeners, setHeldReloads } from '../../../src/native/http-front.js';
 
 const PER_IP = 3;
@@ -62,47 +61,9 @@ afterAll(async () => {
   await t?.close();
 });
 
-/** A keep-alive connection that sends requests and reads whole responses in order. */
-class Conn {
-  private readonly s: net.Socket;
-  private buf = Buffer.alloc(0);
-  private waiting: Array<() => void> = [];
-  closed = false;
+class Conn extends RawConn {
   constructor() {
-    this.s = net.connect(port, '127.0.0.1');
-    this.s.on('data', (d: Buffer) => {
-      this.buf = Buffer.concat([this.buf, d]);
-      for (const w of this.waiting.splice(0)) w();
-    });
-    this.s.on('close', () => {
-      this.closed = true;
-      for (const w of this.waiting.splice(0)) w();
-    });
-    this.s.on('error', () => {});
-  }
-  send(raw: string): void {
-    this.s.write(raw);
-  }
-  /** The next response (rejects when the connection closes first). */
-  async response(ms = 20_000): Promise<ParsedResponse> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const got = parseResponses(this.buf, false);
-      if (got.length >= 1) {
-        const r = got[0]!;
-        this.buf = this.buf.subarray(this.buf.indexOf('\r\n\r\n') + 4 + r.body.length);
-        return r;
-      }
-      if (this.closed) throw new Error('closed before a response');
-      if (Date.now() > deadline) throw new Error('timed out');
-      await new Promise<void>((r) => {
-        this.waiting.push(r);
-        setTimeout(r, 200);
-      });
-    }
-  }
-  end(): void {
-    this.s.destroy();
+    super(port);
   }
 }
 const req = (target: string) => `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: reload-test\r\nConnection: keep-alive\r\n\r\n`;
