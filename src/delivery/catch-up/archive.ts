@@ -12,8 +12,10 @@
  *
  * Writes go through one queue: a segment's bytes, then its record, on the hour's open files —
  * two writes to the page cache, made at once (a few µs each: a hop through the thread pool would
- * cost more than the writes), or from the thread pool for a minute after one waited on the disk
- * (SLOW_WRITE_MS), so a disk that falls behind never holds the event loop for long. A segment is
+ * cost more than the writes), or from the thread pool for a minute after SLOW_RUN appends in a row
+ * each waited on the disk (SLOW_WRITE_MS), so a disk that falls behind never holds the event loop
+ * for long. One slow append alone is not the disk: on a busy machine the event loop's thread is
+ * sometimes descheduled in the middle of one. A segment is
  * listed once both are written, and a record whose bytes are not all on disk is ignored at start. Whole layer-hours leave, oldest first: by the sweep (every segment of
  * the hour older than the window; catch-up turned off; stream deleted) and, when the volume's free
  * space nears `SKYLARK_MIN_FREE_DISK_BYTES` (docs/behaviour.md §13), across streams — never an
@@ -63,8 +65,10 @@ const MAX_QUEUE = 3000;
 const IDLE_CLOSE_MS = 60_000;
 /** Layers whose hour files are open at most (two descriptors each): beyond, the least recently written are closed. */
 const MAX_OPEN_LAYERS = 1000;
-/** A synchronous append longer than this (ms) means the disk is behind… */
+/** Synchronous appends longer than this (ms)… */
 const SLOW_WRITE_MS = 5;
+/** …this many in a row mean the disk is behind… */
+const SLOW_RUN = 3;
 /** …and appends go through the thread pool (off the event loop) for this long (ms). */
 const SLOW_FOR_MS = 60_000;
 
@@ -113,6 +117,8 @@ export class CatchUpArchive {
   private freeCached = Infinity;
   /** Until when appends go through the thread pool (ms; see SLOW_WRITE_MS). */
   private slowUntil = 0;
+  /** Synchronous appends in a row that took over SLOW_WRITE_MS. */
+  private slowRun = 0;
   private closed = false;
 
   /** Reads the kept layers back (converting the earlier layout first). @throws Error when `dir` cannot be created */
@@ -261,7 +267,9 @@ export class CatchUpArchive {
     const t0 = this.elapsed();
     f.writeSync(a);
     const ms = this.elapsed() - t0;
-    if (ms > SLOW_WRITE_MS) {
+    this.slowRun = ms > SLOW_WRITE_MS ? this.slowRun + 1 : 0;
+    if (this.slowRun >= SLOW_RUN) {
+      this.slowRun = 0;
       this.slowUntil = now + SLOW_FOR_MS;
       this.d.log.warn('catch-up: a segment write waited on the disk; writing from the thread pool for a minute', { ms: Math.round(ms) });
     }

@@ -43,6 +43,7 @@ let warnings: string[] = [];
 let archive: CatchUpArchive;
 
 beforeEach(async () => {
+  warnings = [];
   dir = mkdtempSync(path.join(tmpdir(), 'skylark-catch-up-'));
   db = openDatabase(dir);
   const accounts = new AccountsRepo(db);
@@ -57,9 +58,16 @@ beforeEach(async () => {
   archive = open();
 });
 
-/** An archive over the test's directory (a restart: a new one over the same files); `slowDisk`: every append seems to take 10 ms. */
-function open(slowDisk = false): CatchUpArchive {
+/**
+ * An archive over the test's directory (a restart: a new one over the same files); `slowDisk`:
+ * every timed append seems to take 10 ms (true), or the ms of the list in turn.
+ */
+function open(slowDisk: boolean | number[] = false): CatchUpArchive {
+  const takes = slowDisk === true ? [10] : slowDisk || [];
   let t = 0;
+  let calls = 0;
+  // Called before and after each timed append: the second call returns the append's "duration" later.
+  const elapsed = () => (calls++ % 2 === 0 ? t : (t += takes[(calls / 2 - 1) % takes.length]!));
   return new CatchUpArchive({
     repo,
     dir: path.join(dir, 'catch-up'),
@@ -69,7 +77,7 @@ function open(slowDisk = false): CatchUpArchive {
     log: createLogger('error'),
     now: () => clock,
     freeBytes: () => capacity - used(),
-    ...(slowDisk ? { elapsed: () => (t += 10), log: { ...createLogger('error'), warn: (msg: string) => void warnings.push(msg) } } : {}),
+    ...(slowDisk ? { elapsed, log: { ...createLogger('error'), warn: (msg: string) => void warnings.push(msg) } } : {}),
   });
 }
 afterEach(() => {
@@ -243,8 +251,19 @@ describe('the catch-up archive', () => {
     await settled();
     expect(kept().map((r) => r.sequence)).toEqual(layer.segments.map((s) => s.sequence));
     for (const s of layer.segments) expect(Buffer.from(archive.object(streamId, 'a128', `${s.sequence}.m4s`, s.sequence)!).equals(Buffer.from(s.data))).toBe(true);
-    // The first append took "10 ms": the rest went through the thread pool, untimed (one warning).
+    // The first three appends took "10 ms" each: the rest went through the thread pool, untimed (one warning).
+    expect(layer.segments.length).toBeGreaterThan(4);
     expect(warnings).toEqual(['catch-up: a segment write waited on the disk; writing from the thread pool for a minute']);
+  });
+
+  it('one slow append alone (a descheduled thread, not the disk) keeps appending at once', async () => {
+    archive.close();
+    archive = open([10, 0, 10, 10, 0]);
+    const layer = feed();
+    await settled();
+    expect(layer.segments.length).toBeGreaterThan(4);
+    expect(kept().map((r) => r.sequence)).toEqual(layer.segments.map((s) => s.sequence));
+    expect(warnings).toEqual([]);
   });
 
   it('sweeps the hours older than the window, whole, and everything once catch-up is off', async () => {
