@@ -28,10 +28,10 @@ import path from 'node:path';
 import type { CatchUpRepo } from '../../base/db/catch-up-repo.js';
 import type { StreamHub } from '../../live/media/hub.js';
 import type { Layer } from '../../live/media/layer.js';
-import type { Segment } from '../../live/media/layer-media.js';
+import { segmentPieces, type Segment } from '../../live/media/layer-media.js';
 import type { Logger } from '../../base/logger.js';
 import type { SegmentEntry } from './hour-block.js';
-import { LayerFiles } from './hour-store.js';
+import { LayerFiles, piecesBytes } from './hour-store.js';
 import type { LayerIndex } from './layer-index.js';
 import { convertLegacy } from './legacy.js';
 
@@ -91,7 +91,8 @@ interface Job {
   streamId: string;
   layer: string;
   entry: SegmentEntry;
-  data: Uint8Array;
+  /** The segment's bytes as the layer holds them (`segmentPieces`: its parts', not joined into a copy). */
+  data: readonly Uint8Array[];
   broadcast: string | null;
   init: { file: string; data: Uint8Array } | null;
 }
@@ -188,10 +189,11 @@ export class CatchUpArchive {
     const ts = w.layer.o.container !== 'fmp4';
     // The layer's init section is the segment's while their versions agree (it changes only on a new codec configuration).
     const init = !ts && s.initId && w.layer.init && w.layer.initId === s.initId ? { file: `init-${s.initId}.mp4`, data: w.layer.init } : null;
+    const data = segmentPieces(s);
     this.queue.push({
       streamId: w.streamId,
       layer: w.layer.name,
-      data: s.data,
+      data,
       init,
       broadcast: this.broadcastOf(w),
       entry: {
@@ -199,7 +201,7 @@ export class CatchUpArchive {
         startMs: Math.round(s.programDateMs),
         durationMs: Math.round(s.durationMs),
         offset: 0,
-        length: s.data.byteLength,
+        length: piecesBytes(data),
         discontinuity: s.discontinuity,
         discontinuitySequence: s.discontinuitySequence,
         initId: ts ? '' : s.initId,
@@ -242,7 +244,7 @@ export class CatchUpArchive {
 
   private async write(job: Job): Promise<void> {
     if (!SAFE_NAME.test(job.streamId) || !SAFE_NAME.test(job.layer)) return;
-    if (!this.roomFor(job.data.byteLength)) {
+    if (!this.roomFor(job.entry.length)) {
       this.d.log.warn('catch-up segment not kept: no disk space', { streamId: job.streamId, layer: job.layer, sequence: job.entry.sequence });
       return;
     }

@@ -42,9 +42,15 @@ const MAX_NAMES = 0xfffe;
 
 /** The hour key (`YYYYMMDDHH`, UTC) of an instant (ms since the epoch). */
 export function hourKeyOf(ms: number): string {
-  const iso = new Date(ms).toISOString();
-  return iso.slice(0, 4) + iso.slice(5, 7) + iso.slice(8, 10) + iso.slice(11, 13);
+  const hour = Math.floor(ms / 3_600_000);
+  if (hour !== lastHour.hour) {
+    const iso = new Date(hour * 3_600_000).toISOString();
+    lastHour = { hour, key: iso.slice(0, 4) + iso.slice(5, 7) + iso.slice(8, 10) + iso.slice(11, 13) };
+  }
+  return lastHour.key;
 }
+/** The last hour `hourKeyOf` named (every segment of the same hour asks for the same key). */
+let lastHour = { hour: NaN, key: '' };
 
 /** The sidecar and data file names of hour `key`. */
 export const hourFiles = (key: string) => ({ seg: `${key}.seg`, idx: `${key}.idx` });
@@ -115,7 +121,7 @@ export class HourBlock {
   /** Deleted (a write in flight must not add to it). */
   gone = false;
 
-  constructor(readonly key: string, capacity = 2048) {
+  constructor(readonly key: string, capacity = 256) {
     this.recs = Buffer.allocUnsafe(capacity * RECORD_BYTES);
   }
 

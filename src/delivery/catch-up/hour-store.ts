@@ -6,7 +6,7 @@
  * the known end of `.seg`, then one of its record at the known end of `.idx`), reads a segment's
  * bytes back by (offset, length), and deletes whole hours.
  */
-import { closeSync, constants, existsSync, ftruncateSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, write, writeSync } from 'node:fs';
+import { closeSync, constants, existsSync, ftruncateSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, write, writeSync, writev, writevSync } from 'node:fs';
 import path from 'node:path';
 import { HourBlock, hourFiles, hourKeyOf, readHour, RECORD_BYTES, segmentRecord, SIDECAR, type SegmentEntry } from './hour-block.js';
 import { LayerIndex } from './layer-index.js';
@@ -33,6 +33,33 @@ function writeAtSync(fd: number, data: Uint8Array, position: number): void {
   for (let done = 0; done < data.byteLength; ) done += writeSync(fd, data, done, data.byteLength - done, position + done);
 }
 
+/** What is left of `pieces` after their first `n` bytes were written. */
+function unwritten(pieces: readonly Uint8Array[], n: number): Uint8Array[] {
+  let i = 0;
+  while (i < pieces.length && n >= pieces[i]!.byteLength) n -= pieces[i++]!.byteLength;
+  return i < pieces.length ? [pieces[i]!.subarray(n), ...pieces.slice(i + 1)] : [];
+}
+
+/** Writes `pieces` one after the other at `position` of `fd` (all of them, one `pwritev` each time), now. */
+function writevAtSync(fd: number, pieces: readonly Uint8Array[], position: number): void {
+  for (let left = pieces.slice(); left.length > 0; ) {
+    const n = writevSync(fd, left, position);
+    position += n;
+    left = unwritten(left, n);
+  }
+}
+
+/** Writes `pieces` one after the other at `position` of `fd` (all of them), off the event loop. */
+function writevAt(fd: number, pieces: readonly Uint8Array[], position: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const step = (left: Uint8Array[], at: number): void => {
+      if (left.length === 0) return resolve();
+      writev(fd, left, at, (err, n) => (err ? reject(err) : step(unwritten(left, n), at + n)));
+    };
+    step(pieces.slice(), position);
+  });
+}
+
 /** The hour being appended to: its block and its two open files. */
 interface Writer {
   block: HourBlock;
@@ -44,7 +71,9 @@ interface Writer {
 /** What one append writes: the segment's bytes, then its record (after a broadcast record, when the hour names a new one). */
 export interface Append {
   block: HourBlock;
-  data: Uint8Array;
+  /** The segment's bytes, in pieces written one after the other (`bytes` in all). */
+  data: readonly Uint8Array[];
+  bytes: number;
   offset: number;
   records: Buffer;
   /** The broadcast id the records name first, or null. */
@@ -121,7 +150,7 @@ export class LayerFiles {
    * newest kept: a clock set back appends to the newest), its files opened on first use.
    * @throws Error when the files cannot be opened
    */
-  prepare(hourKey: string, data: Uint8Array, record: (block: HourBlock, offset: number) => { records: Buffer; newName: string | null }, now: number): Append {
+  prepare(hourKey: string, data: readonly Uint8Array[], bytes: number, record: (block: HourBlock, offset: number) => { records: Buffer; newName: string | null }, now: number): Append {
     const newest = this.index.blocks[this.index.blocks.length - 1];
     const key = newest && newest.key > hourKey ? newest.key : hourKey;
     let w = this.writer;
@@ -141,9 +170,9 @@ export class LayerFiles {
     }
     w.usedAt = now;
     const offset = w.block.dataEnd;
-    if (offset + data.byteLength > 0xffff_ffff) throw new Error('the layer-hour file is full (4 GiB)');
+    if (offset + bytes > 0xffff_ffff) throw new Error('the layer-hour file is full (4 GiB)');
     const { records, newName } = record(w.block, offset);
-    return { block: w.block, data, offset, records, newName, seg: w.seg, idx: w.idx };
+    return { block: w.block, data, bytes, offset, records, newName, seg: w.seg, idx: w.idx };
   }
 
   /**
@@ -151,24 +180,25 @@ export class LayerFiles {
    * its program date-time: a broadcast record first when the hour does not name it yet.
    * @throws Error when the files cannot be opened or the hour is full
    */
-  segment(e: SegmentEntry, data: Uint8Array, broadcast: string | null, now: number): Append {
-    return this.prepare(hourKeyOf(e.startMs), data, (block, offset) => {
+  segment(e: SegmentEntry, data: readonly Uint8Array[], broadcast: string | null, now: number): Append {
+    const bytes = piecesBytes(data);
+    return this.prepare(hourKeyOf(e.startMs), data, bytes, (block, offset) => {
       const { slot, record } = block.slotOf(broadcast);
-      const seg = segmentRecord({ ...e, offset, length: data.byteLength }, slot);
+      const seg = segmentRecord({ ...e, offset, length: bytes }, slot);
       return { records: record ? Buffer.concat([record, seg]) : seg, newName: record ? broadcast : null };
     }, now);
   }
 
   /** Writes an append's bytes and records (off the event loop), then indexes it. @throws Error from the writes */
   async write(a: Append): Promise<void> {
-    await writeAt(a.seg, a.data, a.offset);
+    await writevAt(a.seg, a.data, a.offset);
     await writeAt(a.idx, a.records, a.block.records * RECORD_BYTES);
     this.commit(a);
   }
 
   /** Writes an append's bytes and records now, then indexes it. @throws Error from the writes */
   writeSync(a: Append): void {
-    writeAtSync(a.seg, a.data, a.offset);
+    writevAtSync(a.seg, a.data, a.offset);
     writeAtSync(a.idx, a.records, a.block.records * RECORD_BYTES);
     this.commit(a);
   }
@@ -249,6 +279,13 @@ export class LayerFiles {
     closeSync(w.seg);
     closeSync(w.idx);
   }
+}
+
+/** Bytes of `pieces` together. */
+export function piecesBytes(pieces: readonly Uint8Array[]): number {
+  let n = 0;
+  for (const p of pieces) n += p.byteLength;
+  return n;
 }
 
 function fstatSize(p: string): number {

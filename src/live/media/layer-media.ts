@@ -80,6 +80,9 @@ export function partBytes(parts: Part[]): number {
   return n;
 }
 
+/** The property of a `joinedSegment` that reads its bytes as held (`segmentPieces`). */
+const PIECES = Symbol('pieces');
+
 /**
  * A segment whose bytes are `pieces` (its parts' bytes, in order; `bytes` in all), joined into one
  * buffer when `data` is first read — by a player, a listener's burst, the thread mirror — and kept;
@@ -88,6 +91,7 @@ export function partBytes(parts: Part[]): number {
 export function joinedSegment(fields: Omit<Segment, 'data'>, pieces: Uint8Array[], bytes: number): Segment {
   let data: Uint8Array | null = null;
   let rest: Uint8Array[] | null = pieces;
+  Object.defineProperty(fields, PIECES, { enumerable: false, get: (): readonly Uint8Array[] => (data === null ? rest! : [data]) });
   return Object.defineProperty(fields, 'data', {
     enumerable: true,
     get(): Uint8Array {
@@ -98,6 +102,15 @@ export function joinedSegment(fields: Omit<Segment, 'data'>, pieces: Uint8Array[
       return data;
     },
   }) as Segment;
+}
+
+/**
+ * A segment's bytes as they are held, in order, without joining them: its parts' buffers while
+ * `data` was never read (a `joinedSegment`), else `[data]`. For a writer that takes a list
+ * (`writev`), so that keeping a segment does not copy it into a new buffer.
+ */
+export function segmentPieces(s: Segment): readonly Uint8Array[] {
+  return (s as Segment & { [PIECES]?: readonly Uint8Array[] })[PIECES] ?? [s.data];
 }
 
 /**

@@ -24,6 +24,7 @@ import { StreamsService } from '../../../../src/control/services/streams.js';
 import type { PublicUrls } from '../../../../src/base/config.js';
 import { FlvReader } from '../../../../src/live/media/flv.js';
 import { Layer } from '../../../../src/live/media/layer.js';
+import { segmentPieces } from '../../../../src/live/media/layer-media.js';
 import type { StreamHub } from '../../../../src/live/media/hub.js';
 import { Segmenter } from '../../../../src/native/segmenter.js';
 import { CatchUpArchive } from '../../../../src/delivery/catch-up/archive.js';
@@ -91,17 +92,18 @@ afterEach(() => {
  * A layer of the stream, watched by the archive, fed the fixture (~10 s: four or five 2 s
  * segments); `sequence`: where its timeline continues (a later broadcast's numbers are above).
  */
-function feed(sequence = 0): Layer {
+function feed(sequence = 0, partTargetMs = 0): Layer {
   const layer = new Layer({
     name: 'a128',
     kbps: 128,
     container: 'fmp4',
     targetDurationMs: 2000,
-    partTargetMs: 0,
+    partTargetMs,
     windowSegments: 6,
     passthrough: true,
     ...(sequence > 0 ? { continues: { sequence, discontinuity: 0 } } : {}),
-    createSegmenter: () => new Segmenter({ container: 'fmp4', targetDurationMs: 2000, partTargetMs: 0, expectCodec: 'aac' }),
+    // With parts, as the ladder builds it: the segmenter hands out no segment bytes (a segment is its parts').
+    createSegmenter: () => new Segmenter({ container: 'fmp4', targetDurationMs: 2000, partTargetMs, expectCodec: 'aac', ...(partTargetMs > 0 ? { segmentBytes: false } : {}) }),
   });
   archive.watch({ streamId, layers: [layer] } as unknown as StreamHub);
   for (const t of tags) layer.push(t.timestampMs, t.body);
@@ -160,6 +162,30 @@ describe('the catch-up archive', () => {
     expect(segBytes).toBe(layer.segments.reduce((n, s) => n + s.data.byteLength, 0));
     expect(hours.reduce((n, h) => n + statSync(path.join(layerDir(), `${h}.idx`)).size, 0)).toBe(48 * (rows.length + hours.length));
     expect(archive.hasBroadcast('brd_test')).toBe(true);
+  });
+
+  it('keeps a layer with parts from its parts, without joining a segment into a copy', async () => {
+    const layer = feed(0, 500);
+    await settled();
+    const rows = kept();
+    expect(rows.map((r) => r.sequence)).toEqual(layer.segments.map((s) => s.sequence));
+    for (const s of layer.segments) {
+      // Still held as its parts (a live player never asked for the segment as one buffer).
+      const pieces = segmentPieces(s);
+      expect(pieces.length).toBeGreaterThan(1);
+      const kept = Buffer.from(archive.object(streamId, 'a128', `${s.sequence}.m4s`, s.sequence)!);
+      expect(kept.equals(Buffer.concat(pieces))).toBe(true);
+      expect(kept.equals(Buffer.from(s.data))).toBe(true);
+    }
+  });
+
+  it('keeps a layer with parts from the thread pool too (a slow disk), whole', async () => {
+    archive.close();
+    archive = open(true);
+    const layer = feed(0, 500);
+    await settled();
+    expect(kept().map((r) => r.sequence)).toEqual(layer.segments.map((s) => s.sequence));
+    for (const s of layer.segments) expect(Buffer.from(archive.object(streamId, 'a128', `${s.sequence}.m4s`, s.sequence)!).equals(Buffer.from(s.data))).toBe(true);
   });
 
   it('keeps nothing while catch-up is off', async () => {
