@@ -461,13 +461,18 @@ struct ReloadWaiter {
 struct ReloadLayer {
   HeldReloadState at{};
   std::shared_ptr<const StoredObject> answers[4];  // [hit full, hit delta, timed out full, timed out delta]
-  std::vector<ReloadWaiter> waiters;               // in arrival order (deadlines ascend but for a timeout change)
+  std::vector<ReloadWaiter> waiters;               // in arrival order (each with its own deadline: see TakeReload)
 };
 std::mutex g_reloads_mu;
 std::unordered_map<std::string, std::unique_ptr<ReloadLayer>> g_reloads;  // guarded by g_reloads_mu
 std::atomic<size_t> g_reload_waiting{0};  // reloads held now
 std::atomic<uint64_t> g_reload_hits{0}, g_reload_held{0}, g_reload_timeouts{0}, g_reload_cut{0}, g_reload_broken{0};
 constexpr size_t kMaxReloadWaiting = size_t{1} << 20;
+// A held reload is answered within this long (ms) of the library's last answer on its connection:
+// 0.5 s before the library's idle timer can first fire (8 s).
+constexpr uint32_t kHeldWithinMs = 7500;
+// Shortest hold worth taking here (ms): a reload with less left before kHeldWithinMs goes to the routes.
+constexpr uint32_t kMinHeldMs = 1000;
 constexpr size_t kMaxReloadLayers = 4096;
 // The held caps' shared counts (the server's node-wide counter: [total, …, cells …]) and limits.
 std::atomic<int32_t*> g_cap_cells{nullptr};
@@ -636,16 +641,21 @@ ssize_t TakeReload(int fd, const http::RequestHead& h, const uint8_t* bytes, ssi
     if (http::Reached(PositionOf(l.at), q.msn, q.part)) {
       now = l.answers[q.skip ? 1 : 0];
     } else {
-      // Held only while the library's own idle timer cannot fire before the wait ends: it is
-      // armed when the library's last answer ended (or at the accept; never before the last read
-      // it got) and fires 8 s or more after that (10 s, counted in 4-s ticks).
+      // Held only while the library's own idle timer cannot fire: it is armed when the library's
+      // last answer ended (or at the accept; never before the last read it got) and fires 8 s or
+      // more after that (10 s, counted in 4-s ticks). The wait ends at the reload's timeout or
+      // 0.5 s before that, whichever comes first (then answered as timed out, as the routes would
+      // after the timeout); a reload with less than kMinHeldMs of that left goes to the routes.
       const uint32_t since = static_cast<int32_t>(c.written_ms - c.passed_ms) > 0 ? c.written_ms : c.passed_ms;
-      if ((NowMs() - since) + l.at.timeout_ms + 500 > 8000) return kPassOn;
+      const uint32_t now_ms = NowMs();
+      const uint32_t idle_ms = now_ms - since;
+      if (idle_ms + kMinHeldMs > kHeldWithinMs) return kPassOn;
+      const uint32_t hold_ms = std::min<uint32_t>(l.at.timeout_ms, kHeldWithinMs - idle_ms);
       if (g_reload_waiting.load(std::memory_order_relaxed) >= kMaxReloadWaiting) return kPassOn;
       if (!AcquireCells(group, address, &c.cell_a, &c.cell_b)) return kPassOn;
       __atomic_store_n(&c.held_here, 1, __ATOMIC_RELEASE);
       g_reload_waiting.fetch_add(1, std::memory_order_relaxed);
-      l.waiters.push_back({fd, __atomic_load_n(&c.gen, __ATOMIC_ACQUIRE), q.msn, q.part, q.skip, NowMs() + l.at.timeout_ms});
+      l.waiters.push_back({fd, __atomic_load_n(&c.gen, __ATOMIC_ACQUIRE), q.msn, q.part, q.skip, now_ms + hold_ms});
     }
   }
   if (!q.sid.empty()) {

@@ -176,6 +176,38 @@ describe('blocking reloads held in the native front', () => {
     await waitFor(async () => ((await count()) === before + 1 ? true : null), 5000, 100, 'the session counted');
   });
 
+  it('holds nearly every reload of a player on one keep-alive connection for 24 s, and the library never closes it as idle', async () => {
+    // As hls.js in low-latency mode: a blocking reload for the next part, then a GET of that part, on one connection.
+    const c = new Conn();
+    const before = heldReloadCounts();
+    let { msn, part } = await nextPart();
+    let reloads = 0;
+    try {
+      for (const until = Date.now() + 24_000; Date.now() < until; ) {
+        c.send(req(reloadTarget(msn, part)));
+        const r = await c.response();
+        reloads++;
+        expect(r.status).toBe(200);
+        const body = r.body.toString();
+        const uri = new RegExp(`URI="([^"]*\\b${msn}\\.${part}\\.m4s)"`).exec(body)?.[1];
+        expect(uri, `part ${msn}.${part} listed`).toBeDefined();
+        const asked = new URL(uri!, mediaUrl);
+        c.send(req(asked.pathname + asked.search));
+        expect((await c.response()).status).toBe(200);
+        const hint = /#EXT-X-PRELOAD-HINT:TYPE=PART,URI="([^"]+)"/.exec(body)![1]!;
+        [msn, part] = hint.split('/').pop()!.split('.').map(Number) as [number, number];
+      }
+      expect(c.closed).toBe(false);
+    } finally {
+      c.end();
+    }
+    const after = heldReloadCounts();
+    // The library still sees one request every 4 s (a reload or a part), so a few reloads are the routes'.
+    expect(after.timeouts - before.timeouts).toBe(0);
+    expect(reloads).toBeGreaterThan(30);
+    expect((after.hits - before.hits) / reloads).toBeGreaterThanOrEqual(0.9);
+  }, 40_000);
+
   it('leaves a reload with a sid to the routes while the listeners tracked plus those queued reach the most the node tracks', async () => {
     // A stand-in for the registry's shared count (the node's MAX_LISTENERS is 200,000).
     const count = new Int32Array(new SharedArrayBuffer(4));
