@@ -1,0 +1,116 @@
+/**
+ * The native WHIP receive (docs/behaviour.md "Go live over WHIP", `SKYLARK_WHIP_NATIVE_RECEIVE`):
+ * a werift publisher's SRTP is read, decrypted, ordered and — for an `opus` stream — segmented in
+ * native code. Over a lossy link (5 % dropped, some reordered) the native jitter buffer counts the
+ * packets, the losses and the reordering, the packets go into the segmenter without JavaScript,
+ * HLS keeps its durations and decodes the tone; an `aac` stream takes the ordered packets in JS
+ * (its encoder) and still plays the tone; closing the peer releases the receive; with the setting
+ * off the JavaScript path is used.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, startInProcess, tempDir, waitFor, type TestServer } from '../../helpers/server.js';
+import { decodedFrequency, toneOpusPackets, whipConnect } from '../../helpers/whip-client.js';
+
+let t: TestServer;
+const tmp = tempDir('skylark-whip-native-');
+let tone: Buffer[];
+beforeAll(async () => {
+  t = await startInProcess();
+  tone = toneOpusPackets(tmp.dir, 660, 12);
+});
+afterAll(async () => {
+  await t?.close();
+  tmp.cleanup();
+});
+
+const stream = async (server: TestServer, id: string) => (await api(server.http, server.secretKey, 'GET', `/v2/streams/${id}`)).json;
+
+/** The EXTINF durations (s) of the stream's first media playlist, and its target duration. */
+async function segmentDurations(hlsUrl: string): Promise<{ target: number; durations: number[] }> {
+  const master = await (await fetch(hlsUrl)).text();
+  const media = new URL(master.split('\n').find((l) => l && !l.startsWith('#'))!, hlsUrl);
+  const text = await (await fetch(media)).text();
+  const target = Number(/#EXT-X-TARGETDURATION:(\d+)/.exec(text)?.[1]);
+  return { target, durations: [...text.matchAll(/#EXTINF:([\d.]+)/g)].map((m) => Number(m[1])) };
+}
+
+describe('WHIP native receive', () => {
+  it('an opus stream over a lossy link: counted, ordered and segmented natively; HLS keeps durations and decodes the tone', async () => {
+    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Native', codec: 'opus', reconnectWindow: 0 })).json;
+    const c = await whipConnect(s.whipUrl, s.streamKey);
+    try {
+      expect(c.status).toBe(201);
+      const sending = c.send(tone, { drop: 0.05, swapEvery: 9 });
+      await waitFor(() => t.server.whip.stats().nativeReceives === 1, 10_000, 50, 'the native receive attached');
+      await waitFor(async () => (await stream(t, s.id)).status === 'live', 10_000, 100, 'live');
+      const sent = await sending;
+      expect(sent.dropped).toBeGreaterThan(10);
+      expect(sent.swapped).toBeGreaterThan(10);
+      const [n] = t.server.whip.stats().native;
+      expect(n).toBeDefined();
+      // Every packet that arrived was authenticated and counted natively, none rejected.
+      expect(n!.packets, JSON.stringify(n)).toBeGreaterThan(tone.length * 0.9);
+      expect(n!.packets, JSON.stringify(n)).toBeLessThanOrEqual(tone.length);
+      expect(n!.rejected, JSON.stringify(n)).toBe(0);
+      expect(n!.reordered, JSON.stringify(n)).toBeGreaterThan(10);
+      expect(n!.lost, JSON.stringify(n)).toBeGreaterThan(10);
+      expect(n!.filled, JSON.stringify(n)).toBeGreaterThanOrEqual(n!.lost);
+      // Once live, the packets went into the segmenter in C++ (PLC frames for the lost ones included).
+      expect(n!.segmented, JSON.stringify(n)).toBeGreaterThan(tone.length * 0.8);
+      expect(n!.held, JSON.stringify(n)).toBe(0);
+      const { target, durations } = await segmentDurations(s.hlsUrl);
+      expect(durations.length).toBeGreaterThanOrEqual(3);
+      for (const d of durations) expect(d).toBeGreaterThan(target / 2);
+      const heard = await decodedFrequency(s.hlsUrl, 3, ['-live_start_index', '0']);
+      expect(heard.hz).toBeGreaterThan(610);
+      expect(heard.hz).toBeLessThan(680);
+      const del = await fetch(new URL(c.location!, t.http), { method: 'DELETE' });
+      expect(del.status).toBe(200);
+      // Closing the peer releases the native receive.
+      await waitFor(() => t.server.whip.stats().nativeReceives === 0, 5_000, 50, 'the native receive released');
+      await waitFor(async () => (await stream(t, s.id)).status === 'idle', 10_000, 100, 'idle after DELETE');
+    } finally {
+      await c.close();
+    }
+  }, 60_000);
+
+  it('an aac stream: the natively ordered packets go to its encoder; the tone is heard', async () => {
+    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Native AAC', codec: 'aac', reconnectWindow: 0 })).json;
+    const c = await whipConnect(s.whipUrl, s.streamKey);
+    try {
+      const sending = c.send(tone);
+      await waitFor(() => t.server.whip.stats().nativeReceives === 1, 10_000, 50, 'the native receive attached');
+      await waitFor(async () => (await stream(t, s.id)).status === 'live', 10_000, 100, 'live');
+      await sending;
+      const [n] = t.server.whip.stats().native;
+      expect(n!.packets, JSON.stringify(n)).toBeGreaterThan(tone.length - 10); // the first few may arrive before the receive attached
+      expect(n!.segmented, JSON.stringify(n)).toBe(0); // the encoder's output is what the segmenter gets
+      const heard = await decodedFrequency(s.hlsUrl, 3, ['-live_start_index', '0']);
+      expect(heard.hz).toBeGreaterThan(650);
+      expect(heard.hz).toBeLessThan(670);
+    } finally {
+      await fetch(new URL(c.location!, t.http), { method: 'DELETE' });
+      await c.close();
+    }
+  }, 60_000);
+
+  it('SKYLARK_WHIP_NATIVE_RECEIVE=0 keeps the JavaScript receive path', async () => {
+    const off = await startInProcess({ SKYLARK_WHIP_NATIVE_RECEIVE: '0' });
+    try {
+      const s = (await api(off.http, off.secretKey, 'POST', '/v2/streams', { title: 'JS path', codec: 'opus', reconnectWindow: 0 })).json;
+      const c = await whipConnect(s.whipUrl, s.streamKey);
+      try {
+        const sending = c.send(tone.slice(0, 150));
+        await waitFor(async () => (await stream(off, s.id)).status === 'live', 10_000, 100, 'live');
+        await sending;
+        await waitFor(() => off.server.whip.stats().packetsReceived === 150, 5_000, 50, 'every packet received');
+        expect(off.server.whip.stats().nativeReceives).toBe(0);
+      } finally {
+        await fetch(new URL(c.location!, off.http), { method: 'DELETE' });
+        await c.close();
+      }
+    } finally {
+      await off.close();
+    }
+  }, 60_000);
+});
