@@ -2,11 +2,12 @@
 // docs/behaviour.md "Go live over WHIP", docs/decisions.md "WHIP receive in native code").
 //
 //   new WhipReceive(fd, profile, key, salt, auth | null, payloadType, clockRate, jitterMs, maxFillMs,
-//                   maxPackets, maxFrameBytes, dispatch)   // starts watching fd at once
-//   route(segmenter | null, frames: boolean)   // ordered Opus goes into the Segmenter in C++; frames:
-//                                              // JS still gets every frame (flagged segmented)
-//   counts(out: Float64Array(13)): void        // [packets, bytes, rejected, other, ssrc (-1: none),
-//       msSinceLastRtp (-1: none), received, reordered, lost, late, filled, held, segmented]
+//                   maxPackets, maxFrameBytes, dispatch, mergeMs?)   // starts watching fd at once;
+//                   mergeMs: 0..1000 (default 0), merged reads while routed (io/whip_receive.h)
+//   route(segmenter | null, frames: boolean, merge?: boolean)   // ordered Opus goes into the Segmenter
+//       in C++; frames: JS still gets every frame (flagged segmented); merge: merged reads allowed
+//   counts(out: Float64Array(14)): void        // [packets, bytes, rejected, other, ssrc (-1: none),
+//       msSinceLastRtp (-1: none), received, reordered, lost, late, filled, held, segmented, mergedReads]
 //   report(out: Float64Array(5)): boolean      // [ssrc, fractionLost, packetsLost, highestSequence,
 //       jitter] (RFC 3550 §6.4.1; starts the next interval); false before the first packet
 //   close(): void                              // stops watching fd (idempotent); nothing follows
@@ -73,11 +74,12 @@ class WhipReceive : public Napi::ObjectWrap<WhipReceive>, private io::WhipReceiv
         "WhipReceive(fd, profile, key, salt, auth, payloadType, clockRate, jitterMs, maxFillMs, maxPackets, maxFrameBytes, "
         "dispatch): integers, key/salt/auth Uint8Arrays (auth may be null), dispatch a function";
     io::WhipReceiveConfig c;
-    uint32_t fd = 0, profile = 0, pt = 0, clock = 0, jitter = 0, fill = 0, held = 0, frame = 0;
+    uint32_t fd = 0, profile = 0, pt = 0, clock = 0, jitter = 0, fill = 0, held = 0, frame = 0, merge = 0;
     if (info.Length() < 12 || !IsIntegerIn(info[0], 0, 2147483647.0, &fd) || !IsIntegerIn(info[1], 0, 65535, &profile) ||
         !IsIntegerIn(info[5], 0, 127, &pt) || !IsIntegerIn(info[6], 1, 1000000, &clock) ||
         !IsIntegerIn(info[7], 0, 10000, &jitter) || !IsIntegerIn(info[8], 0, 3600000, &fill) ||
-        !IsIntegerIn(info[9], 1, 65536, &held) || !IsIntegerIn(info[10], 1, 16777215, &frame) || !info[11].IsFunction()) {
+        !IsIntegerIn(info[9], 1, 65536, &held) || !IsIntegerIn(info[10], 1, 16777215, &frame) || !info[11].IsFunction() ||
+        (info.Length() > 12 && !info[12].IsUndefined() && !IsIntegerIn(info[12], 0, 1000, &merge))) {
       ThrowTypeError(env, kUsage);
       return;
     }
@@ -90,6 +92,7 @@ class WhipReceive : public Napi::ObjectWrap<WhipReceive>, private io::WhipReceiv
     c.jitter.max_fill_ms = fill;
     c.jitter.max_packets = held;
     c.max_frame_bytes = frame;
+    c.merge_ms = merge;
     uv_loop_t* loop = nullptr;
     if (napi_get_uv_event_loop(env, &loop) != napi_ok || !loop) {
       Napi::Error::New(env, "WhipReceive: no libuv loop").ThrowAsJavaScriptException();
@@ -132,9 +135,10 @@ class WhipReceive : public Napi::ObjectWrap<WhipReceive>, private io::WhipReceiv
 
   Napi::Value Route(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    constexpr const char* kUsage = "WhipReceive.route(segmenter | null, frames: boolean)";
-    bool frames = false;
+    constexpr const char* kUsage = "WhipReceive.route(segmenter | null, frames: boolean, merge?: boolean)";
+    bool frames = false, merge = false;
     SK_GUARD(Require(env, info.Length() >= 2, kUsage) && ArgBool(info, 1, kUsage, &frames));
+    if (info.Length() > 2 && !info[2].IsUndefined()) SK_GUARD(ArgBool(info, 2, kUsage, &merge));
     if (!receiver_) return env.Undefined();
     if (info[0].IsNull() || info[0].IsUndefined()) {
       receiver_->route(nullptr, true);
@@ -142,23 +146,23 @@ class WhipReceive : public Napi::ObjectWrap<WhipReceive>, private io::WhipReceiv
     }
     NativeSegmenterInput* segmenter = UnwrapSegmenter(env, info[0]);
     SK_GUARD(Require(env, segmenter != nullptr, "WhipReceive.route: segmenter must be a Segmenter or null"));
-    receiver_->route(std::make_unique<SegmenterSink>(segmenter, info[0].As<Napi::Object>()), frames);
+    receiver_->route(std::make_unique<SegmenterSink>(segmenter, info[0].As<Napi::Object>()), frames, merge);
     return env.Undefined();
   }
 
   Napi::Value Counts(const Napi::CallbackInfo& info) {
     Napi::Float64Array out;
-    SK_GUARD(ArgFloat64(info, 0, 13, "WhipReceive.counts(out): out must be a Float64Array of 13", &out));
+    SK_GUARD(ArgFloat64(info, 0, 14, "WhipReceive.counts(out): out must be a Float64Array of 14", &out));
     if (!receiver_) return info.Env().Undefined();
     const io::WhipReceiveCounts& c = receiver_->counts();
     const rtp::JitterStats& j = receiver_->jitter_stats();
     const double now = static_cast<double>(uv_hrtime()) / 1e6;
-    const double values[13] = {static_cast<double>(c.packets), static_cast<double>(c.bytes), static_cast<double>(c.rejected),
+    const double values[14] = {static_cast<double>(c.packets), static_cast<double>(c.bytes), static_cast<double>(c.rejected),
                                static_cast<double>(c.other), static_cast<double>(c.ssrc), c.last_rtp_ms < 0 ? -1 : now - c.last_rtp_ms,
                                static_cast<double>(j.received), static_cast<double>(j.reordered), static_cast<double>(j.lost),
                                static_cast<double>(j.late), static_cast<double>(j.filled), static_cast<double>(receiver_->held()),
-                               static_cast<double>(c.segmented)};
-    for (size_t i = 0; i < 13; ++i) out[i] = values[i];
+                               static_cast<double>(c.segmented), static_cast<double>(c.merged_reads)};
+    for (size_t i = 0; i < 14; ++i) out[i] = values[i];
     return info.Env().Undefined();
   }
 

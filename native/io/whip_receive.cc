@@ -10,6 +10,8 @@
 #include <openssl/sha.h>
 #include <sys/socket.h>
 
+#include <time.h>
+
 #include <cmath>
 #include <cstring>
 
@@ -19,7 +21,24 @@ namespace skylark::io {
 
 namespace {
 constexpr int kMaxBatchesPerWakeup = 8;  // then the loop's other work runs; the poll fires again
+constexpr size_t kControl = 64;          // cmsg room per datagram: CMSG_SPACE(sizeof(timespec)) and more
 double NowMs() { return static_cast<double>(uv_hrtime()) / 1e6; }
+double RealMs() {
+  timespec t{};
+  clock_gettime(CLOCK_REALTIME, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+// The kernel's receive time of a datagram (SO_TIMESTAMPNS, CLOCK_REALTIME ms), or a negative number.
+double ReceiveTimeMs(msghdr& h) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS && c->cmsg_len >= CMSG_LEN(sizeof(timespec))) {
+      timespec t;
+      std::memcpy(&t, CMSG_DATA(c), sizeof t);
+      return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+    }
+  }
+  return -1;
+}
 void Put32(uint8_t* p, uint32_t v) {
   p[0] = static_cast<uint8_t>(v >> 24);
   p[1] = static_cast<uint8_t>(v >> 16);
@@ -136,6 +155,7 @@ WhipReceiver::WhipReceiver(uv_loop_t* loop, const WhipReceiveConfig& c, WhipRece
   if (!probe.Init(c, 0)) { *error = "OpenSSL refused the SRTP key"; return; }
   slots_.resize(kWhipReceiveBatch * kWhipReceiveDatagram);
   addrs_.resize(kWhipReceiveBatch);
+  control_.resize(kWhipReceiveBatch * kControl);
   ok_ = true;
 }
 
@@ -154,6 +174,12 @@ int WhipReceiver::start() {
   timer_ = new uv_timer_t;
   uv_timer_init(loop_, timer_);
   timer_->data = this;
+  merge_timer_ = new uv_timer_t;
+  uv_timer_init(loop_, merge_timer_);
+  merge_timer_->data = this;
+  // Arrival times from the kernel: a datagram read late (merged reads) keeps its own time.
+  const int on = 1;
+  setsockopt(config_.fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
   if (int err = uv_poll_start(poll_, UV_READABLE, &WhipReceiver::OnReadable)) {
     stop();
     return err;
@@ -168,17 +194,67 @@ void WhipReceiver::stop() {
     uv_close(reinterpret_cast<uv_handle_t*>(poll_), [](uv_handle_t* h) { delete reinterpret_cast<uv_poll_t*>(h); });
     poll_ = nullptr;
   }
-  if (timer_) {
-    uv_timer_stop(timer_);
-    uv_close(reinterpret_cast<uv_handle_t*>(timer_), [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
-    timer_ = nullptr;
+  for (uv_timer_t** t : {&timer_, &merge_timer_}) {
+    if (!*t) continue;
+    uv_timer_stop(*t);
+    uv_close(reinterpret_cast<uv_handle_t*>(*t), [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+    *t = nullptr;
   }
+  merged_ = false;
   sink_.reset();
 }
 
-void WhipReceiver::route(std::unique_ptr<AudioSink> sink, bool frames) {
+void WhipReceiver::route(std::unique_ptr<AudioSink> sink, bool frames, bool merge) {
   sink_ = std::move(sink);
   frames_ = frames || !sink_;
+  merge_allowed_ = merge && sink_ != nullptr;
+  cut_armed_ = false;
+  UpdateMerged();
+}
+
+// How the socket is read from now on: on merge ticks, on merge ticks with one timed read before the
+// coming cut, or as datagrams arrive (io/whip_receive.h "Merged reads").
+void WhipReceiver::UpdateMerged() {
+  if (!poll_) return;
+  const uint64_t m = config_.merge_ms;
+  if (m == 0 || !merge_allowed_ || !sink_) {
+    cut_armed_ = false;
+    return SetMerged(false, 0);
+  }
+  const uint64_t now = uv_now(loop_);
+  const uint64_t left = sink_->ms_to_next_cut();
+  if (left > m + kMergeSlackMs) {
+    cut_armed_ = false;
+    return SetMerged(true, (now / m + 1) * m);  // aligned: every receiver's tick in one wakeup
+  }
+  if (!cut_armed_ && left > kCutEarlyMs) {
+    cut_armed_ = true;
+    return SetMerged(true, now + left - kCutEarlyMs);
+  }
+  SetMerged(false, 0);
+}
+
+void WhipReceiver::SetMerged(bool on, uint64_t at) {
+  if (!on) {
+    if (merged_) {
+      merged_ = false;
+      uv_timer_stop(merge_timer_);
+      uv_poll_start(poll_, UV_READABLE, &WhipReceiver::OnReadable);
+    }
+    return;
+  }
+  if (!merged_) {
+    merged_ = true;
+    uv_poll_stop(poll_);
+  }
+  const uint64_t now = uv_now(loop_);
+  uv_timer_start(merge_timer_, &WhipReceiver::OnMergeTick, at > now ? at - now : 0, 0);
+}
+
+void WhipReceiver::OnMergeTick(uv_timer_t* t) {
+  auto* self = static_cast<WhipReceiver*>(t->data);
+  ++self->counts_.merged_reads;
+  self->Read(false);
 }
 
 bool WhipReceiver::report(rtp::ReportBlock* out) {
@@ -194,17 +270,14 @@ void WhipReceiver::OnReadable(uv_poll_t* h, int status, int) {
     self->events_.on_error(status);
     return;
   }
-  self->Read();
+  self->Read(false);
 }
 
-void WhipReceiver::OnTimer(uv_timer_t* t) {
-  auto* self = static_cast<WhipReceiver*>(t->data);
-  self->jitter_.flush(NowMs());
-  self->Schedule();
-  self->events_.on_batch_end();
-}
+// A jitter deadline: what waits in the socket is read first (a merged read may not have come yet),
+// then the packets given up.
+void WhipReceiver::OnTimer(uv_timer_t* t) { static_cast<WhipReceiver*>(t->data)->Read(true); }
 
-void WhipReceiver::Read() {
+void WhipReceiver::Read(bool deadline) {
   mmsghdr msgs[kWhipReceiveBatch];
   iovec iov[kWhipReceiveBatch];
   for (int round = 0; round < kMaxBatchesPerWakeup && poll_; ++round) {
@@ -215,20 +288,27 @@ void WhipReceiver::Read() {
       msgs[i].msg_hdr.msg_iovlen = 1;
       msgs[i].msg_hdr.msg_name = &addrs_[i];
       msgs[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
+      msgs[i].msg_hdr.msg_control = control_.data() + i * kControl;
+      msgs[i].msg_hdr.msg_controllen = kControl;
     }
     const int n = recvmmsg(config_.fd, msgs, kWhipReceiveBatch, MSG_DONTWAIT, nullptr);
     if (n <= 0) break;  // EAGAIN (nothing more) or an error the next poll reports
-    const double now = NowMs();
+    const double now = NowMs(), real = RealMs();
     for (int i = 0; i < n && poll_; ++i) {
       if (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
         ++counts_.rejected;
         continue;
       }
-      Datagram(slots_.data() + i * kWhipReceiveDatagram, msgs[i].msg_len, addrs_[i], now);
+      // The arrival on the monotonic clock: now, less how long ago the kernel received it.
+      const double at = ReceiveTimeMs(msgs[i].msg_hdr);
+      const double age = at < 0 || at > real ? 0 : real - at;
+      Datagram(slots_.data() + i * kWhipReceiveDatagram, msgs[i].msg_len, addrs_[i], now - (age > 10000 ? 10000 : age));
     }
     if (static_cast<size_t>(n) < kWhipReceiveBatch) break;
   }
   if (!poll_) return;  // stopped from a callback: nothing more is reported
+  if (deadline) jitter_.flush(NowMs());
+  UpdateMerged();
   Schedule();
   events_.on_batch_end();
 }

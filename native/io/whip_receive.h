@@ -12,6 +12,15 @@
 // (STUN, DTLS, SRTCP) goes to the owner unchanged (to werift).
 // - A new SSRC (the publisher restarted its stream) is taken once one of its packets authenticates;
 //   its own rollover counter and statistics start there, and the jitter buffer restarts.
+// - Merged reads (as the RTMP server's, docs/decisions.md "Ingest I/O"): while routed into a sink
+//   that allows it and whose next part or segment cut is more than `merge_ms` (plus slack) away,
+//   the socket is not read as datagrams arrive but on a timer every `merge_ms`, aligned on the loop
+//   clock so that every receiver's tick falls in one wakeup; the datagrams wait in the socket's
+//   buffer and one `recvmmsg` takes them. Near a cut one read is timed just before it, then the
+//   socket is read as datagrams arrive until the cut has passed, so the packet that closes a part
+//   is never held back. Each datagram's arrival time is the kernel's receive timestamp
+//   (SO_TIMESTAMPNS), so the jitter buffer's waits and the interarrival jitter do not depend on
+//   when it was read; a jitter deadline reads the socket before it gives a packet up.
 // - Bounds: at most `max_packets` packets held by the jitter buffer, one fixed receive batch
 //   (kWhipReceiveBatch datagrams of kWhipReceiveDatagram bytes), a bounded number of batches per
 //   wakeup; nothing else grows with what arrives.
@@ -41,6 +50,7 @@ struct WhipReceiveConfig {
   uint8_t payload_type = 111;            // the negotiated Opus payload type
   uint32_t clock_rate = 48000;
   uint32_t max_frame_bytes = 65536;      // a longer Opus packet is not taken (docs/behaviour.md §13)
+  uint32_t merge_ms = 0;                 // merged reads while routed (0: read as datagrams arrive)
   rtp::JitterOptions jitter;
 };
 
@@ -65,6 +75,7 @@ struct WhipReceiveCounts {
   uint64_t rejected = 0;  // RTP datagrams dropped: authentication, malformed, too old, truncated
   uint64_t other = 0;     // datagrams handed back (not RTP)
   uint64_t segmented = 0; // Opus packets (PLC frames included) pushed into the routed sink
+  uint64_t merged_reads = 0;  // reads on a merge tick (not as datagrams arrived)
   int64_t ssrc = -1;      // the current SSRC (-1: none yet)
   double last_rtp_ms = -1;  // uv_hrtime ms of the last authentic RTP packet (-1: none)
 };
@@ -83,8 +94,9 @@ class WhipReceiver {
   // Stops watching (idempotent): the socket is never read here again. Nothing is reported after it.
   void stop();
   // Ordered frames go to `sink` from now on (nullptr: to the owner only); `frames`: the owner gets
-  // every frame too (flagged segmented).
-  void route(std::unique_ptr<AudioSink> sink, bool frames);
+  // every frame too (flagged segmented); `merge`: merged reads allowed.
+  void route(std::unique_ptr<AudioSink> sink, bool frames, bool merge = false);
+  bool merged() const { return merged_; }
   AudioSink* sink() const { return sink_.get(); }
   // One receiver report block on the current SSRC; false before its first packet.
   bool report(rtp::ReportBlock* out);
@@ -97,10 +109,13 @@ class WhipReceiver {
  private:
   static void OnReadable(uv_poll_t* h, int status, int events);
   static void OnTimer(uv_timer_t* t);
-  void Read();
+  void Read(bool deadline);
   void Datagram(uint8_t* data, size_t size, const sockaddr_storage& from, double now_ms);
   void Frame(uint64_t samples, const uint8_t* data, size_t size, bool filled);
   void Schedule();
+  void UpdateMerged();
+  void SetMerged(bool on, uint64_t at);
+  static void OnMergeTick(uv_timer_t* t);
 
   uv_loop_t* loop_;
   WhipReceiveConfig config_;
@@ -108,6 +123,8 @@ class WhipReceiver {
   bool ok_ = false;
   uv_poll_t* poll_ = nullptr;
   uv_timer_t* timer_ = nullptr;
+  uv_timer_t* merge_timer_ = nullptr;
+  bool merge_allowed_ = false, merged_ = false, cut_armed_ = false;
   std::unique_ptr<Srtp> srtp_, candidate_;
   rtp::RolloverCounter roc_;
   rtp::ReceptionStats stats_;
@@ -117,6 +134,7 @@ class WhipReceiver {
   WhipReceiveCounts counts_;
   std::vector<uint8_t> slots_, body_;
   std::vector<sockaddr_storage> addrs_;
+  std::vector<uint8_t> control_;  // one cmsg buffer per slot (the receive timestamp)
 };
 
 }  // namespace skylark::io

@@ -30,6 +30,12 @@ export interface WhipReceiveOptions {
   maxPackets: number;
   /** Longest Opus packet taken (bytes); a longer one is counted but not handed on. */
   maxFrameBytes: number;
+  /**
+   * Merged reads (ms, 0..1000; 0 = off): while routed with `merge` and the segmenter's next cut is
+   * further away, the socket is read every this often instead of as datagrams arrive (as the RTMP
+   * server's `mergeReadsMs`, docs/decisions.md "Ingest I/O").
+   */
+  mergeMs?: number;
 }
 
 /** What the receive tells JS, batched per socket wakeup. */
@@ -62,17 +68,19 @@ export interface WhipReceiveCounts {
   held: number;
   /** Packets (PLC frames included) pushed into the routed segmenter in C++. */
   segmented: number;
+  /** Reads on a merge tick (merged reads), not as datagrams arrived. */
+  mergedReads: number;
 }
 
 interface RawWhipReceive {
-  route(segmenter: unknown, frames: boolean): void;
+  route(segmenter: unknown, frames: boolean, merge: boolean): void;
   counts(out: Float64Array): void;
   report(out: Float64Array): boolean;
   close(): void;
 }
 type RawCtor = new (
   fd: number, profile: number, key: Uint8Array, salt: Uint8Array, auth: Uint8Array | null, payloadType: number, clockRate: number,
-  jitterMs: number, maxFillMs: number, maxPackets: number, maxFrameBytes: number, dispatch: (kind: number, a: unknown, b: unknown, c: unknown) => void,
+  jitterMs: number, maxFillMs: number, maxPackets: number, maxFrameBytes: number, dispatch: (kind: number, a: unknown, b: unknown, c: unknown) => void, mergeMs: number,
 ) => RawWhipReceive;
 const Raw = (loadedAddon as { WhipReceive?: RawCtor }).WhipReceive;
 
@@ -85,7 +93,7 @@ export const whipReceiveAvailable = Raw !== undefined;
  */
 export class WhipReceive {
   private readonly raw: RawWhipReceive;
-  private readonly c = new Float64Array(13);
+  private readonly c = new Float64Array(14);
   private readonly r = new Float64Array(5);
   private closed = false;
 
@@ -97,12 +105,15 @@ export class WhipReceive {
       else if (kind === 1) h.frames(a as number[], b as Buffer[], c as boolean);
       else if (kind === 2) h.segmenterEvents(a as SegmenterEvent[]);
       else if (kind === 3) h.error(a as string);
-    });
+    }, o.mergeMs ?? 0);
   }
 
-  /** Ordered Opus goes into `segmenter` in C++ from now on (null: to `frames` only); `frames`: JS gets every packet too. */
-  route(segmenter: Segmenter | null, frames: boolean): void {
-    if (!this.closed) this.raw.route(segmenter, frames);
+  /**
+   * Ordered Opus goes into `segmenter` in C++ from now on (null: to `frames` only); `frames`: JS gets
+   * every packet too; `merge`: merged reads allowed (`mergeMs`).
+   */
+  route(segmenter: Segmenter | null, frames: boolean, merge = false): void {
+    if (!this.closed) this.raw.route(segmenter, frames, merge);
   }
 
   counts(): WhipReceiveCounts {
@@ -110,7 +121,7 @@ export class WhipReceive {
     const c = this.c;
     return {
       packets: c[0]!, bytes: c[1]!, rejected: c[2]!, other: c[3]!, ssrc: c[4]! < 0 ? null : c[4]!, msSinceLastRtp: c[5]! < 0 ? null : c[5]!,
-      received: c[6]!, reordered: c[7]!, lost: c[8]!, late: c[9]!, filled: c[10]!, held: c[11]!, segmented: c[12]!,
+      received: c[6]!, reordered: c[7]!, lost: c[8]!, late: c[9]!, filled: c[10]!, held: c[11]!, segmented: c[12]!, mergedReads: c[13]!,
     };
   }
 
@@ -135,7 +146,7 @@ export class WhipReceive {
  * the receive (to route into its layer's segmenter and read counts from).
  */
 export interface WhipNativeSink {
-  readonly options: { jitterMs: number; maxFillMs: number; maxPackets: number; maxFrameBytes: number };
+  readonly options: { jitterMs: number; maxFillMs: number; maxPackets: number; maxFrameBytes: number; mergeMs: number };
   attach(feed: WhipNativeFeed): void;
   frames(positions: number[], payloads: Buffer[], segmented: boolean): void;
   segmenterEvents(events: SegmenterEvent[]): void;
@@ -143,6 +154,6 @@ export interface WhipNativeSink {
 
 /** The native receive as a publish uses it (`WhipReceive` is one). */
 export interface WhipNativeFeed {
-  route(segmenter: Segmenter | null, frames: boolean): void;
+  route(segmenter: Segmenter | null, frames: boolean, merge: boolean): void;
   counts(): WhipReceiveCounts;
 }

@@ -46,6 +46,8 @@ export interface WhipIngestOptions {
   ffmpeg: () => string | null;
   /** Largest Opus packet taken (bytes; docs/behaviour.md §13 `maxAudioFrameBytes`). */
   maxFrameBytes: number;
+  /** Merged reads of a natively received publish (ms; `SKYLARK_INGEST_MERGE_MS`, 0 = off). */
+  mergeMs?: number;
 }
 
 /** Defaults: 10 s without RTP closes a publish; packets wait 60 ms for the ones before them. */
@@ -195,7 +197,7 @@ export class WhipPublish implements Publisher {
    */
   nativeSink(): WhipNativeSink {
     return {
-      options: { jitterMs: this.o.jitterMs, maxFillMs: this.o.noRtpMs, maxPackets: 512, maxFrameBytes: this.o.maxFrameBytes },
+      options: { jitterMs: this.o.jitterMs, maxFillMs: this.o.noRtpMs, maxPackets: 512, maxFrameBytes: this.o.maxFrameBytes, mergeMs: this.o.mergeMs ?? 0 },
       attach: (feed) => {
         this.feed = feed;
       },
@@ -218,12 +220,13 @@ export class WhipPublish implements Publisher {
   /**
    * Publisher (MediaConnection): with the native receive and no encoder, the ordered Opus goes into
    * `target.segmenter` in C++ from now on (and to the hub too when `frames`, flagged segmented);
-   * null: back through the hub. Without the native receive every packet goes through the hub.
+   * null: back through the hub; `merge`: the socket may be read lazily while no cut is near. Without
+   * the native receive every packet goes through the hub.
    */
-  route(target: { segmenter: Segmenter; onEvents(events: SegmenterEvent[]): void } | null, frames: boolean): void {
+  route(target: { segmenter: Segmenter; onEvents(events: SegmenterEvent[]): void } | null, frames: boolean, merge: boolean): void {
     if (!this.feed || this.encoder || this.closed) return;
     this.segmenterSink = target ? target.onEvents : null;
-    this.feed.route(target ? target.segmenter : null, frames);
+    this.feed.route(target ? target.segmenter : null, frames, merge);
   }
 
   audioBytes(): number {
@@ -239,7 +242,7 @@ export class WhipPublish implements Publisher {
     this.flushTimer = this.idleTimer = null;
     this.encoder?.close();
     this.encoder = null;
-    this.feed?.route(null, false);
+    this.feed?.route(null, false, false);
     this.feed = null;
     this.segmenterSink = null;
     const s = this.sink;

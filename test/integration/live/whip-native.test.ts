@@ -4,8 +4,9 @@
  * native code. Over a lossy link (5 % dropped, some reordered) the native jitter buffer counts the
  * packets, the losses and the reordering, the packets go into the segmenter without JavaScript,
  * HLS keeps its durations and decodes the tone; an `aac` stream takes the ordered packets in JS
- * (its encoder) and still plays the tone; closing the peer releases the receive; with the setting
- * off the JavaScript path is used.
+ * (its encoder) and still plays the tone; with the ABR ladder off the routed socket is read on
+ * merge ticks (`SKYLARK_INGEST_MERGE_MS`), the kernel's receive times keeping the jitter buffer
+ * right; closing the peer releases the receive; with the setting off the JavaScript path is used.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startInProcess, tempDir, waitFor, type TestServer } from '../../helpers/server.js';
@@ -15,7 +16,10 @@ let t: TestServer;
 const tmp = tempDir('skylark-whip-native-');
 let tone: Buffer[];
 beforeAll(async () => {
-  t = await startInProcess();
+  // The ABR ladder off: the publish is routed into its segmenter alone, with merged reads (as the
+  // bench measures it); test/integration/live/whip.test.ts runs with the ladder on (every packet
+  // also to JS for the ladder's encoder).
+  t = await startInProcess({ SKYLARK_ABR_LADDER: '0' });
   tone = toneOpusPackets(tmp.dir, 660, 12);
 });
 afterAll(async () => {
@@ -58,6 +62,8 @@ describe('WHIP native receive', () => {
       // Once live, the packets went into the segmenter in C++ (PLC frames for the lost ones included).
       expect(n!.segmented, JSON.stringify(n)).toBeGreaterThan(tone.length * 0.8);
       expect(n!.held, JSON.stringify(n)).toBe(0);
+      // Routed, the socket was read on merge ticks (SKYLARK_INGEST_MERGE_MS), many datagrams at a time.
+      expect(n!.mergedReads, JSON.stringify(n)).toBeGreaterThan(10);
       const { target, durations } = await segmentDurations(s.hlsUrl);
       expect(durations.length).toBeGreaterThanOrEqual(3);
       for (const d of durations) expect(d).toBeGreaterThan(target / 2);
@@ -85,6 +91,7 @@ describe('WHIP native receive', () => {
       const [n] = t.server.whip.stats().native;
       expect(n!.packets, JSON.stringify(n)).toBeGreaterThan(tone.length - 10); // the first few may arrive before the receive attached
       expect(n!.segmented, JSON.stringify(n)).toBe(0); // the encoder's output is what the segmenter gets
+      expect(n!.mergedReads, JSON.stringify(n)).toBe(0); // not routed: read as datagrams arrive
       const heard = await decodedFrequency(s.hlsUrl, 3, ['-live_start_index', '0']);
       expect(heard.hz).toBeGreaterThan(650);
       expect(heard.hz).toBeLessThan(670);
