@@ -4,10 +4,13 @@
  * native code. Over a lossy link (5 % dropped, some reordered) the native jitter buffer counts the
  * packets, the losses and the reordering, the packets go into the segmenter without JavaScript,
  * HLS keeps its durations and decodes the tone; an `aac` stream takes the ordered packets in JS
- * (its encoder) and still plays the tone; with the ABR ladder off the routed socket is read on
+ * (its encoder) and still plays the tone, while a flood of forged RTP (no valid SRTP tag, the
+ * publisher's SSRC or random ones) is dropped and counted with nothing held; with the ABR ladder off the routed socket is read on
  * merge ticks (`SKYLARK_INGEST_MERGE_MS`), the kernel's receive times keeping the jitter buffer
  * right; closing the peer releases the receive; with the setting off the JavaScript path is used.
  */
+import { createSocket } from 'node:dgram';
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startInProcess, tempDir, waitFor, type TestServer } from '../../helpers/server.js';
 import { decodedFrequency, toneOpusPackets, whipConnect } from '../../helpers/whip-client.js';
@@ -28,6 +31,30 @@ afterAll(async () => {
 });
 
 const stream = async (server: TestServer, id: string) => (await api(server.http, server.secretKey, 'GET', `/v2/streams/${id}`)).json;
+
+/**
+ * Sends `count` forged RTP datagrams (Opus payload type, random payload, no valid SRTP tag) to
+ * every UDP host candidate of `answer` on 127.0.0.1, half with `ssrc`, half with random SSRCs.
+ */
+async function forge(answer: string, ssrc: number, count: number): Promise<number> {
+  const ports = [...answer.matchAll(/a=candidate:\S+ 1 udp \d+ 127\.0\.0\.1 (\d+) typ host/gi)].map((m) => Number(m[1]));
+  expect(ports.length).toBeGreaterThan(0);
+  const sock = createSocket('udp4');
+  let sent = 0;
+  for (let i = 0; i < count; i++) {
+    const d = randomBytes(200);
+    d[0] = 0x80;
+    d[1] = 111;
+    d.writeUInt32BE(i % 2 ? ssrc >>> 0 : d.readUInt32BE(8), 8);
+    for (const port of ports) {
+      await new Promise<void>((r) => sock.send(d, port, '127.0.0.1', () => r()));
+      sent++;
+    }
+    if (i % 50 === 49) await new Promise((r) => setTimeout(r, 5)); // the socket buffer is not the test
+  }
+  sock.close();
+  return sent;
+}
 
 /** The EXTINF durations (s) of the stream's first media playlist, and its target duration. */
 async function segmentDurations(hlsUrl: string): Promise<{ target: number; durations: number[] }> {
@@ -50,6 +77,8 @@ describe('WHIP native receive', () => {
       const sent = await sending;
       expect(sent.dropped).toBeGreaterThan(10);
       expect(sent.swapped).toBeGreaterThan(10);
+      // The last packets may still wait in the socket (merged reads) or for a gap's deadline.
+      await waitFor(() => t.server.whip.stats().native[0]?.held === 0 && t.server.whip.stats().native[0]!.msSinceLastRtp! > 150, 3_000, 20, 'the jitter buffer drained');
       const [n] = t.server.whip.stats().native;
       expect(n).toBeDefined();
       // Every packet that arrived was authenticated and counted natively, none rejected.
@@ -80,15 +109,22 @@ describe('WHIP native receive', () => {
     }
   }, 60_000);
 
-  it('an aac stream: the natively ordered packets go to its encoder; the tone is heard', async () => {
+  it('an aac stream: the natively ordered packets go to its encoder; forged RTP is dropped and counted; the tone is heard', async () => {
     const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'Native AAC', codec: 'aac', reconnectWindow: 0 })).json;
     const c = await whipConnect(s.whipUrl, s.streamKey);
     try {
       const sending = c.send(tone);
       await waitFor(() => t.server.whip.stats().nativeReceives === 1, 10_000, 50, 'the native receive attached');
       await waitFor(async () => (await stream(t, s.id)).status === 'live', 10_000, 100, 'live');
+      // A stranger's flood of RTP that does not authenticate: dropped and counted, nothing held.
+      const ssrc = t.server.whip.stats().native[0]?.ssrc ?? 0;
+      const forged = await forge(c.body, ssrc, 1000);
       await sending;
       const [n] = t.server.whip.stats().native;
+      expect(n!.rejected, JSON.stringify(n)).toBeGreaterThan(forged * 0.9);
+      expect(n!.rejected, JSON.stringify(n)).toBeLessThanOrEqual(forged);
+      expect(n!.ssrc, JSON.stringify(n)).toBe(ssrc);
+      expect(n!.held, JSON.stringify(n)).toBe(0);
       expect(n!.packets, JSON.stringify(n)).toBeGreaterThan(tone.length - 10); // the first few may arrive before the receive attached
       expect(n!.segmented, JSON.stringify(n)).toBe(0); // the encoder's output is what the segmenter gets
       expect(n!.mergedReads, JSON.stringify(n)).toBe(0); // not routed: read as datagrams arrive
