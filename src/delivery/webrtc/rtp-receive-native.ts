@@ -9,7 +9,8 @@
  * - Every datagram that is not RTP (STUN, DTLS, SRTCP; RFC 7983 §7) is emitted on the socket as
  *   node:dgram would (`message`), so werift's ICE, DTLS and SRTCP go on as before.
  * - Receiver reports (RFC 3550 §6.4.2): one RR on the publisher's SSRC every 0.5–1.5 s from the
- *   native statistics, with LSR/DLSR from the publisher's last sender report, through werift's SRTCP.
+ *   native statistics, with LSR/DLSR from the publisher's last sender report, through werift's SRTCP
+ *   (werift's own receiver, which sees no RTP, no longer sends its empty ones).
  * - Closing (the session ends, or werift closes the socket) stops the native watch first; when the
  *   socket stays open, node:dgram reads it again.
  * Used when `SKYLARK_WHIP_NATIVE_RECEIVE` is on (docs/configuration.md) and the connection has the
@@ -42,6 +43,18 @@ function udpHandle(socket: Socket): UdpHandle | null {
   const sym = Object.getOwnPropertySymbols(o).find((s) => s.description === 'state symbol');
   const h = sym ? o[sym]?.handle : undefined;
   return h && typeof h.recvStart === 'function' && typeof h.recvStop === 'function' ? h : null;
+}
+
+/**
+ * werift's receiver sends its own receiver reports every 0.5–1.5 s; once the RTP bypasses it they
+ * carry no report block (it saw no packet) and only cost an SRTCP packet per peer: its loop is
+ * stopped (werift 0.24 `RTCRtpReceiver.rtcpRunning` / `rtcpCancel`; the loop ends on the abort).
+ */
+function stopWeriftReports(transceiver: RTCRtpTransceiver): void {
+  const r = transceiver.receiver as unknown as { rtcpRunning?: boolean; rtcpCancel?: { abort?(): void } };
+  if (typeof r.rtcpRunning !== 'boolean' || typeof r.rtcpCancel?.abort !== 'function') return;
+  r.rtcpRunning = false;
+  r.rtcpCancel.abort();
 }
 
 /** One publisher's native receive. Build with `NativeRtpReceive.attach` once werift reports `connected`. */
@@ -111,6 +124,7 @@ export class NativeRtpReceive {
     self = new NativeRtpReceive(receive, handle, dtls as Required<Pick<DtlsShape, 'sendRtcp'>>, transceiver.receiver.rtcpSsrc, restoreClose, () => sub.unSubscribe());
     sink.attach(receive);
     self.scheduleReport();
+    stopWeriftReports(transceiver);
     return self;
   }
 
