@@ -10,6 +10,8 @@ void InitHttpFront(Napi::Env env, Napi::Object exports);
 void InitRtpFanout(Napi::Env env, Napi::Object exports);
 // Registers trimMalloc (binding/memory.cc) on `exports`.
 void InitMemory(Napi::Env env, Napi::Object exports);
+// Registers class WhipReceive (binding/whip_receive.cc, a WHIP publisher's native receive) on `exports`.
+void InitWhipReceive(Napi::Env env, Napi::Object exports);
 }  // namespace skylark::binding
 
 namespace {
@@ -24,6 +26,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   skylark::binding::InitHttpFront(env, exports);
   skylark::binding::InitRtpFanout(env, exports);
   skylark::binding::InitMemory(env, exports);
+  skylark::binding::InitWhipReceive(env, exports);
   exports.Set("abiVersion", Napi::Number::New(env, 1));
   return exports;
 }

@@ -3,7 +3,8 @@
 //
 // Layout (docs/native-api.md "Layout"): only addon.cc and native/binding/ include napi.h; native/io/
 // (libuv sockets and read scheduling) includes no napi.h and no parser of the core but the RTMP
-// session it drives and the HTTP request framing (and reload reading) of the HTTP front; native/core/ includes
+// session it drives, the HTTP request framing (and reload reading) of the HTTP front and the RTP receive
+// (demultiplexing, jitter buffer) of the WHIP receive; native/core/ includes
 // neither Node, libuv, sockets nor threads.
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -19,7 +20,7 @@ function sources(dir) {
 const includes = (file) => [...readFileSync(file, 'utf8').matchAll(/^\s*#\s*include\s*[<"]([^>"]+)[>"]/gm)].map((m) => m[1]);
 const rules = [
   { dir: 'native/core', forbid: /^(napi\.h|node_api\.h|node\.h|uv\.h|thread|mutex|condition_variable|sys\/socket\.h|netinet\/.*|arpa\/.*|io\/.*|binding\/.*)$/ },
-  { dir: 'native/io', forbid: /^(napi\.h|node_api\.h|node\.h|binding\/.*|core\/(?!rtmp\/session\.h$|http\/framing\.h$|http\/reload\.h$|util\/).*)$/ },
+  { dir: 'native/io', forbid: /^(napi\.h|node_api\.h|node\.h|binding\/.*|core\/(?!rtmp\/session\.h$|http\/framing\.h$|http\/reload\.h$|rtp\/receive\.h$|util\/).*)$/ },
 ];
 const broken = [];
 for (const { dir, forbid } of rules) {

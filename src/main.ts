@@ -63,6 +63,8 @@ export interface RunningServer {
   nodeSecret: Buffer;
   /** Publishers and the live state machine (ingest). */
   ingest: Publishing;
+  /** WHIP's counters (docs/behaviour.md "Go live over WHIP"; tests, benches). */
+  whip: Delivery['whip'];
   /** Live listeners of a stream: every protocol (docs/behaviour.md §4). */
   listenerCount(streamId: string): number;
   /** Threads serving HTTP, the main thread included (`SKYLARK_HTTP_THREADS`). */
@@ -129,6 +131,7 @@ export async function startServer(config: Config, log: Logger, now: () => number
     metrics: built.metrics,
     nodeSecret: base.nodeSecret,
     ingest: built.ingest,
+    whip: built.delivery.whip,
     listenerCount: (id) => built.room.registry.listenerCount(id),
     httpThreads: config.httpThreads,
     async threadCounts() {

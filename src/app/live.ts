@@ -108,7 +108,7 @@ export function buildPublishing(b: Base, port: IngestPort, fallbackCache: Fallba
     port,
     log: b.log.child('whip'),
     limits: b.limits,
-    options: { ...WHIP_INGEST_DEFAULTS, ffmpeg: ffmpegPath, maxFrameBytes: config.limits.maxAudioFrameBytes },
+    options: { ...WHIP_INGEST_DEFAULTS, ffmpeg: ffmpegPath, maxFrameBytes: config.limits.maxAudioFrameBytes, mergeMs: config.ingestMergeMs },
   });
   return { media, ingest, whip };
 }

@@ -58,6 +58,11 @@ export interface Config {
    */
   hlsNativeReloads: boolean;
   /**
+   * A WHIP publisher's RTP read, decrypted, ordered and segmented in native code once its peer is
+   * connected (docs/behaviour.md "Go live over WHIP"); false keeps the JavaScript receive path.
+   */
+  whipNativeReceive: boolean;
+  /**
    * Merged ingest reads (ms): a live publisher's socket is read every this often instead of on
    * every message while no LL-HLS part or segment is about to close (0 = read as bytes arrive).
    */
@@ -353,6 +358,7 @@ export const ENV_NAMES = {
   http10: 'SKYLARK_HTTP10',
   hlsNativeParts: 'SKYLARK_HLS_NATIVE_PARTS',
   hlsNativeReloads: 'SKYLARK_HLS_NATIVE_RELOADS',
+  whipNativeReceive: 'SKYLARK_WHIP_NATIVE_RECEIVE',
   ingestMergeMs: 'SKYLARK_INGEST_MERGE_MS',
   liveWindowSegments: 'SKYLARK_LIVE_WINDOW_SEGMENTS',
   maxUploadBytes: 'SKYLARK_MAX_UPLOAD_BYTES',
@@ -397,6 +403,7 @@ const RawConfig = v.object({
   http10: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
   hlsNativeParts: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
   hlsNativeReloads: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
+  whipNativeReceive: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
   ingestMergeMs: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be 0-200 (ms)'), v.transform(Number), v.maxValue(200)), '100'),
   liveWindowSegments: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(3), v.maxValue(100)), '6'),
   maxUploadBytes: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'must be a positive integer of bytes'), v.transform(Number), v.minValue(1)), '500000000'),
@@ -465,6 +472,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     http10: o.http10 === '1' || o.http10 === 'true',
     hlsNativeParts: o.hlsNativeParts === '1' || o.hlsNativeParts === 'true',
     hlsNativeReloads: o.hlsNativeReloads === '1' || o.hlsNativeReloads === 'true',
+    whipNativeReceive: o.whipNativeReceive === '1' || o.whipNativeReceive === 'true',
     downloadCounting: o.downloadCounting === '1' || o.downloadCounting === 'true',
     trustedProxies: parseTrustedProxyList(o.trustedProxies),
     edgeLogHost: edgeLog ? (o.edgeLogHost ?? EDGE_LOG_DEFAULTS.host) : undefined,

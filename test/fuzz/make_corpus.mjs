@@ -187,3 +187,27 @@ write('fuzz_pipeline', 'opus_huge_packet', records(0x04,
 const cmdBody = Buffer.alloc(60000, 0x41);
 const partialCmd = (csid, chunks) => rtmpMessage(csid, 20, 0, 0, cmdBody, 4096).subarray(0, 12 + chunks * 4097 - 1);
 write('fuzz_pipeline', 'prepublish_partials', records(0x00, { push: Buffer.concat([setChunkSize(4096), partialCmd(3, 10), partialCmd(4, 2)]) }));
+// fuzz_rtp_receive: options byte (bit 0: GCM's 16-byte tag; bits 1-6: the jitter buffer's cap),
+// then [u16 len][datagram] per datagram: RTP of the Opus fixture's packets (10-byte zero tags),
+// in order, then reordered with losses, a padded one, a STUN request and an RTCP SR between them.
+const rtpPacket = (seq, ts, payload, { pad = 0, ssrc = 0x11223344 } = {}) => {
+  const h = Buffer.alloc(12);
+  h[0] = pad ? 0xa0 : 0x80;
+  h[1] = 111;
+  h.writeUInt16BE(seq & 0xffff, 2);
+  h.writeUInt32BE(ts >>> 0, 4);
+  h.writeUInt32BE(ssrc, 8);
+  const padding = pad ? Buffer.concat([Buffer.alloc(pad - 1), Buffer.from([pad])]) : Buffer.alloc(0);
+  return Buffer.concat([h, payload, padding, Buffer.alloc(10)]);
+};
+const datagrams = (options, list) => Buffer.concat([Buffer.from([options]), ...list.flatMap((d) => [Buffer.from([d.length >> 8, d.length & 0xff]), d])]);
+const opusRtp = opus.slice(2, 42);
+write('fuzz_rtp_receive', 'in_order', datagrams(0x20, opusRtp.map((p, i) => rtpPacket(65520 + i, i * 960, p))));
+const shuffled = [0, 2, 1, 3, 5, 4, 7, 8, 11, 9, 10, 13, 12, 14, 17, 16, 18, 19];
+write('fuzz_rtp_receive', 'reordered_lossy', datagrams(0x10, [
+  ...shuffled.map((i) => rtpPacket(i, i * 960, opusRtp[i])),
+  Buffer.from('000100002112a442000000000000000000000000', 'hex'),
+  Buffer.from('80c80006112233440000000000000000000000000000000000000000', 'hex'),
+  rtpPacket(20, 20 * 960, opusRtp[20], { pad: 4 }),
+  rtpPacket(21, 21 * 960, opusRtp[21], { ssrc: 0x55667788 }),
+]));

@@ -34,6 +34,8 @@ import { clientAddress } from '../../base/http/client-address.js';
 import { peerConfiguration } from './whep-peer.js';
 import { advertisedCandidatesOnly, advertisedHosts, answerOffer, ConnectionWatch, guardedSignalling, refusePending, SIGNALLING_CORS as CORS } from './signalling.js';
 import { RtpReceive } from './rtp-receive.js';
+import { NativeRtpReceive } from './rtp-receive-native.js';
+import type { WhipNativeSink, WhipReceiveCounts } from '../../native/whip-receive.js';
 
 /** Largest SDP offer accepted (bytes). */
 const MAX_OFFER_BYTES = 64 * 1024;
@@ -47,6 +49,8 @@ export interface WhipPublishHandle {
   rtp(seq: number, timestamp: number, payload: Uint8Array, ssrc: number): void;
   /** Ends the publish (DELETE, the peer went away). */
   close(reason: string): void;
+  /** The publish's side of the native receive (src/native/whip-receive.ts); absent: `rtp` only. */
+  nativeSink?(): WhipNativeSink;
 }
 
 /** What the WebRTC side asks of ingest (src/live/ingest/whip.ts `WhipIngest` implements it; the app wires it). */
@@ -73,6 +77,10 @@ export interface WhipStats {
   sessions: number;
   pending: number;
   packetsReceived: number;
+  /** Publishers on the native receive (src/native/whip-receive.ts) now. */
+  nativeReceives: number;
+  /** Their counters (src/native/whip-receive.ts `WhipReceiveCounts`). */
+  native: WhipReceiveCounts[];
 }
 
 /** One WHIP session: pending (answered, not connected), publishing, or closed. */
@@ -80,8 +88,8 @@ class WhipSession {
   readonly id = randomBase62(24);
   state: 'pending' | 'publishing' | 'closed' = 'pending';
   publish: WhipPublishHandle | null = null;
-  /** The publisher's SRTP receive (src/delivery/webrtc/rtp-receive.ts); null: werift's receive path. */
-  receive: RtpReceive | null = null;
+  /** The publisher's SRTP receive (./rtp-receive.ts or ./rtp-receive-native.ts); null: werift's receive path. */
+  receive: RtpReceive | NativeRtpReceive | null = null;
   /** The offer's non-audio sections, answered rejected (`withoutNonAudio`). */
   rejected: RejectedSection[] = [];
   private readonly watch: ConnectionWatch;
@@ -110,6 +118,7 @@ class WhipSession {
     const was = this.state;
     this.state = 'closed';
     this.watch.stop();
+    if (this.receive instanceof NativeRtpReceive) this.owner.dropNative(this.receive);
     this.receive?.close();
     this.receive = null;
     const p = this.publish;
@@ -127,6 +136,8 @@ class Whip {
   private readonly hosts: string[];
   private readonly allInterfaces: boolean;
   packetsReceived = 0;
+  /** The native receives open (their packets are counted when `stats` is read and when they close). */
+  private readonly natives = new Set<NativeRtpReceive>();
 
   constructor(private readonly d: WhipDeps) {
     ({ hosts: this.hosts, allInterfaces: this.allInterfaces } = advertisedHosts(d.config.httpHost));
@@ -231,6 +242,7 @@ class Whip {
     const opus = s.transceiver.codecs.find((c) => c.mimeType.toLowerCase() === 'audio/opus');
     const pt = opus?.payloadType;
     if (opus && pt !== undefined) {
+      if (this.native(s, publish, pt, opus.clockRate)) return;
       s.receive = RtpReceive.attach(s.transceiver, pt, opus.clockRate, (seq, ts, payload, ssrc) => {
         if (s.state !== 'publishing') return;
         this.packetsReceived++;
@@ -252,6 +264,25 @@ class Whip {
     });
   }
 
+  /** The native receive (`SKYLARK_WHIP_NATIVE_RECEIVE`) on `s`: false when it is off or the connection lacks its shape. */
+  private native(s: WhipSession, publish: WhipPublishHandle, pt: number, clockRate: number): boolean {
+    const sink = this.d.config.whipNativeReceive ? publish.nativeSink?.() : undefined;
+    if (!sink) return false;
+    let r: NativeRtpReceive | null = null;
+    try {
+      r = NativeRtpReceive.attach(s.transceiver, pt, clockRate, sink, (why) => {
+        this.d.log.warn('whip native receive failed', { streamId: s.streamId, why });
+        s.close(`socket failed: ${why}`);
+      });
+    } catch (e) {
+      this.d.log.warn('whip native receive refused', { streamId: s.streamId, err: (e as Error).message });
+    }
+    if (!r) return false;
+    s.receive = r;
+    this.natives.add(r);
+    return true;
+  }
+
   /** A pending session did not connect within the offer timeout: counted, then closed. */
   expired(s: WhipSession): void {
     if (s.state !== 'pending') return;
@@ -267,6 +298,12 @@ class Whip {
     return { status: '200 OK', headers: CORS, body: new Uint8Array(0) };
   }
 
+  /** A session's native receive ends: its last packets are counted. */
+  dropNative(r: NativeRtpReceive): void {
+    this.packetsReceived += r.takePackets();
+    this.natives.delete(r);
+  }
+
   /** Called by a session once it closed, with the state it was in. */
   forget(s: WhipSession, was: 'pending' | 'publishing', reason: string): void {
     this.sessions.delete(s.id);
@@ -280,7 +317,12 @@ class Whip {
   }
 
   stats(): WhipStats {
-    return { sessions: this.sessions.size, pending: this.pending.held(), packetsReceived: this.packetsReceived };
+    const native: WhipReceiveCounts[] = [];
+    for (const r of this.natives) {
+      this.packetsReceived += r.takePackets();
+      native.push(r.counts());
+    }
+    return { sessions: this.sessions.size, pending: this.pending.held(), packetsReceived: this.packetsReceived, nativeReceives: this.natives.size, native };
   }
 
   async close(): Promise<void> {

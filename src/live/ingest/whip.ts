@@ -14,6 +14,10 @@
  *   source parser exactly as the fallback's encode is (./fallback.ts); the ladder encodes the
  *   lower layers from that as for any publisher.
  * - A publish that has sent no RTP for `noRtpMs` (10 s) is closed (docs/behaviour.md §13).
+ * - With the native receive (src/native/whip-receive.ts, `nativeSink`), the RTP never reaches this
+ *   file: the jitter buffer is the native one, and once the hub routes the publish (`route`, as it
+ *   routes an RTMP connection) an `opus` stream's packets go into the layer's segmenter in C++;
+ *   until then, and for `aac`/`mp3` streams (the encoder), the ordered packets come here in batches.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Logger } from '../../base/logger.js';
@@ -26,6 +30,8 @@ import type { IngestPort } from './port.js';
 import type { Publishing } from './publishing.js';
 import type { PublishSink, Publisher } from './publish-entry.js';
 import { OpusJitterBuffer, type JitterStats } from './rtp-jitter.js';
+import type { Segmenter, SegmenterEvent } from '../../native/segmenter.js';
+import type { WhipNativeFeed, WhipNativeSink } from '../../native/whip-receive.js';
 
 /** How a WHIP publish proves it may publish: the stream key, or a publish token verified already. */
 export type WhipCredential = { key: string } | { publishToken: true };
@@ -40,6 +46,8 @@ export interface WhipIngestOptions {
   ffmpeg: () => string | null;
   /** Largest Opus packet taken (bytes; docs/behaviour.md §13 `maxAudioFrameBytes`). */
   maxFrameBytes: number;
+  /** Merged reads of a natively received publish (ms; `SKYLARK_INGEST_MERGE_MS`, 0 = off). */
+  mergeMs?: number;
 }
 
 /** Defaults: 10 s without RTP closes a publish; packets wait 60 ms for the ones before them. */
@@ -123,6 +131,9 @@ export class WhipPublish implements Publisher {
   private encoder: OpusEncodeProcess | null = null;
   private headerSent = false;
   private ssrc: number | null = null;
+  /** The native receive feeding this publish (null: `rtp` is called per packet). */
+  private feed: WhipNativeFeed | null = null;
+  private segmenterSink: ((events: SegmenterEvent[]) => void) | null = null;
 
   constructor(
     private readonly streamId: string,
@@ -154,7 +165,8 @@ export class WhipPublish implements Publisher {
       });
     }
     this.idleTimer = setInterval(() => {
-      if (Date.now() - this.lastRtpAt >= this.o.noRtpMs) {
+      const since = this.feed ? (this.feed.counts().msSinceLastRtp ?? Date.now() - this.lastRtpAt) : Date.now() - this.lastRtpAt;
+      if (since >= this.o.noRtpMs) {
         this.limits.hit('whip_no_rtp', this.remote, { streamId: this.streamId });
         this.close('no RTP');
       }
@@ -179,16 +191,46 @@ export class WhipPublish implements Publisher {
     this.schedule();
   }
 
-  /** The jitter buffer's counts. */
-  stats(): JitterStats {
-    return this.jitter.stats;
+  /**
+   * The native receive's side of this publish (src/native/whip-receive.ts): the jitter buffer's
+   * settings, where ordered packets and segmenter events go; `attach` gives it the receive.
+   */
+  nativeSink(): WhipNativeSink {
+    return {
+      options: { jitterMs: this.o.jitterMs, maxFillMs: this.o.noRtpMs, maxPackets: 512, maxFrameBytes: this.o.maxFrameBytes, mergeMs: this.o.mergeMs ?? 0 },
+      attach: (feed) => {
+        this.feed = feed;
+      },
+      frames: (positions, payloads, segmented) => {
+        if (this.closed) return;
+        for (let i = 0; i < positions.length; i++) this.opus(positions[i]!, payloads[i]!, segmented);
+      },
+      segmenterEvents: (events) => {
+        if (!this.closed) this.segmenterSink?.(events);
+      },
+    };
   }
 
-  /** Publisher: audio is read in JS and every frame goes through the hub: nothing to route. */
-  route(): void {}
+  /** The jitter buffer's counts (the native one's when the receive is native). */
+  stats(): JitterStats {
+    const c = this.feed?.counts();
+    return c ? { received: c.received, reordered: c.reordered, lost: c.lost, late: c.late, filled: c.filled } : this.jitter.stats;
+  }
+
+  /**
+   * Publisher (MediaConnection): with the native receive and no encoder, the ordered Opus goes into
+   * `target.segmenter` in C++ from now on (and to the hub too when `frames`, flagged segmented);
+   * null: back through the hub; `merge`: the socket may be read lazily while no cut is near. Without
+   * the native receive every packet goes through the hub.
+   */
+  route(target: { segmenter: Segmenter; onEvents(events: SegmenterEvent[]): void } | null, frames: boolean, merge: boolean): void {
+    if (!this.feed || this.encoder || this.closed) return;
+    this.segmenterSink = target ? target.onEvents : null;
+    this.feed.route(target ? target.segmenter : null, frames, merge);
+  }
 
   audioBytes(): number {
-    return this.bytes;
+    return this.feed ? this.feed.counts().bytes : this.bytes;
   }
 
   /** Publisher: this publish ends (replaced, key reset, stream deleted, …): the peer is told to close. */
@@ -200,6 +242,9 @@ export class WhipPublish implements Publisher {
     this.flushTimer = this.idleTimer = null;
     this.encoder?.close();
     this.encoder = null;
+    this.feed?.route(null, false, false);
+    this.feed = null;
+    this.segmenterSink = null;
     const s = this.sink;
     this.sink = null;
     s?.end();
@@ -225,7 +270,7 @@ export class WhipPublish implements Publisher {
   }
 
   /** One Opus packet in order at `samples` (48 kHz) from the first: to the stream, or to the encoder. */
-  private opus(samples: number, payload: Uint8Array): void {
+  private opus(samples: number, payload: Uint8Array, segmented = false): void {
     if (this.encoder) return this.encoder.push(payload);
     const sink = this.sink;
     if (!sink) return;
@@ -234,7 +279,7 @@ export class WhipPublish implements Publisher {
       this.headerSent = true;
       sink.audio(ts, eRtmpOpusBody(0, opusHead()), false);
     }
-    this.sink?.audio(ts, eRtmpOpusBody(1, payload), false);
+    this.sink?.audio(ts, eRtmpOpusBody(1, payload), segmented);
   }
 }
 

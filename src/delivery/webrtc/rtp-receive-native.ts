@@ -1,0 +1,187 @@
+/**
+ * The media path of a WHIP publisher in native code (docs/behaviour.md "Go live over WHIP",
+ * docs/decisions.md "WHIP receive in native code"): once werift has done ICE and DTLS, the UDP
+ * socket of the nominated pair stops being read by node:dgram and is read by the native receive
+ * (src/native/whip-receive.ts): SRTP opened with the keys werift derived for the publisher's
+ * direction (RFC 5764 §4.2), the rollover counter estimated (RFC 3711 §3.3.1), receiver
+ * statistics kept (RFC 3550 §A.3, §A.8), the Opus packets ordered by the native jitter buffer and,
+ * once the hub routes the publish, pushed into the layer's segmenter without JavaScript.
+ * - Every datagram that is not RTP (STUN, DTLS, SRTCP; RFC 7983 §7) is emitted on the socket as
+ *   node:dgram would (`message`), so werift's ICE, DTLS and SRTCP go on as before.
+ * - Receiver reports (RFC 3550 §6.4.2): one RR on the publisher's SSRC every 0.5–1.5 s from the
+ *   native statistics, with LSR/DLSR from the publisher's last sender report, through werift's SRTCP
+ *   (werift's own receiver, which sees no RTP, no longer sends its empty ones).
+ * - Closing (the session ends, or werift closes the socket) stops the native watch first; when the
+ *   socket stays open, node:dgram reads it again.
+ * Used when `SKYLARK_WHIP_NATIVE_RECEIVE` is on (docs/configuration.md) and the connection has the
+ * expected shape (plain UDP pair, SRTP profile AES-CM or GCM); otherwise ./rtp-receive.ts.
+ */
+import type { RemoteInfo, Socket } from 'node:dgram';
+import { RtcpReceiverInfo, RtcpRrPacket, type RTCRtpTransceiver } from 'werift';
+import { WhipReceive, whipReceiveAvailable, type WhipNativeSink, type WhipReceiveCounts } from '../../native/whip-receive.js';
+import { PROFILE_AES128_CM_HMAC_SHA1_80, PROFILE_AEAD_AES_128_GCM } from './srtp.js';
+import type { IceAgent, SrtpContextShape } from './rtp-sender.js';
+import type { SegmenterEvent } from '../../native/segmenter.js';
+import { udpPath } from './fanout.js';
+
+/** The parts of werift's DTLS transport used here (werift 0.24 `RTCDtlsTransport`). */
+interface DtlsShape {
+  srtp?: { remoteContext?: SrtpContextShape };
+  iceTransport?: { connection?: IceAgent };
+  onRtcp?: { subscribe(f: (p: { type: number; ssrc: number; senderInfo?: { ntpTimestamp: bigint } }) => void): { unSubscribe(): void } };
+  sendRtcp?(packets: RtcpRrPacket[]): Promise<unknown>;
+}
+
+/** node:dgram's UDP handle (its own symbol property 'state symbol'). */
+interface UdpHandle {
+  recvStart?(): number;
+  recvStop?(): number;
+}
+
+function udpHandle(socket: Socket): UdpHandle | null {
+  const o = socket as unknown as Record<symbol, { handle?: UdpHandle } | undefined>;
+  const sym = Object.getOwnPropertySymbols(o).find((s) => s.description === 'state symbol');
+  const h = sym ? o[sym]?.handle : undefined;
+  return h && typeof h.recvStart === 'function' && typeof h.recvStop === 'function' ? h : null;
+}
+
+/**
+ * werift's receiver sends its own receiver reports every 0.5–1.5 s; once the RTP bypasses it they
+ * carry no report block (it saw no packet) and only cost an SRTCP packet per peer: its loop is
+ * stopped (werift 0.24 `RTCRtpReceiver.rtcpRunning` / `rtcpCancel`; the loop ends on the abort).
+ */
+function stopWeriftReports(transceiver: RTCRtpTransceiver): void {
+  const r = transceiver.receiver as unknown as { rtcpRunning?: boolean; rtcpCancel?: { abort?(): void } };
+  if (typeof r.rtcpRunning !== 'boolean' || typeof r.rtcpCancel?.abort !== 'function') return;
+  r.rtcpRunning = false;
+  r.rtcpCancel.abort();
+}
+
+/** One publisher's native receive. Build with `NativeRtpReceive.attach` once werift reports `connected`. */
+export class NativeRtpReceive {
+  private lastSr: { lsr: number; at: number } | null = null;
+  private rrTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+  private lastPackets = 0;
+
+  private constructor(
+    private readonly receive: WhipReceive,
+    private readonly handle: UdpHandle,
+    private readonly dtls: Required<Pick<DtlsShape, 'sendRtcp'>>,
+    private readonly reporterSsrc: number,
+    private readonly restoreClose: () => void,
+    private readonly unsubscribe: () => void,
+  ) {}
+
+  /**
+   * Moves the RTP of `transceiver`'s receiving direction to the native receive feeding `sink`
+   * (packets of `payloadType`, clock `clockRate` Hz). Null when the addon lacks it or werift's
+   * connection does not have the shape relied on: the caller then keeps ./rtp-receive.ts.
+   * @throws TypeError from the addon when the keys are refused (not expected from werift)
+   */
+  static attach(transceiver: RTCRtpTransceiver, payloadType: number, clockRate: number, sink: WhipNativeSink, onError: (why: string) => void): NativeRtpReceive | null {
+    if (!whipReceiveAvailable) return null;
+    const dtls = transceiver.receiver.dtlsTransport as unknown as DtlsShape | undefined;
+    const ctx = dtls?.srtp?.remoteContext;
+    const ice = dtls?.iceTransport?.connection;
+    if (!dtls || !ctx || !ice || typeof dtls.sendRtcp !== 'function' || !dtls.onRtcp) return null;
+    if (ctx.profile !== PROFILE_AES128_CM_HMAC_SHA1_80 && ctx.profile !== PROFILE_AEAD_AES_128_GCM) return null;
+    const path = udpPath(ice);
+    const handle = path ? udpHandle(path.socket) : null;
+    if (!path || !handle) return null;
+    const socket = path.socket;
+    let self: NativeRtpReceive | null = null;
+    // node:dgram stops reading the socket (libuv then lets another watch take its descriptor): the
+    // native watch reads it from here; if that cannot start, node:dgram reads it again.
+    handle.recvStop!();
+    const options = { fd: path.fd, profile: ctx.profile, key: ctx.srtpSessionKey, salt: ctx.srtpSessionSalt, auth: ctx.srtpSessionAuthTag ?? null, payloadType, clockRate, ...sink.options };
+    const handlers = {
+      datagram: (msg: Buffer, rinfo: RemoteInfo) => void socket.emit('message', msg, rinfo),
+      frames: (positions: number[], payloads: Buffer[], segmented: boolean) => sink.frames(positions, payloads, segmented),
+      segmenterEvents: (events: SegmenterEvent[]) => sink.segmenterEvents(events),
+      error: (why: string) => {
+        self?.close();
+        onError(why);
+      },
+    };
+    let receive: WhipReceive;
+    try {
+      receive = new WhipReceive(options, handlers);
+    } catch (e) {
+      handle.recvStart!();
+      throw e;
+    }
+    // werift closing the socket (ICE ends) must find the native watch stopped first.
+    const close = socket.close;
+    socket.close = function (this: Socket, ...args: unknown[]) {
+      self?.close(true);
+      return (close as (...a: unknown[]) => Socket).apply(this, args);
+    } as Socket['close'];
+    const restoreClose = () => {
+      socket.close = close;
+    };
+    const sub = dtls.onRtcp.subscribe((p) => self?.rtcp(p));
+    self = new NativeRtpReceive(receive, handle, dtls as Required<Pick<DtlsShape, 'sendRtcp'>>, transceiver.receiver.rtcpSsrc, restoreClose, () => sub.unSubscribe());
+    sink.attach(receive);
+    self.scheduleReport();
+    stopWeriftReports(transceiver);
+    return self;
+  }
+
+  /** The native receive's counters. */
+  counts(): WhipReceiveCounts {
+    return this.receive.counts();
+  }
+
+  /** RTP packets authenticated (of the Opus payload type) since the last call: for the WHIP counters. */
+  takePackets(): number {
+    const n = this.receive.counts().packets;
+    const d = n - this.lastPackets;
+    this.lastPackets = n;
+    return d;
+  }
+
+  /** Stops the native receive and the reports; node:dgram reads the socket again unless it is closing. */
+  close(socketClosing = false): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.rrTimer) clearTimeout(this.rrTimer);
+    this.rrTimer = null;
+    this.receive.close();
+    this.restoreClose();
+    this.unsubscribe();
+    if (!socketClosing) {
+      try {
+        this.handle.recvStart!();
+      } catch {
+        // the socket closed meanwhile: nothing to give back
+      }
+    }
+  }
+
+  /** werift's SRTCP: a sender report of the publisher gives the LSR of the next receiver report (RFC 3550 §6.4.1). */
+  private rtcp(p: { type: number; ssrc: number; senderInfo?: { ntpTimestamp: bigint } }): void {
+    if (p.type !== 200 || !p.senderInfo || p.ssrc !== this.receive.counts().ssrc) return;
+    this.lastSr = { lsr: Number((p.senderInfo.ntpTimestamp >> 16n) & 0xffffffffn), at: performance.now() };
+  }
+
+  private scheduleReport(): void {
+    this.rrTimer = setTimeout(() => {
+      this.rrTimer = null;
+      if (this.closed) return;
+      this.sendReport();
+      this.scheduleReport();
+    }, 500 + Math.random() * 1000);
+    this.rrTimer.unref();
+  }
+
+  /** One receiver report (RFC 3550 §6.4.2) on the current SSRC; nothing before the first packet. */
+  private sendReport(): void {
+    const r = this.receive.report();
+    if (!r) return;
+    const sr = this.lastSr;
+    const dlsr = sr ? Math.min(0xffffffff, Math.floor(((performance.now() - sr.at) / 1000) * 65536)) : 0;
+    const info = new RtcpReceiverInfo({ ssrc: r.ssrc, fractionLost: r.fractionLost, packetsLost: r.packetsLost, highestSequence: r.highestSequence, jitter: r.jitter, lsr: sr?.lsr ?? 0, dlsr });
+    this.dtls.sendRtcp([new RtcpRrPacket({ ssrc: this.reporterSsrc, reports: [info] })]).catch(() => {});
+  }
+}
