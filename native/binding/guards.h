@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace skylark::binding {
 
@@ -70,6 +71,17 @@ inline bool ArgBytes(const Napi::CallbackInfo& info, size_t i, const char* messa
   Napi::Uint8Array bytes = t.As<Napi::Uint8Array>();
   *data = bytes.Data();
   *size = bytes.ByteLength();
+  return true;
+}
+
+/** Argument `i` is a Uint8Array copied into `out` (a key); null or undefined, when `optional`, leaves
+ *  `out` empty. */
+inline bool ArgKey(const Napi::CallbackInfo& info, size_t i, const char* message, std::vector<uint8_t>* out, bool optional) {
+  if (optional && (info.Length() <= i || info[i].IsNull() || info[i].IsUndefined())) return true;
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  if (!ArgBytes(info, i, message, &data, &size)) return false;
+  out->assign(data, data + size);
   return true;
 }
 

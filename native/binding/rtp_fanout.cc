@@ -26,16 +26,6 @@
 namespace skylark::binding {
 namespace {
 
-// A Uint8Array argument copied into `out`; null/undefined when `optional` gives an empty vector.
-bool ArgKey(const Napi::CallbackInfo& info, size_t i, const char* message, std::vector<uint8_t>* out, bool optional) {
-  if (optional && (info.Length() <= i || info[i].IsNull() || info[i].IsUndefined())) return true;
-  const uint8_t* data = nullptr;
-  size_t size = 0;
-  if (!ArgBytes(info, i, message, &data, &size)) return false;
-  out->assign(data, data + size);
-  return true;
-}
-
 bool ArgId(const Napi::CallbackInfo& info, const char* message, uint32_t* id) {
   return Require(info.Env(), info.Length() > 0 && IsIntegerIn(info[0], 1, 4294967295.0, id), message);
 }

@@ -49,15 +49,6 @@ class SegmenterSink final : public io::AudioSink {
   Napi::ObjectReference ref_;
 };
 
-bool ArgKey(const Napi::CallbackInfo& info, size_t i, const char* message, std::vector<uint8_t>* out, bool optional) {
-  if (optional && (info.Length() <= i || info[i].IsNull() || info[i].IsUndefined())) return true;
-  const uint8_t* data = nullptr;
-  size_t size = 0;
-  if (!ArgBytes(info, i, message, &data, &size)) return false;
-  out->assign(data, data + size);
-  return true;
-}
-
 bool ArgFloat64(const Napi::CallbackInfo& info, size_t i, size_t n, const char* message, Napi::Float64Array* out) {
   if (info.Length() <= i || !info[i].IsTypedArray() || info[i].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array) {
     return ThrowTypeError(info.Env(), message);

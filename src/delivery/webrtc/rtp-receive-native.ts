@@ -17,7 +17,8 @@
  * expected shape (plain UDP pair, SRTP profile AES-CM or GCM); otherwise ./rtp-receive.ts.
  */
 import type { RemoteInfo, Socket } from 'node:dgram';
-import { RtcpReceiverInfo, RtcpRrPacket, type RTCRtpTransceiver } from 'werift';
+import type { RTCRtpTransceiver } from 'werift';
+import { ReceiverReports, type RtcpPath } from './receiver-reports.js';
 import { WhipReceive, whipReceiveAvailable, type WhipNativeSink, type WhipReceiveCounts } from '../../native/whip-receive.js';
 import { PROFILE_AES128_CM_HMAC_SHA1_80, PROFILE_AEAD_AES_128_GCM } from './srtp.js';
 import type { IceAgent, SrtpContextShape } from './rtp-sender.js';
@@ -28,8 +29,8 @@ import { udpPath } from './fanout.js';
 interface DtlsShape {
   srtp?: { remoteContext?: SrtpContextShape };
   iceTransport?: { connection?: IceAgent };
-  onRtcp?: { subscribe(f: (p: { type: number; ssrc: number; senderInfo?: { ntpTimestamp: bigint } }) => void): { unSubscribe(): void } };
-  sendRtcp?(packets: RtcpRrPacket[]): Promise<unknown>;
+  onRtcp?: RtcpPath['onRtcp'];
+  sendRtcp?: RtcpPath['sendRtcp'];
 }
 
 /** node:dgram's UDP handle (its own symbol property 'state symbol'). */
@@ -59,19 +60,19 @@ function stopWeriftReports(transceiver: RTCRtpTransceiver): void {
 
 /** One publisher's native receive. Build with `NativeRtpReceive.attach` once werift reports `connected`. */
 export class NativeRtpReceive {
-  private lastSr: { lsr: number; at: number } | null = null;
-  private rrTimer: NodeJS.Timeout | null = null;
+  private readonly reports: ReceiverReports;
   private closed = false;
   private lastPackets = 0;
 
   private constructor(
     private readonly receive: WhipReceive,
     private readonly handle: UdpHandle,
-    private readonly dtls: Required<Pick<DtlsShape, 'sendRtcp'>>,
-    private readonly reporterSsrc: number,
+    dtls: RtcpPath,
+    reporterSsrc: number,
     private readonly restoreClose: () => void,
-    private readonly unsubscribe: () => void,
-  ) {}
+  ) {
+    this.reports = new ReceiverReports(dtls, reporterSsrc, () => receive.counts().ssrc ?? -1, () => receive.report());
+  }
 
   /**
    * Moves the RTP of `transceiver`'s receiving direction to the native receive feeding `sink`
@@ -120,10 +121,8 @@ export class NativeRtpReceive {
     const restoreClose = () => {
       socket.close = close;
     };
-    const sub = dtls.onRtcp.subscribe((p) => self?.rtcp(p));
-    self = new NativeRtpReceive(receive, handle, dtls as Required<Pick<DtlsShape, 'sendRtcp'>>, transceiver.receiver.rtcpSsrc, restoreClose, () => sub.unSubscribe());
+    self = new NativeRtpReceive(receive, handle, dtls as RtcpPath, transceiver.receiver.rtcpSsrc, restoreClose);
     sink.attach(receive);
-    self.scheduleReport();
     stopWeriftReports(transceiver);
     return self;
   }
@@ -145,11 +144,9 @@ export class NativeRtpReceive {
   close(socketClosing = false): void {
     if (this.closed) return;
     this.closed = true;
-    if (this.rrTimer) clearTimeout(this.rrTimer);
-    this.rrTimer = null;
+    this.reports.close();
     this.receive.close();
     this.restoreClose();
-    this.unsubscribe();
     if (!socketClosing) {
       try {
         this.handle.recvStart!();
@@ -157,31 +154,5 @@ export class NativeRtpReceive {
         // the socket closed meanwhile: nothing to give back
       }
     }
-  }
-
-  /** werift's SRTCP: a sender report of the publisher gives the LSR of the next receiver report (RFC 3550 §6.4.1). */
-  private rtcp(p: { type: number; ssrc: number; senderInfo?: { ntpTimestamp: bigint } }): void {
-    if (p.type !== 200 || !p.senderInfo || p.ssrc !== this.receive.counts().ssrc) return;
-    this.lastSr = { lsr: Number((p.senderInfo.ntpTimestamp >> 16n) & 0xffffffffn), at: performance.now() };
-  }
-
-  private scheduleReport(): void {
-    this.rrTimer = setTimeout(() => {
-      this.rrTimer = null;
-      if (this.closed) return;
-      this.sendReport();
-      this.scheduleReport();
-    }, 500 + Math.random() * 1000);
-    this.rrTimer.unref();
-  }
-
-  /** One receiver report (RFC 3550 §6.4.2) on the current SSRC; nothing before the first packet. */
-  private sendReport(): void {
-    const r = this.receive.report();
-    if (!r) return;
-    const sr = this.lastSr;
-    const dlsr = sr ? Math.min(0xffffffff, Math.floor(((performance.now() - sr.at) / 1000) * 65536)) : 0;
-    const info = new RtcpReceiverInfo({ ssrc: r.ssrc, fractionLost: r.fractionLost, packetsLost: r.packetsLost, highestSequence: r.highestSequence, jitter: r.jitter, lsr: sr?.lsr ?? 0, dlsr });
-    this.dtls.sendRtcp([new RtcpRrPacket({ ssrc: this.reporterSsrc, reports: [info] })]).catch(() => {});
   }
 }

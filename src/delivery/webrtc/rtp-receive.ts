@@ -20,9 +20,10 @@
  * What stays werift's: signalling, ICE (checks, consent), DTLS, SRTCP both ways. Order, loss and
  * late packets are the jitter buffer's (src/live/ingest/rtp-jitter.ts).
  */
-import { RtcpReceiverInfo, RtcpRrPacket, type RTCRtpTransceiver } from 'werift';
+import type { RTCRtpTransceiver } from 'werift';
 import { SrtpProtector, PROFILE_AES128_CM_HMAC_SHA1_80, PROFILE_AEAD_AES_128_GCM, tagLength } from './srtp.js';
 import type { SrtpContextShape } from './rtp-sender.js';
+import { ReceiverReports, type RtcpPath } from './receiver-reports.js';
 
 /** One RTP packet handed on: 16-bit sequence number, 32-bit timestamp, payload (a view into the datagram, owned by the callee), SSRC. */
 export type RtpHandler = (seq: number, timestamp: number, payload: Buffer, ssrc: number) => void;
@@ -31,8 +32,8 @@ export type RtpHandler = (seq: number, timestamp: number, payload: Buffer, ssrc:
 interface DtlsShape {
   srtp?: { remoteContext?: SrtpContextShape };
   iceTransport?: { connection?: { onData?: { execute?: (data: Buffer) => void } } };
-  onRtcp?: { subscribe(f: (p: { type: number; ssrc: number; senderInfo?: { ntpTimestamp: bigint } }) => void): { unSubscribe(): void } };
-  sendRtcp?(packets: RtcpRrPacket[]): Promise<unknown>;
+  onRtcp?: RtcpPath['onRtcp'];
+  sendRtcp?: RtcpPath['sendRtcp'];
 }
 
 /**
@@ -93,22 +94,21 @@ export class RtpReceive {
   private roc = 0;
   private sl = -1;
   private stats = new ReceptionStats();
-  private lastSr: { lsr: number; at: number } | null = null;
-  private rrTimer: NodeJS.Timeout | null = null;
+  private readonly reports: ReceiverReports;
   private closed = false;
   private readonly tag: number;
 
   private constructor(
     private readonly ctx: SrtpContextShape,
-    private readonly dtls: Required<Pick<DtlsShape, 'sendRtcp'>>,
+    dtls: RtcpPath,
     private readonly payloadType: number,
     private readonly clockRate: number,
-    private readonly reporterSsrc: number,
+    reporterSsrc: number,
     private readonly onRtp: RtpHandler,
     private readonly restore: () => void,
-    private readonly unsubscribe: () => void,
   ) {
     this.tag = tagLength(ctx.profile);
+    this.reports = new ReceiverReports(dtls, reporterSsrc, () => this.ssrc, () => (this.ssrc < 0 ? null : { ssrc: this.ssrc, ...this.stats.report() }));
   }
 
   /**
@@ -127,12 +127,10 @@ export class RtpReceive {
     const hook = (data: Buffer) => {
       if (!r!.take(data)) original(data);
     };
-    const sub = dtls.onRtcp.subscribe((p) => r?.rtcp(p));
-    r = new RtpReceive(ctx, dtls as Required<Pick<DtlsShape, 'sendRtcp'>>, payloadType, clockRate, transceiver.receiver.rtcpSsrc, onRtp, () => {
+    r = new RtpReceive(ctx, dtls as RtcpPath, payloadType, clockRate, transceiver.receiver.rtcpSsrc, onRtp, () => {
       if (event.execute === hook) event.execute = original;
-    }, () => sub.unSubscribe());
+    });
     event.execute = hook;
-    r.scheduleReport();
     return r;
   }
 
@@ -140,10 +138,8 @@ export class RtpReceive {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    if (this.rrTimer) clearTimeout(this.rrTimer);
-    this.rrTimer = null;
+    this.reports.close();
     this.restore();
-    this.unsubscribe();
   }
 
   /** One datagram from the ICE connection: false when it is not RTP (werift's then). */
@@ -185,7 +181,7 @@ export class RtpReceive {
       this.roc = 0;
       this.sl = seq;
       this.stats = new ReceptionStats();
-      this.lastSr = null;
+      this.reports.newSource();
     }
     let end = data.length - this.tag;
     if (b0 & 0x20) end -= data[end - 1]!;
@@ -215,30 +211,5 @@ export class RtpReceive {
   private protector(ssrc: number): SrtpProtector {
     const c = this.ctx;
     return new SrtpProtector({ profile: c.profile, key: c.srtpSessionKey, salt: c.srtpSessionSalt, auth: c.srtpSessionAuthTag }, ssrc);
-  }
-
-  /** werift's SRTCP: a sender report of the publisher gives the LSR of the next receiver report (RFC 3550 §6.4.1). */
-  private rtcp(p: { type: number; ssrc: number; senderInfo?: { ntpTimestamp: bigint } }): void {
-    if (p.type !== 200 || !p.senderInfo || p.ssrc !== this.ssrc) return;
-    this.lastSr = { lsr: Number((p.senderInfo.ntpTimestamp >> 16n) & 0xffffffffn), at: performance.now() };
-  }
-
-  private scheduleReport(): void {
-    this.rrTimer = setTimeout(() => {
-      this.rrTimer = null;
-      if (this.closed) return;
-      this.sendReport();
-      this.scheduleReport();
-    }, 500 + Math.random() * 1000);
-    this.rrTimer.unref();
-  }
-
-  /** One receiver report (RFC 3550 §6.4.2) on the current SSRC; nothing before the first packet. */
-  private sendReport(): void {
-    if (this.ssrc < 0) return;
-    const sr = this.lastSr;
-    const dlsr = sr ? Math.min(0xffffffff, Math.floor(((performance.now() - sr.at) / 1000) * 65536)) : 0;
-    const info = new RtcpReceiverInfo({ ssrc: this.ssrc, ...this.stats.report(), lsr: sr?.lsr ?? 0, dlsr });
-    this.dtls.sendRtcp([new RtcpRrPacket({ ssrc: this.reporterSsrc, reports: [info] })]).catch(() => {});
   }
 }
