@@ -9,7 +9,8 @@
  * second, beside the bytes per second of audio the streams received (what the layer's segments
  * hold). Asserts nothing.
  *
- * Settings (environment): BENCH_CATCHUP_N (100), BENCH_CATCHUP_ROUNDS (2), BENCH_INGEST_WARMUP_SECONDS
+ * Settings (environment): BENCH_CATCHUP_N (100), BENCH_CATCHUP_ROUNDS (2), BENCH_CATCHUP_LATENCY
+ * (`standard`; `low`: LL-HLS layers, whose segments are held as their parts), BENCH_INGEST_WARMUP_SECONDS
  * (8), BENCH_INGEST_WINDOW_SECONDS (10), BENCH_INGEST_WINDOWS (3), BENCH_INGEST_TICK_MS (10).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -36,12 +37,15 @@ function writeBytes(pid: number): number {
   return m ? Number(m[1]) : NaN;
 }
 
+/** The streams' `latencyMode` (BENCH_CATCHUP_LATENCY). */
+const LATENCY = process.env.BENCH_CATCHUP_LATENCY === 'low' ? 'low' : 'standard';
+
 /** Creates an AAC 128 kbit/s stream with `catchUp.hours` = `hours`. @throws Error on a non-201 */
 async function createStream(http: string, key: string, title: string, hours: number): Promise<SkylarkStream> {
   const res = await fetch(`${http}/v2/streams`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ title, codec: 'aac', quality: 'medium', reconnectWindow: 5, latencyMode: 'standard', catchUp: { hours } }),
+    body: JSON.stringify({ title, codec: 'aac', quality: 'medium', reconnectWindow: 5, latencyMode: LATENCY, catchUp: { hours } }),
     signal: AbortSignal.timeout(10_000),
   });
   const body = (await res.json()) as SkylarkStream;
