@@ -22,7 +22,7 @@ export async function serve(args: string[]): Promise<number> {
   // Listening for the signal before starting: a supervisor may send it as soon as it reads the
   // listening line, or even during the start (the server then stops once it has started).
   const proc = new ServerProcess();
-  const stop = stopSignal(log, proc);
+  const signals = stopSignal(log, proc);
   const server = await startServer(config, log, Date.now, proc);
   if (server.accounts.isEmpty()) {
     const created = await server.accounts.create({ name: 'Default account', plan: 'paid', region: 'eu-west-1' });
@@ -43,17 +43,21 @@ export async function serve(args: string[]): Promise<number> {
       ...(server.edgeLogPort !== null ? { edgeLog: `${host(config.edgeLogHost!)}:${server.edgeLogPort}` } : {}),
     }) + '\n',
   );
-  return stopGracefully(server, proc, log, await stop, config.limits.shutdownTimeoutMs);
+  const code = await stopGracefully(server, proc, log, await signals.first, config.limits.shutdownTimeoutMs);
+  // A second signal during the stop decides the exit code, even when the stop ends first.
+  return signals.forced() ?? code;
 }
 
 /**
  * Handles SIGTERM and SIGINT for the life of the process (a handler removed and added again
- * would leave a moment in which the signal's default action kills the process). Resolves with
- * the first signal; any later one exits the process at once with 128 + its number (143, 130), as
- * a shell reports a death by that signal.
+ * would leave a moment in which the signal's default action kills the process). `first` resolves
+ * with the first signal; any later one exits the process at once with 128 + its number (143, 130),
+ * as a shell reports a death by that signal, and from then on `forced()` is that code (the stop
+ * may end while the exit waits for the HTTP threads: the process still ends with it).
  */
-function stopSignal(log: Logger, proc: ServerProcess): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
+function stopSignal(log: Logger, proc: ServerProcess): { first: Promise<NodeJS.Signals>; forced(): number | null } {
+  let forced: number | null = null;
+  const first = new Promise<NodeJS.Signals>((resolve) => {
     let seen = false;
     const on = (signal: NodeJS.Signals) => {
       if (!seen) {
@@ -61,11 +65,13 @@ function stopSignal(log: Logger, proc: ServerProcess): Promise<NodeJS.Signals> {
         return resolve(signal);
       }
       log.warn('second signal: exiting without finishing the stop', { signal });
-      void exitNow(128 + osConstants.signals[signal], proc, log);
+      forced ??= 128 + osConstants.signals[signal];
+      void exitNow(forced, proc, log);
     };
     process.on('SIGTERM', on);
     process.on('SIGINT', on);
   });
+  return { first, forced: () => forced };
 }
 
 /**

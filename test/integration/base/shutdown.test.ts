@@ -220,10 +220,13 @@ describe('skylark serve on SIGTERM', () => {
 
   it('exits at once with 128 + the signal number on a second signal', async () => {
     const { srv } = await liveServer();
-    // Both at once: the first starts the stop, which needs the event loop (worker threads, codec
-    // processes), so the second arrives before it is over.
+    // Both at once: sent while the process is stopped (SIGSTOP), both are pending when it runs again
+    // and reach its event loop together, so the second is seen while the stop the first started
+    // (worker threads, codec processes) is under way — however the machine schedules the two sends.
+    srv.child.kill('SIGSTOP');
     srv.child.kill('SIGTERM');
     srv.child.kill('SIGINT');
+    srv.child.kill('SIGCONT');
     const code = await exitWithin(srv.child, LIMIT_DEFAULTS.shutdownTimeoutMs + 5000);
     expect([128 + 15, 128 + 2], srv.stderr()).toContain(code);
     expect(srv.stderr()).toMatch(/"msg":"second signal: exiting without finishing the stop"/);
