@@ -12,6 +12,8 @@ void InitRtpFanout(Napi::Env env, Napi::Object exports);
 void InitMemory(Napi::Env env, Napi::Object exports);
 // Registers class WhipReceive (binding/whip_receive.cc, a WHIP publisher's native receive) on `exports`.
 void InitWhipReceive(Napi::Env env, Napi::Object exports);
+// Registers coalesceLoop and loopCoalesceCounts (binding/loop_coalesce.cc) on `exports`.
+void InitLoopCoalesce(Napi::Env env, Napi::Object exports);
 }  // namespace skylark::binding
 
 namespace {
@@ -27,6 +29,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   skylark::binding::InitRtpFanout(env, exports);
   skylark::binding::InitMemory(env, exports);
   skylark::binding::InitWhipReceive(env, exports);
+  skylark::binding::InitLoopCoalesce(env, exports);
   exports.Set("abiVersion", Napi::Number::New(env, 1));
   return exports;
 }

@@ -19,7 +19,7 @@ import type { Limits } from './base/limits/limits.js';
 import { HTTP_LIBRARY_BUILD, HTTP_LIBRARY_OBJECT, type HttpServer } from './base/http/server.js';
 import { Http10Front, Http10Ports } from './base/http/http10.js';
 import { isTrustedProxy, trustedProxies } from './base/http/client-address.js';
-import { httpFrontStatus, installHttpFront } from './native/http-front.js';
+import { coalesceLoop, httpFrontStatus, installHttpFront } from './native/http-front.js';
 import { trimAfterMajorGc, type GcTrimmer } from './native/memory.js';
 import type { Publishing } from './live/ingest/publishing.js';
 import type { AccountsService } from './control/services/accounts.js';
@@ -207,7 +207,7 @@ async function listenAll(b: Built, proc: ServerProcess): Promise<Bound> {
     const httpPort = await listenHttp(http, config.httpHost, config.httpPort, config.httpThreads > 1);
     await http.listenUnix(socket.socketPath);
     http10.attach(httpPort);
-    if (config.http10) proc.installHttpFront(config.limits.listenSendBufferBytes, log);
+    if (config.http10 && proc.installHttpFront(config.limits.listenSendBufferBytes, log)) coalesceLoop(config.httpWakeIntervalUs, config.httpWakeMinConnections);
     proc.trimAfterGc();
     threads = await startDeliveryThreads(b.base, b.room, b.media, b.delivery, { port: httpPort, socketPath: socket.socketPath, workers: proc.workers });
     const rtmpPort = await rtmp.listen(config.rtmpHost, config.rtmpPort);
@@ -281,11 +281,13 @@ export class ServerProcess {
    * server of this process starts: HTTP/1.0 connections then reach the front of the port they came
    * to (src/base/http/http10.ts), and `/listen/` connections get `sendBufferBytes` of kernel send
    * buffer. A failure is logged (HTTP/1.0 requests are then refused as by the bare HTTP server).
+   * @returns whether the hooks are installed
    */
-  installHttpFront(sendBufferBytes: number, log: Logger): void {
+  installHttpFront(sendBufferBytes: number, log: Logger): boolean {
     this.frontOutcome ??= installHttpFront(HTTP_LIBRARY_OBJECT, ['/listen/'], sendBufferBytes, this.http10.adopt);
     if (this.frontOutcome !== '') log.warn('HTTP/1.0 requests cannot be answered: the HTTP front could not be installed', { reason: this.frontOutcome });
     else log.info('HTTP front hooks installed', { ...httpFrontStatus(), library: HTTP_LIBRARY_BUILD });
+    return this.frontOutcome === '';
   }
 }
 

@@ -10,7 +10,8 @@
 //   setHttpObjectsAnswering(on: boolean): void   // io::SetHttpObjectsAnswering
 //   putHeldReload, deleteHeldReload, setHeldReloads, putHeldReloadCells, drainHeldReloads,
 //   heldReloadCounts: blocking reloads held in native code (io::PutHeldReload and the rest)
-//   (httpFrontCounts also gives objectHits, objectCut, objects, refused, idleClosed and objectsAnswered)
+//   (httpFrontCounts also gives objectHits, objectCut, objects, refused, idleClosed, objectsAnswered
+//   and openConnections)
 //
 // `onConnection` runs on the thread that installed the front (the main thread), for each
 // connection whose first request is HTTP/1.0, with a socket descriptor it owns and the bytes
@@ -124,6 +125,7 @@ Napi::Value Counts(const Napi::CallbackInfo& info) {
   out.Set("refused", Napi::Number::New(env, static_cast<double>(c.refused)));
   out.Set("idleClosed", Napi::Number::New(env, static_cast<double>(c.idle_closed)));
   out.Set("objectsAnswered", Napi::Boolean::New(env, io::HttpObjectsAnswered()));
+  out.Set("openConnections", Napi::Number::New(env, static_cast<double>(io::OpenHttpConnections())));
   return out;
 }
 

@@ -78,6 +78,7 @@ struct ConnSlot {
   int32_t cell_a, cell_b;
 };
 std::atomic<int> g_max_conn_fd{-1};  // the highest descriptor ever accepted (the sweep's bound)
+std::atomic<uint64_t> g_open_conns{0};  // connections accepted and not yet closed (OpenHttpConnections)
 std::atomic<uint64_t> g_idle_closed{0};
 constexpr uint8_t kPending = 1;  // the library got a request whose answer it has not fully written
 // The connection is the library's for good: it sent something not framed exactly (a read that did
@@ -156,7 +157,7 @@ void SweepIdleOnce() {
     const uint8_t state = __atomic_load_n(&c.state, __ATOMIC_RELAXED);
     const bool pending = (state & kPending) != 0 && (state & kHeadOpen) == 0;
     if (__atomic_load_n(&c.open, __ATOMIC_RELAXED) != 0 && idle >= kIdleSeconds && (!pending || idle >= kIdlePendingSeconds) && idle < (1u << 31)) {
-      __atomic_store_n(&c.open, 0, __ATOMIC_RELAXED);  // shut down once; the library's close follows
+      if (__atomic_exchange_n(&c.open, 0, __ATOMIC_RELAXED) != 0) g_open_conns.fetch_sub(1, std::memory_order_relaxed);  // shut down once; the library's close follows
       (void)::shutdown(fd, SHUT_RDWR);
       g_idle_closed.fetch_add(1, std::memory_order_relaxed);
     }
@@ -188,7 +189,7 @@ int HookAccept4(int sockfd, struct sockaddr* addr, socklen_t* addrlen, int flags
       __atomic_store_n(&g_conns[fd].held_here, 0, __ATOMIC_RELAXED);
       __atomic_add_fetch(&g_conns[fd].gen, 1, __ATOMIC_RELEASE);
       __atomic_store_n(&g_conns[fd].active_at, now, __ATOMIC_RELAXED);
-      __atomic_store_n(&g_conns[fd].open, 1, __ATOMIC_RELEASE);
+      if (__atomic_exchange_n(&g_conns[fd].open, 1, __ATOMIC_ACQ_REL) == 0) g_open_conns.fetch_add(1, std::memory_order_relaxed);
       int seen = g_max_conn_fd.load(std::memory_order_relaxed);
       while (fd > seen && !g_max_conn_fd.compare_exchange_weak(seen, fd, std::memory_order_relaxed)) {
       }
@@ -786,7 +787,7 @@ int HookClose(int fd) {
       if (__atomic_load_n(&c.held_here, __ATOMIC_RELAXED)) EndHold(c);
       __atomic_add_fetch(&c.gen, 1, __ATOMIC_RELEASE);
       c.state = 0;
-      __atomic_store_n(&c.open, 0, __ATOMIC_RELAXED);
+      if (__atomic_exchange_n(&c.open, 0, __ATOMIC_RELAXED) != 0) g_open_conns.fetch_sub(1, std::memory_order_relaxed);
       if (std::atomic<HeldBytes*>* table = g_held.load(std::memory_order_relaxed)) {
         if (t_scratch_fd == fd) t_scratch_fd = -1;
         if (HeldBytes* own = table[fd].exchange(nullptr, std::memory_order_relaxed)) std::free(own);
@@ -1017,6 +1018,8 @@ std::string InstallHttpFront(const std::string& object_suffix, const HttpFrontOp
 }
 
 void SetHttp10Handoff(Http10Handoff handoff) { g_handoff.store(handoff, std::memory_order_release); }
+
+uint64_t OpenHttpConnections() { return g_open_conns.load(std::memory_order_relaxed); }
 
 HttpFrontCounts GetHttpFrontCounts() {
   return {g_http10.load(std::memory_order_relaxed),      g_capped.load(std::memory_order_relaxed),      g_incomplete.load(std::memory_order_relaxed),

@@ -68,6 +68,10 @@ void SetHttp10Handoff(Http10Handoff handoff);
 
 HttpFrontCounts GetHttpFrontCounts();
 
+// Connections the HTTP server accepted through the hooks and has not closed yet, on every HTTP
+// thread (0 while the hooks are not installed). Thread-safe.
+uint64_t OpenHttpConnections();
+
 // Media objects answered here (docs/http.md "Media objects answered in native code"): stores (or
 // replaces) the answer to a plain `GET <path>` (core/http/framing.h: Fields::kPlain) of an immutable object.
 // `path` must start with "/hls/". `head` is the status line and header fields (each ending in

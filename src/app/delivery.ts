@@ -191,6 +191,8 @@ export async function startDeliveryThreads(b: Base, room: Listeners, media: Medi
       httpMaxHeldPerIp: config.limits.httpMaxHeldPerIp,
       listenMaxConnections: config.limits.listenMaxConnections,
       listenMaxConnectionsPerIp: config.limits.listenMaxConnectionsPerIp,
+      wakeIntervalUs: config.http10 ? config.httpWakeIntervalUs : 0,
+      wakeMinConnections: config.httpWakeMinConnections,
     },
   });
 }

@@ -58,6 +58,13 @@ export interface Config {
    */
   hlsNativeReloads: boolean;
   /**
+   * A busy HTTP thread goes to wait for its connections at most once per this many µs (docs/http.md
+   * "Fewer wake-ups under load"); 0 = as often as the loop likes. Needs the HTTP front's hooks (`http10`).
+   */
+  httpWakeIntervalUs: number;
+  /** …only while at least this many HTTP connections are open (the front's count). */
+  httpWakeMinConnections: number;
+  /**
    * A WHIP publisher's RTP read, decrypted, ordered and segmented in native code once its peer is
    * connected (docs/behaviour.md "Go live over WHIP"); false keeps the JavaScript receive path.
    */
@@ -358,6 +365,8 @@ export const ENV_NAMES = {
   http10: 'SKYLARK_HTTP10',
   hlsNativeParts: 'SKYLARK_HLS_NATIVE_PARTS',
   hlsNativeReloads: 'SKYLARK_HLS_NATIVE_RELOADS',
+  httpWakeIntervalUs: 'SKYLARK_HTTP_WAKE_INTERVAL_US',
+  httpWakeMinConnections: 'SKYLARK_HTTP_WAKE_MIN_CONNECTIONS',
   whipNativeReceive: 'SKYLARK_WHIP_NATIVE_RECEIVE',
   ingestMergeMs: 'SKYLARK_INGEST_MERGE_MS',
   liveWindowSegments: 'SKYLARK_LIVE_WINDOW_SEGMENTS',
@@ -403,6 +412,8 @@ const RawConfig = v.object({
   http10: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
   hlsNativeParts: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
   hlsNativeReloads: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
+  httpWakeIntervalUs: v.optional(v.pipe(v.string(), v.regex(/^\d{1,6}$/, 'must be 0-100000 (µs)'), v.transform(Number), v.maxValue(100_000)), '1000'),
+  httpWakeMinConnections: v.optional(v.pipe(v.string(), v.regex(/^\d{1,9}$/, 'must be a number of connections'), v.transform(Number)), '256'),
   whipNativeReceive: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
   ingestMergeMs: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be 0-200 (ms)'), v.transform(Number), v.maxValue(200)), '100'),
   liveWindowSegments: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(3), v.maxValue(100)), '6'),

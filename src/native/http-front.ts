@@ -36,6 +36,8 @@ export interface HttpFrontCounts {
   idleClosed: number;
   /** Whether the hooks the object store needs are installed (else stored objects are never answered natively). */
   objectsAnswered: boolean;
+  /** Connections the HTTP server accepted and has not closed yet, every thread. */
+  openConnections: number;
 }
 
 interface FrontAddon {
@@ -52,6 +54,18 @@ interface FrontAddon {
   setHeldReloadListeners(count: Int32Array, max: number): boolean;
   drainHeldReloads(): { sessions: string[]; wanted: string[] };
   heldReloadCounts(): HeldReloadCounts;
+  coalesceLoop(intervalUs: number, minConnections: number): void;
+  loopCoalesceCounts(): LoopCoalesceCounts | null;
+}
+
+/** What the calling thread's wake-up coalescing did so far (`coalesceLoop`). */
+export interface LoopCoalesceCounts {
+  /** The loop's waits for its connections. */
+  waits: number;
+  /** Waits that a sleep preceded. */
+  sleeps: number;
+  /** Time slept in all (µs). */
+  sleptUs: number;
 }
 const addon = loadedAddon as FrontAddon;
 
@@ -248,4 +262,22 @@ export function drainHeldReloads(): { sessions: HeldReloadSession[]; wanted: str
 /** Counts of the held reloads (tests, diagnostics). */
 export function heldReloadCounts(): HeldReloadCounts {
   return addon.heldReloadCounts();
+}
+
+/**
+ * Fewer wake-ups of a busy HTTP thread (docs/http.md "Fewer wake-ups under load"): from now on the
+ * calling thread's event loop goes to wait for its connections at most once per `intervalUs` µs
+ * while at least `minConnections` HTTP connections are open (the front's count, every thread),
+ * sleeping out the rest of the interval before a wait, so that one wake-up handles every
+ * connection that became ready meanwhile. A loop with work pending never sleeps; a timer due
+ * sooner shortens the sleep. Call again to change the settings; `intervalUs` 0 stops it.
+ * @throws TypeError when `intervalUs` is outside 0–100,000 or `minConnections` outside 0–1e9
+ */
+export function coalesceLoop(intervalUs: number, minConnections: number): void {
+  addon.coalesceLoop(intervalUs, minConnections);
+}
+
+/** The calling thread's coalescing counts, or null when `coalesceLoop` was never called on it. */
+export function loopCoalesceCounts(): LoopCoalesceCounts | null {
+  return addon.loopCoalesceCounts();
 }

@@ -32,6 +32,10 @@ export interface WorkerInit {
   listenMaxConnectionsPerIp: number;
   /** The registry's listener count (`ListenerRegistry.countCell`). */
   countCell: SharedArrayBuffer;
+  /** The thread's loop waits at most once per this many µs while busy (docs/http.md "Fewer wake-ups under load"; 0 = off). */
+  wakeIntervalUs: number;
+  /** …while at least this many HTTP connections are open. */
+  wakeMinConnections: number;
 }
 
 /** Per-thread request counts (tests: which thread served). */

@@ -27,6 +27,7 @@ import { SharedAddressCounter } from '../listeners/shared-counter.js';
 import { registerListenHandlers } from '../progressive/routes.js';
 import { MirrorQueues } from '../progressive/shared.js';
 import { Mount } from '../progressive/mount.js';
+import { coalesceLoop } from '../../native/http-front.js';
 import type { MirrorLayer } from '../hls/mirror.js';
 import type { Logger, LogLevel } from '../../base/logger.js';
 import type { LimitCause } from '../../base/limits/limits.js';
@@ -182,7 +183,10 @@ process.on('unhandledRejection', (e) => {
 });
 
 http.listen(init.host, init.port).then(
-  () => post({ t: 'listening' }),
+  () => {
+    if (init.wakeIntervalUs > 0) coalesceLoop(init.wakeIntervalUs, init.wakeMinConnections);
+    post({ t: 'listening' });
+  },
   (e: Error) => {
     post({ t: 'listen-failed', message: e.message });
     stop(1);
