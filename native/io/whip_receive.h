@@ -9,7 +9,7 @@
 // §A.8) and put in order by the Opus jitter buffer (core/rtp/receive.h); the ordered Opus packets go
 // as Enhanced RTMP `Opus` coded-frame bodies straight into the routed AudioSink (the stream's
 // passthrough segmenter), and to the owner when it wants every frame. Every datagram that is not RTP
-// (STUN, DTLS, SRTCP) goes to the owner unchanged (to werift).
+// (STUN, DTLS, SRTCP) goes to the owner unchanged (to werift), but the SRTCP taken here (below).
 // - A new SSRC (the publisher restarted its stream) is taken once one of its packets authenticates;
 //   its own rollover counter and statistics start there, and the jitter buffer restarts.
 // - Merged reads (as the RTMP server's, docs/decisions.md "Ingest I/O"): while routed into a sink

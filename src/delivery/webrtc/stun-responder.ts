@@ -1,16 +1,17 @@
 /**
- * Answers, for a peer in the native fan-out (src/delivery/webrtc/fanout.ts), the ICE connectivity
- * checks its remote keeps sending on the nominated pair after connecting (consent freshness,
- * RFC 7675 §5.1; RFC 8445 §7.3), instead of werift's per-request machinery (a parsed message
+ * Answers, for a peer in the native fan-out (src/delivery/webrtc/fanout.ts) and a WHIP publisher
+ * received natively (./rtp-receive-native.ts), the ICE connectivity checks its remote keeps
+ * sending on the nominated pair after connecting (consent freshness, RFC 7675 §5.1; RFC 8445
+ * §7.3), instead of werift's per-request machinery (a parsed message
  * object, a role check, a response object, a triggered-check lookup and a transaction id kept for
  * good per request). Everything else on the socket goes on to werift unchanged: DTLS, SRTCP, STUN
  * responses to werift's own consent checks, and every request this does not answer.
  *
  * A datagram is answered here only when it is exactly a STUN Binding request (RFC 8489 §5: top two
- * bits zero, the magic cookie, a length that matches) from the nominated pair's remote address (any remote address with `anySource`),
- * whose USERNAME is `<our ufrag>:<their ufrag>` (RFC 8445 §7.2.2), whose MESSAGE-INTEGRITY is the
- * HMAC-SHA1 of the message under our ICE password (RFC 8489 §14.5, short-term credentials), whose
- * FINGERPRINT, when present, is the CRC-32 of the message XOR 0x5354554E (§14.7), that carries no
+ * bits zero, the magic cookie, a length that matches) from the nominated pair's remote address
+ * (from any remote address with `anySource`, answered to its source), whose USERNAME is
+ * `<our ufrag>:<their ufrag>` (RFC 8445 §7.2.2), whose MESSAGE-INTEGRITY is the HMAC-SHA1 of the
+ * message under our ICE password (RFC 8489 §14.5, short-term credentials), whose FINGERPRINT, when present, is the CRC-32 of the message XOR 0x5354554E (§14.7), that carries no
  * USE-CANDIDATE (a nomination, werift's), no role attribute equal to our own role (a role
  * conflict, RFC 8445 §7.3.1.1, werift's) and no other comprehension-required attribute than
  * USERNAME, MESSAGE-INTEGRITY, PRIORITY and the role (RFC 8489 §7.3.1). The answer is a Binding
