@@ -5,7 +5,8 @@
  * sender decrypts them, finds its own SSRC's block with the loss it caused, and measures a round
  * trip from their LSR/DLSR (it only does when LSR is its last SR's and DLSR is set); its consent
  * checks (RFC 7675) are answered without werift and it stays connected past werift's 30 s consent
- * expiry; forged SRTCP is dropped and counted. With the setting off, werift's SRTCP carries them.
+ * expiry; forged SRTCP is dropped and counted; both SRTP profiles (AES-GCM, AES-CM). With the setting
+ * off, werift’s SRTCP carries them.
  */
 import { createSocket } from 'node:dgram';
 import { randomBytes } from 'node:crypto';
@@ -59,6 +60,9 @@ async function forgeSrtcp(answer: string, count: number): Promise<number> {
   return sent;
 }
 
+/** The SRTP protection profile the publisher's DTLS negotiated (RFC 5764 §4.1.2). */
+const profile = (c: WhipClient) => (c.pc.dtlsTransports[0]?.srtp as unknown as { localContext?: { profile?: number } } | undefined)?.localContext?.profile;
+
 const stream = async (server: TestServer, id: string) => (await api(server.http, server.secretKey, 'GET', `/v2/streams/${id}`)).json;
 
 describe('WHIP native RTCP', () => {
@@ -66,6 +70,7 @@ describe('WHIP native RTCP', () => {
     const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'RTCP', codec: 'opus', reconnectWindow: 0 })).json;
     const c = await whipConnect(s.whipUrl, s.streamKey);
     try {
+      expect(profile(c)).toBe(0x0007);
       const got = reports(c);
       const sending = c.send(tone.slice(0, 36 * 50), { drop: 0.03, swapEvery: 11 });
       await waitFor(() => t.server.whip.stats().nativeReceives === 1, 10_000, 50, 'the native receive attached');
@@ -101,6 +106,32 @@ describe('WHIP native RTCP', () => {
       await c.close();
     }
   }, 90_000);
+
+  // The long test above runs on werift's first choice (AEAD_AES_128_GCM); the other profile here.
+  it('AES_CM_128_HMAC_SHA1_80: the reports reach werift with its loss and a round trip', async () => {
+    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'RTCP CM', codec: 'opus', reconnectWindow: 0 })).json;
+    const c = await whipConnect(s.whipUrl, s.streamKey, { srtpProfiles: [0x0001] });
+    try {
+      expect(profile(c)).toBe(0x0001);
+      const got = reports(c);
+      const sent = await c.send(tone.slice(0, 8 * 50), { drop: 0.03, swapEvery: 11 });
+      const count = got.length;
+      await waitFor(() => got.length > count, 3_000, 50, 'a report after the last packet');
+      const last = got[got.length - 1]!;
+      expect(last.highest & 0xffff).toBe((1000 + 8 * 50 - 1) & 0xffff);
+      expect(last.lost).toBeGreaterThanOrEqual(sent.dropped - 1);
+      expect(last.lost).toBeLessThanOrEqual(sent.dropped);
+      const sender = c.pc.getTransceivers()[0]!.sender as unknown as { rtt?: number; roundTripTimeMeasurements: number };
+      expect(sender.roundTripTimeMeasurements).toBeGreaterThanOrEqual(1);
+      expect(sender.rtt!).toBeGreaterThanOrEqual(0);
+      expect(sender.rtt!).toBeLessThan(0.25);
+      const n = t.server.whip.stats().native.find((x) => x.reportsSent > 0 && x.srtcp > 0 && x.consentAnswered >= 1);
+      expect(n, JSON.stringify(t.server.whip.stats().native)).toBeDefined();
+    } finally {
+      await fetch(new URL(c.location!, t.http), { method: 'DELETE' });
+      await c.close();
+    }
+  }, 60_000);
 
   it('SKYLARK_WHIP_NATIVE_RTCP=0: the reports go through werift, consent is werift’s', async () => {
     const off = await startInProcess({ SKYLARK_ABR_LADDER: '0', SKYLARK_WHIP_NATIVE_RTCP: '0' });
