@@ -16,7 +16,9 @@
  *   SRTCP index of werift's for our SSRC (given back to werift on close); SRTCP other than reports
  *   and SDES still goes to werift. Without it, through werift's SRTCP (./receiver-reports.ts).
  * - With `rtcp`, the publisher's consent checks on the nominated pair (RFC 7675 §5.1, RFC 8445 §7.3)
- *   are answered by ./stun-responder.ts before werift sees them, as for a WHEP fan-out peer.
+ *   are answered by ./stun-responder.ts before werift sees them, as for a WHEP fan-out peer, and
+ *   our own consent to send (the reports) is checked by ./consent.ts in place of werift's loop; when
+ *   it expires the receive fails (`onError`) and the publish ends.
  * - Closing (the session ends, or werift closes the socket) stops the native watch first; when the
  *   socket stays open, node:dgram reads it again.
  * Used when `SKYLARK_WHIP_NATIVE_RECEIVE` is on (docs/configuration.md) and the connection has the
@@ -31,6 +33,7 @@ import type { IceAgent, SrtpContextShape } from './rtp-sender.js';
 import type { SegmenterEvent } from '../../native/segmenter.js';
 import { udpPath } from './fanout.js';
 import { StunResponder, type IceCredentials } from './stun-responder.js';
+import { ConsentChecks, type ConsentCredentials } from './consent.js';
 
 /** werift 0.24's SRTCP context of one direction (`rtp/src/srtp/context/srtcp`): session keys and per-SSRC index. */
 interface SrtcpContextShape {
@@ -100,16 +103,45 @@ function stunResponder(ice: IceAgent, path: { socket: Socket; host: string; port
   return new StunResponder(path.socket, path.host, path.port, c as IceCredentials, true);
 }
 
+/** werift 0.24's consent loop on its ICE agent (RFC 7675), stopped while ./consent.ts checks. */
+interface WeriftConsent {
+  stopConsentLifecycle(): void;
+  queryConsent(): void;
+  consentFresh: boolean;
+}
+
+/**
+ * Our consent checks on the pair in place of werift's loop (werift's `consentFresh` kept true
+ * meanwhile, its loop restarted by `restore`); null when werift's agent lacks the shape relied on.
+ */
+function consentChecks(ice: IceAgent, path: { socket: Socket; host: string; port: number }, expired: () => void): { checks: ConsentChecks; restore(): void } | null {
+  const c = ice as unknown as Partial<ConsentCredentials> & Partial<WeriftConsent>;
+  if (typeof c.localUsername !== 'string' || typeof c.remoteUsername !== 'string' || typeof c.remotePassword !== 'string' || !c.remotePassword) return null;
+  if (typeof c.iceControlling !== 'boolean' || typeof c.tieBreaker !== 'bigint' || typeof c.stopConsentLifecycle !== 'function' || typeof c.queryConsent !== 'function') return null;
+  const w = c as WeriftConsent;
+  w.stopConsentLifecycle();
+  w.consentFresh = true;
+  const checks = new ConsentChecks(path.socket, path.host, path.port, c as ConsentCredentials, () => {
+    w.consentFresh = false;
+    expired();
+  });
+  return { checks, restore: () => w.queryConsent() };
+}
+
 /** A native receive's counters (`NativeRtpReceive.counts`). */
 export type NativeReceiveCounts = WhipReceiveCounts & {
   /** Consent checks (STUN Binding requests, RFC 7675) answered by ./stun-responder.ts; 0 without `rtcp`. */
   consentAnswered: number;
+  /** Our own consent checks sent (./consent.ts), and the authenticated answers to them; 0 without `rtcp`. */
+  consentSent: number;
+  consentFresh: number;
 };
 
 /** What a native receive closes besides itself. */
 interface Extras {
   reports: ReceiverReports | null;
   responder: StunResponder | null;
+  consent: { checks: ConsentChecks; restore(): void } | null;
   /** Gives werift's SRTCP context our last index back (native RTCP). */
   giveIndex: ((index: number) => void) | null;
   restoreClose: () => void;
@@ -131,7 +163,7 @@ export class NativeRtpReceive {
    * (packets of `payloadType`, clock `clockRate` Hz). Null when the addon lacks it or werift's
    * connection does not have the shape relied on: the caller then keeps ./rtp-receive.ts. `rtcp`:
    * SRTCP and the receiver reports in native code, consent checks answered by ./stun-responder.ts
-   * (when werift's SRTCP contexts and ICE credentials have the shape relied on).
+   * and sent by ./consent.ts (each when werift's SRTCP contexts and ICE agent have the shape relied on).
    * @throws TypeError from the addon when the keys are refused (not expected from werift)
    */
   static attach(transceiver: RTCRtpTransceiver, payloadType: number, clockRate: number, sink: WhipNativeSink, onError: (why: string) => void, rtcp = true): NativeRtpReceive | null {
@@ -146,6 +178,7 @@ export class NativeRtpReceive {
     if (!path || !handle) return null;
     const socket = path.socket;
     let self: NativeRtpReceive | null = null;
+    let checks: ConsentChecks | null = null;
     // node:dgram stops reading the socket (libuv then lets another watch take its descriptor): the
     // native watch reads it from here; if that cannot start, node:dgram reads it again.
     handle.recvStop!();
@@ -153,7 +186,7 @@ export class NativeRtpReceive {
     const native = rtcp ? rtcpOptions(dtls, reporterSsrc, path.host, path.port) : null;
     const options = { fd: path.fd, profile: ctx.profile, key: ctx.srtpSessionKey, salt: ctx.srtpSessionSalt, auth: ctx.srtpSessionAuthTag ?? null, payloadType, clockRate, ...sink.options, ...(native ? { rtcp: native.options } : {}) };
     const handlers = {
-      datagram: (msg: Buffer, rinfo: RemoteInfo) => void socket.emit('message', msg, rinfo),
+      datagram: (msg: Buffer, rinfo: RemoteInfo) => void (checks?.take(msg, rinfo) || socket.emit('message', msg, rinfo)),
       frames: (positions: number[], payloads: Buffer[], segmented: boolean) => sink.frames(positions, payloads, segmented),
       segmenterEvents: (events: SegmenterEvent[]) => sink.segmenterEvents(events),
       error: (why: string) => {
@@ -180,9 +213,11 @@ export class NativeRtpReceive {
     const extras: Extras = {
       reports: native ? null : new ReceiverReports(dtls as RtcpPath, reporterSsrc, () => receive.counts().ssrc ?? -1, () => receive.report()),
       responder: native ? stunResponder(ice, path) : null,
+      consent: native ? consentChecks(ice, path, () => handlers.error('ICE consent expired (RFC 7675 §5.1)')) : null,
       giveIndex: native ? (i) => native.local.setIndex(reporterSsrc, i) : null,
       restoreClose,
     };
+    checks = extras.consent?.checks ?? null;
     self = new NativeRtpReceive(receive, handle, extras);
     sink.attach(receive);
     stopWeriftReports(transceiver);
@@ -191,7 +226,8 @@ export class NativeRtpReceive {
 
   /** The native receive's counters, and the consent checks answered without werift (`rtcp`). */
   counts(): NativeReceiveCounts {
-    return { ...this.receive.counts(), consentAnswered: this.extras.responder?.answered ?? 0 };
+    const e = this.extras;
+    return { ...this.receive.counts(), consentAnswered: e.responder?.answered ?? 0, consentSent: e.consent?.checks.sent ?? 0, consentFresh: e.consent?.checks.fresh ?? 0 };
   }
 
   /** RTP packets authenticated (of the Opus payload type) since the last call: for the WHIP counters. */
@@ -209,6 +245,8 @@ export class NativeRtpReceive {
     const e = this.extras;
     e.reports?.close();
     e.responder?.remove();
+    e.consent?.checks.close();
+    if (!socketClosing) e.consent?.restore();
     if (e.giveIndex) {
       const c = this.receive.counts();
       if (c.reportsSent > 0) e.giveIndex(c.srtcpIndex);

@@ -5,7 +5,7 @@
  * sender decrypts them, finds its own SSRC's block with the loss it caused, and measures a round
  * trip from their LSR/DLSR (it only does when LSR is its last SR's and DLSR is set); its consent
  * checks (RFC 7675) are answered without werift and it stays connected past werift's 30 s consent
- * expiry; forged SRTCP is dropped and counted; both SRTP profiles (AES-GCM, AES-CM). With the setting
+ * expiry, as the server does with its own consent checks sent without werift's loop; forged SRTCP is dropped and counted; both SRTP profiles (AES-GCM, AES-CM). With the setting
  * off, werift’s SRTCP carries them.
  */
 import { createSocket } from 'node:dgram';
@@ -82,6 +82,11 @@ describe('WHIP native RTCP', () => {
       expect(c.pc.connectionState).toBe('connected');
       const [n] = t.server.whip.stats().native;
       expect(n!.consentAnswered, JSON.stringify(n)).toBeGreaterThanOrEqual(5);
+      // The server's own consent checks (./consent.ts, not werift's loop), each answered by werift.
+      expect(n!.consentSent, JSON.stringify(n)).toBeGreaterThanOrEqual(5);
+      expect(n!.consentFresh, JSON.stringify(n)).toBeGreaterThanOrEqual(n!.consentSent - 1);
+      expect(t.server.whip.stats().nativeReceives).toBe(1);
+      expect((await stream(t, s.id)).status).toBe('live');
       expect(n!.srtcpRejected, JSON.stringify(n)).toBeGreaterThanOrEqual(forged * 0.9);
       expect(n!.srtcpRejected, JSON.stringify(n)).toBeLessThanOrEqual(forged);
       // The publisher's own sender reports (one every 0.5–1.5 s) were opened natively.
@@ -146,6 +151,7 @@ describe('WHIP native RTCP', () => {
         expect(n!.reportsSent).toBe(0);
         expect(n!.srtcp).toBe(0);
         expect(n!.consentAnswered).toBe(0);
+        expect(n!.consentSent).toBe(0);
       } finally {
         await fetch(new URL(c.location!, off.http), { method: 'DELETE' });
         await c.close();
