@@ -71,13 +71,14 @@ bool parse_srtcp_trailer(const uint8_t* data, size_t size, size_t tag_size, bool
 
 RtcpSummary read_sender_reports(const uint8_t* data, size_t size, uint32_t ssrc) {
   RtcpSummary s;
+  const RtcpSummary invalid{false, false, false, 0};  // nothing of a malformed packet is used
   size_t at = 0;
   bool first = true;
   while (at < size) {
-    if (size - at < 4 || (data[at] & 0xc0) != 0x80) return s;
+    if (size - at < 4 || (data[at] & 0xc0) != 0x80) return invalid;
     const uint8_t pt = data[at + 1];
     const size_t len = (size_t{be16(data + at + 2)} + 1) * 4;
-    if (len > size - at) return s;
+    if (len > size - at) return invalid;
     // RFC 3550 §6.1: the first packet of a compound one is an SR or an RR (RFC 5506 allows others;
     // those go to werift, as does everything but reports and SDES).
     if (first && pt != 200 && pt != 201) s.reports_only = false;
@@ -89,6 +90,7 @@ RtcpSummary read_sender_reports(const uint8_t* data, size_t size, uint32_t ssrc)
     first = false;
     at += len;
   }
+  if (size == 0) return invalid;
   s.valid = true;
   return s;
 }

@@ -101,7 +101,10 @@ struct RtcpSummary {
   uint32_t lsr = 0;         // its NTP timestamp's middle 32 bits (LSR, §6.4.1)
 };
 
-/** Walks compound RTCP `data[0, size)`; the SR looked for is the one whose sender SSRC is `ssrc`. */
+/**
+ * Walks compound RTCP `data[0, size)`; the SR looked for is the one whose sender SSRC is `ssrc`.
+ * A malformed packet (empty, a version other than 2, a length past the end) gives all fields false.
+ */
 RtcpSummary read_sender_reports(const uint8_t* data, size_t size, uint32_t ssrc);
 
 constexpr size_t kReceiverReportSize = 32;  // RR header (8) + one report block (24)
