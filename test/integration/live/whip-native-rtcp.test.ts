@@ -5,10 +5,11 @@
  * sender decrypts them, finds its own SSRC's block with the loss it caused, and measures a round
  * trip from their LSR/DLSR (it only does when LSR is its last SR's and DLSR is set); its consent
  * checks (RFC 7675) are answered without werift and it stays connected past werift's 30 s consent
- * expiry, as the server does with its own consent checks sent without werift's loop; forged SRTCP is dropped and counted; both SRTP profiles (AES-GCM, AES-CM). With the setting
+ * expiry, as the server does with its own consent checks sent without werift's loop — and a
+ * publisher that stops answering those loses consent, which ends the publish; forged SRTCP is dropped and counted; both SRTP profiles (AES-GCM, AES-CM). With the setting
  * off, werift’s SRTCP carries them.
  */
-import { createSocket } from 'node:dgram';
+import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RtcpRrPacket } from 'werift';
@@ -137,6 +138,36 @@ describe('WHIP native RTCP', () => {
       await c.close();
     }
   }, 60_000);
+
+  it('a publisher that stops answering the server’s consent checks loses consent: the publish ends', async () => {
+    const s = (await api(t.http, t.secretKey, 'POST', '/v2/streams', { title: 'RTCP consent', codec: 'opus', reconnectWindow: 0 })).json;
+    const c = await whipConnect(s.whipUrl, s.streamKey);
+    try {
+      // The publisher's socket drops every STUN Binding request it gets (the server's consent
+      // checks); its own checks and their answers, DTLS and media go on.
+      // (Every socket of its agent: the server checks the pair it nominated, which need not be the
+      // one the publisher nominated.)
+      const ice = (c.pc.dtlsTransports[0] as unknown as { iceTransport: { connection: { protocols: { transport?: { socket?: Socket } }[] } } }).iceTransport.connection;
+      const sockets = ice.protocols.map((p) => p.transport?.socket).filter((x): x is Socket => !!x);
+      expect(sockets.length).toBeGreaterThan(0);
+      for (const socket of sockets) {
+        const theirs = socket.listeners('message') as ((d: Buffer, r: RemoteInfo) => void)[];
+        socket.removeAllListeners('message');
+        socket.on('message', (d: Buffer, r: RemoteInfo) => {
+          if (d.length >= 20 && d.readUInt16BE(0) === 0x0001) return;
+          for (const l of theirs) l.call(socket, d, r);
+        });
+      }
+      const sending = c.send(tone.slice(0, 40 * 50));
+      await waitFor(async () => (await stream(t, s.id)).status === 'live', 10_000, 100, 'live');
+      // RFC 7675 §5.1: 30 s after the last answer (checks every 4–6 s): the publish ends.
+      await waitFor(async () => (await stream(t, s.id)).status === 'idle', 45_000, 250, 'idle once consent expired');
+      expect(t.server.whip.stats().nativeReceives).toBe(0);
+      await sending;
+    } finally {
+      await c.close();
+    }
+  }, 90_000);
 
   it('SKYLARK_WHIP_NATIVE_RTCP=0: the reports go through werift, consent is werift’s', async () => {
     const off = await startInProcess({ SKYLARK_ABR_LADDER: '0', SKYLARK_WHIP_NATIVE_RTCP: '0' });
