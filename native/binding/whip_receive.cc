@@ -2,12 +2,18 @@
 // docs/behaviour.md "Go live over WHIP", docs/decisions.md "WHIP receive in native code").
 //
 //   new WhipReceive(fd, profile, key, salt, auth | null, payloadType, clockRate, jitterMs, maxFillMs,
-//                   maxPackets, maxFrameBytes, dispatch, mergeMs?)   // starts watching fd at once;
-//                   mergeMs: 0..1000 (default 0), merged reads while routed (io/whip_receive.h)
+//                   maxPackets, maxFrameBytes, dispatch, mergeMs?,
+//                   rtcpRemoteKey?, rtcpRemoteSalt, rtcpRemoteAuth | null, rtcpLocalKey, rtcpLocalSalt,
+//                   rtcpLocalAuth | null, reporterSsrc, lastSrtcpIndex, remoteAddress, remotePort)
+//       starts watching fd at once; mergeMs: 0..1000 (default 0), merged reads while routed
+//       (io/whip_receive.h); with rtcpRemoteKey (not null/undefined): RTCP in native code — the
+//       publisher's SRTCP opened with the remote SRTCP session keys, receiver reports from
+//       reporterSsrc (SRTCP index lastSrtcpIndex + 1 onwards) sent to remoteAddress:remotePort
 //   route(segmenter | null, frames: boolean, merge?: boolean)   // ordered Opus goes into the Segmenter
 //       in C++; frames: JS still gets every frame (flagged segmented); merge: merged reads allowed
-//   counts(out: Float64Array(14)): void        // [packets, bytes, rejected, other, ssrc (-1: none),
-//       msSinceLastRtp (-1: none), received, reordered, lost, late, filled, held, segmented, mergedReads]
+//   counts(out: Float64Array(18)): void        // [packets, bytes, rejected, other, ssrc (-1: none),
+//       msSinceLastRtp (-1: none), received, reordered, lost, late, filled, held, segmented, mergedReads,
+//       srtcp, srtcpRejected, reportsSent, lastSrtcpIndex]
 //   report(out: Float64Array(5)): boolean      // [ssrc, fractionLost, packetsLost, highestSequence,
 //       jitter] (RFC 3550 §6.4.1; starts the next interval); false before the first packet
 //   close(): void                              // stops watching fd (idempotent); nothing follows
@@ -22,6 +28,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +82,7 @@ class WhipReceive : public Napi::ObjectWrap<WhipReceive>, private io::WhipReceiv
       return;
     }
     if (!ArgKey(info, 2, kUsage, &c.key, false) || !ArgKey(info, 3, kUsage, &c.salt, false) || !ArgKey(info, 4, kUsage, &c.auth, true)) return;
+    if (info.Length() > 13 && !info[13].IsNull() && !info[13].IsUndefined() && !ArgRtcp(info, &c.rtcp)) return;
     c.fd = static_cast<int>(fd);
     c.profile = static_cast<int>(profile);
     c.payload_type = static_cast<uint8_t>(pt);
@@ -111,6 +119,41 @@ class WhipReceive : public Napi::ObjectWrap<WhipReceive>, private io::WhipReceiv
     if (hooked_) napi_remove_env_cleanup_hook(Env(), &WhipReceive::OnEnvCleanup, this);
   }
 
+  // Arguments 13..22: the native RTCP's keys, reporter SSRC, last SRTCP index and remote address.
+  static bool ArgRtcp(const Napi::CallbackInfo& info, io::WhipReceiveConfig::Rtcp* r) {
+    static const char* kRtcp =
+        "WhipReceive: rtcpRemoteKey, rtcpRemoteSalt, rtcpLocalKey, rtcpLocalSalt Uint8Arrays, the auth keys Uint8Arrays or null, "
+        "reporterSsrc and lastSrtcpIndex integers, remoteAddress an IP address, remotePort 1..65535";
+    uint32_t ssrc = 0, index = 0, port = 0;
+    std::string host;
+    if (!ArgKey(info, 13, kRtcp, &r->remote_key, false) || !ArgKey(info, 14, kRtcp, &r->remote_salt, false) ||
+        !ArgKey(info, 15, kRtcp, &r->remote_auth, true) || !ArgKey(info, 16, kRtcp, &r->local_key, false) ||
+        !ArgKey(info, 17, kRtcp, &r->local_salt, false) || !ArgKey(info, 18, kRtcp, &r->local_auth, true)) {
+      return false;
+    }
+    if (info.Length() < 23 || !IsIntegerIn(info[19], 0, 4294967295.0, &ssrc) || !IsIntegerIn(info[20], 0, 2147483647.0, &index) ||
+        !info[21].IsString() || !IsIntegerIn(info[22], 1, 65535, &port)) {
+      return ThrowTypeError(info.Env(), kRtcp);
+    }
+    host = info[21].As<Napi::String>().Utf8Value();
+    std::memset(&r->remote, 0, sizeof r->remote);
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&r->remote);
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&r->remote);
+    if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+      v4->sin_family = AF_INET;
+      v4->sin_port = htons(static_cast<uint16_t>(port));
+    } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+      v6->sin6_family = AF_INET6;
+      v6->sin6_port = htons(static_cast<uint16_t>(port));
+    } else {
+      return ThrowTypeError(info.Env(), kRtcp);
+    }
+    r->on = true;
+    r->reporter_ssrc = ssrc;
+    r->last_index = index;
+    return true;
+  }
+
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "WhipReceive",
                        {InstanceMethod<&WhipReceive::Route>("route"), InstanceMethod<&WhipReceive::Counts>("counts"),
@@ -143,17 +186,19 @@ class WhipReceive : public Napi::ObjectWrap<WhipReceive>, private io::WhipReceiv
 
   Napi::Value Counts(const Napi::CallbackInfo& info) {
     Napi::Float64Array out;
-    SK_GUARD(ArgFloat64(info, 0, 14, "WhipReceive.counts(out): out must be a Float64Array of 14", &out));
+    SK_GUARD(ArgFloat64(info, 0, 18, "WhipReceive.counts(out): out must be a Float64Array of 18", &out));
     if (!receiver_) return info.Env().Undefined();
     const io::WhipReceiveCounts& c = receiver_->counts();
     const rtp::JitterStats& j = receiver_->jitter_stats();
     const double now = static_cast<double>(uv_hrtime()) / 1e6;
-    const double values[14] = {static_cast<double>(c.packets), static_cast<double>(c.bytes), static_cast<double>(c.rejected),
+    const double values[18] = {static_cast<double>(c.packets), static_cast<double>(c.bytes), static_cast<double>(c.rejected),
                                static_cast<double>(c.other), static_cast<double>(c.ssrc), c.last_rtp_ms < 0 ? -1 : now - c.last_rtp_ms,
                                static_cast<double>(j.received), static_cast<double>(j.reordered), static_cast<double>(j.lost),
                                static_cast<double>(j.late), static_cast<double>(j.filled), static_cast<double>(receiver_->held()),
-                               static_cast<double>(c.segmented), static_cast<double>(c.merged_reads)};
-    for (size_t i = 0; i < 14; ++i) out[i] = values[i];
+                               static_cast<double>(c.segmented), static_cast<double>(c.merged_reads),
+                               static_cast<double>(c.srtcp), static_cast<double>(c.srtcp_rejected),
+                               static_cast<double>(c.reports_sent), static_cast<double>(c.srtcp_index)};
+    for (size_t i = 0; i < 18; ++i) out[i] = values[i];
     return info.Env().Undefined();
   }
 

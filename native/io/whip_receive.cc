@@ -8,6 +8,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <time.h>
@@ -153,6 +154,18 @@ WhipReceiver::WhipReceiver(uv_loop_t* loop, const WhipReceiveConfig& c, WhipRece
   if (c.jitter.max_packets == 0) { *error = "maxPackets must be at least 1"; return; }
   Srtp probe;
   if (!probe.Init(c, 0)) { *error = "OpenSSL refused the SRTP key"; return; }
+  if (c.rtcp.on) {
+    const int family = c.rtcp.remote.ss_family;
+    if (family != AF_INET && family != AF_INET6) { *error = "the remote address must be IPv4 or IPv6"; return; }
+    srtcp_in_ = std::make_unique<SrtcpContext>();
+    srtcp_out_ = std::make_unique<SrtcpContext>();
+    if (!srtcp_in_->init(c.profile, c.rtcp.remote_key, c.rtcp.remote_salt, c.rtcp.remote_auth, error) ||
+        !srtcp_out_->init(c.profile, c.rtcp.local_key, c.rtcp.local_salt, c.rtcp.local_auth, error)) {
+      return;
+    }
+    counts_.srtcp_index = c.rtcp.last_index & 0x7fffffff;
+    rand_ = uv_hrtime() | 1;
+  }
   slots_.resize(kWhipReceiveBatch * kWhipReceiveDatagram);
   addrs_.resize(kWhipReceiveBatch);
   control_.resize(kWhipReceiveBatch * kControl);
@@ -177,6 +190,12 @@ int WhipReceiver::start() {
   merge_timer_ = new uv_timer_t;
   uv_timer_init(loop_, merge_timer_);
   merge_timer_->data = this;
+  if (srtcp_out_) {
+    report_timer_ = new uv_timer_t;
+    uv_timer_init(loop_, report_timer_);
+    report_timer_->data = this;
+    ScheduleReport();
+  }
   // Arrival times from the kernel: a datagram read late (merged reads) keeps its own time.
   const int on = 1;
   setsockopt(config_.fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
@@ -194,7 +213,7 @@ void WhipReceiver::stop() {
     uv_close(reinterpret_cast<uv_handle_t*>(poll_), [](uv_handle_t* h) { delete reinterpret_cast<uv_poll_t*>(h); });
     poll_ = nullptr;
   }
-  for (uv_timer_t** t : {&timer_, &merge_timer_}) {
+  for (uv_timer_t** t : {&timer_, &merge_timer_, &report_timer_}) {
     if (!*t) continue;
     uv_timer_stop(*t);
     uv_close(reinterpret_cast<uv_handle_t*>(*t), [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
@@ -315,6 +334,7 @@ void WhipReceiver::Read(bool deadline) {
 
 void WhipReceiver::Datagram(uint8_t* data, size_t size, const sockaddr_storage& from, double now) {
   if (!rtp::is_rtp(data, size)) {
+    if (srtcp_in_ && rtp::is_rtcp(data, size) && Rtcp(data, size, now)) return;
     ++counts_.other;
     events_.on_datagram(data, size, from);
     return;
@@ -341,6 +361,7 @@ void WhipReceiver::Datagram(uint8_t* data, size_t size, const sockaddr_storage& 
     srtp_ = std::move(candidate_);
     roc_.reset(h.seq);
     stats_ = rtp::ReceptionStats();
+    lsr_at_ = -1;  // its sender reports start over
     counts_.ssrc = h.ssrc;
   }
   size_t end = size - tag;
@@ -353,6 +374,60 @@ void WhipReceiver::Datagram(uint8_t* data, size_t size, const sockaddr_storage& 
   counts_.last_rtp_ms = now;
   if (end - h.header_size > config_.max_frame_bytes) return;
   jitter_.push(h.seq, h.timestamp, data + h.header_size, end - h.header_size, now);
+}
+
+// A datagram that is RTCP: true when it was taken here (sender reports, or dropped as forged),
+// false when it goes to the owner unchanged (RTCP that werift handles).
+bool WhipReceiver::Rtcp(const uint8_t* data, size_t size, double now) {
+  rtcp_.assign(data, data + size);
+  uint32_t index = 0;
+  const size_t n = srtcp_in_->open(rtcp_.data(), rtcp_.size(), &index);
+  if (n == 0) return ++counts_.srtcp_rejected, true;
+  const uint32_t ssrc = counts_.ssrc < 0 ? 0 : static_cast<uint32_t>(counts_.ssrc);
+  const rtp::RtcpSummary r = rtp::read_sender_reports(rtcp_.data(), n, ssrc);
+  if (!r.valid) return ++counts_.srtcp_rejected, true;
+  if (!r.reports_only) return false;
+  ++counts_.srtcp;
+  if (r.has_sr && counts_.ssrc >= 0) {
+    lsr_ = r.lsr;
+    lsr_at_ = now;
+  }
+  return true;
+}
+
+void WhipReceiver::ScheduleReport() {
+  if (!report_timer_) return;
+  rand_ ^= rand_ << 13;
+  rand_ ^= rand_ >> 7;
+  rand_ ^= rand_ << 17;
+  uv_timer_start(report_timer_, &WhipReceiver::OnReportTimer, 500 + rand_ % 1001, 0);  // RFC 3550 §6.2: 0.5–1.5 × 1 s
+}
+
+void WhipReceiver::OnReportTimer(uv_timer_t* t) {
+  auto* self = static_cast<WhipReceiver*>(t->data);
+  self->SendReport();
+  self->ScheduleReport();
+}
+
+// One receiver report (RFC 3550 §6.4.2), SRTCP-protected, sent to the remote address.
+void WhipReceiver::SendReport() {
+  if (counts_.ssrc < 0 || !srtcp_out_) return;
+  uint8_t b[rtp::kReceiverReportSize + 32];
+  const rtp::ReportBlock block = stats_.report();
+  uint32_t lsr = 0, dlsr = 0;
+  if (lsr_at_ >= 0) {
+    lsr = lsr_;
+    const double d = (NowMs() - lsr_at_) / 1000 * 65536;
+    dlsr = d <= 0 ? 0 : d >= 4294967295.0 ? 0xffffffffu : static_cast<uint32_t>(d);
+  }
+  rtp::write_receiver_report(b, config_.rtcp.reporter_ssrc, static_cast<uint32_t>(counts_.ssrc), block, lsr, dlsr);
+  const uint32_t index = (counts_.srtcp_index + 1) & 0x7fffffff;
+  const size_t n = srtcp_out_->protect(b, rtp::kReceiverReportSize, index);
+  if (n == 0) return;
+  counts_.srtcp_index = index;
+  const sockaddr_storage& to = config_.rtcp.remote;
+  const socklen_t len = to.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  if (sendto(config_.fd, b, n, MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&to), len) == static_cast<ssize_t>(n)) ++counts_.reports_sent;
 }
 
 void WhipReceiver::Frame(uint64_t samples, const uint8_t* data, size_t size, bool) {

@@ -9,7 +9,7 @@
 // §A.8) and put in order by the Opus jitter buffer (core/rtp/receive.h); the ordered Opus packets go
 // as Enhanced RTMP `Opus` coded-frame bodies straight into the routed AudioSink (the stream's
 // passthrough segmenter), and to the owner when it wants every frame. Every datagram that is not RTP
-// (STUN, DTLS, SRTCP) goes to the owner unchanged (to werift).
+// (STUN, DTLS, SRTCP) goes to the owner unchanged (to werift), but the SRTCP taken here (below).
 // - A new SSRC (the publisher restarted its stream) is taken once one of its packets authenticates;
 //   its own rollover counter and statistics start there, and the jitter buffer restarts.
 // - Merged reads (as the RTMP server's, docs/decisions.md "Ingest I/O"): while routed into a sink
@@ -21,6 +21,15 @@
 //   is never held back. Each datagram's arrival time is the kernel's receive timestamp
 //   (SO_TIMESTAMPNS), so the jitter buffer's waits and the interarrival jitter do not depend on
 //   when it was read; a jitter deadline reads the socket before it gives a packet up.
+// - RTCP in native code (when `rtcp.on`): the publisher's SRTCP (RFC 3711 §3.4, RFC 7714 §9) is
+//   authenticated and decrypted here (io/srtcp.h); a compound packet of sender reports, receiver
+//   reports and SDES only is taken here — the current source's SR gives LSR (its NTP timestamp's
+//   middle 32 bits) and its arrival for DLSR (RFC 3550 §6.4.1) — and anything else (BYE,
+//   feedback, APP, XR) goes to the owner unchanged; a packet that does not authenticate is dropped
+//   and counted. Receiver reports (RFC 3550 §6.4.2: one block on the current source from the
+//   statistics kept here) are written every 0.5–1.5 s (§6.2's randomised interval), SRTCP-protected
+//   with the next index of the reporter SSRC (E set) and sent on the socket to the nominated remote
+//   address. Nothing is sent before the first authentic RTP packet.
 // - Bounds: at most `max_packets` packets held by the jitter buffer, one fixed receive batch
 //   (kWhipReceiveBatch datagrams of kWhipReceiveDatagram bytes), a bounded number of batches per
 //   wakeup; nothing else grows with what arrives.
@@ -37,6 +46,7 @@
 
 #include "core/rtp/receive.h"
 #include "io/rtmp_server.h"
+#include "io/srtcp.h"
 
 namespace skylark::io {
 
@@ -52,6 +62,14 @@ struct WhipReceiveConfig {
   uint32_t max_frame_bytes = 65536;      // a longer Opus packet is not taken (docs/behaviour.md §13)
   uint32_t merge_ms = 0;                 // merged reads while routed (0: read as datagrams arrive)
   rtp::JitterOptions jitter;
+  struct Rtcp {
+    bool on = false;  // SRTCP opened and receiver reports sent here
+    std::vector<uint8_t> remote_key, remote_salt, remote_auth;  // the publisher's SRTCP session keys
+    std::vector<uint8_t> local_key, local_salt, local_auth;     // ours (RFC 3711 §4.3, labels 3–5)
+    uint32_t reporter_ssrc = 0;  // the SSRC our reports are sent from
+    uint32_t last_index = 0;     // the last SRTCP index already used for it (the next is one more)
+    sockaddr_storage remote{};   // the nominated pair's remote address
+  } rtcp;
 };
 
 /** What the receiver tells its owner, from libuv callbacks only (never from a call on it). */
@@ -76,6 +94,10 @@ struct WhipReceiveCounts {
   uint64_t other = 0;     // datagrams handed back (not RTP)
   uint64_t segmented = 0; // Opus packets (PLC frames included) pushed into the routed sink
   uint64_t merged_reads = 0;  // reads on a merge tick (not as datagrams arrived)
+  uint64_t srtcp = 0;          // SRTCP packets authenticated and taken here
+  uint64_t srtcp_rejected = 0; // SRTCP datagrams dropped: authentication failed, malformed
+  uint64_t reports_sent = 0;   // receiver reports sent from here
+  uint32_t srtcp_index = 0;    // the last SRTCP index used for our reports
   int64_t ssrc = -1;      // the current SSRC (-1: none yet)
   double last_rtp_ms = -1;  // uv_hrtime ms of the last authentic RTP packet (-1: none)
 };
@@ -116,6 +138,10 @@ class WhipReceiver {
   void UpdateMerged();
   void SetMerged(bool on, uint64_t at);
   static void OnMergeTick(uv_timer_t* t);
+  bool Rtcp(const uint8_t* data, size_t size, double now_ms);
+  static void OnReportTimer(uv_timer_t* t);
+  void SendReport();
+  void ScheduleReport();
 
   uv_loop_t* loop_;
   WhipReceiveConfig config_;
@@ -124,6 +150,12 @@ class WhipReceiver {
   uv_poll_t* poll_ = nullptr;
   uv_timer_t* timer_ = nullptr;
   uv_timer_t* merge_timer_ = nullptr;
+  uv_timer_t* report_timer_ = nullptr;
+  std::unique_ptr<SrtcpContext> srtcp_in_, srtcp_out_;
+  std::vector<uint8_t> rtcp_;       // a received SRTCP packet's copy, opened in place
+  uint32_t lsr_ = 0;                // the current source's last SR (RFC 3550 §6.4.1) …
+  double lsr_at_ = -1;              // … and when it arrived (uv_hrtime ms; -1: none)
+  uint64_t rand_ = 0;               // xorshift state for the report interval
   bool merge_allowed_ = false, merged_ = false, cut_armed_ = false;
   std::unique_ptr<Srtp> srtp_, candidate_;
   rtp::RolloverCounter roc_;

@@ -69,6 +69,8 @@ export interface Config {
    * connected (docs/behaviour.md "Go live over WHIP"); false keeps the JavaScript receive path.
    */
   whipNativeReceive: boolean;
+  /** With the native receive: the publisher's SRTCP read and the receiver reports sent natively, and its consent checks answered without werift (docs/decisions.md "WHIP receive in native code"). */
+  whipNativeRtcp: boolean;
   /**
    * Merged ingest reads (ms): a live publisher's socket is read every this often instead of on
    * every message while no LL-HLS part or segment is about to close (0 = read as bytes arrive).
@@ -368,6 +370,7 @@ export const ENV_NAMES = {
   httpWakeIntervalUs: 'SKYLARK_HTTP_WAKE_INTERVAL_US',
   httpWakeMinConnections: 'SKYLARK_HTTP_WAKE_MIN_CONNECTIONS',
   whipNativeReceive: 'SKYLARK_WHIP_NATIVE_RECEIVE',
+  whipNativeRtcp: 'SKYLARK_WHIP_NATIVE_RTCP',
   ingestMergeMs: 'SKYLARK_INGEST_MERGE_MS',
   liveWindowSegments: 'SKYLARK_LIVE_WINDOW_SEGMENTS',
   maxUploadBytes: 'SKYLARK_MAX_UPLOAD_BYTES',
@@ -415,6 +418,7 @@ const RawConfig = v.object({
   httpWakeIntervalUs: v.optional(v.pipe(v.string(), v.regex(/^\d{1,6}$/, 'must be 0-100000 (µs)'), v.transform(Number), v.maxValue(100_000)), '1000'),
   httpWakeMinConnections: v.optional(v.pipe(v.string(), v.regex(/^\d{1,9}$/, 'must be a number of connections'), v.transform(Number)), '256'),
   whipNativeReceive: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
+  whipNativeRtcp: v.optional(v.picklist(['0', '1', 'true', 'false']), '1'),
   ingestMergeMs: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be 0-200 (ms)'), v.transform(Number), v.maxValue(200)), '100'),
   liveWindowSegments: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(3), v.maxValue(100)), '6'),
   maxUploadBytes: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'must be a positive integer of bytes'), v.transform(Number), v.minValue(1)), '500000000'),
@@ -484,6 +488,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     hlsNativeParts: o.hlsNativeParts === '1' || o.hlsNativeParts === 'true',
     hlsNativeReloads: o.hlsNativeReloads === '1' || o.hlsNativeReloads === 'true',
     whipNativeReceive: o.whipNativeReceive === '1' || o.whipNativeReceive === 'true',
+    whipNativeRtcp: o.whipNativeRtcp === '1' || o.whipNativeRtcp === 'true',
     downloadCounting: o.downloadCounting === '1' || o.downloadCounting === 'true',
     trustedProxies: parseTrustedProxyList(o.trustedProxies),
     edgeLogHost: edgeLog ? (o.edgeLogHost ?? EDGE_LOG_DEFAULTS.host) : undefined,

@@ -6,7 +6,10 @@
  * counter estimated (RFC 3711 §3.3.1), counted for receiver reports (RFC 3550 §A.3, §A.8) and put
  * in order by a jitter buffer with the semantics of src/live/ingest/rtp-jitter.ts; the ordered Opus
  * packets go into a routed Segmenter in C++ (no JavaScript per packet) and, when asked, to JS.
- * Datagrams that are not RTP (STUN, DTLS, SRTCP) come back to JS unchanged.
+ * Datagrams that are not RTP (STUN, DTLS, SRTCP) come back to JS unchanged — unless `rtcp` is
+ * given: then the publisher's SRTCP is opened natively (RFC 3711 §3.4, RFC 7714 §9; its sender
+ * reports kept for LSR/DLSR, anything but reports and SDES still handed back) and receiver reports
+ * (RFC 3550 §6.4.2) are sent natively every 0.5–1.5 s to the remote address.
  */
 import { loadedAddon } from './addon.js';
 import type { Segmenter, SegmenterEvent } from './segmenter.js';
@@ -36,6 +39,26 @@ export interface WhipReceiveOptions {
    * server's `mergeReadsMs`, docs/decisions.md "Ingest I/O").
    */
   mergeMs?: number;
+  /** RTCP in native code (absent: SRTCP comes back to JS and JS sends the receiver reports). */
+  rtcp?: WhipRtcpOptions;
+}
+
+/** The SRTCP session keys of both directions (RFC 3711 §4.3, labels 3–5) and where reports go. */
+export interface WhipRtcpOptions {
+  /** The publisher's direction: key (16 bytes), salt (14 AES-CM, ≥ 12 GCM), auth key (20, AES-CM; null for GCM). */
+  remoteKey: Uint8Array;
+  remoteSalt: Uint8Array;
+  remoteAuth: Uint8Array | null;
+  /** Ours, the same shapes. */
+  localKey: Uint8Array;
+  localSalt: Uint8Array;
+  localAuth: Uint8Array | null;
+  /** The SSRC our reports come from, and the last SRTCP index already used for it (the next is one more; RFC 3711 §3.3.2). */
+  reporterSsrc: number;
+  lastIndex: number;
+  /** The nominated pair's remote address. */
+  host: string;
+  port: number;
 }
 
 /** What the receive tells JS, batched per socket wakeup. */
@@ -70,6 +93,14 @@ export interface WhipReceiveCounts {
   segmented: number;
   /** Reads on a merge tick (merged reads), not as datagrams arrived. */
   mergedReads: number;
+  /** SRTCP packets authenticated and taken natively (`rtcp`). */
+  srtcp: number;
+  /** SRTCP datagrams dropped natively: authentication failed or malformed. */
+  srtcpRejected: number;
+  /** Receiver reports sent natively. */
+  reportsSent: number;
+  /** The last SRTCP index used for them. */
+  srtcpIndex: number;
 }
 
 interface RawWhipReceive {
@@ -81,6 +112,7 @@ interface RawWhipReceive {
 type RawCtor = new (
   fd: number, profile: number, key: Uint8Array, salt: Uint8Array, auth: Uint8Array | null, payloadType: number, clockRate: number,
   jitterMs: number, maxFillMs: number, maxPackets: number, maxFrameBytes: number, dispatch: (kind: number, a: unknown, b: unknown, c: unknown) => void, mergeMs: number,
+  ...rtcp: unknown[]
 ) => RawWhipReceive;
 const Raw = (loadedAddon as { WhipReceive?: RawCtor }).WhipReceive;
 
@@ -93,19 +125,21 @@ export const whipReceiveAvailable = Raw !== undefined;
  */
 export class WhipReceive {
   private readonly raw: RawWhipReceive;
-  private readonly c = new Float64Array(14);
+  private readonly c = new Float64Array(18);
   private readonly r = new Float64Array(5);
   private closed = false;
 
   constructor(o: WhipReceiveOptions, h: WhipReceiveHandlers) {
     if (!Raw) throw new Error('the loaded addon has no WhipReceive');
+    const r = o.rtcp;
+    const rtcp = r ? [r.remoteKey, r.remoteSalt, r.remoteAuth, r.localKey, r.localSalt, r.localAuth, r.reporterSsrc, r.lastIndex, r.host, r.port] : [];
     this.raw = new Raw(o.fd, o.profile, o.key, o.salt, o.auth, o.payloadType, o.clockRate, o.jitterMs, o.maxFillMs, o.maxPackets, o.maxFrameBytes, (kind, a, b, c) => {
       if (this.closed) return;
       if (kind === 0) for (const [msg, address, port, family] of a as [Buffer, string, number, 'IPv4' | 'IPv6'][]) h.datagram(msg, { address, family, port, size: msg.length });
       else if (kind === 1) h.frames(a as number[], b as Buffer[], c as boolean);
       else if (kind === 2) h.segmenterEvents(a as SegmenterEvent[]);
       else if (kind === 3) h.error(a as string);
-    }, o.mergeMs ?? 0);
+    }, o.mergeMs ?? 0, ...rtcp);
   }
 
   /**
@@ -122,6 +156,7 @@ export class WhipReceive {
     return {
       packets: c[0]!, bytes: c[1]!, rejected: c[2]!, other: c[3]!, ssrc: c[4]! < 0 ? null : c[4]!, msSinceLastRtp: c[5]! < 0 ? null : c[5]!,
       received: c[6]!, reordered: c[7]!, lost: c[8]!, late: c[9]!, filled: c[10]!, held: c[11]!, segmented: c[12]!, mergedReads: c[13]!,
+      srtcp: c[14]!, srtcpRejected: c[15]!, reportsSent: c[16]!, srtcpIndex: c[17]!,
     };
   }
 

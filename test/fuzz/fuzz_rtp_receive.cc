@@ -3,8 +3,12 @@
 // and the jitter buffer's cap). Each goes through demultiplexing (RFC 7983 §7), the SRTP packet's
 // header (RFC 3711 §3.1), padding (RFC 3550 §5.1), the rollover counter (RFC 3711 §3.3.1),
 // receiver statistics (RFC 3550 §A.3, §A.8) and the Opus jitter buffer, with time moving on and
-// deadlines flushed. Invariants: the header and tag lie inside the datagram; the buffer holds at
-// most its cap; output positions never go back; every packet out is non-empty.
+// deadlines flushed. Datagrams that are RTCP go through the SRTCP framing instead (RFC 3711 §3.4,
+// RFC 7714 §9.2: the trailer's E flag, index and tag) and the compound-packet walk that finds a
+// sender report (RFC 3550 §6.1, §6.4.1), as if decrypted. Invariants: the header and tag lie inside
+// the datagram; the buffer holds at most its cap; output positions never go back; every packet out
+// is non-empty; the SRTCP trailer lies inside the datagram after an 8-byte header; a receiver
+// report written from the statistics reads back as a valid compound packet of reports only.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +17,9 @@
 #include "core/rtp/receive.h"
 
 using namespace skylark;
+
+// The sender SSRC of an RTCP packet (bytes 4..7).
+static uint32_t h_ssrc(const uint8_t* d) { return uint32_t{d[4]} << 24 | uint32_t{d[5]} << 16 | uint32_t{d[6]} << 8 | d[7]; }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
@@ -41,6 +48,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint8_t* d = data + at;
     at += n;
     now += (n % 7) * 10;
+    if (rtp::is_rtcp(d, n)) {
+      rtp::SrtcpTrailer tr;
+      if (rtp::parse_srtcp_trailer(d, n, tag, tag == 16, &tr)) {
+        if (tr.rtcp_end < 8 || tr.tag_at + tag > n || tr.index_at + 4 > n || tr.index > 0x7fffffff) std::abort();
+        const rtp::RtcpSummary sr = rtp::read_sender_reports(d, tr.rtcp_end, h_ssrc(d));
+        if (!sr.valid && (sr.has_sr || sr.reports_only)) std::abort();  // nothing of a malformed packet is used
+      }
+      continue;
+    }
     if (!rtp::is_rtp(d, n)) continue;
     rtp::RtpHeader h;
     if (rtp::parse_srtp_header(d, n, tag, &h) != rtp::RtpStatus::kOk) continue;
@@ -64,6 +80,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const rtp::ReportBlock b = stats.report();
   if (b.fraction_lost > 255 || b.packets_lost > 0x7fffff) std::abort();
+  uint8_t rr[rtp::kReceiverReportSize];
+  rtp::write_receiver_report(rr, 1, 2, b, 3, 4);
+  const rtp::RtcpSummary back = rtp::read_sender_reports(rr, sizeof rr, 2);
+  if (!back.valid || !back.reports_only || back.has_sr || !rtp::is_rtcp(rr, sizeof rr)) std::abort();
   jitter.flush(now + 1000);
   if (jitter.size() != 0) std::abort();
   return 0;

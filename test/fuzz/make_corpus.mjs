@@ -211,3 +211,12 @@ write('fuzz_rtp_receive', 'reordered_lossy', datagrams(0x10, [
   rtpPacket(20, 20 * 960, opusRtp[20], { pad: 4 }),
   rtpPacket(21, 21 * 960, opusRtp[21], { ssrc: 0x55667788 }),
 ]));
+// SRTCP as the publisher sends it (RFC 3711 §3.4): SR + SDES, E ‖ index, a 10-byte tag; then one
+// with a length running past the packet, between RTP packets.
+const srtcpSrSdes = Buffer.from('80c80006112233440000000100000002000000030000000400000005' + '81ca00031122334401026162' + '00000000' + '80000007' + '00'.repeat(10), 'hex');
+write('fuzz_rtp_receive', 'srtcp_reports', datagrams(0x00, [
+  rtpPacket(0, 0, opusRtp[0]),
+  srtcpSrSdes,
+  Buffer.from('80c8ff0611223344' + '00'.repeat(20) + '80000008' + '00'.repeat(10), 'hex'),
+  rtpPacket(1, 960, opusRtp[1]),
+]));

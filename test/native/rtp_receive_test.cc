@@ -1,6 +1,7 @@
 // RTP receive for WHIP (native/core/rtp): demultiplexing (RFC 7983 §7), the SRTP packet's header,
 // padding, the rollover counter (RFC 3711 §3.3.1), receiver statistics (RFC 3550 §A.3, §A.8) and
 // the Opus jitter buffer (the semantics of src/live/ingest/rtp-jitter.ts).
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -174,6 +175,68 @@ TEST(jitter_drops_malformed_and_empty) {
   CHECK_EQ(j.out.size(), 0u);
   CHECK_EQ(j.b.stats().received, 2u);
   CHECK_EQ(j.b.stats().late, 1u);
+}
+
+TEST(rtcp_demux_and_srtcp_trailer) {
+  uint8_t sr[8 + 20 + 4 + 10] = {0x80, 200, 0, 6, 0xca, 0xfe, 0xba, 0xbe};
+  CHECK(is_rtcp(sr, sizeof sr));
+  CHECK(!is_rtp(sr, sizeof sr));
+  uint8_t rtp[12] = {0x80, 111};
+  CHECK(!is_rtcp(rtp, sizeof rtp));
+  // AES-CM: … ‖ E ‖ index ‖ tag(10) (RFC 3711 §3.4).
+  sr[28] = 0x80, sr[31] = 0x05;
+  SrtcpTrailer t;
+  CHECK(parse_srtcp_trailer(sr, sizeof sr, 10, false, &t));
+  CHECK(t.encrypted);
+  CHECK_EQ(t.index, 5u);
+  CHECK_EQ(t.rtcp_end, 28u);
+  CHECK_EQ(t.tag_at, 32u);
+  // AEAD: … ‖ tag(16) ‖ E ‖ index (RFC 7714 §9.2).
+  uint8_t g[8 + 20 + 16 + 4] = {0x80, 200, 0, 6};
+  g[44] = 0x00, g[47] = 0x07;
+  CHECK(parse_srtcp_trailer(g, sizeof g, 16, true, &t));
+  CHECK(!t.encrypted);
+  CHECK_EQ(t.index, 7u);
+  CHECK_EQ(t.rtcp_end, 28u);
+  CHECK_EQ(t.tag_at, 28u);
+  CHECK(!parse_srtcp_trailer(g, 8 + 4 + 15, 16, true, &t));
+}
+
+TEST(compound_rtcp_sender_report_lsr) {
+  // SR (SSRC 0x11223344, NTP 0xAABBCCDD.0xEEFF0011) then SDES: reports only, LSR = 0xCCDDEEFF.
+  std::vector<uint8_t> p = {0x80, 200, 0, 6, 0x11, 0x22, 0x33, 0x44, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x00, 0x11};
+  p.resize(28, 0);
+  p.insert(p.end(), {0x81, 202, 0, 2, 0x11, 0x22, 0x33, 0x44, 1, 2, 'a', 'b'});
+  RtcpSummary s = read_sender_reports(p.data(), p.size(), 0x11223344);
+  CHECK(s.valid);
+  CHECK(s.reports_only);
+  CHECK(s.has_sr);
+  CHECK_EQ(s.lsr, 0xccddeeffu);
+  // Another source's SR: no LSR taken.
+  CHECK(!read_sender_reports(p.data(), p.size(), 0x99).has_sr);
+  // A BYE after it: werift's.
+  p.insert(p.end(), {0x81, 203, 0, 1, 0x11, 0x22, 0x33, 0x44});
+  s = read_sender_reports(p.data(), p.size(), 0x11223344);
+  CHECK(s.valid);
+  CHECK(!s.reports_only);
+  // A length running past the packet: not valid.
+  p[3] = 60;
+  CHECK(!read_sender_reports(p.data(), p.size(), 0x11223344).valid);
+}
+
+TEST(receiver_report_rfc3550_6_4_2) {
+  ReportBlock b;
+  b.fraction_lost = 25;
+  b.packets_lost = 7;
+  b.highest_sequence = 0x00012345;
+  b.jitter = 99;
+  uint8_t rr[kReceiverReportSize];
+  write_receiver_report(rr, 0xaabbccdd, 0x11223344, b, 0x01020304, 0x00010000);
+  const uint8_t want[kReceiverReportSize] = {0x81, 201, 0, 7,   0xaa, 0xbb, 0xcc, 0xdd, 0x11, 0x22, 0x33, 0x44, 25, 0, 0, 7,
+                                             0,    1,   0x23, 0x45, 0, 0, 0, 99,         1,    2,    3,    4,    0, 1, 0, 0};
+  CHECK(std::equal(rr, rr + sizeof rr, want));
+  const RtcpSummary s = read_sender_reports(rr, sizeof rr, 0x11223344);
+  CHECK(s.valid && s.reports_only && !s.has_sr);
 }
 
 int main() { return skylark_test::run_all(); }

@@ -50,6 +50,71 @@ size_t strip_padding(const uint8_t* data, size_t header_size, size_t end) {
   return end - pad;
 }
 
+// ── SRTCP framing (RFC 3711 §3.4, RFC 7714 §9.2), RTCP (RFC 3550 §6.1, §6.4) ─────────────────────
+
+bool is_rtcp(const uint8_t* data, size_t size) {
+  if (size < 8 || (data[0] & 0xc0) != 0x80) return false;
+  return data[1] >= 192 && data[1] <= 223;
+}
+
+bool parse_srtcp_trailer(const uint8_t* data, size_t size, size_t tag_size, bool aead, SrtcpTrailer* out) {
+  if (!is_rtcp(data, size) || size < 8 + 4 + tag_size) return false;
+  const size_t index_at = aead ? size - 4 : size - tag_size - 4;
+  const uint32_t e_index = be32(data + index_at);
+  out->encrypted = (e_index >> 31) != 0;
+  out->index = e_index & 0x7fffffff;
+  out->index_at = index_at;
+  out->tag_at = aead ? size - 4 - tag_size : size - tag_size;
+  out->rtcp_end = size - 4 - tag_size;
+  return true;
+}
+
+RtcpSummary read_sender_reports(const uint8_t* data, size_t size, uint32_t ssrc) {
+  RtcpSummary s;
+  const RtcpSummary invalid{false, false, false, 0};  // nothing of a malformed packet is used
+  size_t at = 0;
+  bool first = true;
+  while (at < size) {
+    if (size - at < 4 || (data[at] & 0xc0) != 0x80) return invalid;
+    const uint8_t pt = data[at + 1];
+    const size_t len = (size_t{be16(data + at + 2)} + 1) * 4;
+    if (len > size - at) return invalid;
+    // RFC 3550 §6.1: the first packet of a compound one is an SR or an RR (RFC 5506 allows others;
+    // those go to werift, as does everything but reports and SDES).
+    if (first && pt != 200 && pt != 201) s.reports_only = false;
+    if (pt != 200 && pt != 201 && pt != 202) s.reports_only = false;
+    if (pt == 200 && len >= 28 && be32(data + at + 4) == ssrc) {
+      s.has_sr = true;
+      s.lsr = be32(data + at + 10);  // NTP seconds' low 16 bits ‖ fraction's high 16 bits
+    }
+    first = false;
+    at += len;
+  }
+  if (size == 0) return invalid;
+  s.valid = true;
+  return s;
+}
+
+void write_receiver_report(uint8_t* o, uint32_t reporter, uint32_t source, const ReportBlock& b, uint32_t lsr, uint32_t dlsr) {
+  auto put32 = [&](size_t at, uint32_t v) {
+    o[at] = static_cast<uint8_t>(v >> 24);
+    o[at + 1] = static_cast<uint8_t>(v >> 16);
+    o[at + 2] = static_cast<uint8_t>(v >> 8);
+    o[at + 3] = static_cast<uint8_t>(v);
+  };
+  o[0] = 0x81;  // V=2, P=0, RC=1
+  o[1] = 201;
+  o[2] = 0;
+  o[3] = kReceiverReportSize / 4 - 1;
+  put32(4, reporter);
+  put32(8, source);
+  put32(12, (b.fraction_lost & 0xff) << 24 | (b.packets_lost & 0xffffff));
+  put32(16, b.highest_sequence);
+  put32(20, b.jitter);
+  put32(24, lsr);
+  put32(28, dlsr);
+}
+
 // ── RFC 3711 §3.3.1 ───────────────────────────────────────────────────────────────────────────
 
 int64_t RolloverCounter::estimate(uint16_t seq) const {

@@ -13,6 +13,10 @@
 //   src/live/ingest/rtp-jitter.ts: held up to `delay_ms` for the ones before them, gaps up to
 //   `max_fill_ms` filled with Opus PLC frames (a TOC byte with code 0 and no frame data, RFC 6716
 //   §3.2.1), late and duplicate packets dropped and counted, at most `max_packets` held.
+// - SRTCP framing (RFC 3711 §3.4, RFC 7714 §9.2): `is_rtcp`, `parse_srtcp_trailer` (the E flag and
+//   SRTCP index after or before the tag), `read_sender_reports` (a compound RTCP packet walked,
+//   RFC 3550 §6.1, the sender report's NTP middle 32 bits taken for LSR, §6.4.1) and
+//   `write_receiver_report` (RFC 3550 §6.4.2). The crypto is native/io/srtcp.h's.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -68,6 +72,50 @@ class RolloverCounter {
   uint32_t roc_ = 0;
   int32_t sl_ = -1;
 };
+
+/** RFC 7983 §7 + RFC 5761 §4: whether the datagram is RTCP (SRTCP): first byte 128–191, packet type 192–223. */
+bool is_rtcp(const uint8_t* data, size_t size);
+
+/** The SRTCP trailer of a packet (RFC 3711 §3.4; RFC 7714 §9.2 for AEAD). */
+struct SrtcpTrailer {
+  bool encrypted = false;  // the E flag
+  uint32_t index = 0;      // 31 bits
+  size_t rtcp_end = 0;     // where the RTCP packet (its encrypted part included) ends
+  size_t tag_at = 0;       // where the authentication tag starts
+  size_t index_at = 0;     // where E ‖ SRTCP index starts
+};
+
+/**
+ * Reads the trailer of an SRTCP packet `data[0, size)` with a `tag_size`-byte tag: AES-CM
+ * (`aead` false) ends with E ‖ index, then the tag (RFC 3711 §3.4); AEAD (RFC 7714 §9.2) with the
+ * tag, then E ‖ index. False when the packet cannot hold an 8-byte RTCP header and the trailer, or
+ * is not RTCP.
+ */
+bool parse_srtcp_trailer(const uint8_t* data, size_t size, size_t tag_size, bool aead, SrtcpTrailer* out);
+
+/** What a (decrypted) compound RTCP packet carries for the receive side (RFC 3550 §6.1, §6.4.1). */
+struct RtcpSummary {
+  bool valid = false;       // version 2 everywhere, the lengths add up to the packet, first SR or RR
+  bool reports_only = true; // only SR, RR and SDES (nothing that werift's own RTCP handling needs)
+  bool has_sr = false;      // a sender report of `ssrc` (the one asked for)
+  uint32_t lsr = 0;         // its NTP timestamp's middle 32 bits (LSR, §6.4.1)
+};
+
+/**
+ * Walks compound RTCP `data[0, size)`; the SR looked for is the one whose sender SSRC is `ssrc`.
+ * A malformed packet (empty, a version other than 2, a length past the end) gives all fields false.
+ */
+RtcpSummary read_sender_reports(const uint8_t* data, size_t size, uint32_t ssrc);
+
+constexpr size_t kReceiverReportSize = 32;  // RR header (8) + one report block (24)
+
+struct ReportBlock;
+
+/**
+ * Writes an RTCP receiver report (RFC 3550 §6.4.2) from `reporter` with one report block on
+ * `source` into `out` (kReceiverReportSize bytes); `lsr`, `dlsr` (1/65536 s) per §6.4.1.
+ */
+void write_receiver_report(uint8_t* out, uint32_t reporter, uint32_t source, const ReportBlock& block, uint32_t lsr, uint32_t dlsr);
 
 /** One receiver report block's fields (RFC 3550 §6.4.1). */
 struct ReportBlock {

@@ -3,7 +3,8 @@
  * randomised interval) over werift's SRTCP: one report block of the current source, with LSR and
  * DLSR from the publisher's last sender report (§6.4.1: the middle 32 bits of its NTP timestamp,
  * and the delay since it arrived in 1/65536 s). Nothing is sent before the first packet. Both
- * receive paths use it (./rtp-receive.ts in JavaScript, ./rtp-receive-native.ts in native code).
+ * receive paths use it (./rtp-receive.ts in JavaScript, ./rtp-receive-native.ts in native code
+ * when `SKYLARK_WHIP_NATIVE_RTCP` is off; when it is on, the native receive sends its own).
  */
 import { RtcpReceiverInfo, RtcpRrPacket } from 'werift';
 

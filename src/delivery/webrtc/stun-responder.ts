@@ -1,16 +1,17 @@
 /**
- * Answers, for a peer in the native fan-out (src/delivery/webrtc/fanout.ts), the ICE connectivity
- * checks its remote keeps sending on the nominated pair after connecting (consent freshness,
- * RFC 7675 §5.1; RFC 8445 §7.3), instead of werift's per-request machinery (a parsed message
+ * Answers, for a peer in the native fan-out (src/delivery/webrtc/fanout.ts) and a WHIP publisher
+ * received natively (./rtp-receive-native.ts), the ICE connectivity checks its remote keeps
+ * sending on the nominated pair after connecting (consent freshness, RFC 7675 §5.1; RFC 8445
+ * §7.3), instead of werift's per-request machinery (a parsed message
  * object, a role check, a response object, a triggered-check lookup and a transaction id kept for
  * good per request). Everything else on the socket goes on to werift unchanged: DTLS, SRTCP, STUN
  * responses to werift's own consent checks, and every request this does not answer.
  *
  * A datagram is answered here only when it is exactly a STUN Binding request (RFC 8489 §5: top two
- * bits zero, the magic cookie, a length that matches) from the nominated pair's remote address,
- * whose USERNAME is `<our ufrag>:<their ufrag>` (RFC 8445 §7.2.2), whose MESSAGE-INTEGRITY is the
- * HMAC-SHA1 of the message under our ICE password (RFC 8489 §14.5, short-term credentials), whose
- * FINGERPRINT, when present, is the CRC-32 of the message XOR 0x5354554E (§14.7), that carries no
+ * bits zero, the magic cookie, a length that matches) from the nominated pair's remote address
+ * (from any remote address with `anySource`, answered to its source), whose USERNAME is
+ * `<our ufrag>:<their ufrag>` (RFC 8445 §7.2.2), whose MESSAGE-INTEGRITY is the HMAC-SHA1 of the
+ * message under our ICE password (RFC 8489 §14.5, short-term credentials), whose FINGERPRINT, when present, is the CRC-32 of the message XOR 0x5354554E (§14.7), that carries no
  * USE-CANDIDATE (a nomination, werift's), no role attribute equal to our own role (a role
  * conflict, RFC 8445 §7.3.1.1, werift's) and no other comprehension-required attribute than
  * USERNAME, MESSAGE-INTEGRITY, PRIORITY and the role (RFC 8489 §7.3.1). The answer is a Binding
@@ -137,18 +138,22 @@ export class StunResponder {
   /**
    * @param socket the nominated pair's UDP socket (werift's); @param host, port its remote address
    * @param ice werift's ICE agent, read per request (its role and credentials may change)
+   * @param anySource answer an authenticated request from any remote address on this socket (the
+   *   answer goes to the request's source), not only the nominated pair's: a controlling werift
+   *   peer may send its consent checks on a pair other than the one this side nominated
    */
   constructor(
     private readonly socket: Socket,
     readonly host: string,
     readonly port: number,
     ice: IceCredentials,
+    anySource = false,
   ) {
     this.theirs = socket.listeners('message') as Listener[];
     this.mine = (d, rinfo) => {
-      if (d.length >= 20 && d[0]! < 2 && rinfo.port === port && rinfo.address === host && verify(d, ice)) {
+      if (d.length >= 20 && d[0]! < 2 && (anySource || (rinfo.port === port && rinfo.address === host)) && verify(d, ice)) {
         this.answered++;
-        socket.send(bindingSuccess(d, host, port, ice.localPassword), port, host);
+        socket.send(bindingSuccess(d, rinfo.address, rinfo.port, ice.localPassword), rinfo.port, rinfo.address);
         return;
       }
       for (const l of this.theirs) l.call(socket, d, rinfo);

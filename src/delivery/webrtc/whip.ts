@@ -34,8 +34,8 @@ import { clientAddress } from '../../base/http/client-address.js';
 import { peerConfiguration } from './whep-peer.js';
 import { advertisedCandidatesOnly, advertisedHosts, answerOffer, ConnectionWatch, guardedSignalling, refusePending, SIGNALLING_CORS as CORS } from './signalling.js';
 import { RtpReceive } from './rtp-receive.js';
-import { NativeRtpReceive } from './rtp-receive-native.js';
-import type { WhipNativeSink, WhipReceiveCounts } from '../../native/whip-receive.js';
+import { NativeRtpReceive, type NativeReceiveCounts } from './rtp-receive-native.js';
+import type { WhipNativeSink } from '../../native/whip-receive.js';
 
 /** Largest SDP offer accepted (bytes). */
 const MAX_OFFER_BYTES = 64 * 1024;
@@ -79,8 +79,8 @@ export interface WhipStats {
   packetsReceived: number;
   /** Publishers on the native receive (src/native/whip-receive.ts) now. */
   nativeReceives: number;
-  /** Their counters (src/native/whip-receive.ts `WhipReceiveCounts`). */
-  native: WhipReceiveCounts[];
+  /** Their counters (src/native/whip-receive.ts `WhipReceiveCounts`, and consent checks answered). */
+  native: NativeReceiveCounts[];
 }
 
 /** One WHIP session: pending (answered, not connected), publishing, or closed. */
@@ -273,7 +273,7 @@ class Whip {
       r = NativeRtpReceive.attach(s.transceiver, pt, clockRate, sink, (why) => {
         this.d.log.warn('whip native receive failed', { streamId: s.streamId, why });
         s.close(`socket failed: ${why}`);
-      });
+      }, this.d.config.whipNativeRtcp);
     } catch (e) {
       this.d.log.warn('whip native receive refused', { streamId: s.streamId, err: (e as Error).message });
     }
@@ -317,7 +317,7 @@ class Whip {
   }
 
   stats(): WhipStats {
-    const native: WhipReceiveCounts[] = [];
+    const native: NativeReceiveCounts[] = [];
     for (const r of this.natives) {
       this.packetsReceived += r.takePackets();
       native.push(r.counts());
