@@ -175,10 +175,12 @@ export class CatchUpArchive {
     const segs = w.layer.segments;
     const newest = segs[segs.length - 1];
     if (this.closed || !newest || newest.sequence <= w.last) return;
-    const fresh = segs.filter((s) => s.sequence > w.last);
+    const last = w.last;
     w.last = newest.sequence;
     if (this.d.repo.hours(w.streamId) <= 0) return;
-    for (const s of fresh) this.enqueue(w, s);
+    let i = segs.length - 1; // the segments are in sequence order: the fresh ones are at the end
+    while (i > 0 && segs[i - 1]!.sequence > last) i--;
+    for (; i < segs.length; i++) this.enqueue(w, segs[i]!);
   }
 
   private enqueue(w: Watched, s: Segment): void {
@@ -208,7 +210,7 @@ export class CatchUpArchive {
         ts,
       },
     });
-    if (!this.writing) void this.drain();
+    if (!this.writing) this.drain();
   }
 
   private broadcastOf(w: Watched): string | null {
@@ -221,28 +223,48 @@ export class CatchUpArchive {
     return id;
   }
 
-  /** Writes the queue in order. */
-  private async drain(): Promise<void> {
+  /**
+   * Writes the queue in order: at once while the disk keeps up (no promise or microtask per
+   * segment), and from where an append went to the thread pool once that one is written.
+   */
+  private drain(): void {
     this.writing = true;
-    try {
-      for (let job = this.queue.shift(); job; job = this.queue.shift()) {
-        try {
-          await this.write(job);
-        } catch (e) {
-          this.d.log.error('catch-up segment not kept', { streamId: job.streamId, layer: job.layer, sequence: job.entry.sequence, err: (e as Error).message });
-        }
+    for (let job = this.queue.shift(); job; job = this.queue.shift()) {
+      let pending: Promise<void> | undefined;
+      try {
+        pending = this.write(job);
+      } catch (e) {
+        this.notKept(job, e);
       }
-    } finally {
-      this.writing = false;
-      if (this.closed) this.closeFiles();
+      if (pending) {
+        void this.after(job, pending);
+        return;
+      }
     }
+    this.writing = false;
+    if (this.closed) this.closeFiles();
+  }
+
+  /** Goes on draining once an append from the thread pool is written (or failed). */
+  private async after(job: Job, pending: Promise<void>): Promise<void> {
+    try {
+      await pending;
+    } catch (e) {
+      this.notKept(job, e);
+    }
+    this.drain();
+  }
+
+  private notKept(job: Job, e: unknown): void {
+    this.d.log.error('catch-up segment not kept', { streamId: job.streamId, layer: job.layer, sequence: job.entry.sequence, err: (e as Error).message });
   }
 
   private closeFiles(): void {
     for (const layers of this.streams.values()) for (const f of layers.values()) f.closeWriter();
   }
 
-  private async write(job: Job): Promise<void> {
+  /** Appends a job: now (undefined when done), or from the thread pool while the disk is behind (the promise of it). @throws Error from the files */
+  private write(job: Job): Promise<void> | undefined {
     if (!SAFE_NAME.test(job.streamId) || !SAFE_NAME.test(job.layer)) return;
     if (!this.roomFor(job.entry.length)) {
       this.d.log.warn('catch-up segment not kept: no disk space', { streamId: job.streamId, layer: job.layer, sequence: job.entry.sequence });
@@ -275,6 +297,7 @@ export class CatchUpArchive {
       this.slowUntil = now + SLOW_FOR_MS;
       this.d.log.warn('catch-up: a segment write waited on the disk; writing from the thread pool for a minute', { ms: Math.round(ms) });
     }
+    return undefined;
   }
 
   /**

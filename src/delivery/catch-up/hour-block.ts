@@ -81,18 +81,24 @@ export interface SegmentEntry {
 /** The record of a segment of broadcast slot `slot` (NO_BROADCAST: none). */
 export function segmentRecord(e: SegmentEntry, slot: number): Buffer {
   const b = Buffer.alloc(RECORD_BYTES);
-  b[0] = KIND_SEGMENT;
-  b[1] = (e.discontinuity ? FLAG_DISCONTINUITY : 0) | (e.ts ? FLAG_TS : 0);
-  b.writeUInt16LE(slot, 2);
-  b.writeUInt32LE(e.durationMs, 4);
-  b.writeDoubleLE(e.sequence, 8);
-  b.writeDoubleLE(e.startMs, 16);
-  b.writeUInt32LE(e.offset, 24);
-  b.writeUInt32LE(e.length, 28);
-  b.writeUInt32LE(e.discontinuitySequence, 32);
-  if (e.initId) b.write(e.initId, 36, 8, 'hex');
-  b.writeUInt32LE(fnv(b, 0, 44), 44);
+  writeSegmentRecord(b, 0, e, slot);
   return b;
+}
+
+/** Writes the record of a segment of broadcast slot `slot` into `b` at byte `at` (RECORD_BYTES; the bytes it does not set are zeroed). */
+export function writeSegmentRecord(b: Buffer, at: number, e: SegmentEntry, slot: number): void {
+  b.fill(0, at, at + RECORD_BYTES);
+  b[at] = KIND_SEGMENT;
+  b[at + 1] = (e.discontinuity ? FLAG_DISCONTINUITY : 0) | (e.ts ? FLAG_TS : 0);
+  b.writeUInt16LE(slot, at + 2);
+  b.writeUInt32LE(e.durationMs, at + 4);
+  b.writeDoubleLE(e.sequence, at + 8);
+  b.writeDoubleLE(e.startMs, at + 16);
+  b.writeUInt32LE(e.offset, at + 24);
+  b.writeUInt32LE(e.length, at + 28);
+  b.writeUInt32LE(e.discontinuitySequence, at + 32);
+  if (e.initId) b.write(e.initId, at + 36, 8, 'hex');
+  b.writeUInt32LE(fnv(b, at, 44), at + 44);
 }
 
 /** The record that gives broadcast id `id` slot `slot` in its hour. */
@@ -161,17 +167,17 @@ export class HourBlock {
     this.names.push(id);
   }
 
-  /** Adds a segment record (its bytes and its record are on disk). */
-  push(rec: Buffer): void {
+  /** Adds the segment record at byte `at` of `rec` (its bytes and its record are on disk). */
+  push(rec: Buffer, at = 0): void {
     if ((this.n + 1) * RECORD_BYTES > this.recs.length) {
       const grown = Buffer.allocUnsafe(this.recs.length * 2);
       this.recs.copy(grown, 0, 0, this.n * RECORD_BYTES);
       this.recs = grown;
     }
-    rec.copy(this.recs, this.n * RECORD_BYTES);
+    rec.copy(this.recs, this.n * RECORD_BYTES, at, at + RECORD_BYTES);
     this.n++;
-    this.bytes += rec.readUInt32LE(28);
-    this.dataEnd = Math.max(this.dataEnd, rec.readUInt32LE(24) + rec.readUInt32LE(28));
+    this.bytes += rec.readUInt32LE(at + 28);
+    this.dataEnd = Math.max(this.dataEnd, rec.readUInt32LE(at + 24) + rec.readUInt32LE(at + 28));
   }
 
   /** Gives back the unused capacity (a finished hour never grows). */

@@ -8,7 +8,7 @@
  */
 import { closeSync, constants, existsSync, ftruncateSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, write, writeSync, writev, writevSync } from 'node:fs';
 import path from 'node:path';
-import { HourBlock, hourFiles, hourKeyOf, readHour, RECORD_BYTES, segmentRecord, SIDECAR, type SegmentEntry } from './hour-block.js';
+import { HourBlock, hourFiles, hourKeyOf, readHour, RECORD_BYTES, SIDECAR, writeSegmentRecord, type SegmentEntry } from './hour-block.js';
 import { LayerIndex } from './layer-index.js';
 
 /** Opened for writing at known offsets (not O_APPEND: a torn tail is written over). */
@@ -176,16 +176,21 @@ export class LayerFiles {
   }
 
   /**
-   * The append of segment `e` (its `offset` is set here) of broadcast `broadcast` to the hour of
-   * its program date-time: a broadcast record first when the hour does not name it yet.
+   * The append of segment `e` (its `offset` and `length` are set here) of broadcast `broadcast` to
+   * the hour of its program date-time: a broadcast record first when the hour does not name it yet.
+   * The records are a slice of Node's shared buffer pool: no buffer of their own per segment.
    * @throws Error when the files cannot be opened or the hour is full
    */
   segment(e: SegmentEntry, data: readonly Uint8Array[], broadcast: string | null, now: number): Append {
     const bytes = piecesBytes(data);
     return this.prepare(hourKeyOf(e.startMs), data, bytes, (block, offset) => {
       const { slot, record } = block.slotOf(broadcast);
-      const seg = segmentRecord({ ...e, offset, length: bytes }, slot);
-      return { records: record ? Buffer.concat([record, seg]) : seg, newName: record ? broadcast : null };
+      e.offset = offset;
+      e.length = bytes;
+      const records = Buffer.allocUnsafe(record ? 2 * RECORD_BYTES : RECORD_BYTES);
+      if (record) record.copy(records, 0);
+      writeSegmentRecord(records, records.length - RECORD_BYTES, e, slot);
+      return { records, newName: record ? broadcast : null };
     }, now);
   }
 
@@ -198,7 +203,8 @@ export class LayerFiles {
 
   /** Writes an append's bytes and records now, then indexes it. @throws Error from the writes */
   writeSync(a: Append): void {
-    writevAtSync(a.seg, a.data, a.offset);
+    if (a.data.length === 1) writeAtSync(a.seg, a.data[0]!, a.offset);
+    else writevAtSync(a.seg, a.data, a.offset);
     writeAtSync(a.idx, a.records, a.block.records * RECORD_BYTES);
     this.commit(a);
   }
@@ -211,7 +217,7 @@ export class LayerFiles {
       this.named(a.newName, 1);
     }
     b.records += a.records.length / RECORD_BYTES;
-    b.push(a.records.subarray(a.records.length - RECORD_BYTES));
+    b.push(a.records, a.records.length - RECORD_BYTES);
     const blocks = this.index.blocks;
     if (blocks[blocks.length - 1] !== b) {
       blocks[blocks.length - 1]?.shrink();

@@ -164,6 +164,13 @@ describe('the catch-up archive', () => {
     expect(archive.hasBroadcast('brd_test')).toBe(true);
   });
 
+  it('keeps each segment by the time the layer has told of it (written at once: nothing waits for a later turn)', () => {
+    const layer = feed();
+    expect(archive.pending).toBe(0);
+    expect(kept().map((r) => r.sequence)).toEqual(layer.segments.map((s) => s.sequence));
+    expect(archive.bytes(streamId)).toBe(layer.segments.reduce((n, s) => n + s.data.byteLength, 0));
+  });
+
   it('keeps a layer with parts from its parts, without joining a segment into a copy', async () => {
     const layer = feed(0, 500);
     await settled();
