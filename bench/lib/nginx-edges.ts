@@ -45,6 +45,12 @@ export interface OriginFetches {
   passed: number;
   /** Every origin fetch. */
   total: number;
+  /**
+   * Attempts on a kept-alive connection that the origin had closed, sent again by nginx on a new
+   * one (`$upstream_status` 502 followed by another attempt in the same line): the origin answered
+   * none of them, so they are not fetches.
+   */
+  retried: number;
   /** Requests the edge answered (access log lines). */
   requests: number;
 }
@@ -172,6 +178,9 @@ function accepts(host: string, port: number): Promise<boolean> {
  */
 const LINE = /^(\d+\.\d+) \S+ "(?:GET|HEAD) (\S+) [^"]*" \d+ \d+ cache=\S* (?:\S+ )*upstream=(.*)$/;
 
+/** The `ustatus=` field of such a line: `$upstream_status`, one status per attempt. */
+const STATUS = / ustatus=(.*?) urt=/;
+
 /** A request target as the edge's cache keys it: an object's path, a blocking reload's path + `_HLS_msn` + `_HLS_part`; null otherwise. */
 function cacheKey(target: string): string | null {
   const u = new URL(target, 'http://edge');
@@ -182,7 +191,7 @@ function cacheKey(target: string): string | null {
 
 /** Counts the origin fetches in a `skylark_edge_file` access log between `from` and `to` (epoch ms). */
 export function countFetches(log: string, from: number, to: number): OriginFetches {
-  const out: OriginFetches = { objects: new Map(), blocking: new Map(), passed: 0, total: 0, requests: 0 };
+  const out: OriginFetches = { objects: new Map(), blocking: new Map(), passed: 0, total: 0, retried: 0, requests: 0 };
   for (const l of log.split('\n')) {
     const m = LINE.exec(l);
     if (!m) continue;
@@ -190,7 +199,13 @@ export function countFetches(log: string, from: number, to: number): OriginFetch
     if (at < from || at > to) continue;
     out.requests++;
     if (m[3] === '-') continue;
-    const n = m[3]!.split(/[,:] /).length; // one address per attempt (", " between attempts, " : " between upstream groups)
+    // One address and one status per attempt (", " between attempts, " : " between upstream groups).
+    const statuses = (STATUS.exec(l)?.[1] ?? '').split(/[,:] /);
+    const attempts = m[3]!.split(/[,:] /).length;
+    let retried = 0;
+    for (let i = 0; i < attempts - 1; i++) if (statuses[i] === '502') retried++;
+    out.retried += retried;
+    const n = attempts - retried;
     out.total += n;
     const key = cacheKey(m[2]!);
     const map = key === null ? null : key.includes('?') ? out.blocking : out.objects;

@@ -328,7 +328,10 @@ ${trusted.map((c) => `    set_real_ip_from ${c};`).join('\n')}
         server ${s.upstream};
         keepalive 64;
         keepalive_requests 1000000;
-        keepalive_timeout 60s;
+        # Shorter than the origin's 10 s idle timeout: the edge closes an idle connection before the
+        # origin can, so a request is never sent down a connection the origin is closing (nginx
+        # would send it again on a new one).
+        keepalive_timeout 5s;
     }
 `;
 }
