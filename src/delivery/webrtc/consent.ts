@@ -1,7 +1,8 @@
 /**
- * Consent freshness (RFC 7675) for a WHIP publisher received natively (./rtp-receive-native.ts),
- * in place of werift's loop: the receiver reports the server sends are data on the pair, so
- * consent to send them is checked as werift would — a STUN Binding request to the nominated pair's
+ * Consent freshness (RFC 7675) for a WHIP publisher received natively (./rtp-receive-native.ts)
+ * and for a WHEP peer in the native fan-out (./fanout.ts), in place of werift's loop: the receiver
+ * reports and the media the server sends are data on the pair, so consent to send them is checked
+ * as werift would — a STUN Binding request to the nominated pair's
  * remote address every 4–6 s (§5.1: 0.8–1.2 × 5 s, randomised), and consent expires when no
  * authenticated success response came for 30 s (§5.1); then `expired` is called (the publish
  * ends). One timer and one request buffer per peer instead of werift's per-check promises, abort
@@ -95,7 +96,40 @@ export function isConsentResponse(d: Buffer, tx: Buffer, password: string): bool
   return false;
 }
 
-/** One publisher's consent checks; `close` stops them. */
+/** werift 0.24's consent loop on its ICE agent (RFC 7675), stopped while ConsentChecks run. */
+interface WeriftConsent {
+  stopConsentLifecycle(): void;
+  queryConsent(): void;
+  consentFresh: boolean;
+}
+
+/** Consent taken over from werift: our checks, and `restore` to start werift's loop again. */
+export interface TakenConsent {
+  checks: ConsentChecks;
+  restore(): void;
+}
+
+/**
+ * Our consent checks on the pair `path` of werift's ICE agent `ice`, in place of its loop: werift's
+ * loop is stopped and its `consentFresh` kept true meanwhile (what `canSendApplicationData()`
+ * reads), false once ours expire (then `expired` is called). `restore` gives werift its loop back
+ * (a peer that stays connected without these checks). Null when `ice` lacks the shape relied on.
+ */
+export function takeOverConsent(ice: unknown, path: { socket: Socket; host: string; port: number }, expired: () => void): TakenConsent | null {
+  const c = ice as Partial<ConsentCredentials> & Partial<WeriftConsent>;
+  if (typeof c.localUsername !== 'string' || typeof c.remoteUsername !== 'string' || typeof c.remotePassword !== 'string' || !c.remotePassword) return null;
+  if (typeof c.iceControlling !== 'boolean' || typeof c.tieBreaker !== 'bigint' || typeof c.stopConsentLifecycle !== 'function' || typeof c.queryConsent !== 'function') return null;
+  const w = c as WeriftConsent;
+  w.stopConsentLifecycle();
+  w.consentFresh = true;
+  const checks = new ConsentChecks(path.socket, path.host, path.port, c as ConsentCredentials, () => {
+    w.consentFresh = false;
+    expired();
+  });
+  return { checks, restore: () => w.queryConsent() };
+}
+
+/** One peer's consent checks; `close` stops them. */
 export class ConsentChecks {
   /** Requests sent, and authenticated responses to them. */
   sent = 0;

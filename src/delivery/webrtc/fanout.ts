@@ -16,7 +16,13 @@
  *   descriptor can be reused, and ends the peer.
  * - the remote's connectivity checks on the nominated pair (consent freshness, RFC 7675) are
  *   answered by a StunResponder (src/delivery/webrtc/stun-responder.ts) in front of werift,
- *   moved with the pair and removed when the peer leaves.
+ *   moved with the pair and removed when the peer leaves;
+ * - our own consent checks (RFC 7675 §5.1) are sent by ./consent.ts in place of werift's loop, on
+ *   the same pair; consent that expires closes the peer. A peer that leaves for the JS sender gets
+ *   werift's loop back;
+ * - the SRTCP the remote sends (receiver reports, RFC 3550 §6.4.2) is counted and dropped before
+ *   werift decrypts it: nothing reads it for a peer fed natively (werift's sender never saw these
+ *   packets, so a NACK has nothing to resend). A peer that leaves gives it back to werift.
  * "Too slow" (docs/listeners.md "WebRTC"): a write the socket refuses (EAGAIN, ENOBUFS) is a drop;
  * a peer whose every packet has been dropped for `PEER_MAX_DROPPING_MS` is closed, judged at each
  * check (so within 1 s of it).
@@ -25,7 +31,8 @@ import type { Socket } from 'node:dgram';
 import type { PacketSink } from './source.js';
 import type { IceAgent, WeriftMediaState } from './rtp-sender.js';
 import type { RtpFanoutPeer } from '../../native/rtp-fanout.js';
-import { StunResponder, type IceCredentials } from './stun-responder.js';
+import { StunResponder } from './stun-responder.js';
+import { takeOverConsent, type TakenConsent } from './consent.js';
 
 /**
  * The port through which WHEP uses the native fan-out (implemented by src/native/rtp-fanout.ts,
@@ -87,6 +94,7 @@ interface Member {
   socket: Socket;
   onSocketClose: () => void;
   stun: StunResponder | null;
+  consent: TakenConsent | null;
   remote: string;
   enabled: boolean;
   lastPackets: number;
@@ -101,13 +109,6 @@ export function udpPath(ice: IceAgent): { socket: Socket; fd: number; host: stri
   const fd = socketFd(t.socket);
   if (fd === null) return null;
   return { socket: t.socket, fd, host: pair.remoteAddr[0], port: pair.remoteAddr[1] };
-}
-
-/** A StunResponder on the pair `path` of `ice` (werift's agent); null when `ice` lacks the ICE credentials it reads. */
-function responder(ice: IceAgent, path: { socket: Socket; host: string; port: number }): StunResponder | null {
-  const c = ice as unknown as Partial<IceCredentials>;
-  if (typeof c.localUsername !== 'string' || typeof c.localPassword !== 'string' || typeof c.remoteUsername !== 'string' || typeof c.iceControlling !== 'boolean') return null;
-  return new StunResponder(path.socket, path.host, path.port, c as IceCredentials);
 }
 
 /** The descriptor of a bound Node dgram socket (Linux, macOS); null when it has none (closed, other platforms). */
@@ -125,6 +126,8 @@ export class FanoutGroup implements PacketSink {
   private enabledCount = 0;
   private readonly counts = new Float64Array(7);
   private timer: NodeJS.Timeout | null = null;
+  /** SRTCP packets from the members' remotes, dropped before werift (see the file's comment). */
+  rtcpIgnored = 0;
 
   /** @param onEmpty called when the last member left (the owner removes the group from the source) */
   constructor(
@@ -144,6 +147,16 @@ export class FanoutGroup implements PacketSink {
     return n;
   }
 
+  /** Our consent checks sent to the members now held, and the authenticated answers to them. */
+  get consentChecks(): { sent: number; fresh: number } {
+    const out = { sent: 0, fresh: 0 };
+    for (const m of this.members.values()) {
+      out.sent += m.consent?.checks.sent ?? 0;
+      out.fresh += m.consent?.checks.fresh ?? 0;
+    }
+    return out;
+  }
+
   /**
    * Adds a connected session whose nominated pair is plain UDP.
    * @returns the member id, or null when the pair is not plain UDP or the native side refused the
@@ -158,7 +171,8 @@ export class FanoutGroup implements PacketSink {
     } catch {
       return null;
     }
-    const m: Member = { id, session, ice: w.ice, socket: path.socket, onSocketClose: () => this.socketClosed(m), stun: responder(w.ice, path), remote: `${path.host}:${path.port}`, enabled: true, lastPackets: 0, droppingSince: 0 };
+    const m: Member = { id, session, ice: w.ice, socket: path.socket, onSocketClose: () => this.socketClosed(m), stun: null, consent: null, remote: `${path.host}:${path.port}`, enabled: true, lastPackets: 0, droppingSince: 0 };
+    this.takePair(m, path);
     path.socket.once('close', m.onSocketClose);
     this.members.set(id, m);
     this.enabledCount++;
@@ -176,7 +190,7 @@ export class FanoutGroup implements PacketSink {
     if (!m) return;
     this.members.delete(id);
     this.native.remove(id);
-    m.stun?.remove();
+    this.releasePair(m);
     m.socket.off('close', m.onSocketClose);
     if (m.enabled) this.enabledCount--;
     if (this.members.size === 0) {
@@ -253,16 +267,43 @@ export class FanoutGroup implements PacketSink {
     if (!path || !this.native.retarget(m.id, path.fd, path.host, path.port)) {
       const index: SrtpIndex = this.native.counts(m.id, this.counts) ? { roc: this.counts[5]!, lastSeq: this.counts[6]! } : { roc: 0, lastSeq: -1 };
       // Onto the JS sender first: leaving first could empty the group and stop the stream's source.
+      const consent = m.consent;
       m.session.demote(index);
       this.leave(m.id);
+      consent?.restore();
       return false;
     }
     m.socket.off('close', m.onSocketClose);
-    m.stun?.remove();
-    m.stun = responder(m.ice, path);
+    this.releasePair(m);
+    this.takePair(m, path);
     m.socket = path.socket;
     m.remote = `${path.host}:${path.port}`;
     path.socket.once('close', m.onSocketClose);
+    return true;
+  }
+
+  /**
+   * The member's pair `path` taken from werift: its remote's checks answered (StunResponder), our
+   * consent checks in place of werift's loop (expired: the peer is closed), its SRTCP dropped.
+   */
+  private takePair(m: Member, path: { socket: Socket; host: string; port: number }): void {
+    m.stun = StunResponder.forAgent(m.ice, path);
+    m.consent = m.stun ? takeOverConsent(m.ice, path, () => m.session.close('ICE consent expired (RFC 7675 §5.1)')) : null;
+    if (m.stun) m.stun.intercept = (d, rinfo) => (m.consent?.checks.take(d, rinfo) ?? false) || this.ignoreRtcp(d);
+  }
+
+  /** The responder off the member's socket and our consent checks stopped (werift's loop is not restarted here). */
+  private releasePair(m: Member): void {
+    m.stun?.remove();
+    m.consent?.checks.close();
+    m.stun = null;
+    m.consent = null;
+  }
+
+  /** True (counted) for an RTCP packet: first byte 128–191, packet type 192–223 (RFC 5761 §4, RFC 7983 §7). */
+  private ignoreRtcp(d: Buffer): boolean {
+    if (d.length < 8 || d[0]! < 128 || d[0]! > 191 || d[1]! < 192 || d[1]! > 223) return false;
+    this.rtcpIgnored++;
     return true;
   }
 

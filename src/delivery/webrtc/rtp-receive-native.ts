@@ -32,8 +32,8 @@ import { PROFILE_AES128_CM_HMAC_SHA1_80, PROFILE_AEAD_AES_128_GCM } from './srtp
 import type { IceAgent, SrtpContextShape } from './rtp-sender.js';
 import type { SegmenterEvent } from '../../native/segmenter.js';
 import { udpPath } from './fanout.js';
-import { StunResponder, type IceCredentials } from './stun-responder.js';
-import { ConsentChecks, type ConsentCredentials } from './consent.js';
+import { StunResponder } from './stun-responder.js';
+import { takeOverConsent, type ConsentChecks, type TakenConsent } from './consent.js';
 
 /** werift 0.24's SRTCP context of one direction (`rtp/src/srtp/context/srtcp`): session keys and per-SSRC index. */
 interface SrtcpContextShape {
@@ -96,38 +96,6 @@ function rtcpOptions(dtls: DtlsShape, reporterSsrc: number, host: string, port: 
   };
 }
 
-/** A StunResponder for the pair; null when werift's agent lacks the ICE credentials it reads. */
-function stunResponder(ice: IceAgent, path: { socket: Socket; host: string; port: number }): StunResponder | null {
-  const c = ice as unknown as Partial<IceCredentials>;
-  if (typeof c.localUsername !== 'string' || typeof c.localPassword !== 'string' || typeof c.remoteUsername !== 'string' || typeof c.iceControlling !== 'boolean') return null;
-  return new StunResponder(path.socket, path.host, path.port, c as IceCredentials, true);
-}
-
-/** werift 0.24's consent loop on its ICE agent (RFC 7675), stopped while ./consent.ts checks. */
-interface WeriftConsent {
-  stopConsentLifecycle(): void;
-  queryConsent(): void;
-  consentFresh: boolean;
-}
-
-/**
- * Our consent checks on the pair in place of werift's loop (werift's `consentFresh` kept true
- * meanwhile, its loop restarted by `restore`); null when werift's agent lacks the shape relied on.
- */
-function consentChecks(ice: IceAgent, path: { socket: Socket; host: string; port: number }, expired: () => void): { checks: ConsentChecks; restore(): void } | null {
-  const c = ice as unknown as Partial<ConsentCredentials> & Partial<WeriftConsent>;
-  if (typeof c.localUsername !== 'string' || typeof c.remoteUsername !== 'string' || typeof c.remotePassword !== 'string' || !c.remotePassword) return null;
-  if (typeof c.iceControlling !== 'boolean' || typeof c.tieBreaker !== 'bigint' || typeof c.stopConsentLifecycle !== 'function' || typeof c.queryConsent !== 'function') return null;
-  const w = c as WeriftConsent;
-  w.stopConsentLifecycle();
-  w.consentFresh = true;
-  const checks = new ConsentChecks(path.socket, path.host, path.port, c as ConsentCredentials, () => {
-    w.consentFresh = false;
-    expired();
-  });
-  return { checks, restore: () => w.queryConsent() };
-}
-
 /** A native receive's counters (`NativeRtpReceive.counts`). */
 export type NativeReceiveCounts = WhipReceiveCounts & {
   /** Consent checks (STUN Binding requests, RFC 7675) answered by ./stun-responder.ts; 0 without `rtcp`. */
@@ -141,7 +109,7 @@ export type NativeReceiveCounts = WhipReceiveCounts & {
 interface Extras {
   reports: ReceiverReports | null;
   responder: StunResponder | null;
-  consent: { checks: ConsentChecks; restore(): void } | null;
+  consent: TakenConsent | null;
   /** Gives werift's SRTCP context our last index back (native RTCP). */
   giveIndex: ((index: number) => void) | null;
   restoreClose: () => void;
@@ -212,8 +180,8 @@ export class NativeRtpReceive {
     };
     const extras: Extras = {
       reports: native ? null : new ReceiverReports(dtls as RtcpPath, reporterSsrc, () => receive.counts().ssrc ?? -1, () => receive.report()),
-      responder: native ? stunResponder(ice, path) : null,
-      consent: native ? consentChecks(ice, path, () => handlers.error('ICE consent expired (RFC 7675 §5.1)')) : null,
+      responder: native ? StunResponder.forAgent(ice, path, true) : null,
+      consent: native ? takeOverConsent(ice, path, () => handlers.error('ICE consent expired (RFC 7675 §5.1)')) : null,
       giveIndex: native ? (i) => native.local.setIndex(reporterSsrc, i) : null,
       restoreClose,
     };

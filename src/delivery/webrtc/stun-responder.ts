@@ -132,6 +132,12 @@ function ipv6Bytes(host: string): Buffer {
 export class StunResponder {
   /** Binding requests answered here. */
   answered = 0;
+  /**
+   * Looks first at every datagram this does not answer: true when it took it (werift does not get
+   * it). Set by the owner: the answers to its own consent checks (./consent.ts), SRTCP it reads
+   * or ignores.
+   */
+  intercept: ((msg: Buffer, rinfo: RemoteInfo) => boolean) | null = null;
   private readonly theirs: Listener[];
   private readonly mine: Listener;
 
@@ -156,10 +162,21 @@ export class StunResponder {
         socket.send(bindingSuccess(d, rinfo.address, rinfo.port, ice.localPassword), rinfo.port, rinfo.address);
         return;
       }
+      if (this.intercept?.(d, rinfo)) return;
       for (const l of this.theirs) l.call(socket, d, rinfo);
     };
     socket.removeAllListeners('message');
     socket.on('message', this.mine);
+  }
+
+  /**
+   * A responder on the pair `path` of werift's ICE agent `ice` (see the constructor); null when
+   * `ice` lacks the ICE credentials it reads.
+   */
+  static forAgent(ice: unknown, path: { socket: Socket; host: string; port: number }, anySource = false): StunResponder | null {
+    const c = ice as Partial<IceCredentials>;
+    if (typeof c.localUsername !== 'string' || typeof c.localPassword !== 'string' || typeof c.remoteUsername !== 'string' || typeof c.iceControlling !== 'boolean') return null;
+    return new StunResponder(path.socket, path.host, path.port, c as IceCredentials, anySource);
   }
 
   /** werift's listeners back on the socket, this one off (idempotent). */

@@ -5,7 +5,9 @@
  * werift's own STUN parser verifies (MESSAGE-INTEGRITY under the server's ICE password,
  * FINGERPRINT, XOR-MAPPED-ADDRESS of the client); a check with a wrong MESSAGE-INTEGRITY, or one
  * nominating (USE-CANDIDATE), goes on to werift; once the peer leaves the fan-out werift answers
- * everything again.
+ * everything again. Meanwhile werift's own consent loop is stopped and Skylark's checks
+ * (src/delivery/webrtc/consent.ts) are answered by the client, and the client's SRTCP is dropped
+ * before werift.
  */
 import type { RemoteInfo, Socket } from 'node:dgram';
 import { describe, expect, it } from 'vitest';
@@ -73,6 +75,15 @@ describe('StunResponder', () => {
       sock.send(check(user, server.localPassword, (m) => m.setAttribute('USE-CANDIDATE', null)), port, host);
       await until(() => toWerift === 2, 5000, 'werift handling both');
       expect(group.stunAnswered).toBe(1);
+
+      // Our consent checks replace werift's loop (RFC 7675 §5.1): werift's stopped, ours answered by
+      // the client (werift), the peer still allowed to send.
+      expect((server as unknown as { queryConsentHandle?: unknown }).queryConsentHandle).toBeUndefined();
+      await until(() => group.consentChecks.fresh >= 1, 10_000, 'an answered consent check of ours');
+      expect(w.ice.canSendApplicationData()).toBe(true);
+      // The client's SRTCP is dropped before werift (a receiver report's first bytes: V=2, PT 201).
+      sock.send(Buffer.from([0x80, 201, 0, 1, 0, 0, 0, 7]), port, host);
+      await until(() => group.rtcpIgnored === 1, 5000, 'the RTCP packet dropped');
 
       // Out of the fan-out: werift answers again.
       group.leave(id);
