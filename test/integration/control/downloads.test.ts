@@ -329,19 +329,21 @@ describe('download counting across kill -9 (the CLI, dist/)', () => {
     const path0 = new URL(((await up.json()) as any).audioUrl).pathname;
     expect((await api(cli.http, sk!, 'POST', `/v2/podcasts/${pid}/publish`, { episodeId: eid })).status).toBe(200);
     const fifth = Math.floor(audio.length / 5);
-    const curl = async (ua: string, range?: string) => run('curl', ['-s', '-o', '/dev/null', '-A', ua, ...(range ? ['-r', range] : []), `${cli!.http}${path0}`]);
+    // Each pull must be whole (status and bytes): a pull cut short would count nothing, rightly.
+    const curl = async (ua: string, range?: string) =>
+      (await run('curl', ['-sS', '-o', '/dev/null', '-w', '%{http_code} %{size_download}', '-A', ua, ...(range ? ['-r', range] : []), `${cli!.http}${path0}`], { encoding: 'utf8' })).stdout;
     const read = async () => (await api(cli!.http, sk!, 'GET', `/v2/podcasts/${pid}/stats`)).json;
 
-    await curl(UA.apple);
-    await curl(UA.pocket, `0-${fifth - 1}`);
+    expect(await curl(UA.apple)).toBe(`200 ${audio.length}`);
+    expect(await curl(UA.pocket, `0-${fifth - 1}`)).toBe(`206 ${fifth}`);
     let s = await read(); // writes the batch
-    expect(s.downloads).toBe(1);
+    expect(s.downloads, JSON.stringify(s)).toBe(1);
     cli.child.kill('SIGKILL');
     await new Promise((r) => (cli!.child.exitCode !== null || cli!.child.signalCode !== null ? r(null) : cli!.child.once('exit', r)));
 
     cli = await startCli(t.dir);
-    await curl(UA.apple);
-    await curl(UA.pocket, `${fifth}-${2 * fifth - 1}`);
+    expect(await curl(UA.apple)).toBe(`200 ${audio.length}`);
+    expect(await curl(UA.pocket, `${fifth}-${2 * fifth - 1}`)).toBe(`206 ${fifth}`);
     s = await read();
     expect(s.downloads).toBe(2);
     expect(s.byApp).toEqual(expect.arrayContaining([{ app: 'AppleCoreMedia', downloads: 1 }, { app: 'Pocket Casts', downloads: 1 }]));
