@@ -14,9 +14,10 @@
  *   answered check);
  * - a socket werift closes takes the peer out of the native object on its `close` event, before the
  *   descriptor can be reused, and ends the peer.
- * - the remote's connectivity checks on the nominated pair (consent freshness, RFC 7675) are
- *   answered by a StunResponder (src/delivery/webrtc/stun-responder.ts) in front of werift,
- *   moved with the pair and removed when the peer leaves;
+ * - the remote's connectivity checks on the nominated pair's socket (consent freshness, RFC 7675;
+ *   from any of the remote's addresses: a controlling client checks every pair it formed with the
+ *   socket) are answered by a StunResponder (src/delivery/webrtc/stun-responder.ts) in front of
+ *   werift, moved with the pair and removed when the peer leaves;
  * - our own consent checks (RFC 7675 §5.1) are sent by ./consent.ts in place of werift's loop, on
  *   the same pair; consent that expires closes the peer. A peer that leaves for the JS sender gets
  *   werift's loop back;
@@ -287,7 +288,7 @@ export class FanoutGroup implements PacketSink {
    * consent checks in place of werift's loop (expired: the peer is closed), its SRTCP dropped.
    */
   private takePair(m: Member, path: { socket: Socket; host: string; port: number }): void {
-    m.stun = StunResponder.forAgent(m.ice, path);
+    m.stun = StunResponder.forAgent(m.ice, path, true);
     m.consent = m.stun ? takeOverConsent(m.ice, path, () => m.session.close('ICE consent expired (RFC 7675 §5.1)')) : null;
     if (m.stun) m.stun.intercept = (d, rinfo) => (m.consent?.checks.take(d, rinfo) ?? false) || this.ignoreRtcp(d);
   }

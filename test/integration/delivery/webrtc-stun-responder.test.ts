@@ -1,7 +1,7 @@
 /**
  * The fan-out's STUN responder (src/delivery/webrtc/stun-responder.ts): over a real werift
  * connection, a connectivity check (RFC 8445 §7.3, consent freshness RFC 7675) that the client
- * sends on the nominated pair is answered by Skylark, not werift, with a Binding success response
+ * sends on the nominated pair's socket (from the pair's address or another of its own) is answered by Skylark, not werift, with a Binding success response
  * werift's own STUN parser verifies (MESSAGE-INTEGRITY under the server's ICE password,
  * FINGERPRINT, XOR-MAPPED-ADDRESS of the client); a check with a wrong MESSAGE-INTEGRITY, or one
  * nominating (USE-CANDIDATE), goes on to werift; once the peer leaves the fan-out werift answers
@@ -9,7 +9,7 @@
  * (src/delivery/webrtc/consent.ts) are answered by the client, and the client's SRTCP is dropped
  * before werift.
  */
-import type { RemoteInfo, Socket } from 'node:dgram';
+import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { describe, expect, it } from 'vitest';
 import { Message, classes, methods, parseMessage } from 'werift';
 import { RtpFanout } from '../../../src/native/rtp-fanout.js';
@@ -70,11 +70,24 @@ describe('StunResponder', () => {
       expect(group.stunAnswered).toBe(1);
       expect(toWerift).toBe(0);
 
+      // The same check from another of the client's addresses (a controlling client checks every
+      // pair it formed with this socket): answered here too, to its source.
+      const other = createSocket('udp4');
+      await new Promise<void>((r) => other.bind(0, '127.0.0.1', () => r()));
+      const otherAnswers: Buffer[] = [];
+      other.on('message', (d) => otherAnswers.push(d));
+      other.send(check(user, server.localPassword), port, host);
+      await until(() => otherAnswers.length === 1, 5000, 'the answer to the other address');
+      expect(parseMessage(otherAnswers[0]!, Buffer.from(server.localPassword, 'utf8'))!.getAttributeValue('XOR-MAPPED-ADDRESS')).toEqual(['127.0.0.1', other.address().port]);
+      other.close();
+      expect(group.stunAnswered).toBe(2);
+      expect(toWerift).toBe(0);
+
       // A wrong MESSAGE-INTEGRITY, and a nomination: werift's to handle.
       sock.send(check(user, 'not-the-password'), port, host);
       sock.send(check(user, server.localPassword, (m) => m.setAttribute('USE-CANDIDATE', null)), port, host);
       await until(() => toWerift === 2, 5000, 'werift handling both');
-      expect(group.stunAnswered).toBe(1);
+      expect(group.stunAnswered).toBe(2);
 
       // Our consent checks replace werift's loop (RFC 7675 §5.1): werift's stopped, ours answered by
       // the client (werift), the peer still allowed to send.
