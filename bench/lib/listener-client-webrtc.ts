@@ -147,9 +147,13 @@ const setupFailed = (e: Error & { cause?: { code?: string } }) => err(`setup: ${
  * type byte is not 192–223 (RTCP, RFC 5761 §4) is RTP: it is counted by its sequence number (in
  * clear in SRTP, RFC 3711 §3.1) and dropped without reaching werift, so the client processes cost
  * far less than the server they load. One RTP packet in `VERIFY_EVERY` still goes through werift
- * and is decrypted and authenticated there, then dropped (failures count as errors `srtp auth`).
+ * and is decrypted and authenticated there, then dropped (failures count as errors `srtp auth`), as
+ * does every packet within 100 of the sequence number wrap (werift's rollover counter needs them).
  * STUN (0–3: consent freshness, RFC 7675), DTLS (20–63) and SRTCP stay werift's.
  */
+/** werift's window around the sequence number wrap for its rollover counter (`MaxROCDisorder`, RFC 3711 §3.3.1). */
+const ROC_EDGE = 100;
+
 function light(transceiver: RTCRtpTransceiver, count: (seq: number) => void): void {
   const dtls = transceiver.receiver.dtlsTransport as unknown as {
     srtp?: { decrypt(b: Buffer): Buffer };
@@ -185,8 +189,12 @@ function light(transceiver: RTCRtpTransceiver, count: (seq: number) => void): vo
       if (b0 >= 128 && b0 <= 191 && d.length >= 12) {
         const pt = d[1]!;
         if (pt < 192 || pt > 223) {
-          count(d.readUInt16BE(2));
-          if (++n % VERIFY_EVERY !== 0) return;
+          const seq = d.readUInt16BE(2);
+          count(seq);
+          // werift moves its rollover counter only on seeing both sides of the wrap within 100 of
+          // it: every packet there goes to werift, or a wrap between two checked ones would fail
+          // every check after it.
+          if (++n % VERIFY_EVERY !== 0 && seq >= ROC_EDGE && seq < 65536 - ROC_EDGE) return;
         }
       }
       for (const l of werift) l.call(socket, d, info);
