@@ -50,7 +50,7 @@
  * goals block needs) and reads this JSON; by hand it takes minutes (one server start per case).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync, existsSync, unlinkSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync, existsSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -71,6 +71,8 @@ const SNAPSHOTS = process.env.BENCH_MEMORY_SNAPSHOT !== '0';
 const TOP = Math.round(envNum('BENCH_MEMORY_TOP', 12));
 /** Also a heap snapshot after the baseline, to list what stays after the listeners left (the RSS Δ of that run then reuses the snapshot's freed malloc: read only the heap columns). */
 const RETAINED = process.env.BENCH_MEMORY_RETAINED === '1';
+/** BENCH_MEMORY_KEEP=<dir>: the loaded heap snapshot of each case is kept there (`<case>-loaded.heapsnapshot`). */
+const KEEP_SNAPSHOT = process.env.BENCH_MEMORY_KEEP ?? '';
 /** Playlist GETs of the `request`/`session` cases: often enough for uWS's 10 s idle timeout and a 6 s session timeout. */
 const POLL_MS = 3000;
 
@@ -223,7 +225,8 @@ if (out && isMainThread) {
           } catch (e) { answer({ error: String(e) }); }
         }, 300);
       } else if (cmd.startsWith('snap ')) {
-        v8.writeHeapSnapshot(cmd.slice(5));
+        // BENCH_MEMORY_NUMERIC=1: numbers in fields get edges too (which field keeps a boxed double).
+        v8.writeHeapSnapshot(cmd.slice(5), process.env.BENCH_MEMORY_NUMERIC === '1' ? { exposeNumericValues: true } : undefined);
         answer({ snap: true });
       } else answer({ error: 'unknown command ' + cmd });
     } catch (e) { answer({ error: String(e) }); }
@@ -327,6 +330,8 @@ function summarize(file: string): Summary {
     if (type === 'object' || type === 'native') return `${type === 'native' ? '(native) ' : ''}${name.slice(0, 60)}`;
     if (type === 'hidden' || type === 'array') return `(${type}) ${name.slice(0, 40)}`;
     if (type.includes('string')) return `(string) ${JSON.stringify(name.slice(0, 4))}`;
+    // With BENCH_MEMORY_NUMERIC=1 small integers are nodes too (of no size): apart from boxed numbers.
+    if (type === 'number' && nodes[i + iSize] === 0) return '(small integer)';
     return `(${type})`;
   };
   const totals: Totals = new Map();
@@ -579,6 +584,7 @@ async function runCase(work: string, name: CaseName): Promise<CaseResult> {
         const f = path.join(work, `${name}-loaded.heapsnapshot`);
         await ask(srv.pid, srv.probeOut, `snap ${f}`);
         loadedSnap = summarize(f);
+        if (KEEP_SNAPSHOT) copyFileSync(f, path.join(KEEP_SNAPSHOT, `${name}-loaded.heapsnapshot`));
         rmSync(f, { force: true });
       }
       const socketsAfterSnapshot = socketCount(srv.pid) - sock0;
