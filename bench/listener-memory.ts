@@ -193,15 +193,27 @@ const status = () => {
 };
 // Resident bytes by mapping (/proc/self/smaps): brk = the main malloc arena ([heap]); anon = anonymous
 // mappings (V8's pages, other threads' malloc arenas, large mallocs, the HTTP front's tables); file; other.
+// BENCH_MEMORY_MAPS=1: also each anonymous mapping's start, size and resident bytes (which ones grew).
+const listMaps = process.env.BENCH_MEMORY_MAPS === '1';
 const maps = () => {
   const r = { brk: 0, anon: 0, file: 0, other: 0 };
+  const list = [];
   let cls = 'other';
+  let cur = null;
   for (const l of readFileSync('/proc/self/smaps', 'utf8').split('\\n')) {
     if (/^[0-9a-f]+-[0-9a-f]+ /.test(l)) {
       const name = l.split(/ +/)[5] ?? '';
       cls = name === '[heap]' ? 'brk' : name === '' ? 'anon' : name.startsWith('/') ? 'file' : 'other';
-    } else if (l.startsWith('Rss:')) r[cls] += Number(l.split(/ +/)[1]) * 1024;
+      const [a, b] = l.split(' ')[0].split('-');
+      cur = cls === 'anon' && listMaps ? [a, Number(BigInt('0x' + b) - BigInt('0x' + a)), 0] : null;
+      if (cur) list.push(cur);
+    } else if (l.startsWith('Rss:')) {
+      const n = Number(l.split(/ +/)[1]) * 1024;
+      r[cls] += n;
+      if (cur) cur[2] = n;
+    }
   }
+  if (listMaps) r.list = list;
   return r;
 };
 const read = () => {
@@ -246,7 +258,7 @@ interface Reading {
   /** V8 heap spaces: live bytes and committed bytes. */
   spaces: Record<string, { used: number; size: number }>;
   /** Resident bytes by mapping: the main malloc arena (brk), anonymous, file-backed, other. */
-  maps: { brk: number; anon: number; file: number; other: number };
+  maps: { brk: number; anon: number; file: number; other: number; list?: Array<[string, number, number]> };
 }
 
 /** Asks the probe in `pid` for `cmd` and waits for its answer (≤ 120 s). */
@@ -368,6 +380,15 @@ function summarize(file: string): Summary {
       return new Map([...out].map(([k, m]) => [k, [...m].sort((a, b) => b[1] - a[1]).slice(0, 4)]));
     },
   };
+}
+
+/** The anonymous mappings whose resident bytes grew most from `a` to `b` (BENCH_MEMORY_MAPS=1), per listener. */
+function anonGrowth(a: Array<[string, number, number]>, b: Array<[string, number, number]>, n: number): string {
+  const before = new Map(a.map(([start, , rss]) => [start, rss]));
+  const grown = b.map(([start, size, rss]) => [start, size, rss - (before.get(start) ?? 0)] as const).sort((x, y) => y[2] - x[2]);
+  const size = (x: number) => (x >= 2 ** 20 ? `${(x / 2 ** 20).toFixed(1)} MiB` : `${(x / 1024).toFixed(0)} KiB`);
+  const gone = a.filter(([start]) => !b.some(([s]) => s === start)).reduce((t, [, , rss]) => t + rss, 0);
+  return `${grown.slice(0, 10).map(([start, sz, d]) => `${start} ${size(sz)} ${(d / 1024 / n).toFixed(3)}`).join('; ')}; mappings gone ${(gone / 1024 / n).toFixed(3)}`;
 }
 
 /** The constructors whose self size grew most from `a` to `b`, per listener. */
@@ -706,6 +727,7 @@ async function main(): Promise<void> {
         const mb = r.loaded.after.maps;
         const m0 = r.base.maps;
         if (mb && m0) out.push(`  resident by mapping Δ after GC (KB per listener): main malloc arena (brk) ${kb((mb.brk - m0.brk) / r.n)}, anonymous (V8 pages, other arenas, large mallocs) ${kb((mb.anon - m0.anon) / r.n)}, file ${kb((mb.file - m0.file) / r.n)}, other ${kb((mb.other - m0.other) / r.n)}`);
+        if (mb?.list && m0?.list) out.push(`  anonymous mappings that grew most (start, size, resident Δ in KB per listener): ${anonGrowth(m0.list, mb.list, r.n)}`);
       }
     }
   }
