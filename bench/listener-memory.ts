@@ -370,7 +370,9 @@ function summarize(file: string): Summary {
           if (!want.has(to)) continue;
           const et = etypes[j.edges[e + eType]!]!;
           if (et === 'weak') continue;
-          const name = et === 'element' || et === 'hidden' ? `[${et}]` : String(j.strings[j.edges[e + eName]!] ?? '').slice(0, 30);
+          const raw = et === 'element' || et === 'hidden' ? '' : String(j.strings[j.edges[e + eName]!] ?? '');
+          // A hash table's slots are internal edges named by their index: one name for all of them.
+          const name = raw === '' || /^\d+$/.test(raw) ? `[${et}]` : raw.slice(0, 30);
           const m = out.get(to) ?? new Map<string, number>();
           const h = `${from}.${name}`;
           m.set(h, (m.get(h) ?? 0) + 1);
