@@ -45,7 +45,11 @@
  *
  * Run: `node --import tsx bench/listener-memory.ts [case …]` (cases filter by name). Environment:
  * BENCH_MEMORY_N (4000), BENCH_MEMORY_WARM (100), BENCH_MEMORY_SNAPSHOT (1; 0: no heap snapshots),
- * BENCH_MEMORY_TOP (12: constructors listed per case). Writes bench/.out/listener-memory.json.
+ * BENCH_MEMORY_TOP (12: constructors listed per case), BENCH_MEMORY_NUMERIC (1: numbers in fields and
+ * tables are snapshot nodes too, so a boxed number shows its holder), BENCH_MEMORY_KEEP (a directory
+ * that keeps each case's loaded snapshot), BENCH_MEMORY_MAPS (1: the anonymous mappings that grew
+ * most, by start address and size: V8's 256 KiB pages, glibc's 64 MiB-aligned thread arenas).
+ * Writes bench/.out/listener-memory.json.
  * `npm run bench` runs it through bench/listener-memory.bench.ts (a child process, the cases the
  * goals block needs) and reads this JSON; by hand it takes minutes (one server start per case).
  */
