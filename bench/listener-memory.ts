@@ -45,12 +45,16 @@
  *
  * Run: `node --import tsx bench/listener-memory.ts [case …]` (cases filter by name). Environment:
  * BENCH_MEMORY_N (4000), BENCH_MEMORY_WARM (100), BENCH_MEMORY_SNAPSHOT (1; 0: no heap snapshots),
- * BENCH_MEMORY_TOP (12: constructors listed per case). Writes bench/.out/listener-memory.json.
+ * BENCH_MEMORY_TOP (12: constructors listed per case), BENCH_MEMORY_NUMERIC (1: numbers in fields and
+ * tables are snapshot nodes too, so a boxed number shows its holder), BENCH_MEMORY_KEEP (a directory
+ * that keeps each case's loaded snapshot), BENCH_MEMORY_MAPS (1: the anonymous mappings that grew
+ * most, by start address and size: V8's 256 KiB pages, glibc's 64 MiB-aligned thread arenas).
+ * Writes bench/.out/listener-memory.json.
  * `npm run bench` runs it through bench/listener-memory.bench.ts (a child process, the cases the
  * goals block needs) and reads this JSON; by hand it takes minutes (one server start per case).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync, existsSync, unlinkSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync, existsSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -71,6 +75,8 @@ const SNAPSHOTS = process.env.BENCH_MEMORY_SNAPSHOT !== '0';
 const TOP = Math.round(envNum('BENCH_MEMORY_TOP', 12));
 /** Also a heap snapshot after the baseline, to list what stays after the listeners left (the RSS Δ of that run then reuses the snapshot's freed malloc: read only the heap columns). */
 const RETAINED = process.env.BENCH_MEMORY_RETAINED === '1';
+/** BENCH_MEMORY_KEEP=<dir>: the loaded heap snapshot of each case is kept there (`<case>-loaded.heapsnapshot`). */
+const KEEP_SNAPSHOT = process.env.BENCH_MEMORY_KEEP ?? '';
 /** Playlist GETs of the `request`/`session` cases: often enough for uWS's 10 s idle timeout and a 6 s session timeout. */
 const POLL_MS = 3000;
 
@@ -191,15 +197,27 @@ const status = () => {
 };
 // Resident bytes by mapping (/proc/self/smaps): brk = the main malloc arena ([heap]); anon = anonymous
 // mappings (V8's pages, other threads' malloc arenas, large mallocs, the HTTP front's tables); file; other.
+// BENCH_MEMORY_MAPS=1: also each anonymous mapping's start, size and resident bytes (which ones grew).
+const listMaps = process.env.BENCH_MEMORY_MAPS === '1';
 const maps = () => {
   const r = { brk: 0, anon: 0, file: 0, other: 0 };
+  const list = [];
   let cls = 'other';
+  let cur = null;
   for (const l of readFileSync('/proc/self/smaps', 'utf8').split('\\n')) {
     if (/^[0-9a-f]+-[0-9a-f]+ /.test(l)) {
       const name = l.split(/ +/)[5] ?? '';
       cls = name === '[heap]' ? 'brk' : name === '' ? 'anon' : name.startsWith('/') ? 'file' : 'other';
-    } else if (l.startsWith('Rss:')) r[cls] += Number(l.split(/ +/)[1]) * 1024;
+      const [a, b] = l.split(' ')[0].split('-');
+      cur = cls === 'anon' && listMaps ? [a, Number(BigInt('0x' + b) - BigInt('0x' + a)), 0] : null;
+      if (cur) list.push(cur);
+    } else if (l.startsWith('Rss:')) {
+      const n = Number(l.split(/ +/)[1]) * 1024;
+      r[cls] += n;
+      if (cur) cur[2] = n;
+    }
   }
+  if (listMaps) r.list = list;
   return r;
 };
 const read = () => {
@@ -223,7 +241,8 @@ if (out && isMainThread) {
           } catch (e) { answer({ error: String(e) }); }
         }, 300);
       } else if (cmd.startsWith('snap ')) {
-        v8.writeHeapSnapshot(cmd.slice(5));
+        // BENCH_MEMORY_NUMERIC=1: numbers in fields get edges too (which field keeps a boxed double).
+        v8.writeHeapSnapshot(cmd.slice(5), process.env.BENCH_MEMORY_NUMERIC === '1' ? { exposeNumericValues: true } : undefined);
         answer({ snap: true });
       } else answer({ error: 'unknown command ' + cmd });
     } catch (e) { answer({ error: String(e) }); }
@@ -243,7 +262,7 @@ interface Reading {
   /** V8 heap spaces: live bytes and committed bytes. */
   spaces: Record<string, { used: number; size: number }>;
   /** Resident bytes by mapping: the main malloc arena (brk), anonymous, file-backed, other. */
-  maps: { brk: number; anon: number; file: number; other: number };
+  maps: { brk: number; anon: number; file: number; other: number; list?: Array<[string, number, number]> };
 }
 
 /** Asks the probe in `pid` for `cmd` and waits for its answer (≤ 120 s). */
@@ -327,6 +346,8 @@ function summarize(file: string): Summary {
     if (type === 'object' || type === 'native') return `${type === 'native' ? '(native) ' : ''}${name.slice(0, 60)}`;
     if (type === 'hidden' || type === 'array') return `(${type}) ${name.slice(0, 40)}`;
     if (type.includes('string')) return `(string) ${JSON.stringify(name.slice(0, 4))}`;
+    // With BENCH_MEMORY_NUMERIC=1 small integers are nodes too (of no size): apart from boxed numbers.
+    if (type === 'number' && nodes[i + iSize] === 0) return '(small integer)';
     return `(${type})`;
   };
   const totals: Totals = new Map();
@@ -353,7 +374,9 @@ function summarize(file: string): Summary {
           if (!want.has(to)) continue;
           const et = etypes[j.edges[e + eType]!]!;
           if (et === 'weak') continue;
-          const name = et === 'element' || et === 'hidden' ? `[${et}]` : String(j.strings[j.edges[e + eName]!] ?? '').slice(0, 30);
+          const raw = et === 'element' || et === 'hidden' ? '' : String(j.strings[j.edges[e + eName]!] ?? '');
+          // A hash table's slots are internal edges named by their index: one name for all of them.
+          const name = raw === '' || /^\d+$/.test(raw) ? `[${et}]` : raw.slice(0, 30);
           const m = out.get(to) ?? new Map<string, number>();
           const h = `${from}.${name}`;
           m.set(h, (m.get(h) ?? 0) + 1);
@@ -363,6 +386,15 @@ function summarize(file: string): Summary {
       return new Map([...out].map(([k, m]) => [k, [...m].sort((a, b) => b[1] - a[1]).slice(0, 4)]));
     },
   };
+}
+
+/** The anonymous mappings whose resident bytes grew most from `a` to `b` (BENCH_MEMORY_MAPS=1), per listener. */
+function anonGrowth(a: Array<[string, number, number]>, b: Array<[string, number, number]>, n: number): string {
+  const before = new Map(a.map(([start, , rss]) => [start, rss]));
+  const grown = b.map(([start, size, rss]) => [start, size, rss - (before.get(start) ?? 0)] as const).sort((x, y) => y[2] - x[2]);
+  const size = (x: number) => (x >= 2 ** 20 ? `${(x / 2 ** 20).toFixed(1)} MiB` : `${(x / 1024).toFixed(0)} KiB`);
+  const gone = a.filter(([start]) => !b.some(([s]) => s === start)).reduce((t, [, , rss]) => t + rss, 0);
+  return `${grown.slice(0, 10).map(([start, sz, d]) => `${start} ${size(sz)} ${(d / 1024 / n).toFixed(3)}`).join('; ')}; mappings gone ${(gone / 1024 / n).toFixed(3)}`;
 }
 
 /** The constructors whose self size grew most from `a` to `b`, per listener. */
@@ -579,6 +611,7 @@ async function runCase(work: string, name: CaseName): Promise<CaseResult> {
         const f = path.join(work, `${name}-loaded.heapsnapshot`);
         await ask(srv.pid, srv.probeOut, `snap ${f}`);
         loadedSnap = summarize(f);
+        if (KEEP_SNAPSHOT) copyFileSync(f, path.join(KEEP_SNAPSHOT, `${name}-loaded.heapsnapshot`));
         rmSync(f, { force: true });
       }
       const socketsAfterSnapshot = socketCount(srv.pid) - sock0;
@@ -700,6 +733,7 @@ async function main(): Promise<void> {
         const mb = r.loaded.after.maps;
         const m0 = r.base.maps;
         if (mb && m0) out.push(`  resident by mapping Δ after GC (KB per listener): main malloc arena (brk) ${kb((mb.brk - m0.brk) / r.n)}, anonymous (V8 pages, other arenas, large mallocs) ${kb((mb.anon - m0.anon) / r.n)}, file ${kb((mb.file - m0.file) / r.n)}, other ${kb((mb.other - m0.other) / r.n)}`);
+        if (mb?.list && m0?.list) out.push(`  anonymous mappings that grew most (start, size, resident Δ in KB per listener): ${anonGrowth(m0.list, mb.list, r.n)}`);
       }
     }
   }

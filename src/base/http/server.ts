@@ -33,8 +33,8 @@ export type { ApiRequest, ApiHandler, GuardedApiHandler, ApiRouteOptions, Idempo
 export type { Answer, DeferredReply, RawRequestInfo } from './routes/raw.js';
 export type { WebRequest } from './routes/web.js';
 export type { RawBodyRequest } from './routes/raw-body.js';
-export type { ProgressiveAnswer, ProgressiveClient, ProgressiveHandler, ProgressiveRequest, ProgressiveSink, ProgressiveStream } from './routes/progressive.js';
-export { NO_CLIENT, YIELD } from './routes/progressive.js';
+export type { ProgressiveAnswer, ProgressiveClient, ProgressiveHandler, ProgressiveRequest, ProgressiveSink, ProgressiveStream, StreamedResponse } from './routes/progressive.js';
+export { NO_CLIENT, streamedResponse, YIELD } from './routes/progressive.js';
 export type { ForwardCounts } from './proxy.js';
 
 export { HTTP_LIBRARY_OBJECT, HTTP_LIBRARY_BUILD } from './uws.js';

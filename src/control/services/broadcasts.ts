@@ -85,7 +85,11 @@ interface Running {
   total: number;
   /** Listening time of listeners that left (ms, within the broadcast). */
   listenedMs: number;
-  /** Listeners here now: id → when they joined (or the broadcast started, if later). */
+  /**
+   * Listeners here now: id → when they joined (or the broadcast started, if later), as ms since
+   * `startedAt` (see `since`): a small integer V8 keeps in the table, where ms since 1970 would be
+   * a 16-byte number per listener (docs/bench/listener-memory.md).
+   */
   present: Map<string, number>;
   /**
    * HLS sessions live at the start but not seen since (id → country, '' = unknown): counted from the
@@ -179,7 +183,7 @@ export class BroadcastLog {
       id: row.id,
       after: () => {
         const r = loaded(row);
-        for (const l of here) r.present.set(l.id, atMs);
+        for (const l of here) r.present.set(l.id, 0);
         for (const l of later) r.pending.set(l.id, l.country ?? '');
         r.current = here.length;
         this.running.set(streamId, r);
@@ -333,7 +337,7 @@ export class BroadcastLog {
       if (e.type === 'listener.joined') {
         if (r.present.has(l.id) || r.pending.has(l.id)) return;
         const joined = Math.max(r.startedAt, Date.parse(l.connectedAt ?? '') || this.now());
-        r.present.set(l.id, joined);
+        r.present.set(l.id, since(r, joined));
         count(r, l.country ?? '');
       } else {
         const seen = Date.parse(l.lastSeenAt ?? '') || this.now();
@@ -341,7 +345,7 @@ export class BroadcastLog {
         if (joined !== undefined) {
           r.present.delete(l.id);
           r.current = Math.max(0, r.current - 1);
-          r.listenedMs += Math.max(0, seen - joined);
+          r.listenedMs += Math.max(0, seen - (r.startedAt + joined));
         } else if (!this.leftPending(r, l.id, seen)) return; // left before this broadcast
       }
       r.dirty = true;
@@ -361,7 +365,7 @@ export class BroadcastLog {
       const seen = this.d.lastSeen(r.streamId, id);
       if (seen === null || seen < r.startedAt) continue;
       r.pending.delete(id);
-      r.present.set(id, r.startedAt);
+      r.present.set(id, 0);
       count(r, country);
       r.dirty = true;
       this.saves.schedule();
@@ -444,10 +448,21 @@ function count(r: Running, country: string): void {
   r.countries.set(country, (r.countries.get(country) ?? 0) + 1);
 }
 
+/**
+ * `atMs` (ms since the epoch) as ms since `r.startedAt`, exactly: a whole difference goes through
+ * `Math.floor`, which gives back a small integer where V8's interpreter boxes the difference of two
+ * large numbers in a new 16-byte number.
+ */
+function since(r: Running, atMs: number): number {
+  const d = atMs - r.startedAt;
+  const whole = Math.floor(d);
+  return whole === d ? whole : d;
+}
+
 /** The figures of a running broadcast as of `atMs` (listeners present count up to then). */
 function figures(r: Running, atMs: number): BroadcastFigures {
   let ms = r.listenedMs;
-  for (const joined of r.present.values()) ms += Math.max(0, atMs - joined);
+  for (const joined of r.present.values()) ms += Math.max(0, atMs - (r.startedAt + joined));
   const integratedLufs = r.gate.blocks > 0 ? r.gate.integrated() : r.storedLufs;
   return { peak: r.peak, total: r.total, listenerMs: Math.round(ms), countries: countriesJson(r.countries), integratedLufs };
 }

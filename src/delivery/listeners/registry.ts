@@ -27,12 +27,14 @@ import type { Logger } from '../../base/logger.js';
 import type { Limits } from '../../base/limits/limits.js';
 import { PerAddressRate } from '../../base/limits/address-key.js';
 import type { ListenerObject, ListenerProtocol, StreamStats } from '../../base/listeners.js';
-import { KeyedSession, markCatchUp, MAX_LISTENERS, modeOf, ownString as own, rowObject, Session, sessionObject, TooManyListenersError, USER_AGENT_MAX, type JoinInfo } from './session.js';
+import { KeyedSession, markCatchUp, MAX_LISTENERS, modeOf, ownString as own, rowObject, Session, sessionObject, TooManyListenersError, USER_AGENT_MAX, type JoinInfo, type SessionStream } from './session.js';
 export type { ListenerObject, ListenerProtocol, StreamStats } from '../../base/listeners.js';
 
 interface StreamListeners {
   /** The stream's id (an own copy, shared by its sessions). */
   id: string;
+  /** The stream and its account as its sessions keep them (one object for all of them). */
+  who: SessionStream;
   sessions: Map<string, Session>; // by key (sid / token subject / peer id); insertion = join order
   /** Sessions whose key is not their id, by id (a session keyed by its id is found in `sessions`). */
   byId: Map<string, Session>;
@@ -174,7 +176,8 @@ export class ListenerRegistry {
     if (this.count >= MAX_LISTENERS) throw new TooManyListenersError(`this node tracks ${MAX_LISTENERS} listeners already`);
     if (!st) {
       const peak = this.d.repo.totals(info.streamId).peak;
-      st = { id: own(info.streamId), sessions: new Map(), byId: new Map(), peak, peakPersisted: peak };
+      const id = own(info.streamId);
+      st = { id, who: { id, accountId: this.shared(info.accountId) }, sessions: new Map(), byId: new Map(), peak, peakPersisted: peak };
       this.streams.set(info.streamId, st);
       if (!this.seenTimer) {
         this.seenTimer = setInterval(() => this.flushSeen(), SEEN_FLUSH_MS);
@@ -183,10 +186,11 @@ export class ListenerRegistry {
     }
     const now = this.now();
     const id = own(newId('lst'));
+    // A stream's sessions share its record; one joined with another account (none expected) keeps its own.
+    const who = st.who.accountId === info.accountId ? st.who : { id: st.id, accountId: this.shared(info.accountId) };
     const args = [
       id,
-      st.id,
-      this.shared(info.accountId),
+      who,
       info.protocol,
       this.shared(info.country),
       info.userAgent ? this.shared(info.userAgent.slice(0, USER_AGENT_MAX)) : null,

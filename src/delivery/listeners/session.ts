@@ -24,17 +24,28 @@ const rel = (ms: number): number => Math.floor(ms - EPOCH);
 
 /** `Session` protocols by their index in its `bits`. */
 const PROTOCOLS: readonly ListenerProtocol[] = ['hls', 'webrtc', 'icecast'];
-/** `Session.bits`: the protocol's index (bits 0–1) and LEFT. */
+/** `Session.bits`: the protocol's index (bits 0–1), LEFT, and from bit TIMEOUT_SHIFT up the timeout (ms). */
 const PROTOCOL_MASK = 3;
 const LEFT = 4;
+const TIMEOUT_SHIFT = 3;
+/** Largest session timeout kept (ms, ~37 h): the bits stay a small integer. */
+export const TIMEOUT_MAX_MS = 2 ** 27 - 1;
+
+/** The stream a session listens to and the account that owns it: one object shared by the stream's sessions. */
+export interface SessionStream {
+  /** The stream's id (an own copy). */
+  readonly id: string;
+  readonly accountId: string;
+}
 
 /**
  * One live listener. Times in ms since the epoch (read through accessors). One object per
  * session whose strings are its own (never a slice of a request's query string or headers) and
- * shared where they repeat (country, user agent, stream id). A session nobody looks up by a key of
- * its own (a progressive connection) is found by its listener id (`key` is `id`); one with a key
- * (an HLS `sid`, a token subject, a WebRTC peer id) is a `KeyedSession`. Protocol and `left` share
- * one small integer: every field is 8 bytes per listener (docs/bench/listener-memory.md).
+ * shared where they repeat (country, user agent, the stream and its account). A session nobody
+ * looks up by a key of its own (a progressive connection) is found by its listener id (`key` is
+ * `id`); one with a key (an HLS `sid`, a token subject, a WebRTC peer id) is a `KeyedSession`.
+ * Protocol, `left` and the timeout share one small integer: every field is 8 bytes per listener
+ * (docs/bench/listener-memory.md).
  */
 export class Session {
   /** `connectedAt` − EPOCH. */
@@ -43,24 +54,41 @@ export class Session {
   private seenRel: number;
   /** `persistedSeenAt` − EPOCH. */
   private persistedRel: number;
-  /** The protocol's index in PROTOCOLS, and LEFT. */
+  /** The protocol's index in PROTOCOLS, LEFT, and the timeout. */
   private bits: number;
 
+  /**
+   * `timeoutMs`: HLS: inactivity after which the session leaves (ms, rounded up to a whole ms, at
+   * most TIMEOUT_MAX_MS); 0 = only an explicit `leave` ends it.
+   */
   constructor(
     readonly id: string,
-    readonly streamId: string,
-    readonly accountId: string,
+    /** Its stream and the stream's account. */
+    readonly stream: SessionStream,
     protocol: ListenerProtocol,
     readonly country: string | null,
     readonly userAgent: string | null,
     now: number,
-    /** HLS: inactivity after which the session leaves (ms); 0 = only an explicit `leave` ends it. */
-    readonly timeoutMs: number,
+    timeoutMs: number,
     /** Join order (pagination cursor within the stream). */
     readonly order: number,
   ) {
     this.connected = this.seenRel = this.persistedRel = rel(now);
-    this.bits = PROTOCOLS.indexOf(protocol);
+    const timeout = Math.min(TIMEOUT_MAX_MS, Math.max(0, Math.ceil(timeoutMs)) || 0);
+    this.bits = PROTOCOLS.indexOf(protocol) | (timeout << TIMEOUT_SHIFT);
+  }
+
+  get streamId(): string {
+    return this.stream.id;
+  }
+
+  get accountId(): string {
+    return this.stream.accountId;
+  }
+
+  /** HLS: inactivity after which the session leaves (ms); 0 = only an explicit `leave` ends it. */
+  get timeoutMs(): number {
+    return this.bits >>> TIMEOUT_SHIFT;
   }
 
   /** What the session is found by: its listener id (a `KeyedSession` has a key of its own). */

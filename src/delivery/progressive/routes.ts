@@ -26,7 +26,7 @@
  */
 import type { BlockList } from 'node:net';
 import type { HttpServer, ProgressiveAnswer, ProgressiveClient, ProgressiveRequest, ProgressiveSink, RawReply } from '../../base/http/server.js';
-import { errorBody, NO_CLIENT, statusLine, YIELD } from '../../base/http/server.js';
+import { errorBody, NO_CLIENT, statusLine, streamedResponse, YIELD } from '../../base/http/server.js';
 import { ApiError } from '../../base/errors/errors.js';
 import type { ErrorCode } from '../../base/errors/codes.js';
 import type { Limits } from '../../base/limits/limits.js';
@@ -37,7 +37,7 @@ import { clientAddress } from '../../base/http/client-address.js';
 import { ownString, TooManyListenersError } from '../listeners/session.js';
 import type { SharedAddressCounter } from '../listeners/shared-counter.js';
 import { ICY_METAINT } from './icy.js';
-import { Mount, MountListener, OWNER_FLAG, type LeaveReason } from './mount.js';
+import { Mount, MountListener, OWNER_FLAG, type LeaveReason, type ListenSink } from './mount.js';
 
 /** One layer as listening sees it. */
 export interface ListenLayerView {
@@ -251,7 +251,7 @@ function listenAnswer<S>(room: ListenRoom<S>, req: ProgressiveRequest, id: strin
     return refuse(503, 'listener_capacity', 'This node serves as many listeners as it can; try again later.', requestId);
   }
   const listener: Admitted = { streamId: id, accountId: pol.accountId, layer, icy, ip, userAgent: req.header('user-agent') || null, tokenExpiresAt: tok.expiresAt, tokenPublishable: tok.publishable };
-  return { stream: { headers, open: (sink) => openListener(room, listener, sink) } };
+  return { stream: { headers, sink: () => new HttpListenConnection(room, listener), open: (sink) => openListener(room, listener, sink) } };
 }
 
 /** A listener admitted by `listenAnswer` (its connection cap taken), before its body starts. */
@@ -276,23 +276,23 @@ const DONE = OWNER_FLAG << 2;
 /**
  * One listening connection from its body's start to its end, as one object with its methods on
  * the prototype (a listener lives for hours, and every object or closure per listener is memory
- * per listener: docs/benchmarks.md "Where a listener's memory goes"): the mount's listener
- * (`MountListener`: position and ICY state), the HTTP layer's client (`ProgressiveClient`: gone,
- * writable), what the qualify sweep reads (its token's expiry), and what it took (a session, a
- * connection cap), given back once by `finish`. Its stream id is its mount's.
+ * per listener: docs/bench/listener-memory.md): the mount's listener (`MountListener`: position
+ * and ICY state), the HTTP layer's client (`ProgressiveClient`: gone, writable), what the qualify
+ * sweep reads (its token's expiry), and what it took (a session, a connection cap), given back
+ * once by `finish`. Its stream id is its mount's. Where its bytes go is its subclass's: the HTTP
+ * response it is itself (`HttpListenConnection`), or a sink it was given (`SinkListenConnection`,
+ * the Icecast port's sockets). The session is the thread's `S` (see `ListenContext`).
  */
-class ListenConnection<S> extends MountListener implements ProgressiveClient {
+abstract class ListenConnection extends MountListener implements ProgressiveClient {
   readonly tokenExpiresAt: number | null;
   /** The client address (the connection cap's key: one string per address, src/delivery/listeners/shared-counter.ts `key`). */
   private readonly ip: string;
-  session: S | undefined = undefined;
+  session: unknown = undefined;
+  private readonly room: ListenRoom<unknown>;
 
-  constructor(
-    private readonly room: ListenRoom<S>,
-    l: Admitted,
-    readonly sink: ProgressiveSink,
-  ) {
+  constructor(room: ListenRoom<unknown>, l: Admitted) {
     super();
+    this.room = room;
     this.tokenExpiresAt = l.tokenExpiresAt;
     if (l.tokenPublishable) this.flags |= PUBLISHABLE;
     if (l.icy) this.flags |= ICY;
@@ -309,10 +309,8 @@ class ListenConnection<S> extends MountListener implements ProgressiveClient {
     return (this.flags & PUBLISHABLE) !== 0;
   }
 
-  /** The qualify sweep closes it. */
-  close(): void {
-    this.sink.close();
-  }
+  /** The qualify sweep closes it (the HTTP layer then calls `gone`). */
+  abstract close(): void;
 
   /** The listener took audio (the mount says so). */
   override seen(): void {
@@ -342,13 +340,40 @@ class ListenConnection<S> extends MountListener implements ProgressiveClient {
 }
 
 /**
+ * A listening connection that is its own HTTP response (`streamedResponse`): one object per
+ * listener for the connection, its sink and its client (`ProgressiveStream.sink`).
+ */
+class HttpListenConnection extends streamedResponse(ListenConnection) {
+  /** Its bytes go to the response it is. */
+  get sink(): ListenSink {
+    return this;
+  }
+}
+
+/** A listening connection over a sink it was given (the Icecast port's sockets, src/live/ingest/icecast-listeners.ts). */
+class SinkListenConnection extends ListenConnection {
+  constructor(
+    room: ListenRoom<unknown>,
+    l: Admitted,
+    readonly sink: ProgressiveSink,
+  ) {
+    super(room, l);
+  }
+
+  close(): void {
+    this.sink.close();
+  }
+}
+
+/**
  * Starts a listener's body: its session, its place on the layer's mount (where the qualify sweep
- * finds it). Returns the connection, which the HTTP layer tells when the client went away;
- * everything it took (session, cap) is given back once.
+ * finds it). `sink` is the connection itself when the HTTP layer made it (the stream's `sink`
+ * factory), else the sink of another transport. Returns the connection, which the HTTP layer
+ * tells when the client went away; everything it took (session, cap) is given back once.
  */
 function openListener<S>(room: ListenRoom<S>, l: Admitted, sink: ProgressiveSink): ProgressiveClient {
   const { c } = room;
-  const conn = new ListenConnection(room, l, sink);
+  const conn = sink instanceof HttpListenConnection ? sink : new SinkListenConnection(room, l, sink);
   try {
     // No key: nobody looks a progressive session up by one (the registry's listener id serves as both).
     conn.session = c.open({ streamId: l.streamId, accountId: l.accountId, key: '', ip: l.ip, userAgent: l.userAgent });

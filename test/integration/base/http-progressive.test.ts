@@ -1,10 +1,11 @@
 // The progressive route kind (src/base/http/routes/progressive.ts) on a real HttpServer on port 0 and
 // real HTTP clients: raw replies, a streamed body written at once and later (corked), the client's
 // going away reported once, `end`, `close`, HEAD without a body or Content-Length, 405 for other
-// methods, and a throwing handler answered 500.
+// methods, and a throwing handler answered 500; a stream whose connection is its own sink and client
+// (`streamedResponse`, `ProgressiveStream.sink`).
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HttpServer, type ProgressiveSink } from '../../../src/base/http/server.js';
+import { HttpServer, streamedResponse, type ProgressiveSink } from '../../../src/base/http/server.js';
 import { createLogger } from '../../../src/base/logger.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -13,6 +14,18 @@ let base: string;
 const events: string[] = [];
 let sinks: ProgressiveSink[] = [];
 let opened = 0;
+
+/** A connection that is its own sink and client: one object per response. */
+class OwnConnection extends streamedResponse(Object) {
+  constructor(readonly name: string) {
+    super();
+  }
+  gone(): void {
+    events.push(`own gone ${this.name}`);
+  }
+  writable(): void {}
+}
+const owned: OwnConnection[] = [];
 
 beforeAll(async () => {
   server = new HttpServer({ maxJsonBodyBytes: 1024, log: createLogger('error', 'skylark', () => {}) });
@@ -29,6 +42,24 @@ beforeAll(async () => {
           sinks.push(sink);
           expect(sink.write(Buffer.from('first;'))).toBe(true);
           return { gone: () => events.push(`gone ${name}`), writable: () => {} };
+        },
+      },
+    };
+  });
+  server.progressive('/own/:name', (req) => {
+    const name = req.params[0]!;
+    return {
+      stream: {
+        headers: [['Content-Type', 'audio/mpeg']],
+        sink: () => {
+          const made = new OwnConnection(name);
+          owned.push(made);
+          return made;
+        },
+        open: (sink) => {
+          expect(sink).toBe(owned.at(-1));
+          expect(sink.write(Buffer.from('own;'))).toBe(true);
+          return sink as OwnConnection;
         },
       },
     };
@@ -119,5 +150,27 @@ describe('HttpServer.progressive', () => {
     expect(post.res.statusCode).toBe(405);
     expect(post.res.headers.allow).toBe('GET, HEAD');
     expect(server.routes().filter((r) => r.pattern === '/p/:name').map((r) => [r.method, r.kind])).toEqual([['GET', 'raw'], ['HEAD', 'raw']]);
+  });
+
+  it('a stream that makes its own sink gets it in open, streams through it, and is told once it is gone', async () => {
+    const a = await request('/own/a');
+    await waitFor(() => a.body() === 'own;', 5_000, 5, 'the first write of own a');
+    expect(owned).toHaveLength(1);
+    const sink = owned[0]!;
+    sink.cork(() => sink.write(Buffer.from('more;')));
+    sink.end();
+    await a.ended;
+    expect(a.body()).toBe('own;more;');
+    expect([sink.done, sink.write(Buffer.from('late'))]).toEqual([true, false]);
+    const b = await request('/own/b');
+    await waitFor(() => b.body() === 'own;', 5_000, 5, 'the first write of own b');
+    b.destroy();
+    await waitFor(() => events.includes('own gone b'), 5_000, 5, 'own b reported gone');
+    const c = await request('/own/c');
+    await waitFor(() => c.body() === 'own;', 5_000, 5, 'the first write of own c');
+    owned[2]!.close();
+    await c.ended;
+    await waitFor(() => events.includes('own gone c'), 5_000, 5, 'own c reported gone');
+    expect(events.filter((e) => e.startsWith('own gone'))).toEqual(['own gone b', 'own gone c']);
   });
 });

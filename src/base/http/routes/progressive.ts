@@ -71,6 +71,12 @@ export interface ProgressiveStream {
    * first writes go out with them). Returns the client the sink reports to.
    */
   open(sink: ProgressiveSink): ProgressiveClient;
+  /**
+   * GET only, optional: makes the sink `open` is then given, an object of a class made by
+   * `streamedResponse` (the connection is its own sink and client: one object per listener).
+   * `open` must return that object or `NO_CLIENT`.
+   */
+  sink?: () => StreamedResponse;
 }
 
 /** A client that wants no report (a body that needs no cleanup). */
@@ -138,110 +144,149 @@ function writeHead(res: uWS.HttpResponse, s: ProgressiveStream, requestId: strin
   res.writeHeader(H_REQUEST_ID, requestId);
 }
 
-/** `ResponseSink` state: the response is over. */
+/** Streamed-response state: the response is over. */
 const DONE = 1;
-/** `ResponseSink` state: uWS's `onWritable` is registered. */
+/** Streamed-response state: uWS's `onWritable` is registered. */
 const WATCHING = 2;
+/** Streamed-response state: `open` returned the client (its `gone` and `writable` are due). */
+const ATTACHED = 4;
+
+/** What a streamed response needs of its server: the log, and the tally that counts its bytes (docs/metrics.md). */
+type SinkHost = Pick<RouteHost, 'log' | 'replies'>;
+
+/** A class to mix the streamed response into (`abstract` allowed); any constructor arguments. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a mixin's base takes any arguments (TypeScript's mixin rule)
+type MixinBase = abstract new (...args: any[]) => object;
 
 /**
- * The sink over one streamed response. One object per listener with its methods on the prototype
- * (a progressive listener lives for hours, and what it keeps is memory per listener,
- * docs/benchmarks.md "Where a listener's memory goes"): uWS's `onAborted` is its bound method, and
- * its `onWritable` is registered only when a write first meets backpressure (most listeners
- * never do, and each registration keeps a function and two V8 global handles per response). It
- * keeps no request id (a string per listener): the response carried it in `X-Request-ID`.
+ * Mixes the sink over one streamed uWS response into `Base` (the TypeScript mixin pattern): the
+ * class made is a `ProgressiveSink` and, through the `gone` and `writable` it must implement, its
+ * own `ProgressiveClient`. A progressive listener lives for hours and what it keeps is memory per
+ * listener (docs/bench/listener-memory.md): a stream whose `sink` factory makes such an object
+ * (`ProgressiveStream.sink`) has one object per listener for the connection, its sink and its
+ * client. Its methods are on the prototype; uWS's `onAborted` is its bound `aborted`, and its
+ * `onWritable` is registered only when a write first meets backpressure (most listeners never do,
+ * and each registration keeps a function and two V8 global handles per response). It keeps no
+ * request id (a string per listener): the response carried it in `X-Request-ID`.
+ *
+ * Its fields and the methods below `done` belong to this layer (src/base/http/routes/progressive.ts):
+ * the object's own class does not touch them.
  */
-class ResponseSink implements ProgressiveSink {
-  /** DONE and WATCHING: one small integer, not a field each. */
-  private state = 0;
-  /** What `open` returned (null before, once told it is gone, or after `end`). */
-  client: ProgressiveClient | null = null;
-
-  constructor(
-    private readonly res: uWS.HttpResponse,
-    /** The server's log and reply writers (their tally counts the bytes written: docs/metrics.md). */
-    private readonly host: Pick<RouteHost, 'log' | 'replies'>,
-  ) {}
-
-  /** Whether the response is over (ended, closed or aborted). */
-  get done(): boolean {
-    return (this.state & DONE) !== 0;
-  }
-
-  write(chunk: Uint8Array): boolean {
-    if (this.done) return false;
-    this.host.replies.tally.bytes[RC.listen]! += chunk.byteLength;
-    if (this.res.write(chunk)) return true;
-    if ((this.state & WATCHING) === 0) {
-      this.state |= WATCHING;
-      this.res.onWritable(this.drained.bind(this));
+export function streamedResponse<B extends MixinBase>(Base: B) {
+  abstract class StreamedResponse extends Base implements ProgressiveSink, ProgressiveClient {
+    /** DONE, WATCHING and ATTACHED: one small integer, not a field each. */
+    responseState = 0;
+    /** The uWS response (set by this layer before `open` runs). */
+    response: uWS.HttpResponse | null = null;
+    /** The server's log and reply writers. */
+    responseHost: SinkHost | null = null;
+    /** The client went away, or the sink was closed: called once, never after `end`. */
+    abstract gone(): void;
+    /** The socket drained after a `write` returned false (backpressure). */
+    abstract writable(): void;
+    /** Whether the response is over (ended, closed or aborted). */
+    get done(): boolean {
+      return (this.responseState & DONE) !== 0;
     }
-    return false;
-  }
 
-  cork(fn: () => void): void {
-    if (!this.done) this.res.cork(fn);
-  }
+    write(chunk: Uint8Array): boolean {
+      if (this.done) return false;
+      this.responseHost!.replies.tally.bytes[RC.listen]! += chunk.byteLength;
+      if (this.response!.write(chunk)) return true;
+      if ((this.responseState & WATCHING) === 0) {
+        this.responseState |= WATCHING;
+        this.response!.onWritable(this.drained.bind(this));
+      }
+      return false;
+    }
 
-  end(): void {
-    if (this.done) return;
-    this.state |= DONE;
-    this.client = null;
-    this.res.cork(this.ended.bind(this));
-  }
+    cork(fn: () => void): void {
+      if (!this.done) this.response!.cork(fn);
+    }
 
-  private ended(): void {
-    this.res.end();
-  }
+    end(): void {
+      if (this.done) return;
+      this.responseState = (this.responseState | DONE) & ~ATTACHED;
+      this.response!.cork(this.ended.bind(this));
+    }
+    ended(): void {
+      this.response!.end();
+    }
 
-  close(): void {
-    if (this.done) return;
-    this.state |= DONE;
-    this.res.close(); // runs onAborted, which calls `gone`
-    this.leave();
-  }
+    close(): void {
+      if (this.done) return;
+      this.responseState |= DONE;
+      this.response!.close(); // runs onAborted, which calls `gone`
+      this.leave();
+    }
 
-  /** The client went away (uWS `onAborted`). */
-  aborted(): void {
-    this.state |= DONE;
-    this.leave();
-  }
+    /** The client went away (uWS `onAborted`). */
+    aborted(): void {
+      this.responseState |= DONE;
+      this.leave();
+    }
 
-  /** The socket drained (uWS `onWritable`). */
-  drained(): boolean {
-    const c = this.client;
-    if (!this.done && c) {
+    /** The socket drained (uWS `onWritable`). */
+    drained(): boolean {
+      if ((this.responseState & (DONE | ATTACHED)) === ATTACHED) {
+        try {
+          this.writable();
+        } catch (e) {
+          this.responseHost!.log.error('progressive stream: writable handler failed', { err: e instanceof Error ? e.stack : String(e) });
+        }
+      }
+      return true;
+    }
+
+    /** Tells the client it is gone, once. */
+    leave(): void {
+      if ((this.responseState & ATTACHED) === 0) return;
+      this.responseState &= ~ATTACHED;
       try {
-        c.writable();
+        this.gone();
       } catch (e) {
-        this.host.log.error('progressive stream: writable handler failed', { err: e instanceof Error ? e.stack : String(e) });
+        this.responseHost!.log.error('progressive stream: gone handler failed', { err: e instanceof Error ? e.stack : String(e) });
       }
     }
-    return true;
+  }
+  return StreamedResponse;
+}
+
+/** A streamed response as this layer drives it (what `streamedResponse` makes). */
+export type StreamedResponse = InstanceType<ReturnType<typeof streamedResponse<MixinBase>>>;
+
+/** The sink of a stream that brings none of its own: it tells the client `open` returned. */
+class ResponseSink extends streamedResponse(Object) {
+  /** What `open` returned. */
+  client: ProgressiveClient = NO_CLIENT;
+
+  gone(): void {
+    this.client.gone();
   }
 
-  /** Tells the client it is gone, once. */
-  leave(): void {
-    const c = this.client;
-    this.client = null;
-    if (!c) return;
-    try {
-      c.gone();
-    } catch (e) {
-      this.host.log.error('progressive stream: gone handler failed', { err: e instanceof Error ? e.stack : String(e) });
-    }
+  writable(): void {
+    this.client.writable();
   }
 }
 
-/** Writes status and headers, then runs the stream's `open` with a sink over `res`. */
-function openStream(res: uWS.HttpResponse, s: ProgressiveStream, requestId: string, host: Pick<RouteHost, 'log' | 'replies'>): void {
+/**
+ * Writes status and headers, then runs the stream's `open` with a sink over `res`: the stream's
+ * own (`ProgressiveStream.sink`), which must then be the client `open` returns (or `NO_CLIENT`),
+ * or one of this layer's, which tells the client `open` returns.
+ */
+function openStream(res: uWS.HttpResponse, s: ProgressiveStream, requestId: string, host: SinkHost): void {
   const { log } = host;
-  const sink = new ResponseSink(res, host);
+  const sink = s.sink ? s.sink() : new ResponseSink();
+  sink.response = res;
+  sink.responseHost = host;
   // A bound method, not a closure: no context object per listener.
   res.onAborted(sink.aborted.bind(sink));
   writeHead(res, s, requestId);
   try {
-    sink.client = s.open(sink);
+    const client = s.open(sink);
+    if (sink instanceof ResponseSink) sink.client = client;
+    else if (client !== sink && client !== NO_CLIENT) throw new Error("a stream's own sink must be the client its open returns");
+    if (client !== NO_CLIENT) sink.responseState |= ATTACHED;
   } catch (e) {
     log.error('progressive stream: open failed', { requestId, err: e instanceof Error ? e.stack : String(e) });
     sink.close();

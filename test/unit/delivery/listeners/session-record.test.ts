@@ -1,8 +1,8 @@
 /**
  * What the registry keeps per listener (docs/bench/listener-memory.md): a progressive connection's
  * session is found by its listener id (no key string, no key field of its own); a keyed session
- * (HLS `sid`, token subject, WebRTC peer) keeps its key; protocol and `left` share one small
- * integer. Real SQLite.
+ * (HLS `sid`, token subject, WebRTC peer) keeps its key; protocol, `left` and the timeout share
+ * one small integer; a stream's sessions share one record of the stream and its account. Real SQLite.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../../../src/base/db/database.js';
@@ -41,7 +41,8 @@ describe('session records', () => {
     expect(s).not.toBeInstanceOf(KeyedSession);
     expect(s.key).toBe(s.id);
     expect(s.protocol).toBe('icecast');
-    expect(Object.keys(s).sort()).toEqual(['accountId', 'bits', 'connected', 'country', 'id', 'order', 'persistedRel', 'seenRel', 'streamId', 'timeoutMs', 'userAgent']);
+    expect(Object.keys(s).sort()).toEqual(['bits', 'connected', 'country', 'id', 'order', 'persistedRel', 'seenRel', 'stream', 'userAgent']);
+    expect([s.streamId, s.accountId, s.timeoutMs]).toEqual(['stm_1', 'acct_1', 0]);
     expect(r.touch('stm_1', s.id)).toBe(true);
     r.leave(s);
     expect(s.left).toBe(true);
@@ -57,10 +58,24 @@ describe('session records', () => {
       expect(s.key).toBe(`k-${p}`);
       expect(s.id).toMatch(/^lst_/);
       expect(s.protocol).toBe(p);
+      expect(s.timeoutMs).toBe(p === 'hls' ? 6000 : 0);
       expect(s.left).toBe(false);
       expect(r.join(join(`k-${p}`, p))).toBe(s); // found again by its key
       r.leave(s);
-      expect([s.left, s.protocol]).toEqual([true, p]);
+      expect([s.left, s.protocol, s.timeoutMs]).toEqual([true, p, p === 'hls' ? 6000 : 0]);
     }
+  });
+
+  it("a stream's sessions share one record of the stream and its account; the timeout shares the protocol's integer", () => {
+    const r = registry();
+    const a = r.join(join('', 'icecast'));
+    const b = r.join({ ...join('sid-b', 'hls'), timeoutMs: 4500.5 });
+    expect(a.stream).toBe(b.stream);
+    expect([b.streamId, b.accountId, b.timeoutMs]).toEqual(['stm_1', 'acct_1', 4501]); // rounded up to a whole ms
+    const other = r.join({ ...join('', 'icecast'), accountId: 'acct_2' });
+    expect([other.streamId, other.accountId]).toEqual(['stm_1', 'acct_2']);
+    expect(a.accountId).toBe('acct_1');
+    r.leave(b);
+    expect([b.left, b.protocol, b.timeoutMs]).toEqual([true, 'hls', 4501]);
   });
 });
