@@ -2,13 +2,15 @@
 //
 //   appendSegment(dataFd: number, data: Uint8Array[], dataAt: number,
 //                 recordsFd: number, head: Uint8Array | null, records: Uint8Array,
-//                 recordsFrom: number, recordsBytes: number, recordsAt: number): void
+//                 recordsFrom: number, recordsBytes: number, recordsAt: number): number
 //       writes the pieces of `data` one after the other at byte `dataAt` of `dataFd` (pwritev), then
 //       `head` (when not null) followed by `records[recordsFrom, recordsFrom + recordsBytes)` at byte
-//       `recordsAt` of `recordsFd`, on the calling thread. Throws an Error with `code` (`EIO`,
+//       `recordsAt` of `recordsFd`, on the calling thread; returns the time the writes took (ms, from
+//       CLOCK_MONOTONIC: what the kernel held them back by when the disk is behind). Throws an Error with `code` (`EIO`,
 //       `ENOSPC`, …) and `errno` when a write fails (the records are not written after a failed data
 //       write), a TypeError on wrong arguments. No state.
 #include <napi.h>
+#include <time.h>
 #include <uv.h>
 
 #include <cstdint>
@@ -97,10 +99,16 @@ Napi::Value AppendSegment(const Napi::CallbackInfo& info) {
   records[records_n].iov_base = static_cast<uint8_t*>(records_all.iov_base) + static_cast<size_t>(from);
   records[records_n].iov_len = static_cast<size_t>(bytes);
   records_n++;
+  timespec t0{}, t1{};
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   const int err = io::AppendRecorded(data_fd, data, n, static_cast<off_t>(data_at), records_fd, records, records_n,
                                      static_cast<off_t>(records_at));
-  if (err != 0) ThrowErrno(env, err);
-  return env.Undefined();
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (err != 0) {
+    ThrowErrno(env, err);
+    return env.Undefined();
+  }
+  return Napi::Number::New(env, static_cast<double>(t1.tv_sec - t0.tv_sec) * 1e3 + static_cast<double>(t1.tv_nsec - t0.tv_nsec) / 1e6);
 }
 
 }  // namespace

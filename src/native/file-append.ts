@@ -18,7 +18,7 @@ interface FileAppendAddon {
     recordsFrom: number,
     recordsBytes: number,
     recordsAt: number,
-  ): void;
+  ): number;
 }
 const addon = loadedAddon as FileAppendAddon;
 
@@ -26,20 +26,9 @@ const addon = loadedAddon as FileAppendAddon;
  * Writes the pieces of `data` one after the other at byte `dataAt` of `dataFd` (all of them, again
  * after a short write), then — only once they are all written — `head` (a 48-byte broadcast record,
  * or null) followed by bytes `[recordsFrom, recordsFrom + recordsBytes)` of `records` at byte
- * `recordsAt` of `recordsFd`. Positions and lengths in bytes.
+ * `recordsAt` of `recordsFd`. Positions and lengths in bytes. Returns the time the writes took (ms,
+ * a monotonic clock). The addon's own function (no JavaScript frame between).
  * @throws Error with `code` (`EIO`, `ENOSPC`, `EBADF`, …) and `errno` (negative, as Node's) when a
  *   write fails; TypeError on an argument that is not a whole number ≥ 0 or a range outside `records`
  */
-export function appendSegment(
-  dataFd: number,
-  data: readonly Uint8Array[],
-  dataAt: number,
-  recordsFd: number,
-  head: Uint8Array | null,
-  records: Uint8Array,
-  recordsFrom: number,
-  recordsBytes: number,
-  recordsAt: number,
-): void {
-  addon.appendSegment(dataFd, data, dataAt, recordsFd, head, records, recordsFrom, recordsBytes, recordsAt);
-}
+export const appendSegment: FileAppendAddon['appendSegment'] = addon.appendSegment;

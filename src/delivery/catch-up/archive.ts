@@ -51,7 +51,7 @@ export interface CatchUpArchiveDeps {
   now: () => number;
   /** Free bytes of the volume of `dir` (tests give a stand-in); default `statfs`. */
   freeBytes?: (dir: string) => number;
-  /** A monotonic clock (ms) timing each append (tests give a stand-in); default `performance.now`. */
+  /** A monotonic clock (ms) timing each append (tests give a stand-in); default: the writes timed where they are made (`appendSegment`). */
   elapsed?: () => number;
 }
 
@@ -115,7 +115,7 @@ export class CatchUpArchive {
   /** Broadcast of each hub, once known. */
   private readonly broadcasts = new WeakMap<StreamHub, string>();
   private readonly free: (dir: string) => number;
-  private readonly elapsed: () => number;
+  private readonly elapsed: (() => number) | undefined;
   private freeAt = 0;
   private freeCached = Infinity;
   /** Until when appends go through the thread pool (ms; see SLOW_WRITE_MS). */
@@ -128,7 +128,7 @@ export class CatchUpArchive {
   constructor(private readonly d: CatchUpArchiveDeps) {
     mkdirSync(d.dir, { recursive: true });
     this.free = d.freeBytes ?? freeBytesOf;
-    this.elapsed = d.elapsed ?? (() => performance.now());
+    this.elapsed = d.elapsed;
     this.load();
     convertLegacy(d.repo, d.dir, (streamId, layer) => this.files(streamId, layer), d.log);
     this.sweepTimer = setInterval(() => this.sweep(), SWEEP_EVERY_MS);
@@ -290,9 +290,9 @@ export class CatchUpArchive {
     const now = this.d.now();
     if (now < this.slowUntil) return f.appendLater(job.entry, job.data, job.broadcast, now);
     // A write to the page cache costs a few µs; one the kernel held back means the disk is behind.
-    const t0 = this.elapsed();
-    f.appendSync(job.entry, job.data, job.broadcast, now);
-    const ms = this.elapsed() - t0;
+    const t0 = this.elapsed?.() ?? 0;
+    const took = f.appendSync(job.entry, job.data, job.broadcast, now);
+    const ms = this.elapsed ? this.elapsed() - t0 : took;
     this.slowRun = ms > SLOW_WRITE_MS ? this.slowRun + 1 : 0;
     if (this.slowRun >= SLOW_RUN) {
       this.slowRun = 0;

@@ -150,18 +150,20 @@ export class LayerFiles {
    * hour of its program date-time, now: its bytes (`data`, in pieces written one after the other)
    * at the end of `.seg`, then its record — after a broadcast record when the hour does not name
    * it yet — at the end of `.idx`, in one native call (two `pwrite`s); then it is listed. The
-   * record is made in its place in the hour's in-memory records: no buffer of its own.
+   * record is made in its place in the hour's in-memory records: no buffer of its own. Returns the
+   * time the two writes took (ms).
    * @throws Error when the files cannot be opened or written, or the hour is full (4 GiB)
    */
-  appendSync(e: SegmentEntry, data: readonly Uint8Array[], broadcast: string | null, now: number): void {
+  appendSync(e: SegmentEntry, data: readonly Uint8Array[], broadcast: string | null, now: number): number {
     const w = this.writerFor(hourKeyOf(e.startMs), now);
     const b = w.block;
     const at = this.record(b, e, data);
     const slot = b.slotOf(broadcast);
     const head = slot === b.names.length ? broadcastRecord(broadcast!, slot) : null;
     writeSegmentRecord(b.view, at, e, slot);
-    appendSegment(w.seg, data, e.offset, w.idx, head, b.store, at, RECORD_BYTES, b.records * RECORD_BYTES);
+    const ms = appendSegment(w.seg, data, e.offset, w.idx, head, b.store, at, RECORD_BYTES, b.records * RECORD_BYTES);
     this.commit(b, head ? broadcast : null);
+    return ms;
   }
 
   /**
