@@ -76,7 +76,7 @@ async function keepCost(dir: string, repo: CatchUpRepo, id: string): Promise<{ a
     for (let k = 0; k < 500; k++) {
       const f = hourFiles[k % n]!;
       const e = { sequence: seq++, startMs: t0 + seq * 20, durationMs: SEG, offset: 0, length: data.byteLength, discontinuity: false, discontinuitySequence: 0, initId: '0123456789abcdef', ts: false };
-      f.writeSync(f.segment(e, [data], 'brd_bench', 0));
+      f.appendSync(e, [data], 'brd_bench', 0);
     }
     let d = process.cpuUsage(c);
     append += (d.user + d.system) / 1000;
@@ -84,7 +84,7 @@ async function keepCost(dir: string, repo: CatchUpRepo, id: string): Promise<{ a
     for (let k = 0; k < 500; k++) {
       const f = hourFiles[k % n]!;
       const e = { sequence: seq++, startMs: t0 + seq * 20, durationMs: SEG, offset: 0, length: data.byteLength, discontinuity: false, discontinuitySequence: 0, initId: '0123456789abcdef', ts: false };
-      await f.write(f.segment(e, [data], 'brd_bench', 0));
+      await f.appendLater(e, [data], 'brd_bench', 0);
     }
     d = process.cpuUsage(c);
     pool += (d.user + d.system) / 1000;
@@ -125,7 +125,7 @@ export async function run(): Promise<BenchRow[]> {
     const append = (layer: string, i: number) => {
       const e = { sequence: i, startMs: start + i * SEG, durationMs: SEG, offset: 0, length: payload.byteLength, discontinuity: i % 1800 === 0, discontinuitySequence: Math.floor(i / 1800), initId: '0123456789abcdef', ts: false };
       const f = layers.get(layer)!;
-      f.writeSync(f.segment(e, [payload], `brd_${Math.floor(i / 1800)}`, 0));
+      f.appendSync(e, [payload], `brd_${Math.floor(i / 1800)}`, 0);
     };
     for (const f of layers.values()) mkdirSync(f.dir, { recursive: true });
     for (const layer of layers.keys()) for (let i = 0; i < perLayer; i++) append(layer, i);

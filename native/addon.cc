@@ -14,6 +14,8 @@ void InitMemory(Napi::Env env, Napi::Object exports);
 void InitWhipReceive(Napi::Env env, Napi::Object exports);
 // Registers coalesceLoop and loopCoalesceCounts (binding/loop_coalesce.cc) on `exports`.
 void InitLoopCoalesce(Napi::Env env, Napi::Object exports);
+// Registers appendSegment (binding/file_append.cc, the catch-up archive's appends) on `exports`.
+void InitFileAppend(Napi::Env env, Napi::Object exports);
 }  // namespace skylark::binding
 
 namespace {
@@ -30,6 +32,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   skylark::binding::InitMemory(env, exports);
   skylark::binding::InitWhipReceive(env, exports);
   skylark::binding::InitLoopCoalesce(env, exports);
+  skylark::binding::InitFileAppend(env, exports);
   exports.Set("abiVersion", Napi::Number::New(env, 1));
   return exports;
 }

@@ -51,7 +51,7 @@ export interface CatchUpArchiveDeps {
   now: () => number;
   /** Free bytes of the volume of `dir` (tests give a stand-in); default `statfs`. */
   freeBytes?: (dir: string) => number;
-  /** A monotonic clock (ms) timing each append (tests give a stand-in); default `performance.now`. */
+  /** A monotonic clock (ms) timing each append (tests give a stand-in); default: the writes timed where they are made (`appendSegment`). */
   elapsed?: () => number;
 }
 
@@ -84,6 +84,8 @@ interface Watched {
   hub: StreamHub;
   /** The newest sequence number handed to the queue. */
   last: number;
+  /** Whether the stream id and layer name may name directories (SAFE_NAME): nothing of the layer is kept otherwise. */
+  safe: boolean;
 }
 
 /** One write: a segment of a layer (and its init section, if not on disk yet). */
@@ -113,7 +115,7 @@ export class CatchUpArchive {
   /** Broadcast of each hub, once known. */
   private readonly broadcasts = new WeakMap<StreamHub, string>();
   private readonly free: (dir: string) => number;
-  private readonly elapsed: () => number;
+  private readonly elapsed: (() => number) | undefined;
   private freeAt = 0;
   private freeCached = Infinity;
   /** Until when appends go through the thread pool (ms; see SLOW_WRITE_MS). */
@@ -126,7 +128,7 @@ export class CatchUpArchive {
   constructor(private readonly d: CatchUpArchiveDeps) {
     mkdirSync(d.dir, { recursive: true });
     this.free = d.freeBytes ?? freeBytesOf;
-    this.elapsed = d.elapsed ?? (() => performance.now());
+    this.elapsed = d.elapsed;
     this.load();
     convertLegacy(d.repo, d.dir, (streamId, layer) => this.files(streamId, layer), d.log);
     this.sweepTimer = setInterval(() => this.sweep(), SWEEP_EVERY_MS);
@@ -165,7 +167,7 @@ export class CatchUpArchive {
   /** Archives every layer of `hub` from now on (while its stream's catch-up is on). */
   watch(hub: StreamHub): void {
     for (const layer of hub.layers) {
-      const w: Watched = { streamId: hub.streamId, layer, hub, last: layer.nextSequence - 1 };
+      const w: Watched = { streamId: hub.streamId, layer, hub, last: layer.nextSequence - 1, safe: SAFE_NAME.test(hub.streamId) && SAFE_NAME.test(layer.name) };
       layer.onChange(() => this.changed(w));
     }
   }
@@ -174,7 +176,7 @@ export class CatchUpArchive {
   private changed(w: Watched): void {
     const segs = w.layer.segments;
     const newest = segs[segs.length - 1];
-    if (this.closed || !newest || newest.sequence <= w.last) return;
+    if (this.closed || !w.safe || !newest || newest.sequence <= w.last) return;
     const last = w.last;
     w.last = newest.sequence;
     if (this.d.repo.hours(w.streamId) <= 0) return;
@@ -192,7 +194,7 @@ export class CatchUpArchive {
     // The layer's init section is the segment's while their versions agree (it changes only on a new codec configuration).
     const init = !ts && s.initId && w.layer.init && w.layer.initId === s.initId ? { file: `init-${s.initId}.mp4`, data: w.layer.init } : null;
     const data = segmentPieces(s);
-    this.queue.push({
+    const job: Job = {
       streamId: w.streamId,
       layer: w.layer.name,
       data,
@@ -209,8 +211,9 @@ export class CatchUpArchive {
         initId: ts ? '' : s.initId,
         ts,
       },
-    });
-    if (!this.writing) this.drain();
+    };
+    if (this.writing) this.queue.push(job);
+    else this.drain(job);
   }
 
   private broadcastOf(w: Watched): string | null {
@@ -224,12 +227,13 @@ export class CatchUpArchive {
   }
 
   /**
-   * Writes the queue in order: at once while the disk keeps up (no promise or microtask per
-   * segment), and from where an append went to the thread pool once that one is written.
+   * Writes `first` (a job that was not queued: nothing was being written), then the queue in
+   * order: at once while the disk keeps up (no promise or microtask per segment), and from where
+   * an append went to the thread pool once that one is written.
    */
-  private drain(): void {
+  private drain(first?: Job): void {
     this.writing = true;
-    for (let job = this.queue.shift(); job; job = this.queue.shift()) {
+    for (let job = first ?? this.queue.shift(); job; job = this.queue.shift()) {
       let pending: Promise<void> | undefined;
       try {
         pending = this.write(job);
@@ -263,9 +267,8 @@ export class CatchUpArchive {
     for (const layers of this.streams.values()) for (const f of layers.values()) f.closeWriter();
   }
 
-  /** Appends a job: now (undefined when done), or from the thread pool while the disk is behind (the promise of it). @throws Error from the files */
+  /** Appends a job (its names are SAFE_NAME: `Watched.safe`): now (undefined when done), or from the thread pool while the disk is behind (the promise of it). @throws Error from the files */
   private write(job: Job): Promise<void> | undefined {
-    if (!SAFE_NAME.test(job.streamId) || !SAFE_NAME.test(job.layer)) return;
     if (!this.roomFor(job.entry.length)) {
       this.d.log.warn('catch-up segment not kept: no disk space', { streamId: job.streamId, layer: job.layer, sequence: job.entry.sequence });
       return;
@@ -285,12 +288,11 @@ export class CatchUpArchive {
       this.recent.delete(least);
     }
     const now = this.d.now();
-    const a = f.segment(job.entry, job.data, job.broadcast, now);
-    if (now < this.slowUntil) return f.write(a);
+    if (now < this.slowUntil) return f.appendLater(job.entry, job.data, job.broadcast, now);
     // A write to the page cache costs a few µs; one the kernel held back means the disk is behind.
-    const t0 = this.elapsed();
-    f.writeSync(a);
-    const ms = this.elapsed() - t0;
+    const t0 = this.elapsed?.() ?? 0;
+    const took = f.appendSync(job.entry, job.data, job.broadcast, now);
+    const ms = this.elapsed ? this.elapsed() - t0 : took;
     this.slowRun = ms > SLOW_WRITE_MS ? this.slowRun + 1 : 0;
     if (this.slowRun >= SLOW_RUN) {
       this.slowRun = 0;

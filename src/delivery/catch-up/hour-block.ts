@@ -34,7 +34,7 @@ const KIND_SEGMENT = 1;
 const KIND_BROADCAST = 2;
 const FLAG_DISCONTINUITY = 1;
 const FLAG_TS = 2;
-const NO_BROADCAST = 0xffff;
+export const NO_BROADCAST = 0xffff;
 /** Longest broadcast id a record holds (ids are `brd_` + 24 characters). */
 const MAX_NAME = 40;
 /** Broadcast ids one hour names at most (a slot is a u16; 0xffff means none). */
@@ -57,6 +57,9 @@ export const hourFiles = (key: string) => ({ seg: `${key}.seg`, idx: `${key}.idx
 /** Names of sidecar files (`YYYYMMDDHH.idx`). */
 export const SIDECAR = /^(\d{10})\.idx$/;
 
+/** A DataView of the bytes of `b`. */
+const viewOf = (b: Buffer): DataView => new DataView(b.buffer, b.byteOffset, b.byteLength);
+
 /** FNV-1a (32 bit) of `b[0, n)`. */
 function fnv(b: Buffer, at: number, n: number): number {
   let h = 0x811c9dc5;
@@ -78,31 +81,49 @@ export interface SegmentEntry {
   ts: boolean;
 }
 
-/** The record of a segment of broadcast slot `slot` (NO_BROADCAST: none). */
-export function segmentRecord(e: SegmentEntry, slot: number): Buffer {
-  const b = Buffer.alloc(RECORD_BYTES);
-  writeSegmentRecord(b, 0, e, slot);
-  return b;
+/**
+ * Writes the record of a segment of broadcast slot `slot` at byte `at` of the bytes `v` views
+ * (RECORD_BYTES, every one of them set: an init section id that is not 16 hex digits is written up
+ * to its first bad pair, then zeros, as `Buffer.write(…, 'hex')` would).
+ */
+export function writeSegmentRecord(v: DataView, at: number, e: SegmentEntry, slot: number): void {
+  v.setUint8(at, KIND_SEGMENT);
+  v.setUint8(at + 1, (e.discontinuity ? FLAG_DISCONTINUITY : 0) | (e.ts ? FLAG_TS : 0));
+  v.setUint16(at + 2, slot, true);
+  v.setUint32(at + 4, e.durationMs, true);
+  v.setFloat64(at + 8, e.sequence, true);
+  v.setFloat64(at + 16, e.startMs, true);
+  v.setUint32(at + 24, e.offset, true);
+  v.setUint32(at + 28, e.length, true);
+  v.setUint32(at + 32, e.discontinuitySequence, true);
+  const id = e.initId;
+  let ok = true;
+  for (let i = 0; i < 8; i++) {
+    const hi: number = ok ? nibble(id.charCodeAt(2 * i)) : -1;
+    const lo: number = ok ? nibble(id.charCodeAt(2 * i + 1)) : -1;
+    ok = hi >= 0 && lo >= 0;
+    v.setUint8(at + 36 + i, ok ? hi * 16 + lo : 0);
+  }
+  v.setUint32(at + 44, fnvView(v, at, 44), true);
 }
 
-/** Writes the record of a segment of broadcast slot `slot` into `b` at byte `at` (RECORD_BYTES; the bytes it does not set are zeroed). */
-export function writeSegmentRecord(b: Buffer, at: number, e: SegmentEntry, slot: number): void {
-  b.fill(0, at, at + RECORD_BYTES);
-  b[at] = KIND_SEGMENT;
-  b[at + 1] = (e.discontinuity ? FLAG_DISCONTINUITY : 0) | (e.ts ? FLAG_TS : 0);
-  b.writeUInt16LE(slot, at + 2);
-  b.writeUInt32LE(e.durationMs, at + 4);
-  b.writeDoubleLE(e.sequence, at + 8);
-  b.writeDoubleLE(e.startMs, at + 16);
-  b.writeUInt32LE(e.offset, at + 24);
-  b.writeUInt32LE(e.length, at + 28);
-  b.writeUInt32LE(e.discontinuitySequence, at + 32);
-  if (e.initId) b.write(e.initId, at + 36, 8, 'hex');
-  b.writeUInt32LE(fnv(b, at, 44), at + 44);
+/** The value of hex digit `c` (a char code; NaN past the end), or -1. */
+function nibble(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  if (c >= 97 && c <= 102) return c - 87;
+  if (c >= 65 && c <= 70) return c - 55;
+  return -1;
+}
+
+/** FNV-1a (32 bit) of bytes `[at, at + n)` of `v`. */
+function fnvView(v: DataView, at: number, n: number): number {
+  let h = 0x811c9dc5;
+  for (let i = at; i < at + n; i++) h = Math.imul(h ^ v.getUint8(i), 0x01000193);
+  return h >>> 0;
 }
 
 /** The record that gives broadcast id `id` slot `slot` in its hour. */
-function broadcastRecord(id: string, slot: number): Buffer {
+export function broadcastRecord(id: string, slot: number): Buffer {
   const b = Buffer.alloc(RECORD_BYTES);
   b[0] = KIND_BROADCAST;
   b.writeUInt16LE(slot, 2);
@@ -119,6 +140,8 @@ function broadcastRecord(id: string, slot: number): Buffer {
 export class HourBlock {
   n = 0;
   private recs: Buffer;
+  /** A view of `recs` (its records' fields are read and written through it). */
+  private v: DataView;
   readonly names: string[] = [];
   /** Bytes of the hour's segments. */
   bytes = 0;
@@ -129,22 +152,23 @@ export class HourBlock {
 
   constructor(readonly key: string, capacity = 256) {
     this.recs = Buffer.allocUnsafe(capacity * RECORD_BYTES);
+    this.v = viewOf(this.recs);
   }
 
   seq(i: number): number {
-    return this.recs.readDoubleLE(i * RECORD_BYTES + 8);
+    return this.v.getFloat64(i * RECORD_BYTES + 8, true);
   }
   start(i: number): number {
-    return this.recs.readDoubleLE(i * RECORD_BYTES + 16);
+    return this.v.getFloat64(i * RECORD_BYTES + 16, true);
   }
   duration(i: number): number {
-    return this.recs.readUInt32LE(i * RECORD_BYTES + 4);
+    return this.v.getUint32(i * RECORD_BYTES + 4, true);
   }
   offset(i: number): number {
-    return this.recs.readUInt32LE(i * RECORD_BYTES + 24);
+    return this.v.getUint32(i * RECORD_BYTES + 24, true);
   }
   length(i: number): number {
-    return this.recs.readUInt32LE(i * RECORD_BYTES + 28);
+    return this.v.getUint32(i * RECORD_BYTES + 28, true);
   }
   get firstStart(): number {
     return this.start(0);
@@ -153,13 +177,15 @@ export class HourBlock {
     return this.start(this.n - 1);
   }
 
-  /** The slot of broadcast `id` in this hour, with the record to write first when it is new (null: none fits). */
-  slotOf(id: string | null): { slot: number; record: Buffer | null } {
-    if (id === null || id.length > MAX_NAME) return { slot: NO_BROADCAST, record: null };
+  /**
+   * The slot of broadcast `id` in this hour (NO_BROADCAST: none, or no slot left); a slot equal to
+   * `names.length` is a new one, whose record (`broadcastRecord`) is written before the segment's.
+   */
+  slotOf(id: string | null): number {
+    if (id === null || id.length > MAX_NAME) return NO_BROADCAST;
     const at = this.names.indexOf(id);
-    if (at >= 0) return { slot: at, record: null };
-    if (this.names.length >= MAX_NAMES) return { slot: NO_BROADCAST, record: null };
-    return { slot: this.names.length, record: broadcastRecord(id, this.names.length) };
+    if (at >= 0) return at;
+    return this.names.length >= MAX_NAMES ? NO_BROADCAST : this.names.length;
   }
 
   /** Adds a broadcast id (its record is on disk). */
@@ -169,20 +195,49 @@ export class HourBlock {
 
   /** Adds the segment record at byte `at` of `rec` (its bytes and its record are on disk). */
   push(rec: Buffer, at = 0): void {
+    rec.copy(this.recs, this.reserve(), at, at + RECORD_BYTES);
+    this.pushReserved();
+  }
+
+  /**
+   * Room for one more segment record: the byte of `store` where the next one goes (written there
+   * before it is on disk, listed only by `pushReserved` once it is; growing the store keeps it).
+   */
+  reserve(): number {
     if ((this.n + 1) * RECORD_BYTES > this.recs.length) {
-      const grown = Buffer.allocUnsafe(this.recs.length * 2);
+      const grown = Buffer.allocUnsafe(Math.max(this.recs.length * 2, RECORD_BYTES));
       this.recs.copy(grown, 0, 0, this.n * RECORD_BYTES);
       this.recs = grown;
+      this.v = viewOf(grown);
     }
-    rec.copy(this.recs, this.n * RECORD_BYTES, at, at + RECORD_BYTES);
+    return this.n * RECORD_BYTES;
+  }
+
+  /** The records in memory, the next one's place (`reserve`) included: written into, never kept. */
+  get store(): Buffer {
+    return this.recs;
+  }
+
+  /** A view of `store` (for `writeSegmentRecord`). */
+  get view(): DataView {
+    return this.v;
+  }
+
+  /** Lists the record written at `reserve()` (its bytes and its record are on disk). */
+  pushReserved(): void {
+    const at = this.n * RECORD_BYTES;
     this.n++;
-    this.bytes += rec.readUInt32LE(at + 28);
-    this.dataEnd = Math.max(this.dataEnd, rec.readUInt32LE(at + 24) + rec.readUInt32LE(at + 28));
+    const length = this.v.getUint32(at + 28, true);
+    this.bytes += length;
+    this.dataEnd = Math.max(this.dataEnd, this.v.getUint32(at + 24, true) + length);
   }
 
   /** Gives back the unused capacity (a finished hour never grows). */
   shrink(): void {
-    if (this.recs.length > this.n * RECORD_BYTES) this.recs = Buffer.from(this.recs.subarray(0, this.n * RECORD_BYTES));
+    if (this.recs.length > this.n * RECORD_BYTES) {
+      this.recs = Buffer.from(this.recs.subarray(0, this.n * RECORD_BYTES));
+      this.v = viewOf(this.recs);
+    }
   }
 
   /** Memory the records take (bytes). */

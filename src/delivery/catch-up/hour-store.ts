@@ -6,9 +6,10 @@
  * the known end of `.seg`, then one of its record at the known end of `.idx`), reads a segment's
  * bytes back by (offset, length), and deletes whole hours.
  */
-import { closeSync, constants, existsSync, ftruncateSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, write, writeSync, writev, writevSync } from 'node:fs';
+import { closeSync, constants, existsSync, ftruncateSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, write, writev } from 'node:fs';
 import path from 'node:path';
-import { HourBlock, hourFiles, hourKeyOf, readHour, RECORD_BYTES, SIDECAR, writeSegmentRecord, type SegmentEntry } from './hour-block.js';
+import { appendSegment } from '../../native/file-append.js';
+import { broadcastRecord, HourBlock, hourFiles, hourKeyOf, readHour, RECORD_BYTES, SIDECAR, writeSegmentRecord, type SegmentEntry } from './hour-block.js';
 import { LayerIndex } from './layer-index.js';
 
 /** Opened for writing at known offsets (not O_APPEND: a torn tail is written over). */
@@ -28,25 +29,11 @@ function writeAt(fd: number, data: Uint8Array, position: number): Promise<void> 
   });
 }
 
-/** Writes `data` at `position` of `fd` (all of it), now. */
-function writeAtSync(fd: number, data: Uint8Array, position: number): void {
-  for (let done = 0; done < data.byteLength; ) done += writeSync(fd, data, done, data.byteLength - done, position + done);
-}
-
 /** What is left of `pieces` after their first `n` bytes were written. */
 function unwritten(pieces: readonly Uint8Array[], n: number): Uint8Array[] {
   let i = 0;
   while (i < pieces.length && n >= pieces[i]!.byteLength) n -= pieces[i++]!.byteLength;
   return i < pieces.length ? [pieces[i]!.subarray(n), ...pieces.slice(i + 1)] : [];
-}
-
-/** Writes `pieces` one after the other at `position` of `fd` (all of them, one `pwritev` each time), now. */
-function writevAtSync(fd: number, pieces: readonly Uint8Array[], position: number): void {
-  for (let left = pieces.slice(); left.length > 0; ) {
-    const n = writevSync(fd, left, position);
-    position += n;
-    left = unwritten(left, n);
-  }
 }
 
 /** Writes `pieces` one after the other at `position` of `fd` (all of them), off the event loop. */
@@ -66,20 +53,6 @@ interface Writer {
   seg: number;
   idx: number;
   usedAt: number;
-}
-
-/** What one append writes: the segment's bytes, then its record (after a broadcast record, when the hour names a new one). */
-export interface Append {
-  block: HourBlock;
-  /** The segment's bytes, in pieces written one after the other (`bytes` in all). */
-  data: readonly Uint8Array[];
-  bytes: number;
-  offset: number;
-  records: Buffer;
-  /** The broadcast id the records name first, or null. */
-  newName: string | null;
-  seg: number;
-  idx: number;
 }
 
 /** One layer's files and index (see the module comment). */
@@ -146,11 +119,11 @@ export class LayerFiles {
   }
 
   /**
-   * Where the next segment goes: the hour of its program date-time (never an hour before the
+   * The hour the next segment goes to: the hour of its program date-time (never an hour before the
    * newest kept: a clock set back appends to the newest), its files opened on first use.
    * @throws Error when the files cannot be opened
    */
-  prepare(hourKey: string, data: readonly Uint8Array[], bytes: number, record: (block: HourBlock, offset: number) => { records: Buffer; newName: string | null }, now: number): Append {
+  private writerFor(hourKey: string, now: number): Writer {
     const newest = this.index.blocks[this.index.blocks.length - 1];
     const key = newest && newest.key > hourKey ? newest.key : hourKey;
     let w = this.writer;
@@ -169,55 +142,67 @@ export class LayerFiles {
       w = this.writer = { block, seg, idx, usedAt: now };
     }
     w.usedAt = now;
-    const offset = w.block.dataEnd;
-    if (offset + bytes > 0xffff_ffff) throw new Error('the layer-hour file is full (4 GiB)');
-    const { records, newName } = record(w.block, offset);
-    return { block: w.block, data, bytes, offset, records, newName, seg: w.seg, idx: w.idx };
+    return w;
   }
 
   /**
-   * The append of segment `e` (its `offset` and `length` are set here) of broadcast `broadcast` to
-   * the hour of its program date-time: a broadcast record first when the hour does not name it yet.
-   * The records are a slice of Node's shared buffer pool: no buffer of their own per segment.
-   * @throws Error when the files cannot be opened or the hour is full
+   * Appends segment `e` (its `offset` and `length` are set here) of broadcast `broadcast` to the
+   * hour of its program date-time, now: its bytes (`data`, in pieces written one after the other)
+   * at the end of `.seg`, then its record — after a broadcast record when the hour does not name
+   * it yet — at the end of `.idx`, in one native call (two `pwrite`s); then it is listed. The
+   * record is made in its place in the hour's in-memory records: no buffer of its own. Returns the
+   * time the two writes took (ms).
+   * @throws Error when the files cannot be opened or written, or the hour is full (4 GiB)
    */
-  segment(e: SegmentEntry, data: readonly Uint8Array[], broadcast: string | null, now: number): Append {
+  appendSync(e: SegmentEntry, data: readonly Uint8Array[], broadcast: string | null, now: number): number {
+    const w = this.writerFor(hourKeyOf(e.startMs), now);
+    const b = w.block;
+    const at = this.record(b, e, data);
+    const slot = b.slotOf(broadcast);
+    const head = slot === b.names.length ? broadcastRecord(broadcast!, slot) : null;
+    writeSegmentRecord(b.view, at, e, slot);
+    const ms = appendSegment(w.seg, data, e.offset, w.idx, head, b.store, at, RECORD_BYTES, b.records * RECORD_BYTES);
+    this.commit(b, head ? broadcast : null);
+    return ms;
+  }
+
+  /**
+   * `appendSync` from libuv's thread pool (off the event loop: for a disk that fell behind); one
+   * append at a time per archive (the next one waits for this one's promise).
+   * @throws Error (rejects) as `appendSync`
+   */
+  async appendLater(e: SegmentEntry, data: readonly Uint8Array[], broadcast: string | null, now: number): Promise<void> {
+    const w = this.writerFor(hourKeyOf(e.startMs), now);
+    const b = w.block;
+    const slot = b.slotOf(broadcast);
+    const head = slot === b.names.length ? broadcastRecord(broadcast!, slot) : null;
+    const at = this.record(b, e, data);
+    writeSegmentRecord(b.view, at, e, slot);
+    const record = Buffer.from(b.store.subarray(at, at + RECORD_BYTES)); // the store may grow meanwhile
+    await writevAt(w.seg, data, e.offset);
+    await writeAt(w.idx, head ? Buffer.concat([head, record]) : record, b.records * RECORD_BYTES);
+    record.copy(b.store, b.reserve());
+    this.commit(b, head ? broadcast : null);
+  }
+
+  /** Sets `e`'s place in hour `b` (offset and length of `data`); returns the byte of `b.store` its record goes to. @throws Error when the hour is full */
+  private record(b: HourBlock, e: SegmentEntry, data: readonly Uint8Array[]): number {
     const bytes = piecesBytes(data);
-    return this.prepare(hourKeyOf(e.startMs), data, bytes, (block, offset) => {
-      const { slot, record } = block.slotOf(broadcast);
-      e.offset = offset;
-      e.length = bytes;
-      const records = Buffer.allocUnsafe(record ? 2 * RECORD_BYTES : RECORD_BYTES);
-      if (record) record.copy(records, 0);
-      writeSegmentRecord(records, records.length - RECORD_BYTES, e, slot);
-      return { records, newName: record ? broadcast : null };
-    }, now);
+    if (b.dataEnd + bytes > 0xffff_ffff) throw new Error('the layer-hour file is full (4 GiB)');
+    e.offset = b.dataEnd;
+    e.length = bytes;
+    return b.reserve();
   }
 
-  /** Writes an append's bytes and records (off the event loop), then indexes it. @throws Error from the writes */
-  async write(a: Append): Promise<void> {
-    await writevAt(a.seg, a.data, a.offset);
-    await writeAt(a.idx, a.records, a.block.records * RECORD_BYTES);
-    this.commit(a);
-  }
-
-  /** Writes an append's bytes and records now, then indexes it. @throws Error from the writes */
-  writeSync(a: Append): void {
-    if (a.data.length === 1) writeAtSync(a.seg, a.data[0]!, a.offset);
-    else writevAtSync(a.seg, a.data, a.offset);
-    writeAtSync(a.idx, a.records, a.block.records * RECORD_BYTES);
-    this.commit(a);
-  }
-
-  private commit(a: Append): void {
-    const b = a.block;
+  /** Lists the segment record written at `b.reserve()` (after the record naming `newName`, if not null). */
+  private commit(b: HourBlock, newName: string | null): void {
     if (b.gone || this.gone) return;
-    if (a.newName !== null) {
-      b.name(a.newName);
-      this.named(a.newName, 1);
+    if (newName !== null) {
+      b.name(newName);
+      this.named(newName, 1);
     }
-    b.records += a.records.length / RECORD_BYTES;
-    b.push(a.records, a.records.length - RECORD_BYTES);
+    b.records += newName !== null ? 2 : 1;
+    b.pushReserved();
     const blocks = this.index.blocks;
     if (blocks[blocks.length - 1] !== b) {
       blocks[blocks.length - 1]?.shrink();

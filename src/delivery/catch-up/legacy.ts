@@ -60,8 +60,7 @@ function appendRow(f: LayerFiles, r: CatchUpSegmentRow, layerDir: string): boole
   }
   const ts = r.ext === 'ts';
   const e = { sequence: r.sequence, startMs: r.start_ms, durationMs: r.duration_ms, offset: 0, length: data.byteLength, discontinuity: r.discontinuity === 1, discontinuitySequence: r.discontinuity_sequence, initId: ts ? '' : r.init_id, ts };
-  const a = f.segment(e, [data], r.broadcast_id, 0);
-  f.writeSync(a);
+  f.appendSync(e, [data], r.broadcast_id, 0);
   rmSync(file, { force: true });
   return true;
 }

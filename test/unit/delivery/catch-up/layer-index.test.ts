@@ -29,7 +29,7 @@ beforeAll(() => {
     const data = Buffer.alloc(8 + (seq % 5), seq % 251);
     const e = { sequence: seq, startMs: start, durationMs: 2000, offset: 0, length: data.byteLength, discontinuity: seq % 1500 === 0, discontinuitySequence: Math.floor(seq / 1500), initId: seq < 2500 ? '0123456789abcdef' : 'fedcba9876543210', ts: false };
     const broadcast = `brd_${Math.floor(seq / 1500)}`;
-    files.writeSync(files.segment(e, [data], broadcast, 0));
+    files.appendSync(e, [data], broadcast, 0);
     all.push({ stream_id: 'stm_x', layer: 'a128', sequence: seq, start_ms: start, duration_ms: 2000, discontinuity: e.discontinuity ? 1 : 0, discontinuity_sequence: e.discontinuitySequence, init_id: e.initId, ext: 'm4s', broadcast_id: broadcast, bytes: data.byteLength });
     start += 2000;
   }
