@@ -23,8 +23,11 @@
  * How the server is read: Skylark runs with `--expose-gc --import <probe.mjs>` (through
  * SKYLARK_BENCH_NODE_FLAGS); the probe, on SIGUSR2, reads `process.memoryUsage()`, VmRSS and the
  * resident bytes by mapping (/proc/self/smaps: the main malloc arena, anonymous, file), runs two
- * full GCs (`gc()`: Node 20's `gc({ type: 'major' })` runs only a scavenge), waits 300 ms (V8
- * gives pages back after a GC), reads them again and writes them to a file; or writes a heap snapshot (`v8.writeHeapSnapshot`), whose nodes summed by constructor
+ * full GCs (`gc()`: Node 20's `gc({ type: 'major' })` runs only a scavenge), waits 300 ms, runs
+ * a third, waits BENCH_MEMORY_SETTLE_MS (1,000) while V8's background threads give back the pages
+ * that collection freed and the server trims the C heap after it, reads them again and writes them
+ * to a file (read at once after the collection, the same server varied by up to 2 KB per listener
+ * from run to run: pages the collection had just freed, still resident); or writes a heap snapshot (`v8.writeHeapSnapshot`), whose nodes summed by constructor
  * tell which JS objects a listener keeps. Per case: a warm-up with BENCH_MEMORY_WARM (100)
  * connections of the same kind (code paths compiled, the progressive mount created) and their
  * departure (HLS sessions time out after 3 target durations); the baseline reading; the N
@@ -190,6 +193,7 @@ import { readFileSync, writeFileSync, renameSync } from 'node:fs';
 import { isMainThread } from 'node:worker_threads';
 import v8 from 'node:v8';
 const out = process.env.SKYLARK_BENCH_MEMPROBE;
+const SETTLE_MS = Number(process.env.BENCH_MEMORY_SETTLE_MS ?? 1000);
 const status = () => {
   const s = readFileSync('/proc/self/status', 'utf8');
   const kb = (k) => Number(new RegExp(k + ':\\\\s+(\\\\d+) kB').exec(s)?.[1] ?? NaN) * 1024;
@@ -237,7 +241,12 @@ if (out && isMainThread) {
         setTimeout(() => {
           try {
             globalThis.gc();
-            answer({ before, after: read() });
+            // Read once V8's background threads have given back what the last collection freed.
+            setTimeout(() => {
+              try {
+                answer({ before, after: read() });
+              } catch (e) { answer({ error: String(e) }); }
+            }, SETTLE_MS);
           } catch (e) { answer({ error: String(e) }); }
         }, 300);
       } else if (cmd.startsWith('snap ')) {
