@@ -3,7 +3,6 @@
 // script; `npm start` and `npm test` rebuild it), and exits with the code the command resolves to.
 import v8 from 'node:v8';
 import { existsSync, readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 // V8's young generation (docs/configuration.md `SKYLARK_YOUNG_GENERATION`), first, before the CLI
@@ -21,20 +20,18 @@ const flagValue = (name) => {
   if (at < 0) return undefined;
   return process.argv[at].includes('=') ? process.argv[at].slice(process.argv[at].indexOf('=') + 1) : (process.argv[at + 1] ?? '');
 };
-let configFile;
-const fromConfigFile = async (key) => {
+const fromConfigFile = async () => {
   const file = flagValue('--config') || process.env.SKYLARK_CONFIG;
   if (!file) return undefined;
   try {
     const { parse } = await import('smol-toml');
-    configFile ??= parse(readFileSync(file, 'utf8'));
-    const value = configFile[key];
-    return typeof value === 'string' || typeof value === 'number' ? String(value) : undefined;
+    const value = parse(readFileSync(file, 'utf8'))['young-generation'];
+    return typeof value === 'string' ? value : undefined;
   } catch {
     return undefined;
   }
 };
-const young = flagValue('--young-generation') ?? process.env.SKYLARK_YOUNG_GENERATION ?? (await fromConfigFile('young-generation')) ?? 'small';
+const young = flagValue('--young-generation') ?? process.env.SKYLARK_YOUNG_GENERATION ?? (await fromConfigFile()) ?? 'small';
 process.env.SKYLARK_YOUNG_GENERATION = young;
 // A maximum given to node itself (`node --max-semi-space-size=N`, NODE_OPTIONS) is kept as it is.
 const explicit = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((a) => /^--max[-_]semi[-_]space[-_]size/.test(a));
@@ -46,20 +43,6 @@ if (!existsSync(compiled)) {
   process.stderr.write(`skylark: ${fileURLToPath(compiled)} is missing: run \`npm ci\` (or \`npm run build:ts\`) in ${root}\n`);
   process.exit(1);
 }
-// glibc's malloc arenas (docs/decisions.md "Giving freed memory back"), before the CLI loads: the
-// threads that compile and collect for V8 take an arena each on their first allocation, so the cap
-// must come first to be shared by them. One per thread serving HTTP (`SKYLARK_HTTP_THREADS`, flag,
-// environment, then the configuration file; the number of cores by default) plus one the others
-// share; glibc's own MALLOC_ARENA_MAX wins. A value the CLI will refuse counts as the default here.
-const threadsValue = flagValue('--http-threads') ?? process.env.SKYLARK_HTTP_THREADS ?? (await fromConfigFile('http-threads')) ?? '';
-const httpThreads = /^[1-9]\d{0,2}$/.test(threadsValue) ? Number(threadsValue) : availableParallelism();
-try {
-  const { limitMallocArenas } = await import(new URL('../dist/native/memory.js', import.meta.url).href);
-  limitMallocArenas(Math.min(64, httpThreads + 1));
-} catch {
-  // No addon (not built): the commands that need it say so; the others run uncapped.
-}
-
 const { main } = await import(compiled.href);
 
 // Exit explicitly: `serve` resolves once its graceful stop is over (or cut short at its deadline),
