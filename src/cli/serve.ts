@@ -44,7 +44,12 @@ export async function serve(args: string[]): Promise<number> {
     }) + '\n',
   );
   const code = await stopGracefully(server, proc, log, await signals.first, config.limits.shutdownTimeoutMs);
-  // A second signal during the stop decides the exit code, even when the stop ends first.
+  // A second signal during the stop decides the exit code, even when the stop ends first. The stop
+  // may end inside the event loop's poll phase that also saw the signal, and libuv dispatches
+  // signals after that phase's other callbacks: one full turn of the loop (a second poll, with a
+  // zero timeout while an immediate is queued) lets a signal already caught reach its handler.
+  await new Promise((r) => setImmediate(r));
+  await new Promise((r) => setImmediate(r));
   return signals.forced() ?? code;
 }
 
