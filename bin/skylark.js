@@ -3,6 +3,7 @@
 // script; `npm start` and `npm test` rebuild it), and exits with the code the command resolves to.
 import v8 from 'node:v8';
 import { existsSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 // V8's young generation (docs/configuration.md `SKYLARK_YOUNG_GENERATION`), first, before the CLI
@@ -20,18 +21,20 @@ const flagValue = (name) => {
   if (at < 0) return undefined;
   return process.argv[at].includes('=') ? process.argv[at].slice(process.argv[at].indexOf('=') + 1) : (process.argv[at + 1] ?? '');
 };
-const fromConfigFile = async () => {
+let configFile;
+const fromConfigFile = async (key) => {
   const file = flagValue('--config') || process.env.SKYLARK_CONFIG;
   if (!file) return undefined;
   try {
     const { parse } = await import('smol-toml');
-    const value = parse(readFileSync(file, 'utf8'))['young-generation'];
-    return typeof value === 'string' ? value : undefined;
+    configFile ??= parse(readFileSync(file, 'utf8'));
+    const value = configFile[key];
+    return typeof value === 'string' || typeof value === 'number' ? String(value) : undefined;
   } catch {
     return undefined;
   }
 };
-const young = flagValue('--young-generation') ?? process.env.SKYLARK_YOUNG_GENERATION ?? (await fromConfigFile()) ?? 'small';
+const young = flagValue('--young-generation') ?? process.env.SKYLARK_YOUNG_GENERATION ?? (await fromConfigFile('young-generation')) ?? 'small';
 process.env.SKYLARK_YOUNG_GENERATION = young;
 // A maximum given to node itself (`node --max-semi-space-size=N`, NODE_OPTIONS) is kept as it is.
 const explicit = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((a) => /^--max[-_]semi[-_]space[-_]size/.test(a));
@@ -42,6 +45,23 @@ if (!existsSync(compiled)) {
   const root = fileURLToPath(new URL('..', import.meta.url));
   process.stderr.write(`skylark: ${fileURLToPath(compiled)} is missing: run \`npm ci\` (or \`npm run build:ts\`) in ${root}\n`);
   process.exit(1);
+}
+// glibc's malloc arenas (docs/decisions.md "Giving freed memory back"), before the CLI loads: V8's
+// helper threads that compile and collect take an arena each on their first allocation, and what
+// they free there in pieces stays resident. With one HTTP thread (`SKYLARK_HTTP_THREADS`: flag,
+// environment, configuration file; the number of cores by default) the cap is two: the main
+// thread's and one the others share. With more, glibc's default stays: it fixes the cap the first
+// time it needs it, so HTTP worker threads, started later, would share the helpers' arena. A value
+// the CLI will refuse counts as the default here; glibc's own MALLOC_ARENA_MAX (or GLIBC_TUNABLES) wins.
+const threadsValue = flagValue('--http-threads') ?? process.env.SKYLARK_HTTP_THREADS ?? (await fromConfigFile('http-threads')) ?? '';
+const httpThreads = /^[1-9]\d{0,2}$/.test(threadsValue) ? Number(threadsValue) : availableParallelism();
+if (httpThreads === 1) {
+  try {
+    const { limitMallocArenas } = await import(new URL('../dist/native/memory.js', import.meta.url).href);
+    limitMallocArenas(2);
+  } catch {
+    // No addon (not built): the commands that need it say so; the others run with glibc's arenas.
+  }
 }
 const { main } = await import(compiled.href);
 

@@ -6,19 +6,39 @@
  * buffers a V8 collection just let go) stay resident until `malloc_trim`. After each major V8
  * collection (`perf_hooks` "gc" entries of kind major), at most once per `minIntervalMs`, this
  * calls `malloc_trim(0)` (native/binding/memory.cc), which hands every whole free page of every
- * arena back. Process-wide: one per process, on the main thread.
+ * arena back. Process-wide: one per process, on the main thread. `limitMallocArenas` caps how many
+ * arenas glibc makes, so that V8's helper threads share one instead of each keeping a heap.
  */
 import { constants, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { loadedAddon } from './addon.js';
 
 interface MemoryAddon {
   trimMalloc(): boolean;
+  limitMallocArenas(n: number): boolean;
 }
 const addon = loadedAddon as MemoryAddon;
 
 /** `malloc_trim(0)` now: true when the allocator gave pages back (always false off glibc). */
 export function trimMalloc(): boolean {
   return addon.trimMalloc();
+}
+
+/** Why `limitMallocArenas` left glibc's arena count alone, or '' when it set it. */
+export type ArenaLimitOutcome = '' | 'operator' | 'unsupported';
+
+/**
+ * Caps glibc's malloc arenas at `n` (1–64) for the threads that have not allocated yet
+ * (`mallopt(M_ARENA_MAX, n)`, docs/decisions.md "Giving freed memory back"): threads that start
+ * allocating once `n` arenas exist share them instead of each getting a heap of its own, whose
+ * freed pieces stay resident. Left alone when the operator set glibc's own setting
+ * (`MALLOC_ARENA_MAX`, or `glibc.malloc.arena_max` in `GLIBC_TUNABLES`) in `env`.
+ * @returns '' when set, 'operator' when the environment sets it, 'unsupported' off glibc
+ * @throws RangeError when `n` is not an integer in 1–64
+ */
+export function limitMallocArenas(n: number, env: NodeJS.ProcessEnv = process.env): ArenaLimitOutcome {
+  if (!Number.isInteger(n) || n < 1 || n > 64) throw new RangeError(`malloc arenas must be an integer in 1–64 (got ${n})`);
+  if (env.MALLOC_ARENA_MAX !== undefined || (env.GLIBC_TUNABLES ?? '').includes('glibc.malloc.arena_max')) return 'operator';
+  return addon.limitMallocArenas(n) ? '' : 'unsupported';
 }
 
 /** What the trimming after major collections did so far. */
