@@ -43,13 +43,8 @@ export async function serve(args: string[]): Promise<number> {
       ...(server.edgeLogPort !== null ? { edgeLog: `${host(config.edgeLogHost!)}:${server.edgeLogPort}` } : {}),
     }) + '\n',
   );
-  const code = await stopGracefully(server, proc, log, await signals.first, config.limits.shutdownTimeoutMs);
-  // A second signal during the stop decides the exit code, even when the stop ends first. The stop
-  // may end inside the event loop's poll phase that also saw the signal, and libuv dispatches
-  // signals after that phase's other callbacks: one full turn of the loop (a second poll, with a
-  // zero timeout while an immediate is queued) lets a signal already caught reach its handler.
-  await new Promise((r) => setImmediate(r));
-  await new Promise((r) => setImmediate(r));
+  const code = await stopGracefully(server, proc, log, await signals.first, config.limits.shutdownTimeoutMs, () => signals.forced() !== null);
+  // A second signal during the stop decides the exit code, even when the stop ends first.
   return signals.forced() ?? code;
 }
 
@@ -81,9 +76,10 @@ function stopSignal(log: Logger, proc: ServerProcess): { first: Promise<NodeJS.S
 
 /**
  * Closes `server` within `timeoutMs` (ms); `signal` is the one that asked for it (logged).
- * Resolves to the exit code: 0 stopped, 1 the stop failed or was cut short at the deadline.
+ * Resolves to the exit code: 0 stopped, 1 the stop failed or was cut short at the deadline or a
+ * second signal came (`interrupted()`: its own exit is under way, and "stopped" is not logged).
  */
-async function stopGracefully(server: RunningServer, proc: ServerProcess, log: Logger, signal: NodeJS.Signals, timeoutMs: number): Promise<number> {
+async function stopGracefully(server: RunningServer, proc: ServerProcess, log: Logger, signal: NodeJS.Signals, timeoutMs: number, interrupted: () => boolean): Promise<number> {
   const started = Date.now();
   log.info('stopping', { signal, timeoutMs });
   let timer: NodeJS.Timeout | undefined;
@@ -103,6 +99,13 @@ async function stopGracefully(server: RunningServer, proc: ServerProcess, log: L
     log.error('the graceful stop took longer than its deadline: exiting anyway', { timeoutMs, setting: 'SKYLARK_SHUTDOWN_TIMEOUT_MS' });
     await exitNow(1, proc, log);
   }
+  // The stop may end inside the event loop's poll phase that also saw a second signal, and libuv
+  // dispatches signals after that phase's other callbacks: one full turn of the loop (a second
+  // poll, with a zero timeout while an immediate is queued) lets a signal already caught reach
+  // its handler before the stop is reported done.
+  await new Promise((r) => setImmediate(r));
+  await new Promise((r) => setImmediate(r));
+  if (interrupted()) return 1;
   // What still holds the event loop besides stdio (codec processes told to end may still be
   // exiting); anything else is a leak to fix.
   log.debug('left on the event loop after the stop', { resources: process.getActiveResourcesInfo() });
