@@ -4,7 +4,7 @@
  * (utime + stime of all its threads plus its child processes, from /proc) over timed windows, and
  * every stream's HLS checked at the end.
  */
-import { boxTicks, childPids, CLK_TCK, processTicks, sleep } from './proc.js';
+import { boxTicks, childPids, CLK_TCK, processTicks, runNsSince, sleep, threadRunNs } from './proc.js';
 import { startReplayer } from './ingest-servers.js';
 import { mapLimit } from './ingest-hls.js';
 import type { PublishTarget } from './rtmp-replayer.js';
@@ -37,6 +37,8 @@ export interface Server {
 /** One window's CPU (% of one core) and the replayer's pool counters at its end. */
 export interface Window {
   server: number;
+  /** The server process alone (its threads, not its children), from the scheduler's exact run time (schedstat), % of one core. */
+  serverRun: number;
   /** Of `server`: the server's child processes (Skylark: ladder FFmpeg; nginx: its worker). */
   children: number;
   replayer: number;
@@ -69,11 +71,13 @@ export function ticksOf(pid: number): { self: number; children: number } {
 export async function measureWindow(serverPid: number, replayerPid: number, seconds: number): Promise<Omit<Window, 'maxLateMs' | 'publishing'>> {
   const t0 = performance.now();
   const s0 = ticksOf(serverPid);
+  const n0 = threadRunNs(serverPid);
   const r0 = processTicks(replayerPid) ?? 0;
   const b0 = boxTicks();
   await sleep(seconds * 1000);
   const secs = (performance.now() - t0) / 1000;
   const s1 = ticksOf(serverPid);
+  const n1 = threadRunNs(serverPid);
   const r1 = processTicks(replayerPid) ?? 0;
   const b1 = boxTicks();
   const pct = (ticks: number) => (ticks / CLK_TCK / secs) * 100;
@@ -81,6 +85,7 @@ export async function measureWindow(serverPid: number, replayerPid: number, seco
   return {
     server: pct(s1.self + s1.children - s0.self - s0.children),
     children: pct(s1.children - s0.children),
+    serverRun: n1.size ? (runNsSince(n0, n1) / 1e9 / secs) * 100 : NaN,
     replayer: pct(r1 - r0),
     box: b1.total > b0.total ? ((b1.busy - b0.busy) / (b1.total - b0.total)) * 100 * cores : NaN,
   };
@@ -119,7 +124,7 @@ export async function runPhase(server: Server, n: number, o: { workDir: string; 
       phase.dropped = st.dropped;
       phase.dropReasons = st.reasons;
       log(
-        `${label} window ${w + 1}/${o.windows}: server ${f1(win.server)} % (children ${f1(win.children)}), ` +
+        `${label} window ${w + 1}/${o.windows}: server ${f1(win.server)} % (children ${f1(win.children)}; its threads' run time ${f1(win.serverRun)} %), ` +
           `per stream ${f1(win.server / n)} %, replayer ${f1(win.replayer)} %, box ${f1(win.box)} % of 200, ` +
           `publishing ${win.publishing}, max write lateness ${f1(win.maxLateMs)} ms`,
       );

@@ -113,6 +113,36 @@ export function processTicks(pid: number): number | null {
   return Number(f[11]) + Number(f[12]); // fields 14 and 15 of proc(5)
 }
 
+/**
+ * Run time (ns) of each live thread of a process, by thread id: the first field of
+ * /proc/<pid>/task/<tid>/schedstat, which the scheduler counts exactly (utime and stime are
+ * sampled at the clock tick). Empty when the process is gone.
+ */
+export function threadRunNs(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const t of tids) {
+    try {
+      out.set(t, Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]));
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return out;
+}
+
+/** Run time (ns) the threads of `after` had since `before` (a thread new since counts whole; one that ended since is lost). */
+export function runNsSince(before: Map<string, number>, after: Map<string, number>): number {
+  let ns = 0;
+  for (const [t, v] of after) ns += v - (before.get(t) ?? 0);
+  return ns;
+}
+
 /** Reaped children's CPU (cutime+cstime, ticks) of this process. */
 function childrenTicks(): number | null {
   const f = statFields(process.pid);

@@ -10,13 +10,15 @@
  * live ones (a media sequence number names one segment of a layer for ever, docs/streams.md "One
  * timeline"), so an archive object is the very object a live player or an edge may already hold.
  *
- * Writes go through one queue: a segment's bytes, then its record, on the hour's open files —
- * two writes to the page cache, made at once (a few µs each: a hop through the thread pool would
- * cost more than the writes), or from the thread pool for a minute after SLOW_RUN appends in a row
- * each waited on the disk (SLOW_WRITE_MS), so a disk that falls behind never holds the event loop
- * for long. One slow append alone is not the disk: on a busy machine the event loop's thread is
- * sometimes descheduled in the middle of one. A segment is
- * listed once both are written, and a record whose bytes are not all on disk is ignored at start. Whole layer-hours leave, oldest first: by the sweep (every segment of
+ * Writes go through one queue, written together WRITE_AFTER_MS after the first segment waiting
+ * (at once when a layer ends or the archive closes): a segment's bytes, then its record, on the
+ * hour's open files — two writes to the page cache, made on the event loop (a few µs each: a hop
+ * through the thread pool would cost more than the writes), or from the thread pool for a minute
+ * after SLOW_RUN appends in a row each waited on the disk (SLOW_WRITE_MS), so a disk that falls
+ * behind never holds the event loop for long. One slow append alone is not the disk: on a busy
+ * machine the event loop's thread is sometimes descheduled in the middle of one. A segment is
+ * listed once both are written, and a record whose bytes are not all on disk is ignored at start.
+ * Whole layer-hours leave, oldest first: by the sweep (every segment of
  * the hour older than the window; catch-up turned off; stream deleted) and, when the volume's free
  * space nears `SKYLARK_MIN_FREE_DISK_BYTES` (docs/behaviour.md §13), across streams — never an
  * hour holding a segment of the live window — with one `stream.error` `catch_up_trimmed` per
@@ -53,12 +55,23 @@ export interface CatchUpArchiveDeps {
   freeBytes?: (dir: string) => number;
   /** A monotonic clock (ms) timing each append (tests give a stand-in); default: the writes timed where they are made (`appendSegment`). */
   elapsed?: () => number;
+  /** How long (ms) finished segments wait to be written together (default WRITE_AFTER_MS; tests give less). */
+  writeAfterMs?: number;
 }
 
 /** How often the sweep runs (ms). */
 export const SWEEP_EVERY_MS = 30_000;
 /** Segments of a layer never trimmed for space: the live window and its margin (an hour holding one of the newest this many ms stays). */
 const LIVE_GUARD_MS = 5 * 60_000;
+/**
+ * Finished segments are written together this long (ms) after the first of them was queued: one
+ * burst of appends every half second instead of one every 20 ms (100 streams' 2 s segments). The
+ * kernel's side of a write made among other work finds nothing in the CPU's caches; in a burst
+ * the next ones do (docs/bench/catch-up.md "Written together"). A segment is listed once written,
+ * so the archive's newest segment is at most this late; the live window holds it meanwhile, and
+ * `close` writes what waits.
+ */
+export const WRITE_AFTER_MS = 500;
 /** Segment writes queued at most (about a minute of 100 layers' 2 s segments): more are dropped and logged. */
 const MAX_QUEUE = 3000;
 /** A layer's hour files are closed when nothing was appended for this long (ms). */
@@ -103,6 +116,9 @@ interface Job {
 export class CatchUpArchive {
   private readonly queue: Job[] = [];
   private writing = false;
+  /** The timer of the next burst of writes, while segments wait for it. */
+  private writeTimer: NodeJS.Timeout | null = null;
+  private readonly writeAfterMs: number;
   private readonly sweepTimer: NodeJS.Timeout;
   /** Every layer kept, by stream id then layer name. */
   private readonly streams = new Map<string, Map<string, LayerFiles>>();
@@ -129,6 +145,7 @@ export class CatchUpArchive {
     mkdirSync(d.dir, { recursive: true });
     this.free = d.freeBytes ?? freeBytesOf;
     this.elapsed = d.elapsed;
+    this.writeAfterMs = d.writeAfterMs ?? WRITE_AFTER_MS;
     this.load();
     convertLegacy(d.repo, d.dir, (streamId, layer) => this.files(streamId, layer), d.log);
     this.sweepTimer = setInterval(() => this.sweep(), SWEEP_EVERY_MS);
@@ -174,15 +191,19 @@ export class CatchUpArchive {
 
   /** A layer changed: its finished segments not yet queued are queued, when catch-up is on. */
   private changed(w: Watched): void {
+    if (this.closed || !w.safe) return;
     const segs = w.layer.segments;
     const newest = segs[segs.length - 1];
-    if (this.closed || !w.safe || !newest || newest.sequence <= w.last) return;
-    const last = w.last;
-    w.last = newest.sequence;
-    if (this.d.repo.hours(w.streamId) <= 0) return;
-    let i = segs.length - 1; // the segments are in sequence order: the fresh ones are at the end
-    while (i > 0 && segs[i - 1]!.sequence > last) i--;
-    for (; i < segs.length; i++) this.enqueue(w, segs[i]!);
+    if (newest && newest.sequence > w.last) {
+      const last = w.last;
+      w.last = newest.sequence;
+      if (this.d.repo.hours(w.streamId) <= 0) return;
+      let i = segs.length - 1; // the segments are in sequence order: the fresh ones are at the end
+      while (i > 0 && segs[i - 1]!.sequence > last) i--;
+      for (; i < segs.length; i++) this.enqueue(w, segs[i]!);
+    }
+    // A layer that ended has its broadcast's last segment: what waits is written now, so the broadcast's playlist is whole once it is over.
+    if (w.layer.ended && this.writeTimer !== null) this.writeQueued();
   }
 
   private enqueue(w: Watched, s: Segment): void {
@@ -212,9 +233,19 @@ export class CatchUpArchive {
         ts,
       },
     };
-    if (this.writing) this.queue.push(job);
-    else this.drain(job);
+    this.queue.push(job);
+    if (!this.writing && this.writeTimer === null) {
+      this.writeTimer = setTimeout(this.writeQueued, this.writeAfterMs);
+      this.writeTimer.unref();
+    }
   }
+
+  /** The burst of writes (see WRITE_AFTER_MS), on its timer or sooner. */
+  private readonly writeQueued = (): void => {
+    if (this.writeTimer !== null) clearTimeout(this.writeTimer);
+    this.writeTimer = null;
+    if (!this.writing) this.drain();
+  };
 
   private broadcastOf(w: Watched): string | null {
     let id = this.broadcasts.get(w.hub);
@@ -227,13 +258,12 @@ export class CatchUpArchive {
   }
 
   /**
-   * Writes `first` (a job that was not queued: nothing was being written), then the queue in
-   * order: at once while the disk keeps up (no promise or microtask per segment), and from where
-   * an append went to the thread pool once that one is written.
+   * Writes the queue in order: in one loop while the disk keeps up (no promise or microtask per
+   * segment), and from where an append went to the thread pool once that one is written.
    */
-  private drain(first?: Job): void {
+  private drain(): void {
     this.writing = true;
-    for (let job = first ?? this.queue.shift(); job; job = this.queue.shift()) {
+    for (let job = this.queue.shift(); job; job = this.queue.shift()) {
       let pending: Promise<void> | undefined;
       try {
         pending = this.write(job);
@@ -439,11 +469,11 @@ export class CatchUpArchive {
     return this.queue.length + (this.writing ? 1 : 0);
   }
 
-  /** Stops the sweep; queued writes finish, then the hours' files are closed. */
+  /** Stops the sweep; the segments waiting are written now (or, from the thread pool, finish), then the hours' files are closed. */
   close(): void {
     this.closed = true;
     clearInterval(this.sweepTimer);
-    if (!this.writing) this.closeFiles();
+    this.writeQueued();
   }
 }
 

@@ -27,7 +27,7 @@ import { Layer } from '../../../../src/live/media/layer.js';
 import { segmentPieces } from '../../../../src/live/media/layer-media.js';
 import type { StreamHub } from '../../../../src/live/media/hub.js';
 import { Segmenter } from '../../../../src/native/segmenter.js';
-import { CatchUpArchive } from '../../../../src/delivery/catch-up/archive.js';
+import { CatchUpArchive, WRITE_AFTER_MS } from '../../../../src/delivery/catch-up/archive.js';
 import { createLogger } from '../../../../src/base/logger.js';
 
 const tags = new FlvReader().push(readFileSync(path.resolve(import.meta.dirname, '../../../fixtures/aac/sine48k_stereo_128k.flv')));
@@ -63,7 +63,7 @@ beforeEach(async () => {
  * An archive over the test's directory (a restart: a new one over the same files); `slowDisk`:
  * every timed append seems to take 10 ms (true), or the ms of the list in turn.
  */
-function open(slowDisk: boolean | number[] = false): CatchUpArchive {
+function open(slowDisk: boolean | number[] = false, writeAfterMs = 5): CatchUpArchive {
   const takes = slowDisk === true ? [10] : slowDisk || [];
   let t = 0;
   let calls = 0;
@@ -78,6 +78,7 @@ function open(slowDisk: boolean | number[] = false): CatchUpArchive {
     log: createLogger('error'),
     now: () => clock,
     freeBytes: () => capacity - used(),
+    writeAfterMs,
     ...(slowDisk ? { elapsed, log: { ...createLogger('error'), warn: (msg: string) => void warnings.push(msg) } } : {}),
   });
 }
@@ -164,11 +165,29 @@ describe('the catch-up archive', () => {
     expect(archive.hasBroadcast('brd_test')).toBe(true);
   });
 
-  it('keeps each segment by the time the layer has told of it (written at once: nothing waits for a later turn)', () => {
-    const layer = feed();
-    expect(archive.pending).toBe(0);
+  it('writes the segments that finished meanwhile together, WRITE_AFTER_MS after the first; at once when the layer ends or the archive closes', async () => {
+    archive.close();
+    archive = open(false, WRITE_AFTER_MS);
+    const t0 = performance.now();
+    let layer = feed();
+    expect(archive.pending).toBe(layer.segments.length);
+    expect(kept()).toEqual([]);
+    await settled();
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(WRITE_AFTER_MS - 5);
     expect(kept().map((r) => r.sequence)).toEqual(layer.segments.map((s) => s.sequence));
     expect(archive.bytes(streamId)).toBe(layer.segments.reduce((n, s) => n + s.data.byteLength, 0));
+    // The layer's end (the broadcast's last segment) is written at once.
+    const first = layer.nextSequence;
+    layer = feed(first);
+    expect(kept().at(-1)!.sequence).toBeLessThan(first);
+    layer.end();
+    expect(archive.pending).toBe(0);
+    expect(kept().at(-1)!.sequence).toBe(layer.segments.at(-1)!.sequence);
+    // What waits when the archive closes (a stop) is written before its files close: a restart has it.
+    const more = feed(layer.nextSequence);
+    expect(archive.pending).toBeGreaterThan(0);
+    restart();
+    expect(kept().at(-1)!.sequence).toBe(more.segments.at(-1)!.sequence);
   });
 
   it('keeps a layer with parts from its parts, without joining a segment into a copy', async () => {
