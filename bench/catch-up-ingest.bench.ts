@@ -9,6 +9,11 @@
  * second, beside the bytes per second of audio the streams received (what the layer's segments
  * hold). Asserts nothing.
  *
+ * With BENCH_CATCHUP_PAIRED=1 the two modes run at once instead, on two Skylark processes: each
+ * round one has N streams with catch-up on and the other N with it off (the roles swap every
+ * round), both measured over the same windows, so what moves the whole box moves both; the rows
+ * are then the medians of the windows' on/off ratios and differences.
+ *
  * Settings (environment): BENCH_CATCHUP_N (100), BENCH_CATCHUP_ROUNDS (2), BENCH_CATCHUP_LATENCY
  * (`standard`; `low`: LL-HLS layers, whose segments are held as their parts), BENCH_INGEST_WARMUP_SECONDS
  * (8), BENCH_INGEST_WINDOW_SECONDS (10), BENCH_INGEST_WINDOWS (3), BENCH_INGEST_TICK_MS (10).
@@ -19,10 +24,10 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ChildProcess } from 'node:child_process';
 import type { BenchRow } from './lib/report.js';
-import { stop } from './lib/proc.js';
+import { runNsSince, sleep, stop, threadRunNs } from './lib/proc.js';
 import { createAccount, startSkylark } from './http-segments.js';
 import { readFlvAudio } from './lib/rtmp-replayer.js';
-import { skylarkTarget, type SkylarkStream } from './lib/ingest-servers.js';
+import { skylarkTarget, startReplayer, type SkylarkStream } from './lib/ingest-servers.js';
 import { envNum, f1, median, runPhase, type Phase, type Server } from './lib/ingest-phase.js';
 import { mapLimit, skylarkHlsOk } from './lib/ingest-hls.js';
 
@@ -59,6 +64,78 @@ interface Measured {
   diskBps: number;
 }
 
+/** One phase's settings (bench/lib/ingest-phase.ts). */
+interface PhaseSettings {
+  warmup: number;
+  windowS: number;
+  windows: number;
+  tickMs: number;
+}
+
+/**
+ * The paired run (BENCH_CATCHUP_PAIRED): two servers loaded at once, one with catch-up on and one
+ * off, the run time of each server's threads over the same windows. @throws Error when a server
+ * or a replayer does not start
+ */
+async function runPaired(n: number, rounds: number, o: PhaseSettings): Promise<BenchRow[]> {
+  const work = mkdtempSync(path.join(tmpdir(), 'skylark-bench-catchup-'));
+  const children: ChildProcess[] = [];
+  const on: number[] = [];
+  const off: number[] = [];
+  const ratio: number[] = [];
+  const diff: number[] = [];
+  const held: string[] = [];
+  try {
+    const servers: Array<{ http: string; key: string; pid: number }> = [];
+    for (const name of ['a', 'b']) {
+      const dataDir = path.join(work, name);
+      const sky = await startSkylark(dataDir, { SKYLARK_ABR_LADDER: '0' });
+      children.push(sky.child);
+      servers.push({ http: sky.http, key: await createAccount(dataDir, sky.defaultSecretKey), pid: sky.child.pid! });
+    }
+    for (let r = 0; r < rounds; r++) {
+      const onAt = r % 2; // the server whose streams have catch-up on this round
+      const reps: Array<Awaited<ReturnType<typeof startReplayer>>> = [];
+      try {
+        for (const [i, s] of servers.entries()) {
+          const label = `round${r + 1}-${i === onAt ? 'on' : 'off'}`;
+          const streams = await mapLimit(Array.from({ length: n }), 8, (_, k) => createStream(s.http, s.key, `${label} #${k + 1}`, i === onAt ? 1 : 0));
+          const rep = await startReplayer(work, label, FLV, streams.map(skylarkTarget), o.tickMs);
+          reps.push(rep);
+          log(`${label}: ${rep.ready.ok}/${n} publishing`);
+        }
+        await sleep(o.warmup * 1000);
+        for (let w = 0; w < o.windows; w++) {
+          const before = servers.map((s) => threadRunNs(s.pid));
+          const t0 = performance.now();
+          await sleep(o.windowS * 1000);
+          const secs = (performance.now() - t0) / 1000;
+          const pct = servers.map((s, i) => (runNsSince(before[i]!, threadRunNs(s.pid)) / 1e9 / secs) * 100);
+          const a = pct[onAt]!;
+          const b = pct[1 - onAt]!;
+          on.push(a);
+          off.push(b);
+          ratio.push(a / b);
+          diff.push(a - b);
+          log(`round ${r + 1} window ${w + 1}/${o.windows}: on ${f1(a)} %, off ${f1(b)} %, ×${f1(a / b)}`);
+        }
+        for (const rep of reps) held.push(`${(await rep.stats()).publishing}/${n}`);
+      } finally {
+        for (const rep of reps) await rep.stop();
+      }
+    }
+  } finally {
+    for (const c of children) await stop(c);
+    rmSync(work, { recursive: true, force: true });
+  }
+  const note = `two servers at once, the same windows, roles swapped each round; ${rounds} rounds × ${o.windows} windows of ${o.windowS} s; publishing at the end ${held.join(', ')}`;
+  return [
+    { group: GROUP, name: `${n} streams, catch-up off: server CPU (paired)`, value: median(off), unit: '% core', note },
+    { group: GROUP, name: `${n} streams, catch-up on (1 h): server CPU (paired)`, value: median(on), unit: '% core', note: `on − off ${f1(median(diff))} % of a core (median of the windows' differences)` },
+    { group: GROUP, name: `${n} streams, catch-up on / off (paired)`, value: median(ratio), unit: '×', note: `median of the windows' ratios; the windows ${f1(Math.min(...ratio))}–${f1(Math.max(...ratio))}` },
+  ];
+}
+
 export async function run(): Promise<BenchRow[]> {
   const n = Math.round(envNum('BENCH_CATCHUP_N', 100));
   const rounds = Math.max(1, Math.round(envNum('BENCH_CATCHUP_ROUNDS', 2)));
@@ -68,6 +145,7 @@ export async function run(): Promise<BenchRow[]> {
     windows: Math.max(1, Math.round(envNum('BENCH_INGEST_WINDOWS', 3))),
     tickMs: envNum('BENCH_INGEST_TICK_MS', 10) || 10,
   };
+  if (process.env.BENCH_CATCHUP_PAIRED === '1') return runPaired(n, rounds, o);
   const audioBps = (readFlvAudio(FLV).kbps * 1000) / 8; // bytes per second of one stream's audio
   const work = mkdtempSync(path.join(tmpdir(), 'skylark-bench-catchup-'));
   const children: ChildProcess[] = [];
