@@ -12,7 +12,9 @@
  * With BENCH_CATCHUP_PAIRED=1 the two modes run at once instead, on two Skylark processes: each
  * round one has N streams with catch-up on and the other N with it off (the roles swap every
  * round), both measured over the same windows, so what moves the whole box moves both; the rows
- * are then the medians of the windows' on/off ratios and differences.
+ * are then the medians of the windows' on/off ratios and differences. BENCH_CATCHUP_AA=1 (with
+ * BENCH_CATCHUP_PAIRED) keeps catch-up off on both servers: the control, what the pairing itself
+ * shows between two servers that do the same work.
  *
  * Settings (environment): BENCH_CATCHUP_N (100), BENCH_CATCHUP_ROUNDS (2), BENCH_CATCHUP_LATENCY
  * (`standard`; `low`: LL-HLS layers, whose segments are held as their parts), BENCH_INGEST_WARMUP_SECONDS
@@ -78,6 +80,8 @@ interface PhaseSettings {
  * or a replayer does not start
  */
 async function runPaired(n: number, rounds: number, o: PhaseSettings): Promise<BenchRow[]> {
+  const control = process.env.BENCH_CATCHUP_AA === '1'; // both servers off (see the module comment)
+  const onHours = control ? 0 : 1;
   const work = mkdtempSync(path.join(tmpdir(), 'skylark-bench-catchup-'));
   const children: ChildProcess[] = [];
   const on: number[] = [];
@@ -98,8 +102,8 @@ async function runPaired(n: number, rounds: number, o: PhaseSettings): Promise<B
       const reps: Array<Awaited<ReturnType<typeof startReplayer>>> = [];
       try {
         for (const [i, s] of servers.entries()) {
-          const label = `round${r + 1}-${i === onAt ? 'on' : 'off'}`;
-          const streams = await mapLimit(Array.from({ length: n }), 8, (_, k) => createStream(s.http, s.key, `${label} #${k + 1}`, i === onAt ? 1 : 0));
+          const label = `round${r + 1}-${i === onAt ? (control ? 'a' : 'on') : 'off'}`;
+          const streams = await mapLimit(Array.from({ length: n }), 8, (_, k) => createStream(s.http, s.key, `${label} #${k + 1}`, i === onAt ? onHours : 0));
           const rep = await startReplayer(work, label, FLV, streams.map(skylarkTarget), o.tickMs);
           reps.push(rep);
           log(`${label}: ${rep.ready.ok}/${n} publishing`);
@@ -117,7 +121,7 @@ async function runPaired(n: number, rounds: number, o: PhaseSettings): Promise<B
           off.push(b);
           ratio.push(a / b);
           diff.push(a - b);
-          log(`round ${r + 1} window ${w + 1}/${o.windows}: on ${f1(a)} %, off ${f1(b)} %, ×${f1(a / b)}`);
+          log(`round ${r + 1} window ${w + 1}/${o.windows}: ${control ? 'a' : 'on'} ${f1(a)} %, off ${f1(b)} %, ×${f1(a / b)}`);
         }
         for (const rep of reps) held.push(`${(await rep.stats()).publishing}/${n}`);
       } finally {
@@ -129,6 +133,12 @@ async function runPaired(n: number, rounds: number, o: PhaseSettings): Promise<B
     rmSync(work, { recursive: true, force: true });
   }
   const note = `two servers at once, the same windows, roles swapped each round; ${rounds} rounds × ${o.windows} windows of ${o.windowS} s; publishing at the end ${held.join(', ')}`;
+  if (control) {
+    return [
+      { group: GROUP, name: `${n} streams, both servers off: server CPU (paired control)`, value: median(off), unit: '% core', note },
+      { group: GROUP, name: `${n} streams, both off, a / b (paired control)`, value: median(ratio), unit: '×', note: `a − b ${f1(median(diff))} % of a core; the windows ${f1(Math.min(...ratio))}–${f1(Math.max(...ratio))}` },
+    ];
+  }
   return [
     { group: GROUP, name: `${n} streams, catch-up off: server CPU (paired)`, value: median(off), unit: '% core', note },
     { group: GROUP, name: `${n} streams, catch-up on (1 h): server CPU (paired)`, value: median(on), unit: '% core', note: `on − off ${f1(median(diff))} % of a core (median of the windows' differences)` },
